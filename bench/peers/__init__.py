@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks of deadletter and its peers (RabbitMQ, Zaqar, moto)."""

@@ -1,0 +1,75 @@
+"""One ASGI app, one port, two faces of one engine.
+
+Zaqar's routes live under `/` (GET) and `/v2`; SQS requests are `POST /` (JSON protocol or
+query protocol) and `POST /<account>/<queue>` (query protocol), so the two never collide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Route
+
+from deadletter.engine.engine import Engine
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    test_mode: bool = False
+    default_project: str = "123456789012"
+    region: str = "us-east-1"
+
+
+class Background(Protocol):
+    """Something the server runs beside the app, e.g. the engine's `Worker`."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def build_app(
+    engine: Engine, options: AppOptions | None = None, background: Sequence[Background] = ()
+) -> Starlette:
+    """`background` jobs start with the app's lifespan and stop, in reverse, when it ends."""
+    options = options or AppOptions()
+    from deadletter.api import openapi
+    from deadletter.api.metrics import LatencyMiddleware, Metrics
+    from deadletter.api.sqs.routes import sqs_routes
+    from deadletter.api.zaqar.routes import zaqar_routes
+
+    metrics = Metrics()
+    engine.add_listener(metrics)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        started: list[Background] = []
+        try:
+            for job in background:
+                job.start()
+                started.append(job)
+            yield
+        finally:
+            for job in reversed(started):
+                job.stop()
+
+    routes: list[BaseRoute] = [
+        Route("/metrics", metrics.endpoint, methods=["GET"]),
+        Route("/openapi.json", openapi.endpoint, methods=["GET"]),
+        *zaqar_routes(engine, options),
+        *sqs_routes(engine, options),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(LatencyMiddleware, metrics=metrics)],
+        lifespan=lifespan,
+    )
+    app.state.metrics = metrics
+    app.state.engine = engine
+    app.state.options = options
+    return app

@@ -1,0 +1,1 @@
+"""The SQS face: AWS's JSON and query protocols over the same engine."""

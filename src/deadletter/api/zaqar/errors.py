@@ -1,0 +1,66 @@
+"""Zaqar's wire errors: the one table from engine exceptions to status + title/description."""
+
+from __future__ import annotations
+
+from starlette.responses import JSONResponse
+
+from deadletter.engine import errors
+
+
+class ZaqarError(Exception):
+    """An error the Zaqar face itself detects while reading a request."""
+
+    def __init__(self, status: int, title: str, description: str) -> None:
+        super().__init__(description)
+        self.status = status
+        self.title = title
+        self.description = description
+
+
+def bad_request(description: str) -> ZaqarError:
+    return ZaqarError(400, "Invalid API request", description)
+
+
+# Looked up along the exception's class hierarchy, most specific first.
+ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
+    errors.QueueNotFound: (404, "Queue not found"),
+    errors.MessageNotFound: (404, "Message not found"),
+    errors.ClaimNotFound: (404, "Claim not found"),
+    errors.TaskNotFound: (404, "Redrive task not found"),
+    errors.NotFound: (404, "Not found"),
+    errors.QueueAlreadyExists: (409, "Queue already exists"),
+    errors.MessageClaimed: (403, "Message is claimed"),
+    errors.RedriveTaskActive: (409, "Redrive task already running"),
+    errors.TaskNotRunning: (409, "Redrive task not running"),
+    errors.Conflict: (409, "Conflict"),
+    errors.ClaimMismatch: (400, "Invalid claim"),
+    errors.ReservedAttribute: (400, "Invalid message attribute"),
+    errors.MessageTooLarge: (400, "Invalid request body"),
+    errors.InvalidInput: (400, "Invalid API request"),
+    errors.DeadLetterChainRefused: (400, "Invalid dead-letter policy"),
+    errors.DeadLetterTargetMissing: (400, "Invalid dead-letter policy"),
+    errors.RedriveNotAllowed: (400, "Invalid dead-letter policy"),
+    errors.NoActiveDeadLetterPolicy: (409, "No active dead-letter policy"),
+    errors.DeadLetterPolicyError: (400, "Invalid dead-letter policy"),
+    errors.DeadletterError: (500, "Internal server error"),
+}
+
+
+def status_of(exc: errors.DeadletterError) -> tuple[int, str]:
+    for cls in type(exc).__mro__:
+        if cls in ERROR_TABLE:
+            return ERROR_TABLE[cls]
+    return 500, "Internal server error"
+
+
+def error_response(status: int, title: str, description: str) -> JSONResponse:
+    return JSONResponse({"title": title, "description": description}, status_code=status)
+
+
+def response_for(exc: Exception) -> JSONResponse:
+    if isinstance(exc, ZaqarError):
+        return error_response(exc.status, exc.title, exc.description)
+    if isinstance(exc, errors.DeadletterError):
+        status, title = status_of(exc)
+        return error_response(status, title, exc.message)
+    raise exc

@@ -1,0 +1,190 @@
+"""Zaqar queue metadata <-> engine queue settings: every reserved key is mapped here, once."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from deadletter.api.zaqar.errors import bad_request
+from deadletter.engine import model
+from deadletter.engine.model import (
+    MAX_CLAIM_TTL,
+    MAX_DELAY,
+    MAX_MESSAGE_SIZE,
+    MAX_TTL,
+    DeadLetterPolicy,
+    Queue,
+    QueueSettings,
+    RedriveAllow,
+    RedrivePermission,
+)
+
+# Zaqar's own lower bounds for TTLs (the engine allows shorter ones for SQS).
+MIN_TTL = 60
+QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+
+DEFAULT_TTL = "_default_message_ttl"
+MAX_POST_SIZE = "_max_messages_post_size"
+DEFAULT_DELAY = "_default_message_delay"
+MAX_CLAIM_COUNT = "_max_claim_count"
+DLQ = "_dead_letter_queue"
+DLQ_TTL = "_dead_letter_queue_messages_ttl"
+MAX_MESSAGE_TTL = "_max_message_ttl"
+DEFAULT_CLAIM_TTL = "_default_claim_ttl"
+ON_EXPIRY = "_dead_letter_on_expiry"
+ELIGIBLE = "_dead_letter_eligible"
+REDRIVE_ALLOW = "_redrive_allow"
+POLICY_ACTIVE = "_dead_letter_policy_active"
+ENCRYPT = "_enable_encrypt_messages"
+
+READ_ONLY = frozenset({POLICY_ACTIVE})
+POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, DLQ, DLQ_TTL, ON_EXPIRY})
+RESERVED = frozenset(
+    {
+        DEFAULT_TTL,
+        MAX_POST_SIZE,
+        DEFAULT_DELAY,
+        MAX_MESSAGE_TTL,
+        DEFAULT_CLAIM_TTL,
+        ELIGIBLE,
+        REDRIVE_ALLOW,
+        ENCRYPT,
+        *POLICY_KEYS,
+        *READ_ONLY,
+    }
+)
+
+# A queue created through Zaqar gets Zaqar's defaults (SQS-created queues have SQS's).
+ZAQAR_DEFAULTS = QueueSettings(default_ttl=3600, claim_ttl=300)
+
+
+def check_queue_name(name: str) -> None:
+    if not QUEUE_NAME.match(name):
+        raise bad_request(
+            f"Queue names may not be more than 64 characters long and may contain only"
+            f" ASCII letters, digits, underscores, dots and dashes, not {name!r}."
+        )
+
+
+def to_metadata(queue: Queue) -> dict[str, Any]:
+    """What GET returns: user metadata plus every reserved key (null when unset)."""
+    s = queue.settings
+    policy = s.dead_letter
+    return {
+        **s.metadata,
+        DEFAULT_TTL: s.default_ttl,
+        MAX_POST_SIZE: s.max_message_size,
+        DEFAULT_DELAY: s.default_delay,
+        MAX_MESSAGE_TTL: s.max_ttl,
+        DEFAULT_CLAIM_TTL: s.claim_ttl,
+        MAX_CLAIM_COUNT: policy.max_claims if policy else None,
+        DLQ: policy.target if policy else None,
+        DLQ_TTL: policy.message_ttl if policy else None,
+        ON_EXPIRY: policy.on_expiry if policy else None,
+        ELIGIBLE: s.dead_letter_eligible,
+        REDRIVE_ALLOW: s.redrive_allow.to_dict(),
+        POLICY_ACTIVE: policy.active if policy else None,
+        ENCRYPT: False,
+    }
+
+
+def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) -> QueueSettings:
+    """Settings from a whole metadata document; a reserved key that is absent or null keeps
+    its default. Ranges the engine checks (claim count, DLQ existence, chains) are left to it."""
+    if not isinstance(metadata, dict):
+        raise bad_request("Queue metadata must be a JSON object.")
+    m = {k: v for k, v in metadata.items() if k not in READ_ONLY}
+    user = {k: v for k, v in m.items() if k not in RESERVED}
+
+    def get(key: str) -> Any:
+        return m.get(key)
+
+    if get(ENCRYPT) not in (None, False):
+        raise bad_request(f"{ENCRYPT}: encryption of messages is not supported.")
+    max_ttl = _int(MAX_MESSAGE_TTL, get(MAX_MESSAGE_TTL), MIN_TTL, MAX_TTL, base.max_ttl)
+    default_ttl = _int(
+        DEFAULT_TTL, get(DEFAULT_TTL), MIN_TTL, max_ttl, min(base.default_ttl, max_ttl)
+    )
+    settings = base.with_changes(
+        default_ttl=default_ttl,
+        max_ttl=max_ttl,
+        max_message_size=_int(
+            MAX_POST_SIZE, get(MAX_POST_SIZE), 1, MAX_MESSAGE_SIZE, base.max_message_size
+        ),
+        default_delay=_int(DEFAULT_DELAY, get(DEFAULT_DELAY), 0, MAX_DELAY, base.default_delay),
+        # 0..43200 like SQS's visibility timeout, so a queue made through SQS can be patched.
+        claim_ttl=_int(DEFAULT_CLAIM_TTL, get(DEFAULT_CLAIM_TTL), 0, MAX_CLAIM_TTL, base.claim_ttl),
+        dead_letter_eligible=_bool(ELIGIBLE, get(ELIGIBLE), base.dead_letter_eligible),
+        redrive_allow=_redrive_allow(get(REDRIVE_ALLOW)),
+        dead_letter=_policy(m),
+        metadata=user,
+    )
+    return settings
+
+
+def _policy(m: dict[str, Any]) -> DeadLetterPolicy | None:
+    target, max_claims = m.get(DLQ), m.get(MAX_CLAIM_COUNT)
+    if target is None and max_claims is None:
+        for key in (DLQ_TTL, ON_EXPIRY):
+            if m.get(key) not in (None, False):
+                raise bad_request(f"{key} needs {DLQ} and {MAX_CLAIM_COUNT}.")
+        return None
+    if target is None or max_claims is None:
+        raise bad_request(f"{MAX_CLAIM_COUNT} and {DLQ} must be set together.")
+    if not isinstance(target, str):
+        raise bad_request(f"{DLQ} must be the name of a queue.")
+    check_queue_name(target)
+    limit = model.MAX_CLAIM_COUNT
+    if (
+        isinstance(max_claims, bool)
+        or not isinstance(max_claims, int)
+        or not 1 <= max_claims <= limit
+    ):
+        raise bad_request(
+            f"{MAX_CLAIM_COUNT} must be an integer between 1 and {limit}, not {max_claims!r}."
+        )
+    ttl = m.get(DLQ_TTL)
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int)):
+        raise bad_request(f"{DLQ_TTL} must be an integer number of seconds.")
+    return DeadLetterPolicy(
+        target=target,
+        max_claims=max_claims,
+        message_ttl=ttl,
+        on_expiry=_bool(ON_EXPIRY, m.get(ON_EXPIRY), False),
+    )
+
+
+def _redrive_allow(value: Any) -> RedriveAllow:
+    if value is None:
+        return RedriveAllow()
+    if not isinstance(value, dict) or "permission" not in value:
+        raise bad_request(
+            f'{REDRIVE_ALLOW} must be {{"permission": "allowAll"|"denyAll"|"byQueue",'
+            ' "sources": [queue names]}.'
+        )
+    try:
+        permission = RedrivePermission(value["permission"])
+    except ValueError:
+        raise bad_request(
+            f"{REDRIVE_ALLOW}: permission must be allowAll, denyAll or byQueue."
+        ) from None
+    sources = value.get("sources") or []
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise bad_request(f"{REDRIVE_ALLOW}: sources must be a list of queue names.")
+    return RedriveAllow(permission, tuple(sources))
+
+
+def _int(key: str, value: Any, low: int, high: int, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise bad_request(f"{key} must be an integer between {low} and {high}, not {value!r}.")
+    return value
+
+
+def _bool(key: str, value: Any, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise bad_request(f"{key} must be true or false, not {value!r}.")
+    return value

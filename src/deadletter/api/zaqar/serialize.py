@@ -1,0 +1,112 @@
+"""The JSON shapes of the native API: messages, queues, claims and redrive tasks."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from deadletter.api.zaqar.errors import bad_request
+from deadletter.engine.model import Message, RedriveTask
+
+TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at"})
+
+
+def iso(ts: float) -> str:
+    """ISO 8601 UTC with milliseconds, like 2026-11-22T15:04:05.123Z."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parse_time(name: str, text: str | None) -> float | None:
+    """ISO 8601 (a naive one is UTC) or epoch seconds."""
+    if text is None or text == "":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise bad_request(
+            f"{name} must be an ISO 8601 time or epoch seconds, not {text!r}."
+        ) from None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+
+
+def encode_body(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_body(raw: bytes) -> Any:
+    """The parsed JSON when the bytes are JSON (Zaqar's own messages), else the text."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def message_href(queue: str, message_id: str, claim_id: str | None = None) -> str:
+    href = f"/v2/queues/{queue}/messages/{message_id}"
+    return f"{href}?claim_id={claim_id}" if claim_id else href
+
+
+def _times(event: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: iso(v) if k in TIME_KEYS and isinstance(v, int | float) else v for k, v in event.items()
+    }
+
+
+def message_json(
+    m: Message, now: float, claim_id: str | None = None, extended: bool = True
+) -> dict[str, Any]:
+    """Zaqar's fields; with `extended`, also attributes, enqueued_at, provenance, history."""
+    out: dict[str, Any] = {
+        "id": m.id,
+        "href": message_href(m.queue, m.id, claim_id),
+        "ttl": m.ttl(),
+        "age": max(0, int(now - m.enqueued_at)),
+        "body": decode_body(m.body),
+        "claim_count": m.claim_count,
+    }
+    if m.is_claimed(now):
+        out["claim_id"] = m.claim_id
+    if not extended:
+        return out
+    out["enqueued_at"] = iso(m.enqueued_at)
+    if m.attributes:
+        out["attributes"] = {k: a.to_dict() for k, a in m.attributes.items()}
+    if m.provenance is not None:
+        out["provenance"] = _times(m.provenance.to_dict())
+    if m.history:
+        out["history"] = [_times(e) for e in m.history]
+    return out
+
+
+def task_href(task: RedriveTask) -> str:
+    return f"/v2/queues/{task.dlq}/redrives/{task.id}"
+
+
+def task_json(task: RedriveTask, pattern_id: str | None = None) -> dict[str, Any]:
+    f = task.filter
+    return {
+        "id": task.id,
+        "href": task_href(task),
+        "dlq": task.dlq,
+        "destination": task.destination,
+        "filter": {
+            "source_queue": f.source_queue,
+            "reason": f.reason.value if f.reason else None,
+            "since": iso(f.since) if f.since is not None else None,
+            "until": iso(f.until) if f.until is not None else None,
+            "message_ids": list(f.message_ids) if f.message_ids is not None else None,
+            "pattern_id": pattern_id,
+        },
+        "rate": task.rate,
+        "status": task.status.value,
+        "moved": task.moved,
+        "to_move": task.to_move,
+        "started_at": iso(task.started_at),
+        "updated_at": iso(task.updated_at),
+        "failure_reason": task.failure_reason,
+    }

@@ -1,0 +1,92 @@
+"""The `deadletter` command: one click group; each task's commands live in their own module
+under `deadletter.cli` and are registered below with one `main.add_command` line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from deadletter.cli.analyze import analyze
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="deadletter")
+def main() -> None:
+    """deadletter: a message-queue server built around the dead-letter queue."""
+
+
+@main.command()
+@click.option(
+    "--host", envvar="DEADLETTER_HOST", show_envvar=True, default="127.0.0.1", show_default=True
+)
+@click.option("--port", envvar="DEADLETTER_PORT", show_envvar=True, default=8888, show_default=True)
+@click.option(
+    "--db",
+    envvar="DEADLETTER_DB",
+    show_envvar=True,
+    default=None,
+    help="Database URL: sqlite:///path/file.db or postgresql://... "
+    "[default: sqlite:///<data-dir>/deadletter.db]",
+)
+@click.option(
+    "--data-dir",
+    envvar="DEADLETTER_DATA_DIR",
+    show_envvar=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("data"),
+    show_default=True,
+    help="Folder of the default SQLite database.",
+)
+@click.option(
+    "--sweep-interval",
+    envvar="DEADLETTER_SWEEP_INTERVAL",
+    show_envvar=True,
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    help="Seconds between sweeps for expired messages.",
+)
+@click.option(
+    "--log-level",
+    envvar="DEADLETTER_LOG_LEVEL",
+    show_envvar=True,
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+)
+@click.option(
+    "--test-mode",
+    envvar="DEADLETTER_TEST_MODE",
+    show_envvar=True,
+    is_flag=True,
+    default=False,
+    help="Enable test-only endpoints (never in production).",
+)
+def serve(
+    host: str,
+    port: int,
+    db: str | None,
+    data_dir: Path,
+    sweep_interval: float,
+    log_level: str,
+    test_mode: bool,
+) -> None:
+    """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
+    from deadletter.config import ServerConfig
+    from deadletter.server import run
+
+    run(
+        ServerConfig(
+            host=host,
+            port=port,
+            db=db,
+            data_dir=data_dir,
+            sweep_interval=sweep_interval,
+            log_level=log_level,
+            test_mode=test_mode,
+        )
+    )
+
+
+main.add_command(analyze)

@@ -1,0 +1,1 @@
+"""The engine: queues, claims and the dead-letter lifecycle, independent of HTTP and SQL."""

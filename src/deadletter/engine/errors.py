@@ -1,0 +1,114 @@
+"""The domain's exception tree; each front end maps it to its wire errors in one table.
+
+    DeadletterError
+    ├── NotFound
+    │   ├── QueueNotFound
+    │   ├── MessageNotFound
+    │   ├── ClaimNotFound
+    │   └── TaskNotFound
+    ├── Conflict
+    │   ├── QueueAlreadyExists
+    │   ├── MessageClaimed
+    │   ├── RedriveTaskActive
+    │   └── TaskNotRunning
+    ├── ClaimMismatch            (wrong or expired claim id)
+    ├── InvalidInput
+    │   ├── ReservedAttribute
+    │   └── MessageTooLarge
+    └── DeadLetterPolicyError
+        ├── DeadLetterChainRefused
+        ├── DeadLetterTargetMissing
+        ├── RedriveNotAllowed
+        └── NoActiveDeadLetterPolicy
+
+The docstring of each class is its default message.
+"""
+
+from __future__ import annotations
+
+
+class DeadletterError(Exception):
+    """Something went wrong in deadletter."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or type(self).__name__).strip())
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class NotFound(DeadletterError):
+    """The resource does not exist."""
+
+
+class QueueNotFound(NotFound):
+    """The queue does not exist."""
+
+
+class MessageNotFound(NotFound):
+    """The message does not exist."""
+
+
+class ClaimNotFound(NotFound):
+    """The claim does not exist or has expired."""
+
+
+class TaskNotFound(NotFound):
+    """The redrive task does not exist."""
+
+
+class Conflict(DeadletterError):
+    """The request conflicts with the current state."""
+
+
+class QueueAlreadyExists(Conflict):
+    """A queue with this name already exists."""
+
+
+class MessageClaimed(Conflict):
+    """The message is claimed; give its claim id to delete it."""
+
+
+class RedriveTaskActive(Conflict):
+    """A redrive task is already running on this dead-letter queue."""
+
+
+class TaskNotRunning(Conflict):
+    """The redrive task is not running."""
+
+
+class ClaimMismatch(DeadletterError):
+    """The claim id does not match the message's live claim (wrong or expired)."""
+
+
+class InvalidInput(DeadletterError):
+    """The request is not valid."""
+
+
+class ReservedAttribute(InvalidInput):
+    """Attribute names starting with 'DLQ.' are reserved."""
+
+
+class MessageTooLarge(InvalidInput):
+    """The message is larger than the queue allows."""
+
+
+class DeadLetterPolicyError(DeadletterError):
+    """The dead-letter policy is not valid."""
+
+
+class DeadLetterChainRefused(DeadLetterPolicyError):
+    """Dead-letter queues cannot be chained or form a cycle."""
+
+
+class DeadLetterTargetMissing(DeadLetterPolicyError):
+    """The dead-letter queue named by the policy does not exist."""
+
+
+class RedriveNotAllowed(DeadLetterPolicyError):
+    """The dead-letter queue's redrive-allow policy does not admit this source queue."""
+
+
+class NoActiveDeadLetterPolicy(DeadLetterPolicyError):
+    """The queue has no active dead-letter policy."""

@@ -1,0 +1,28 @@
+"""Engine events: metrics, logs and long-poll wake-ups listen here, not inside operations."""
+
+from __future__ import annotations
+
+
+class EngineListener:
+    """Override what you need; every hook runs after its transaction committed."""
+
+    def messages_available(self, project: str, queue: str) -> None:
+        """Messages became visible in `queue`: sent, released, redriven or dead-lettered into it."""
+
+    def sent(self, project: str, queue: str, count: int) -> None:
+        """`count` messages were sent to `queue`."""
+
+    def claimed(self, project: str, queue: str, count: int) -> None:
+        """`count` messages were handed to a consumer."""
+
+    def acknowledged(self, project: str, queue: str, count: int) -> None:
+        """`count` messages were deleted by their consumer."""
+
+    def dead_lettered(self, project: str, source: str, dlq: str, reason: str, count: int) -> None:
+        """`count` messages moved from `source` to `dlq` for `reason`."""
+
+    def expired(self, project: str, queue: str, count: int) -> None:
+        """`count` messages expired and were dropped."""
+
+    def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
+        """A redrive task moved `count` messages out of `dlq`."""

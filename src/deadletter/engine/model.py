@@ -1,0 +1,324 @@
+"""The domain's values: queue settings, dead-letter policies, messages and their provenance."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+# Limits the engine enforces whatever the front end; faces may be narrower.
+MAX_CLAIM_COUNT = 1000
+MIN_DLQ_MESSAGE_TTL = 60
+MAX_TTL = 1_209_600
+MAX_DELAY = 900
+MAX_CLAIM_TTL = 43_200
+MAX_MESSAGE_SIZE = 262_144
+MAX_DESCRIPTION = 4_096
+MAX_ERROR_DETAILS = 32_768
+MAX_REDRIVE_ALLOW_SOURCES = 10
+RESERVED_ATTRIBUTE_PREFIX = "DLQ."
+SOURCE_QUEUE_ATTRIBUTE = "DLQ.sourceQueue"
+
+
+class Reason(enum.StrEnum):
+    """Why a message was dead-lettered."""
+
+    MAX_CLAIMS = "max_claims"
+    EXPIRED = "expired"
+    REJECTED = "rejected"
+
+
+class TaskStatus(enum.StrEnum):
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    CANCELLING = "CANCELLING"
+    CANCELLED = "CANCELLED"
+    FAILED = "FAILED"
+
+
+class RedrivePermission(enum.StrEnum):
+    ALLOW_ALL = "allowAll"
+    DENY_ALL = "denyAll"
+    BY_QUEUE = "byQueue"
+
+
+@dataclass(frozen=True)
+class DeadLetterPolicy:
+    """Where a source queue's failed messages go. `active` turns false when the DLQ is deleted."""
+
+    target: str
+    max_claims: int
+    message_ttl: int | None = None
+    on_expiry: bool = False
+    active: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "max_claims": self.max_claims,
+            "message_ttl": self.message_ttl,
+            "on_expiry": self.on_expiry,
+            "active": self.active,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeadLetterPolicy:
+        return cls(
+            target=data["target"],
+            max_claims=int(data["max_claims"]),
+            message_ttl=data.get("message_ttl"),
+            on_expiry=bool(data.get("on_expiry", False)),
+            active=bool(data.get("active", True)),
+        )
+
+
+@dataclass(frozen=True)
+class RedriveAllow:
+    """A DLQ's say over which source queues may use it."""
+
+    permission: RedrivePermission = RedrivePermission.ALLOW_ALL
+    sources: tuple[str, ...] = ()
+
+    def admits(self, source: str) -> bool:
+        if self.permission is RedrivePermission.ALLOW_ALL:
+            return True
+        if self.permission is RedrivePermission.DENY_ALL:
+            return False
+        return source in self.sources
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"permission": self.permission.value, "sources": list(self.sources)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RedriveAllow:
+        return cls(RedrivePermission(data["permission"]), tuple(data.get("sources", ())))
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    default_ttl: int = 3600
+    max_ttl: int = MAX_TTL
+    default_delay: int = 0
+    claim_ttl: int = 30
+    max_message_size: int = MAX_MESSAGE_SIZE
+    receive_wait: int = 0
+    dead_letter_eligible: bool = True
+    dead_letter: DeadLetterPolicy | None = None
+    redrive_allow: RedriveAllow = field(default_factory=RedriveAllow)
+    # Free-form data owned by the faces: Zaqar's user metadata, SQS tags and its opaque Policy.
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def with_changes(self, **changes: Any) -> QueueSettings:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "default_ttl": self.default_ttl,
+            "max_ttl": self.max_ttl,
+            "default_delay": self.default_delay,
+            "claim_ttl": self.claim_ttl,
+            "max_message_size": self.max_message_size,
+            "receive_wait": self.receive_wait,
+            "dead_letter_eligible": self.dead_letter_eligible,
+            "dead_letter": self.dead_letter.to_dict() if self.dead_letter else None,
+            "redrive_allow": self.redrive_allow.to_dict(),
+            "metadata": self.metadata,
+            "tags": self.tags,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QueueSettings:
+        dead_letter = data.get("dead_letter")
+        return cls(
+            default_ttl=data["default_ttl"],
+            max_ttl=data["max_ttl"],
+            default_delay=data["default_delay"],
+            claim_ttl=data["claim_ttl"],
+            max_message_size=data["max_message_size"],
+            receive_wait=data.get("receive_wait", 0),
+            dead_letter_eligible=data.get("dead_letter_eligible", True),
+            dead_letter=DeadLetterPolicy.from_dict(dead_letter) if dead_letter else None,
+            redrive_allow=RedriveAllow.from_dict(data["redrive_allow"]),
+            metadata=data.get("metadata", {}),
+            tags=data.get("tags", {}),
+            extra=data.get("extra", {}),
+        )
+
+
+@dataclass(frozen=True)
+class Queue:
+    project: str
+    name: str
+    settings: QueueSettings
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """A typed user attribute, as SQS has them: String, Number or Binary (value then base64).
+
+    SQS's custom suffixes (`Number.float`) are kept in `type`.
+    """
+
+    type: str
+    value: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"type": self.type, "value": self.value}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Why and from where a message in a DLQ came."""
+
+    source_queue: str
+    reason: Reason
+    dead_lettered_at: float
+    claim_count: int
+    original_message_id: str
+    original_enqueued_at: float
+    description: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source_queue": self.source_queue,
+            "reason": self.reason.value,
+            "dead_lettered_at": self.dead_lettered_at,
+            "claim_count": self.claim_count,
+            "original_message_id": self.original_message_id,
+            "original_enqueued_at": self.original_enqueued_at,
+            "description": self.description,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Provenance:
+        return cls(
+            source_queue=data["source_queue"],
+            reason=Reason(data["reason"]),
+            dead_lettered_at=data["dead_lettered_at"],
+            claim_count=data["claim_count"],
+            original_message_id=data["original_message_id"],
+            original_enqueued_at=data["original_enqueued_at"],
+            description=data.get("description"),
+            error=data.get("error"),
+        )
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    queue: str
+    seq: int
+    body: bytes
+    attributes: dict[str, Attribute]
+    enqueued_at: float
+    expires_at: float
+    visible_at: float
+    claim_id: str | None
+    claim_expires_at: float | None
+    claim_count: int
+    first_claimed_at: float | None
+    client_id: str | None
+    dead_letter_eligible: bool
+    provenance: Provenance | None = None
+    # Earlier deaths and redrives, oldest first: each a dict with an "event" key.
+    history: tuple[dict[str, Any], ...] = ()
+
+    def is_claimed(self, now: float) -> bool:
+        return self.claim_id is not None and (self.claim_expires_at or 0) > now
+
+    def ttl(self) -> int:
+        return round(self.expires_at - self.enqueued_at)
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """What a producer sends."""
+
+    body: bytes
+    ttl: int | None = None
+    delay: int | None = None
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+    dead_letter_eligible: bool | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    queue: str
+    ttl: int
+    grace: int
+    created_at: float
+    expires_at: float
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class DeadLetterFilter:
+    """Selects messages in a DLQ; every field narrows, None means any."""
+
+    source_queue: str | None = None
+    reason: Reason | None = None
+    since: float | None = None
+    until: float | None = None
+    message_ids: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source_queue": self.source_queue,
+            "reason": self.reason.value if self.reason else None,
+            "since": self.since,
+            "until": self.until,
+            "message_ids": list(self.message_ids) if self.message_ids is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeadLetterFilter:
+        ids = data.get("message_ids")
+        return cls(
+            source_queue=data.get("source_queue"),
+            reason=Reason(data["reason"]) if data.get("reason") else None,
+            since=data.get("since"),
+            until=data.get("until"),
+            message_ids=tuple(ids) if ids is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    free: int
+    claimed: int
+    delayed: int
+    total: int
+    oldest: Message | None
+    newest: Message | None
+    # On a source queue: how many left it for its DLQ, and how many expired and were dropped.
+    dead_lettered: dict[str, int]
+    expired_dropped: int
+    acknowledged: int
+    # On a DLQ: how many messages it holds from each source queue.
+    by_source: dict[str, int]
+    policy_active: bool | None
+
+
+@dataclass(frozen=True)
+class RedriveTask:
+    id: str
+    project: str
+    dlq: str
+    destination: str | None
+    filter: DeadLetterFilter
+    rate: float | None
+    status: TaskStatus
+    moved: int
+    to_move: int
+    max_seq: int
+    started_at: float
+    updated_at: float
+    failure_reason: str | None = None

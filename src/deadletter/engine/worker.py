@@ -1,0 +1,77 @@
+"""The background work a server does: the expiry sweep and running redrive tasks at their rate."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from deadletter.engine.engine import Engine
+from deadletter.engine.model import TaskStatus
+
+log = logging.getLogger("deadletter.worker")
+
+# A task without a rate moves this many messages per transaction.
+UNLIMITED_BATCH = 500
+
+
+class Worker:
+    """Runs in one thread per server process. Tasks survive restarts: they live in the store,
+    and every step commits its moves together with the task's progress, so a step interrupted
+    by a crash is either wholly done or not at all."""
+
+    def __init__(self, engine: Engine, sweep_interval: float = 1.0, tick: float = 0.05) -> None:
+        self.engine = engine
+        self.sweep_interval = sweep_interval
+        self.tick = tick
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # Per task: (last step time, fractional allowance carried over)
+        self._budgets: dict[str, tuple[float, float]] = {}
+        self._last_sweep = 0.0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="deadletter-worker", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("background step failed; retrying")
+                self._stop.wait(1.0)
+            self._stop.wait(self.tick)
+
+    def run_once(self) -> None:
+        now = time.monotonic()
+        if now - self._last_sweep >= self.sweep_interval:
+            self._last_sweep = now
+            while self.engine.sweep_expired() >= 1000:
+                pass
+        for task_id in self.engine.active_task_ids():
+            self._step(task_id, time.monotonic())
+
+    def _step(self, task_id: str, now: float) -> None:
+        task = self.engine.get_task(task_id)
+        if task.rate is None:
+            budget = UNLIMITED_BATCH
+        else:
+            last, carried = self._budgets.get(task_id, (now - self.tick, 0.0))
+            allowance = min(carried + (now - last) * task.rate, max(task.rate, 1.0))
+            budget = int(allowance)
+            self._budgets[task_id] = (now, allowance - budget)
+        if budget == 0 and task.status is TaskStatus.RUNNING:
+            return
+        task = self.engine.redrive_step(task_id, budget)
+        if task.status is not TaskStatus.RUNNING:
+            self._budgets.pop(task_id, None)
+            log.info(
+                "redrive task finished",
+                extra={"task": task_id, "status": task.status.value, "moved": task.moved},
+            )

@@ -1,0 +1,382 @@
+"""The analysis job: DataFrame -> DataFrame steps that turn dead letters into failure patterns.
+
+Chain: `df.transform(with_mining_text).transform(with_templates).transform(with_pattern_ids)
+.transform(with_key_paths)`, then `summarize` aggregates each pattern and `analyze` writes
+the outputs. Every step checks the columns it reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from deadletter.pipeline import require_pyspark
+from deadletter.pipeline.mining import DEFAULT_THRESHOLD
+from deadletter.pipeline.schema import read_export, require_columns, session, to_schema
+
+SAMPLES = 5
+MISSING_BASELINE = 0.5  # a key path "usually there" is in half the pattern's queues' messages
+LIFT_MIN_SHARE = 0.5  # an attribute value must mark at least half of a pattern
+LIFT_MIN = 1.5
+MAX_ATTRIBUTE_FINDINGS = 5
+
+
+def _pandas_udf(func: Callable[..., Any], return_type: str) -> Any:
+    """pyspark's pandas_udf behind one signature (its overloads do not type-check here)."""
+    from pyspark.sql.pandas import functions as pandas_functions
+
+    factory: Any = pandas_functions.pandas_udf
+    return factory(func, return_type)
+
+
+def with_mining_text(df: Any) -> Any:
+    """Add `signature` (exception type + top frames), `headline`, masked `tokens_text`
+    (space-joined tokens) and `group_key`."""
+    require_columns(df, ["error", "description"], "with_mining_text")
+    from pyspark.sql import functions as F
+
+    from deadletter.pipeline import batches
+
+    extract = _pandas_udf(batches.extract, batches.MINING_TYPE)
+    m = extract(F.col("error"), F.col("description"))
+    parts = [F.col(f"_m.{name}").alias(name) for name in batches.MINING_COLUMNS]
+    return df.withColumn("_m", m).select("*", *parts).drop("_m")
+
+
+def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
+    """Add `template`: distinct token sequences are counted over the whole DataFrame, mined
+    per group key with a deterministic algorithm, and joined back."""
+    require_columns(df, ["tokens_text", "group_key"], "with_templates")
+    from deadletter.pipeline import batches
+
+    counts = df.groupBy("group_key", "tokens_text").count().withColumnRenamed("count", "n")
+    templates = counts.groupBy("group_key").applyInPandas(
+        batches.miner(threshold), batches.TEMPLATE_TYPE
+    )
+    return df.join(templates, ["group_key", "tokens_text"], "left")
+
+
+def with_pattern_ids(df: Any) -> Any:
+    """Add `pattern_id`, a hash of template and signature (see mining.pattern_id)."""
+    require_columns(df, ["template", "signature"], "with_pattern_ids")
+    from pyspark.sql import functions as F
+
+    text = F.concat(
+        F.coalesce(F.col("template"), F.lit("")),
+        F.lit("\n"),
+        F.coalesce(F.col("signature"), F.lit("")),
+    )
+    return df.withColumn("pattern_id", F.concat(F.lit("p-"), F.sha2(text, 256).substr(1, 12)))
+
+
+def with_key_paths(df: Any) -> Any:
+    """Add `key_paths`: the JSON key paths and value types of `body`."""
+    require_columns(df, ["body"], "with_key_paths")
+    from pyspark.sql import functions as F
+
+    from deadletter.pipeline import batches
+
+    return df.withColumn("key_paths", _pandas_udf(batches.paths, "array<string>")(F.col("body")))
+
+
+def patterns_of(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
+    """The whole mining chain on a DataFrame in SCHEMA."""
+    return (
+        df.transform(with_mining_text)
+        .transform(lambda d: with_templates(d, threshold))
+        .transform(with_pattern_ids)
+        .transform(with_key_paths)
+    )
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        text: str = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return text
+    return str(value)
+
+
+def _example(row: Any) -> dict[str, Any]:
+    return {
+        "message_id": row["message_id"],
+        "source_queue": row["source_queue"],
+        "reason": row["reason"],
+        "description": row["description"],
+        "error": row["error"],
+        "dead_lettered_at": _iso(row["dead_lettered_at"]),
+        "claim_count": row["claim_count"],
+        "body": row["body"],
+        "attributes": dict(row["attributes"] or {}),
+        "enqueued_at": _iso(row["enqueued_at"]),
+    }
+
+
+def summarize(mined: Any) -> list[dict[str, Any]]:
+    """One JSON-ready dict per pattern, largest first (ties by id)."""
+    need = ["pattern_id", "template", "signature", "message_id", "source_queue", "reason"]
+    require_columns(mined, [*need, "dead_lettered_at", "key_paths", "attributes"], "summarize")
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    base = {
+        r["pattern_id"]: r
+        for r in mined.groupBy("pattern_id")
+        .agg(
+            F.count("*").alias("count"),
+            F.first("template").alias("template"),
+            F.first("signature").alias("signature"),
+            F.sort_array(F.collect_set("source_queue")).alias("source_queues"),
+            F.sort_array(F.collect_set("reason")).alias("reasons"),
+            F.min("dead_lettered_at").alias("first_seen"),
+            F.max("dead_lettered_at").alias("last_seen"),
+        )
+        .collect()
+    }
+    ranked = mined.withColumn(
+        "_rn", F.row_number().over(Window.partitionBy("pattern_id").orderBy("message_id"))
+    ).where(F.col("_rn") <= SAMPLES)
+    samples: dict[str, list[str]] = defaultdict(list)
+    examples: dict[str, dict[str, Any]] = {}
+    for r in ranked.orderBy("pattern_id", "_rn").collect():
+        samples[r["pattern_id"]].append(r["message_id"])
+        if r["_rn"] == 1:
+            examples[r["pattern_id"]] = _example(r)
+    hourly: dict[str, list[list[Any]]] = defaultdict(list)
+    for r in (
+        mined.groupBy("pattern_id", F.date_trunc("hour", "dead_lettered_at").alias("hour"))
+        .count()
+        .orderBy("pattern_id", "hour")
+        .collect()
+    ):
+        if r["hour"] is not None:
+            hourly[r["pattern_id"]].append([_iso(r["hour"]), r["count"]])
+    shapes = _shape_findings(mined, base)
+    attrs = _attribute_findings(mined)
+
+    patterns = []
+    for pid, r in base.items():
+        shape = shapes.get(pid, {})
+        patterns.append(
+            {
+                "id": pid,
+                "template": r["template"] or "",
+                "signature": r["signature"] or "",
+                "count": r["count"],
+                "source_queues": [q for q in r["source_queues"] if q is not None],
+                "reasons": [q for q in r["reasons"] if q is not None],
+                "first_seen": _iso(r["first_seen"]),
+                "last_seen": _iso(r["last_seen"]),
+                "hourly_counts": hourly.get(pid, []),
+                "sample_message_ids": samples.get(pid, []),
+                "example": examples.get(pid),
+                "key_paths_in_all": shape.get("in_all", []),
+                "key_paths_missing": shape.get("missing", []),
+                "overrepresented_attributes": attrs.get(pid, []),
+            }
+        )
+    patterns.sort(key=lambda p: (-p["count"], p["id"]))
+    return patterns
+
+
+def _shape_findings(mined: Any, base: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """Key paths every message of a pattern has, and those present in at least half of the
+    dead letters of the pattern's source queues but in none of the pattern's own."""
+    from pyspark.sql import functions as F
+
+    exploded = mined.select(
+        "pattern_id", "source_queue", F.explode("key_paths").alias("path")
+    ).groupBy("pattern_id", "source_queue", "path")
+    pairs = exploded.count().collect()
+    per_queue_total: dict[str, int] = defaultdict(int)
+    per_pattern_queue: dict[tuple[str, str], int] = {}
+    for r in mined.groupBy("pattern_id", "source_queue").count().collect():
+        per_queue_total[r["source_queue"]] += r["count"]
+        per_pattern_queue[(r["pattern_id"], r["source_queue"])] = r["count"]
+    path_in_queue: dict[tuple[str, str], int] = defaultdict(int)
+    path_in_pattern: dict[tuple[str, str], int] = defaultdict(int)
+    for r in pairs:
+        path_in_queue[(r["source_queue"], r["path"])] += r["count"]
+        path_in_pattern[(r["pattern_id"], r["path"])] += r["count"]
+    queue_paths: dict[str, set[str]] = defaultdict(set)
+    for q, path in path_in_queue:
+        queue_paths[q].add(path)
+
+    out: dict[str, dict[str, list[str]]] = {}
+    for pid, row in base.items():
+        n = row["count"]
+        queues = [q for (p, q) in per_pattern_queue if p == pid]
+        in_all = sorted(path for (p, path), c in path_in_pattern.items() if p == pid and c == n)
+        baseline_n = sum(per_queue_total[q] for q in queues)
+        missing: list[str] = []
+        if baseline_n > 0:
+            candidates = set().union(*(queue_paths[q] for q in queues)) if queues else set()
+            for path in sorted(candidates):
+                if path_in_pattern.get((pid, path), 0):
+                    continue
+                in_baseline = sum(path_in_queue.get((q, path), 0) for q in queues)
+                if in_baseline / baseline_n >= MISSING_BASELINE:
+                    missing.append(path)
+        out[pid] = {"in_all": in_all, "missing": missing}
+    return out
+
+
+def _attribute_findings(mined: Any) -> dict[str, list[dict[str, Any]]]:
+    """Attribute values carried by most of a pattern and over-represented against the corpus."""
+    from pyspark.sql import functions as F
+
+    total = mined.count()
+    sizes = mined.groupBy("pattern_id").agg(F.count("*").alias("size"))
+    kv = mined.select("pattern_id", F.explode("attributes").alias("key", "value"))
+    corpus = kv.groupBy("key", "value").agg(F.count("*").alias("corpus_count"))
+    per_pattern = (
+        kv.groupBy("pattern_id", "key", "value")
+        .agg(F.count("*").alias("n"))
+        .join(sizes, "pattern_id")
+        .where(F.col("n") >= F.col("size") * LIFT_MIN_SHARE)
+        .join(corpus, ["key", "value"])
+        .withColumn("share", F.col("n") / F.col("size"))
+        .withColumn("lift", F.col("share") / (F.col("corpus_count") / F.lit(total)))
+        .where(F.col("lift") >= LIFT_MIN)
+        .orderBy("pattern_id", F.desc("lift"), "key", "value")
+    )
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in per_pattern.collect():
+        found = out[r["pattern_id"]]
+        if len(found) < MAX_ATTRIBUTE_FINDINGS:
+            found.append(
+                {
+                    "name": r["key"],
+                    "value": r["value"],
+                    "share": round(r["share"], 4),
+                    "corpus_share": round(r["corpus_count"] / total, 4),
+                    "lift": round(r["lift"], 2),
+                }
+            )
+    return out
+
+
+@dataclass
+class Result:
+    """What one analysis produced."""
+
+    out_dir: Path
+    total: int
+    patterns: list[dict[str, Any]]
+    assignments: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+def analyze(
+    source: Any,
+    out_dir: str | Path,
+    *,
+    spark: Any = None,
+    master: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    keep_assignments: bool = False,
+    post: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> Result:
+    """Find failure patterns in `source` (a DataFrame in SCHEMA or an export file's path) and
+    write patterns.json, assignments.jsonl, Parquet tables and report.html into `out_dir`.
+
+    `post`, when given, receives the patterns with their message ids (to store them on the
+    server). `keep_assignments` returns the message -> pattern map in the result.
+    """
+    require_pyspark()
+    from pyspark import StorageLevel
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if isinstance(source, str | Path):
+        spark = spark or session(master)
+        df = read_export(spark, source)
+    else:
+        df = source.transform(to_schema)
+    parallelism = df.sparkSession.sparkContext.defaultParallelism
+    if df.rdd.getNumPartitions() < parallelism:
+        # A small export file is one partition: spread it so every core masks.
+        df = df.repartition(parallelism)
+    # Masking is the costly step and with_templates reads its result twice: keep it.
+    tokens = df.transform(with_mining_text).persist(StorageLevel.MEMORY_AND_DISK)
+    mined = (
+        tokens.transform(lambda d: with_templates(d, threshold))
+        .transform(with_pattern_ids)
+        .transform(with_key_paths)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    try:
+        patterns = summarize(mined)
+        total = 0
+        members: dict[str, list[str]] = defaultdict(list)
+        assignments: dict[str, str] = {}
+        with (out / "assignments.jsonl").open("w") as fh:
+            rows = mined.select("message_id", "pattern_id").toLocalIterator()
+            for r in rows:
+                fh.write(json.dumps({"message_id": r[0], "pattern_id": r[1]}) + "\n")
+                total += 1
+                if post is not None:
+                    members[r[1]].append(r[0])
+                if keep_assignments:
+                    assignments[r[0]] = r[1]
+        mined.select("message_id", "pattern_id").write.mode("overwrite").parquet(
+            str(out / "assignments.parquet")
+        )
+    finally:
+        mined.unpersist()
+        tokens.unpersist()
+    (out / "patterns.json").write_text(
+        json.dumps({"total": total, "patterns": patterns}, indent=2) + "\n"
+    )
+    _write_patterns_parquet(patterns, out / "patterns.parquet")
+    from deadletter.pipeline.report import render
+
+    (out / "report.html").write_text(render(patterns, total))
+    if post is not None:
+        post([{**p, "message_ids": sorted(members.get(p["id"], []))} for p in patterns])
+    return Result(out, total, patterns, assignments)
+
+
+def _write_patterns_parquet(patterns: Iterable[dict[str, Any]], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [
+        {
+            "id": p["id"],
+            "template": p["template"],
+            "signature": p["signature"],
+            "count": p["count"],
+            "source_queues": p["source_queues"],
+            "reasons": p["reasons"],
+            "first_seen": p["first_seen"],
+            "last_seen": p["last_seen"],
+            "sample_message_ids": p["sample_message_ids"],
+            "key_paths_missing": p["key_paths_missing"],
+            "details": json.dumps(p),
+        }
+        for p in patterns
+    ]
+    schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("template", pa.string()),
+            ("signature", pa.string()),
+            ("count", pa.int64()),
+            ("source_queues", pa.list_(pa.string())),
+            ("reasons", pa.list_(pa.string())),
+            ("first_seen", pa.string()),
+            ("last_seen", pa.string()),
+            ("sample_message_ids", pa.list_(pa.string())),
+            ("key_paths_missing", pa.list_(pa.string())),
+            ("details", pa.string()),
+        ]
+    )
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)

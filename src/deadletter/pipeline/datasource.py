@@ -1,0 +1,314 @@
+"""The `deadletter` Spark data source: read a DLQ through the native HTTP API, write messages.
+
+Python Data Source API (Spark 4), no JVM jars. Reading splits the dead-lettered time range
+into partitions that each page through `GET /v2/queues/{dlq}/dead_letters` with their own
+`since`/`until` slice; equality on source_queue/reason and bounds on dead_lettered_at are
+pushed down to the server. Writing posts rows as messages, 20 per request.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceWriter,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+    WriterCommitMessage,
+)
+
+from deadletter.pipeline.schema import DEFAULT_PROJECT, SCHEMA_DDL
+
+MAX_PAGE = 1000
+POST_BATCH = 20  # Zaqar's default _max_messages_post_size count limit
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def parse_time(value: Any) -> datetime | None:
+    """ISO 8601 text, epoch seconds or a datetime -> aware UTC datetime."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(float(value), UTC)
+    text = str(value).strip()
+    try:
+        return datetime.fromtimestamp(float(text), UTC)
+    except ValueError:
+        pass
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def iso(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass
+class Query:
+    """What one reader asks the server for; `since` inclusive, `until` exclusive."""
+
+    source_queue: str | None = None
+    reason: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    pushed: list[str] = field(default_factory=list)
+
+    def narrow_since(self, value: datetime) -> None:
+        self.since = value if self.since is None else max(self.since, value)
+
+    def narrow_until(self, value: datetime) -> None:
+        self.until = value if self.until is None else min(self.until, value)
+
+
+@dataclass
+class Slice(InputPartition):
+    """One partition: a half-open slice [since, until) of the dead-lettered time range."""
+
+    index: int
+    since: datetime | None
+    until: datetime | None
+
+
+class Api:
+    """The few native API calls the data source makes (used on executors)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.url = options["url"].rstrip("/")
+        self.queue = options["queue"]
+        self.headers = {
+            "Client-ID": options.get("client_id") or str(uuid.uuid4()),
+            "X-Project-ID": options.get("project") or DEFAULT_PROJECT,
+        }
+        self.timeout = float(options.get("timeout", "30"))
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
+
+    def pages(
+        self, client: httpx.Client, query: Query, limit: int = MAX_PAGE
+    ) -> Iterator[list[dict[str, Any]]]:
+        params: dict[str, str] = {"limit": str(limit)}
+        if query.source_queue is not None:
+            params["source_queue"] = query.source_queue
+        if query.reason is not None:
+            params["reason"] = query.reason
+        if query.since is not None:
+            params["since"] = iso(query.since)
+        if query.until is not None:
+            # The wire has milliseconds: round the bound up, the reader trims exactly.
+            params["until"] = iso(query.until + timedelta(milliseconds=1))
+        path = f"/v2/queues/{self.queue}/dead_letters"
+        while True:
+            response = client.get(path, params=params)
+            response.raise_for_status()
+            data = response.json()
+            messages: list[dict[str, Any]] = data.get("messages", [])
+            yield messages
+            nxt = [link["href"] for link in data.get("links", []) if link.get("rel") == "next"]
+            if not nxt or not messages:
+                return
+            # The next link carries every parameter, the marker included.
+            href = httpx.URL(nxt[0])
+            path, params = href.path, dict(href.params)
+
+
+def row_of(message: dict[str, Any]) -> tuple[Any, ...]:
+    """One API message -> a row in SCHEMA's column order."""
+    prov = message.get("provenance") or {}
+    body = message.get("body")
+    body_text = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))
+    attributes = {
+        name: str(attr.get("value")) if isinstance(attr, dict) else str(attr)
+        for name, attr in (message.get("attributes") or {}).items()
+    }
+    claim_count = prov.get("claim_count", message.get("claim_count"))
+    return (
+        message.get("id"),
+        prov.get("source_queue"),
+        prov.get("reason"),
+        prov.get("description"),
+        prov.get("error"),
+        parse_time(prov.get("dead_lettered_at")),
+        int(claim_count) if claim_count is not None else None,
+        body_text,
+        attributes,
+        parse_time(prov.get("original_enqueued_at") or message.get("enqueued_at")),
+    )
+
+
+class DeadLetterReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.query = Query(
+            source_queue=options.get("source_queue") or None,
+            reason=options.get("reason") or None,
+            since=parse_time(options.get("since")),
+            until=parse_time(options.get("until")),
+        )
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Keep what the server can filter; hand everything else back to Spark."""
+        for f in filters:
+            attribute: tuple[str, ...] = getattr(f, "attribute", ())
+            column = attribute[0] if len(attribute) == 1 else None
+            value: Any = getattr(f, "value", None)
+            if isinstance(f, EqualTo) and column in ("source_queue", "reason"):
+                current = getattr(self.query, column)
+                if current is not None and current != value:
+                    yield f  # contradicts the option: let Spark produce the empty answer
+                    continue
+                setattr(self.query, column, value)
+            elif column == "dead_lettered_at" and isinstance(value, datetime):
+                at = parse_time(value)
+                assert at is not None
+                if isinstance(f, GreaterThanOrEqual):
+                    self.query.narrow_since(at)
+                elif isinstance(f, GreaterThan):
+                    self.query.narrow_since(at + timedelta(microseconds=1))
+                elif isinstance(f, LessThan):
+                    self.query.narrow_until(at)
+                elif isinstance(f, LessThanOrEqual):
+                    self.query.narrow_until(at + timedelta(microseconds=1))
+                else:
+                    yield f
+                    continue
+            else:
+                yield f
+                continue
+            self.query.pushed.append(f"{type(f).__name__}({column}, {value!r})")
+
+    def partitions(self) -> list[Slice]:
+        """Split [first dead letter, until or now] into `partitions` equal time slices."""
+        wanted = max(1, int(self.options.get("partitions", "4")))
+        api = Api(self.options)
+        with api.client() as client:
+            first_page = next(api.pages(client, self.query, limit=1), [])
+        if not first_page or wanted == 1:
+            return [Slice(0, self.query.since, self.query.until)]
+        start = parse_time((first_page[0].get("provenance") or {}).get("dead_lettered_at"))
+        # The last slice is open-ended, so `end` only balances the slices: a server clock
+        # ahead of ours must not collapse them into one.
+        end = self.query.until or max(datetime.now(UTC), (start or EPOCH) + timedelta(hours=1))
+        if start is None or start >= end:
+            return [Slice(0, self.query.since, self.query.until)]
+        step = (end - start) / wanted
+        bounds = [start + step * i for i in range(wanted + 1)]
+        # The outer slices stay open so nothing falls outside them, even a dead letter whose
+        # time precedes the first one listed.
+        slices = []
+        for i in range(wanted):
+            since = self.query.since if i == 0 else bounds[i]
+            until = self.query.until if i == wanted - 1 else bounds[i + 1]
+            slices.append(Slice(i, since, until))
+        return slices
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, Slice)
+        api = Api(self.options)
+        query = Query(self.query.source_queue, self.query.reason, partition.since, partition.until)
+        page_size = min(MAX_PAGE, max(1, int(self.options.get("page_size", str(MAX_PAGE)))))
+        with api.client() as client:
+            for page in api.pages(client, query, limit=page_size):
+                for message in page:
+                    row = row_of(message)
+                    at = row[5]
+                    # Exact half-open bounds on the client side, whatever the server's
+                    # inclusivity, so adjacent slices never share or drop a row.
+                    if at is None:
+                        if partition.index != 0:
+                            continue  # undated: the first slice alone keeps it
+                    elif (query.since is not None and at < query.since) or (
+                        query.until is not None and at >= query.until
+                    ):
+                        continue
+                    yield row
+
+
+@dataclass
+class Posted(WriterCommitMessage):
+    count: int
+
+
+class DeadLetterWriter(DataSourceWriter):
+    def __init__(self, options: dict[str, str], columns: list[str]) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator[Any]) -> Posted:
+        api = Api(self.options)
+        path = f"/v2/queues/{api.queue}/messages"
+        ttl = self.options.get("ttl")
+        batch: list[dict[str, Any]] = []
+        sent = 0
+        with api.client() as client:
+
+            def flush() -> None:
+                nonlocal sent
+                if batch:
+                    response = client.post(path, json={"messages": batch})
+                    response.raise_for_status()
+                    sent += len(batch)
+                    batch.clear()
+
+            for row in iterator:
+                batch.append(self.message_of(row.asDict(), ttl))
+                if len(batch) >= POST_BATCH:
+                    flush()
+            flush()
+        return Posted(sent)
+
+    @staticmethod
+    def message_of(row: dict[str, Any], ttl: str | None) -> dict[str, Any]:
+        text = row.get("body")
+        try:
+            body: Any = json.loads(text) if isinstance(text, str) else text
+        except ValueError:
+            body = text
+        message: dict[str, Any] = {"body": body}
+        if ttl:
+            message["ttl"] = int(ttl)
+        attributes = row.get("attributes") or {}
+        if attributes:
+            message["attributes"] = {
+                k: {"type": "String", "value": str(v)} for k, v in attributes.items()
+            }
+        return message
+
+
+class DeadLetterDataSource(DataSource):
+    """`spark.read.format("deadletter")` / `df.write.format("deadletter")`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "deadletter"
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def reader(self, schema: Any) -> DeadLetterReader:
+        self._check("url", "queue")
+        return DeadLetterReader(dict(self.options))
+
+    def writer(self, schema: Any, overwrite: bool) -> DeadLetterWriter:
+        self._check("url", "queue")
+        return DeadLetterWriter(dict(self.options), [f.name for f in schema.fields])
+
+    def _check(self, *names: str) -> None:
+        missing = [n for n in names if not self.options.get(n)]
+        if missing:
+            raise ValueError(f"the deadletter data source needs option(s) {missing}")

@@ -1,0 +1,132 @@
+"""The self-contained HTML report: inline SVG charts and a table, no external resources."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from html import escape
+from typing import Any
+
+COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"]
+TOP = 8
+MAX_HOURS = 24 * 90
+
+
+def _bar_chart(patterns: list[dict[str, Any]]) -> str:
+    top = patterns[:15]
+    if not top:
+        return "<p>No dead letters.</p>"
+    width, row_h, label_w = 760, 22, 130
+    peak = max(p["count"] for p in top) or 1
+    bars = []
+    for i, p in enumerate(top):
+        w = (width - label_w - 60) * p["count"] / peak
+        y = i * row_h
+        bars.append(
+            f'<text x="0" y="{y + 15}" font-size="12">{escape(p["id"])}</text>'
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" '
+            f'fill="{COLORS[i % len(COLORS)]}"><title>{escape(p["template"])}</title></rect>'
+            f'<text x="{label_w + w + 4:.1f}" y="{y + 15}" font-size="12">{p["count"]}</text>'
+        )
+    height = row_h * len(top)
+    return (
+        f'<svg width="{width}" height="{height}" '
+        f'role="img" aria-label="top patterns">{"".join(bars)}</svg>'
+    )
+
+
+def _time_chart(patterns: list[dict[str, Any]]) -> str:
+    top = [p for p in patterns[:TOP] if p["hourly_counts"]]
+    seen = sorted({h for p in top for h, _ in p["hourly_counts"]})
+    if not seen:
+        return "<p>No timestamps.</p>"
+    # Every hour of the range, quiet ones included, so the x axis is linear in time.
+    first, last = (datetime.fromisoformat(h.replace("Z", "+00:00")) for h in (seen[0], seen[-1]))
+    span = min(int((last - first).total_seconds() // 3600), MAX_HOURS)
+    hours = [
+        (first + timedelta(hours=i)).strftime("%Y-%m-%dT%H:%M:%S.000Z") for i in range(span + 1)
+    ]
+    hours = sorted(set(hours) | set(seen))
+    width, height, pad = 760, 240, 40
+    index = {h: i for i, h in enumerate(hours)}
+    peak = max(c for p in top for _, c in p["hourly_counts"]) or 1
+    step = (width - 2 * pad) / max(1, len(hours) - 1)
+
+    def xy(h: str, c: int) -> str:
+        x = pad + index[h] * step
+        y = height - pad - (height - 2 * pad) * c / peak
+        return f"{x:.1f},{y:.1f}"
+
+    lines = []
+    for i, p in enumerate(top):
+        counts = dict((h, c) for h, c in p["hourly_counts"])
+        points = " ".join(xy(h, counts.get(h, 0)) for h in hours)
+        color = COLORS[i % len(COLORS)]
+        lines.append(
+            f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{points}">'
+            f"<title>{escape(p['id'])}: {escape(p['template'])}</title></polyline>"
+        )
+    axes = (
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
+        f'stroke="#333"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" '
+        f'stroke="#333"/><text x="{pad}" y="{height - 10}" font-size="11">'
+        f'{escape(hours[0])}</text><text x="{width - pad}" y="{height - 10}" font-size="11" '
+        f'text-anchor="end">{escape(hours[-1])}</text><text x="4" y="{pad}" font-size="11">'
+        f"{peak}/h</text>"
+    )
+    legend = "".join(
+        f'<span style="color:{COLORS[i % len(COLORS)]}">&#9632; {escape(p["id"])}</span> '
+        for i, p in enumerate(top)
+    )
+    return (
+        f'<svg width="{width}" height="{height}" '
+        f'role="img" aria-label="dead letters per hour">{axes}{"".join(lines)}</svg>'
+        f"<p>{legend}</p>"
+    )
+
+
+def _cell_list(values: list[Any]) -> str:
+    return "<br>".join(escape(str(v)) for v in values) or "&ndash;"
+
+
+def _row(p: dict[str, Any]) -> str:
+    attrs = [
+        f"{a['name']}={a['value']} (lift {a['lift']})" for a in p["overrepresented_attributes"]
+    ]
+    example = json.dumps(p.get("example"), indent=2, ensure_ascii=False)
+    return (
+        f'<tr id="{escape(p["id"])}"><td><code>{escape(p["id"])}</code></td>'
+        f"<td>{p['count']}</td><td><code>{escape(p['template'])}</code>"
+        f"<br><small>{escape(p['signature'])}</small></td>"
+        f"<td>{_cell_list(p['source_queues'])}</td><td>{_cell_list(p['reasons'])}</td>"
+        f"<td>{escape(p['first_seen'] or '')}<br>{escape(p['last_seen'] or '')}</td>"
+        f"<td>{_cell_list(p['key_paths_missing'])}</td><td>{_cell_list(attrs)}</td>"
+        f"<td><details><summary>{escape(', '.join(p['sample_message_ids'][:2]))}</summary>"
+        f"<pre>{escape(example)}</pre></details></td></tr>"
+    )
+
+
+def render(patterns: list[dict[str, Any]], total: int) -> str:
+    """The report page for a list of patterns as `analysis.summarize` returns them."""
+    rows = "".join(_row(p) for p in patterns)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Dead-letter failure patterns</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }}
+table {{ border-collapse: collapse; width: 100%; font-size: 13px; }}
+th, td {{ border: 1px solid #ccc; padding: 4px 6px; vertical-align: top; text-align: left; }}
+th {{ background: #f3f3f3; }}
+code {{ white-space: pre-wrap; word-break: break-word; }}
+pre {{ max-width: 40em; overflow: auto; font-size: 11px; }}
+</style></head><body>
+<h1>Dead-letter failure patterns</h1>
+<p>{total} dead letters in {len(patterns)} patterns.</p>
+<h2>Top patterns</h2>{_bar_chart(patterns)}
+<h2>Dead letters per hour (top {TOP} patterns)</h2>{_time_chart(patterns)}
+<h2>All patterns</h2>
+<table><thead><tr><th>Pattern</th><th>Count</th><th>Template / signature</th>
+<th>Source queues</th><th>Reasons</th><th>First / last seen</th>
+<th>Key paths missing</th><th>Over-represented attributes</th><th>Example</th></tr></thead>
+<tbody>{rows}</tbody></table>
+</body></html>
+"""

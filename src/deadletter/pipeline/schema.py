@@ -1,0 +1,134 @@
+"""The one schema of dead letters in the pipeline, Spark sessions, and reading export files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from deadletter.pipeline import require_pyspark
+
+# Stable and documented in docs/pipeline.md: the data source, the export readers and the
+# analysis all speak it.
+SCHEMA_DDL = (
+    "message_id string, source_queue string, reason string, description string, "
+    "error string, dead_lettered_at timestamp, claim_count int, body string, "
+    "attributes map<string,string>, enqueued_at timestamp"
+)
+COLUMNS = [
+    "message_id",
+    "source_queue",
+    "reason",
+    "description",
+    "error",
+    "dead_lettered_at",
+    "claim_count",
+    "body",
+    "attributes",
+    "enqueued_at",
+]
+DEFAULT_PROJECT = "123456789012"
+
+
+def schema() -> Any:
+    """SCHEMA_DDL as a pyspark StructType."""
+    require_pyspark()
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(SCHEMA_DDL)
+
+
+def session(
+    master: str | None = None,
+    app_name: str = "deadletter-analyze",
+    config: dict[str, str] | None = None,
+) -> Any:
+    """A SparkSession with the `deadletter` data source registered (UTC, no UI by default)."""
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    # Python workers must import this package: default them to this interpreter (a cluster
+    # sets PYSPARK_PYTHON or spark.pyspark.python to its own environment).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    builder = (
+        builder.config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Split export files finely: a 100 MB file is then read by every core, not one.
+        .config("spark.sql.files.maxPartitionBytes", str(16 * 1024 * 1024))
+    )
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def register(spark: Any) -> None:
+    """Make `spark.read.format("deadletter")` and `df.write.format("deadletter")` available."""
+    from deadletter.pipeline.datasource import DeadLetterDataSource
+
+    # Spark refuses a Python reader with pushFilters unless pushdown is switched on.
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(DeadLetterDataSource)
+
+
+def require_columns(df: Any, needed: list[str], step: str) -> None:
+    """Fail early and clearly when a step gets a DataFrame without the columns it reads."""
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise ValueError(f"{step} needs columns {missing}; the DataFrame has {df.columns}")
+
+
+def read_export(spark: Any, path: str | Path) -> Any:
+    """Read a `deadletter dlq export` file (JSON lines or Parquet) into SCHEMA."""
+    require_pyspark()
+    path = str(path)
+    if path.endswith(".parquet") or Path(path).is_dir():
+        raw = spark.read.parquet(path)
+    else:
+        # Nested JSON (body objects, attribute objects) read as strings keeps its JSON text.
+        raw = spark.read.schema(
+            "message_id string, source_queue string, reason string, description string, "
+            "error string, dead_lettered_at string, claim_count int, body string, "
+            "attributes map<string,string>, enqueued_at string"
+        ).json(path)
+    return raw.transform(to_schema)
+
+
+def to_schema(df: Any) -> Any:
+    """Coerce a DataFrame of dead letters (export or foreign) into SCHEMA's columns and types."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType, StringType, StructType
+
+    cols: list[Any] = []
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    target = {f.name: f.dataType for f in schema().fields}
+    for name in COLUMNS:
+        if name not in fields:
+            cols.append(F.lit(None).cast(target[name]).alias(name))
+            continue
+        dtype = fields[name]
+        col = F.col(name)
+        if name == "attributes":
+            if isinstance(dtype, MapType) and isinstance(dtype.valueType, StructType):
+                col = F.transform_values(col, lambda _k, v: v["value"].cast("string"))
+            elif isinstance(dtype, MapType) and isinstance(dtype.valueType, StringType):
+                # Zaqar attribute objects {"type","value"} arrive as JSON text: keep the value.
+                col = F.transform_values(
+                    col,
+                    lambda _k, v: F.coalesce(F.get_json_object(v, "$.value"), v),
+                )
+            elif isinstance(dtype, StringType):
+                col = F.from_json(col, "map<string,string>")
+        elif name in ("dead_lettered_at", "enqueued_at"):
+            col = F.to_timestamp(col) if isinstance(dtype, StringType) else col.cast("timestamp")
+        elif name == "body" and not isinstance(dtype, StringType):
+            col = F.to_json(col)
+        cols.append(col.cast(target[name]).alias(name))
+    return df.select(*cols)

@@ -1,0 +1,199 @@
+"""Pure-Python text handling: variable masking, tokenising, exception signatures, key paths."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# Order matters: longer, more specific shapes first so a URL is not eaten as a path and a
+# timestamp is not cut into numbers. Every placeholder is typed so templates stay readable.
+_MASKS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+"), "<URL>"),
+    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<EMAIL>"),
+    (
+        re.compile(
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+        ),
+        "<UUID>",
+    ),
+    (
+        re.compile(
+            r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+        ),
+        "<TS>",
+    ),
+    (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<TS>"),
+    (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"), "<IP>"),
+    (re.compile(r"(?<![\w.])(?:/[\w.@%+-]+){2,}/?"), "<PATH>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<HEX>"),
+    (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), "<HEX>"),
+    (
+        re.compile(
+            r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?|h|hours?)\b"
+        ),
+        "<DUR>",
+    ),
+]
+# Quoted text is masked unless it is a bare identifier or key path ('customer.id'): such a
+# name tells which bug it is, while a quoted value ('abc 12') tells which instance.
+_QUOTED = re.compile(r"'([^'\n]{0,200})'|\"([^\"\n]{0,200})\"")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_.\[\]-]*$")
+_NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)*%?$")
+_HAS_DIGIT = re.compile(r"\d")
+_TOKEN_SPLIT = re.compile(r"[\s,;=()\[\]{}|]+")
+_EDGE_PUNCT = ".:!?"
+
+PLACEHOLDERS = frozenset(
+    {"<URL>", "<EMAIL>", "<UUID>", "<TS>", "<IP>", "<PATH>", "<HEX>", "<DUR>", "<QUOTED>"}
+    | {"<NUM>", "<ID>", "<*>"}
+)
+
+
+def _mask_quoted(match: re.Match[str]) -> str:
+    inner = match.group(1) if match.group(1) is not None else match.group(2)
+    if _IDENTIFIER.match(inner):
+        return match.group(0)
+    return "<QUOTED>"
+
+
+def mask(text: str) -> str:
+    """Replace the variable parts of an error text with typed placeholders."""
+    for pattern, placeholder in _MASKS:
+        text = pattern.sub(placeholder, text)
+    return _QUOTED.sub(_mask_quoted, text)
+
+
+def _mask_token(token: str) -> str:
+    if token in PLACEHOLDERS:
+        return token
+    if _NUMBER.match(token):
+        return "<NUM>"
+    # Any remaining token with a digit (ord-48213, SKU-9A3F, v2) is an identifier instance.
+    if _HAS_DIGIT.search(token) and "<" not in token:
+        return "<ID>"
+    return token
+
+
+def tokenize(text: str) -> list[str]:
+    """Masked tokens of one line of error text."""
+    out: list[str] = []
+    for raw in _TOKEN_SPLIT.split(mask(text)):
+        token = raw.strip(_EDGE_PUNCT) or raw
+        if token:
+            out.append(_mask_token(token))
+    return out
+
+
+# Exception signatures -----------------------------------------------------------------
+
+_PY_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)')
+_PY_EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
+_JAVA_FRAME = re.compile(r"^\s*at ([\w$.<>/]+)\(([^)]*)\)")
+_JAVA_EXC = re.compile(
+    r"^(?:Caused by: )?([a-zA-Z_$][\w$]*(?:\.[\w$]+)+(?:Exception|Error|Throwable)\w*)"
+)
+_LAMBDA_NOISE = re.compile(r"\$\$Lambda\$?[\w/]*|\$\d+|0x[0-9a-fA-F]+")
+TOP_FRAMES = 3
+
+
+_PY_ROOTS = re.compile(r"^.*/(?:site-packages|dist-packages|lib/python[\d.]*|app|src)/")
+
+
+def _module_of(path: str) -> str:
+    """Module-like name of a source path, independent of where it is installed."""
+    path = _PY_ROOTS.sub("", path.replace("\\", "/"))
+    return path.removesuffix(".py").replace("/", ".").strip(".")
+
+
+def exception_signature(error: str | None) -> tuple[str, str]:
+    """(signature, headline) of an error text.
+
+    The signature is the exception type plus the innermost frames (Python and Java traces),
+    with line numbers, lambda ids and addresses left out; empty when there is no trace. The
+    headline is the line that states the failure, used for template mining.
+    """
+    if not error:
+        return "", ""
+    lines = [line for line in error.splitlines() if line.strip()]
+    if not lines:
+        return "", ""
+    # Only the last traceback of a chain ("During handling of the above exception...")
+    # names the failure that killed the message.
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+    tail = lines[starts[-1] :] if starts else lines
+    py_frames = [(i, m) for i, m in enumerate(_PY_FRAME.match(line) for line in tail) if m]
+    if py_frames:
+        last = py_frames[-1][0]
+        # The exception line is the first unindented line after the innermost frame.
+        after = [line for line in tail[last + 1 :] if not line[:1].isspace()]
+        headline = after[0].strip() if after else tail[-1].strip()
+        exc = _PY_EXC.match(headline)
+        exc_type = exc.group(1) if exc else headline.split(":", 1)[0]
+        frames = [f"{_module_of(m.group(1))}:{m.group(2)}" for _, m in py_frames[-TOP_FRAMES:]]
+        frames.reverse()  # innermost first, as in Java
+        return f"{exc_type} @ {' < '.join(frames)}", headline
+    java_frames = [m for m in (_JAVA_FRAME.match(line) for line in lines) if m]
+    if java_frames:
+        # The root cause is the last "Caused by"; its frames follow it.
+        start = 0
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith("Caused by:"):
+                start = i
+        head = lines[start].strip().removeprefix("Caused by: ")
+        exc = _JAVA_EXC.match(head)
+        exc_type = exc.group(1) if exc else head.split(":", 1)[0]
+        frames_after = [m for m in (_JAVA_FRAME.match(line) for line in lines[start:]) if m]
+        top = frames_after[:TOP_FRAMES] or java_frames[:TOP_FRAMES]
+        names = [_LAMBDA_NOISE.sub("", m.group(1)) for m in top]
+        return f"{exc_type} @ {' < '.join(names)}", head
+    return "", " ".join(line.strip() for line in lines)
+
+
+def mining_text(error: str | None, description: str | None) -> tuple[str, str]:
+    """(signature, text to mine): the error's headline, else the description."""
+    signature, headline = exception_signature(error)
+    return signature, headline or (description or "").strip()
+
+
+# Payload shape ------------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def key_paths(body: str | None, max_paths: int = 200) -> list[str]:
+    """Sorted `path:type` entries of a JSON body (`items[].sku:string`); [] when not JSON."""
+    if not body:
+        return []
+    try:
+        value = json.loads(body)
+    except (ValueError, TypeError):
+        return []
+    out: set[str] = set()
+
+    def walk(node: Any, prefix: str) -> None:
+        if len(out) >= max_paths:
+            return
+        if isinstance(node, dict):
+            for key, child in node.items():
+                path = f"{prefix}.{key}" if prefix else str(key)
+                out.add(f"{path}:{_type_name(child)}")
+                walk(child, path)
+        elif isinstance(node, list):
+            for child in node[:20]:
+                walk(child, f"{prefix}[]")
+
+    walk(value, "")
+    return sorted(out)

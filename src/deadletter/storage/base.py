@@ -1,0 +1,261 @@
+"""The storage interface: atomic primitives inside a transaction; every rule lives in the engine.
+
+A backend opens a `Transaction` with `Store.transaction()`. Everything done through one
+transaction commits together or not at all, and a commit is durable when it returns.
+Reads that pick messages to change (`claimable`, `dead_letters` with `lock=True`) lock the
+rows they return so that concurrent transactions skip them instead of handing them out twice.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from deadletter.engine.model import (
+    Attribute,
+    DeadLetterFilter,
+    Message,
+    Provenance,
+    Queue,
+    QueueSettings,
+    RedriveTask,
+)
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    id: str
+    project: str
+    queue: str
+    ttl: int
+    grace: int
+    created_at: float
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class MessageCounts:
+    free: int
+    claimed: int
+    delayed: int
+    oldest: Message | None
+    newest: Message | None
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """Which messages of one queue a listing returns, in sequence order."""
+
+    after_seq: int = 0
+    limit: int = 10
+    include_claimed: bool = False
+    include_delayed: bool = False
+    exclude_client_id: str | None = None
+    dead_letters: DeadLetterFilter | None = None
+    max_seq: int | None = None
+
+
+class Transaction(abc.ABC):
+    """One unit of work against the store. Methods take the project explicitly."""
+
+    # Queues
+    @abc.abstractmethod
+    def get_queue(self, project: str, name: str) -> Queue | None: ...
+
+    @abc.abstractmethod
+    def insert_queue(self, queue: Queue) -> None:
+        """Raise QueueAlreadyExists when (project, name) is taken."""
+
+    @abc.abstractmethod
+    def update_queue(
+        self, project: str, name: str, settings: QueueSettings, now: float
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def delete_queue(self, project: str, name: str) -> bool:
+        """Delete the queue, its messages, claims, counters and tasks."""
+
+    @abc.abstractmethod
+    def list_queues(
+        self, project: str, prefix: str | None, after: str | None, limit: int
+    ) -> list[Queue]: ...
+
+    @abc.abstractmethod
+    def sources_of(self, project: str, dlq: str) -> list[Queue]:
+        """Queues whose dead-letter policy names `dlq`, active or not."""
+
+    @abc.abstractmethod
+    def dead_letter_targets(self, project: str) -> set[str]:
+        """Names that some queue's active policy uses as its DLQ."""
+
+    # Messages
+    @abc.abstractmethod
+    def insert_messages(self, project: str, messages: Sequence[Message]) -> list[Message]:
+        """Store new messages; the store assigns each its sequence number."""
+
+    @abc.abstractmethod
+    def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]: ...
+
+    @abc.abstractmethod
+    def claimable(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
+        """Visible, unexpired messages, oldest first, locked against other claimants."""
+
+    @abc.abstractmethod
+    def list_messages(
+        self, project: str, queue: str, now: float, query: ListQuery
+    ) -> list[Message]: ...
+
+    @abc.abstractmethod
+    def dead_letters(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        lock: bool,
+    ) -> list[Message]:
+        """Unexpired, unclaimed messages of `dlq` that match `where`, oldest first."""
+
+    @abc.abstractmethod
+    def count_dead_letters(
+        self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
+    ) -> int: ...
+
+    @abc.abstractmethod
+    def max_seq(self, project: str, queue: str) -> int: ...
+
+    @abc.abstractmethod
+    def update_messages(self, project: str, messages: Sequence[Message]) -> None:
+        """Write back delivery state: visibility, claim, claim count, first claim, expiry."""
+
+    @abc.abstractmethod
+    def move_messages(self, project: str, messages: Sequence[Message]) -> None:
+        """Write back whole messages whose `queue` changed, giving each a new sequence number."""
+
+    @abc.abstractmethod
+    def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int: ...
+
+    @abc.abstractmethod
+    def purge(self, project: str, queue: str) -> int: ...
+
+    @abc.abstractmethod
+    def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]: ...
+
+    @abc.abstractmethod
+    def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
+        """(project, message) pairs whose expiry has passed, across all queues, locked."""
+
+    @abc.abstractmethod
+    def counts(self, project: str, queue: str, now: float) -> MessageCounts: ...
+
+    @abc.abstractmethod
+    def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]: ...
+
+    # Claims
+    @abc.abstractmethod
+    def insert_claim(self, claim: ClaimRecord) -> None: ...
+
+    @abc.abstractmethod
+    def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord | None: ...
+
+    @abc.abstractmethod
+    def update_claim(self, claim: ClaimRecord) -> None: ...
+
+    @abc.abstractmethod
+    def delete_claim(self, project: str, queue: str, claim_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def delete_stale_claims(self, now: float) -> int: ...
+
+    # Counters: per queue, by name ("acknowledged", "expired_dropped", "dead_lettered.<reason>")
+    @abc.abstractmethod
+    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None: ...
+
+    @abc.abstractmethod
+    def counters(self, project: str, queue: str) -> dict[str, int]: ...
+
+    # Redrive tasks
+    @abc.abstractmethod
+    def insert_task(self, task: RedriveTask) -> None: ...
+
+    @abc.abstractmethod
+    def get_task(self, task_id: str, lock: bool = False) -> RedriveTask | None: ...
+
+    @abc.abstractmethod
+    def update_task(self, task: RedriveTask) -> None: ...
+
+    @abc.abstractmethod
+    def list_tasks(self, project: str, dlq: str | None, limit: int) -> list[RedriveTask]:
+        """Newest first."""
+
+    @abc.abstractmethod
+    def active_task_ids(self) -> list[str]:
+        """Ids of RUNNING and CANCELLING tasks, across projects."""
+
+    # Failure patterns posted by the analysis pipeline
+    @abc.abstractmethod
+    def save_patterns(self, project: str, dlq: str, patterns: list[dict[str, Any]]) -> None: ...
+
+    @abc.abstractmethod
+    def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]: ...
+
+    @abc.abstractmethod
+    def wipe(self) -> None:
+        """Delete everything (test mode's reset)."""
+
+
+class Store(abc.ABC):
+    url: str
+
+    @abc.abstractmethod
+    def transaction(self) -> AbstractContextManager[Transaction]: ...
+
+    def on_messages_available(self, callback: Callable[[str, str], None]) -> None:  # noqa: B027
+        """Call `callback(project, queue)` when another process makes messages available.
+
+        Backends shared by several processes override this; an embedded one has nothing to do.
+        """
+
+    def notify_messages_available(self, tx: Transaction, project: str, queue: str) -> None:  # noqa: B027
+        """Tell other processes, on commit of `tx`, that `queue` has messages."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+# Row codecs shared by the SQL backends.
+
+
+def encode_attributes(attributes: dict[str, Attribute]) -> str:
+    return json.dumps({k: v.to_dict() for k, v in attributes.items()}, separators=(",", ":"))
+
+
+def decode_attributes(text: str) -> dict[str, Attribute]:
+    return {k: Attribute(v["type"], v["value"]) for k, v in json.loads(text).items()}
+
+
+def encode_provenance(provenance: Provenance | None) -> str | None:
+    return json.dumps(provenance.to_dict()) if provenance else None
+
+
+def decode_provenance(text: str | None) -> Provenance | None:
+    return Provenance.from_dict(json.loads(text)) if text else None
+
+
+def encode_history(history: tuple[dict[str, Any], ...]) -> str:
+    return json.dumps(list(history), separators=(",", ":"))
+
+
+def decode_history(text: str | None) -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(text)) if text else ()
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

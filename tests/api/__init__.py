@@ -1,0 +1,1 @@
+"""Tests of the HTTP faces and the server process."""

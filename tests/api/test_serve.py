@@ -1,0 +1,109 @@
+"""`deadletter serve`: its flags and environment variables, JSON logs, graceful shutdown."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from click.testing import CliRunner
+
+from deadletter.cli.main import main
+from tests.api.serve_process import start, stop
+
+
+def test_help_lists_every_flag_with_its_environment_variable() -> None:
+    result = CliRunner().invoke(main, ["serve", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    for flag, env in [
+        ("--host", "DEADLETTER_HOST"),
+        ("--port", "DEADLETTER_PORT"),
+        ("--db", "DEADLETTER_DB"),
+        ("--data-dir", "DEADLETTER_DATA_DIR"),
+        ("--sweep-interval", "DEADLETTER_SWEEP_INTERVAL"),
+        ("--log-level", "DEADLETTER_LOG_LEVEL"),
+        ("--test-mode", "DEADLETTER_TEST_MODE"),
+    ]:
+        assert flag in result.output and env in result.output
+
+
+def test_serve_answers_logs_json_and_stops_gracefully_on_sigterm(tmp_path: Path) -> None:
+    # Given a server on a fresh SQLite file
+    db = tmp_path / "d.db"
+    proc, url = start(f"sqlite:///{db}", tmp_path)
+    try:
+        headers = {"Client-ID": str(uuid.uuid4())}
+        r = httpx.post(
+            f"{url}/v2/queues/q/messages", json={"messages": [{"body": 1}]}, headers=headers
+        )
+        assert r.status_code == 201
+        assert "deadletter_messages_sent_total" in httpx.get(f"{url}/metrics").text
+        assert httpx.get(f"{url}/openapi.json").json()["openapi"].startswith("3.")
+        # when it gets SIGTERM, it exits cleanly
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        stop(proc)
+    # and every log line is one JSON object
+    (log,) = tmp_path.glob("server-*.log")
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert any(line["message"] == "starting" for line in lines)
+    assert lines[-1]["message"] == "stopped"
+    assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    # and what it acknowledged is there after a restart
+    proc, url = start(f"sqlite:///{db}", tmp_path)
+    try:
+        stats = httpx.get(f"{url}/v2/queues/q/stats", headers=headers).json()
+        assert stats["messages"]["total"] == 1
+    finally:
+        stop(proc)
+
+
+def test_default_database_lives_in_the_data_dir(tmp_path: Path) -> None:
+    # The store is opened before the socket is bound, so an unusable host still leaves the file.
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "deadletter"),
+            "serve",
+            "--port",
+            "1",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--host",
+            "256.0.0.1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    proc.wait(timeout=30)
+    assert (tmp_path / "data" / "deadletter.db").exists()
+
+
+def test_the_servers_worker_runs_redrive_tasks(tmp_path: Path) -> None:
+    proc, url = start(f"sqlite:///{tmp_path / 'w.db'}", tmp_path, "--sweep-interval", "0.1")
+    try:
+        with httpx.Client(base_url=url, headers={"Client-ID": str(uuid.uuid4())}) as c:
+            # Given a message explicitly dead-lettered
+            c.put("/v2/queues/dlq", json={})
+            c.put("/v2/queues/src", json={"_max_claim_count": 5, "_dead_letter_queue": "dlq"})
+            c.post("/v2/queues/src/messages", json={"messages": [{"body": "x"}]})
+            claim = c.post("/v2/queues/src/claims", json={})
+            cid = claim.headers["Location"].rsplit("/", 1)[1]
+            mid = claim.json()["messages"][0]["id"]
+            moved = c.post(f"/v2/queues/src/messages/{mid}/dead_letter?claim_id={cid}", json={})
+            assert moved.status_code == 200
+            # when a redrive task starts, the server's own worker completes it
+            task = c.post("/v2/queues/dlq/redrives", json={}).json()
+            deadline = time.monotonic() + 30
+            while c.get(task["href"]).json()["status"] == "RUNNING":
+                assert time.monotonic() < deadline, "the worker did not run the task"
+                time.sleep(0.05)
+            assert c.get(task["href"]).json()["status"] == "COMPLETED"
+            assert c.get("/v2/queues/src/stats").json()["messages"]["free"] == 1
+    finally:
+        stop(proc)

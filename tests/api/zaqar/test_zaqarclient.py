@@ -1,0 +1,84 @@
+"""python-zaqarclient, the real OpenStack client, against the real server over a socket."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from zaqarclient.queues import client as zaqar
+from zaqarclient.queues.v2 import core
+
+from deadletter.api.app import build_app
+from deadletter.engine.engine import Engine
+from deadletter.storage.base import Store
+from tests.api.zaqar.server import serving
+
+
+@pytest.fixture
+def cli(store: Store) -> Iterator[Any]:
+    # Real time: the flow below never waits for a TTL, it releases claims instead.
+    with serving(build_app(Engine(store))) as url:
+        yield zaqar.Client(
+            url,
+            version=2,
+            conf={"auth_opts": {"backend": "noauth", "options": {"os_project_id": "p"}}},
+        )
+
+
+def test_basic_flow_with_the_real_client(cli: Any) -> None:
+    assert cli.ping() is True
+    q = cli.queue("jobs", force_create=True)
+    assert q.exists()
+    q.post([{"body": {"n": 1}, "ttl": 300}, {"body": {"n": 2}}])
+    assert q.stats["messages"]["free"] == 2
+    claim = q.claim(ttl=120, grace=60, limit=10)
+    messages = list(claim)
+    assert sorted(m.body["n"] for m in messages) == [1, 2]
+    assert all(m.claim_id == claim.id for m in messages)
+    messages[0].delete()
+    claim.update(ttl=180)
+    claim.delete()
+    left = list(q.messages(echo=True))
+    assert [m.body for m in left] == [messages[1].body]
+    q.delete_messages(left[0].id)
+    assert q.stats["messages"]["total"] == 0
+    queues, _ = cli.queues()
+    assert "jobs" in [x.name for x in queues]
+    q.delete()
+    assert not q.exists()
+
+
+def test_a_queue_with_a_dlq_dead_letters_through_the_real_client(cli: Any) -> None:
+    # Given a DLQ, and a queue created with a policy of two deliveries
+    dlq = cli.queue("jobs-dlq", force_create=True)
+    req, trans = cli._request_and_transport()
+    core.queue_create(
+        trans, req, "jobs", metadata={"_max_claim_count": 2, "_dead_letter_queue": "jobs-dlq"}
+    )
+    q = cli.queue("jobs")
+    meta = q.metadata(force_reload=True)
+    assert meta["_max_claim_count"] == 2 and meta["_dead_letter_queue"] == "jobs-dlq"
+    q.post({"body": "poison"})
+    # when a consumer claims it twice and gives it back each time,
+    for _ in range(2):
+        claim = q.claim(ttl=60, limit=1)
+        assert [m.body for m in claim] == ["poison"]
+        claim.delete()
+    # the third claim gets nothing: the message moved to the DLQ, visible there at once
+    assert list(q.claim(ttl=60, limit=1)) == []
+    (moved,) = list(dlq.messages(echo=True))
+    assert moved.body == "poison" and moved.claim_count == 2
+    assert dlq.stats["dead_letter"]["by_source"] == {"jobs": 1}
+
+
+def test_the_real_client_replaces_metadata(cli: Any) -> None:
+    # The client sends add/replace for the keys it is given and remove for every other key
+    # GET returned; removing a reserved key restores its default.
+    q = cli.queue("tasks", force_create=True)
+    q.metadata(new_meta={"owner": "me", "_default_message_ttl": 120})
+    meta = q.metadata(force_reload=True)
+    assert meta["owner"] == "me" and meta["_default_message_ttl"] == 120
+    assert meta["_default_claim_ttl"] == 300 and meta["_max_claim_count"] is None
+    q.metadata(new_meta={"_default_message_ttl": 3600})
+    assert "owner" not in q.metadata(force_reload=True)

@@ -1,0 +1,39 @@
+"""How the peers benchmark turns raw runs into summaries and notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.peers_bench import notes_for, summarize_system
+
+
+def runs_of(**workloads: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"runs": workloads, "notes": []}
+
+
+def test_failed_runs_do_not_count_in_the_summary_but_are_named_in_the_notes() -> None:
+    data = runs_of(
+        w1=[{"e2e": 100.0, "complete": True}, {"error": "boom"}, {"e2e": 300.0, "complete": True}]
+    )
+    summary = summarize_system(data)
+    assert summary["w1"]["e2e"] == {"median": 200.0, "min": 100.0, "max": 300.0, "runs": 2}
+    assert "w1 failed: boom" in notes_for("x", data)
+
+
+def test_w2_notes_say_how_many_runs_verified_and_the_duplicates_of_each() -> None:
+    clean = {"ok": True, "duplicates": 0, "problems": []}
+    dirty = {"ok": False, "duplicates": 7, "problems": ["7 duplicate acknowledgements"]}
+    data = runs_of(w2=[{"e2e": 1.0, "verify": clean}, {"e2e": 1.0, "verify": dirty}])
+    notes = notes_for("x", data)
+    assert "W2 verified 1/2" in notes
+    assert "W2 duplicate acks per run [0, 7]" in notes
+
+
+def test_a_client_side_redrive_is_said_so() -> None:
+    data = runs_of(w3=[{"rate": 5.0, "mode": "client-side", "complete": True}])
+    assert "W3 client-side" in notes_for("x", data)
+
+
+def test_w1_runs_that_consumed_more_than_they_sent_report_duplicate_deliveries() -> None:
+    data = runs_of(w1=[{"n": 10, "consumed": 10, "e2e": 1.0}, {"n": 10, "consumed": 12}])
+    assert "W1 duplicate deliveries per run [0, 2]" in notes_for("x", data)

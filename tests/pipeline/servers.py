@@ -1,0 +1,116 @@
+"""Serving an ASGI app on a random local port from a background thread, for the data source."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlencode
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Yield the base URL of `app` served by uvicorn on 127.0.0.1 and a free port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        sock.close()
+
+
+class ContractStub:
+    """The native API's dead-letter browsing, message posting and pattern storing, exactly as
+    the contract states them, over an in-memory list; it records what it was asked."""
+
+    def __init__(self, dead_letters: list[dict[str, Any]]) -> None:
+        self.dead_letters = sorted(dead_letters, key=lambda m: m["provenance"]["dead_lettered_at"])
+        self.browses: list[dict[str, str]] = []
+        self.posts: list[tuple[str, list[dict[str, Any]]]] = []
+        self.patterns: dict[str, list[dict[str, Any]]] = {}
+        self.app = Starlette(
+            routes=[
+                Route("/v2/queues/{q}/dead_letters", self.browse, methods=["GET"]),
+                Route("/v2/queues/{q}/messages", self.post, methods=["POST"]),
+                Route("/v2/queues/{q}/patterns", self.put_patterns, methods=["PUT"]),
+            ]
+        )
+
+    async def browse(self, request: Request) -> Response:
+        params = dict(request.query_params)
+        self.browses.append(params)
+        limit = int(params.get("limit", "100"))
+        start = int(params.get("marker", "0"))
+
+        def keep(m: dict[str, Any]) -> bool:
+            p = m["provenance"]
+            at = p["dead_lettered_at"]
+            return (
+                params.get("source_queue") in (None, p["source_queue"])
+                and params.get("reason") in (None, p["reason"])
+                and ("since" not in params or at >= params["since"])
+                and ("until" not in params or at < params["until"])
+            )
+
+        rest = [m for i, m in enumerate(self.dead_letters) if i >= start and keep(m)]
+        page = rest[:limit]
+        links = []
+        if len(page) == limit:
+            nxt = self.dead_letters.index(page[-1]) + 1
+            query = urlencode({**params, "marker": str(nxt)})
+            links.append({"rel": "next", "href": f"{request.url.path}?{query}"})
+        return JSONResponse({"messages": page, "links": links})
+
+    async def post(self, request: Request) -> Response:
+        body = await request.json()
+        self.posts.append((request.path_params["q"], body["messages"]))
+        return JSONResponse({"resources": []}, status_code=201)
+
+    async def put_patterns(self, request: Request) -> Response:
+        self.patterns[request.path_params["q"]] = (await request.json())["patterns"]
+        return Response(status_code=204)
+
+
+def as_api_message(record: dict[str, Any]) -> dict[str, Any]:
+    """A corpus record in the API's message JSON for a dead letter."""
+    return {
+        "id": record["message_id"],
+        "href": f"/v2/queues/dlq/messages/{record['message_id']}",
+        "ttl": 3600,
+        "age": 10,
+        "body": record["body"],
+        "attributes": record["attributes"],
+        "claim_count": 0,
+        "enqueued_at": record["enqueued_at"],
+        "provenance": {
+            "source_queue": record["source_queue"],
+            "reason": record["reason"],
+            "description": record["description"],
+            "error": record["error"],
+            "dead_lettered_at": record["dead_lettered_at"],
+            "claim_count": record["claim_count"],
+            "original_message_id": record["message_id"],
+            "original_enqueued_at": record["enqueued_at"],
+        },
+    }

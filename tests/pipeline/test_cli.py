@@ -1,0 +1,65 @@
+"""`deadletter analyze` and `deadletter analyze generate` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from deadletter.cli.analyze import analyze
+from tests.pipeline.conftest import PANDAS_WARNING
+
+
+def test_generate_writes_a_labelled_corpus_deterministic_by_seed(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for name in ("a.jsonl", "b.jsonl"):
+        result = runner.invoke(
+            analyze, ["generate", "--out", str(tmp_path / name), "--count", "50", "--seed", "4"]
+        )
+        assert result.exit_code == 0, result.output
+        assert "50 dead letters" in result.output
+    a = (tmp_path / "a.jsonl").read_text()
+    assert a == (tmp_path / "b.jsonl").read_text()
+    records = [json.loads(line) for line in a.splitlines()]
+    assert len(records) == 50
+    assert {
+        "message_id",
+        "source_queue",
+        "reason",
+        "description",
+        "error",
+        "dead_lettered_at",
+        "claim_count",
+        "body",
+        "attributes",
+        "enqueued_at",
+        "history",
+        "label",
+    } == set(records[0])
+    assert len({r["label"] for r in records}) > 5
+
+
+def test_analyze_needs_exactly_one_source(tmp_path: Path) -> None:
+    result = CliRunner().invoke(analyze, ["--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "exactly one of --input" in result.output
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings(PANDAS_WARNING)
+def test_analyze_an_export_file_writes_the_report(spark: Any, tmp_path: Path) -> None:
+    from deadletter.pipeline.corpus import write_jsonl
+
+    write_jsonl(tmp_path / "dead.jsonl", 300, seed=5)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        analyze, ["--input", str(tmp_path / "dead.jsonl"), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "300 dead letters" in result.output
+    assert len((out / "assignments.jsonl").read_text().splitlines()) == 300
+    assert json.loads((out / "patterns.json").read_text())["total"] == 300
+    assert (out / "report.html").exists()

@@ -1,0 +1,201 @@
+"""The `deadletter` Spark data source: parallel reads with pushdown, the sink, patterns back."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deadletter.pipeline.corpus import generate
+from tests.pipeline.conftest import PANDAS_WARNING
+from tests.pipeline.servers import ContractStub, as_api_message, serve
+
+pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings(PANDAS_WARNING)]
+
+RECORDS = list(generate(240, seed=3))
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[tuple[ContractStub, str]]:
+    server = ContractStub([as_api_message(r) for r in RECORDS])
+    with serve(server.app) as url:
+        yield server, url
+
+
+def _reader(spark: Any, url: str, **options: str) -> Any:
+    reader = spark.read.format("deadletter").option("url", url).option("queue", "dlq")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def test_reading_a_dlq_in_partitions_returns_every_dead_letter_once(
+    spark: Any, stub: tuple[ContractStub, str]
+) -> None:
+    server, url = stub
+    df = _reader(spark, url, partitions="3", page_size="25")
+    assert df.rdd.getNumPartitions() == 3
+    rows = df.collect()
+    assert sorted(r.message_id for r in rows) == sorted(r["message_id"] for r in RECORDS)
+    first = next(r for r in rows if r.message_id == RECORDS[0]["message_id"])
+    assert first.source_queue == RECORDS[0]["source_queue"]
+    assert first.error == RECORDS[0]["error"]
+    assert first.attributes["tenant"] == RECORDS[0]["attributes"]["tenant"]["value"]
+    assert json.loads(first.body) == RECORDS[0]["body"]
+    assert (
+        first.dead_lettered_at.replace(tzinfo=UTC).isoformat()[:23]
+        == (RECORDS[0]["dead_lettered_at"][:23])
+    )
+    # The partitions paged through their own time slices.
+    assert any("since" in b and "until" in b for b in server.browses)
+    assert any("marker" in b for b in server.browses)
+
+
+def test_filters_on_source_queue_and_time_are_pushed_to_the_server(
+    spark: Any, stub: tuple[ContractStub, str]
+) -> None:
+    from pyspark.sql import functions as F
+
+    server, url = stub
+    since = datetime(2026, 11, 21, tzinfo=UTC)
+    server.browses.clear()
+    df = _reader(spark, url, partitions="2").where(
+        (F.col("source_queue") == "payments") & (F.col("dead_lettered_at") >= F.lit(since))
+    )
+    got = sorted(r.message_id for r in df.collect())
+    want = sorted(
+        r["message_id"]
+        for r in RECORDS
+        if r["source_queue"] == "payments" and r["dead_lettered_at"] >= "2026-11-21T00:00"
+    )
+    assert got == want and want
+    # Every request the reader made carried the pushed filters.
+    assert server.browses
+    assert all(b.get("source_queue") == "payments" for b in server.browses)
+    assert all(b.get("since", "") >= "2026-11-21T00:00:00.000Z" for b in server.browses)
+
+
+def test_options_filter_when_no_predicate_is_given(
+    spark: Any, stub: tuple[ContractStub, str]
+) -> None:
+    _, url = stub
+    df = _reader(spark, url, reason="expired", partitions="1")
+    got = sorted(r.message_id for r in df.collect())
+    assert got == sorted(r["message_id"] for r in RECORDS if r["reason"] == "expired")
+
+
+def test_the_sink_posts_rows_as_messages_in_batches_of_twenty(
+    spark: Any, stub: tuple[ContractStub, str]
+) -> None:
+    server, url = stub
+    server.posts.clear()
+    df = _reader(spark, url).where("source_queue = 'orders'").repartition(2)
+    n = df.count()
+    df.write.format("deadletter").option("url", url).option("queue", "replay").mode("append").save()
+    assert {q for q, _ in server.posts} == {"replay"}
+    assert all(1 <= len(batch) <= 20 for _, batch in server.posts)
+    sent = [m for _, batch in server.posts for m in batch]
+    assert len(sent) == n
+    assert all(isinstance(m["body"], dict) and "order_id" in m["body"] for m in sent)
+    assert all(m["attributes"]["tenant"]["type"] == "String" for m in sent)
+
+
+def test_analysis_of_a_dlq_posts_its_patterns_back(
+    spark: Any, stub: tuple[ContractStub, str], tmp_path: Path
+) -> None:
+    from deadletter.pipeline.analysis import analyze
+    from deadletter.pipeline.remote import put_patterns
+
+    server, url = stub
+    df = _reader(spark, url, partitions="2")
+    result = analyze(df, tmp_path, post=partial(put_patterns, url, "dlq"))
+    stored = server.patterns["dlq"]
+    assert [p["id"] for p in stored] == [p["id"] for p in result.patterns]
+    assert all(len(p["message_ids"]) == p["count"] for p in stored)
+    ids = [m for p in stored for m in p["message_ids"]]
+    assert sorted(ids) == sorted(r["message_id"] for r in RECORDS)
+
+
+def _dead_letter_queue(engine: Any, clock: Any) -> list[str]:
+    """Given queues orders and payments whose DLQ is dlq, consumers reject six messages."""
+    from deadletter.engine.model import Attribute, DeadLetterPolicy, NewMessage, QueueSettings
+
+    project = "123456789012"
+    engine.create_queue(project, "dlq")
+    policy = QueueSettings(dead_letter=DeadLetterPolicy(target="dlq", max_claims=3))
+    ids = []
+    for queue in ("orders", "payments"):
+        engine.create_queue(project, queue, policy)
+        for i in range(3):
+            body = {"order_id": f"ord-{i}", "queue": queue}
+            attrs = {"tenant": Attribute("String", f"t{i}")}
+            message = NewMessage(json.dumps(body).encode(), ttl=86400, attributes=attrs)
+            engine.send(project, queue, [message])
+            claim = engine.claim(project, queue, limit=1)
+            (msg,) = claim.messages
+            engine.dead_letter(
+                project, queue, [(msg.id, claim.id)], "handler raised", f"timeout after {i}s"
+            )
+            ids.append(msg.id)
+            clock.advance(600)  # spread the dead letters in time, within their TTL
+    return ids
+
+
+def test_reading_from_the_real_server_with_a_pushed_filter(spark: Any, tmp_path: Path) -> None:
+    import httpx
+
+    from deadletter.api.app import build_app
+    from deadletter.clock import ManualClock
+    from deadletter.engine.engine import Engine
+    from deadletter.pipeline.analysis import analyze
+    from deadletter.pipeline.remote import put_patterns
+    from deadletter.storage import open_store
+
+    clock = ManualClock()
+    store = open_store(f"sqlite:///{tmp_path / 'dl.db'}")
+    engine = Engine(store, clock)
+    ids = _dead_letter_queue(engine, clock)
+    requests: list[str] = []
+    app = build_app(engine)
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            requests.append(f"{scope['path']}?{scope['query_string'].decode()}")
+        await app(scope, receive, send)
+
+    try:
+        with serve(recording) as url:
+            probe = httpx.get(
+                f"{url}/v2/queues/dlq/dead_letters", headers={"Client-ID": str(uuid.uuid4())}
+            )
+            if probe.status_code in (404, 405):
+                pytest.skip("the server does not serve GET /v2/queues/{dlq}/dead_letters yet")
+            requests.clear()
+            df = _reader(spark, url, partitions="2", page_size="2").where(
+                "source_queue = 'payments'"
+            )
+            assert df.rdd.getNumPartitions() == 2
+            rows = df.collect()
+            assert sorted(r.body for r in rows) == sorted(
+                json.dumps({"order_id": f"ord-{i}", "queue": "payments"}, separators=(",", ":"))
+                for i in range(3)
+            )
+            assert {r.reason for r in rows} == {"rejected"}
+            assert {r.attributes["tenant"] for r in rows} == {"t0", "t1", "t2"}
+            browses = [r for r in requests if "/dead_letters" in r]
+            assert browses and all("source_queue=payments" in r for r in browses)
+
+            # Posting the patterns back stores them, with their message ids, on the DLQ.
+            post = partial(put_patterns, url, "dlq")
+            result = analyze(_reader(spark, url), tmp_path / "out", post=post)
+            stored = engine.get_patterns("123456789012", "dlq")
+            assert [p["id"] for p in stored] == [p["id"] for p in result.patterns]
+            assert sorted(m for p in stored for m in p["message_ids"]) == sorted(ids)
+    finally:
+        store.close()

@@ -1,0 +1,142 @@
+"""Masking, tokenising, exception signatures and key paths (no Spark)."""
+
+from __future__ import annotations
+
+import json
+
+from deadletter.pipeline.mining import group_key, mine, pattern_id
+from deadletter.pipeline.text import exception_signature, key_paths, mask, tokenize
+
+
+def test_each_kind_of_variable_is_masked_with_its_own_placeholder() -> None:
+    text = (
+        "GET https://api.example.com/v1/x?id=3 from 10.0.0.12:8080 for ana@example.org "
+        "req 3f2a9c1e-7b4d-4e2a-9c1e-7b4d4e2a9c1e at 2026-11-22T15:04:05.123Z "
+        "read /var/lib/app/data.db addr 0x7ffd5e8c took 532ms value 'abc 12' count 42"
+    )
+    assert mask(text) == (
+        "GET <URL> from <IP> for <EMAIL> req <UUID> at <TS> read <PATH> addr <HEX> "
+        "took <DUR> value <QUOTED> count 42"
+    )
+    assert tokenize(text)[-1] == "<NUM>"
+
+
+def test_quoted_identifiers_are_kept_because_they_name_the_bug() -> None:
+    assert mask("KeyError: 'customer'") == "KeyError: 'customer'"
+    assert mask("missing field \"customer.id\" in 'ab 1'") == (
+        'missing field "customer.id" in <QUOTED>'
+    )
+
+
+def test_tokens_with_digits_become_ids_and_punctuation_is_dropped() -> None:
+    assert tokenize("order ord-48213 failed: weight 31.5kg, hex deadbeef42") == [
+        "order",
+        "<ID>",
+        "failed",
+        "weight",
+        "<ID>",
+        "hex",
+        "<HEX>",
+    ]
+
+
+def test_python_signature_is_type_and_innermost_frames_without_line_numbers() -> None:
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/orders/worker.py", line 88, in handle\n'
+        "    total = price_order(order)\n"
+        '  File "/usr/lib/python3.11/site-packages/orders/pricing.py", line 41, in price\n'
+        '    customer_id = order["customer"]["id"]\n'
+        "KeyError: 'customer'"
+    )
+    signature, headline = exception_signature(trace)
+    assert signature == "KeyError @ orders.pricing:price < orders.worker:handle"
+    assert headline == "KeyError: 'customer'"
+    other_lines = trace.replace("line 88", "line 90").replace("line 41", "line 7")
+    assert exception_signature(other_lines)[0] == signature
+
+
+def test_python_chained_traceback_uses_the_last_exception() -> None:
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/a.py", line 1, in first\n'
+        "    x()\n"
+        "ValueError: bad\n\n"
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/b.py", line 2, in second\n'
+        "    y()\n"
+        "RuntimeError: worse"
+    )
+    assert exception_signature(trace) == ("RuntimeError @ b:second", "RuntimeError: worse")
+
+
+def test_java_signature_uses_root_cause_and_masks_lambdas_and_lines() -> None:
+    trace = (
+        "java.lang.RuntimeException: wrapper\n"
+        "\tat com.acme.Worker.run(Worker.java:10)\n"
+        "Caused by: java.lang.NullPointerException: x is null\n"
+        "\tat com.acme.Label.render(Label.java:88)\n"
+        "\tat com.acme.Worker.lambda$handle$3(Worker.java:57)\n"
+        "\tat com.acme.Pool$$Lambda$41/0x0000000800c0b000.accept(Unknown Source)\n"
+        "\tat java.base/java.lang.Thread.run(Thread.java:833)\n"
+    )
+    signature, headline = exception_signature(trace)
+    assert signature == (
+        "java.lang.NullPointerException @ com.acme.Label.render < "
+        "com.acme.Worker.lambda$handle < com.acme.Pool.accept"
+    )
+    assert headline == "java.lang.NullPointerException: x is null"
+
+
+def test_plain_error_text_has_no_signature() -> None:
+    assert exception_signature("timeout after 5s") == ("", "timeout after 5s")
+
+
+def test_key_paths_name_nested_keys_with_types() -> None:
+    body = json.dumps({"customer": {"id": "c-1"}, "items": [{"sku": "A", "qty": 2}], "n": None})
+    assert key_paths(body) == [
+        "customer.id:string",
+        "customer:object",
+        "items:array",
+        "items[].qty:number",
+        "items[].sku:string",
+        "n:null",
+    ]
+    assert key_paths("not json {") == []
+
+
+def test_mining_merges_sequences_that_differ_only_in_variable_tokens() -> None:
+    seqs = [
+        (["carrier", "DHL", "rejected", "parcel", "<ID>"], 5),
+        (["carrier", "UPS", "rejected", "parcel", "<ID>"], 3),
+        (["carrier", "GLS", "rejected", "parcel", "<ID>"], 1),
+        (["queue", "orders", "is", "paused", "now"], 2),
+    ]
+    templates = mine(seqs)
+    assert {" ".join(t) for t in templates.values()} == {
+        "carrier <*> rejected parcel <ID>",
+        "queue orders is paused now",
+    }
+
+
+def test_mining_does_not_depend_on_input_order() -> None:
+    seqs = [
+        (f"user u{i % 7} login failed from host h{i % 3} code {i % 2}".split(), 1)
+        for i in range(40)
+    ]
+    forward = mine(seqs)
+    backward = mine(list(reversed(seqs)))
+    assert forward == backward
+
+
+def test_group_key_is_length_and_first_constant_tokens() -> None:
+    assert group_key(["<NUM>", "timeout", "calling", "inventory"]) == "4|timeout calling"
+
+
+def test_pattern_id_is_a_stable_hash_of_template_and_signature() -> None:
+    assert pattern_id("KeyError 'customer'", "KeyError @ a:b") == pattern_id(
+        "KeyError 'customer'", "KeyError @ a:b"
+    )
+    assert pattern_id("x", "") != pattern_id("x", "y")
+    assert pattern_id("x", "").startswith("p-") and len(pattern_id("x", "")) == 14
