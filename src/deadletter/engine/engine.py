@@ -37,9 +37,16 @@ from deadletter.engine.model import (
     RedriveTask,
     TaskStatus,
 )
-from deadletter.storage.base import ClaimRecord, ListQuery, Store, Transaction
+from deadletter.storage.base import (
+    ClaimRecord,
+    ListQuery,
+    Store,
+    Transaction,
+    TransactionConflict,
+)
 
 T = TypeVar("T")
+CONFLICT_RETRIES = 5
 ATTRIBUTE_TYPES = ("String", "Number", "Binary")
 
 
@@ -75,11 +82,19 @@ class Engine:
             listener.messages_available(project, queue)
 
     def _run(self, work: Callable[[Transaction, _Pending], T]) -> T:
-        pending = _Pending(set(), [])
-        with self.store.transaction() as tx:
-            result = work(tx, pending)
-            for project, queue in pending.available:
-                self.store.notify_messages_available(tx, project, queue)
+        """Run `work` in one transaction, again if the database aborted it to break a
+        deadlock; events are emitted only after the commit."""
+        for attempt in range(1, CONFLICT_RETRIES + 1):
+            pending = _Pending(set(), [])
+            try:
+                with self.store.transaction() as tx:
+                    result = work(tx, pending)
+                    for project, queue in pending.available:
+                        self.store.notify_messages_available(tx, project, queue)
+                break
+            except TransactionConflict:
+                if attempt == CONFLICT_RETRIES:
+                    raise
         for call in pending.calls:
             for listener in self.listeners:
                 call(listener)

@@ -9,17 +9,14 @@ rows they return so that concurrent transactions skip them instead of handing th
 from __future__ import annotations
 
 import abc
-import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 from deadletter.engine.model import (
-    Attribute,
     DeadLetterFilter,
     Message,
-    Provenance,
     Queue,
     QueueSettings,
     RedriveTask,
@@ -210,6 +207,11 @@ class Transaction(abc.ABC):
         """Delete everything (test mode's reset)."""
 
 
+class TransactionConflict(Exception):
+    """The database aborted a transaction to break a deadlock or a serialisation conflict;
+    running the same work again in a new transaction is safe."""
+
+
 class Store(abc.ABC):
     url: str
 
@@ -227,35 +229,3 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
-
-
-# Row codecs shared by the SQL backends.
-
-
-def encode_attributes(attributes: dict[str, Attribute]) -> str:
-    return json.dumps({k: v.to_dict() for k, v in attributes.items()}, separators=(",", ":"))
-
-
-def decode_attributes(text: str) -> dict[str, Attribute]:
-    return {k: Attribute(v["type"], v["value"]) for k, v in json.loads(text).items()}
-
-
-def encode_provenance(provenance: Provenance | None) -> str | None:
-    return json.dumps(provenance.to_dict()) if provenance else None
-
-
-def decode_provenance(text: str | None) -> Provenance | None:
-    return Provenance.from_dict(json.loads(text)) if text else None
-
-
-def encode_history(history: tuple[dict[str, Any], ...]) -> str:
-    return json.dumps(list(history), separators=(",", ":"))
-
-
-def decode_history(text: str | None) -> tuple[dict[str, Any], ...]:
-    return tuple(json.loads(text)) if text else ()
-
-
-def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -13,121 +13,42 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from deadletter.engine.errors import QueueAlreadyExists
-from deadletter.engine.model import (
-    DeadLetterFilter,
-    Message,
-    Queue,
-    QueueSettings,
-    RedriveTask,
-    TaskStatus,
-)
+from deadletter.engine.model import DeadLetterFilter, Message, Queue, QueueSettings, RedriveTask
 from deadletter.storage.base import (
     ClaimRecord,
     ListQuery,
     MessageCounts,
     Store,
     Transaction,
-    chunks,
-    decode_attributes,
-    decode_history,
-    decode_provenance,
-    encode_attributes,
-    encode_history,
-    encode_provenance,
 )
 from deadletter.storage.migrations import migration_scripts
+from deadletter.storage.rows import (
+    MESSAGE_COLUMN_COUNT,
+    MESSAGE_COLUMNS,
+    TASK_COLUMN_COUNT,
+    TASK_COLUMNS,
+    chunks,
+    dead_letter_target,
+    message_from,
+    message_row,
+    queue_from,
+    task_from,
+    task_row,
+    with_seq,
+)
 
-MESSAGE_COLUMNS = (
-    "id, project, queue, seq, body, attributes, enqueued_at, expires_at, visible_at, claim_id, "
-    "claim_expires_at, claim_count, first_claimed_at, client_id, dl_eligible, provenance, "
-    "dl_source, dl_reason, dl_at, history"
-)
-TASK_COLUMNS = (
-    "id, project, dlq, destination, filter, rate, status, moved, to_move, max_seq, "
-    "started_at, updated_at, failure_reason"
-)
 # SQLite allows at most 32766 host parameters; stay well below.
 IDS_PER_STATEMENT = 500
-
-
-def _message_row(project: str, m: Message) -> tuple[Any, ...]:
-    p = m.provenance
-    return (
-        m.id,
-        project,
-        m.queue,
-        m.seq,
-        m.body,
-        encode_attributes(m.attributes),
-        m.enqueued_at,
-        m.expires_at,
-        m.visible_at,
-        m.claim_id,
-        m.claim_expires_at,
-        m.claim_count,
-        m.first_claimed_at,
-        m.client_id,
-        int(m.dead_letter_eligible),
-        encode_provenance(p),
-        p.source_queue if p else None,
-        p.reason.value if p else None,
-        p.dead_lettered_at if p else None,
-        encode_history(m.history),
-    )
-
-
-def _message(row: sqlite3.Row) -> Message:
-    return Message(
-        id=row["id"],
-        queue=row["queue"],
-        seq=row["seq"],
-        body=bytes(row["body"]),
-        attributes=decode_attributes(row["attributes"]),
-        enqueued_at=row["enqueued_at"],
-        expires_at=row["expires_at"],
-        visible_at=row["visible_at"],
-        claim_id=row["claim_id"],
-        claim_expires_at=row["claim_expires_at"],
-        claim_count=row["claim_count"],
-        first_claimed_at=row["first_claimed_at"],
-        client_id=row["client_id"],
-        dead_letter_eligible=bool(row["dl_eligible"]),
-        provenance=decode_provenance(row["provenance"]),
-        history=decode_history(row["history"]),
-    )
-
-
-def _queue(row: sqlite3.Row) -> Queue:
-    return Queue(
-        project=row["project"],
-        name=row["name"],
-        settings=QueueSettings.from_dict(json.loads(row["settings"])),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
-
-
-def _task(row: sqlite3.Row) -> RedriveTask:
-    return RedriveTask(
-        id=row["id"],
-        project=row["project"],
-        dlq=row["dlq"],
-        destination=row["destination"],
-        filter=DeadLetterFilter.from_dict(json.loads(row["filter"])),
-        rate=row["rate"],
-        status=TaskStatus(row["status"]),
-        moved=row["moved"],
-        to_move=row["to_move"],
-        max_seq=row["max_seq"],
-        started_at=row["started_at"],
-        updated_at=row["updated_at"],
-        failure_reason=row["failure_reason"],
-    )
+_MESSAGE_VALUES = f"({MESSAGE_COLUMNS}) VALUES ({','.join('?' * MESSAGE_COLUMN_COUNT)})"
+_TASK_VALUES = f"({TASK_COLUMNS}) VALUES ({','.join('?' * TASK_COLUMN_COUNT)})"
+INSERT_MESSAGE = f"INSERT INTO messages {_MESSAGE_VALUES}"
+UPSERT_MESSAGE = f"INSERT OR REPLACE INTO messages {_MESSAGE_VALUES}"
+INSERT_TASK = f"INSERT INTO tasks {_TASK_VALUES}"
+UPSERT_TASK = f"REPLACE INTO tasks {_TASK_VALUES}"
 
 
 def _dead_letter_where(where: DeadLetterFilter) -> tuple[str, list[Any]]:
@@ -146,9 +67,9 @@ def _dead_letter_where(where: DeadLetterFilter) -> tuple[str, list[Any]]:
         clauses.append("dl_at < ?")
         params.append(where.until)
     if where.message_ids is not None:
-        ids = list(where.message_ids)[:IDS_PER_STATEMENT] or [""]
-        clauses.append(f"id IN ({','.join('?' * len(ids))})")
-        params.extend(ids)
+        # One JSON parameter instead of one per id: a filter may list any number of ids.
+        clauses.append("id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(where.message_ids)))
     return "".join(f" AND {c}" for c in clauses), params
 
 
@@ -162,7 +83,7 @@ class SQLiteTransaction(Transaction):
         row = self.c.execute(
             "SELECT * FROM queues WHERE project = ? AND name = ?", (project, name)
         ).fetchone()
-        return _queue(row) if row else None
+        return queue_from(row) if row else None
 
     def insert_queue(self, queue: Queue) -> None:
         try:
@@ -173,7 +94,7 @@ class SQLiteTransaction(Transaction):
                     queue.project,
                     queue.name,
                     json.dumps(queue.settings.to_dict()),
-                    _target(queue.settings),
+                    dead_letter_target(queue.settings),
                     queue.created_at,
                     queue.updated_at,
                 ),
@@ -185,7 +106,7 @@ class SQLiteTransaction(Transaction):
         self.c.execute(
             "UPDATE queues SET settings = ?, dlq_target = ?, updated_at = ?"
             " WHERE project = ? AND name = ?",
-            (json.dumps(settings.to_dict()), _target(settings), now, project, name),
+            (json.dumps(settings.to_dict()), dead_letter_target(settings), now, project, name),
         )
 
     def delete_queue(self, project: str, name: str) -> bool:
@@ -208,20 +129,20 @@ class SQLiteTransaction(Transaction):
             params += [len(prefix), prefix]
         sql += " ORDER BY name LIMIT ?"
         params.append(limit)
-        return [_queue(r) for r in self.c.execute(sql, params)]
+        return [queue_from(r) for r in self.c.execute(sql, params)]
 
     def sources_of(self, project: str, dlq: str) -> list[Queue]:
         rows = self.c.execute(
             "SELECT * FROM queues WHERE project = ? AND dlq_target = ? ORDER BY name",
             (project, dlq),
         )
-        return [_queue(r) for r in rows]
+        return [queue_from(r) for r in rows]
 
     def dead_letter_targets(self, project: str) -> set[str]:
         return {
             q.settings.dead_letter.target
             for q in (
-                _queue(r)
+                queue_from(r)
                 for r in self.c.execute(
                     "SELECT * FROM queues WHERE project = ? AND dlq_target IS NOT NULL", (project,)
                 )
@@ -240,10 +161,10 @@ class SQLiteTransaction(Transaction):
 
     def insert_messages(self, project: str, messages: Sequence[Message]) -> list[Message]:
         first = self._next_seqs(len(messages))
-        stored = [_with_seq(m, first + i) for i, m in enumerate(messages)]
+        stored = [with_seq(m, first + i) for i, m in enumerate(messages)]
         self.c.executemany(
-            f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES ({','.join('?' * 20)})",
-            [_message_row(project, m) for m in stored],
+            INSERT_MESSAGE,
+            [message_row(project, m) for m in stored],
         )
         return stored
 
@@ -255,7 +176,7 @@ class SQLiteTransaction(Transaction):
                 f" AND id IN ({','.join('?' * len(part))}) ORDER BY seq",
                 [project, queue, *part],
             )
-            found += [_message(r) for r in rows]
+            found += [message_from(r) for r in rows]
         return found
 
     def claimable(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
@@ -264,7 +185,7 @@ class SQLiteTransaction(Transaction):
             " AND expires_at > ? ORDER BY seq LIMIT ?",
             (project, queue, now, now, limit),
         )
-        return [_message(r) for r in rows]
+        return [message_from(r) for r in rows]
 
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery
@@ -291,7 +212,7 @@ class SQLiteTransaction(Transaction):
             params += extra_params
         sql += " ORDER BY seq LIMIT ?"
         params.append(query.limit)
-        return [_message(r) for r in self.c.execute(sql, params)]
+        return [message_from(r) for r in self.c.execute(sql, params)]
 
     def dead_letters(
         self,
@@ -309,7 +230,7 @@ class SQLiteTransaction(Transaction):
             " AND expires_at > ? AND visible_at <= ?" + extra + " ORDER BY seq LIMIT ?",
             [project, dlq, max_seq, now, now, *params, limit],
         )
-        return [_message(r) for r in rows]
+        return [message_from(r) for r in rows]
 
     def count_dead_letters(
         self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
@@ -351,9 +272,9 @@ class SQLiteTransaction(Transaction):
         if not messages:
             return
         first = self._next_seqs(len(messages))
-        rows = [_message_row(project, _with_seq(m, first + i)) for i, m in enumerate(messages)]
+        rows = [message_row(project, with_seq(m, first + i)) for i, m in enumerate(messages)]
         self.c.executemany(
-            f"INSERT OR REPLACE INTO messages ({MESSAGE_COLUMNS}) VALUES ({','.join('?' * 20)})",
+            UPSERT_MESSAGE,
             rows,
         )
 
@@ -378,13 +299,13 @@ class SQLiteTransaction(Transaction):
             "SELECT * FROM messages WHERE project = ? AND queue = ? AND claim_id = ? ORDER BY seq",
             (project, queue, claim_id),
         )
-        return [_message(r) for r in rows]
+        return [message_from(r) for r in rows]
 
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
         rows = self.c.execute(
             "SELECT * FROM messages WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", (now, limit)
         )
-        return [(r["project"], _message(r)) for r in rows]
+        return [(r["project"], message_from(r)) for r in rows]
 
     def counts(self, project: str, queue: str, now: float) -> MessageCounts:
         row = self.c.execute(
@@ -403,7 +324,7 @@ class SQLiteTransaction(Transaction):
                 f" ORDER BY seq {order} LIMIT 1",
                 (project, queue, now),
             ).fetchone()
-            ends.append(_message(r) if r else None)
+            ends.append(message_from(r) if r else None)
         claimed, delayed, total = int(row["claimed"]), int(row["delayed"]), int(row["total"])
         return MessageCounts(
             free=total - claimed - delayed,
@@ -488,18 +409,14 @@ class SQLiteTransaction(Transaction):
     # Tasks
 
     def insert_task(self, task: RedriveTask) -> None:
-        self.c.execute(
-            f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({','.join('?' * 13)})", _task_row(task)
-        )
+        self.c.execute(INSERT_TASK, task_row(task))
 
     def get_task(self, task_id: str, lock: bool = False) -> RedriveTask | None:
         r = self.c.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
-        return _task(r) if r else None
+        return task_from(r) if r else None
 
     def update_task(self, task: RedriveTask) -> None:
-        self.c.execute(
-            f"REPLACE INTO tasks ({TASK_COLUMNS}) VALUES ({','.join('?' * 13)})", _task_row(task)
-        )
+        self.c.execute(UPSERT_TASK, task_row(task))
 
     def list_tasks(self, project: str, dlq: str | None, limit: int) -> list[RedriveTask]:
         if dlq is None:
@@ -513,7 +430,7 @@ class SQLiteTransaction(Transaction):
                 " ORDER BY started_at DESC, id LIMIT ?",
                 (project, dlq, limit),
             )
-        return [_task(r) for r in rows]
+        return [task_from(r) for r in rows]
 
     def active_task_ids(self) -> list[str]:
         rows = self.c.execute(
@@ -538,32 +455,6 @@ class SQLiteTransaction(Transaction):
     def wipe(self) -> None:
         for table in ("messages", "claims", "counters", "tasks", "patterns", "queues"):
             self.c.execute(f"DELETE FROM {table}")
-
-
-def _target(settings: QueueSettings) -> str | None:
-    return settings.dead_letter.target if settings.dead_letter else None
-
-
-def _with_seq(m: Message, seq: int) -> Message:
-    return replace(m, seq=seq)
-
-
-def _task_row(t: RedriveTask) -> tuple[Any, ...]:
-    return (
-        t.id,
-        t.project,
-        t.dlq,
-        t.destination,
-        json.dumps(t.filter.to_dict()),
-        t.rate,
-        t.status.value,
-        t.moved,
-        t.to_move,
-        t.max_seq,
-        t.started_at,
-        t.updated_at,
-        t.failure_reason,
-    )
 
 
 class SQLiteStore(Store):

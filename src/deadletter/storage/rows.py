@@ -1,0 +1,168 @@
+"""Rows <-> model objects, shared by the SQL backends (both store the same columns)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+from deadletter.engine.model import (
+    Attribute,
+    DeadLetterFilter,
+    Message,
+    Provenance,
+    Queue,
+    QueueSettings,
+    RedriveTask,
+    TaskStatus,
+)
+
+MESSAGE_COLUMNS = (
+    "id, project, queue, seq, body, attributes, enqueued_at, expires_at, visible_at, claim_id, "
+    "claim_expires_at, claim_count, first_claimed_at, client_id, dl_eligible, provenance, "
+    "dl_source, dl_reason, dl_at, history"
+)
+MESSAGE_COLUMN_COUNT = 20
+TASK_COLUMNS = (
+    "id, project, dlq, destination, filter, rate, status, moved, to_move, max_seq, "
+    "started_at, updated_at, failure_reason"
+)
+TASK_COLUMN_COUNT = 13
+
+
+class Row(Protocol):
+    """A database row readable by column name (sqlite3.Row, psycopg's dict rows)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def encode_attributes(attributes: dict[str, Attribute]) -> str:
+    return json.dumps({k: v.to_dict() for k, v in attributes.items()}, separators=(",", ":"))
+
+
+def decode_attributes(text: str) -> dict[str, Attribute]:
+    return {k: Attribute(v["type"], v["value"]) for k, v in json.loads(text).items()}
+
+
+def encode_provenance(provenance: Provenance | None) -> str | None:
+    return json.dumps(provenance.to_dict()) if provenance else None
+
+
+def decode_provenance(text: str | None) -> Provenance | None:
+    return Provenance.from_dict(json.loads(text)) if text else None
+
+
+def encode_history(history: tuple[dict[str, Any], ...]) -> str:
+    return json.dumps(list(history), separators=(",", ":"))
+
+
+def decode_history(text: str | None) -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(text)) if text else ()
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def message_row(project: str, m: Message) -> tuple[Any, ...]:
+    """The values of MESSAGE_COLUMNS for `m`; the dl_* columns copy the provenance for filters."""
+    p = m.provenance
+    return (
+        m.id,
+        project,
+        m.queue,
+        m.seq,
+        m.body,
+        encode_attributes(m.attributes),
+        m.enqueued_at,
+        m.expires_at,
+        m.visible_at,
+        m.claim_id,
+        m.claim_expires_at,
+        m.claim_count,
+        m.first_claimed_at,
+        m.client_id,
+        m.dead_letter_eligible,
+        encode_provenance(p),
+        p.source_queue if p else None,
+        p.reason.value if p else None,
+        p.dead_lettered_at if p else None,
+        encode_history(m.history),
+    )
+
+
+def message_from(row: Row) -> Message:
+    return Message(
+        id=row["id"],
+        queue=row["queue"],
+        seq=row["seq"],
+        body=bytes(row["body"]),
+        attributes=decode_attributes(row["attributes"]),
+        enqueued_at=row["enqueued_at"],
+        expires_at=row["expires_at"],
+        visible_at=row["visible_at"],
+        claim_id=row["claim_id"],
+        claim_expires_at=row["claim_expires_at"],
+        claim_count=row["claim_count"],
+        first_claimed_at=row["first_claimed_at"],
+        client_id=row["client_id"],
+        dead_letter_eligible=bool(row["dl_eligible"]),
+        provenance=decode_provenance(row["provenance"]),
+        history=decode_history(row["history"]),
+    )
+
+
+def with_seq(m: Message, seq: int) -> Message:
+    return replace(m, seq=seq)
+
+
+def queue_from(row: Row) -> Queue:
+    return Queue(
+        project=row["project"],
+        name=row["name"],
+        settings=QueueSettings.from_dict(json.loads(row["settings"])),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def dead_letter_target(settings: QueueSettings) -> str | None:
+    return settings.dead_letter.target if settings.dead_letter else None
+
+
+def task_row(t: RedriveTask) -> tuple[Any, ...]:
+    return (
+        t.id,
+        t.project,
+        t.dlq,
+        t.destination,
+        json.dumps(t.filter.to_dict()),
+        t.rate,
+        t.status.value,
+        t.moved,
+        t.to_move,
+        t.max_seq,
+        t.started_at,
+        t.updated_at,
+        t.failure_reason,
+    )
+
+
+def task_from(row: Row) -> RedriveTask:
+    return RedriveTask(
+        id=row["id"],
+        project=row["project"],
+        dlq=row["dlq"],
+        destination=row["destination"],
+        filter=DeadLetterFilter.from_dict(json.loads(row["filter"])),
+        rate=row["rate"],
+        status=TaskStatus(row["status"]),
+        moved=row["moved"],
+        to_move=row["to_move"],
+        max_seq=row["max_seq"],
+        started_at=row["started_at"],
+        updated_at=row["updated_at"],
+        failure_reason=row["failure_reason"],
+    )
