@@ -1,16 +1,136 @@
-"""SQS routes (placeholder until the SQS face lands)."""
+"""The SQS face: `POST /` and `POST /<account>/<queue>` in either wire protocol.
+
+The account (the engine's project) is the access key id when that is a 12-digit account
+number, as moto does, else the server's default account; the region comes from the SigV4
+credential scope. Queue URLs are built from the request's own host.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
-from starlette.routing import BaseRoute
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 
+from deadletter.api.notify import Notifier
+from deadletter.api.sqs import wire
+from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS, Call
+from deadletter.api.sqs.errors import SqsError, from_engine
+from deadletter.engine import errors
 from deadletter.engine.engine import Engine
 
 if TYPE_CHECKING:
     from deadletter.api.app import AppOptions
 
+log = logging.getLogger("deadletter.api.sqs")
+
+TARGET_PREFIX = "AmazonSQS."
+STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/")
+_ACCOUNT = re.compile(r"^\d{12}$")
+
+
+def _identity(request: Request, options: AppOptions) -> tuple[str, str]:
+    """(account, region) of a request."""
+    found = _CREDENTIAL.search(request.headers.get("authorization", ""))
+    if not found:
+        return options.default_project, options.region
+    key, region = found.groups()
+    return (key if _ACCOUNT.match(key) else options.default_project), region
+
 
 def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
-    return []
+    notifier = Notifier()
+    engine.add_listener(notifier)
+
+    async def endpoint(request: Request) -> Response:
+        target = request.headers.get("x-amz-target", "")
+        use_json = target.startswith(TARGET_PREFIX)
+        try:
+            body = await request.body()
+            if use_json:
+                action = target[len(TARGET_PREFIX) :]
+                params = json.loads(body) if body.strip() else {}
+                if not isinstance(params, dict):
+                    raise SqsError("SerializationException", "The body must be a JSON object.")
+            else:
+                fields = dict(parse_qsl(body.decode(), keep_blank_values=True))
+                fields.update(request.query_params)
+                action, params = wire.parse_query(fields)
+            account, region = _identity(request, options)
+            if "account" in request.path_params:
+                account = request.path_params["account"]
+            if action == "GetCallerIdentity" and options.test_mode and not use_json:
+                return _caller_identity(account)
+            call = Call(
+                engine=engine,
+                notifier=notifier,
+                params=params,
+                account=account,
+                region=region,
+                base_url=str(request.base_url).rstrip("/"),
+                path_queue=request.path_params.get("queue"),
+            )
+            if action in ASYNC_ACTIONS:
+                result = await ASYNC_ACTIONS[action](call)
+            elif action in SYNC_ACTIONS:
+                result = await run_in_threadpool(SYNC_ACTIONS[action], call)
+            else:
+                raise SqsError(
+                    "InvalidAction",
+                    f"The action {action or '(none)'} is not valid for this endpoint.",
+                )
+        except ValueError:
+            return _error(
+                SqsError("SerializationException", "The body is not valid JSON."), use_json
+            )
+        except SqsError as exc:
+            return _error(exc, use_json)
+        except errors.DeadletterError as exc:
+            return _error(from_engine(exc), use_json)
+        except Exception:
+            log.exception("SQS request failed", extra={"path": request.url.path})
+            return _error(
+                SqsError("InternalFailure", "The request failed; see logs.", status=500), use_json
+            )
+        if use_json:
+            return JSONResponse(result, media_type=wire.JSON_CONTENT_TYPE)
+        return Response(wire.xml_response(action, result), media_type="text/xml")
+
+    async def reset(request: Request) -> Response:
+        await run_in_threadpool(engine.wipe)
+        return JSONResponse({"status": "ok"})
+
+    routes: list[BaseRoute] = [
+        Route("/", endpoint, methods=["POST"]),
+        Route("/{account}/{queue}", endpoint, methods=["POST"]),
+    ]
+    if options.test_mode:
+        routes.insert(0, Route("/moto-api/reset", reset, methods=["POST"]))
+    return routes
+
+
+def _error(error: SqsError, use_json: bool) -> Response:
+    if use_json:
+        body, headers = wire.json_error(error)
+        return JSONResponse(
+            body, status_code=error.status, headers=headers, media_type=wire.JSON_CONTENT_TYPE
+        )
+    return Response(wire.xml_error(error), status_code=error.status, media_type="text/xml")
+
+
+def _caller_identity(account: str) -> Response:
+    result: dict[str, Any] = {
+        "Arn": f"arn:aws:iam::{account}:user/deadletter",
+        "UserId": "AIDADEADLETTER",
+        "Account": account,
+    }
+    return Response(
+        wire.xml_response("GetCallerIdentity", result, STS_NAMESPACE), media_type="text/xml"
+    )

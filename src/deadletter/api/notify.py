@@ -1,0 +1,61 @@
+"""Wake-ups for long polls: a receive that found nothing waits here instead of polling.
+
+The engine calls `messages_available` after a commit (in a worker thread), and so does the
+store when another process made messages available (PostgreSQL LISTEN/NOTIFY). Waiters are
+asyncio events on the server's loop, set thread-safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from deadletter.engine.events import EngineListener
+
+Key = tuple[str, str]
+
+
+class Notifier(EngineListener):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[Key, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = (
+            defaultdict(set)
+        )
+
+    def messages_available(self, project: str, queue: str) -> None:
+        with self._lock:
+            waiters = list(self._waiters.get((project, queue), ()))
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    @asynccontextmanager
+    async def watching(self, project: str, queue: str) -> AsyncIterator[asyncio.Event]:
+        """An event set whenever `queue` gets messages while the block runs.
+
+        Register before looking at the queue, so a message that arrives between the look and
+        the wait is not missed.
+        """
+        entry = (asyncio.get_running_loop(), asyncio.Event())
+        key = (project, queue)
+        with self._lock:
+            self._waiters[key].add(entry)
+        try:
+            yield entry[1]
+        finally:
+            with self._lock:
+                self._waiters[key].discard(entry)
+                if not self._waiters[key]:
+                    del self._waiters[key]
+
+
+async def wait_for(event: asyncio.Event, timeout: float) -> bool:
+    """True when `event` was set within `timeout` seconds; the event is cleared for reuse."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except TimeoutError:
+        return False
+    event.clear()
+    return True

@@ -1,0 +1,338 @@
+"""The SQS view of a queue: its attributes <-> the engine's settings, ARNs, URLs and digests.
+
+The mapping (also in docs/sqs.md):
+
+    VisibilityTimeout              claim TTL
+    MessageRetentionPeriod         default and maximum message TTL
+    DelaySeconds                   default delay
+    MaximumMessageSize             maximum message size
+    ReceiveMessageWaitTimeSeconds  receive wait (long polling by default)
+    RedrivePolicy                  dead-letter policy (target, maxReceiveCount = max claims)
+    RedriveAllowPolicy             the DLQ's redrive-allow policy
+    Policy and the SSE/KMS names   kept as given (opaque)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+from dataclasses import replace
+from typing import Any
+
+from deadletter.api.sqs.errors import (
+    SqsError,
+    invalid_attribute_name,
+    invalid_attribute_value,
+    unsupported,
+)
+from deadletter.engine.model import (
+    Attribute,
+    DeadLetterPolicy,
+    Queue,
+    QueueSettings,
+    QueueStats,
+    RedriveAllow,
+    RedrivePermission,
+)
+
+DEFAULT_RETENTION = 345_600  # SQS's default: 4 days
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
+SETTABLE = (
+    "VisibilityTimeout",
+    "MessageRetentionPeriod",
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "ReceiveMessageWaitTimeSeconds",
+    "RedrivePolicy",
+    "RedriveAllowPolicy",
+    *OPAQUE,
+)
+READ_ONLY = (
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed",
+    "CreatedTimestamp",
+    "LastModifiedTimestamp",
+    "QueueArn",
+)
+RANGES = {
+    "VisibilityTimeout": (0, 43_200),
+    "MessageRetentionPeriod": (60, 1_209_600),
+    "DelaySeconds": (0, 900),
+    "MaximumMessageSize": (1_024, 262_144),
+    "ReceiveMessageWaitTimeSeconds": (0, 20),
+}
+
+
+def arn(region: str, account: str, name: str) -> str:
+    return f"arn:aws:sqs:{region}:{account}:{name}"
+
+
+def parse_arn(value: str, account: str) -> str:
+    """The queue name of an SQS ARN of `account`."""
+    parts = value.split(":")
+    if len(parts) != 6 or parts[:3] != ["arn", "aws", "sqs"] or not parts[5]:
+        raise SqsError("InvalidParameterValue", f"Value {value} for parameter is not a valid ARN.")
+    if parts[4] != account:
+        raise SqsError(
+            "InvalidParameterValue", f"{value} belongs to another account than {account}."
+        )
+    return parts[5]
+
+
+def check_name(name: str) -> None:
+    if name.endswith(".fifo"):
+        raise unsupported("FIFO queues are not supported; create a standard queue.")
+    if not QUEUE_NAME.match(name):
+        raise SqsError(
+            "InvalidParameterValue",
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in"
+            f" length ({name!r}).",
+        )
+
+
+def _int_value(name: str, raw: Any) -> int:
+    try:
+        value = int(str(raw))
+    except ValueError:
+        raise invalid_attribute_value(
+            f"Invalid value for the parameter {name}: {raw!r} is not an integer."
+        ) from None
+    low, high = RANGES[name]
+    if not low <= value <= high:
+        raise invalid_attribute_value(
+            f"Invalid value for the parameter {name}: must be between {low} and {high}."
+        )
+    return value
+
+
+def _json_value(name: str, raw: Any) -> dict[str, Any]:
+    try:
+        doc = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        raise invalid_attribute_value(
+            f"Invalid value for the parameter {name}: not JSON."
+        ) from None
+    if not isinstance(doc, dict):
+        raise invalid_attribute_value(f"Invalid value for the parameter {name}: not an object.")
+    return doc
+
+
+def apply(
+    settings: QueueSettings, attributes: dict[str, Any], region: str, account: str
+) -> QueueSettings:
+    """`settings` with SQS `attributes` applied; unknown or read-only names are refused."""
+    changes: dict[str, Any] = {}
+    extra = dict(settings.extra)
+    for name, raw in attributes.items():
+        if name == "FifoQueue" or name == "ContentBasedDeduplication":
+            if str(raw).lower() == "true":
+                raise unsupported("FIFO queues are not supported; create a standard queue.")
+            continue
+        if name not in SETTABLE:
+            raise invalid_attribute_name(name)
+        if name == "VisibilityTimeout":
+            changes["claim_ttl"] = _int_value(name, raw)
+        elif name == "MessageRetentionPeriod":
+            changes["default_ttl"] = changes["max_ttl"] = _int_value(name, raw)
+        elif name == "DelaySeconds":
+            changes["default_delay"] = _int_value(name, raw)
+        elif name == "MaximumMessageSize":
+            changes["max_message_size"] = _int_value(name, raw)
+        elif name == "ReceiveMessageWaitTimeSeconds":
+            changes["receive_wait"] = _int_value(name, raw)
+        elif name == "RedrivePolicy":
+            changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account)
+        elif name == "RedriveAllowPolicy":
+            changes["redrive_allow"] = _redrive_allow(raw, account)
+        else:
+            extra[name] = str(raw)
+    return replace(settings, **changes, extra=extra)
+
+
+def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str) -> Any:
+    if raw in ("", None, "{}"):
+        return None
+    doc = _json_value("RedrivePolicy", raw)
+    target_arn = doc.get("deadLetterTargetArn")
+    count = doc.get("maxReceiveCount")
+    if not isinstance(target_arn, str) or count is None:
+        raise invalid_attribute_value(
+            "Invalid value for the parameter RedrivePolicy: deadLetterTargetArn and"
+            " maxReceiveCount are required."
+        )
+    try:
+        max_claims = int(str(count))
+    except ValueError:
+        raise invalid_attribute_value(
+            "Invalid value for the parameter RedrivePolicy: maxReceiveCount must be an integer."
+        ) from None
+    if not 1 <= max_claims <= 1000:
+        raise invalid_attribute_value(
+            "Invalid value for the parameter RedrivePolicy: maxReceiveCount must be 1 to 1000."
+        )
+    target = parse_arn(target_arn, account)
+    # The dead-letter extensions Zaqar can set survive an SQS update of the policy.
+    kept = current if current is not None and current.target == target else None
+    return DeadLetterPolicy(
+        target=target,
+        max_claims=max_claims,
+        message_ttl=kept.message_ttl if kept else None,
+        on_expiry=kept.on_expiry if kept else False,
+    )
+
+
+def _redrive_allow(raw: Any, account: str) -> RedriveAllow:
+    if raw in ("", None):
+        return RedriveAllow()
+    doc = _json_value("RedriveAllowPolicy", raw)
+    try:
+        permission = RedrivePermission(str(doc.get("redrivePermission")))
+    except ValueError:
+        raise invalid_attribute_value(
+            "Invalid value for the parameter RedriveAllowPolicy: redrivePermission must be"
+            " allowAll, denyAll or byQueue."
+        ) from None
+    arns = doc.get("sourceQueueArns", [])
+    if not isinstance(arns, list):
+        raise invalid_attribute_value("RedriveAllowPolicy: sourceQueueArns must be a list.")
+    return RedriveAllow(permission, tuple(parse_arn(str(a), account) for a in arns))
+
+
+def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> dict[str, str]:
+    """Every attribute of a queue as SQS returns them (strings)."""
+    s = queue.settings
+    out = {
+        "QueueArn": arn(region, account, queue.name),
+        "VisibilityTimeout": str(s.claim_ttl),
+        "MessageRetentionPeriod": str(s.default_ttl),
+        "DelaySeconds": str(s.default_delay),
+        "MaximumMessageSize": str(s.max_message_size),
+        "ReceiveMessageWaitTimeSeconds": str(s.receive_wait),
+        "CreatedTimestamp": str(int(queue.created_at)),
+        "LastModifiedTimestamp": str(int(queue.updated_at)),
+        "SqsManagedSseEnabled": "false",
+    }
+    if stats is not None:
+        out["ApproximateNumberOfMessages"] = str(stats.free)
+        out["ApproximateNumberOfMessagesNotVisible"] = str(stats.claimed)
+        out["ApproximateNumberOfMessagesDelayed"] = str(stats.delayed)
+    if s.dead_letter is not None:
+        out["RedrivePolicy"] = json.dumps(
+            {
+                "deadLetterTargetArn": arn(region, account, s.dead_letter.target),
+                "maxReceiveCount": s.dead_letter.max_claims,
+            }
+        )
+    if s.redrive_allow != RedriveAllow():
+        allow: dict[str, Any] = {"redrivePermission": s.redrive_allow.permission.value}
+        if s.redrive_allow.sources:
+            allow["sourceQueueArns"] = [arn(region, account, q) for q in s.redrive_allow.sources]
+        out["RedriveAllowPolicy"] = json.dumps(allow)
+    out.update(s.extra)
+    return out
+
+
+def select(names: list[str], available: dict[str, str]) -> dict[str, str]:
+    """The attributes asked for (`All` for every one); unknown names are refused."""
+    if not names or "All" in names:
+        return available
+    known = set(SETTABLE) | set(READ_ONLY) | {"FifoQueue", "ContentBasedDeduplication"}
+    for name in names:
+        if name not in known:
+            raise invalid_attribute_name(name)
+    return {n: available[n] for n in names if n in available}
+
+
+# Message attributes --------------------------------------------------------------------
+
+
+def message_attributes_in(raw: Any) -> dict[str, Attribute]:
+    """SQS MessageAttributes -> engine attributes (binary values stay base64)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SqsError("InvalidParameterValue", "MessageAttributes must be a map.")
+    if len(raw) > 10:
+        raise SqsError(
+            "InvalidParameterValue",
+            f"Number of message attributes [{len(raw)}] exceeds the allowed maximum [10].",
+        )
+    out: dict[str, Attribute] = {}
+    for name, value in raw.items():
+        if not isinstance(value, dict) or not isinstance(value.get("DataType"), str):
+            raise SqsError(
+                "InvalidParameterValue", f"The message attribute '{name}' must contain a DataType."
+            )
+        data_type = value["DataType"]
+        base = data_type.split(".", 1)[0]
+        content = value.get("BinaryValue") if base == "Binary" else value.get("StringValue")
+        if not isinstance(content, str) or content == "":
+            raise SqsError(
+                "InvalidParameterValue",
+                f"The message attribute '{name}' with type '{data_type}' must use field"
+                f" '{'BinaryValue' if base == 'Binary' else 'StringValue'}'.",
+            )
+        if base == "Number":
+            try:
+                float(content)
+            except ValueError:
+                raise SqsError(
+                    "InvalidParameterValue",
+                    f"Can't cast the value of message (user) attribute '{name}' to a number.",
+                ) from None
+        out[name] = Attribute(data_type, content)
+    return out
+
+
+def message_attributes_out(attributes: dict[str, Attribute]) -> dict[str, dict[str, str]]:
+    out = {}
+    for name, a in attributes.items():
+        field = "BinaryValue" if a.type.split(".", 1)[0] == "Binary" else "StringValue"
+        out[name] = {"DataType": a.type, field: a.value}
+    return out
+
+
+def wanted(names: list[str], attributes: dict[str, Attribute]) -> dict[str, Attribute]:
+    """The message attributes a receive asked for: `All`, `.*`, `prefix.*` or exact names."""
+    picked = {}
+    for name, value in attributes.items():
+        for pattern in names:
+            if (
+                pattern in ("All", ".*")
+                or pattern == name
+                or (pattern.endswith(".*") and name.startswith(pattern[:-1]))
+            ):
+                picked[name] = value
+                break
+    return picked
+
+
+def md5_of_body(body: str) -> str:
+    return hashlib.md5(body.encode()).hexdigest()
+
+
+def md5_of_attributes(attributes: dict[str, Attribute]) -> str | None:
+    """AWS's digest: for each name in order, length-prefixed name, type, a transport byte
+    (1 string, 2 binary) and length-prefixed value."""
+    if not attributes:
+        return None
+    import base64
+
+    digest = hashlib.md5()
+    for name in sorted(attributes):
+        a = attributes[name]
+        for text in (name, a.type):
+            data = text.encode()
+            digest.update(struct.pack(">I", len(data)) + data)
+        if a.type.split(".", 1)[0] == "Binary":
+            value = base64.b64decode(a.value)
+            digest.update(b"\x02")
+        else:
+            value = a.value.encode()
+            digest.update(b"\x01")
+        digest.update(struct.pack(">I", len(value)) + value)
+    return digest.hexdigest()
