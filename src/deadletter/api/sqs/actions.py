@@ -476,6 +476,8 @@ async def receive_message(call: Call) -> dict[str, Any]:
             if claim.messages or remaining <= 0:
                 break
             await wait_for(arrived, remaining)
+    if not claim.messages:
+        return {}  # as SQS: no Messages member at all when nothing was received
     return {"Messages": [_received(call, m, claim.id, system, user) for m in claim.messages]}
 
 

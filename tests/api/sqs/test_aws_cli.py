@@ -1,0 +1,73 @@
+"""The AWS CLI against the server, unchanged but for --endpoint-url; and no test endpoints
+outside test mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from deadletter.api.app import AppOptions, build_app
+from deadletter.engine.engine import Engine
+from deadletter.storage.base import Store
+from tests.api.zaqar.server import serving
+
+AWS = Path(sys.executable).parent / "aws"
+
+
+def _aws(url: str, tmp_path: Path, *args: str) -> Any:
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(tmp_path / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+    }
+    done = subprocess.run(
+        [str(AWS), "sqs", *args, "--endpoint-url", url, "--output", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+@pytest.mark.skipif(not AWS.exists(), reason="the awscli package is not installed")
+def test_basic_flow(server_url: str, tmp_path: Path) -> None:
+    url = _aws(server_url, tmp_path, "create-queue", "--queue-name", "cli")["QueueUrl"]
+    _aws(server_url, tmp_path, "send-message", "--queue-url", url, "--message-body", "hi")
+    got = _aws(server_url, tmp_path, "receive-message", "--queue-url", url)["Messages"]
+    assert got[0]["Body"] == "hi"
+    _aws(
+        server_url,
+        tmp_path,
+        "delete-message",
+        "--queue-url",
+        url,
+        "--receipt-handle",
+        got[0]["ReceiptHandle"],
+    )
+    attributes = _aws(
+        server_url, tmp_path, "get-queue-attributes", "--queue-url", url, "--attribute-names", "All"
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
+def test_reset_exists_only_in_test_mode(store: Store) -> None:
+    engine = Engine(store)
+    engine.create_queue("123456789012", "kept")
+    with serving(build_app(engine, AppOptions(test_mode=False))) as url:
+        assert httpx.post(f"{url}/moto-api/reset").status_code >= 400
+        assert engine.find_queue("123456789012", "kept") is not None
+        r = httpx.post(url, data={"Action": "GetCallerIdentity", "Version": "2011-06-15"})
+        assert r.status_code == 400

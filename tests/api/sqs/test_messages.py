@@ -1,0 +1,245 @@
+"""Message actions through boto3: send, receive, delete, visibility, long polling."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.api.sqs.conftest import client
+
+
+def test_send_and_receive_with_attributes_and_digests(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders")
+    attributes = {
+        "tenant": {"DataType": "String", "StringValue": "acme"},
+        "amount": {"DataType": "Number", "StringValue": "12.5"},
+        "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
+    }
+    sent = sqs.send_message(QueueUrl=url, MessageBody="hello", MessageAttributes=attributes)
+    # AWS's published digests for exactly this body and these attributes' encoding.
+    assert sent["MD5OfMessageBody"] == "5d41402abc4b2a76b9719d911017c592"
+    got = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"], AttributeNames=["All"])[
+        "Messages"
+    ]
+    assert len(got) == 1
+    m = got[0]
+    assert m["MessageId"] == sent["MessageId"]
+    assert m["Body"] == "hello"
+    assert m["MD5OfMessageAttributes"] == sent["MD5OfMessageAttributes"]
+    assert m["MessageAttributes"]["blob"]["BinaryValue"] == b"\x00\xff"
+    assert m["MessageAttributes"]["amount"] == {"DataType": "Number", "StringValue": "12.5"}
+    assert m["Attributes"]["ApproximateReceiveCount"] == "1"
+    assert int(m["Attributes"]["SentTimestamp"]) <= int(
+        m["Attributes"]["ApproximateFirstReceiveTimestamp"]
+    )
+
+
+def test_message_attribute_names_select_what_is_returned(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders")
+    sqs.send_message(
+        QueueUrl=url,
+        MessageBody="x",
+        MessageAttributes={
+            "trace.id": {"DataType": "String", "StringValue": "1"},
+            "trace.span": {"DataType": "String", "StringValue": "2"},
+            "tenant": {"DataType": "String", "StringValue": "acme"},
+        },
+        DelaySeconds=0,
+    )
+    m = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["trace.*"], VisibilityTimeout=0)
+    assert set(m["Messages"][0]["MessageAttributes"]) == {"trace.id", "trace.span"}
+    m = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["tenant"], VisibilityTimeout=0)
+    assert set(m["Messages"][0]["MessageAttributes"]) == {"tenant"}
+    m = sqs.receive_message(QueueUrl=url)
+    assert "MessageAttributes" not in m["Messages"][0]
+
+
+def test_reserved_and_malformed_attributes_are_refused(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders")
+    for attributes in (
+        {"DLQ.sourceQueue": {"DataType": "String", "StringValue": "x"}},
+        {"n": {"DataType": "Number", "StringValue": "twelve"}},
+        {"n": {"DataType": "Date", "StringValue": "today"}},
+    ):
+        with pytest.raises(ClientError) as exc:
+            sqs.send_message(QueueUrl=url, MessageBody="x", MessageAttributes=attributes)
+        assert exc.value.response["Error"]["Code"] == "InvalidParameterValue"
+    with pytest.raises(ClientError) as exc:
+        sqs.send_message(QueueUrl=url, MessageBody="bad \x01 char")
+    assert exc.value.response["Error"]["Code"] == "InvalidMessageContents"
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_batch_send_reports_each_entry(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders")
+    result = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": "ok", "MessageBody": "fine"},
+            {"Id": "late", "MessageBody": "later", "DelaySeconds": 901},
+        ],
+    )
+    assert [e["Id"] for e in result["Successful"]] == ["ok"]
+    assert result["Failed"][0]["Id"] == "late"
+    assert result["Failed"][0]["SenderFault"] is True
+
+
+@pytest.mark.parametrize(
+    ("entries", "code"),
+    [
+        ([], "AWS.SimpleQueueService.EmptyBatchRequest"),
+        (
+            [{"Id": str(i), "MessageBody": "x"} for i in range(11)],
+            "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
+        ),
+        (
+            [{"Id": "a", "MessageBody": "x"}, {"Id": "a", "MessageBody": "y"}],
+            "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
+        ),
+        ([{"Id": "no spaces", "MessageBody": "x"}], "AWS.SimpleQueueService.InvalidBatchEntryId"),
+    ],
+)
+def test_bad_batches(sqs: Any, make_queue: Any, entries: list[Any], code: str) -> None:
+    url = make_queue("orders")
+    with pytest.raises(ClientError) as exc:
+        sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    assert exc.value.response["Error"]["Code"] == code
+
+
+def test_delete_and_delete_batch(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders", VisibilityTimeout="0")
+    for i in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{i}")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3)["Messages"]
+    assert len(got) == 3
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"])
+    result = sqs.delete_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": "a", "ReceiptHandle": got[1]["ReceiptHandle"]},
+            {"Id": "b", "ReceiptHandle": "not-a-handle"},
+        ],
+    )
+    assert [e["Id"] for e in result["Successful"]] == ["a"]
+    assert result["Failed"][0]["Code"] == "ReceiptHandleIsInvalid"
+    left = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in left] == ["m2"]
+
+
+def test_a_stale_receipt_handle_deletes_nothing(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders", VisibilityTimeout="0")
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    old = sqs.receive_message(QueueUrl=url)["Messages"][0]["ReceiptHandle"]
+    sqs.receive_message(QueueUrl=url, VisibilityTimeout=300)  # someone else holds it now
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=old)
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert got["ApproximateNumberOfMessagesNotVisible"] == "1"
+
+
+def test_visibility_hides_until_changed(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders")
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    handle = sqs.receive_message(QueueUrl=url, VisibilityTimeout=300)["Messages"][0][
+        "ReceiptHandle"
+    ]
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
+    again = sqs.receive_message(QueueUrl=url, VisibilityTimeout=300)["Messages"]
+    assert again[0]["Body"] == "x"
+    result = sqs.change_message_visibility_batch(
+        QueueUrl=url,
+        Entries=[{"Id": "a", "ReceiptHandle": again[0]["ReceiptHandle"], "VisibilityTimeout": 0}],
+    )
+    assert [e["Id"] for e in result["Successful"]] == ["a"]
+    assert sqs.receive_message(QueueUrl=url)["Messages"][0]["Body"] == "x"
+
+
+def test_change_visibility_of_a_message_not_in_flight(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders", VisibilityTimeout="0")
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    handle = sqs.receive_message(QueueUrl=url)["Messages"][0]["ReceiptHandle"]
+    with pytest.raises(sqs.exceptions.MessageNotInflight):
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=10)
+
+
+def test_delay_seconds(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders")
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=60)
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_purge(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders")
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    sqs.purge_queue(QueueUrl=url)
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_long_poll_returns_when_a_message_arrives(
+    sqs: Any, make_queue: Any, server_url: str
+) -> None:
+    url = make_queue("orders")
+    sender = client(server_url)
+
+    def send_soon() -> None:
+        time.sleep(0.5)
+        sender.send_message(QueueUrl=url, MessageBody="woke")
+
+    thread = threading.Thread(target=send_soon)
+    started = time.monotonic()
+    thread.start()
+    got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5)
+    waited = time.monotonic() - started
+    thread.join()
+    assert got["Messages"][0]["Body"] == "woke"
+    # Woken by the send, not by the end of the 5 s wait.
+    assert waited < 4
+
+
+def test_long_poll_waits_when_nothing_arrives(sqs: Any, make_queue: Any) -> None:
+    url = make_queue("orders", ReceiveMessageWaitTimeSeconds="1")
+    started = time.monotonic()
+    got = sqs.receive_message(QueueUrl=url)
+    assert "Messages" not in got
+    assert time.monotonic() - started >= 0.9
+
+
+@pytest.mark.postgres
+def test_long_poll_wakes_on_a_send_through_another_server_process(tmp_path: Any) -> None:
+    """Two servers on one PostgreSQL database: a send through one wakes a receive waiting on
+    the other (LISTEN/NOTIFY), well before the wait ends."""
+    from deadletter.api.app import AppOptions, build_app
+    from deadletter.engine.engine import Engine
+    from deadletter.storage import open_store
+    from tests.api.zaqar.server import serving
+    from tests.services import postgres_schema
+
+    with postgres_schema() as db:
+        first, second = open_store(db), open_store(db)
+        try:
+            with (
+                serving(build_app(Engine(first), AppOptions())) as url_a,
+                serving(build_app(Engine(second), AppOptions())) as url_b,
+            ):
+                waiting, sending = client(url_a), client(url_b)
+                queue = waiting.create_queue(QueueName="shared")["QueueUrl"]
+
+                def send_soon() -> None:
+                    time.sleep(0.5)
+                    sending.send_message(QueueUrl="shared", MessageBody="from b")
+
+                thread = threading.Thread(target=send_soon)
+                started = time.monotonic()
+                thread.start()
+                got = waiting.receive_message(QueueUrl=queue, WaitTimeSeconds=8)
+                waited = time.monotonic() - started
+                thread.join()
+                assert got["Messages"][0]["Body"] == "from b"
+                assert waited < 6
+        finally:
+            first.close()
+            second.close()
