@@ -6,6 +6,7 @@ from functools import partial
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 
 @click.group(invoke_without_command=True)
@@ -73,6 +74,8 @@ def analyze(
     """Group dead letters into failure patterns and write a report."""
     if ctx.invoked_subcommand is not None:
         return
+    if input_path is not None and ctx.get_parameter_source("url") is ParameterSource.ENVIRONMENT:
+        url = None  # DEADLETTER_URL names the server for the other commands; --input wins here
     if (input_path is None) == (url is None):
         raise click.UsageError("give exactly one of --input FILE or --url URL --queue DLQ")
     if url is not None and not queue:

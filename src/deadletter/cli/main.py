@@ -8,6 +8,10 @@ from pathlib import Path
 import click
 
 from deadletter.cli.analyze import analyze
+from deadletter.cli.dlq import dlq
+from deadletter.cli.messages import ack, claim, nack, peek, reject, send
+from deadletter.cli.queues import queue
+from deadletter.cli.redrive import redrive
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -89,4 +93,5 @@ def serve(
     )
 
 
-main.add_command(analyze)
+for command in (queue, send, peek, claim, ack, nack, reject, dlq, redrive, analyze):
+    main.add_command(command)

@@ -1,0 +1,137 @@
+"""`deadletter dlq ...`: browse a dead-letter queue without consuming it, and export it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from deadletter.cli.output import brief, json_option, print_json, print_table, server_options
+from deadletter.client import Client, export_record
+
+REASONS = click.Choice(["max_claims", "expired", "rejected"])
+
+
+@click.group()
+def dlq() -> None:
+    """Browse, filter and export dead-letter queues."""
+
+
+@dlq.command(name="list")
+@click.argument("name")
+@click.option("--source", help="Only dead letters from this source queue.")
+@click.option("--reason", type=REASONS, help="Only dead letters that died for this reason.")
+@click.option("--since", help="Dead-lettered at or after (ISO 8601 or epoch seconds).")
+@click.option("--until", help="Dead-lettered before (ISO 8601 or epoch seconds).")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@json_option
+@server_options
+def list_(
+    client: Client,
+    name: str,
+    source: str | None,
+    reason: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List dead letters of DLQ NAME with where they came from and why they died."""
+    found = []
+    for message in client.dead_letters(
+        name,
+        page_size=min(limit, 100),
+        source_queue=source,
+        reason=reason,
+        since=since,
+        until=until,
+    ):
+        found.append(message)
+        if len(found) >= limit:
+            break
+    if as_json:
+        print_json(found)
+        return
+    rows = []
+    for m in found:
+        p = m.get("provenance") or {}
+        rows.append(
+            (
+                m["id"],
+                p.get("source_queue"),
+                p.get("reason"),
+                brief(p.get("description") or "", 40),
+                brief(p.get("error") or "", 40),
+                p.get("claim_count"),
+                p.get("dead_lettered_at"),
+            )
+        )
+    print_table(
+        name, ["id", "source", "reason", "description", "error", "claims", "dead-lettered"], rows
+    )
+
+
+@dlq.command()
+@click.argument("name")
+@json_option
+@server_options
+def sources(client: Client, name: str, as_json: bool) -> None:
+    """The queues whose dead-letter queue is NAME."""
+    found = client.dead_letter_sources(name)
+    if as_json:
+        print_json(found)
+        return
+    print_table(name, ["source queue", "details"], ((s.get("name"), brief(s, 80)) for s in found))
+
+
+@dlq.command()
+@click.argument("name")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "parquet"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON lines (one dead letter a line) or Parquet.",
+)
+@click.option("--source", help="Only dead letters from this source queue.")
+@click.option("--reason", type=REASONS, help="Only dead letters that died for this reason.")
+@server_options
+def export(
+    client: Client, name: str, out: Path, fmt: str, source: str | None, reason: str | None
+) -> None:
+    """Write every dead letter of NAME to a file that `deadletter analyze --input` reads."""
+    records = (
+        export_record(m) for m in client.dead_letters(name, source_queue=source, reason=reason)
+    )
+    if fmt == "jsonl":
+        count = 0
+        with out.open("w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+    else:
+        count = _write_parquet(list(records), out)
+    click.echo(f"exported {count} dead letters to {out}")
+
+
+def _write_parquet(records: list[dict[str, object]], out: Path) -> int:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise click.ClickException(
+            "Parquet needs pyarrow: install the spark extra (pip install 'deadletter[spark]')."
+        ) from None
+    # Nested values (body, attributes, history) stay JSON text so every row has one schema.
+    rows = [
+        {
+            k: json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
+            for k, v in r.items()
+        }
+        for r in records
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), out)
+    return len(rows)

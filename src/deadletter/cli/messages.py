@@ -1,0 +1,116 @@
+"""Producer and consumer commands: send, peek, claim, ack, nack and reject."""
+
+from __future__ import annotations
+
+import click
+
+from deadletter.cli.output import brief, json_option, print_json, print_table, server_options
+from deadletter.client import Client, parse_body
+
+
+@click.command()
+@click.argument("queue")
+@click.argument("bodies", nargs=-1, required=True)
+@click.option("--ttl", type=click.IntRange(min=1), help="Message TTL (s).")
+@click.option("--delay", type=click.IntRange(0, 900), help="Delay before delivery (s).")
+@server_options
+def send(
+    client: Client, queue: str, bodies: tuple[str, ...], ttl: int | None, delay: int | None
+) -> None:
+    """Send messages to QUEUE; each BODY is JSON if it parses, else text. Prints their ids."""
+    for message_id in client.send(queue, [parse_body(b) for b in bodies], ttl, delay):
+        click.echo(message_id)
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--limit", type=click.IntRange(1, 20), default=10, show_default=True)
+@click.option("--include-claimed", is_flag=True, help="Show claimed messages too.")
+@json_option
+@server_options
+def peek(client: Client, queue: str, limit: int, include_claimed: bool, as_json: bool) -> None:
+    """Show QUEUE's messages without consuming them."""
+    messages = client.peek(queue, limit, include_claimed)
+    if as_json:
+        print_json(messages)
+        return
+    print_table(
+        queue,
+        ["id", "claims", "age (s)", "body"],
+        ((m["id"], m.get("claim_count"), m.get("age"), brief(m.get("body"))) for m in messages),
+    )
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--limit", type=click.IntRange(1, 20), default=1, show_default=True)
+@click.option("--ttl", type=click.IntRange(min=0), help="Claim TTL (s); the queue's default else.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Print only 'CLAIM_ID MESSAGE_ID' lines, for shell scripts.",
+)
+@json_option
+@server_options
+def claim(
+    client: Client, queue: str, limit: int, ttl: int | None, quiet: bool, as_json: bool
+) -> None:
+    """Claim messages from QUEUE. A message past its queue's max claims moves to the DLQ
+    instead of being delivered."""
+    claim_id, messages = client.claim(queue, limit, ttl)
+    if as_json:
+        print_json({"claim_id": claim_id, "messages": messages})
+    elif quiet:
+        for m in messages:
+            click.echo(f"{claim_id} {m['id']}")
+    elif not messages:
+        click.echo("nothing to claim")
+    else:
+        print_table(
+            f"claim {claim_id}",
+            ["id", "claims", "body"],
+            ((m["id"], m.get("claim_count"), brief(m.get("body"))) for m in messages),
+        )
+
+
+claim_option = click.option("--claim", "claim_id", required=True, help="The claim holding it.")
+
+
+@click.command()
+@click.argument("queue")
+@click.argument("message_id")
+@claim_option
+@server_options
+def ack(client: Client, queue: str, message_id: str, claim_id: str) -> None:
+    """Acknowledge (delete) a claimed message: it was processed."""
+    client.ack(queue, message_id, claim_id)
+    click.echo(f"acknowledged {message_id}")
+
+
+@click.command()
+@click.argument("queue")
+@click.argument("message_id")
+@claim_option
+@click.option("--delay", type=click.IntRange(min=0), default=0, help="Seconds before retry.")
+@server_options
+def nack(client: Client, queue: str, message_id: str, claim_id: str, delay: int) -> None:
+    """Give a claimed message back for another delivery, after an optional delay."""
+    client.release(queue, message_id, claim_id, delay)
+    click.echo(f"released {message_id}")
+
+
+@click.command()
+@click.argument("queue")
+@click.argument("message_id")
+@claim_option
+@click.option("--reason", required=True, help="Why it cannot be processed.")
+@click.option("--error", help="Error details, e.g. a stack trace.")
+@server_options
+def reject(
+    client: Client, queue: str, message_id: str, claim_id: str, reason: str, error: str | None
+) -> None:
+    """Dead-letter a claimed message now, with the reason and the error."""
+    moved = client.dead_letter(queue, message_id, claim_id, reason, error)
+    dlq = ((moved.get("message") or {}).get("href") or "").split("/")[3:4]
+    click.echo(f"dead-lettered {message_id}" + (f" to {dlq[0]}" if dlq else ""))

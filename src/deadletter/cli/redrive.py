@@ -1,0 +1,122 @@
+"""`deadletter redrive ...`: send dead letters back, as a task with progress."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from deadletter.cli.output import json_option, print_json, print_table, server_options
+from deadletter.client import Client
+
+ACTIVE = ("RUNNING", "CANCELLING")
+
+
+@click.group()
+def redrive() -> None:
+    """Start, watch and cancel redrive tasks."""
+
+
+@redrive.command()
+@click.argument("dlq")
+@click.option("--to", "destination", help="One queue for all; by default each its own source.")
+@click.option("--source", help="Only dead letters from this source queue.")
+@click.option("--reason", type=click.Choice(["max_claims", "expired", "rejected"]))
+@click.option("--since", help="Dead-lettered at or after (ISO 8601 or epoch seconds).")
+@click.option("--until", help="Dead-lettered before (ISO 8601 or epoch seconds).")
+@click.option(
+    "--pattern", help="Only the dead letters of this failure pattern (deadletter analyze)."
+)
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Messages per second.")
+@click.option("--wait", is_flag=True, help="Show progress until the task ends.")
+@json_option
+@server_options
+def start(
+    client: Client,
+    dlq: str,
+    destination: str | None,
+    source: str | None,
+    reason: str | None,
+    since: str | None,
+    until: str | None,
+    pattern: str | None,
+    rate: float | None,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Move dead letters of DLQ back to where they came from."""
+    task = client.start_redrive(
+        dlq,
+        destination=destination,
+        source_queue=source,
+        reason=reason,
+        since=since,
+        until=until,
+        pattern_id=pattern,
+        rate=rate,
+    )
+    if wait:
+        task = _follow(client, dlq, task, quiet=as_json)
+    if as_json:
+        print_json(task)
+    else:
+        click.echo(
+            f"redrive {task['id']}: {task['status']}, moved {task['moved']} of {task['to_move']}"
+        )
+    if task["status"] == "FAILED":
+        click.echo(f"failed: {task.get('failure_reason')}", err=True)
+        raise SystemExit(1)
+
+
+def _follow(client: Client, dlq: str, task: dict[str, Any], quiet: bool) -> dict[str, Any]:
+    with Progress(
+        TextColumn("redrive"), BarColumn(), MofNCompleteColumn(), disable=quiet
+    ) as progress:
+        bar = progress.add_task("redrive", total=task["to_move"] or 1)
+        while task["status"] in ACTIVE:
+            progress.update(bar, completed=task["moved"])
+            time.sleep(0.2)
+            task = client.redrive(dlq, task["id"])
+        progress.update(bar, completed=task["moved"] if task["to_move"] else 1)
+    return task
+
+
+@redrive.command()
+@click.argument("dlq")
+@click.argument("task_id", required=False)
+@json_option
+@server_options
+def status(client: Client, dlq: str, task_id: str | None, as_json: bool) -> None:
+    """Show one redrive task of DLQ, or all of them, newest first."""
+    tasks = [client.redrive(dlq, task_id)] if task_id else client.redrives(dlq)
+    if as_json:
+        print_json(tasks)
+        return
+    print_table(
+        dlq,
+        ["task", "status", "moved", "to move", "destination", "rate", "started"],
+        (
+            (
+                t["id"],
+                t["status"],
+                t["moved"],
+                t["to_move"],
+                t.get("destination") or "(sources)",
+                t.get("rate") or "unlimited",
+                t["started_at"],
+            )
+            for t in tasks
+        ),
+    )
+
+
+@redrive.command()
+@click.argument("dlq")
+@click.argument("task_id")
+@server_options
+def cancel(client: Client, dlq: str, task_id: str) -> None:
+    """Cancel a running redrive task; what it moved stays moved."""
+    task = client.cancel_redrive(dlq, task_id)
+    click.echo(f"redrive {task_id}: {task['status']}")

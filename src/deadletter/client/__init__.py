@@ -1,0 +1,237 @@
+"""A small synchronous client of the native API (Zaqar v2 with the dead-letter extensions)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8888"
+DEFAULT_PROJECT = "123456789012"
+
+
+class ApiError(Exception):
+    """The server refused a request; `title` and `description` are its own words."""
+
+    def __init__(self, status: int, title: str, description: str) -> None:
+        super().__init__(f"{title}: {description}" if description else title)
+        self.status = status
+        self.title = title
+        self.description = description
+
+
+class Unreachable(Exception):
+    """No server answered at the URL."""
+
+
+class Client:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        project: str = DEFAULT_PROJECT,
+        client_id: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Client-ID": client_id or str(uuid.uuid4()), "X-Project-ID": project},
+            transport=transport,
+            timeout=timeout,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise Unreachable(f"cannot reach the server at {self.url}: {exc}") from exc
+        if response.status_code >= 400:
+            try:
+                doc = response.json()
+                title, description = str(doc.get("title", "")), str(doc.get("description", ""))
+            except (ValueError, AttributeError):
+                title, description = response.reason_phrase, response.text[:200]
+            raise ApiError(response.status_code, title or response.reason_phrase, description)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._call(method, path, **kwargs)
+        return response.json() if response.status_code != 204 and response.content else None
+
+    # Queues
+
+    def create_queue(self, name: str, metadata: dict[str, Any] | None = None) -> None:
+        self._call("PUT", f"/v2/queues/{name}", json=metadata or {})
+
+    def get_queue(self, name: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{name}")
+        return doc
+
+    def list_queues(self) -> list[dict[str, Any]]:
+        """Every queue with its metadata, across pages."""
+        out: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"detailed": "true", "limit": 20}
+        while True:
+            doc = self._json("GET", "/v2/queues", params=params)
+            page = doc.get("queues", []) if doc else []
+            out += page
+            if len(page) < 20:
+                return out
+            params["marker"] = page[-1]["name"]
+
+    def delete_queue(self, name: str) -> None:
+        self._call("DELETE", f"/v2/queues/{name}")
+
+    def stats(self, name: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{name}/stats")
+        return doc
+
+    # Messages
+
+    def send(
+        self, queue: str, bodies: list[Any], ttl: int | None = None, delay: int | None = None
+    ) -> list[str]:
+        extra = {k: v for k, v in (("ttl", ttl), ("delay", delay)) if v is not None}
+        doc = self._json(
+            "POST",
+            f"/v2/queues/{queue}/messages",
+            json={"messages": [{"body": b, **extra} for b in bodies]},
+        )
+        return [str(href).rsplit("/", 1)[1] for href in doc["resources"]]
+
+    def peek(self, queue: str, limit: int = 10, include_claimed: bool = False) -> list[Any]:
+        doc = self._json(
+            "GET",
+            f"/v2/queues/{queue}/messages",
+            params={
+                "limit": limit,
+                "include_claimed": str(include_claimed).lower(),
+                "echo": "true",
+            },
+        )
+        return list(doc["messages"]) if doc else []
+
+    def claim(
+        self, queue: str, limit: int = 1, ttl: int | None = None
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """(claim id, messages); (None, []) when nothing was claimed."""
+        body = {"ttl": ttl} if ttl is not None else {}
+        response = self._call(
+            "POST", f"/v2/queues/{queue}/claims", params={"limit": limit}, json=body
+        )
+        if response.status_code == 204:
+            return None, []
+        claim_id = response.headers["Location"].rsplit("/", 1)[1]
+        return claim_id, list(response.json()["messages"])
+
+    def ack(self, queue: str, message_id: str, claim_id: str) -> None:
+        self._call(
+            "DELETE", f"/v2/queues/{queue}/messages/{message_id}", params={"claim_id": claim_id}
+        )
+
+    def release(self, queue: str, message_id: str, claim_id: str, delay: int = 0) -> None:
+        self._call(
+            "POST",
+            f"/v2/queues/{queue}/messages/{message_id}/release",
+            params={"claim_id": claim_id},
+            json={"delay": delay},
+        )
+
+    def dead_letter(
+        self,
+        queue: str,
+        message_id: str,
+        claim_id: str,
+        description: str | None = None,
+        error: str | None = None,
+    ) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json(
+            "POST",
+            f"/v2/queues/{queue}/messages/{message_id}/dead_letter",
+            params={"claim_id": claim_id},
+            json={k: v for k, v in (("description", description), ("error", error)) if v},
+        )
+        return doc
+
+    # Dead-letter queues
+
+    def dead_letters(
+        self, dlq: str, page_size: int = 100, **filters: str | None
+    ) -> Iterator[dict[str, Any]]:
+        """Every dead letter matching `filters` (source_queue, reason, since, until), oldest
+        first, following the server's next links."""
+        params: dict[str, Any] = {k: v for k, v in filters.items() if v}
+        params["limit"] = page_size
+        path = f"/v2/queues/{dlq}/dead_letters"
+        while True:
+            doc = self._json("GET", path, params=params)
+            messages = doc.get("messages", [])
+            yield from messages
+            nxt = [link["href"] for link in doc.get("links", []) if link.get("rel") == "next"]
+            if not nxt or not messages:
+                return
+            href = httpx.URL(nxt[0])
+            path, params = href.path, dict(href.params)
+
+    def dead_letter_sources(self, dlq: str) -> list[dict[str, Any]]:
+        doc = self._json("GET", f"/v2/queues/{dlq}/dead_letter_sources")
+        return list(doc["sources"])
+
+    def start_redrive(self, dlq: str, **options: Any) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json(
+            "POST",
+            f"/v2/queues/{dlq}/redrives",
+            json={k: v for k, v in options.items() if v is not None},
+        )
+        return doc
+
+    def redrives(self, dlq: str) -> list[dict[str, Any]]:
+        doc = self._json("GET", f"/v2/queues/{dlq}/redrives")
+        return list(doc["redrives"])
+
+    def redrive(self, dlq: str, task_id: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{dlq}/redrives/{task_id}")
+        return doc
+
+    def cancel_redrive(self, dlq: str, task_id: str) -> dict[str, Any]:
+        doc = self._json("DELETE", f"/v2/queues/{dlq}/redrives/{task_id}")
+        return dict(doc) if doc else self.redrive(dlq, task_id)
+
+
+def export_record(message: dict[str, Any]) -> dict[str, Any]:
+    """A dead letter as one line of the export format the analysis reads (docs/pipeline.md)."""
+    prov = message.get("provenance") or {}
+    return {
+        "message_id": message.get("id"),
+        "source_queue": prov.get("source_queue"),
+        "reason": prov.get("reason"),
+        "description": prov.get("description"),
+        "error": prov.get("error"),
+        "dead_lettered_at": prov.get("dead_lettered_at"),
+        "claim_count": prov.get("claim_count", message.get("claim_count")),
+        "body": message.get("body"),
+        "attributes": message.get("attributes") or {},
+        "enqueued_at": prov.get("original_enqueued_at") or message.get("enqueued_at"),
+        "history": message.get("history") or [],
+    }
+
+
+def parse_body(text: str) -> Any:
+    """A message body from the command line: JSON when it parses, else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

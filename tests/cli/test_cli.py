@@ -1,0 +1,113 @@
+"""The command line against a live server on each backend, through click's runner."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from deadletter.api.app import AppOptions, build_app
+from deadletter.cli.main import main
+from deadletter.engine.engine import Engine
+from deadletter.engine.worker import Worker
+from deadletter.storage.base import Store
+from tests.api.serve_process import free_port
+from tests.api.zaqar.server import serving
+
+
+@pytest.fixture
+def url(store: Store) -> Iterator[str]:
+    engine = Engine(store)
+    app = build_app(engine, AppOptions(), background=[Worker(engine, sweep_interval=0.2)])
+    with serving(app) as base:
+        yield base
+
+
+def run(url: str, *args: str) -> Result:
+    return CliRunner().invoke(main, list(args), env={"DEADLETTER_URL": url}, catch_exceptions=False)
+
+
+def ok(url: str, *args: str) -> str:
+    result = run(url, *args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def claim_one(url: str, queue: str) -> tuple[str, str]:
+    claim_id, message_id = ok(url, "claim", queue, "--quiet").split()
+    return claim_id, message_id
+
+
+def test_dead_letter_lifecycle(url: str, tmp_path: Path) -> None:
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "queue", "create", "orders", "--dlq", "orders-dlq", "--max-claims", "2")
+    (sent,) = ok(url, "send", "orders", '{"order": 42}').split()
+    for _ in range(2):
+        claim_id, message_id = claim_one(url, "orders")
+        assert message_id == sent
+        ok(url, "nack", "orders", message_id, "--claim", claim_id)
+    assert "nothing to claim" in ok(url, "claim", "orders")
+
+    listed = json.loads(ok(url, "dlq", "list", "orders-dlq", "--json"))
+    assert [m["id"] for m in listed] == [sent]
+    assert listed[0]["provenance"]["reason"] == "max_claims"
+    assert listed[0]["provenance"]["source_queue"] == "orders"
+
+    ok(url, "send", "orders", "plain text")
+    claim_id, message_id = claim_one(url, "orders")
+    ok(url, "reject", "orders", message_id, "--claim", claim_id, "--reason", "bad", "--error", "E1")
+    rejected = json.loads(ok(url, "dlq", "list", "orders-dlq", "--reason", "rejected", "--json"))
+    assert [(m["id"], m["provenance"]["description"]) for m in rejected] == [(message_id, "bad")]
+
+    shown = json.loads(ok(url, "queue", "show", "orders", "--json"))
+    assert shown["stats"]["dead_letter"]["dead_lettered"] == {"max_claims": 1, "rejected": 1}
+    sources = json.loads(ok(url, "dlq", "sources", "orders-dlq", "--json"))
+    assert [s["name"] for s in sources] == ["orders"]
+
+    out = tmp_path / "dead.jsonl"
+    ok(url, "dlq", "export", "orders-dlq", "--out", str(out))
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["message_id"] for r in records} == {sent, message_id}
+    assert {r["reason"] for r in records} == {"max_claims", "rejected"}
+    assert all(r["source_queue"] == "orders" and r["dead_lettered_at"] for r in records)
+
+    task = json.loads(ok(url, "redrive", "start", "orders-dlq", "--wait", "--json"))
+    assert (task["status"], task["moved"], task["to_move"]) == ("COMPLETED", 2, 2)
+    assert json.loads(ok(url, "dlq", "list", "orders-dlq", "--json")) == []
+    bodies = [m["body"] for m in json.loads(ok(url, "peek", "orders", "--json"))]
+    assert bodies == [{"order": 42}, "plain text"]
+    status = json.loads(ok(url, "redrive", "status", "orders-dlq", "--json"))
+    assert [t["id"] for t in status] == [task["id"]]
+
+
+def test_ack_removes_the_message(url: str) -> None:
+    ok(url, "queue", "create", "jobs")
+    ok(url, "send", "jobs", "1")
+    claim_id, message_id = claim_one(url, "jobs")
+    ok(url, "ack", "jobs", message_id, "--claim", claim_id)
+    assert json.loads(ok(url, "peek", "jobs", "--include-claimed", "--json")) == []
+
+
+def test_server_errors_exit_non_zero_with_the_servers_words(url: str) -> None:
+    result = run(url, "queue", "show", "missing")
+    assert result.exit_code == 1
+    assert "does not exist" in result.output
+    result = run(url, "queue", "create", "orders", "--dlq", "nowhere", "--max-claims", "3")
+    assert result.exit_code == 1
+    assert "nowhere" in result.output
+
+
+def test_an_unreachable_server_is_named() -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    result = run(dead, "queue", "list")
+    assert result.exit_code == 2
+    assert dead in result.output
+
+
+def test_dlq_and_max_claims_go_together(url: str) -> None:
+    result = run(url, "queue", "create", "orders", "--dlq", "orders-dlq")
+    assert result.exit_code == 2
+    assert "--max-claims" in result.output
