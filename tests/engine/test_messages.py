@@ -1,0 +1,132 @@
+"""Messages: send, peek, get, delete with claim rules, pop, attributes."""
+
+from __future__ import annotations
+
+import pytest
+
+from deadletter.clock import ManualClock
+from deadletter.engine import errors
+from deadletter.engine.engine import Engine
+from deadletter.engine.model import Attribute, NewMessage, QueueSettings
+from deadletter.storage.base import ListQuery
+from tests.engine.helpers import P, send
+
+
+def test_send_assigns_ids_and_increasing_sequence_numbers(engine: Engine) -> None:
+    engine.create_queue(P, "orders")
+    first = send(engine, "orders", "a", "b")
+    second = send(engine, "orders", "c")
+    seqs = [m.seq for m in first + second]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 3
+    assert len({m.id for m in first + second}) == 3
+
+
+def test_typed_attributes_round_trip(engine: Engine) -> None:
+    engine.create_queue(P, "orders")
+    attributes = {
+        "tenant": Attribute("String", "acme"),
+        "amount": Attribute("Number", "12.5"),
+        "blob": Attribute("Binary", "AAE="),
+    }
+    (sent,) = engine.send(P, "orders", [NewMessage(body=b"x", attributes=attributes)])
+    assert engine.get_message(P, "orders", sent.id).attributes == attributes
+
+
+@pytest.mark.parametrize(
+    ("attributes", "error"),
+    [
+        ({"DLQ.sourceQueue": Attribute("String", "x")}, errors.ReservedAttribute),
+        ({"dlq.anything": Attribute("String", "x")}, errors.ReservedAttribute),
+        ({"n": Attribute("Date", "today")}, errors.InvalidInput),
+    ],
+)
+def test_bad_attributes_are_refused(
+    engine: Engine, attributes: dict[str, Attribute], error: type[Exception]
+) -> None:
+    engine.create_queue(P, "orders")
+    with pytest.raises(error):
+        engine.send(P, "orders", [NewMessage(body=b"x", attributes=attributes)])
+    assert engine.stats(P, "orders").total == 0
+
+
+def test_too_large_and_bad_ttl_are_refused_whole_batch(engine: Engine) -> None:
+    engine.create_queue(
+        P, "orders", QueueSettings(max_message_size=10, max_ttl=100, default_ttl=50)
+    )
+    with pytest.raises(errors.MessageTooLarge):
+        send(engine, "orders", "ok", "x" * 11)
+    with pytest.raises(errors.InvalidInput):
+        send(engine, "orders", "ok", ttl=101)
+    assert engine.stats(P, "orders").total == 0
+
+
+def test_peek_does_not_consume_and_hides_claimed_unless_asked(engine: Engine) -> None:
+    engine.create_queue(P, "orders")
+    send(engine, "orders", "a", "b")
+    assert len(engine.list_messages(P, "orders", ListQuery(limit=10))) == 2
+    engine.claim(P, "orders", 1)
+    visible = engine.list_messages(P, "orders", ListQuery(limit=10))
+    everything = engine.list_messages(P, "orders", ListQuery(limit=10, include_claimed=True))
+    assert [m.body for m in visible] == [b"b"]
+    assert [m.body for m in everything] == [b"a", b"b"]
+
+
+def test_listing_pages_by_sequence(engine: Engine) -> None:
+    engine.create_queue(P, "orders")
+    sent = send(engine, "orders", *[str(i) for i in range(5)])
+    page = engine.list_messages(P, "orders", ListQuery(limit=2))
+    rest = engine.list_messages(P, "orders", ListQuery(after_seq=page[-1].seq, limit=10))
+    assert [m.id for m in page + rest] == [m.id for m in sent]
+
+
+def test_get_by_ids_leaves_out_missing(engine: Engine) -> None:
+    engine.create_queue(P, "orders")
+    sent = send(engine, "orders", "a", "b")
+    got = engine.get_messages(P, "orders", [sent[1].id, "nope"])
+    assert [m.id for m in got] == [sent[1].id]
+    with pytest.raises(errors.MessageNotFound):
+        engine.get_message(P, "orders", "nope")
+
+
+def test_delete_is_refused_while_claimed_without_the_claim(engine: Engine) -> None:
+    engine.create_queue(P, "orders")
+    (m,) = send(engine, "orders", "a")
+    claim = engine.claim(P, "orders", 1)
+    with pytest.raises(errors.MessageClaimed):
+        engine.delete_message(P, "orders", m.id)
+    with pytest.raises(errors.ClaimMismatch):
+        engine.delete_message(P, "orders", m.id, claim_id="wrong")
+    assert engine.delete_message(P, "orders", m.id, claim_id=claim.id)
+    assert engine.stats(P, "orders").acknowledged == 1
+    with pytest.raises(errors.MessageNotFound):
+        engine.get_message(P, "orders", m.id)
+
+
+def test_a_stale_claim_is_refused_strictly_and_ignored_otherwise(
+    engine: Engine, clock: ManualClock
+) -> None:
+    engine.create_queue(P, "orders")
+    (m,) = send(engine, "orders", "a")
+    old = engine.claim(P, "orders", 1, ttl=10)
+    clock.advance(11)
+    engine.claim(P, "orders", 1, ttl=100)
+    with pytest.raises(errors.ClaimMismatch):
+        engine.delete_message(P, "orders", m.id, claim_id=old.id)
+    assert engine.delete_message(P, "orders", m.id, claim_id=old.id, strict=False) is False
+    assert engine.stats(P, "orders").claimed == 1
+
+
+def test_pop_takes_and_deletes_oldest(engine: Engine) -> None:
+    engine.create_queue(P, "orders")
+    send(engine, "orders", "a", "b", "c")
+    assert [m.body for m in engine.pop(P, "orders", 2)] == [b"a", b"b"]
+    assert engine.stats(P, "orders").total == 1
+
+
+def test_delay_hides_until_due(engine: Engine, clock: ManualClock) -> None:
+    engine.create_queue(P, "orders")
+    send(engine, "orders", "later", delay=30)
+    assert engine.claim(P, "orders", 1).messages == ()
+    assert engine.stats(P, "orders").delayed == 1
+    clock.advance(30)
+    assert [m.body for m in engine.claim(P, "orders", 1).messages] == [b"later"]
