@@ -41,23 +41,28 @@ class Worker:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            busy = False
             try:
-                self.run_once()
+                busy = self.run_once()
             except Exception:
                 log.exception("background step failed; retrying")
                 self._stop.wait(1.0)
-            self._stop.wait(self.tick)
+            if not busy:  # an unlimited task with more to move goes on without a pause
+                self._stop.wait(self.tick)
 
-    def run_once(self) -> None:
+    def run_once(self) -> bool:
+        """One round of work; True when an unlimited task has more to move right away."""
         now = time.monotonic()
         if now - self._last_sweep >= self.sweep_interval:
             self._last_sweep = now
             while self.engine.sweep_expired() >= 1000:
                 pass
+        busy = False
         for task_id in self.engine.active_task_ids():
-            self._step(task_id, time.monotonic())
+            busy |= self._step(task_id, time.monotonic())
+        return busy
 
-    def _step(self, task_id: str, now: float) -> None:
+    def _step(self, task_id: str, now: float) -> bool:
         task = self.engine.get_task(task_id)
         if task.rate is None:
             budget = UNLIMITED_BATCH
@@ -67,7 +72,7 @@ class Worker:
             budget = int(allowance)
             self._budgets[task_id] = (now, allowance - budget)
         if budget == 0 and task.status is TaskStatus.RUNNING:
-            return
+            return False
         task = self.engine.redrive_step(task_id, budget)
         if task.status is not TaskStatus.RUNNING:
             self._budgets.pop(task_id, None)
@@ -75,3 +80,5 @@ class Worker:
                 "redrive task finished",
                 extra={"task": task_id, "status": task.status.value, "moved": task.moved},
             )
+            return False
+        return task.rate is None
