@@ -342,7 +342,7 @@ class PostgresTransaction(Transaction):
 
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
         rows = self._all(
-            "SELECT * FROM messages WHERE expires_at <= %s ORDER BY expires_at LIMIT %s"
+            "SELECT * FROM messages WHERE expires_at <= %s ORDER BY expires_at, seq LIMIT %s"
             " FOR UPDATE SKIP LOCKED",
             (now, limit),
         )

@@ -303,7 +303,8 @@ class SQLiteTransaction(Transaction):
 
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
         rows = self.c.execute(
-            "SELECT * FROM messages WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", (now, limit)
+            "SELECT * FROM messages WHERE expires_at <= ? ORDER BY expires_at, seq LIMIT ?",
+            (now, limit),
         )
         return [(r["project"], message_from(r)) for r in rows]
 
