@@ -84,8 +84,8 @@ def all_ids(url: str, queue: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_kill_9_under_load_loses_and_duplicates_nothing(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'crash.db'}"
+def test_kill_9_under_load_loses_and_duplicates_nothing(store_url: str, tmp_path: Path) -> None:
+    db = store_url
     proc, url = start(db, tmp_path)
     ledger = Ledger()
     try:
