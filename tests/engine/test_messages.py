@@ -130,3 +130,21 @@ def test_delay_hides_until_due(engine: Engine, clock: ManualClock) -> None:
     assert engine.stats(P, "orders").delayed == 1
     clock.advance(30)
     assert [m.body for m in engine.claim(P, "orders", 1).messages] == [b"later"]
+
+
+def test_delete_held_acknowledges_a_batch_in_one_go(engine: Engine) -> None:
+    engine.create_queue(P, "orders")
+    a, b, c = send(engine, "orders", "a", "b", "c")
+    claim = engine.claim(P, "orders", 2)  # a and b
+    results = engine.delete_held(
+        P,
+        "orders",
+        [(a.id, claim.id), (b.id, "stale"), (c.id, claim.id), ("gone", claim.id)],
+        strict=False,
+    )
+    assert results[0] is True
+    assert results[1] is False  # someone else's claim: left alone
+    assert results[2] is False  # not claimed by this claim
+    assert isinstance(results[3], errors.MessageNotFound)
+    assert engine.stats(P, "orders").acknowledged == 1
+    assert [m.id for m in engine.get_messages(P, "orders", [a.id, b.id, c.id])] == [b.id, c.id]

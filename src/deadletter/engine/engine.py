@@ -362,28 +362,40 @@ class Engine:
         is returned.
         """
 
-        def work(tx: Transaction, pending: _Pending) -> bool:
+        (deleted,) = self.delete_held(project, queue, [(message_id, claim_id)], strict)
+        if isinstance(deleted, errors.DeadletterError):
+            raise deleted
+        return deleted
+
+    def delete_held(
+        self,
+        project: str,
+        queue: str,
+        held: Sequence[tuple[str, str | None]],
+        strict: bool = True,
+    ) -> list[bool | errors.DeadletterError]:
+        """Acknowledge several (message id, claim id) pairs in one transaction, each by the
+        rules of `delete_message`; per pair, whether it was deleted or why it was refused."""
+
+        def work(tx: Transaction, pending: _Pending) -> list[bool | errors.DeadletterError]:
             self._queue(tx, project, queue)
             now = self.clock.now()
-            found = [m for m in tx.get_messages(project, queue, [message_id]) if m.expires_at > now]
-            if not found:
-                raise errors.MessageNotFound(f"message {message_id!r} does not exist")
-            message = found[0]
-            if claim_id is None:
-                if message.is_claimed(now):
-                    raise errors.MessageClaimed(
-                        f"message {message_id!r} is claimed; give its claim id to delete it"
-                    )
-            elif message.claim_id != claim_id or (strict and not message.is_claimed(now)):
-                if strict:
-                    raise errors.ClaimMismatch(
-                        f"claim {claim_id!r} is not the live claim of message {message_id!r}"
-                    )
-                return False
-            tx.delete_messages(project, queue, [message_id])
-            tx.bump_counter(project, queue, "acknowledged", 1)
-            pending.calls.append(lambda lst: lst.acknowledged(project, queue, 1))
-            return True
+            found = {
+                m.id: m
+                for m in tx.get_messages(project, queue, [mid for mid, _ in held])
+                if m.expires_at > now
+            }
+            results: list[bool | errors.DeadletterError] = []
+            for message_id, claim_id in held:
+                results.append(
+                    _may_delete(found.get(message_id), message_id, claim_id, now, strict)
+                )
+            gone = [mid for (mid, _), ok in zip(held, results, strict=True) if ok is True]
+            if gone:
+                count = tx.delete_messages(project, queue, gone)
+                tx.bump_counter(project, queue, "acknowledged", count)
+                pending.calls.append(lambda lst: lst.acknowledged(project, queue, count))
+            return results
 
         return self._run(work)
 
@@ -917,6 +929,27 @@ class Engine:
 
     def wipe(self) -> None:
         self._run(lambda tx, _: tx.wipe())
+
+
+def _may_delete(
+    message: Message | None, message_id: str, claim_id: str | None, now: float, strict: bool
+) -> bool | errors.DeadletterError:
+    """Whether a consumer may delete `message` with `claim_id` (see `Engine.delete_message`)."""
+    if message is None:
+        return errors.MessageNotFound(f"message {message_id!r} does not exist")
+    if claim_id is None:
+        if message.is_claimed(now):
+            return errors.MessageClaimed(
+                f"message {message_id!r} is claimed; give its claim id to delete it"
+            )
+        return True
+    if message.claim_id != claim_id or (strict and not message.is_claimed(now)):
+        if strict:
+            return errors.ClaimMismatch(
+                f"claim {claim_id!r} is not the live claim of message {message_id!r}"
+            )
+        return False
+    return True
 
 
 def _check_range(what: str, value: int | float, low: int, high: int) -> None:

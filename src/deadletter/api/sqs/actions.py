@@ -496,18 +496,32 @@ def _delete(call: Call, name: str, claim_id: str, message_id: str) -> None:
 
 
 def delete_message_batch(call: Call) -> dict[str, Any]:
+    """All valid entries are deleted in one transaction."""
     name = call.queue()
-    call.engine.get_queue(call.account, name)
-    successful, failed = [], []
+    failed = []
+    valid: list[tuple[str, str, str]] = []  # (entry id, message id, claim id)
     for e in _entries(call):
         try:
             claim_id, message_id = _parse_handle(e.get("ReceiptHandle"))
-            _delete(call, name, claim_id, message_id)
-            successful.append({"Id": e["Id"]})
+            valid.append((e["Id"], message_id, claim_id))
         except SqsError as exc:
             failed.append(_failure(e["Id"], exc))
-        except errors.DeadletterError as exc:
-            failed.append(_failure(e["Id"], from_engine(exc)))
+    results = (
+        call.engine.delete_held(
+            call.account, name, [(mid, cid) for _, mid, cid in valid], strict=False
+        )
+        if valid
+        else []
+    )
+    successful = []
+    for (entry_id, _, _), result in zip(valid, results, strict=True):
+        # A stale handle or a message already gone is no error on SQS either.
+        if isinstance(result, errors.DeadletterError) and not isinstance(
+            result, errors.MessageNotFound
+        ):
+            failed.append(_failure(entry_id, from_engine(result)))
+        else:
+            successful.append({"Id": entry_id})
     return {"Successful": successful, "Failed": failed}
 
 
