@@ -160,3 +160,37 @@ def test_a_task_survives_a_restart(store_url: str, clock: ManualClock) -> None:
         assert restarted.stats(P, "dlq").total == 0
     finally:
         second.close()
+
+
+def test_a_rate_limits_each_step_to_what_accrued(two_sources: Engine, clock: ManualClock) -> None:
+    engine = two_sources
+    _kill(engine, "a", *[f"x{i}" for i in range(20)])  # 23 dead letters in all
+    task = engine.start_redrive(P, "dlq", rate=4)
+    assert engine.redrive_step(task.id, 100).moved == 0  # no time has passed
+    clock.advance(0.5)
+    assert engine.redrive_step(task.id, 100).moved == 2
+    assert engine.redrive_step(task.id, 100).moved == 2  # nothing more accrued
+    clock.advance(60)
+    assert engine.redrive_step(task.id, 100).moved == 6  # idle time gives at most 1 s of burst
+    clock.advance(0.25)
+    assert engine.redrive_step(task.id, 100).moved == 7
+
+
+def test_the_rate_holds_across_engines_on_one_store(
+    two_sources: Engine, store_url: str, clock: ManualClock
+) -> None:
+    """Two server processes stepping one task share its rate (the pace is in the store)."""
+    engine = two_sources
+    _kill(engine, "a", *[f"x{i}" for i in range(20)])
+    task = engine.start_redrive(P, "dlq", rate=10)
+    other_store = open_store(store_url)
+    try:
+        other = Engine(other_store, clock)
+        for _ in range(10):
+            clock.advance(0.1)
+            engine.redrive_step(task.id, 100)
+            other.redrive_step(task.id, 100)
+        # One second at 10 messages a second, whoever stepped.
+        assert engine.get_task(task.id).moved == 10
+    finally:
+        other_store.close()

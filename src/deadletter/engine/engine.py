@@ -812,7 +812,11 @@ class Engine:
         return [t for t in tasks if t is not None and t.project == project]
 
     def redrive_step(self, task_id: str, budget: int) -> RedriveTask:
-        """Move up to `budget` messages of a running task, atomically with its progress."""
+        """Move up to `budget` messages of a running task, atomically with its progress.
+
+        A task with a rate moves no more than its rate allows since its last step, whichever
+        process steps it: the pace is kept in the task's row (see `_paced`).
+        """
 
         def work(tx: Transaction, pending: _Pending) -> RedriveTask:
             task = tx.get_task(task_id, lock=True)
@@ -825,8 +829,11 @@ class Engine:
                 return task
             if task.status is not TaskStatus.RUNNING or budget <= 0:
                 return task
+            allowed, paced_to = _paced(task, now, budget)
+            if allowed == 0:
+                return task
             batch = tx.dead_letters(
-                task.project, task.dlq, now, task.filter, task.max_seq, budget, lock=True
+                task.project, task.dlq, now, task.filter, task.max_seq, allowed, lock=True
             )
             if not batch:
                 task = replace(task, status=TaskStatus.COMPLETED, updated_at=now)
@@ -856,7 +863,8 @@ class Engine:
                 count = len(fresh)
                 project, dlq = task.project, task.dlq
                 pending.calls.append(lambda lst: lst.redriven(project, dlq, task_id, count))
-            task = replace(task, moved=task.moved + len(fresh), updated_at=now)
+            paced = now if task.rate is None else paced_to(len(fresh))
+            task = replace(task, moved=task.moved + len(fresh), updated_at=paced)
             if failure is not None:
                 task = replace(task, status=TaskStatus.FAILED, failure_reason=failure)
             tx.update_task(task)
@@ -929,6 +937,26 @@ class Engine:
 
     def wipe(self) -> None:
         self._run(lambda tx, _: tx.wipe())
+
+
+RATE_BURST_SECONDS = 1.0
+TIME_SLACK_SECONDS = 1e-5
+
+
+def _paced(task: RedriveTask, now: float, budget: int) -> tuple[int, Callable[[int], float]]:
+    """How many messages a step may move now, and the task's new `updated_at` once it moved n.
+
+    For a task with a rate, `updated_at` is the time up to which its allowance is spent: a step
+    may move what accrued since (at most a second's worth), and advances it by n / rate. Every
+    server process steps the same row under its lock, so together they keep to the rate.
+    """
+    if task.rate is None:
+        return budget, lambda n: now
+    rate = task.rate
+    since = max(task.updated_at, now - RATE_BURST_SECONDS)
+    # The slack absorbs float rounding of epoch-sized times (a few tenths of a microsecond).
+    allowed = min(budget, int((now - since + TIME_SLACK_SECONDS) * rate))
+    return allowed, lambda n: since + n / rate
 
 
 def _may_delete(
