@@ -38,7 +38,7 @@ def test_each_message_goes_back_to_its_own_source(two_sources: Engine) -> None:
     task = engine.start_redrive(P, "dlq")
     assert (task.status, task.moved, task.to_move) == (TaskStatus.RUNNING, 0, 3)
     _run(engine, task.id)
-    done = engine.get_task(task.id)
+    done = engine.get_task(P, "dlq", task.id)
     assert (done.status, done.moved) == (TaskStatus.COMPLETED, 3)
     assert sorted(m.body for m in engine.claim(P, "a", 10).messages) == [b"a1", b"a2"]
     assert [m.body for m in engine.claim(P, "b", 10).messages] == [b"b1"]
@@ -93,7 +93,7 @@ def test_a_filter_with_thousands_of_ids(engine: Engine) -> None:
     task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(message_ids=chosen))
     assert task.to_move == 2100
     _run(engine, task.id, budget=700)
-    assert engine.get_task(task.id).moved == 2100
+    assert engine.get_task(P, "dlq", task.id).moved == 2100
     assert engine.stats(P, "dlq").total == 400
 
 
@@ -101,12 +101,23 @@ def test_cancel_stops_at_the_next_step(two_sources: Engine) -> None:
     engine = two_sources
     task = engine.start_redrive(P, "dlq")
     engine.redrive_step(task.id, 1)
-    assert engine.cancel_redrive(task.id).status is TaskStatus.CANCELLING
+    assert engine.cancel_redrive(P, "dlq", task.id).status is TaskStatus.CANCELLING
     assert engine.redrive_step(task.id, 10).status is TaskStatus.CANCELLED
-    assert engine.get_task(task.id).moved == 1
+    assert engine.get_task(P, "dlq", task.id).moved == 1
     assert engine.stats(P, "dlq").total == 2
     with pytest.raises(errors.TaskNotRunning):
-        engine.cancel_redrive(task.id)
+        engine.cancel_redrive(P, "dlq", task.id)
+
+
+def test_a_task_is_found_only_under_its_own_project_and_dlq(two_sources: Engine) -> None:
+    engine = two_sources
+    task = engine.start_redrive(P, "dlq")
+    for project, dlq in [("another-project", "dlq"), (P, "a")]:
+        with pytest.raises(errors.TaskNotFound):
+            engine.get_task(project, dlq, task.id)
+        with pytest.raises(errors.TaskNotFound):
+            engine.cancel_redrive(project, dlq, task.id)
+    assert engine.get_task(P, "dlq", task.id).status is TaskStatus.RUNNING
 
 
 def test_one_active_task_per_dlq(two_sources: Engine) -> None:
@@ -133,7 +144,7 @@ def test_a_missing_source_fails_the_task_without_losing_messages(two_sources: En
     engine.delete_queue(P, "b")
     task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(source_queue="b"))
     _run(engine, task.id)
-    failed = engine.get_task(task.id)
+    failed = engine.get_task(P, "dlq", task.id)
     assert failed.status is TaskStatus.FAILED
     assert failed.failure_reason and "b" in failed.failure_reason
     assert engine.stats(P, "dlq").total == 3
@@ -153,7 +164,7 @@ def test_a_task_survives_a_restart(store_url: str, clock: ManualClock) -> None:
         restarted = Engine(second, clock)
         assert restarted.active_task_ids() == [task.id]
         _run(restarted, task.id, budget=3)
-        done = restarted.get_task(task.id)
+        done = restarted.get_task(P, "dlq", task.id)
         assert (done.status, done.moved) == (TaskStatus.COMPLETED, 10)
         bodies = sorted(m.body for m in restarted.claim(P, "a", 100).messages)
         assert bodies == sorted(str(i).encode() for i in range(10))  # none lost, none twice
@@ -191,6 +202,6 @@ def test_the_rate_holds_across_engines_on_one_store(
             engine.redrive_step(task.id, 100)
             other.redrive_step(task.id, 100)
         # One second at 10 messages a second, whoever stepped.
-        assert engine.get_task(task.id).moved == 10
+        assert engine.get_task(P, "dlq", task.id).moved == 10
     finally:
         other_store.close()

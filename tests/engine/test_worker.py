@@ -20,12 +20,12 @@ def test_an_unlimited_task_reports_more_work_until_done(engine: Engine) -> None:
     task = engine.start_redrive(P, "dlq")
     worker = Worker(engine)
     assert worker.run_once() is True  # a full batch moved: go on without waiting
-    assert engine.get_task(task.id).moved == UNLIMITED_BATCH
+    assert engine.get_task(P, "dlq", task.id).moved == UNLIMITED_BATCH
     rounds = 0
     while worker.run_once():
         rounds += 1
         assert rounds < 10
-    done = engine.get_task(task.id)
+    done = engine.get_task(P, "dlq", task.id)
     assert (done.status, done.moved) == (TaskStatus.COMPLETED, total)
 
 

@@ -872,11 +872,9 @@ class Engine:
 
         return self._run(work)
 
-    def cancel_redrive(self, task_id: str) -> RedriveTask:
+    def cancel_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
         def work(tx: Transaction, _: _Pending) -> RedriveTask:
-            task = tx.get_task(task_id, lock=True)
-            if task is None:
-                raise errors.TaskNotFound(f"redrive task {task_id!r} does not exist")
+            task = _owned(tx.get_task(task_id, lock=True), project, dlq, task_id)
             if task.status is not TaskStatus.RUNNING:
                 raise errors.TaskNotRunning(
                     f"redrive task {task_id!r} is {task.status.value}, not RUNNING"
@@ -887,11 +885,9 @@ class Engine:
 
         return self._run(work)
 
-    def get_task(self, task_id: str) -> RedriveTask:
-        task = self._run(lambda tx, _: tx.get_task(task_id))
-        if task is None:
-            raise errors.TaskNotFound(f"redrive task {task_id!r} does not exist")
-        return task
+    def get_task(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+        """A redrive task of `dlq`; a task of another queue or project is not found."""
+        return _owned(self._run(lambda tx, _: tx.get_task(task_id)), project, dlq, task_id)
 
     def list_tasks(
         self, project: str, dlq: str | None = None, limit: int = 100
@@ -937,6 +933,12 @@ class Engine:
 
     def wipe(self) -> None:
         self._run(lambda tx, _: tx.wipe())
+
+
+def _owned(task: RedriveTask | None, project: str, dlq: str, task_id: str) -> RedriveTask:
+    if task is None or task.project != project or task.dlq != dlq:
+        raise errors.TaskNotFound(f"redrive task {task_id!r} does not exist")
+    return task
 
 
 RATE_BURST_SECONDS = 1.0

@@ -602,12 +602,9 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
         raise invalid_parameter("Value for parameter TaskHandle is invalid.") from None
     dlq = attrs.parse_arn(source_arn, call.account)
     try:
-        task = call.engine.get_task(task_id)
+        task = call.engine.cancel_redrive(call.account, dlq, task_id)
     except errors.TaskNotFound:
-        task = None
-    if task is None or task.project != call.account or task.dlq != dlq:
-        raise SqsError("ResourceNotFoundException", "Task does not exist.")
-    task = call.engine.cancel_redrive(task_id)
+        raise SqsError("ResourceNotFoundException", "Task does not exist.") from None
     return {"ApproximateNumberOfMessagesMoved": task.moved}
 
 

@@ -771,20 +771,13 @@ def list_redrives(ctx: Ctx) -> Response:
     return JSONResponse({"redrives": [task_json(t) for t in tasks]})
 
 
-def _task_of(ctx: Ctx) -> str:
-    task_id = ctx.path["task_id"]
-    task = ctx.engine.get_task(task_id)
-    if task.project != ctx.project or task.dlq != ctx.queue:
-        raise errors.TaskNotFound(f"redrive task {task_id!r} does not exist")
-    return task_id
-
-
 def get_redrive(ctx: Ctx) -> Response:
-    return JSONResponse(task_json(ctx.engine.get_task(_task_of(ctx))))
+    task = ctx.engine.get_task(ctx.project, ctx.queue, ctx.path["task_id"])
+    return JSONResponse(task_json(task))
 
 
 def cancel_redrive(ctx: Ctx) -> Response:
-    task = ctx.engine.cancel_redrive(_task_of(ctx))
+    task = ctx.engine.cancel_redrive(ctx.project, ctx.queue, ctx.path["task_id"])
     return JSONResponse(task_json(task), status_code=202)
 
 
