@@ -8,6 +8,7 @@ the outputs. Every step checks the columns it reads.
 from __future__ import annotations
 
 import json
+import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -52,13 +53,17 @@ def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
     """Add `template`: distinct token sequences are counted over the whole DataFrame, mined
     per group key with a deterministic algorithm, and joined back."""
     require_columns(df, ["tokens_text", "group_key"], "with_templates")
+    from pyspark.sql import functions as F
+
     from deadletter.pipeline import batches
 
     counts = df.groupBy("group_key", "tokens_text").count().withColumnRenamed("count", "n")
     templates = counts.groupBy("group_key").applyInPandas(
         batches.miner(threshold), batches.TEMPLATE_TYPE
     )
-    return df.join(templates, ["group_key", "tokens_text"], "left")
+    # One row per distinct masked sequence: masking makes that few (tens to thousands), so the
+    # table goes to every executor and the wide dead letters are never shuffled for the join.
+    return df.join(F.broadcast(templates), ["group_key", "tokens_text"], "left")
 
 
 def with_pattern_ids(df: Any) -> Any:
@@ -88,9 +93,9 @@ def patterns_of(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
     """The whole mining chain on a DataFrame in SCHEMA."""
     return (
         df.transform(with_mining_text)
+        .transform(with_key_paths)
         .transform(lambda d: with_templates(d, threshold))
         .transform(with_pattern_ids)
-        .transform(with_key_paths)
     )
 
 
@@ -141,15 +146,25 @@ def summarize(mined: Any) -> list[dict[str, Any]]:
         )
         .collect()
     }
-    ranked = mined.withColumn(
-        "_rn", F.row_number().over(Window.partitionBy("pattern_id").orderBy("message_id"))
-    ).where(F.col("_rn") <= SAMPLES)
+    # The window sorts two columns only; the few first samples are then joined back whole.
+    ranked = (
+        mined.select("pattern_id", "message_id")
+        .withColumn(
+            "_rn", F.row_number().over(Window.partitionBy("pattern_id").orderBy("message_id"))
+        )
+        .where(F.col("_rn") <= SAMPLES)
+    )
     samples: dict[str, list[str]] = defaultdict(list)
-    examples: dict[str, dict[str, Any]] = {}
     for r in ranked.orderBy("pattern_id", "_rn").collect():
         samples[r["pattern_id"]].append(r["message_id"])
-        if r["_rn"] == 1:
-            examples[r["pattern_id"]] = _example(r)
+    firsts = mined.sparkSession.createDataFrame(
+        [(pid, ids[0]) for pid, ids in samples.items()], "pattern_id string, message_id string"
+    )
+    examples: dict[str, dict[str, Any]] = {}
+    first = F.broadcast(firsts.toDF("_pid", "_mid"))
+    on = (F.col("pattern_id") == F.col("_pid")) & F.col("message_id").eqNullSafe(F.col("_mid"))
+    for r in mined.join(first, on).collect():
+        examples.setdefault(r["pattern_id"], _example(r))
     hourly: dict[str, list[list[Any]]] = defaultdict(list)
     for r in (
         mined.groupBy("pattern_id", F.date_trunc("hour", "dead_lettered_at").alias("hour"))
@@ -305,33 +320,26 @@ def analyze(
         # A small export file is one partition: spread it so every core masks.
         df = df.repartition(parallelism)
     # Masking is the costly step and with_templates reads its result twice: keep it.
-    tokens = df.transform(with_mining_text).persist(StorageLevel.MEMORY_AND_DISK)
+    tokens = (
+        df.transform(with_mining_text)
+        .transform(with_key_paths)  # in the same Python pass as the masking
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
     mined = (
         tokens.transform(lambda d: with_templates(d, threshold))
         .transform(with_pattern_ids)
-        .transform(with_key_paths)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     try:
         patterns = summarize(mined)
-        total = 0
-        members: dict[str, list[str]] = defaultdict(list)
-        assignments: dict[str, str] = {}
-        with (out / "assignments.jsonl").open("w") as fh:
-            rows = mined.select("message_id", "pattern_id").toLocalIterator()
-            for r in rows:
-                fh.write(json.dumps({"message_id": r[0], "pattern_id": r[1]}) + "\n")
-                total += 1
-                if post is not None:
-                    members[r[1]].append(r[0])
-                if keep_assignments:
-                    assignments[r[0]] = r[1]
-        mined.select("message_id", "pattern_id").write.mode("overwrite").parquet(
-            str(out / "assignments.parquet")
-        )
+        assigned = mined.select("message_id", "pattern_id")
+        assigned.write.mode("overwrite").parquet(str(out / "assignments.parquet"))
+        _write_jsonl(assigned, out / "assignments.jsonl")
+        members = _members(mined) if post is not None else {}
     finally:
         mined.unpersist()
         tokens.unpersist()
+    total = sum(p["count"] for p in patterns)
     (out / "patterns.json").write_text(
         json.dumps({"total": total, "patterns": patterns}, indent=2) + "\n"
     )
@@ -340,8 +348,32 @@ def analyze(
 
     (out / "report.html").write_text(render(patterns, total))
     if post is not None:
-        post([{**p, "message_ids": sorted(members.get(p["id"], []))} for p in patterns])
+        post([{**p, "message_ids": members.get(p["id"], [])} for p in patterns])
+    assignments = _read_assignments(out / "assignments.jsonl") if keep_assignments else {}
     return Result(out, total, patterns, assignments)
+
+
+def _write_jsonl(df: Any, path: Path) -> None:
+    """`df` as one JSON-lines file: Spark writes the parts in parallel, they are then joined."""
+    parts = path.with_name(path.name + ".parts")
+    df.write.mode("overwrite").option("ignoreNullFields", "false").json(str(parts))
+    with path.open("wb") as fh:
+        for part in sorted(parts.glob("part-*")):
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, fh)
+    shutil.rmtree(parts)
+
+
+def _members(mined: Any) -> dict[str, list[str]]:
+    from pyspark.sql import functions as F
+
+    rows = mined.groupBy("pattern_id").agg(F.sort_array(F.collect_list("message_id")).alias("ids"))
+    return {r["pattern_id"]: list(r["ids"]) for r in rows.collect()}
+
+
+def _read_assignments(path: Path) -> dict[str, str]:
+    with path.open() as fh:
+        return {r["message_id"]: r["pattern_id"] for r in map(json.loads, fh)}
 
 
 def _write_patterns_parquet(patterns: Iterable[dict[str, Any]], path: Path) -> None:
