@@ -111,3 +111,17 @@ def test_dlq_and_max_claims_go_together(url: str) -> None:
     result = run(url, "queue", "create", "orders", "--dlq", "orders-dlq")
     assert result.exit_code == 2
     assert "--max-claims" in result.output
+
+
+def test_the_package_runs_as_a_module_and_as_a_driver_script() -> None:
+    """`python -m deadletter` and spark-submit's `.../deadletter/__main__.py` reach the CLI."""
+    import subprocess
+    import sys
+
+    import deadletter
+
+    script = Path(deadletter.__file__).with_name("__main__.py")
+    for argv in ([sys.executable, "-m", "deadletter"], [sys.executable, str(script)]):
+        done = subprocess.run([*argv, "analyze", "--help"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "--out" in done.stdout
