@@ -51,6 +51,23 @@ def test_a_zaqar_queue_is_an_sqs_queue(sqs: Any, server_url: str) -> None:
     assert sqs.list_dead_letter_source_queues(QueueUrl=dlq)["queueUrls"] == [url]
 
 
+def test_a_long_sqs_name_is_reachable_through_zaqar(sqs: Any, server_url: str) -> None:
+    """SQS allows 80 characters, Zaqar creates at most 64; the queue is still one queue."""
+    name = "q" * 80
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="long")
+    posted = httpx.post(
+        f"{server_url}/v2/queues/{name}/messages",
+        headers=ZAQAR,
+        json={"messages": [{"body": "longer"}]},
+    )
+    assert posted.status_code == 201, posted.text
+    r = httpx.get(f"{server_url}/v2/queues/{name}/messages?echo=true", headers=ZAQAR)
+    assert r.status_code == 200, r.text
+    assert [m["body"] for m in r.json()["messages"]] == ["long", "longer"]
+    assert httpx.put(f"{server_url}/v2/queues/{'z' * 65}", headers=ZAQAR).status_code == 400
+
+
 def test_test_mode_reset_and_caller_identity(sqs: Any, server_url: str) -> None:
     sqs.create_queue(QueueName="doomed")
     assert httpx.post(f"{server_url}/moto-api/reset").status_code == 200

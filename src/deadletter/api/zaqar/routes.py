@@ -445,8 +445,9 @@ def _attributes(raw: Any) -> dict[str, Attribute]:
 
 
 def post_messages(ctx: Ctx) -> Response:
-    meta.check_queue_name(ctx.queue)
     queue = ctx.engine.find_queue(ctx.project, ctx.queue)
+    if queue is None:  # the post creates it; an existing queue may have an SQS-length name
+        meta.check_queue_name(ctx.queue)
     limit = min(MAX_MESSAGE_SIZE, queue.settings.max_message_size if queue else MAX_MESSAGE_SIZE)
     if len(ctx.body) > limit:
         raise bad_request(f"The request body may not be larger than {limit} bytes.")
