@@ -4,6 +4,12 @@ Every call that returns has committed, and a committed transaction survives a cr
 power loss (WAL + FULL fsyncs the log on each commit). One connection serves the process,
 guarded by a lock, so transactions are serial; `BEGIN IMMEDIATE` also serialises them
 against any other process that opens the same file.
+
+The fsync of each commit is what limits a busy server, so transactions that queue up behind
+one another share a commit (group commit): each runs in a savepoint of one open database
+transaction, and the last of the queue commits them all with one fsync. A caller still
+returns only after its work is committed, and a failing transaction rolls back only its
+own savepoint.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +50,8 @@ from deadletter.storage.rows import (
 
 # SQLite allows at most 32766 host parameters; stay well below.
 IDS_PER_STATEMENT = 500
+# At most this many transactions share one commit, so that none waits long for its turn.
+GROUP_COMMIT_LIMIT = 64
 _MESSAGE_VALUES = f"({MESSAGE_COLUMNS}) VALUES ({','.join('?' * MESSAGE_COLUMN_COUNT)})"
 _TASK_VALUES = f"({TASK_COLUMNS}) VALUES ({','.join('?' * TASK_COLUMN_COUNT)})"
 INSERT_MESSAGE = f"INSERT INTO messages {_MESSAGE_VALUES}"
@@ -464,7 +473,10 @@ class SQLiteStore(Store):
         self.url = f"sqlite:///{self.path}"
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # owns the connection
+        self._queue_guard = threading.Lock()  # guards `_queued`
+        self._queued = 0  # transactions waiting for the connection
+        self._group: _CommitGroup | None = None  # the open, not yet committed transaction
         self._conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
@@ -495,15 +507,80 @@ class SQLiteStore(Store):
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+        self._acquire_connection()
+        try:
+            group = self._join_group()
+            self._conn.execute("SAVEPOINT request")
             try:
                 yield SQLiteTransaction(self._conn)
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._undo_request(group)
                 raise
+            self._conn.execute("RELEASE request")
+            group.members += 1
+        finally:
+            self._release_connection()
+        group.committed.wait()
+        if group.error is not None:
+            raise sqlite3.OperationalError(f"commit failed: {group.error}") from group.error
+
+    def _acquire_connection(self) -> None:
+        with self._queue_guard:
+            self._queued += 1
+        self._lock.acquire()
+        with self._queue_guard:
+            self._queued -= 1
+
+    def _release_connection(self) -> None:
+        """Commit the open group unless a transaction queued behind us will: the last of a
+        queue commits for all (each queued one is bound to reach this point too)."""
+        group = self._group
+        if group is not None:
+            with self._queue_guard:
+                queued = self._queued
+            if queued == 0 or group.members >= GROUP_COMMIT_LIMIT:
+                self._commit_group()
+        self._lock.release()
+
+    def _join_group(self) -> _CommitGroup:
+        if self._group is None:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._group = _CommitGroup()
+        return self._group
+
+    def _undo_request(self, group: _CommitGroup) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK TO request")
+            self._conn.execute("RELEASE request")
+        else:
+            # SQLite itself rolled the whole transaction back (disk full, I/O error): the
+            # group's earlier members are lost with it and must not report success.
+            self._group = None
+            group.error = sqlite3.OperationalError("the shared transaction was rolled back")
+            group.committed.set()
+
+    def _commit_group(self) -> None:
+        group, self._group = self._group, None
+        if group is None:
+            return
+        try:
             self._conn.execute("COMMIT")
+        except BaseException as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            group.error = exc
+        group.committed.set()
 
     def close(self) -> None:
         with self._lock:
+            self._commit_group()
             self._conn.close()
+
+
+@dataclass
+class _CommitGroup:
+    """Transactions committed by one COMMIT; each member waits for `committed`."""
+
+    members: int = 0
+    committed: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
