@@ -131,7 +131,6 @@ def main(argv: list[str]) -> int:
         spark = session(args.master, "deadletter-bench", {"spark.driver.memory": "2g"})
         session_seconds = round(time.perf_counter() - started, 2)
     spark.sparkContext.setLogLevel("ERROR")
-    spark.conf.set("spark.sql.shuffle.partitions", "8")
     report: dict[str, Any] = {
         "master": args.master,
         "cpus": os.cpu_count(),

@@ -233,3 +233,16 @@ def test_a_step_refuses_a_dataframe_without_its_columns(spark: Any) -> None:
 
     with pytest.raises(ValueError, match=r"with_templates needs columns \['tokens_text'"):
         spark.range(3).transform(with_templates)
+
+
+def test_a_session_gets_a_few_shuffle_partitions_per_core_not_sparks_200(spark: Any) -> None:
+    from deadletter.pipeline.schema import SHUFFLE_PARTITIONS, SHUFFLE_PARTITIONS_PER_CORE, session
+
+    before = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.unset(SHUFFLE_PARTITIONS)
+    try:
+        assert session() is spark  # the running session, set up again
+        cores = spark.sparkContext.defaultParallelism
+        assert spark.conf.get(SHUFFLE_PARTITIONS) == str(SHUFFLE_PARTITIONS_PER_CORE * cores)
+    finally:
+        spark.conf.set(SHUFFLE_PARTITIONS, before)

@@ -39,6 +39,10 @@ def schema() -> Any:
     return _parse_datatype_string(SCHEMA_DDL)
 
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+SHUFFLE_PARTITIONS_PER_CORE = 4
+
+
 def session(
     master: str | None = None,
     app_name: str = "deadletter-analyze",
@@ -65,6 +69,11 @@ def session(
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if not spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS):
+        # Spark's default of 200 shuffle partitions is made for clusters; a few per core
+        # keeps the dozen small aggregations of an analysis from paying for empty tasks.
+        parallelism = spark.sparkContext.defaultParallelism
+        spark.conf.set(SHUFFLE_PARTITIONS, str(SHUFFLE_PARTITIONS_PER_CORE * parallelism))
     register(spark)
     return spark
 
