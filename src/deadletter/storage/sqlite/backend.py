@@ -58,6 +58,12 @@ INSERT_MESSAGE = f"INSERT INTO messages {_MESSAGE_VALUES}"
 UPSERT_MESSAGE = f"INSERT OR REPLACE INTO messages {_MESSAGE_VALUES}"
 INSERT_TASK = f"INSERT INTO tasks {_TASK_VALUES}"
 UPSERT_TASK = f"REPLACE INTO tasks {_TASK_VALUES}"
+# Without statistics SQLite would rather walk the whole queue in seq order than sort the
+# few messages of one claim.
+CLAIMED_BY = (
+    "SELECT * FROM messages INDEXED BY messages_claim"
+    " WHERE project = ? AND queue = ? AND claim_id = ? ORDER BY seq"
+)
 
 
 def _dead_letter_where(where: DeadLetterFilter) -> tuple[str, list[Any]]:
@@ -304,10 +310,7 @@ class SQLiteTransaction(Transaction):
         ).rowcount
 
     def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]:
-        rows = self.c.execute(
-            "SELECT * FROM messages WHERE project = ? AND queue = ? AND claim_id = ? ORDER BY seq",
-            (project, queue, claim_id),
-        )
+        rows = self.c.execute(CLAIMED_BY, (project, queue, claim_id))
         return [message_from(r) for r in rows]
 
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
