@@ -863,8 +863,7 @@ class Engine:
                 count = len(fresh)
                 project, dlq = task.project, task.dlq
                 pending.calls.append(lambda lst: lst.redriven(project, dlq, task_id, count))
-            paced = now if task.rate is None else paced_to(len(fresh))
-            task = replace(task, moved=task.moved + len(fresh), updated_at=paced)
+            task = replace(task, moved=task.moved + len(fresh), updated_at=paced_to(len(fresh)))
             if failure is not None:
                 task = replace(task, status=TaskStatus.FAILED, failure_reason=failure)
             tx.update_task(task)

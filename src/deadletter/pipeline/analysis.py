@@ -1,8 +1,8 @@
 """The analysis job: DataFrame -> DataFrame steps that turn dead letters into failure patterns.
 
-Chain: `df.transform(with_mining_text).transform(with_templates).transform(with_pattern_ids)
-.transform(with_key_paths)`, then `summarize` aggregates each pattern and `analyze` writes
-the outputs. Every step checks the columns it reads.
+Chain: `df.transform(with_mining_text).transform(with_key_paths).transform(with_templates)
+.transform(with_pattern_ids)` (`patterns_of`), then `summarize` aggregates each pattern and
+`analyze` writes the outputs. Every step checks the columns it reads.
 """
 
 from __future__ import annotations

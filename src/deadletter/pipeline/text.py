@@ -71,7 +71,7 @@ def mask(text: str) -> str:
     """Replace the variable parts of an error text with typed placeholders."""
     has_digit = _HAS_DIGIT.search(text) is not None
     for pattern, placeholder, needs in _MASKS:
-        if needs in text or (needs is DIGIT and has_digit):
+        if has_digit if needs is DIGIT else needs in text:
             text = pattern.sub(placeholder, text)
     if "'" in text or '"' in text:
         text = _QUOTED.sub(_mask_quoted, text)
