@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from deadletter.domain.model import DeadLetterPolicy, NewMessage, QueueSettings, TaskStatus
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import DeadLetterPolicy, NewMessage, QueueSettings, TaskStatus
 from deadletter.storage import open_store
 
 RESULTS = Path(__file__).parent / "results"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from deadletter.domain.model import DeadLetterPolicy, Message, NewMessage, QueueSettings
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import DeadLetterPolicy, Message, NewMessage, QueueSettings
 
 P = "p1"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.engine import errors
+from deadletter.domain import errors
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send
 

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
+from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import NewMessage
 from deadletter.storage import open_store
 from tests.engine.helpers import P, with_dlq
 

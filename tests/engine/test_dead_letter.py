@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.engine import errors
-from deadletter.engine.engine import Engine
-from deadletter.engine.model import (
+from deadletter.domain import errors
+from deadletter.domain.model import (
     SOURCE_QUEUE_ATTRIBUTE,
     Attribute,
     DeadLetterFilter,
     Reason,
 )
+from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 
 

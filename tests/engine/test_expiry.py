@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from deadletter.clock import ManualClock
+from deadletter.domain.model import ListQuery, Reason
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import Reason
-from deadletter.storage.base import ListQuery
 from tests.engine.helpers import P, send, with_dlq
 
 

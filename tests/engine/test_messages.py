@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.engine import errors
+from deadletter.domain import errors
+from deadletter.domain.model import Attribute, ListQuery, NewMessage, QueueSettings
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import Attribute, NewMessage, QueueSettings
-from deadletter.storage.base import ListQuery
 from tests.engine.helpers import P, send
 
 

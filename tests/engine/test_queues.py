@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from deadletter.engine import errors
-from deadletter.engine.engine import Engine
-from deadletter.engine.model import (
+from deadletter.domain import errors
+from deadletter.domain.model import (
     DeadLetterPolicy,
     QueueSettings,
     RedriveAllow,
     RedrivePermission,
 )
+from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 
 
@@ -31,7 +31,7 @@ def test_create_get_update_delete(engine: Engine) -> None:
 def test_projects_scope_queues(engine: Engine) -> None:
     engine.create_queue("a", "orders")
     engine.create_queue("b", "orders")
-    from deadletter.engine.model import NewMessage
+    from deadletter.domain.model import NewMessage
 
     engine.send("a", "orders", [NewMessage(body=b"for a")])
     assert engine.claim("b", "orders", 10).messages == ()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.engine import errors
+from deadletter.domain import errors
+from deadletter.domain.model import DeadLetterFilter, Reason, TaskStatus
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import DeadLetterFilter, Reason, TaskStatus
 from deadletter.storage import open_store
 from tests.engine.helpers import P, fail, send, with_dlq
 

@@ -15,10 +15,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from deadletter.clock import ManualClock
+from deadletter.domain.model import (
+    DeadLetterPolicy,
+    ListQuery,
+    NewMessage,
+    QueueSettings,
+    TaskStatus,
+)
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import DeadLetterPolicy, NewMessage, QueueSettings, TaskStatus
 from deadletter.storage import open_store
-from deadletter.storage.base import ListQuery, Store
+from deadletter.storage.base import Store
 
 P = "p"
 SRC, DLQ = "src", "dlq"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from deadletter.clock import ManualClock
+from deadletter.domain.model import TaskStatus
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import TaskStatus
 from deadletter.engine.worker import UNLIMITED_BATCH, Worker
 from tests.engine.helpers import P, fail, send, with_dlq
 

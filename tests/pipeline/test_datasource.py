@@ -124,7 +124,7 @@ def test_analysis_of_a_dlq_posts_its_patterns_back(
 
 def _dead_letter_queue(engine: Any, clock: Any) -> list[str]:
     """Given queues orders and payments whose DLQ is dlq, consumers reject six messages."""
-    from deadletter.engine.model import Attribute, DeadLetterPolicy, NewMessage, QueueSettings
+    from deadletter.domain.model import Attribute, DeadLetterPolicy, NewMessage, QueueSettings
 
     project = "123456789012"
     engine.create_queue(project, "dlq")

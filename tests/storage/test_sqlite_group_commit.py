@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from deadletter.engine.model import Queue, QueueSettings
+from deadletter.domain.model import Queue, QueueSettings
 from deadletter.storage.base import Transaction
 from deadletter.storage.sqlite.backend import SQLiteStore
 

@@ -9,9 +9,8 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from deadletter.clock import Clock, SystemClock
-from deadletter.engine import errors
-from deadletter.engine.events import EngineListener
-from deadletter.engine.model import (
+from deadletter.domain import errors
+from deadletter.domain.model import (
     MAX_CLAIM_COUNT,
     MAX_CLAIM_TTL,
     MAX_DELAY,
@@ -26,6 +25,7 @@ from deadletter.engine.model import (
     Attribute,
     Claim,
     DeadLetterFilter,
+    ListQuery,
     Message,
     NewMessage,
     Provenance,
@@ -37,9 +37,9 @@ from deadletter.engine.model import (
     RedriveTask,
     TaskStatus,
 )
+from deadletter.engine.events import EngineListener
 from deadletter.storage.base import (
     ClaimRecord,
-    ListQuery,
     Store,
     Transaction,
     TransactionConflict,
@@ -128,6 +128,22 @@ class Engine:
         def work(tx: Transaction, _: _Pending) -> Queue:
             old = self._queue(tx, project, name)
             checked = self._checked_settings(tx, project, name, settings)
+            now = self.clock.now()
+            tx.update_queue(project, name, checked, now)
+            return replace(old, settings=checked, updated_at=now)
+
+        return self._run(work)
+
+    def change_settings(
+        self, project: str, name: str, change: Callable[[Queue], QueueSettings]
+    ) -> Queue:
+        """Read a queue's settings, apply `change` and write the result in one transaction, so
+        two concurrent changes (a tag here, an attribute there) never lose one another.
+        `change` may raise to refuse; nothing is written then."""
+
+        def work(tx: Transaction, _: _Pending) -> Queue:
+            old = self._queue(tx, project, name)
+            checked = self._checked_settings(tx, project, name, change(old))
             now = self.clock.now()
             tx.update_queue(project, name, checked, now)
             return replace(old, settings=checked, updated_at=now)

@@ -6,8 +6,8 @@ import logging
 import threading
 import time
 
+from deadletter.domain.model import TaskStatus
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import TaskStatus
 
 log = logging.getLogger("deadletter.worker")
 

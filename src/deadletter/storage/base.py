@@ -14,8 +14,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from deadletter.engine.model import (
+from deadletter.domain.model import (
     DeadLetterFilter,
+    ListQuery,
     Message,
     Queue,
     QueueSettings,
@@ -41,19 +42,6 @@ class MessageCounts:
     delayed: int
     oldest: Message | None
     newest: Message | None
-
-
-@dataclass(frozen=True)
-class ListQuery:
-    """Which messages of one queue a listing returns, in sequence order."""
-
-    after_seq: int = 0
-    limit: int = 10
-    include_claimed: bool = False
-    include_delayed: bool = False
-    exclude_client_id: str | None = None
-    dead_letters: DeadLetterFilter | None = None
-    max_seq: int | None = None
 
 
 class Transaction(abc.ABC):

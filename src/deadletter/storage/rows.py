@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from deadletter.engine.model import (
+from deadletter.domain.model import (
     Attribute,
     DeadLetterFilter,
     Message,

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from deadletter.clock import ManualClock
+from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
-from deadletter.engine.model import NewMessage
 from tests.api.zaqar.conftest import CLIENT_ID, OTHER_CLIENT, ApiClient, claim, make_queue, post
 
 

@@ -28,17 +28,18 @@ from deadletter.api.sqs.errors import (
     queue_does_not_exist,
     receipt_handle_invalid,
 )
-from deadletter.engine import errors
-from deadletter.engine.engine import Engine
-from deadletter.engine.model import (
+from deadletter.domain import errors
+from deadletter.domain.model import (
     MAX_MESSAGE_SIZE,
     SOURCE_QUEUE_ATTRIBUTE,
     Message,
     NewMessage,
+    Queue,
     QueueSettings,
     RedriveTask,
     TaskStatus,
 )
+from deadletter.engine.engine import Engine
 
 MAX_BATCH = 10
 MAX_WAIT = 20
@@ -215,9 +216,8 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
     given = call.params.get("Attributes")
     if not isinstance(given, dict):
         raise missing_parameter("Attributes")
-    queue = call.engine.get_queue(call.account, name)
-    call.engine.update_queue(
-        call.account, name, attrs.apply(queue.settings, given, call.region, call.account)
+    call.engine.change_settings(
+        call.account, name, lambda q: attrs.apply(q.settings, given, call.region, call.account)
     )
     return {}
 
@@ -227,20 +227,28 @@ def tag_queue(call: Call) -> dict[str, Any]:
     tags = call.params.get("Tags")
     if not isinstance(tags, dict) or not tags:
         raise missing_parameter("Tags")
-    queue = call.engine.get_queue(call.account, name)
-    merged = {**queue.settings.tags, **{str(k): str(v) for k, v in tags.items()}}
-    if len(merged) > 50:
-        raise invalid_parameter("A queue can have at most 50 tags.")
-    call.engine.update_queue(call.account, name, queue.settings.with_changes(tags=merged))
+    added = {str(k): str(v) for k, v in tags.items()}
+
+    def tagged(queue: Queue) -> QueueSettings:
+        merged = {**queue.settings.tags, **added}
+        if len(merged) > 50:
+            raise invalid_parameter("A queue can have at most 50 tags.")
+        return queue.settings.with_changes(tags=merged)
+
+    call.engine.change_settings(call.account, name, tagged)
     return {}
 
 
 def untag_queue(call: Call) -> dict[str, Any]:
     name = call.queue()
     keys = set(call.names("TagKeys"))
-    queue = call.engine.get_queue(call.account, name)
-    kept = {k: v for k, v in queue.settings.tags.items() if k not in keys}
-    call.engine.update_queue(call.account, name, queue.settings.with_changes(tags=kept))
+    call.engine.change_settings(
+        call.account,
+        name,
+        lambda q: q.settings.with_changes(
+            tags={k: v for k, v in q.settings.tags.items() if k not in keys}
+        ),
+    )
     return {}
 
 

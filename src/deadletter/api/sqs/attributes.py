@@ -27,7 +27,7 @@ from deadletter.api.sqs.errors import (
     invalid_attribute_value,
     unsupported,
 )
-from deadletter.engine.model import (
+from deadletter.domain.model import (
     Attribute,
     DeadLetterPolicy,
     Queue,

@@ -7,7 +7,7 @@ The JSON protocol names the error in `__type` (the shape name botocore knows) an
 
 from __future__ import annotations
 
-from deadletter.engine import errors
+from deadletter.domain import errors
 
 
 class SqsError(Exception):

@@ -22,7 +22,7 @@ from deadletter.api.notify import Notifier
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS, Call
 from deadletter.api.sqs.errors import SqsError, from_engine
-from deadletter.engine import errors
+from deadletter.domain import errors
 from deadletter.engine.engine import Engine
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.responses import JSONResponse
 
-from deadletter.engine import errors
+from deadletter.domain import errors
 
 
 class ZaqarError(Exception):

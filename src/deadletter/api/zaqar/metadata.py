@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from deadletter.api.zaqar.errors import bad_request
-from deadletter.engine import model
-from deadletter.engine.model import (
+from deadletter.domain import model
+from deadletter.domain.model import (
     MAX_CLAIM_TTL,
     MAX_DELAY,
     MAX_MESSAGE_SIZE,

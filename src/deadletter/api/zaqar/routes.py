@@ -31,20 +31,22 @@ from deadletter.api.zaqar.serialize import (
     task_href,
     task_json,
 )
-from deadletter.engine import errors
-from deadletter.engine.engine import Engine
-from deadletter.engine.model import (
+from deadletter.domain import errors
+from deadletter.domain.model import (
     MAX_CLAIM_TTL,
     MAX_DELAY,
     MAX_MESSAGE_SIZE,
     MAX_TTL,
     Attribute,
     DeadLetterFilter,
+    ListQuery,
     Message,
     NewMessage,
+    Queue,
+    QueueSettings,
     Reason,
 )
-from deadletter.storage.base import ListQuery
+from deadletter.engine.engine import Engine
 
 if TYPE_CHECKING:
     from deadletter.api.app import AppOptions
@@ -305,28 +307,33 @@ def patch_queue(ctx: Ctx) -> Response:
     ops = ctx.json()
     if not isinstance(ops, list) or not ops:
         raise bad_request("The body must be a non-empty JSON list of patch operations.")
-    queue = ctx.engine.get_queue(ctx.project, ctx.queue)
-    view = meta.to_metadata(queue)
-    for op in ops:
-        key, value = _patch_op(op)
-        if key in meta.READ_ONLY and op["op"] != "remove":
-            raise bad_request(f"{key} is read-only.")
-        if op["op"] == "remove" and key in meta.RESERVED:
-            # A reserved key always exists (GET shows it, maybe as null): removing it restores
-            # its default. Clients that replace the whole metadata remove every key they omit.
-            view[key] = None
-            continue
-        if op["op"] in ("replace", "remove") and view.get(key) is None:
-            raise ZaqarError(
-                409, "Unable to patch metadata", f"The metadata key {key!r} does not exist."
-            )
-        if op["op"] == "remove":
-            del view[key]
-        else:
-            view[key] = value
-    s = queue.settings
-    base = meta.ZAQAR_DEFAULTS.with_changes(tags=s.tags, extra=s.extra, receive_wait=s.receive_wait)
-    updated = ctx.engine.update_queue(ctx.project, ctx.queue, meta.to_settings(view, base))
+
+    def patched(queue: Queue) -> QueueSettings:
+        view = meta.to_metadata(queue)
+        for op in ops:
+            key, value = _patch_op(op)
+            if key in meta.READ_ONLY and op["op"] != "remove":
+                raise bad_request(f"{key} is read-only.")
+            if op["op"] == "remove" and key in meta.RESERVED:
+                # A reserved key always exists (GET shows it, maybe as null): removing it restores
+                # its default. Clients that replace the whole metadata remove every key they omit.
+                view[key] = None
+                continue
+            if op["op"] in ("replace", "remove") and view.get(key) is None:
+                raise ZaqarError(
+                    409, "Unable to patch metadata", f"The metadata key {key!r} does not exist."
+                )
+            if op["op"] == "remove":
+                del view[key]
+            else:
+                view[key] = value
+        s = queue.settings
+        base = meta.ZAQAR_DEFAULTS.with_changes(
+            tags=s.tags, extra=s.extra, receive_wait=s.receive_wait
+        )
+        return meta.to_settings(view, base)
+
+    updated = ctx.engine.change_settings(ctx.project, ctx.queue, patched)
     return JSONResponse(meta.to_metadata(updated))
 
 

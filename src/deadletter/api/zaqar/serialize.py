@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from deadletter.api.zaqar.errors import bad_request
-from deadletter.engine.model import Message, RedriveTask
+from deadletter.domain.model import Message, RedriveTask
 
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at"})
 

@@ -22,11 +22,17 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from deadletter.engine.errors import QueueAlreadyExists
-from deadletter.engine.model import DeadLetterFilter, Message, Queue, QueueSettings, RedriveTask
+from deadletter.domain.errors import QueueAlreadyExists
+from deadletter.domain.model import (
+    DeadLetterFilter,
+    ListQuery,
+    Message,
+    Queue,
+    QueueSettings,
+    RedriveTask,
+)
 from deadletter.storage.base import (
     ClaimRecord,
-    ListQuery,
     MessageCounts,
     Store,
     Transaction,

@@ -23,11 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deadletter.engine.errors import QueueAlreadyExists
-from deadletter.engine.model import DeadLetterFilter, Message, Queue, QueueSettings, RedriveTask
+from deadletter.domain.errors import QueueAlreadyExists
+from deadletter.domain.model import (
+    DeadLetterFilter,
+    ListQuery,
+    Message,
+    Queue,
+    QueueSettings,
+    RedriveTask,
+)
 from deadletter.storage.base import (
     ClaimRecord,
-    ListQuery,
     MessageCounts,
     Store,
     Transaction,

@@ -322,3 +322,16 @@ class RedriveTask:
     started_at: float
     updated_at: float
     failure_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """Which messages of one queue a listing returns, in sequence order."""
+
+    after_seq: int = 0
+    limit: int = 10
+    include_claimed: bool = False
+    include_delayed: bool = False
+    exclude_client_id: str | None = None
+    dead_letters: DeadLetterFilter | None = None
+    max_seq: int | None = None
