@@ -58,6 +58,10 @@ class TaskNotFound(NotFound):
     """The redrive task does not exist."""
 
 
+class PatternNotFound(NotFound):
+    """No failure pattern with this id is stored for the dead-letter queue."""
+
+
 class Conflict(DeadletterError):
     """The request conflicts with the current state."""
 

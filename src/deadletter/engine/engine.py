@@ -939,6 +939,13 @@ class Engine:
 
         self._run(work)
 
+    def pattern_message_ids(self, project: str, dlq: str, pattern_id: str) -> tuple[str, ...]:
+        """The dead letters the analysis grouped under `pattern_id`, to redrive that pattern."""
+        for pattern in self.get_patterns(project, dlq):
+            if pattern.get("id") == pattern_id:
+                return tuple(str(i) for i in pattern.get("message_ids") or [])
+        raise errors.PatternNotFound(f"No stored pattern {pattern_id!r}.")
+
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
         def work(tx: Transaction, _: _Pending) -> list[dict[str, Any]]:
             self._queue(tx, project, dlq)

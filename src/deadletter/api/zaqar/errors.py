@@ -27,6 +27,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.MessageNotFound: (404, "Message not found"),
     errors.ClaimNotFound: (404, "Claim not found"),
     errors.TaskNotFound: (404, "Redrive task not found"),
+    errors.PatternNotFound: (404, "Pattern not found"),
     errors.NotFound: (404, "Not found"),
     errors.QueueAlreadyExists: (409, "Queue already exists"),
     errors.MessageClaimed: (403, "Message is claimed"),

@@ -752,11 +752,7 @@ def start_redrive(ctx: Ctx) -> Response:
     if pattern_id is not None:
         if ids is not None:
             raise bad_request("Give message_ids or pattern_id, not both.")
-        patterns = ctx.engine.get_patterns(ctx.project, ctx.queue)
-        chosen = [p for p in patterns if p.get("id") == pattern_id]
-        if not chosen:
-            raise ZaqarError(404, "Pattern not found", f"No stored pattern {pattern_id!r}.")
-        ids = [str(i) for i in chosen[0].get("message_ids") or []]
+        ids = list(ctx.engine.pattern_message_ids(ctx.project, ctx.queue, pattern_id))
     rate = doc.get("rate")
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float)):
         raise bad_request("rate must be a number of messages per second.")
