@@ -8,6 +8,7 @@ import time
 
 from deadletter.domain.model import TaskStatus
 from deadletter.engine.engine import Engine
+from deadletter.engine.expiry import SWEEP_BATCH
 
 log = logging.getLogger("deadletter.worker")
 
@@ -53,7 +54,7 @@ class Worker:
         now = time.monotonic()
         if now - self._last_sweep >= self.sweep_interval:
             self._last_sweep = now
-            while self.engine.sweep_expired() >= 1000:
+            while self.engine.sweep_expired(SWEEP_BATCH) >= SWEEP_BATCH:
                 pass
         busy = False
         for task_id in self.engine.active_task_ids():

@@ -1,0 +1,66 @@
+"""Dead-lettering: moving messages from a source queue to its DLQ, for whatever reason."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from deadletter.domain import errors
+from deadletter.domain.model import Message, Queue, Reason
+from deadletter.engine import transitions
+from deadletter.engine.lookups import held_message, require_queue
+from deadletter.engine.transactions import Pending
+from deadletter.storage.base import Transaction
+
+
+def move(
+    tx: Transaction,
+    pending: Pending,
+    source: Queue,
+    messages: Sequence[Message],
+    reason: Reason,
+    now: float,
+    description: str | None = None,
+    error: str | None = None,
+) -> list[Message]:
+    """Move messages from `source` to its DLQ: visible, unclaimed, with their provenance.
+    The caller has checked that `source` has an active policy."""
+    policy = source.settings.dead_letter
+    assert policy is not None and policy.active, "callers check the policy"
+    dlq = require_queue(tx, source.project, policy.target)
+    moved = [
+        transitions.dead_lettered(m, source, dlq, reason, now, description, error) for m in messages
+    ]
+    tx.move_messages(source.project, moved)
+    tx.bump_counter(source.project, source.name, f"dead_lettered.{reason.value}", len(moved))
+    pending.available.add((source.project, dlq.name))
+    project, count = source.project, len(moved)
+    pending.calls.append(
+        lambda lst: lst.dead_lettered(project, source.name, dlq.name, reason.value, count)
+    )
+    return moved
+
+
+def reject(
+    tx: Transaction,
+    pending: Pending,
+    project: str,
+    queue_name: str,
+    held: Sequence[tuple[str, str]],
+    now: float,
+    description: str | None,
+    error: str | None,
+) -> list[Message]:
+    """A consumer holding the claims moves messages to the DLQ (reason `rejected`); all the
+    pairs must be held, or nothing moves."""
+    queue = require_queue(tx, project, queue_name)
+    policy = queue.settings.dead_letter
+    if queue_name in tx.dead_letter_targets(project):
+        raise errors.NoActiveDeadLetterPolicy(
+            f"{queue_name!r} is a dead-letter queue; its messages cannot be dead-lettered"
+        )
+    if policy is None or not policy.active:
+        raise errors.NoActiveDeadLetterPolicy(
+            f"queue {queue_name!r} has no active dead-letter policy"
+        )
+    messages = [held_message(tx, project, queue_name, mid, cid, now) for mid, cid in held]
+    return move(tx, pending, queue, messages, Reason.REJECTED, now, description, error)

@@ -1,0 +1,212 @@
+"""A message's life as pure functions from one state to the next: no store, no clock, no ids made.
+
+Each function takes the time (and any new id) it needs, so the rules can be read and tested
+without a database; the engine looks messages up, applies these, and writes the results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from deadletter.domain import errors
+from deadletter.domain.model import (
+    RESERVED_ATTRIBUTE_PREFIX,
+    SOURCE_QUEUE_ATTRIBUTE,
+    Attribute,
+    DeadLetterPolicy,
+    Message,
+    NewMessage,
+    Provenance,
+    Queue,
+    Reason,
+)
+
+
+def enqueued(
+    new: NewMessage,
+    message_id: str,
+    queue: str,
+    now: float,
+    ttl: int,
+    delay: int,
+    eligible: bool,
+    client_id: str | None,
+) -> Message:
+    """A message as sent, before the store gives it its sequence number."""
+    return Message(
+        id=message_id,
+        queue=queue,
+        seq=0,
+        body=new.body,
+        attributes=dict(new.attributes),
+        enqueued_at=now,
+        expires_at=now + ttl,
+        visible_at=now + delay,
+        claim_id=None,
+        claim_expires_at=None,
+        claim_count=0,
+        first_claimed_at=None,
+        client_id=client_id,
+        dead_letter_eligible=eligible,
+    )
+
+
+def poisoned(m: Message, policy: DeadLetterPolicy | None) -> bool:
+    """Whether `m` has been delivered as often as the queue's active policy allows, so that
+    the next claim moves it to the DLQ instead of handing it out."""
+    return policy is not None and policy.active and m.claim_count >= policy.max_claims
+
+
+def claimed(m: Message, claim_id: str, now: float, expires: float, grace: int) -> Message:
+    """Handed to a consumer until `expires`; it lives at least `grace` seconds beyond."""
+    return replace(
+        m,
+        claim_id=claim_id,
+        claim_expires_at=expires,
+        visible_at=expires,
+        claim_count=m.claim_count + 1,
+        first_claimed_at=m.first_claimed_at or now,
+        expires_at=max(m.expires_at, expires + grace),
+    )
+
+
+def renewed(m: Message, expires: float, grace: int) -> Message:
+    """Held by the same claim until `expires`, living at least `grace` seconds beyond."""
+    return replace(
+        m,
+        claim_expires_at=expires,
+        visible_at=expires,
+        expires_at=max(m.expires_at, expires + grace),
+    )
+
+
+def unclaimed(m: Message, now: float, delay: int = 0) -> Message:
+    """Given back: no claim, visible again after `delay` seconds; its delivery count stays."""
+    return replace(m, claim_id=None, claim_expires_at=None, visible_at=now + delay)
+
+
+def visibility_changed(m: Message, now: float, timeout: int) -> Message:
+    """The claim moved to end `timeout` seconds from now; 0 gives the message back."""
+    if timeout == 0:
+        return unclaimed(m, now)
+    return replace(
+        m,
+        claim_expires_at=now + timeout,
+        visible_at=now + timeout,
+        expires_at=max(m.expires_at, now + timeout),
+    )
+
+
+def dead_lettered(
+    m: Message,
+    source: Queue,
+    dlq: Queue,
+    reason: Reason,
+    now: float,
+    description: str | None = None,
+    error: str | None = None,
+) -> Message:
+    """`m` moved from `source` to its DLQ: visible, unclaimed, with its provenance and one more
+    history event; its delivery count is kept for the record."""
+    policy = source.settings.dead_letter
+    if policy is not None and policy.message_ttl is not None:
+        expires = now + policy.message_ttl
+    elif reason is Reason.EXPIRED:
+        # Keeping an expiry that has passed would drop it at once.
+        expires = now + dlq.settings.default_ttl
+    else:
+        expires = m.expires_at
+    event = {
+        "event": "dead_lettered",
+        "at": now,
+        "queue": source.name,
+        "dlq": dlq.name,
+        "reason": reason.value,
+        "claim_count": m.claim_count,
+        "description": description,
+    }
+    return replace(
+        m,
+        queue=dlq.name,
+        attributes={**m.attributes, SOURCE_QUEUE_ATTRIBUTE: Attribute("String", source.name)},
+        expires_at=expires,
+        visible_at=now,
+        claim_id=None,
+        claim_expires_at=None,
+        provenance=Provenance(
+            source_queue=source.name,
+            reason=reason,
+            dead_lettered_at=now,
+            claim_count=m.claim_count,
+            original_message_id=m.id,
+            original_enqueued_at=m.enqueued_at,
+            description=description,
+            error=error,
+        ),
+        history=(*m.history, event),
+    )
+
+
+def redriven(
+    m: Message, message_id: str, destination: Queue, dlq: str, task_id: str, now: float
+) -> Message:
+    """A dead letter sent back as a new message: a fresh attempt budget and TTL, the reserved
+    attributes and provenance dropped, its history kept with one more event."""
+    event = {
+        "event": "redriven",
+        "at": now,
+        "dlq": dlq,
+        "queue": destination.name,
+        "task_id": task_id,
+    }
+    return replace(
+        m,
+        id=message_id,
+        queue=destination.name,
+        attributes={
+            k: v
+            for k, v in m.attributes.items()
+            if not k.upper().startswith(RESERVED_ATTRIBUTE_PREFIX)
+        },
+        enqueued_at=now,
+        expires_at=now + destination.settings.default_ttl,
+        visible_at=now,
+        claim_id=None,
+        claim_expires_at=None,
+        claim_count=0,
+        first_claimed_at=None,
+        provenance=None,
+        history=(*m.history, event),
+    )
+
+
+def expiry_dead_letters(
+    queue: Queue | None, messages: list[Message]
+) -> tuple[list[Message], list[Message]]:
+    """Expired messages of `queue` split into those its policy dead-letters and those dropped."""
+    policy = queue.settings.dead_letter if queue else None
+    if policy is None or not policy.active or not policy.on_expiry:
+        return [], list(messages)
+    to_dlq = [m for m in messages if m.dead_letter_eligible]
+    return to_dlq, [m for m in messages if not m.dead_letter_eligible]
+
+
+def may_delete(
+    message: Message | None, message_id: str, claim_id: str | None, now: float, strict: bool
+) -> bool | errors.DeadletterError:
+    """Whether a consumer may delete `message` with `claim_id` (see `Engine.delete_message`)."""
+    if message is None:
+        return errors.MessageNotFound(f"message {message_id!r} does not exist")
+    if claim_id is None:
+        if message.is_claimed(now):
+            return errors.MessageClaimed(
+                f"message {message_id!r} is claimed; give its claim id to delete it"
+            )
+        return True
+    if message.claim_id != claim_id or (strict and not message.is_claimed(now)):
+        if strict:
+            return errors.ClaimMismatch(
+                f"claim {claim_id!r} is not the live claim of message {message_id!r}"
+            )
+        return False
+    return True
