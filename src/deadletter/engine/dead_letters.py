@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from deadletter.domain import errors
 from deadletter.domain.model import Message, Queue, Reason
-from deadletter.engine import transitions
+from deadletter.engine import counters, transitions
 from deadletter.engine.lookups import held_message, require_queue
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
@@ -31,7 +31,7 @@ def move(
         transitions.dead_lettered(m, source, dlq, reason, now, description, error) for m in messages
     ]
     tx.move_messages(source.project, moved)
-    tx.bump_counter(source.project, source.name, f"dead_lettered.{reason.value}", len(moved))
+    tx.bump_counter(source.project, source.name, counters.dead_lettered(reason), len(moved))
     pending.available.add((source.project, dlq.name))
     project, count = source.project, len(moved)
     pending.calls.append(

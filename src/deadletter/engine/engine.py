@@ -2,10 +2,11 @@
 
 `Engine` is the one façade the faces call. Each operation runs as one transaction (see
 `transactions`); the rules it applies live beside it: `validation` checks what comes in,
-`transitions` moves a message from one state to the next, `claims`, `dead_letters`, `expiry`
-and `redrive` do the work inside the transaction. No helper here opens a transaction of its
-own: an operation that builds on another (`get_message`, `delete_message`,
-`list_dead_letters`, `pattern_message_ids`) calls it outside any transaction.
+`transitions` moves a message from one state to the next, and `queues`, `claims`,
+`dead_letters`, `expiry` and `redrive` do the work inside the transaction, given the `tx`.
+None of them opens a transaction of its own: an operation that builds on another
+(`get_message`, `delete_message`, `list_dead_letters`, `pattern_message_ids`) calls it
+outside any transaction.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from deadletter.domain.model import (
 )
 from deadletter.engine import (
     claims,
+    counters,
     dead_letters,
     expiry,
     queues,
@@ -225,7 +227,7 @@ class Engine:
             gone = [mid for (mid, _), ok in zip(held, results, strict=True) if ok is True]
             if gone:
                 count = tx.delete_messages(project, queue, gone)
-                tx.bump_counter(project, queue, "acknowledged", count)
+                tx.bump_counter(project, queue, counters.ACKNOWLEDGED, count)
                 pending.calls.append(lambda lst: lst.acknowledged(project, queue, count))
             return results
 
@@ -238,7 +240,7 @@ class Engine:
             require_queue(tx, project, queue)
             gone = tx.delete_messages(project, queue, ids)
             if gone:
-                tx.bump_counter(project, queue, "acknowledged", gone)
+                tx.bump_counter(project, queue, counters.ACKNOWLEDGED, gone)
                 pending.calls.append(lambda lst: lst.acknowledged(project, queue, gone))
             return gone
 
@@ -252,7 +254,7 @@ class Engine:
             taken = tx.claimable(project, queue, self.clock.now(), limit)
             if taken:
                 tx.delete_messages(project, queue, [m.id for m in taken])
-                tx.bump_counter(project, queue, "acknowledged", len(taken))
+                tx.bump_counter(project, queue, counters.ACKNOWLEDGED, len(taken))
                 pending.calls.append(lambda lst: lst.acknowledged(project, queue, len(taken)))
             return taken
 

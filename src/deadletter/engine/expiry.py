@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from deadletter.domain.model import Message, Reason
-from deadletter.engine import dead_letters, transitions
+from deadletter.engine import counters, dead_letters, transitions
 from deadletter.engine.events import EngineListener
 from deadletter.engine.transactions import Event, Pending
 from deadletter.storage.base import Transaction
@@ -29,7 +29,7 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
             dead_letters.move(tx, pending, queue, to_dlq, Reason.EXPIRED, now)
         if dropped:
             tx.delete_messages(project, name, [m.id for m in dropped])
-            tx.bump_counter(project, name, "expired_dropped", len(dropped))
+            tx.bump_counter(project, name, counters.EXPIRED_DROPPED, len(dropped))
             pending.calls.append(_expired_event(project, name, len(dropped)))
     tx.delete_stale_claims(now - STALE_CLAIM_AGE)
     return len(found)

@@ -7,11 +7,9 @@ from dataclasses import replace
 
 from deadletter.domain import errors
 from deadletter.domain.model import Queue, QueueSettings, QueueStats
-from deadletter.engine import validation
+from deadletter.engine import counters, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.storage.base import Transaction
-
-DEAD_LETTERED_PREFIX = "dead_lettered."
 
 
 def create(tx: Transaction, project: str, name: str, settings: QueueSettings, now: float) -> Queue:
@@ -37,7 +35,7 @@ def delete(tx: Transaction, project: str, name: str, now: float) -> bool:
 def stats(tx: Transaction, project: str, name: str, now: float) -> QueueStats:
     queue = require_queue(tx, project, name)
     counts = tx.counts(project, name, now)
-    counters = tx.counters(project, name)
+    totals = tx.counters(project, name)
     policy = queue.settings.dead_letter
     return QueueStats(
         free=counts.free,
@@ -47,12 +45,12 @@ def stats(tx: Transaction, project: str, name: str, now: float) -> QueueStats:
         oldest=counts.oldest,
         newest=counts.newest,
         dead_lettered={
-            k.removeprefix(DEAD_LETTERED_PREFIX): v
-            for k, v in counters.items()
-            if k.startswith(DEAD_LETTERED_PREFIX)
+            k.removeprefix(counters.DEAD_LETTERED_PREFIX): v
+            for k, v in totals.items()
+            if k.startswith(counters.DEAD_LETTERED_PREFIX)
         },
-        expired_dropped=counters.get("expired_dropped", 0),
-        acknowledged=counters.get("acknowledged", 0),
+        expired_dropped=totals.get(counters.EXPIRED_DROPPED, 0),
+        acknowledged=totals.get(counters.ACKNOWLEDGED, 0),
         by_source=tx.count_by_source(project, name, now),
         policy_active=policy.active if policy else None,
     )

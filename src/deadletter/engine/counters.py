@@ -1,0 +1,13 @@
+"""The names of the per-queue counters the engine keeps: written by operations, read by stats."""
+
+from __future__ import annotations
+
+from deadletter.domain.model import Reason
+
+ACKNOWLEDGED = "acknowledged"
+EXPIRED_DROPPED = "expired_dropped"
+DEAD_LETTERED_PREFIX = "dead_lettered."
+
+
+def dead_lettered(reason: Reason) -> str:
+    return f"{DEAD_LETTERED_PREFIX}{reason.value}"
