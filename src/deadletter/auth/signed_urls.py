@@ -29,7 +29,6 @@ DATE_FORMAT = "%Y-%m-%dT%H:%M:%S"
 DEFAULT_TTL = 24 * 3600
 # What a share may name, as in Zaqar (`subscriptions` has no meaning here).
 SHAREABLE = frozenset({"messages", "claims"})
-HEADERS = ("url-signature", "url-expires", "url-methods", "url-paths", "x-project-id")
 
 
 @dataclass(frozen=True)
