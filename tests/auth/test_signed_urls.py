@@ -1,0 +1,129 @@
+"""Zaqar pre-signed URLs: Zaqar's signature, and python-zaqarclient's headers verify.
+
+# The expected signature below is computed independently, the way zaqar/common/urls.py
+# does it (a raw-string format, so the separators are a literal backslash and `n`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import UTC, datetime
+
+import pytest
+from zaqarclient.transport.request import prepare_request
+
+from deadletter.auth.errors import SignedUrlRefused
+from deadletter.auth.signed_urls import create_signed_url, share, verify_signed_request
+
+KEY = b"server-url-key"
+NOW = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC).timestamp()
+EXPIRES = "2030-01-02T12:00:00"
+MESSAGES = "/v2/queues/orders/messages"
+
+
+def zaqar_signature(paths: list[str], methods: list[str], project: str, expires: str) -> str:
+    body = r"{paths}\n{methods}\n{project}\n{expires}".format(
+        paths=",".join(sorted(paths)),
+        methods=",".join(sorted(methods)),
+        project=project,
+        expires=expires,
+    )
+    return hmac.new(KEY, body.encode(), hashlib.sha256).hexdigest()
+
+
+def client_headers(doc: dict[str, object]) -> dict[str, str]:
+    """The headers python-zaqarclient's `signed-url` auth backend sends for a share."""
+    opts = {
+        "paths": doc["paths"],
+        "expires": doc["expires"],
+        "methods": doc["methods"],
+        "signature": doc["signature"],
+        "os_project_id": doc["project"],
+    }
+    request = prepare_request(auth_opts={"backend": "signed-url", "options": opts})
+    return dict(request.headers)
+
+
+def test_the_signature_is_zaqars() -> None:
+    signed = create_signed_url(KEY, [MESSAGES], "p1", NOW, ["POST", "GET"], EXPIRES)
+    assert signed.methods == ["GET", "POST"]
+    assert signed.signature == zaqar_signature([MESSAGES], ["GET", "POST"], "p1", EXPIRES)
+
+
+def test_expires_is_normalised_to_utc_and_defaults_to_a_day() -> None:
+    signed = create_signed_url(KEY, [MESSAGES], "p1", NOW, expires="2030-01-02T14:00:00+02:00")
+    assert signed.expires == EXPIRES
+    assert create_signed_url(KEY, [MESSAGES], "p1", NOW).expires == EXPIRES
+
+
+@pytest.mark.parametrize("expires", ["1893585600", "2029-12-31T00:00:00"])
+def test_integer_or_past_expiry_is_refused_as_zaqar_does(expires: str) -> None:
+    with pytest.raises(ValueError):
+        create_signed_url(KEY, [MESSAGES], "p1", NOW, expires=expires)
+
+
+def test_share_builds_queue_paths_and_refuses_unknown_ones() -> None:
+    signed = share(KEY, "p1", "orders", NOW, ["claims", "messages"])
+    assert signed.paths == ["/v2/queues/orders/claims", MESSAGES]
+    with pytest.raises(ValueError):
+        share(KEY, "p1", "orders", NOW, ["subscriptions"])
+
+
+def test_zaqarclient_headers_verify() -> None:
+    doc = share(KEY, "p1", "orders", NOW, methods=["GET", "POST"], expires=EXPIRES).as_json()
+    headers = client_headers(doc)
+    assert "URL-Signature" in headers and headers["X-Project-Id"] == "p1"
+    grant = verify_signed_request(KEY, "GET", MESSAGES, headers, NOW)
+    assert grant.project == "p1"
+    assert verify_signed_request(KEY, "GET", MESSAGES + "/abc123", headers, NOW).project == "p1"
+
+
+@pytest.fixture
+def headers() -> dict[str, str]:
+    return client_headers(share(KEY, "p1", "orders", NOW, expires=EXPIRES).as_json())
+
+
+def test_another_method_is_refused(headers: dict[str, str]) -> None:
+    with pytest.raises(SignedUrlRefused):
+        verify_signed_request(KEY, "DELETE", MESSAGES, headers, NOW)
+
+
+@pytest.mark.parametrize(
+    "path", ["/v2/queues/payments/messages", "/v2/queues/orders/claims", MESSAGES + "x"]
+)
+def test_another_path_is_refused(headers: dict[str, str], path: str) -> None:
+    with pytest.raises(SignedUrlRefused):
+        verify_signed_request(KEY, "GET", path, headers, NOW)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("X-Project-Id", "p2"),
+        ("URL-Methods", "GET,DELETE"),
+        ("URL-Paths", "/v2/queues/orders"),
+        ("URL-Expires", "2031-01-01T00:00:00"),
+        ("URL-Signature", "0" * 64),
+    ],
+)
+def test_an_altered_header_is_refused(headers: dict[str, str], name: str, value: str) -> None:
+    headers[name] = value
+    with pytest.raises(SignedUrlRefused):
+        verify_signed_request(KEY, "GET", "/v2/queues/orders/messages", headers, NOW)
+
+
+def test_another_key_is_refused(headers: dict[str, str]) -> None:
+    with pytest.raises(SignedUrlRefused):
+        verify_signed_request(b"other", "GET", MESSAGES, headers, NOW)
+
+
+def test_an_expired_url_is_refused(headers: dict[str, str]) -> None:
+    later = datetime(2030, 1, 2, 12, 0, 0, tzinfo=UTC).timestamp()
+    with pytest.raises(SignedUrlRefused):
+        verify_signed_request(KEY, "GET", MESSAGES, headers, later)
+
+
+def test_missing_headers_are_refused() -> None:
+    with pytest.raises(SignedUrlRefused):
+        verify_signed_request(KEY, "GET", MESSAGES, {"URL-Signature": "x"}, NOW)
