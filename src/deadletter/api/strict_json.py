@@ -1,0 +1,74 @@
+"""JSON as RFC 8259 defines it, read at the edge so nothing unservable is ever stored.
+
+Python's `json` module accepts `NaN`, `Infinity`, numbers that overflow to infinity (`1e400`)
+and lone UTF-16 surrogates (`"\\ud800"`), and recurses without bound. Each of those, once
+stored, makes every later answer that includes it fail, so both faces parse request bodies
+and JSON-valued parameters here instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MAX_DEPTH = 64
+
+
+class InvalidJson(ValueError):
+    """The text is not JSON that can be stored and served again."""
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidJson(f"{name} is not a JSON number; numbers must be finite")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidJson(f"the number {text[:40]} is out of range")
+    return value
+
+
+def loads(data: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse `data`, refusing what RFC 8259 or a later answer cannot carry."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidJson("the body is not valid UTF-8") from exc
+    else:
+        text = data
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except InvalidJson:
+        raise
+    except RecursionError as exc:
+        raise InvalidJson(f"JSON nested deeper than {max_depth} levels") from exc
+    except ValueError as exc:  # JSONDecodeError, and ints longer than Python converts
+        raise InvalidJson(f"not valid JSON: {exc}") from exc
+    # Cheap byte counts decide whether the slower walks are needed at all.
+    if text.count("[") + text.count("{") > max_depth:
+        _check_depth(value, max_depth)
+    if "\\ud" in text or "\\uD" in text:
+        check_encodable(value)
+    return value
+
+
+def _check_depth(value: Any, max_depth: int) -> None:
+    level = [(value, 1)]
+    while level:
+        node, depth = level.pop()
+        if isinstance(node, dict | list):
+            if depth > max_depth:
+                raise InvalidJson(f"JSON nested deeper than {max_depth} levels")
+            children = node.values() if isinstance(node, dict) else node
+            level.extend((child, depth + 1) for child in children)
+
+
+def check_encodable(value: Any) -> None:
+    """Refuse strings (keys included) that cannot be written as UTF-8: lone surrogates."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidJson("a string holds a lone UTF-16 surrogate (not valid Unicode)") from exc
