@@ -8,21 +8,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Protocol
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
+from deadletter.api import openapi
+from deadletter.api.metrics import LatencyMiddleware, Metrics
+from deadletter.api.options import AppOptions
+from deadletter.api.sqs.routes import sqs_routes
+from deadletter.api.zaqar.routes import zaqar_routes
 from deadletter.engine.engine import Engine
 
-
-@dataclass(frozen=True)
-class AppOptions:
-    test_mode: bool = False
-    default_project: str = "123456789012"
-    region: str = "us-east-1"
+__all__ = ["AppOptions", "Background", "build_app"]
 
 
 class Background(Protocol):
@@ -38,10 +37,6 @@ def build_app(
 ) -> Starlette:
     """`background` jobs start with the app's lifespan and stop, in reverse, when it ends."""
     options = options or AppOptions()
-    from deadletter.api import openapi
-    from deadletter.api.metrics import LatencyMiddleware, Metrics
-    from deadletter.api.sqs.routes import sqs_routes
-    from deadletter.api.zaqar.routes import zaqar_routes
 
     metrics = Metrics()
     engine.add_listener(metrics)

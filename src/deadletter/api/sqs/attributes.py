@@ -14,6 +14,8 @@ The mapping (also in docs/sqs.md):
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import re
@@ -28,6 +30,11 @@ from deadletter.api.sqs.errors import (
     unsupported,
 )
 from deadletter.domain.model import (
+    MAX_CLAIM_COUNT,
+    MAX_CLAIM_TTL,
+    MAX_DELAY,
+    MAX_MESSAGE_SIZE,
+    MAX_TTL,
     Attribute,
     DeadLetterPolicy,
     Queue,
@@ -38,6 +45,10 @@ from deadletter.domain.model import (
 )
 
 DEFAULT_RETENTION = 345_600  # SQS's default: 4 days
+MIN_RETENTION = 60
+MIN_MESSAGE_SIZE = 1_024
+MAX_RECEIVE_WAIT = 20
+MAX_MESSAGE_ATTRIBUTES = 10
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
 SETTABLE = (
@@ -59,11 +70,11 @@ READ_ONLY = (
     "QueueArn",
 )
 RANGES = {
-    "VisibilityTimeout": (0, 43_200),
-    "MessageRetentionPeriod": (60, 1_209_600),
-    "DelaySeconds": (0, 900),
-    "MaximumMessageSize": (1_024, 262_144),
-    "ReceiveMessageWaitTimeSeconds": (0, 20),
+    "VisibilityTimeout": (0, MAX_CLAIM_TTL),
+    "MessageRetentionPeriod": (MIN_RETENTION, MAX_TTL),
+    "DelaySeconds": (0, MAX_DELAY),
+    "MaximumMessageSize": (MIN_MESSAGE_SIZE, MAX_MESSAGE_SIZE),
+    "ReceiveMessageWaitTimeSeconds": (0, MAX_RECEIVE_WAIT),
 }
 
 
@@ -170,9 +181,10 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str) ->
         raise invalid_attribute_value(
             "Invalid value for the parameter RedrivePolicy: maxReceiveCount must be an integer."
         ) from None
-    if not 1 <= max_claims <= 1000:
+    if not 1 <= max_claims <= MAX_CLAIM_COUNT:
         raise invalid_attribute_value(
-            "Invalid value for the parameter RedrivePolicy: maxReceiveCount must be 1 to 1000."
+            "Invalid value for the parameter RedrivePolicy: maxReceiveCount must be 1 to"
+            f" {MAX_CLAIM_COUNT}."
         )
     target = parse_arn(target_arn, account)
     # The dead-letter extensions Zaqar can set survive an SQS update of the policy.
@@ -256,10 +268,11 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
         return {}
     if not isinstance(raw, dict):
         raise SqsError("InvalidParameterValue", "MessageAttributes must be a map.")
-    if len(raw) > 10:
+    if len(raw) > MAX_MESSAGE_ATTRIBUTES:
         raise SqsError(
             "InvalidParameterValue",
-            f"Number of message attributes [{len(raw)}] exceeds the allowed maximum [10].",
+            f"Number of message attributes [{len(raw)}] exceeds the allowed maximum"
+            f" [{MAX_MESSAGE_ATTRIBUTES}].",
         )
     out: dict[str, Attribute] = {}
     for name, value in raw.items():
@@ -276,6 +289,14 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
                 f"The message attribute '{name}' with type '{data_type}' must use field"
                 f" '{'BinaryValue' if base == 'Binary' else 'StringValue'}'.",
             )
+        if base == "Binary":
+            try:
+                base64.b64decode(content)
+            except binascii.Error:
+                raise SqsError(
+                    "InvalidParameterValue",
+                    f"The binary value of message attribute '{name}' is not valid base64.",
+                ) from None
         if base == "Number":
             try:
                 float(content)
@@ -320,8 +341,6 @@ def md5_of_attributes(attributes: dict[str, Attribute]) -> str | None:
     (1 string, 2 binary) and length-prefixed value."""
     if not attributes:
         return None
-    import base64
-
     digest = hashlib.md5()
     for name in sorted(attributes):
         a = attributes[name]

@@ -3,11 +3,20 @@
 The JSON protocol names the error in `__type` (the shape name botocore knows) and in the
 `x-amzn-query-error` header (the query protocol's code, which botocore reports as
 `Error.Code`); the query protocol puts the latter in `<Code>`.
+
+Engine errors go through one table; what it does not answer with a 4xx (an error it maps to
+500, or an exception that is not the domain's at all) is an InternalFailure and is logged
+with its traceback.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 from deadletter.domain import errors
+
+log = logging.getLogger("deadletter.api.sqs")
 
 
 class SqsError(Exception):
@@ -64,21 +73,60 @@ def batch_error(shape: str, message: str) -> SqsError:
     return SqsError(shape, message, f"AWS.SimpleQueueService.{shape}")
 
 
+def internal_failure(message: str = "The request failed; see logs.") -> SqsError:
+    return SqsError("InternalFailure", message, status=500)
+
+
+def _message_not_inflight(message: str) -> SqsError:
+    return SqsError("MessageNotInflight", message, "AWS.SimpleQueueService.MessageNotInflight")
+
+
+# Looked up along the exception's class hierarchy, most specific first; each entry builds the
+# SQS error from the engine's message. Every class of the domain's tree has its own entry (a
+# test checks it), so a new error is mapped on purpose.
+ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
+    errors.QueueNotFound: lambda message: queue_does_not_exist(),
+    errors.MessageNotFound: invalid_parameter,
+    errors.ClaimNotFound: invalid_parameter,
+    errors.TaskNotFound: lambda message: SqsError("ResourceNotFoundException", message),
+    errors.PatternNotFound: invalid_parameter,
+    errors.NotFound: invalid_parameter,
+    errors.QueueAlreadyExists: lambda message: SqsError(
+        "QueueNameExists", message, "QueueAlreadyExists"
+    ),
+    errors.MessageClaimed: _message_not_inflight,
+    errors.RedriveTaskActive: unsupported,
+    errors.TaskNotRunning: unsupported,
+    errors.Conflict: invalid_parameter,
+    errors.ClaimMismatch: _message_not_inflight,
+    errors.ReservedAttribute: invalid_parameter,
+    errors.MessageTooLarge: invalid_parameter,
+    errors.InvalidInput: invalid_parameter,
+    errors.DeadLetterChainRefused: invalid_parameter,
+    errors.DeadLetterTargetMissing: invalid_parameter,
+    errors.RedriveNotAllowed: invalid_parameter,
+    errors.NoActiveDeadLetterPolicy: invalid_parameter,
+    errors.DeadLetterPolicyError: invalid_parameter,
+    errors.DeadletterError: lambda message: internal_failure(),
+}
+
+
 def from_engine(exc: errors.DeadletterError) -> SqsError:
-    """The SQS error for an engine error (one table; the message is the engine's)."""
-    message = exc.message
-    if isinstance(exc, errors.QueueNotFound):
-        return queue_does_not_exist()
-    if isinstance(exc, errors.TaskNotFound):
-        return SqsError("ResourceNotFoundException", message)
-    if isinstance(exc, errors.QueueAlreadyExists):
-        return SqsError("QueueNameExists", message, "QueueAlreadyExists")
-    if isinstance(exc, errors.RedriveTaskActive | errors.TaskNotRunning):
-        return unsupported(message)
-    if isinstance(exc, errors.ClaimMismatch | errors.MessageClaimed):
-        return SqsError("MessageNotInflight", message, "AWS.SimpleQueueService.MessageNotInflight")
-    if isinstance(exc, errors.MessageTooLarge | errors.ReservedAttribute):
-        return invalid_parameter(message)
-    if isinstance(exc, errors.DeadLetterPolicyError):
-        return invalid_parameter(message)
-    return invalid_parameter(message)
+    """The SQS error for an engine error (the message is the engine's)."""
+    for cls in type(exc).__mro__:
+        if cls in ERROR_TABLE:
+            return ERROR_TABLE[cls](exc.message)
+    return internal_failure()
+
+
+def from_exception(exc: BaseException, request: str = "") -> SqsError:
+    """The SQS error for anything an action raised; a 5xx is logged with its traceback."""
+    if isinstance(exc, SqsError):
+        error = exc
+    elif isinstance(exc, errors.DeadletterError):
+        error = from_engine(exc)
+    else:
+        error = internal_failure()
+    if not error.sender_fault:
+        log.exception("SQS request failed: %s", request, exc_info=exc)
+    return error

@@ -8,9 +8,8 @@ credential scope. Queue URLs are built from the request's own host.
 from __future__ import annotations
 
 import json
-import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.concurrency import run_in_threadpool
@@ -19,16 +18,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from deadletter.api.notify import Notifier
+from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS, Call
-from deadletter.api.sqs.errors import SqsError, from_engine
-from deadletter.domain import errors
+from deadletter.api.sqs.errors import SqsError, from_exception
 from deadletter.engine.engine import Engine
-
-if TYPE_CHECKING:
-    from deadletter.api.app import AppOptions
-
-log = logging.getLogger("deadletter.api.sqs")
 
 TARGET_PREFIX = "AmazonSQS."
 STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"
@@ -53,16 +47,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
         target = request.headers.get("x-amz-target", "")
         use_json = target.startswith(TARGET_PREFIX)
         try:
-            body = await request.body()
-            if use_json:
-                action = target[len(TARGET_PREFIX) :]
-                params = json.loads(body) if body.strip() else {}
-                if not isinstance(params, dict):
-                    raise SqsError("SerializationException", "The body must be a JSON object.")
-            else:
-                fields = dict(parse_qsl(body.decode(), keep_blank_values=True))
-                fields.update(request.query_params)
-                action, params = wire.parse_query(fields)
+            action, params = await _read(request, use_json)
             account, region = _identity(request, options)
             if "account" in request.path_params:
                 account = request.path_params["account"]
@@ -86,19 +71,8 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                     "InvalidAction",
                     f"The action {action or '(none)'} is not valid for this endpoint.",
                 )
-        except ValueError:
-            return _error(
-                SqsError("SerializationException", "The body is not valid JSON."), use_json
-            )
-        except SqsError as exc:
-            return _error(exc, use_json)
-        except errors.DeadletterError as exc:
-            return _error(from_engine(exc), use_json)
-        except Exception:
-            log.exception("SQS request failed", extra={"path": request.url.path})
-            return _error(
-                SqsError("InternalFailure", "The request failed; see logs.", status=500), use_json
-            )
+        except Exception as exc:
+            return _error(from_exception(exc, f"{target or 'query'} {request.url.path}"), use_json)
         if use_json:
             return JSONResponse(result, media_type=wire.JSON_CONTENT_TYPE)
         return Response(wire.xml_response(action, result), media_type="text/xml")
@@ -114,6 +88,23 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
     if options.test_mode:
         routes.insert(0, Route("/moto-api/reset", reset, methods=["POST"]))
     return routes
+
+
+async def _read(request: Request, use_json: bool) -> tuple[str, dict[str, Any]]:
+    """(action, parameters in the JSON protocol's shape); a body that cannot be read is the
+    client's fault, and only here is a ValueError taken to mean that."""
+    body = await request.body()
+    try:
+        if use_json:
+            params = json.loads(body) if body.strip() else {}
+            if not isinstance(params, dict):
+                raise SqsError("SerializationException", "The body must be a JSON object.")
+            return request.headers["x-amz-target"][len(TARGET_PREFIX) :], params
+        fields = dict(parse_qsl(body.decode(), keep_blank_values=True))
+    except ValueError:
+        raise SqsError("SerializationException", "The body is not valid JSON.") from None
+    fields.update(request.query_params)
+    return wire.parse_query(fields)
 
 
 def _error(error: SqsError, use_json: bool) -> Response:

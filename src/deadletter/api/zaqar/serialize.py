@@ -1,12 +1,12 @@
-"""The JSON shapes of the native API: messages, queues, claims and redrive tasks."""
+"""The JSON shapes of the native API: messages, queues, claims, redrive tasks, next links."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
-from deadletter.api.zaqar.errors import bad_request
 from deadletter.domain.model import Message, RedriveTask
 
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at"})
@@ -15,23 +15,6 @@ TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at"})
 def iso(ts: float) -> str:
     """ISO 8601 UTC with milliseconds, like 2026-11-22T15:04:05.123Z."""
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def parse_time(name: str, text: str | None) -> float | None:
-    """ISO 8601 (a naive one is UTC) or epoch seconds."""
-    if text is None or text == "":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise bad_request(
-            f"{name} must be an ISO 8601 time or epoch seconds, not {text!r}."
-        ) from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
 def encode_body(body: Any) -> bytes:
@@ -49,6 +32,23 @@ def decode_body(raw: bytes) -> Any:
 def message_href(queue: str, message_id: str, claim_id: str | None = None) -> str:
     href = f"/v2/queues/{queue}/messages/{message_id}"
     return f"{href}?claim_id={claim_id}" if claim_id else href
+
+
+def message_brief(m: Message | None, now: float) -> dict[str, Any] | None:
+    """A queue's oldest or newest message in its stats."""
+    if m is None:
+        return None
+    return {
+        "id": m.id,
+        "href": message_href(m.queue, m.id),
+        "age": max(0, int(now - m.enqueued_at)),
+        "created": iso(m.enqueued_at),
+    }
+
+
+def next_link(path: str, params: dict[str, Any]) -> list[dict[str, str]]:
+    clean = {k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()}
+    return [{"rel": "next", "href": f"{path}?{urlencode(clean)}"}]
 
 
 def _times(event: dict[str, Any]) -> dict[str, Any]:

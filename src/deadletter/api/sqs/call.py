@@ -1,0 +1,141 @@
+"""One SQS request as an action sees it (`Call`): typed parameters, the queue it names, batch
+entries and page tokens."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from deadletter.api.notify import Notifier
+from deadletter.api.sqs import attributes as attrs
+from deadletter.api.sqs.errors import (
+    SqsError,
+    batch_error,
+    invalid_parameter,
+    missing_parameter,
+    queue_does_not_exist,
+)
+from deadletter.engine.engine import Engine
+
+MAX_BATCH = 10
+MAX_LIST = 1000
+
+
+@dataclass
+class Call:
+    """One SQS request as an action sees it."""
+
+    engine: Engine
+    notifier: Notifier
+    params: dict[str, Any]
+    account: str
+    region: str
+    base_url: str
+    path_queue: str | None = None  # the query protocol may POST to the queue's URL
+
+    def text(self, name: str, required: bool = True) -> str | None:
+        value = self.params.get(name)
+        if value is None or value == "":
+            if required:
+                raise missing_parameter(name)
+            return None
+        if not isinstance(value, str):
+            raise invalid_parameter(f"{name} must be a string.")
+        return value
+
+    def integer(self, name: str, low: int, high: int, default: int | None = None) -> int | None:
+        raw = self.params.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(str(raw))
+        except ValueError:
+            raise invalid_parameter(f"Value {raw} for parameter {name} is invalid.") from None
+        if not low <= value <= high:
+            raise invalid_parameter(
+                f"Value {value} for parameter {name} is invalid. Reason: Must be between"
+                f" {low} and {high}."
+            )
+        return value
+
+    def names(self, name: str) -> list[str]:
+        value = self.params.get(name) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise invalid_parameter(f"{name} must be a list of strings.")
+        return value
+
+    def queue(self) -> str:
+        """The queue's name from QueueUrl (a URL or a bare name) or the request path."""
+        url = self.text("QueueUrl", required=self.path_queue is None)
+        if url is None:
+            assert self.path_queue is not None
+            return self.path_queue
+        parts = [p for p in url.split("://", 1)[-1].split("/")[1:] if p] if "://" in url else []
+        if "://" not in url:
+            parts = [p for p in url.split("/") if p]
+        if not parts:
+            raise queue_does_not_exist(url)
+        if len(parts) >= 2 and parts[-2] != self.account:
+            raise queue_does_not_exist(url)
+        return parts[-1]
+
+    def url(self, name: str) -> str:
+        return f"{self.base_url}/{self.account}/{name}"
+
+    def arn(self, name: str) -> str:
+        return attrs.arn(self.region, self.account, name)
+
+
+Action = Callable[[Call], dict[str, Any]]
+
+
+def batch_entries(call: Call) -> list[dict[str, Any]]:
+    entries = call.params.get("Entries")
+    if not entries:
+        raise batch_error("EmptyBatchRequest", "There should be at least one entry in the request.")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise invalid_parameter("Entries must be a list of objects.")
+    if len(entries) > MAX_BATCH:
+        raise batch_error(
+            "TooManyEntriesInBatchRequest",
+            f"Maximum number of entries per request are {MAX_BATCH}. You have sent {len(entries)}.",
+        )
+    ids = [e.get("Id") for e in entries]
+    for entry_id in ids:
+        if (
+            not isinstance(entry_id, str)
+            or not entry_id
+            or len(entry_id) > 80
+            or not all(c.isalnum() or c in "-_" for c in entry_id)
+        ):
+            raise batch_error(
+                "InvalidBatchEntryId",
+                "A batch entry id can only contain alphanumeric characters, hyphens and"
+                " underscores. It can be at most 80 letters long.",
+            )
+    if len(set(ids)) != len(ids):
+        raise batch_error("BatchEntryIdsNotDistinct", "Two or more batch entries have the same Id.")
+    return entries
+
+
+def entry_failure(entry_id: str, error: SqsError) -> dict[str, Any]:
+    return {
+        "Id": entry_id,
+        "SenderFault": error.sender_fault,
+        "Code": error.code,
+        "Message": error.message,
+    }
+
+
+def encode_token(name: str) -> str:
+    return base64.urlsafe_b64encode(name.encode()).decode()
+
+
+def decode_token(token: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(token.encode()).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise invalid_parameter("Invalid NextToken.") from None

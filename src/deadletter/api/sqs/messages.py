@@ -1,0 +1,291 @@
+"""SQS message actions: send, receive (long polling on the event loop), delete, visibility."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from deadletter.api.notify import wait_for
+from deadletter.api.sqs import attributes as attrs
+from deadletter.api.sqs.call import Call, batch_entries, entry_failure
+from deadletter.api.sqs.errors import (
+    SqsError,
+    batch_error,
+    from_exception,
+    invalid_parameter,
+    missing_parameter,
+    receipt_handle_invalid,
+)
+from deadletter.domain import errors
+from deadletter.domain.model import (
+    MAX_CLAIM_TTL,
+    MAX_DELAY,
+    MAX_MESSAGE_SIZE,
+    SOURCE_QUEUE_ATTRIBUTE,
+    Message,
+    NewMessage,
+)
+
+MAX_RECEIVE = 10  # messages per ReceiveMessage
+
+
+def _new_message(params: dict[str, Any]) -> NewMessage:
+    body = params.get("MessageBody")
+    if not isinstance(body, str) or body == "":
+        raise missing_parameter("MessageBody")
+    _check_body(body)
+    delay = params.get("DelaySeconds")
+    if delay is not None and delay != "":
+        try:
+            delay = int(str(delay))
+        except ValueError:
+            raise invalid_parameter(
+                f"Value {delay} for parameter DelaySeconds is invalid."
+            ) from None
+        if not 0 <= delay <= MAX_DELAY:
+            raise invalid_parameter(
+                f"Value {delay} for parameter DelaySeconds is invalid. Reason: Must be between"
+                f" 0 and {MAX_DELAY}."
+            )
+    else:
+        delay = None
+    return NewMessage(
+        body=body.encode(),
+        delay=delay,
+        attributes=attrs.message_attributes_in(params.get("MessageAttributes")),
+    )
+
+
+def _check_body(body: str) -> None:
+    """SQS accepts only #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000+."""
+    for ch in body:
+        code = ord(ch)
+        if not (
+            code in (0x9, 0xA, 0xD)
+            or 0x20 <= code <= 0xD7FF
+            or 0xE000 <= code <= 0xFFFD
+            or code >= 0x10000
+        ):
+            raise SqsError(
+                "InvalidMessageContents",
+                f"Invalid characters found. The message body contains U+{code:04X}.",
+            )
+
+
+def _sent(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "MessageId": m.id,
+        "MD5OfMessageBody": attrs.md5_of_body(m.body.decode()),
+    }
+    digest = attrs.md5_of_attributes(m.attributes)
+    if digest:
+        out["MD5OfMessageAttributes"] = digest
+    return out
+
+
+def _size_check(message: NewMessage, queue_max: int) -> None:
+    size = len(message.body) + sum(
+        len(k) + len(a.type) + len(a.value) for k, a in message.attributes.items()
+    )
+    if size > min(queue_max, MAX_MESSAGE_SIZE):
+        raise invalid_parameter(
+            f"One or more parameters are invalid. Reason: Message must be shorter than"
+            f" {queue_max} bytes."
+        )
+
+
+def send_message(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    new = _new_message(call.params)
+    queue = call.engine.get_queue(call.account, name)
+    _size_check(new, queue.settings.max_message_size)
+    (stored,) = call.engine.send(call.account, name, [new])
+    return _sent(stored)
+
+
+def send_message_batch(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    entries = batch_entries(call)
+    queue = call.engine.get_queue(call.account, name)
+    good: list[tuple[str, NewMessage]] = []
+    failed = []
+    total = 0
+    for e in entries:
+        try:
+            new = _new_message(e)
+            _size_check(new, queue.settings.max_message_size)
+            total += len(new.body)
+            good.append((e["Id"], new))
+        except SqsError as exc:
+            failed.append(entry_failure(e["Id"], exc))
+    if total > MAX_MESSAGE_SIZE:
+        raise batch_error(
+            "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_MESSAGE_SIZE} bytes."
+        )
+    successful = []
+    if good:
+        stored = call.engine.send(call.account, name, [new for _, new in good])
+        successful = [
+            {"Id": entry_id, **_sent(m)} for (entry_id, _), m in zip(good, stored, strict=False)
+        ]
+    return {"Successful": successful, "Failed": failed}
+
+
+def _handle(claim_id: str, message_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{claim_id}:{message_id}".encode()).decode()
+
+
+def _parse_handle(handle: str | None) -> tuple[str, str]:
+    """(claim id, message id) of a receipt handle."""
+    if not handle:
+        raise missing_parameter("ReceiptHandle")
+    try:
+        claim_id, message_id = base64.urlsafe_b64decode(handle.encode()).decode().split(":")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise receipt_handle_invalid(handle) from None
+    return claim_id, message_id
+
+
+def _received(call: Call, m: Message, claim_id: str, system: list[str], user: list[str]) -> Any:
+    body = m.body.decode("utf-8", errors="replace")
+    out: dict[str, Any] = {
+        "MessageId": m.id,
+        "ReceiptHandle": _handle(claim_id, m.id),
+        "MD5OfBody": attrs.md5_of_body(body),
+        "Body": body,
+    }
+    available = {
+        "ApproximateReceiveCount": str(m.claim_count),
+        "ApproximateFirstReceiveTimestamp": str(int((m.first_claimed_at or 0) * 1000)),
+        "SentTimestamp": str(int(m.enqueued_at * 1000)),
+        "SenderId": m.client_id or call.account,
+    }
+    if m.provenance is not None:
+        available["DeadLetterQueueSourceArn"] = call.arn(m.provenance.source_queue)
+    if system:
+        every = "All" in system
+        out["Attributes"] = {k: v for k, v in available.items() if every or k in system}
+    # The reserved DLQ.* attributes are shown through DeadLetterQueueSourceArn instead.
+    own = {k: v for k, v in m.attributes.items() if k != SOURCE_QUEUE_ATTRIBUTE}
+    picked = attrs.wanted(user, own)
+    if picked:
+        out["MessageAttributes"] = attrs.message_attributes_out(picked)
+        digest = attrs.md5_of_attributes(picked)
+        if digest:
+            out["MD5OfMessageAttributes"] = digest
+    return out
+
+
+async def receive_message(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    limit = call.integer("MaxNumberOfMessages", 1, MAX_RECEIVE, 1)
+    visibility = call.integer("VisibilityTimeout", 0, MAX_CLAIM_TTL)
+    wait = call.integer("WaitTimeSeconds", 0, attrs.MAX_RECEIVE_WAIT)
+    system = call.names("AttributeNames") + call.names("MessageSystemAttributeNames")
+    user = call.names("MessageAttributeNames")
+    assert limit is not None
+    queue = await run_in_threadpool(call.engine.get_queue, call.account, name)
+    wait = queue.settings.receive_wait if wait is None else wait
+    loop_time = asyncio.get_running_loop().time
+    deadline = loop_time() + wait
+    async with call.notifier.watching(call.account, name) as arrived:
+        while True:
+            claim = await run_in_threadpool(
+                call.engine.claim, call.account, name, limit, visibility
+            )
+            remaining = deadline - loop_time()
+            if claim.messages or remaining <= 0:
+                break
+            await wait_for(arrived, remaining)
+    if not claim.messages:
+        return {}  # as SQS: no Messages member at all when nothing was received
+    return {"Messages": [_received(call, m, claim.id, system, user) for m in claim.messages]}
+
+
+def delete_message(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    claim_id, message_id = _parse_handle(call.text("ReceiptHandle"))
+    _delete(call, name, claim_id, message_id)
+    return {}
+
+
+def _delete(call: Call, name: str, claim_id: str, message_id: str) -> None:
+    """SQS deletes with a stale handle without complaint; so does this (nothing is removed
+    when someone else holds the message since)."""
+    with contextlib.suppress(errors.MessageNotFound):
+        call.engine.delete_message(call.account, name, message_id, claim_id, strict=False)
+
+
+def delete_message_batch(call: Call) -> dict[str, Any]:
+    """All valid entries are deleted in one transaction."""
+    name = call.queue()
+    failed = []
+    valid: list[tuple[str, str, str]] = []  # (entry id, message id, claim id)
+    for e in batch_entries(call):
+        try:
+            claim_id, message_id = _parse_handle(e.get("ReceiptHandle"))
+            valid.append((e["Id"], message_id, claim_id))
+        except SqsError as exc:
+            failed.append(entry_failure(e["Id"], exc))
+    results = (
+        call.engine.delete_held(
+            call.account, name, [(mid, cid) for _, mid, cid in valid], strict=False
+        )
+        if valid
+        else []
+    )
+    successful = []
+    for (entry_id, _, _), result in zip(valid, results, strict=True):
+        # A stale handle or a message already gone is no error on SQS either.
+        if isinstance(result, errors.DeadletterError) and not isinstance(
+            result, errors.MessageNotFound
+        ):
+            failed.append(entry_failure(entry_id, from_exception(result)))
+        else:
+            successful.append({"Id": entry_id})
+    return {"Successful": successful, "Failed": failed}
+
+
+def _change_visibility(call: Call, name: str, params: dict[str, Any]) -> None:
+    claim_id, message_id = _parse_handle(params.get("ReceiptHandle"))
+    raw = params.get("VisibilityTimeout")
+    if raw is None or raw == "":
+        raise missing_parameter("VisibilityTimeout")
+    try:
+        timeout = int(str(raw))
+    except ValueError:
+        raise invalid_parameter(
+            f"Value {raw} for parameter VisibilityTimeout is invalid."
+        ) from None
+    if not 0 <= timeout <= MAX_CLAIM_TTL:
+        raise invalid_parameter(
+            f"Value {timeout} for parameter VisibilityTimeout is invalid. Reason: Must be"
+            f" between 0 and {MAX_CLAIM_TTL}."
+        )
+    try:
+        call.engine.change_visibility(call.account, name, message_id, claim_id, timeout)
+    except errors.MessageNotFound:
+        raise receipt_handle_invalid(str(params.get("ReceiptHandle"))) from None
+
+
+def change_message_visibility(call: Call) -> dict[str, Any]:
+    _change_visibility(call, call.queue(), call.params)
+    return {}
+
+
+def change_message_visibility_batch(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    call.engine.get_queue(call.account, name)
+    successful, failed = [], []
+    for e in batch_entries(call):
+        try:
+            _change_visibility(call, name, e)
+            successful.append({"Id": e["Id"]})
+        except (SqsError, errors.DeadletterError) as exc:
+            failed.append(entry_failure(e["Id"], from_exception(exc)))
+    return {"Successful": successful, "Failed": failed}

@@ -1,0 +1,84 @@
+"""SQS message move tasks: the engine's redrive tasks behind AWS's task handles."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from deadletter.api.sqs import attributes as attrs
+from deadletter.api.sqs.call import Call
+from deadletter.api.sqs.errors import SqsError, invalid_parameter
+from deadletter.domain import errors
+from deadletter.domain.model import RedriveTask, TaskStatus
+
+MAX_MOVE_RATE = 500
+MAX_MOVE_TASKS = 10
+
+
+def _task_handle(task: RedriveTask, source_arn: str) -> str:
+    doc = json.dumps({"taskId": task.id, "sourceArn": source_arn})
+    return base64.b64encode(doc.encode()).decode()
+
+
+def start_message_move_task(call: Call) -> dict[str, Any]:
+    source_arn = call.text("SourceArn")
+    assert source_arn is not None
+    dlq = attrs.parse_arn(source_arn, call.account)
+    destination_arn = call.text("DestinationArn", required=False)
+    destination = attrs.parse_arn(destination_arn, call.account) if destination_arn else None
+    rate = call.integer("MaxNumberOfMessagesPerSecond", 1, MAX_MOVE_RATE)
+    if call.engine.find_queue(call.account, dlq) is None:
+        raise SqsError("ResourceNotFoundException", f"The resource {source_arn} does not exist.")
+    if not call.engine.dead_letter_sources(call.account, dlq):
+        raise invalid_parameter(
+            f"Source queue must be configured as a Dead Letter Queue: {source_arn}."
+        )
+    task = call.engine.start_redrive(call.account, dlq, destination, None, rate)
+    return {"TaskHandle": _task_handle(task, source_arn)}
+
+
+def cancel_message_move_task(call: Call) -> dict[str, Any]:
+    handle = call.text("TaskHandle")
+    assert handle is not None
+    try:
+        doc = json.loads(base64.b64decode(handle.encode()))
+        task_id, source_arn = str(doc["taskId"]), str(doc["sourceArn"])
+    except (binascii.Error, ValueError, KeyError, TypeError):
+        raise invalid_parameter("Value for parameter TaskHandle is invalid.") from None
+    dlq = attrs.parse_arn(source_arn, call.account)
+    try:
+        task = call.engine.cancel_redrive(call.account, dlq, task_id)
+    except errors.TaskNotFound:
+        raise SqsError("ResourceNotFoundException", "Task does not exist.") from None
+    return {"ApproximateNumberOfMessagesMoved": task.moved}
+
+
+def list_message_move_tasks(call: Call) -> dict[str, Any]:
+    source_arn = call.text("SourceArn")
+    assert source_arn is not None
+    dlq = attrs.parse_arn(source_arn, call.account)
+    limit = call.integer("MaxResults", 1, MAX_MOVE_TASKS, 1)
+    assert limit is not None
+    if call.engine.find_queue(call.account, dlq) is None:
+        raise SqsError("ResourceNotFoundException", f"The resource {source_arn} does not exist.")
+    results = []
+    for task in call.engine.list_tasks(call.account, dlq, limit):
+        entry: dict[str, Any] = {
+            "Status": task.status.value,
+            "SourceArn": source_arn,
+            "ApproximateNumberOfMessagesMoved": task.moved,
+            "ApproximateNumberOfMessagesToMove": task.to_move,
+            "StartedTimestamp": int(task.started_at * 1000),
+        }
+        if task.status is TaskStatus.RUNNING:
+            entry["TaskHandle"] = _task_handle(task, source_arn)
+        if task.destination:
+            entry["DestinationArn"] = call.arn(task.destination)
+        if task.rate is not None:
+            entry["MaxNumberOfMessagesPerSecond"] = int(task.rate)
+        if task.failure_reason:
+            entry["FailureReason"] = task.failure_reason
+        results.append(entry)
+    return {"Results": results}

@@ -1,0 +1,160 @@
+"""SQS queue actions: create, find, list, delete, attributes, tags, purge, DLQ sources."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from deadletter.api.sqs import attributes as attrs
+from deadletter.api.sqs.call import MAX_LIST, Call, decode_token, encode_token
+from deadletter.api.sqs.errors import (
+    SqsError,
+    invalid_parameter,
+    missing_parameter,
+    queue_does_not_exist,
+)
+from deadletter.domain import errors
+from deadletter.domain.model import Queue, QueueSettings
+
+MAX_TAGS = 50
+
+
+def create_queue(call: Call) -> dict[str, Any]:
+    name = call.text("QueueName")
+    assert name is not None
+    attrs.check_name(name)
+    given = call.params.get("Attributes") or {}
+    tags = call.params.get("tags") or call.params.get("Tags") or {}
+    if not isinstance(given, dict) or not isinstance(tags, dict):
+        raise invalid_parameter("Attributes and tags must be maps.")
+    defaults = QueueSettings(default_ttl=attrs.DEFAULT_RETENTION, max_ttl=attrs.DEFAULT_RETENTION)
+    settings = attrs.apply(defaults, given, call.region, call.account)
+    settings = settings.with_changes(tags={str(k): str(v) for k, v in tags.items()})
+    existing = call.engine.find_queue(call.account, name)
+    if existing is not None:
+        current = attrs.view(existing, None, call.region, call.account)
+        if any(current.get(k) != _canonical(k, v) for k, v in given.items()):
+            raise SqsError(
+                "QueueNameExists",
+                f"A queue already exists with the same name and a different value for"
+                f" attribute(s) {', '.join(sorted(given))}.",
+                "QueueAlreadyExists",
+            )
+        return {"QueueUrl": call.url(name)}
+    # Created meanwhile by another request: CreateQueue is idempotent.
+    with contextlib.suppress(errors.QueueAlreadyExists):
+        call.engine.create_queue(call.account, name, settings)
+    return {"QueueUrl": call.url(name)}
+
+
+def _canonical(name: str, value: Any) -> str:
+    """An attribute value as `view` would show it, to compare with an existing queue."""
+    if name in ("RedrivePolicy", "RedriveAllowPolicy") and isinstance(value, str) and value:
+        try:
+            doc = json.loads(value)
+        except ValueError:
+            return value
+        if "maxReceiveCount" in doc:
+            doc["maxReceiveCount"] = int(doc["maxReceiveCount"])
+        return json.dumps(doc)
+    return str(value)
+
+
+def get_queue_url(call: Call) -> dict[str, Any]:
+    name = call.text("QueueName")
+    assert name is not None
+    if call.engine.find_queue(call.account, name) is None:
+        raise queue_does_not_exist(name)
+    return {"QueueUrl": call.url(name)}
+
+
+def list_queues(call: Call) -> dict[str, Any]:
+    prefix = call.text("QueueNamePrefix", required=False)
+    limit = call.integer("MaxResults", 1, MAX_LIST)
+    token = call.text("NextToken", required=False)
+    after = decode_token(token) if token else None
+    page = call.engine.list_queues(call.account, prefix, after, (limit or MAX_LIST) + 1)
+    out: dict[str, Any] = {"QueueUrls": [call.url(q.name) for q in page[: limit or MAX_LIST]]}
+    if limit is not None and len(page) > limit:
+        out["NextToken"] = encode_token(page[limit - 1].name)
+    return out
+
+
+def delete_queue(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    if not call.engine.delete_queue(call.account, name):
+        raise queue_does_not_exist(name)
+    return {}
+
+
+def get_queue_attributes(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    queue = call.engine.get_queue(call.account, name)
+    stats = call.engine.stats(call.account, name)
+    available = attrs.view(queue, stats, call.region, call.account)
+    return {"Attributes": attrs.select(call.names("AttributeNames"), available)}
+
+
+def set_queue_attributes(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    given = call.params.get("Attributes")
+    if not isinstance(given, dict):
+        raise missing_parameter("Attributes")
+    call.engine.change_settings(
+        call.account, name, lambda q: attrs.apply(q.settings, given, call.region, call.account)
+    )
+    return {}
+
+
+def tag_queue(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    tags = call.params.get("Tags")
+    if not isinstance(tags, dict) or not tags:
+        raise missing_parameter("Tags")
+    added = {str(k): str(v) for k, v in tags.items()}
+
+    def tagged(queue: Queue) -> QueueSettings:
+        merged = {**queue.settings.tags, **added}
+        if len(merged) > MAX_TAGS:
+            raise invalid_parameter(f"A queue can have at most {MAX_TAGS} tags.")
+        return queue.settings.with_changes(tags=merged)
+
+    call.engine.change_settings(call.account, name, tagged)
+    return {}
+
+
+def untag_queue(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    keys = set(call.names("TagKeys"))
+    call.engine.change_settings(
+        call.account,
+        name,
+        lambda q: q.settings.with_changes(
+            tags={k: v for k, v in q.settings.tags.items() if k not in keys}
+        ),
+    )
+    return {}
+
+
+def list_queue_tags(call: Call) -> dict[str, Any]:
+    queue = call.engine.get_queue(call.account, call.queue())
+    return {"Tags": dict(queue.settings.tags)} if queue.settings.tags else {}
+
+
+def purge_queue(call: Call) -> dict[str, Any]:
+    call.engine.purge(call.account, call.queue())
+    return {}
+
+
+def list_dead_letter_source_queues(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    limit = call.integer("MaxResults", 1, MAX_LIST)
+    token = call.text("NextToken", required=False)
+    after = decode_token(token) if token else ""
+    sources = [q for q in call.engine.dead_letter_sources(call.account, name) if q.name > after]
+    page = sources[: limit or MAX_LIST]
+    out: dict[str, Any] = {"queueUrls": [call.url(q.name) for q in page]}
+    if limit is not None and len(sources) > limit:
+        out["NextToken"] = encode_token(page[-1].name)
+    return out

@@ -1,0 +1,147 @@
+"""One Zaqar request as a handler sees it (`Ctx`): project and Client-ID headers, JSON body,
+query parameters; `endpoint` turns a handler into a Starlette endpoint.
+
+Handlers are synchronous (the engine is) and run in a worker thread; `endpoint` reads the
+body and the Zaqar headers first and turns every error into Zaqar's `{"title","description"}`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from deadletter.api.options import AppOptions
+from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
+from deadletter.api.zaqar.serialize import message_json
+from deadletter.domain.model import Message
+from deadletter.engine.engine import Engine
+
+MAX_PROJECT_ID = 256
+
+
+@dataclass
+class Ctx:
+    """One request as a handler sees it."""
+
+    request: Request
+    engine: Engine
+    project: str
+    client_id: str | None
+    body: bytes
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> dict[str, str]:
+        return dict(self.request.path_params)
+
+    @property
+    def queue(self) -> str:
+        return str(self.request.path_params["queue"])
+
+    def now(self) -> float:
+        return self.engine.clock.now()
+
+    @property
+    def extended(self) -> bool:
+        """Whether messages carry the extension fields (see `wants_extended`)."""
+        return wants_extended(self.request.headers)
+
+    def message(self, m: Message, now: float, claim_id: str | None = None) -> dict[str, Any]:
+        return message_json(m, now, claim_id, extended=self.extended)
+
+    def json(self, default: Any = None) -> Any:
+        if not self.body.strip():
+            if default is None:
+                raise bad_request("The request body is empty; a JSON document is expected.")
+            return default
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise ZaqarError(
+                400, "Malformed JSON", "The request body could not be parsed as JSON."
+            ) from None
+
+    def json_object(self, empty_ok: bool = True) -> dict[str, Any]:
+        doc = self.json({} if empty_ok else None)
+        if not isinstance(doc, dict):
+            raise bad_request("The request body must be a JSON object.")
+        return doc
+
+    def int_param(self, name: str, default: int, low: int, high: int) -> int:
+        raw = self.params.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise bad_request(f"{name} must be an integer, not {raw!r}.") from None
+        if not low <= value <= high:
+            raise bad_request(f"{name} must be between {low} and {high}, not {value}.")
+        return value
+
+    def bool_param(self, name: str, default: bool = False) -> bool:
+        raw = self.params.get(name)
+        if raw is None or raw == "":
+            return default
+        if raw.lower() in ("true", "1", "yes"):
+            return True
+        if raw.lower() in ("false", "0", "no"):
+            return False
+        raise bad_request(f"{name} must be true or false, not {raw!r}.")
+
+
+Handler = Callable[[Ctx], Response]
+FORMAT_HEADER = "x-deadletter-format"
+
+
+def wants_extended(headers: Mapping[str, str]) -> bool:
+    """python-zaqarclient builds its Message objects with `Message(**json)`, so any field Zaqar
+    does not send breaks it. Requests from its HTTP library (python-requests) get Zaqar's own
+    message fields unless they ask for `X-Deadletter-Format: extended`; everyone else gets the
+    extension fields unless they ask for `X-Deadletter-Format: zaqar`."""
+    chosen = headers.get(FORMAT_HEADER, "").lower()
+    if chosen in ("zaqar", "extended"):
+        return chosen == "extended"
+    agent = headers.get("user-agent", "").lower()
+    return not agent.startswith(("python-requests/", "python-zaqarclient"))
+
+
+def check_client_id(value: str | None) -> str:
+    if not value:
+        raise bad_request("The Client-ID header is required (a UUID).")
+    try:
+        # One spelling per client, so that echo=false hides its messages however it writes it.
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise bad_request(f"The Client-ID header must be a UUID, not {value!r}.") from None
+
+
+def endpoint(
+    engine: Engine, options: AppOptions, handler: Handler, client_id: bool = True
+) -> Callable[[Request], Any]:
+    async def call(request: Request) -> Response:
+        try:
+            content_type = request.headers.get("content-type", "")
+            if "application/x-www-form-urlencoded" in content_type:
+                raise bad_request("Form-encoded bodies are not accepted; send JSON.")
+            cid = request.headers.get("client-id")
+            cid = check_client_id(cid) if client_id else cid
+            project = request.headers.get("x-project-id") or options.default_project
+            if len(project) > MAX_PROJECT_ID:
+                raise bad_request(
+                    f"X-Project-ID may not be longer than {MAX_PROJECT_ID} characters."
+                )
+            body = await request.body()
+            ctx = Ctx(request, engine, project, cid, body, dict(request.query_params))
+            return await run_in_threadpool(handler, ctx)
+        except Exception as exc:
+            return response_for(exc, f"{request.method} {request.url.path}")
+
+    return call

@@ -1,0 +1,159 @@
+"""The dead-letter extensions: dead-letter and release (nack) claimed messages, browse a DLQ,
+its source queues, redrive tasks, and the failure patterns the analysis stores."""
+
+from __future__ import annotations
+
+from starlette.responses import JSONResponse, Response
+
+from deadletter.api.zaqar.context import Ctx
+from deadletter.api.zaqar.errors import ZaqarError, bad_request
+from deadletter.api.zaqar.parse import (
+    optional_text,
+    parse_time,
+    reason_value,
+    required_claim_id,
+    time_value,
+)
+from deadletter.api.zaqar.serialize import next_link, task_href, task_json
+from deadletter.domain.model import MAX_CLAIM_TTL, DeadLetterFilter
+
+MAX_DEAD_LETTER_BATCH = 100
+
+
+def dead_letter_message(ctx: Ctx) -> Response:
+    claim_id = required_claim_id(ctx)
+    doc = ctx.json_object()
+    moved = ctx.engine.dead_letter(
+        ctx.project,
+        ctx.queue,
+        [(ctx.path["message_id"], claim_id)],
+        optional_text(doc, "description"),
+        optional_text(doc, "error"),
+    )
+    return JSONResponse({"message": ctx.message(moved[0], ctx.now())})
+
+
+def dead_letter_batch(ctx: Ctx) -> Response:
+    doc = ctx.json_object(empty_ok=False)
+    items = doc.get("messages")
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_DEAD_LETTER_BATCH:
+        raise bad_request(
+            f'"messages" must list 1 to {MAX_DEAD_LETTER_BATCH} {{"id", "claim_id"}}.'
+        )
+    held = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise bad_request('Each entry needs an "id" and a "claim_id".')
+        if not isinstance(item.get("claim_id"), str) or not item["claim_id"]:
+            raise ZaqarError(403, "Claim required", f"Message {item['id']!r} needs a claim_id.")
+        held.append((item["id"], item["claim_id"]))
+    moved = ctx.engine.dead_letter(
+        ctx.project, ctx.queue, held, optional_text(doc, "description"), optional_text(doc, "error")
+    )
+    now = ctx.now()
+    return JSONResponse({"messages": [ctx.message(m, now) for m in moved]})
+
+
+def release_message(ctx: Ctx) -> Response:
+    claim_id = required_claim_id(ctx)
+    delay = ctx.json_object().get("delay", 0)
+    if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_CLAIM_TTL:
+        raise bad_request(f"delay must be between 0 and {MAX_CLAIM_TTL} seconds.")
+    ctx.engine.release_message(ctx.project, ctx.queue, ctx.path["message_id"], claim_id, delay)
+    return Response(status_code=204)
+
+
+def list_dead_letters(ctx: Ctx) -> Response:
+    limit = ctx.int_param("limit", 100, 1, 1000)
+    marker = ctx.int_param("marker", 0, 0, 2**63 - 1)
+    where = DeadLetterFilter(
+        source_queue=ctx.params.get("source_queue") or None,
+        reason=reason_value(ctx.params.get("reason")),
+        since=parse_time("since", ctx.params.get("since")),
+        until=parse_time("until", ctx.params.get("until")),
+    )
+    found = ctx.engine.list_dead_letters(ctx.project, ctx.queue, where, marker, limit)
+    now = ctx.now()
+    links: list[dict[str, str]] = []
+    if len(found) == limit:
+        params = {k: v for k, v in ctx.params.items() if k not in ("marker", "limit") and v}
+        links = next_link(
+            f"/v2/queues/{ctx.queue}/dead_letters",
+            {**params, "marker": found[-1].seq, "limit": limit},
+        )
+    return JSONResponse({"messages": [ctx.message(m, now) for m in found], "links": links})
+
+
+def dead_letter_sources(ctx: Ctx) -> Response:
+    sources = ctx.engine.dead_letter_sources(ctx.project, ctx.queue)
+    out = []
+    for q in sources:
+        policy = q.settings.dead_letter
+        assert policy is not None
+        out.append(
+            {
+                "name": q.name,
+                "href": f"/v2/queues/{q.name}",
+                "max_claim_count": policy.max_claims,
+                "active": policy.active,
+            }
+        )
+    return JSONResponse({"sources": out})
+
+
+def start_redrive(ctx: Ctx) -> Response:
+    doc = ctx.json_object()
+    destination = optional_text(doc, "destination")
+    ids = doc.get("message_ids")
+    if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
+        raise bad_request("message_ids must be a list of message ids.")
+    pattern_id = optional_text(doc, "pattern_id")
+    if pattern_id is not None:
+        if ids is not None:
+            raise bad_request("Give message_ids or pattern_id, not both.")
+        ids = list(ctx.engine.pattern_message_ids(ctx.project, ctx.queue, pattern_id))
+    rate = doc.get("rate")
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float)):
+        raise bad_request("rate must be a number of messages per second.")
+    where = DeadLetterFilter(
+        source_queue=optional_text(doc, "source_queue"),
+        reason=reason_value(doc.get("reason")),
+        since=time_value("since", doc.get("since")),
+        until=time_value("until", doc.get("until")),
+        message_ids=tuple(ids) if ids is not None else None,
+    )
+    task = ctx.engine.start_redrive(ctx.project, ctx.queue, destination, where, rate)
+    return JSONResponse(
+        task_json(task, pattern_id), status_code=201, headers={"Location": task_href(task)}
+    )
+
+
+def list_redrives(ctx: Ctx) -> Response:
+    ctx.engine.get_queue(ctx.project, ctx.queue)
+    tasks = ctx.engine.list_tasks(ctx.project, ctx.queue)
+    return JSONResponse({"redrives": [task_json(t) for t in tasks]})
+
+
+def get_redrive(ctx: Ctx) -> Response:
+    task = ctx.engine.get_task(ctx.project, ctx.queue, ctx.path["task_id"])
+    return JSONResponse(task_json(task))
+
+
+def cancel_redrive(ctx: Ctx) -> Response:
+    task = ctx.engine.cancel_redrive(ctx.project, ctx.queue, ctx.path["task_id"])
+    return JSONResponse(task_json(task), status_code=202)
+
+
+def put_patterns(ctx: Ctx) -> Response:
+    doc = ctx.json_object(empty_ok=False)
+    patterns = doc.get("patterns")
+    if not isinstance(patterns, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("id"), str) for p in patterns
+    ):
+        raise bad_request('The body must be {"patterns": [{"id": ..., ...}]}.')
+    ctx.engine.save_patterns(ctx.project, ctx.queue, patterns)
+    return Response(status_code=204)
+
+
+def get_patterns(ctx: Ctx) -> Response:
+    return JSONResponse({"patterns": ctx.engine.get_patterns(ctx.project, ctx.queue)})

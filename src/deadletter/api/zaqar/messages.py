@@ -1,0 +1,111 @@
+"""Zaqar message handlers: post, list or get by ids, pop, get one, delete."""
+
+from __future__ import annotations
+
+import contextlib
+
+from starlette.responses import JSONResponse, Response
+
+from deadletter.api.zaqar import metadata as meta
+from deadletter.api.zaqar.context import Ctx
+from deadletter.api.zaqar.errors import bad_request
+from deadletter.api.zaqar.parse import PAGE_LIMIT, message_ids, new_message
+from deadletter.api.zaqar.serialize import message_href, next_link
+from deadletter.domain import errors
+from deadletter.domain.model import MAX_MESSAGE_SIZE, ListQuery
+
+
+def post_messages(ctx: Ctx) -> Response:
+    queue = ctx.engine.find_queue(ctx.project, ctx.queue)
+    if queue is None:  # the post creates it; an existing queue may have an SQS-length name
+        meta.check_queue_name(ctx.queue)
+    limit = min(MAX_MESSAGE_SIZE, queue.settings.max_message_size if queue else MAX_MESSAGE_SIZE)
+    if len(ctx.body) > limit:
+        raise bad_request(f"The request body may not be larger than {limit} bytes.")
+    doc = ctx.json()
+    messages = doc.get("messages") if isinstance(doc, dict) else None
+    if not isinstance(messages, list) or not messages:
+        raise bad_request('The body must be {"messages": [...]} with at least one message.')
+    news = [new_message(m) for m in messages]
+    if queue is None:
+        # Zaqar creates a queue on its first message.
+        with contextlib.suppress(errors.QueueAlreadyExists):
+            ctx.engine.create_queue(ctx.project, ctx.queue, meta.ZAQAR_DEFAULTS)
+    sent = ctx.engine.send(ctx.project, ctx.queue, news, client_id=ctx.client_id)
+    ids = ",".join(m.id for m in sent)
+    return JSONResponse(
+        {"resources": [message_href(ctx.queue, m.id) for m in sent]},
+        status_code=201,
+        headers={"Location": f"/v2/queues/{ctx.queue}/messages?ids={ids}"},
+    )
+
+
+def list_messages(ctx: Ctx) -> Response:
+    now = ctx.now()
+    if "ids" in ctx.params:
+        found = ctx.engine.get_messages(ctx.project, ctx.queue, message_ids(ctx))
+        if not found:
+            raise errors.MessageNotFound("none of the messages exist")
+        return JSONResponse({"messages": [ctx.message(m, now) for m in found]})
+    limit = ctx.int_param("limit", 10, 1, PAGE_LIMIT)
+    marker = ctx.int_param("marker", 0, 0, 2**63 - 1)
+    echo = ctx.bool_param("echo")
+    include_claimed = ctx.bool_param("include_claimed")
+    include_delayed = ctx.bool_param("include_delayed")
+    query = ListQuery(
+        after_seq=marker,
+        limit=limit,
+        include_claimed=include_claimed,
+        include_delayed=include_delayed,
+        exclude_client_id=None if echo else ctx.client_id,
+    )
+    try:
+        found = ctx.engine.list_messages(ctx.project, ctx.queue, query)
+    except errors.QueueNotFound:
+        # Zaqar lists a queue that does not exist as an empty one.
+        found = []
+    links: list[dict[str, str]] = []
+    if found:
+        links = next_link(
+            f"/v2/queues/{ctx.queue}/messages",
+            {
+                "marker": found[-1].seq,
+                "limit": limit,
+                "echo": echo,
+                "include_claimed": include_claimed,
+                "include_delayed": include_delayed,
+            },
+        )
+    return JSONResponse({"messages": [ctx.message(m, now) for m in found], "links": links})
+
+
+def delete_messages(ctx: Ctx) -> Response:
+    if "pop" in ctx.params:
+        if "ids" in ctx.params:
+            raise bad_request("Give either ids or pop, not both.")
+        count = ctx.int_param("pop", 1, 1, PAGE_LIMIT)
+        now = ctx.now()
+        try:
+            popped = ctx.engine.pop(ctx.project, ctx.queue, count)
+        except errors.QueueNotFound:
+            popped = []
+        return JSONResponse({"messages": [ctx.message(m, now) for m in popped]})
+    if "ids" not in ctx.params:
+        raise bad_request("Give ids=<id,...> or pop=<n>.")
+    with contextlib.suppress(errors.QueueNotFound):
+        ctx.engine.delete_messages(ctx.project, ctx.queue, message_ids(ctx))
+    return Response(status_code=204)
+
+
+def get_message(ctx: Ctx) -> Response:
+    m = ctx.engine.get_message(ctx.project, ctx.queue, ctx.path["message_id"])
+    return JSONResponse(ctx.message(m, ctx.now()))
+
+
+def delete_message(ctx: Ctx) -> Response:
+    # Deleting is idempotent in Zaqar: a message already gone is fine.
+    with contextlib.suppress(errors.MessageNotFound, errors.QueueNotFound):
+        ctx.engine.delete_message(
+            ctx.project, ctx.queue, ctx.path["message_id"], ctx.params.get("claim_id") or None
+        )
+    return Response(status_code=204)

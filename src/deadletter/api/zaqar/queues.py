@@ -1,0 +1,139 @@
+"""Zaqar queue handlers: list, create, metadata (GET/PATCH), delete, stats, purge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
+
+from deadletter.api.zaqar import metadata as meta
+from deadletter.api.zaqar.context import Ctx
+from deadletter.api.zaqar.errors import ZaqarError, bad_request
+from deadletter.api.zaqar.parse import PAGE_LIMIT, patch_op
+from deadletter.api.zaqar.serialize import message_brief, next_link
+from deadletter.domain import errors
+from deadletter.domain.model import Queue, QueueSettings
+
+MAX_QUEUE_METADATA = 65_536
+PATCH_CONTENT_TYPE = "application/openstack-messaging-v2.0-json-patch"
+
+
+def list_queues(ctx: Ctx) -> Response:
+    limit = ctx.int_param("limit", 10, 1, PAGE_LIMIT)
+    marker = ctx.params.get("marker") or None
+    detailed = ctx.bool_param("detailed")
+    queues = ctx.engine.list_queues(ctx.project, after=marker, limit=limit)
+    out: dict[str, Any] = {
+        "queues": [
+            {"name": q.name, "href": f"/v2/queues/{q.name}"}
+            | ({"metadata": meta.to_metadata(q)} if detailed else {})
+            for q in queues
+        ],
+        "links": [],
+    }
+    if queues:
+        out["links"] = next_link(
+            "/v2/queues", {"marker": queues[-1].name, "limit": limit, "detailed": detailed}
+        )
+    if ctx.bool_param("with_count"):
+        out["count"] = len(ctx.engine.list_queues(ctx.project, limit=1_000_000_000))
+    return JSONResponse(out)
+
+
+def create_queue(ctx: Ctx) -> Response:
+    meta.check_queue_name(ctx.queue)
+    if len(ctx.body) > MAX_QUEUE_METADATA:
+        raise bad_request(f"Queue metadata may not be larger than {MAX_QUEUE_METADATA} bytes.")
+    settings = meta.to_settings(ctx.json_object())
+    if ctx.engine.find_queue(ctx.project, ctx.queue) is not None:
+        return Response(status_code=204)
+    try:
+        ctx.engine.create_queue(ctx.project, ctx.queue, settings)
+    except errors.QueueAlreadyExists:
+        return Response(status_code=204)
+    return Response(status_code=201, headers={"Location": f"/v2/queues/{ctx.queue}"})
+
+
+def get_queue(ctx: Ctx) -> Response:
+    return JSONResponse(meta.to_metadata(ctx.engine.get_queue(ctx.project, ctx.queue)))
+
+
+def patch_queue(ctx: Ctx) -> Response:
+    content_type = ctx.request.headers.get("content-type", "").split(";")[0].strip()
+    if content_type != PATCH_CONTENT_TYPE:
+        raise ZaqarError(
+            415, "Unsupported media type", f"PATCH needs Content-Type: {PATCH_CONTENT_TYPE}."
+        )
+    ops = ctx.json()
+    if not isinstance(ops, list) or not ops:
+        raise bad_request("The body must be a non-empty JSON list of patch operations.")
+
+    def patched(queue: Queue) -> QueueSettings:
+        view = meta.to_metadata(queue)
+        for op in ops:
+            key, value = patch_op(op)
+            if key in meta.READ_ONLY and op["op"] != "remove":
+                raise bad_request(f"{key} is read-only.")
+            if op["op"] == "remove" and key in meta.RESERVED:
+                # A reserved key always exists (GET shows it, maybe as null): removing it restores
+                # its default. Clients that replace the whole metadata remove every key they omit.
+                view[key] = None
+                continue
+            if op["op"] in ("replace", "remove") and view.get(key) is None:
+                raise ZaqarError(
+                    409, "Unable to patch metadata", f"The metadata key {key!r} does not exist."
+                )
+            if op["op"] == "remove":
+                del view[key]
+            else:
+                view[key] = value
+        s = queue.settings
+        base = meta.ZAQAR_DEFAULTS.with_changes(
+            tags=s.tags, extra=s.extra, receive_wait=s.receive_wait
+        )
+        return meta.to_settings(view, base)
+
+    updated = ctx.engine.change_settings(ctx.project, ctx.queue, patched)
+    return JSONResponse(meta.to_metadata(updated))
+
+
+def delete_queue(ctx: Ctx) -> Response:
+    ctx.engine.delete_queue(ctx.project, ctx.queue)
+    return Response(status_code=204)
+
+
+def queue_stats(ctx: Ctx) -> Response:
+    st = ctx.engine.stats(ctx.project, ctx.queue)
+    now = ctx.now()
+    messages: dict[str, Any] = {
+        "free": st.free,
+        "claimed": st.claimed,
+        "delayed": st.delayed,
+        "total": st.total,
+    }
+    if st.total:
+        messages["oldest"] = message_brief(st.oldest, now)
+        messages["newest"] = message_brief(st.newest, now)
+    return JSONResponse(
+        {
+            "messages": messages,
+            "dead_letter": {
+                "dead_lettered": st.dead_lettered,
+                "expired_dropped": st.expired_dropped,
+                "acknowledged": st.acknowledged,
+                "by_source": st.by_source,
+                "policy_active": st.policy_active,
+            },
+        }
+    )
+
+
+def purge_queue(ctx: Ctx) -> Response:
+    doc = ctx.json_object()
+    kinds = doc.get("resource_types", ["messages", "subscriptions"])
+    if not isinstance(kinds, list) or not set(kinds) <= {"messages", "subscriptions"}:
+        raise bad_request('resource_types must list "messages" and/or "subscriptions".')
+    ctx.engine.get_queue(ctx.project, ctx.queue)
+    if "messages" in kinds:
+        ctx.engine.purge(ctx.project, ctx.queue)
+    return Response(status_code=204)

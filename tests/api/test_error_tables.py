@@ -1,0 +1,67 @@
+"""Each face maps the domain's errors through one table: every class has its own entry, and
+the SQS table answers what the face always answered."""
+
+from __future__ import annotations
+
+import pytest
+
+from deadletter.api.sqs import errors as sqs_errors
+from deadletter.api.zaqar import errors as zaqar_errors
+from deadletter.domain import errors
+
+DOMAIN_ERRORS = sorted(
+    (
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type) and issubclass(c, errors.DeadletterError)
+    ),
+    key=lambda c: c.__name__,
+)
+
+# class -> (shape, code, status) the SQS face answers; QueueNotFound drops the engine's message.
+NOT_INFLIGHT = ("MessageNotInflight", "AWS.SimpleQueueService.MessageNotInflight", 400)
+UNSUPPORTED = ("UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", 400)
+INVALID = ("InvalidParameterValue", "InvalidParameterValue", 400)
+SQS_EXPECTED: dict[type[errors.DeadletterError], tuple[str, str, int]] = {
+    errors.QueueNotFound: (
+        "QueueDoesNotExist",
+        "AWS.SimpleQueueService.NonExistentQueue",
+        400,
+    ),
+    errors.TaskNotFound: ("ResourceNotFoundException", "ResourceNotFoundException", 400),
+    errors.QueueAlreadyExists: ("QueueNameExists", "QueueAlreadyExists", 400),
+    errors.RedriveTaskActive: UNSUPPORTED,
+    errors.TaskNotRunning: UNSUPPORTED,
+    errors.ClaimMismatch: NOT_INFLIGHT,
+    errors.MessageClaimed: NOT_INFLIGHT,
+    errors.DeadletterError: ("InternalFailure", "InternalFailure", 500),
+}
+
+
+def test_the_domain_tree_is_found() -> None:
+    assert errors.DeadletterError in DOMAIN_ERRORS and errors.PatternNotFound in DOMAIN_ERRORS
+    assert len(DOMAIN_ERRORS) >= 20
+
+
+@pytest.mark.parametrize("cls", DOMAIN_ERRORS, ids=lambda c: c.__name__)
+def test_every_domain_error_has_its_own_entry_in_each_table(
+    cls: type[errors.DeadletterError],
+) -> None:
+    assert cls in zaqar_errors.ERROR_TABLE, f"add {cls.__name__} to the Zaqar ERROR_TABLE"
+    assert cls in sqs_errors.ERROR_TABLE, f"add {cls.__name__} to the SQS ERROR_TABLE"
+
+
+@pytest.mark.parametrize("cls", DOMAIN_ERRORS, ids=lambda c: c.__name__)
+def test_sqs_answers_for_each_domain_error(cls: type[errors.DeadletterError]) -> None:
+    error = sqs_errors.from_engine(cls("what went wrong"))
+    assert (error.shape, error.code, error.status) == SQS_EXPECTED.get(cls, INVALID)
+    if error.status < 500 and cls is not errors.QueueNotFound:
+        assert error.message == "what went wrong"
+
+
+def test_a_subclass_is_mapped_along_the_hierarchy() -> None:
+    class StaleQueue(errors.QueueNotFound):
+        """A queue that went away."""
+
+    assert zaqar_errors.status_of(StaleQueue()) == (404, "Queue not found")
+    assert sqs_errors.from_engine(StaleQueue()).shape == "QueueDoesNotExist"
