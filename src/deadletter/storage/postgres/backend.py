@@ -22,7 +22,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from deadletter.domain.errors import QueueAlreadyExists
+from deadletter.domain.errors import DeadletterError, QueueAlreadyExists
 from deadletter.domain.model import Message
 from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
 from deadletter.storage.migrations import migration_scripts
@@ -56,6 +56,15 @@ class PostgresDialect(Dialect):
     def _spell(self, sql: str) -> str:
         return PARAMETER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
+    driver_error = psycopg.Error
+
+    def domain_error(self, exc: Exception) -> DeadletterError:
+        if isinstance(exc, pg_errors.UniqueViolation) and exc.diag.table_name == "queues":
+            return QueueAlreadyExists()
+        if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):
+            return TransactionConflict(str(exc))
+        return StorageError(str(exc))
+
     def numbered(
         self, tx: SQLTransaction, project: str, messages: Sequence[Message]
     ) -> list[Message]:
@@ -82,21 +91,6 @@ class PostgresDialect(Dialect):
 
 
 POSTGRES = PostgresDialect()
-
-
-@contextmanager
-def translated_errors() -> Iterator[None]:
-    """psycopg's errors in domain words; the one place they are translated."""
-    try:
-        yield
-    except pg_errors.UniqueViolation as exc:
-        if exc.diag.table_name == "queues":
-            raise QueueAlreadyExists("a queue with this name already exists") from exc
-        raise StorageError(f"integrity error: {exc}") from exc
-    except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
-        raise TransactionConflict(str(exc)) from exc
-    except psycopg.Error as exc:
-        raise StorageError(str(exc)) from exc
 
 
 class PostgresStore(Store):
@@ -129,7 +123,7 @@ class PostgresStore(Store):
 
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
-        with translated_errors(), self._pool.connection() as conn, conn.transaction():
+        with POSTGRES.translated_errors(), self._pool.connection() as conn, conn.transaction():
             yield SQLTransaction(conn.cursor(), POSTGRES)
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:

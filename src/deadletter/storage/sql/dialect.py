@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from deadletter.domain.errors import DeadletterError
 from deadletter.domain.model import Message
 from deadletter.storage.sql import queries as q
 
@@ -28,8 +30,25 @@ class Statement:
 
 
 class Dialect(abc.ABC):
+    # The base class of the driver's errors, which `domain_error` translates.
+    driver_error: type[Exception]
+
     def __init__(self) -> None:
         self._compiled: dict[str, Statement] = {}
+
+    @contextmanager
+    def translated_errors(self) -> Iterator[None]:
+        """Around a whole transaction: the driver's errors leave it in domain words, raised
+        `from` the driver's error."""
+        try:
+            yield
+        except self.driver_error as exc:
+            raise self.domain_error(exc) from exc
+
+    @abc.abstractmethod
+    def domain_error(self, exc: Exception) -> DeadletterError:
+        """What a driver error means: QueueAlreadyExists, TransactionConflict (run the work
+        again) or StorageError."""
 
     def compile(self, sql: str) -> Statement:
         """`sql` as this driver takes it; compiled once per text."""

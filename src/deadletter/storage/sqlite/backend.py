@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deadletter.domain.errors import QueueAlreadyExists
+from deadletter.domain.errors import DeadletterError, QueueAlreadyExists
 from deadletter.domain.model import Message
 from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
 from deadletter.storage.migrations import migration_scripts
@@ -62,6 +62,21 @@ class SQLiteDialect(Dialect):
             for k, v in params.items()
         }
 
+    driver_error = sqlite3.Error
+
+    def domain_error(self, exc: Exception) -> DeadletterError:
+        if isinstance(exc, sqlite3.IntegrityError):
+            if str(exc).startswith("UNIQUE constraint failed: queues."):
+                return QueueAlreadyExists()
+            return StorageError(f"integrity error: {exc}")
+        if isinstance(exc, sqlite3.OperationalError) and (exc.sqlite_errorcode & 0xFF) in (
+            sqlite3.SQLITE_BUSY,
+            sqlite3.SQLITE_LOCKED,
+        ):
+            # Another process held the file past busy_timeout: the work can run again.
+            return TransactionConflict(f"database is locked: {exc}")
+        return StorageError(str(exc))
+
     def numbered(
         self, tx: SQLTransaction, project: str, messages: Sequence[Message]
     ) -> list[Message]:
@@ -71,24 +86,6 @@ class SQLiteDialect(Dialect):
 
 
 SQLITE = SQLiteDialect()
-
-
-@contextmanager
-def translated_errors() -> Iterator[None]:
-    """sqlite3's errors in domain words; the one place they are translated."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        if str(exc).startswith("UNIQUE constraint failed: queues."):
-            raise QueueAlreadyExists("a queue with this name already exists") from exc
-        raise StorageError(f"integrity error: {exc}") from exc
-    except sqlite3.OperationalError as exc:
-        if (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            # Another process held the file past busy_timeout: the work can run again.
-            raise TransactionConflict(f"database is locked: {exc}") from exc
-        raise StorageError(str(exc)) from exc
-    except sqlite3.Error as exc:
-        raise StorageError(str(exc)) from exc
 
 
 class SQLiteStore(Store):
@@ -131,7 +128,7 @@ class SQLiteStore(Store):
 
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
-        with translated_errors():
+        with SQLITE.translated_errors():
             self._acquire_connection()
             try:
                 group = self._join_group()
