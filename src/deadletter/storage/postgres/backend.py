@@ -53,10 +53,10 @@ Conn = psycopg.Connection[dict[str, Any]]
 class PostgresDialect(Dialect):
     """queries.py is written in PostgreSQL's SQL: only the parameter style changes."""
 
+    driver_error = psycopg.Error
+
     def _spell(self, sql: str) -> str:
         return PARAMETER.sub(r"%(\1)s", sql.replace("%", "%%"))
-
-    driver_error = psycopg.Error
 
     def domain_error(self, exc: Exception) -> DeadletterError:
         if isinstance(exc, pg_errors.UniqueViolation) and exc.diag.table_name == "queues":

@@ -47,6 +47,8 @@ class SQLiteDialect(Dialect):
     the database's write lock from its start (BEGIN IMMEDIATE), so whatever it reads is
     locked against every other writer until it commits, `FOR UPDATE` rows included."""
 
+    driver_error = sqlite3.Error
+
     def _spell(self, sql: str) -> str:
         # One JSON parameter instead of one per id: a list may hold any number of ids.
         sql = ID_LIST.sub(r"\1 IN (SELECT value FROM json_each(:\2))", sql)
@@ -61,8 +63,6 @@ class SQLiteDialect(Dialect):
             k: json.dumps(v) if k in statement.lists and v is not None else v
             for k, v in params.items()
         }
-
-    driver_error = sqlite3.Error
 
     def domain_error(self, exc: Exception) -> DeadletterError:
         if isinstance(exc, sqlite3.IntegrityError):
