@@ -9,11 +9,13 @@ rows they return so that concurrent transactions skip them instead of handing th
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from deadletter.domain.errors import DeadletterError
 from deadletter.domain.model import (
     DeadLetterFilter,
     ListQuery,
@@ -53,7 +55,7 @@ class Transaction(abc.ABC):
 
     @abc.abstractmethod
     def insert_queue(self, queue: Queue) -> None:
-        """Raise QueueAlreadyExists when (project, name) is taken."""
+        """When (project, name) is taken the transaction fails with QueueAlreadyExists."""
 
     @abc.abstractmethod
     def update_queue(
@@ -195,16 +197,46 @@ class Transaction(abc.ABC):
         """Delete everything (test mode's reset)."""
 
 
-class TransactionConflict(Exception):
-    """The database aborted a transaction to break a deadlock or a serialisation conflict;
-    running the same work again in a new transaction is safe."""
+class StorageError(DeadletterError):
+    """The database failed; the transaction's work is not committed."""
+
+
+class TransactionConflict(StorageError):
+    """The database aborted a transaction to break a deadlock or a serialisation conflict,
+    or another process held the database too long; running the same work again in a new
+    transaction is safe."""
+
+
+class NestedTransaction(RuntimeError):
+    """A transaction was opened while one of the same store was open in this context; pass the
+    open Transaction down instead (on SQLite the inner one would wait for the outer forever)."""
+
+
+# The stores with a transaction open in this thread or task, by id.
+_open_transactions: ContextVar[frozenset[int]] = ContextVar(
+    "deadletter_open_transactions", default=frozenset()
+)
 
 
 class Store(abc.ABC):
     url: str
 
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One transaction; it commits when the block ends and rolls back if it raises."""
+        open_now = _open_transactions.get()
+        if id(self) in open_now:
+            raise NestedTransaction(NestedTransaction.__doc__)
+        token = _open_transactions.set(open_now | {id(self)})
+        try:
+            with self._transaction() as tx:
+                yield tx
+        finally:
+            _open_transactions.reset(token)
+
     @abc.abstractmethod
-    def transaction(self) -> AbstractContextManager[Transaction]: ...
+    def _transaction(self) -> AbstractContextManager[Transaction]:
+        """The backend's transaction; `transaction()` guards it against nesting."""
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:  # noqa: B027
         """Call `callback(project, queue)` when another process makes messages available.

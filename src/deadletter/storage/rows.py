@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from deadletter.domain.model import (
@@ -16,18 +15,6 @@ from deadletter.domain.model import (
     RedriveTask,
     TaskStatus,
 )
-
-MESSAGE_COLUMNS = (
-    "id, project, queue, seq, body, attributes, enqueued_at, expires_at, visible_at, claim_id, "
-    "claim_expires_at, claim_count, first_claimed_at, client_id, dl_eligible, provenance, "
-    "dl_source, dl_reason, dl_at, history"
-)
-MESSAGE_COLUMN_COUNT = 20
-TASK_COLUMNS = (
-    "id, project, dlq, destination, filter, rate, status, moved, to_move, max_seq, "
-    "started_at, updated_at, failure_reason"
-)
-TASK_COLUMN_COUNT = 13
 
 
 class Row(Protocol):
@@ -64,36 +51,31 @@ def decode_history(text: str | None) -> tuple[dict[str, Any], ...]:
     return tuple(json.loads(text)) if text else ()
 
 
-def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def message_row(project: str, m: Message) -> tuple[Any, ...]:
-    """The values of MESSAGE_COLUMNS for `m`; the dl_* columns copy the provenance for filters."""
+def message_params(project: str, m: Message) -> dict[str, Any]:
+    """The columns of `m`'s row; the dl_* columns copy the provenance for filters."""
     p = m.provenance
-    return (
-        m.id,
-        project,
-        m.queue,
-        m.seq,
-        m.body,
-        encode_attributes(m.attributes),
-        m.enqueued_at,
-        m.expires_at,
-        m.visible_at,
-        m.claim_id,
-        m.claim_expires_at,
-        m.claim_count,
-        m.first_claimed_at,
-        m.client_id,
-        m.dead_letter_eligible,
-        encode_provenance(p),
-        p.source_queue if p else None,
-        p.reason.value if p else None,
-        p.dead_lettered_at if p else None,
-        encode_history(m.history),
-    )
+    return {
+        "id": m.id,
+        "project": project,
+        "queue": m.queue,
+        "seq": m.seq,
+        "body": m.body,
+        "attributes": encode_attributes(m.attributes),
+        "enqueued_at": m.enqueued_at,
+        "expires_at": m.expires_at,
+        "visible_at": m.visible_at,
+        "claim_id": m.claim_id,
+        "claim_expires_at": m.claim_expires_at,
+        "claim_count": m.claim_count,
+        "first_claimed_at": m.first_claimed_at,
+        "client_id": m.client_id,
+        "dl_eligible": m.dead_letter_eligible,
+        "provenance": encode_provenance(p),
+        "dl_source": p.source_queue if p else None,
+        "dl_reason": p.reason.value if p else None,
+        "dl_at": p.dead_lettered_at if p else None,
+        "history": encode_history(m.history),
+    }
 
 
 def message_from(row: Row) -> Message:
@@ -153,22 +135,22 @@ def dead_letter_target(settings: QueueSettings) -> str | None:
     return settings.dead_letter.target if settings.dead_letter else None
 
 
-def task_row(t: RedriveTask) -> tuple[Any, ...]:
-    return (
-        t.id,
-        t.project,
-        t.dlq,
-        t.destination,
-        json.dumps(t.filter.to_dict()),
-        t.rate,
-        t.status.value,
-        t.moved,
-        t.to_move,
-        t.max_seq,
-        t.started_at,
-        t.updated_at,
-        t.failure_reason,
-    )
+def task_params(t: RedriveTask) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "project": t.project,
+        "dlq": t.dlq,
+        "destination": t.destination,
+        "filter": json.dumps(t.filter.to_dict()),
+        "rate": t.rate,
+        "status": t.status.value,
+        "moved": t.moved,
+        "to_move": t.to_move,
+        "max_seq": t.max_seq,
+        "started_at": t.started_at,
+        "updated_at": t.updated_at,
+        "failure_reason": t.failure_reason,
+    }
 
 
 def task_from(row: Row) -> RedriveTask:

@@ -1,0 +1,2 @@
+"""The SQL both stores run: the statements (queries.py), the dialect that adapts them, and
+the one Transaction implementation over them."""

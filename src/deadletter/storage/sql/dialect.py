@@ -1,0 +1,80 @@
+"""What differs between the SQL stores' dialects: how a statement of queries.py is spelled,
+and how messages are numbered."""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from deadletter.domain.errors import DeadletterError
+from deadletter.domain.model import Message
+from deadletter.storage.sql import queries as q
+
+if TYPE_CHECKING:
+    from deadletter.storage.sql.transaction import SQLTransaction
+
+PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+ID_LIST = re.compile(r"(\w+) = ANY\(:(\w+)\)")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement in the driver's own spelling; `lists` names the parameters that are lists."""
+
+    text: str
+    lists: frozenset[str]
+
+
+class Dialect(abc.ABC):
+    # The base class of the driver's errors, which `domain_error` translates.
+    driver_error: type[Exception]
+
+    def __init__(self) -> None:
+        self._compiled: dict[str, Statement] = {}
+
+    @contextmanager
+    def translated_errors(self) -> Iterator[None]:
+        """Around a whole transaction: the driver's errors leave it in domain words, raised
+        `from` the driver's error."""
+        try:
+            yield
+        except self.driver_error as exc:
+            raise self.domain_error(exc) from exc
+
+    @abc.abstractmethod
+    def domain_error(self, exc: Exception) -> DeadletterError:
+        """What a driver error means: QueueAlreadyExists, TransactionConflict (run the work
+        again) or StorageError."""
+
+    def compile(self, sql: str) -> Statement:
+        """`sql` as this driver takes it; compiled once per text."""
+        statement = self._compiled.get(sql)
+        if statement is None:
+            lists = frozenset(m.group(2) for m in ID_LIST.finditer(sql))
+            statement = self._compiled[sql] = Statement(self._spell(sql), lists)
+        return statement
+
+    @abc.abstractmethod
+    def _spell(self, sql: str) -> str:
+        """Rewrite the constructs listed in queries.py's docstring and the parameter style."""
+
+    def bind(self, statement: Statement, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Parameters as the driver takes them (by name on both drivers)."""
+        return params
+
+    @abc.abstractmethod
+    def numbered(
+        self, tx: SQLTransaction, project: str, messages: Sequence[Message]
+    ) -> list[Message]:
+        """`messages` with new sequence numbers, in input order, in commit order per queue."""
+
+    def forget_queue(self, tx: SQLTransaction, project: str, name: str) -> None:  # noqa: B027
+        """Delete what the numbering keeps for a deleted queue."""
+
+    def wipe(self, tx: SQLTransaction) -> None:
+        for table in q.TABLES:
+            tx.run(f"DELETE FROM {table}")

@@ -1,0 +1,195 @@
+"""Every statement of the SQL stores, written once, with named `:parameters`.
+
+The text is PostgreSQL's where the two dialects differ; `Dialect.compile` rewrites the few
+constructs SQLite spells otherwise (see `deadletter.storage.sqlite.backend.SQLiteDialect`):
+
+- `col = ANY(:ids)`: an id list, given as a Python list;
+- `FOR UPDATE` and `FOR UPDATE SKIP LOCKED`: row locks, which SQLite does not need;
+- `starts_with(col, :prefix)`: prefix matching;
+- `/* indexed by name */` after a table: an index SQLite must use (PostgreSQL has statistics).
+
+Optional filters are written `(col = :x OR :x IS NULL)`: the comparison comes first so that
+PostgreSQL learns the parameter's type from it before it meets `IS NULL`.
+"""
+
+from __future__ import annotations
+
+MESSAGE_FIELDS = (
+    "id", "project", "queue", "seq", "body", "attributes", "enqueued_at", "expires_at",
+    "visible_at", "claim_id", "claim_expires_at", "claim_count", "first_claimed_at", "client_id",
+    "dl_eligible", "provenance", "dl_source", "dl_reason", "dl_at", "history",
+)  # fmt: skip
+TASK_FIELDS = (
+    "id", "project", "dlq", "destination", "filter", "rate", "status", "moved", "to_move",
+    "max_seq", "started_at", "updated_at", "failure_reason",
+)  # fmt: skip
+
+
+def _insert(table: str, fields: tuple[str, ...]) -> str:
+    return (
+        f"INSERT INTO {table} ({', '.join(fields)}) VALUES ({', '.join(':' + f for f in fields)})"
+    )
+
+
+def _replacing(key: str, fields: tuple[str, ...]) -> str:
+    """An upsert suffix that overwrites every other column of the row with `key`."""
+    changes = ", ".join(f"{f} = excluded.{f}" for f in fields if f != key)
+    return f" ON CONFLICT ({key}) DO UPDATE SET {changes}"
+
+
+# Queues
+
+GET_QUEUE = "SELECT * FROM queues WHERE project = :project AND name = :name"
+INSERT_QUEUE = _insert(
+    "queues", ("project", "name", "settings", "dlq_target", "created_at", "updated_at")
+)
+UPDATE_QUEUE = (
+    "UPDATE queues SET settings = :settings, dlq_target = :dlq_target, updated_at = :now"
+    " WHERE project = :project AND name = :name"
+)
+DELETE_QUEUE = "DELETE FROM queues WHERE project = :project AND name = :name"
+# What else goes with a queue (the numbering of its messages is the dialect's).
+DELETE_QUEUE_ROWS = (
+    "DELETE FROM messages WHERE project = :project AND queue = :name",
+    "DELETE FROM claims WHERE project = :project AND queue = :name",
+    "DELETE FROM counters WHERE project = :project AND queue = :name",
+    "DELETE FROM tasks WHERE project = :project AND dlq = :name",
+    "DELETE FROM patterns WHERE project = :project AND dlq = :name",
+)
+LIST_QUEUES = (
+    "SELECT * FROM queues WHERE project = :project AND name > :after"
+    " AND (starts_with(name, :prefix) OR :prefix IS NULL)"
+    " ORDER BY name LIMIT :limit"
+)
+SOURCES_OF = "SELECT * FROM queues WHERE project = :project AND dlq_target = :dlq ORDER BY name"
+DEAD_LETTER_TARGETS = "SELECT * FROM queues WHERE project = :project AND dlq_target IS NOT NULL"
+
+# Messages
+
+INSERT_MESSAGE = _insert("messages", MESSAGE_FIELDS)
+# A moved message keeps its id and takes every other column anew.
+UPSERT_MESSAGE = INSERT_MESSAGE + _replacing("id", MESSAGE_FIELDS)
+GET_MESSAGES = (
+    "SELECT * FROM messages WHERE project = :project AND queue = :queue AND id = ANY(:ids)"
+    " ORDER BY seq"
+)
+CLAIMABLE = (
+    "SELECT * FROM messages WHERE project = :project AND queue = :queue"
+    " AND visible_at <= :now AND expires_at > :now"
+    " ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
+)
+# The filters of a DeadLetterFilter; each is off when its parameter is NULL.
+_DEAD_LETTER_FILTER = (
+    " AND (dl_source = :dl_source OR :dl_source IS NULL)"
+    " AND (dl_reason = :dl_reason OR :dl_reason IS NULL)"
+    " AND (dl_at >= :dl_since OR :dl_since IS NULL)"
+    " AND (dl_at < :dl_until OR :dl_until IS NULL)"
+    " AND (id = ANY(:dl_ids) OR :dl_ids IS NULL)"
+)
+# `max_seq` bounds the index range on both dialects, hence COALESCE rather than `OR IS NULL`.
+LIST_MESSAGES = (
+    "SELECT * FROM messages WHERE project = :project AND queue = :queue"
+    " AND seq > :after_seq AND seq <= COALESCE(:max_seq, 9223372036854775807)"
+    " AND expires_at > :now"
+    " AND (:include_claimed OR NOT (claim_id IS NOT NULL AND claim_expires_at > :now))"
+    " AND (:include_delayed OR NOT (claim_id IS NULL AND visible_at > :now))"
+    " AND (client_id IS NULL OR client_id != :exclude_client_id OR :exclude_client_id IS NULL)"
+    + _DEAD_LETTER_FILTER
+    + " ORDER BY seq LIMIT :limit"
+)
+DEAD_LETTERS = (
+    "SELECT * FROM messages WHERE project = :project AND queue = :queue AND seq <= :max_seq"
+    " AND expires_at > :now AND visible_at <= :now"
+    + _DEAD_LETTER_FILTER
+    + " ORDER BY seq LIMIT :limit"
+)
+DEAD_LETTERS_LOCKED = DEAD_LETTERS + " FOR UPDATE SKIP LOCKED"
+COUNT_DEAD_LETTERS = (
+    "SELECT COUNT(*) AS n FROM messages WHERE project = :project AND queue = :queue"
+    " AND seq <= :max_seq AND expires_at > :now" + _DEAD_LETTER_FILTER
+)
+MAX_SEQ = (
+    "SELECT COALESCE(MAX(seq), 0) AS n FROM messages WHERE project = :project AND queue = :queue"
+)
+UPDATE_MESSAGE = (
+    "UPDATE messages SET visible_at = :visible_at, claim_id = :claim_id,"
+    " claim_expires_at = :claim_expires_at, claim_count = :claim_count,"
+    " first_claimed_at = :first_claimed_at, expires_at = :expires_at WHERE id = :id"
+)
+DELETE_MESSAGES = (
+    "DELETE FROM messages WHERE project = :project AND queue = :queue AND id = ANY(:ids)"
+)
+PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
+PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue"
+# Found through the partial index on claim_id (migration 0002): without statistics SQLite
+# would rather walk the whole queue in seq order than sort the few messages of one claim.
+CLAIMED_BY = (
+    "SELECT * FROM messages /* indexed by messages_claim */"
+    " WHERE project = :project AND queue = :queue AND claim_id = :claim_id ORDER BY seq"
+)
+EXPIRED = (
+    "SELECT * FROM messages WHERE expires_at <= :now ORDER BY expires_at, seq LIMIT :limit"
+    " FOR UPDATE SKIP LOCKED"
+)
+COUNT_MESSAGES = (
+    "SELECT"
+    " COUNT(*) FILTER (WHERE claim_id IS NOT NULL AND claim_expires_at > :now) AS claimed,"
+    " COUNT(*) FILTER (WHERE visible_at > :now"
+    "   AND NOT (claim_id IS NOT NULL AND claim_expires_at > :now)) AS delayed,"
+    " COUNT(*) AS total"
+    " FROM messages WHERE project = :project AND queue = :queue AND expires_at > :now"
+)
+_LIVE = "SELECT * FROM messages WHERE project = :project AND queue = :queue AND expires_at > :now"
+OLDEST_MESSAGE = _LIVE + " ORDER BY seq ASC LIMIT 1"
+NEWEST_MESSAGE = _LIVE + " ORDER BY seq DESC LIMIT 1"
+COUNT_BY_SOURCE = (
+    "SELECT dl_source, COUNT(*) AS n FROM messages WHERE project = :project AND queue = :dlq"
+    " AND expires_at > :now AND dl_source IS NOT NULL GROUP BY dl_source ORDER BY dl_source"
+)
+
+# Claims
+
+INSERT_CLAIM = _insert(
+    "claims", ("id", "project", "queue", "ttl", "grace", "created_at", "expires_at")
+)
+GET_CLAIM = "SELECT * FROM claims WHERE project = :project AND queue = :queue AND id = :id"
+UPDATE_CLAIM = (
+    "UPDATE claims SET ttl = :ttl, grace = :grace, expires_at = :expires_at WHERE id = :id"
+)
+DELETE_CLAIM = "DELETE FROM claims WHERE project = :project AND queue = :queue AND id = :id"
+DELETE_STALE_CLAIMS = "DELETE FROM claims WHERE expires_at <= :now"
+
+# Counters
+
+BUMP_COUNTER = (
+    "INSERT INTO counters (project, queue, name, value) VALUES (:project, :queue, :name, :amount)"
+    " ON CONFLICT (project, queue, name) DO UPDATE SET value = counters.value + excluded.value"
+)
+COUNTERS = "SELECT name, value FROM counters WHERE project = :project AND queue = :queue"
+
+# Redrive tasks
+
+INSERT_TASK = _insert("tasks", TASK_FIELDS)
+UPSERT_TASK = INSERT_TASK + _replacing("id", TASK_FIELDS)
+GET_TASK = "SELECT * FROM tasks WHERE id = :id"
+# Serialises the steps of one task between processes. On SQLite every transaction already
+# holds the database's write lock from its start (BEGIN IMMEDIATE), so the row is locked too.
+GET_TASK_LOCKED = GET_TASK + " FOR UPDATE"
+LIST_TASKS = (
+    "SELECT * FROM tasks WHERE project = :project AND (dlq = :dlq OR :dlq IS NULL)"
+    " ORDER BY started_at DESC, id LIMIT :limit"
+)
+ACTIVE_TASK_IDS = (
+    "SELECT id FROM tasks WHERE status IN ('RUNNING', 'CANCELLING') ORDER BY started_at"
+)
+
+# Failure patterns
+
+SAVE_PATTERNS = (
+    "INSERT INTO patterns (project, dlq, patterns) VALUES (:project, :dlq, :patterns)"
+    " ON CONFLICT (project, dlq) DO UPDATE SET patterns = excluded.patterns"
+)
+GET_PATTERNS = "SELECT patterns FROM patterns WHERE project = :project AND dlq = :dlq"
+
+# Every table of data, children before parents (the numbering tables are the dialect's).
+TABLES = ("messages", "claims", "counters", "tasks", "patterns", "queues")

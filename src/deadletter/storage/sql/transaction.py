@@ -1,0 +1,354 @@
+"""The one Transaction of the SQL stores: the statements of queries.py run on a DB-API cursor.
+
+Driver errors are not caught here: each store translates them in one place, around the
+whole transaction (a failed statement fails the transaction on PostgreSQL anyway).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from deadletter.domain.model import (
+    DeadLetterFilter,
+    ListQuery,
+    Message,
+    Queue,
+    QueueSettings,
+    RedriveTask,
+)
+from deadletter.storage.base import ClaimRecord, MessageCounts, Transaction
+from deadletter.storage.rows import (
+    Row,
+    dead_letter_target,
+    message_from,
+    message_params,
+    queue_from,
+    task_from,
+    task_params,
+)
+from deadletter.storage.sql import queries as q
+from deadletter.storage.sql.dialect import Dialect
+
+
+class Cursor(Protocol):
+    """What both drivers' cursors offer (rows readable by column name)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: str, params: Mapping[str, Any], /) -> Any: ...
+
+    def executemany(self, sql: str, params: Iterable[Mapping[str, Any]], /) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+def _filter_params(where: DeadLetterFilter | None) -> dict[str, Any]:
+    if where is None:
+        return {"dl_source": None, "dl_reason": None, "dl_since": None, "dl_until": None,
+                "dl_ids": None}  # fmt: skip
+    return {
+        "dl_source": where.source_queue,
+        "dl_reason": where.reason.value if where.reason is not None else None,
+        "dl_since": where.since,
+        "dl_until": where.until,
+        "dl_ids": list(where.message_ids) if where.message_ids is not None else None,
+    }
+
+
+def _delivery_params(m: Message) -> dict[str, Any]:
+    return {
+        "visible_at": m.visible_at,
+        "claim_id": m.claim_id,
+        "claim_expires_at": m.claim_expires_at,
+        "claim_count": m.claim_count,
+        "first_claimed_at": m.first_claimed_at,
+        "expires_at": m.expires_at,
+        "id": m.id,
+    }
+
+
+def _claim_from(r: Row) -> ClaimRecord:
+    return ClaimRecord(
+        r["id"], r["project"], r["queue"], r["ttl"], r["grace"], r["created_at"], r["expires_at"]
+    )
+
+
+class SQLTransaction(Transaction):
+    def __init__(self, cursor: Cursor, dialect: Dialect) -> None:
+        self.cur = cursor
+        self.d = dialect
+
+    # Running statements
+
+    def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        """Execute one statement; returns the number of rows it changed."""
+        statement = self.d.compile(sql)
+        self.cur.execute(statement.text, self.d.bind(statement, params or {}))
+        return self.cur.rowcount
+
+    def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if rows:
+            statement = self.d.compile(sql)
+            self.cur.executemany(statement.text, [self.d.bind(statement, r) for r in rows])
+
+    def one(self, sql: str, params: Mapping[str, Any]) -> Any:
+        self.run(sql, params)
+        return self.cur.fetchone()
+
+    def all(self, sql: str, params: Mapping[str, Any]) -> list[Any]:
+        self.run(sql, params)
+        return self.cur.fetchall()
+
+    def _messages(self, sql: str, params: Mapping[str, Any]) -> list[Message]:
+        return [message_from(r) for r in self.all(sql, params)]
+
+    # Queues
+
+    def get_queue(self, project: str, name: str) -> Queue | None:
+        row = self.one(q.GET_QUEUE, {"project": project, "name": name})
+        return queue_from(row) if row else None
+
+    def insert_queue(self, queue: Queue) -> None:
+        self.run(
+            q.INSERT_QUEUE,
+            {
+                "project": queue.project,
+                "name": queue.name,
+                "settings": json.dumps(queue.settings.to_dict()),
+                "dlq_target": dead_letter_target(queue.settings),
+                "created_at": queue.created_at,
+                "updated_at": queue.updated_at,
+            },
+        )
+
+    def update_queue(self, project: str, name: str, settings: QueueSettings, now: float) -> None:
+        self.run(
+            q.UPDATE_QUEUE,
+            {
+                "settings": json.dumps(settings.to_dict()),
+                "dlq_target": dead_letter_target(settings),
+                "now": now,
+                "project": project,
+                "name": name,
+            },
+        )
+
+    def delete_queue(self, project: str, name: str) -> bool:
+        key = {"project": project, "name": name}
+        gone = self.run(q.DELETE_QUEUE, key)
+        for sql in q.DELETE_QUEUE_ROWS:
+            self.run(sql, key)
+        self.d.forget_queue(self, project, name)
+        return gone > 0
+
+    def list_queues(
+        self, project: str, prefix: str | None, after: str | None, limit: int
+    ) -> list[Queue]:
+        params = {"project": project, "after": after or "", "prefix": prefix or None}
+        return [queue_from(r) for r in self.all(q.LIST_QUEUES, {**params, "limit": limit})]
+
+    def sources_of(self, project: str, dlq: str) -> list[Queue]:
+        return [queue_from(r) for r in self.all(q.SOURCES_OF, {"project": project, "dlq": dlq})]
+
+    def dead_letter_targets(self, project: str) -> set[str]:
+        queues = (queue_from(r) for r in self.all(q.DEAD_LETTER_TARGETS, {"project": project}))
+        return {
+            queue.settings.dead_letter.target
+            for queue in queues
+            if queue.settings.dead_letter and queue.settings.dead_letter.active
+        }
+
+    # Messages
+
+    def insert_messages(self, project: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        stored = self.d.numbered(self, project, messages)
+        self.run_many(q.INSERT_MESSAGE, [message_params(project, m) for m in stored])
+        return stored
+
+    def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
+        return self._messages(
+            q.GET_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)}
+        )
+
+    def claimable(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
+        return self._messages(
+            q.CLAIMABLE, {"project": project, "queue": queue, "now": now, "limit": limit}
+        )
+
+    def list_messages(
+        self, project: str, queue: str, now: float, query: ListQuery
+    ) -> list[Message]:
+        return self._messages(
+            q.LIST_MESSAGES,
+            {
+                "project": project,
+                "queue": queue,
+                "now": now,
+                "after_seq": query.after_seq,
+                "max_seq": query.max_seq,
+                "include_claimed": query.include_claimed,
+                "include_delayed": query.include_delayed,
+                "exclude_client_id": query.exclude_client_id,
+                "limit": query.limit,
+                **_filter_params(query.dead_letters),
+            },
+        )
+
+    def dead_letters(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        lock: bool,
+    ) -> list[Message]:
+        return self._messages(
+            q.DEAD_LETTERS_LOCKED if lock else q.DEAD_LETTERS,
+            {
+                "project": project,
+                "queue": dlq,
+                "now": now,
+                "max_seq": max_seq,
+                "limit": limit,
+                **_filter_params(where),
+            },
+        )
+
+    def count_dead_letters(
+        self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
+    ) -> int:
+        params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq}
+        row = self.one(q.COUNT_DEAD_LETTERS, {**params, **_filter_params(where)})
+        return int(row["n"])
+
+    def max_seq(self, project: str, queue: str) -> int:
+        return int(self.one(q.MAX_SEQ, {"project": project, "queue": queue})["n"])
+
+    def update_messages(self, project: str, messages: Sequence[Message]) -> None:
+        self.run_many(q.UPDATE_MESSAGE, [_delivery_params(m) for m in messages])
+
+    def move_messages(self, project: str, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        moved = self.d.numbered(self, project, messages)
+        self.run_many(q.UPSERT_MESSAGE, [message_params(project, m) for m in moved])
+
+    def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
+        return self.run(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
+
+    def purge(self, project: str, queue: str) -> int:
+        key = {"project": project, "queue": queue}
+        self.run(q.PURGE_CLAIMS, key)
+        return self.run(q.PURGE_MESSAGES, key)
+
+    def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]:
+        return self._messages(
+            q.CLAIMED_BY, {"project": project, "queue": queue, "claim_id": claim_id}
+        )
+
+    def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
+        rows = self.all(q.EXPIRED, {"now": now, "limit": limit})
+        return [(r["project"], message_from(r)) for r in rows]
+
+    def counts(self, project: str, queue: str, now: float) -> MessageCounts:
+        key = {"project": project, "queue": queue, "now": now}
+        row = self.one(q.COUNT_MESSAGES, key)
+        oldest, newest = self.one(q.OLDEST_MESSAGE, key), self.one(q.NEWEST_MESSAGE, key)
+        claimed, delayed, total = int(row["claimed"]), int(row["delayed"]), int(row["total"])
+        return MessageCounts(
+            free=total - claimed - delayed,
+            claimed=claimed,
+            delayed=delayed,
+            oldest=message_from(oldest) if oldest else None,
+            newest=message_from(newest) if newest else None,
+        )
+
+    def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]:
+        rows = self.all(q.COUNT_BY_SOURCE, {"project": project, "dlq": dlq, "now": now})
+        return {r["dl_source"]: int(r["n"]) for r in rows}
+
+    # Claims
+
+    def insert_claim(self, claim: ClaimRecord) -> None:
+        self.run(
+            q.INSERT_CLAIM,
+            {
+                "id": claim.id,
+                "project": claim.project,
+                "queue": claim.queue,
+                "ttl": claim.ttl,
+                "grace": claim.grace,
+                "created_at": claim.created_at,
+                "expires_at": claim.expires_at,
+            },
+        )
+
+    def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord | None:
+        r = self.one(q.GET_CLAIM, {"project": project, "queue": queue, "id": claim_id})
+        return _claim_from(r) if r else None
+
+    def update_claim(self, claim: ClaimRecord) -> None:
+        self.run(
+            q.UPDATE_CLAIM,
+            {"ttl": claim.ttl, "grace": claim.grace, "expires_at": claim.expires_at,
+             "id": claim.id},
+        )  # fmt: skip
+
+    def delete_claim(self, project: str, queue: str, claim_id: str) -> None:
+        self.run(q.DELETE_CLAIM, {"project": project, "queue": queue, "id": claim_id})
+
+    def delete_stale_claims(self, now: float) -> int:
+        return self.run(q.DELETE_STALE_CLAIMS, {"now": now})
+
+    # Counters
+
+    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
+        self.run(
+            q.BUMP_COUNTER, {"project": project, "queue": queue, "name": name, "amount": amount}
+        )
+
+    def counters(self, project: str, queue: str) -> dict[str, int]:
+        rows = self.all(q.COUNTERS, {"project": project, "queue": queue})
+        return {r["name"]: int(r["value"]) for r in rows}
+
+    # Redrive tasks
+
+    def insert_task(self, task: RedriveTask) -> None:
+        self.run(q.INSERT_TASK, task_params(task))
+
+    def get_task(self, task_id: str, lock: bool = False) -> RedriveTask | None:
+        r = self.one(q.GET_TASK_LOCKED if lock else q.GET_TASK, {"id": task_id})
+        return task_from(r) if r else None
+
+    def update_task(self, task: RedriveTask) -> None:
+        self.run(q.UPSERT_TASK, task_params(task))
+
+    def list_tasks(self, project: str, dlq: str | None, limit: int) -> list[RedriveTask]:
+        rows = self.all(q.LIST_TASKS, {"project": project, "dlq": dlq, "limit": limit})
+        return [task_from(r) for r in rows]
+
+    def active_task_ids(self) -> list[str]:
+        return [r["id"] for r in self.all(q.ACTIVE_TASK_IDS, {})]
+
+    # Failure patterns
+
+    def save_patterns(self, project: str, dlq: str, patterns: list[dict[str, Any]]) -> None:
+        self.run(
+            q.SAVE_PATTERNS, {"project": project, "dlq": dlq, "patterns": json.dumps(patterns)}
+        )
+
+    def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
+        r = self.one(q.GET_PATTERNS, {"project": project, "dlq": dlq})
+        return list(json.loads(r["patterns"])) if r else []
+
+    def wipe(self) -> None:
+        self.d.wipe(self)
