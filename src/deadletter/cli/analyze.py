@@ -114,7 +114,8 @@ def analyze(
         ) from exc
     click.echo(f"{result.total} dead letters, {len(result.patterns)} patterns -> {out_dir}")
     for p in result.patterns[:10]:
-        click.echo(f"  {p['id']}  {p['count']:>8}  {p['template'][:80]}")
+        template = p["template"] or f"(no error text: {', '.join(p.get('reasons') or [])})"
+        click.echo(f"  {p['id']}  {p['count']:>6}  {template[:54]}")
 
 
 @analyze.command()

@@ -67,6 +67,8 @@ def list_(
     rows = []
     for m in found:
         p = m.get("provenance") or {}
+        description, error = p.get("description") or "", _last_line(p.get("error"))
+        why = [description, error] if wide else [" / ".join(t for t in (description, error) if t)]
         rows.append(
             (
                 short_id(m["id"], wide),
@@ -74,20 +76,15 @@ def list_(
                 p.get("reason"),
                 p.get("claim_count"),
                 when(p.get("dead_lettered_at"), wide),
-                brief(p.get("description") or "", 200 if wide else 60),
-                brief(_first_line(p.get("error")), 200 if wide else 60),
+                *why,
             )
         )
-    print_table(
-        name,
-        ["id", "source", "reason", "claims", "dead-lettered", "description", "error"],
-        rows,
-        wide=wide,
-        flexible=("description", "error"),
-    )
+    columns = ["id", "source", "reason", "claims", "dead-lettered"]
+    columns += ["description", "error"] if wide else ["why"]
+    print_table(name, columns, rows, wide=wide, flexible=("why",))
 
 
-def _first_line(error: str | None) -> str:
+def _last_line(error: str | None) -> str:
     """A traceback's last line names the exception; the rest is for --json."""
     lines = [line for line in (error or "").splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import click
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 
 from deadletter.cli.config import CONFIG_ENV, PROJECT_ENV, URL_ENV, resolve, unreachable_hint
@@ -21,6 +21,7 @@ from deadletter.client import DEFAULT_PROJECT, DEFAULT_URL, ApiError, Client, Un
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+MIN_FLEXIBLE = 10  # free text narrower than this says nothing
 SHORT_ID = 8  # a uuid's first 8 hex digits: unique enough to read a table by, not to script with
 
 
@@ -73,21 +74,31 @@ def print_table(
     wide: bool = False,
     flexible: Sequence[str] = (),
 ) -> None:
-    """A table that fits the terminal: every column keeps its values on one line except the
-    `flexible` ones (free text), which are cut with an ellipsis. With `wide`, nothing is cut
-    and the table is as wide as its content."""
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
-    for column in columns:
-        if column in flexible and not wide:
-            table.add_column(column, overflow="ellipsis", no_wrap=True, ratio=1, min_width=8)
-        else:
-            table.add_column(column, no_wrap=True)
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+    """A table that fits the terminal: every column keeps its values whole and on one line
+    except the `flexible` ones (free text), which share what is left and are cut with an
+    ellipsis. With `wide`, nothing is cut and the table is as wide as its content."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
     console = Console()
+    widths = [max([cell_len(c), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    cut = [c in flexible and not wide for c in columns]
+    # Each column costs its width plus two: a separator and a space (collapsed padding).
+    fixed = sum(w + 2 for w, flex in zip(widths, cut, strict=True) if not flex)
+    share = max(MIN_FLEXIBLE, (console.width - fixed) // max(1, sum(cut)) - 2)
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        title_justify="left",
+    )
+    for column, flex in zip(columns, cut, strict=True):
+        table.add_column(
+            column, no_wrap=True, overflow="ellipsis", max_width=share if flex else None
+        )
+    for row in cells:
+        table.add_row(*row)
     if wide:
-        needed = Measurement.get(console, console.options, table).maximum
-        console = Console(width=max(console.width, needed))
+        console = Console(width=max(console.width, fixed + 2))
     console.print(table)
 
 
