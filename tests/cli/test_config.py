@@ -87,7 +87,7 @@ def test_unreachable_names_the_url_where_it_came_from_and_how_to_change_it(
     result = CliRunner().invoke(main, ["queue", "list"])
     assert result.exit_code == 2
     assert f"cannot reach the server at {url}" in result.output
-    assert f"came from {path}" in result.output
+    assert f"That URL came from {path}" in result.output
     for way in ("--url", "DEADLETTER_URL", "deadletter serve", str(path), "DEADLETTER_CONFIG"):
         assert way in result.output
 
@@ -107,4 +107,4 @@ def test_unreachable_says_which_setting_chose_the_url(
     result = CliRunner().invoke(main, argv, env={k: v.format(url=url) for k, v in env.items()})
     assert result.exit_code == 2
     assert f"at {url}" in result.output
-    assert f"came from {origin}" in result.output
+    assert f"That URL came from {origin}" in result.output

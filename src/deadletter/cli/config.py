@@ -95,7 +95,7 @@ def resolve(url: str | None, project: str | None) -> Server:
 def unreachable_hint(url: Setting) -> str:
     """What to do when nothing answers: start a server, or point the CLI at the right one."""
     return (
-        f"The URL came from {url.origin}. Start a server with `deadletter serve`, or point the "
-        f"CLI at yours: --url URL on the command, DEADLETTER_URL=URL in the environment, or "
-        f'url = "URL" in {config_path()} (or the file named by {CONFIG_ENV}).'
+        f"That URL came from {url.origin}. Is the server running (`deadletter serve`)?\n"
+        f"To use another server: --url URL on the command, DEADLETTER_URL=URL in the\n"
+        f'environment, or url = "URL" in {config_path()} (or in the file ${CONFIG_ENV} names).'
     )
