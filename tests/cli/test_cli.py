@@ -125,3 +125,58 @@ def test_the_package_runs_as_a_module_and_as_a_driver_script() -> None:
         done = subprocess.run([*argv, "analyze", "--help"], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert "--out" in done.stdout
+
+
+def test_the_config_file_points_the_cli_at_the_server(url: str, no_configuration: Path) -> None:
+    path = no_configuration / "deadletter" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(f'url = "{url}"\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["queue", "create", "from-file"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "from-file" in ok(url, "queue", "list")
+
+
+def test_tables_fit_80_columns_with_short_ids_and_whole_ones_when_wide(url: str) -> None:
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "queue", "create", "orders", "--dlq", "orders-dlq", "--max-claims", "1")
+    (sent,) = ok(url, "send", "orders", '{"order": 42}').split()
+    claim_id, _ = claim_one(url, "orders")
+    reason = "customer.id is missing from every order of the new checkout release " * 2
+    ok(url, "reject", "orders", sent, "--claim", claim_id, "--reason", reason, "--error", "E")
+    (dead,) = json.loads(ok(url, "dlq", "list", "orders-dlq", "--json"))
+    stamp = dead["provenance"]["dead_lettered_at"]  # e.g. 2026-11-23T15:13:19.859Z
+
+    def render(*args: str) -> list[str]:
+        result = CliRunner().invoke(
+            main, list(args), env={"DEADLETTER_URL": url, "COLUMNS": "80"}, catch_exceptions=False
+        )
+        assert result.exit_code == 0, result.output
+        return result.output.splitlines()
+
+    lines = render("dlq", "list", "orders-dlq")
+    assert max(len(line) for line in lines) <= 80
+    (row,) = [line for line in lines if sent[:8] in line]
+    assert sent not in row  # the first 8 characters only
+    assert f"{stamp[5:10]} {stamp[11:19]}" in row  # MM-DD HH:MM:SS, whole
+    assert "max_claims" not in row and "rejected" in row and "customer.id is" in row
+    assert row.rstrip().endswith("…")
+
+    wide = render("dlq", "list", "orders-dlq", "--wide")
+    (row,) = [line for line in wide if sent in line]
+    assert stamp in row and reason.strip() in row
+
+    (waiting,) = ok(url, "send", "orders", '{"order": 43}').split()
+    lines = render("peek", "orders")
+    assert max(len(line) for line in lines) <= 80
+    (row,) = [line for line in lines if waiting[:8] in line]
+    assert waiting not in row
+
+
+def test_analyze_with_url_and_an_export_needs_the_dlq_to_store_patterns_on(tmp_path: Path) -> None:
+    export = tmp_path / "dead.jsonl"
+    export.write_text("", encoding="utf-8")
+    result = CliRunner().invoke(
+        main, ["analyze", "--input", str(export), "--url", "http://127.0.0.1:1"]
+    )
+    assert result.exit_code == 2
+    assert "needs --queue" in result.output

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import click
-from click.core import ParameterSource
+import httpx
+
+from deadletter.cli.config import resolve, unreachable_hint
 
 
 @click.group(invoke_without_command=True)
@@ -18,18 +21,16 @@ from click.core import ParameterSource
 )
 @click.option(
     "--url",
-    envvar="DEADLETTER_URL",
-    show_envvar=True,
-    help="Read the DLQ from this server instead.",
-)
-@click.option("--queue", help="The DLQ to analyse (with --url).")
-@click.option(
-    "--project",
-    envvar="DEADLETTER_PROJECT",
-    show_envvar=True,
     default=None,
-    help="X-Project-ID (with --url).",
+    help="The server (as for every client command: --url, then DEADLETTER_URL, then the "
+    "config file, then http://127.0.0.1:8888).",
 )
+@click.option(
+    "--queue",
+    help="The DLQ. Without --input the analysis reads it from the server; with --input it "
+    "stores the patterns found on it, for `redrive start --pattern`.",
+)
+@click.option("--project", default=None, help="X-Project-ID (resolved like --url).")
 @click.option(
     "--out",
     "out_dir",
@@ -56,7 +57,7 @@ from click.core import ParameterSource
     "--post/--no-post",
     default=True,
     show_default=True,
-    help="With --url, store the patterns on the server for `redrive start --pattern`.",
+    help="With --queue, store the patterns on the server for `redrive start --pattern`.",
 )
 @click.pass_context
 def analyze(
@@ -71,15 +72,24 @@ def analyze(
     threshold: float,
     post: bool,
 ) -> None:
-    """Group dead letters into failure patterns and write a report."""
+    """Group dead letters into failure patterns and write a report.
+
+    \b
+    deadletter analyze --input dead.jsonl --out report/        # an export file
+    deadletter analyze --queue orders-dlq --out report/        # the DLQ on the server
+    deadletter analyze --input dead.jsonl --queue orders-dlq   # a file; patterns stored on the DLQ
+    """
     if ctx.invoked_subcommand is not None:
         return
-    if input_path is not None and ctx.get_parameter_source("url") is ParameterSource.ENVIRONMENT:
-        url = None  # DEADLETTER_URL names the server for the other commands; --input wins here
-    if (input_path is None) == (url is None):
-        raise click.UsageError("give exactly one of --input FILE or --url URL --queue DLQ")
-    if url is not None and not queue:
-        raise click.UsageError("--url needs --queue")
+    if input_path is None and not queue:
+        raise click.UsageError(
+            "give exactly one of --input FILE (an export) or --queue DLQ (read from the server);"
+            " --input with --queue also stores the patterns on that DLQ"
+        )
+    if input_path is not None and url is not None and not queue:
+        raise click.UsageError("--url with --input needs --queue: the DLQ to store the patterns on")
+    server = resolve(url, project)
+    url, project = server.url.value, server.project.value
     try:
         from deadletter.pipeline.analysis import analyze as run
         from deadletter.pipeline.remote import put_patterns
@@ -90,19 +100,22 @@ def analyze(
         spark = session(master)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from exc
-    if input_path is not None:
-        result = run(str(input_path), out_dir, spark=spark, threshold=threshold)
-    else:
-        assert url is not None and queue is not None
+    poster = partial(put_patterns, url, queue, project=project) if post and queue else None
+    source: Any = str(input_path)
+    if input_path is None:
+        assert queue is not None
         reader = spark.read.format("deadletter").option("url", url).option("queue", queue)
-        if project:
-            reader = reader.option("project", project)
-        df = reader.option("partitions", str(partitions)).load()
-        poster = partial(put_patterns, url, queue, project=project) if post else None
-        result = run(df, out_dir, spark=spark, threshold=threshold, post=poster)
+        source = reader.option("project", project).option("partitions", str(partitions)).load()
+    try:
+        result = run(source, out_dir, spark=spark, threshold=threshold, post=poster)
+    except httpx.TransportError as exc:
+        raise click.ClickException(
+            f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
+        ) from exc
     click.echo(f"{result.total} dead letters, {len(result.patterns)} patterns -> {out_dir}")
     for p in result.patterns[:10]:
-        click.echo(f"  {p['id']}  {p['count']:>8}  {p['template'][:80]}")
+        template = p["template"] or f"(no error text: {', '.join(p.get('reasons') or [])})"
+        click.echo(f"  {p['id']}  {p['count']:>6}  {template[:54]}")
 
 
 @analyze.command()

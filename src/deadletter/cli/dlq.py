@@ -7,7 +7,16 @@ from pathlib import Path
 
 import click
 
-from deadletter.cli.output import brief, json_option, print_json, print_table, server_options
+from deadletter.cli.output import (
+    brief,
+    json_option,
+    print_json,
+    print_table,
+    server_options,
+    short_id,
+    when,
+    wide_option,
+)
 from deadletter.client import Client, export_record
 
 REASONS = click.Choice(["max_claims", "expired", "rejected"])
@@ -26,6 +35,7 @@ def dlq() -> None:
 @click.option("--until", help="Dead-lettered before (ISO 8601 or epoch seconds).")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @json_option
+@wide_option
 @server_options
 def list_(
     client: Client,
@@ -36,6 +46,7 @@ def list_(
     until: str | None,
     limit: int,
     as_json: bool,
+    wide: bool,
 ) -> None:
     """List dead letters of DLQ NAME with where they came from and why they died."""
     found = []
@@ -56,20 +67,27 @@ def list_(
     rows = []
     for m in found:
         p = m.get("provenance") or {}
+        description, error = p.get("description") or "", _last_line(p.get("error"))
+        why = [description, error] if wide else [" / ".join(t for t in (description, error) if t)]
         rows.append(
             (
-                m["id"],
+                short_id(m["id"], wide),
                 p.get("source_queue"),
                 p.get("reason"),
-                brief(p.get("description") or "", 40),
-                brief(p.get("error") or "", 40),
                 p.get("claim_count"),
-                p.get("dead_lettered_at"),
+                when(p.get("dead_lettered_at"), wide),
+                *why,
             )
         )
-    print_table(
-        name, ["id", "source", "reason", "description", "error", "claims", "dead-lettered"], rows
-    )
+    columns = ["id", "source", "reason", "claims", "dead-lettered"]
+    columns += ["description", "error"] if wide else ["why"]
+    print_table(name, columns, rows, wide=wide, flexible=("why",))
+
+
+def _last_line(error: str | None) -> str:
+    """A traceback's last line names the exception; the rest is for --json."""
+    lines = [line for line in (error or "").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
 
 
 @dlq.command()
@@ -82,7 +100,12 @@ def sources(client: Client, name: str, as_json: bool) -> None:
     if as_json:
         print_json(found)
         return
-    print_table(name, ["source queue", "details"], ((s.get("name"), brief(s, 80)) for s in found))
+    print_table(
+        name,
+        ["source queue", "details"],
+        ((s.get("name"), brief(s, 200)) for s in found),
+        flexible=("details",),
+    )
 
 
 @dlq.command()

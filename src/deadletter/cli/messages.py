@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import click
 
-from deadletter.cli.output import brief, json_option, print_json, print_table, server_options
+from deadletter.cli.output import (
+    brief,
+    json_option,
+    print_json,
+    print_table,
+    server_options,
+    short_id,
+    wide_option,
+)
 from deadletter.client import Client, parse_body
+from deadletter.domain.model import MAX_DELAY
 
 
 @click.command()
 @click.argument("queue")
 @click.argument("bodies", nargs=-1, required=True)
 @click.option("--ttl", type=click.IntRange(min=1), help="Message TTL (s).")
-@click.option("--delay", type=click.IntRange(0, 900), help="Delay before delivery (s).")
+@click.option("--delay", type=click.IntRange(0, MAX_DELAY), help="Delay before delivery (s).")
 @server_options
 def send(
     client: Client, queue: str, bodies: tuple[str, ...], ttl: int | None, delay: int | None
@@ -27,8 +36,11 @@ def send(
 @click.option("--limit", type=click.IntRange(1, 20), default=10, show_default=True)
 @click.option("--include-claimed", is_flag=True, help="Show claimed messages too.")
 @json_option
+@wide_option
 @server_options
-def peek(client: Client, queue: str, limit: int, include_claimed: bool, as_json: bool) -> None:
+def peek(
+    client: Client, queue: str, limit: int, include_claimed: bool, as_json: bool, wide: bool
+) -> None:
     """Show QUEUE's messages without consuming them."""
     messages = client.peek(queue, limit, include_claimed)
     if as_json:
@@ -37,7 +49,12 @@ def peek(client: Client, queue: str, limit: int, include_claimed: bool, as_json:
     print_table(
         queue,
         ["id", "claims", "age (s)", "body"],
-        ((m["id"], m.get("claim_count"), m.get("age"), brief(m.get("body"))) for m in messages),
+        (
+            (short_id(m["id"], wide), m.get("claim_count"), m.get("age"), brief(m.get("body"), 200))
+            for m in messages
+        ),
+        wide=wide,
+        flexible=("body",),
     )
 
 
@@ -52,9 +69,16 @@ def peek(client: Client, queue: str, limit: int, include_claimed: bool, as_json:
     help="Print only 'CLAIM_ID MESSAGE_ID' lines, for shell scripts.",
 )
 @json_option
+@wide_option
 @server_options
 def claim(
-    client: Client, queue: str, limit: int, ttl: int | None, quiet: bool, as_json: bool
+    client: Client,
+    queue: str,
+    limit: int,
+    ttl: int | None,
+    quiet: bool,
+    as_json: bool,
+    wide: bool,
 ) -> None:
     """Claim messages from QUEUE. A message past its queue's max claims moves to the DLQ
     instead of being delivered."""
@@ -70,7 +94,12 @@ def claim(
         print_table(
             f"claim {claim_id}",
             ["id", "claims", "body"],
-            ((m["id"], m.get("claim_count"), brief(m.get("body"))) for m in messages),
+            (
+                (short_id(m["id"], wide), m.get("claim_count"), brief(m.get("body"), 200))
+                for m in messages
+            ),
+            wide=wide,
+            flexible=("body",),
         )
 
 

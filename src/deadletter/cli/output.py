@@ -1,5 +1,5 @@
 """What every client command shares: the server options, errors as messages, and output as a
-readable table or, with --json, as JSON for scripts."""
+table that fits the terminal or, with --json, as JSON for scripts."""
 
 from __future__ import annotations
 
@@ -7,68 +7,123 @@ import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
+from deadletter.cli.config import CONFIG_ENV, PROJECT_ENV, URL_ENV, resolve, unreachable_hint
 from deadletter.client import DEFAULT_PROJECT, DEFAULT_URL, ApiError, Client, Unreachable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+MIN_FLEXIBLE = 10  # free text narrower than this says nothing
+SHORT_ID = 8  # a uuid's first 8 hex digits: unique enough to read a table by, not to script with
+
 
 def server_options(command: F) -> F:
-    """Add --url and --project; the command receives `client` instead."""
+    """Add --url and --project (each also from the environment, then the config file); the
+    command receives `client` instead."""
 
     @click.option(
         "--url",
-        envvar="DEADLETTER_URL",
-        show_envvar=True,
-        default=DEFAULT_URL,
-        show_default=True,
-        help="The server's base URL.",
+        default=None,
+        help=f"The server's base URL [env {URL_ENV}, then `url` in the config file "
+        f"(${CONFIG_ENV} or ~/.config/deadletter/config.toml); default: {DEFAULT_URL}]",
     )
     @click.option(
         "--project",
-        envvar="DEADLETTER_PROJECT",
-        show_envvar=True,
-        default=DEFAULT_PROJECT,
-        show_default=True,
-        help="The project (tenant); the SQS face calls it the account.",
+        default=None,
+        help=f"The project (tenant); the SQS face calls it the account [env {PROJECT_ENV}, "
+        f"then `project` in the config file; default: {DEFAULT_PROJECT}]",
     )
     @functools.wraps(command)
-    def wrapper(*args: Any, url: str, project: str, **kwargs: Any) -> Any:
-        with Client(url, project) as client:
+    def wrapper(*args: Any, url: str | None, project: str | None, **kwargs: Any) -> Any:
+        server = resolve(url, project)
+        with Client(server.url.value, server.project.value) as client:
             try:
                 return command(*args, client=client, **kwargs)
             except ApiError as exc:
                 click.echo(f"error: {exc.title}: {exc.description}", err=True)
                 sys.exit(1)
             except Unreachable as exc:
-                click.echo(f"error: {exc}", err=True)
+                click.echo(f"error: {exc}\n{unreachable_hint(server.url)}", err=True)
                 sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+wide_option = click.option(
+    "--wide", is_flag=True, help="Full ids and timestamps, however wide the table gets."
+)
 
 
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    table = Table(title=title, show_lines=False)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    Console().print(table)
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    wide: bool = False,
+    flexible: Sequence[str] = (),
+) -> None:
+    """A table that fits the terminal: every column keeps its values whole and on one line
+    except the `flexible` ones (free text), which share what is left and are cut with an
+    ellipsis. With `wide`, nothing is cut and the table is as wide as its content."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    console = Console()
+    widths = [max([cell_len(c), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    cut = [c in flexible and not wide for c in columns]
+    # Each column costs its width plus two: a separator and a space (collapsed padding).
+    fixed = sum(w + 2 for w, flex in zip(widths, cut, strict=True) if not flex)
+    share = max(MIN_FLEXIBLE, (console.width - fixed) // max(1, sum(cut)) - 2)
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        title_justify="left",
+    )
+    for column, flex in zip(columns, cut, strict=True):
+        table.add_column(
+            column, no_wrap=True, overflow="ellipsis", max_width=share if flex else None
+        )
+    for row in cells:
+        table.add_row(*row)
+    if wide:
+        console = Console(width=max(console.width, fixed + 2))
+    console.print(table)
 
 
 def brief(value: Any, width: int = 60) -> str:
     """A body or text cut to fit a table cell."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def short_id(value: Any, wide: bool = False) -> str | None:
+    """A uuid's first digits in a table; `--wide` (and `--json`, `--quiet`) give the whole id."""
+    if value is None:
+        return None
+    text = str(value)
+    return text if wide or len(text) <= SHORT_ID else text[:SHORT_ID]
+
+
+def when(value: Any, wide: bool = False) -> str | None:
+    """An ISO 8601 instant as `MM-DD HH:MM:SS` (UTC) in a table; `--wide` keeps it whole."""
+    if value is None or wide:
+        return value if value is None else str(value)
+    try:
+        instant = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return str(value)
+    if instant.tzinfo is not None:
+        instant = instant.astimezone(UTC)
+    return instant.strftime("%m-%d %H:%M:%S")

@@ -8,6 +8,7 @@ import click
 
 from deadletter.cli.output import json_option, print_json, print_table, server_options
 from deadletter.client import Client
+from deadletter.domain.model import MAX_CLAIM_COUNT, MAX_DELAY, MIN_DLQ_MESSAGE_TTL
 
 
 @click.group()
@@ -20,14 +21,18 @@ def queue() -> None:
 @click.option("--dlq", help="The dead-letter queue (it must exist).")
 @click.option(
     "--max-claims",
-    type=click.IntRange(1, 1000),
+    type=click.IntRange(1, MAX_CLAIM_COUNT),
     help="Deliveries before a message moves to the DLQ.",
 )
-@click.option("--dlq-ttl", type=click.IntRange(min=60), help="TTL of messages once in the DLQ (s).")
+@click.option(
+    "--dlq-ttl",
+    type=click.IntRange(min=MIN_DLQ_MESSAGE_TTL),
+    help="TTL of messages once in the DLQ (s).",
+)
 @click.option("--dead-letter-on-expiry", is_flag=True, help="Move expired messages to the DLQ.")
 @click.option("--ttl", type=click.IntRange(min=1), help="Default message TTL (s).")
 @click.option("--claim-ttl", type=click.IntRange(min=0), help="Default claim TTL (s).")
-@click.option("--delay", type=click.IntRange(0, 900), help="Default delivery delay (s).")
+@click.option("--delay", type=click.IntRange(0, MAX_DELAY), help="Default delivery delay (s).")
 @server_options
 def create(
     client: Client,

@@ -8,7 +8,15 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from deadletter.cli.output import json_option, print_json, print_table, server_options
+from deadletter.cli.output import (
+    json_option,
+    print_json,
+    print_table,
+    server_options,
+    short_id,
+    when,
+    wide_option,
+)
 from deadletter.client import Client
 
 ACTIVE = ("RUNNING", "CANCELLING")
@@ -87,8 +95,9 @@ def _follow(client: Client, dlq: str, task: dict[str, Any], quiet: bool) -> dict
 @click.argument("dlq")
 @click.argument("task_id", required=False)
 @json_option
+@wide_option
 @server_options
-def status(client: Client, dlq: str, task_id: str | None, as_json: bool) -> None:
+def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: bool) -> None:
     """Show one redrive task of DLQ, or all of them, newest first."""
     tasks = [client.redrive(dlq, task_id)] if task_id else client.redrives(dlq)
     if as_json:
@@ -99,16 +108,17 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool) -> None
         ["task", "status", "moved", "to move", "destination", "rate", "started"],
         (
             (
-                t["id"],
+                short_id(t["id"], wide),
                 t["status"],
                 t["moved"],
                 t["to_move"],
                 t.get("destination") or "(sources)",
                 t.get("rate") or "unlimited",
-                t["started_at"],
+                when(t["started_at"], wide),
             )
             for t in tasks
         ),
+        wide=wide,
     )
 
 

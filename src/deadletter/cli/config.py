@@ -1,0 +1,101 @@
+"""Where the client commands find the server and project: a flag, the environment, a config
+file, or the default, in that order."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from deadletter.client import DEFAULT_PROJECT, DEFAULT_URL
+
+CONFIG_ENV = "DEADLETTER_CONFIG"
+URL_ENV = "DEADLETTER_URL"
+PROJECT_ENV = "DEADLETTER_PROJECT"
+KEYS = ("url", "project")
+
+
+def config_path() -> Path:
+    """`$DEADLETTER_CONFIG`, else `$XDG_CONFIG_HOME/deadletter/config.toml` (XDG's default
+    being `~/.config`)."""
+    if explicit := os.environ.get(CONFIG_ENV):
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "deadletter" / "config.toml"
+
+
+def read_config(path: Path) -> dict[str, str]:
+    """The file's `url` and `project`; a missing file is an empty config, a broken one an error
+    that names it (a typo should not silently send commands elsewhere)."""
+    try:
+        with path.open("rb") as fh:
+            doc: dict[str, Any] = tomllib.load(fh)
+    except FileNotFoundError:
+        if os.environ.get(CONFIG_ENV):
+            raise click.ClickException(f"config file {path} ({CONFIG_ENV}): no such file") from None
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise click.ClickException(f"config file {path}: {exc}") from exc
+    unknown = sorted(set(doc) - set(KEYS))
+    if unknown:
+        raise click.ClickException(
+            f"config file {path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(KEYS)})"
+        )
+    out: dict[str, str] = {}
+    for key in KEYS:
+        value = doc.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str | int) or isinstance(value, bool):
+            raise click.ClickException(f"config file {path}: {key} must be a string")
+        out[key] = str(value)
+    return out
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A value and where it came from, so an error can say how to change it."""
+
+    value: str
+    origin: str
+
+
+@dataclass(frozen=True)
+class Server:
+    url: Setting
+    project: Setting
+
+
+def resolve(url: str | None, project: str | None) -> Server:
+    """Flag > environment > config file > default, for each of url and project."""
+    file: dict[str, str] | None = None
+
+    def pick(flag: str | None, name: str, env: str, default: str) -> Setting:
+        nonlocal file
+        if flag:
+            return Setting(flag, f"--{name}")
+        if value := os.environ.get(env):
+            return Setting(value, env)
+        if file is None:
+            file = read_config(config_path())
+        if name in file:
+            return Setting(file[name], f"{config_path()}")
+        return Setting(default, "the default")
+
+    return Server(
+        url=pick(url, "url", URL_ENV, DEFAULT_URL),
+        project=pick(project, "project", PROJECT_ENV, DEFAULT_PROJECT),
+    )
+
+
+def unreachable_hint(url: Setting) -> str:
+    """What to do when nothing answers: start a server, or point the CLI at the right one."""
+    return (
+        f"That URL came from {url.origin}. Is the server running (`deadletter serve`)?\n"
+        f"To use another server: --url URL on the command, DEADLETTER_URL=URL in the\n"
+        f'environment, or url = "URL" in {config_path()} (or in the file ${CONFIG_ENV} names).'
+    )
