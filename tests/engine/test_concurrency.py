@@ -135,9 +135,7 @@ def test_concurrent_dead_letter_moves_happen_exactly_once(store_url: str) -> Non
 TAGGERS = 16
 
 
-def test_concurrent_settings_changes_keep_every_tag(
-    engine: Engine, request: pytest.FixtureRequest
-) -> None:
+def test_concurrent_settings_changes_keep_every_tag(engine: Engine) -> None:
     """Many threads each add their own tag to one queue at once: every tag is there at the end.
 
     `change_settings` reads and writes in one transaction. The former pattern loses updates:
@@ -149,16 +147,8 @@ def test_concurrent_settings_changes_keep_every_tag(
     written that way fails on both stores, with a single tag of the 16 left.
 
     On PostgreSQL one transaction is not enough either: at READ COMMITTED two transactions
-    read the queue row unlocked, and the later write still drops the earlier one's tag. The
-    read has to lock the row (`SELECT ... FOR UPDATE`, as `get_task(lock=True)` does), which
-    the storage interface does not offer for queues yet.
+    would read the queue row unlocked, so `change_settings` reads it with `lock=True`.
     """
-    if request.node.callspec.id == "postgres":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True, reason="Transaction.get_queue cannot lock the queue row yet"
-            )
-        )
     engine.create_queue(P, "q")
     start = threading.Barrier(TAGGERS)
 

@@ -91,7 +91,7 @@ class Engine:
         `change` may raise to refuse; nothing is written then."""
 
         def work(tx: Transaction, _: Pending) -> Queue:
-            old = require_queue(tx, project, name)
+            old = require_queue(tx, project, name, lock=True)
             checked = validation.checked_settings(tx, project, name, change(old))
             now = self.clock.now()
             tx.update_queue(project, name, checked, now)

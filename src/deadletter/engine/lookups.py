@@ -7,8 +7,8 @@ from deadletter.domain.model import Message, Queue
 from deadletter.storage.base import ClaimRecord, Transaction
 
 
-def require_queue(tx: Transaction, project: str, name: str) -> Queue:
-    queue = tx.get_queue(project, name)
+def require_queue(tx: Transaction, project: str, name: str, lock: bool = False) -> Queue:
+    queue = tx.get_queue(project, name, lock=lock)
     if queue is None:
         raise errors.QueueNotFound(f"queue {name!r} does not exist")
     return queue

@@ -51,7 +51,8 @@ class Transaction(abc.ABC):
 
     # Queues
     @abc.abstractmethod
-    def get_queue(self, project: str, name: str) -> Queue | None: ...
+    def get_queue(self, project: str, name: str, lock: bool = False) -> Queue | None:
+        """With `lock`, concurrent transactions that lock the same queue wait for this one."""
 
     @abc.abstractmethod
     def insert_queue(self, queue: Queue) -> None:

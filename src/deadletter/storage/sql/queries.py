@@ -40,6 +40,8 @@ def _replacing(key: str, fields: tuple[str, ...]) -> str:
 # Queues
 
 GET_QUEUE = "SELECT * FROM queues WHERE project = :project AND name = :name"
+# A read-modify-write of settings holds the row so that concurrent changes queue up.
+GET_QUEUE_LOCKED = GET_QUEUE + " FOR UPDATE"
 INSERT_QUEUE = _insert(
     "queues", ("project", "name", "settings", "dlq_target", "created_at", "updated_at")
 )

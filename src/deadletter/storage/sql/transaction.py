@@ -109,8 +109,10 @@ class SQLTransaction(Transaction):
 
     # Queues
 
-    def get_queue(self, project: str, name: str) -> Queue | None:
-        row = self.one(q.GET_QUEUE, {"project": project, "name": name})
+    def get_queue(self, project: str, name: str, lock: bool = False) -> Queue | None:
+        row = self.one(
+            q.GET_QUEUE_LOCKED if lock else q.GET_QUEUE, {"project": project, "name": name}
+        )
         return queue_from(row) if row else None
 
     def insert_queue(self, queue: Queue) -> None:
