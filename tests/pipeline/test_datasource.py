@@ -14,7 +14,8 @@ import pytest
 
 from deadletter.pipeline.corpus import generate
 from tests.pipeline.conftest import PANDAS_WARNING
-from tests.pipeline.servers import ContractStub, as_api_message, serve
+from tests.pipeline.stub import ContractStub, as_api_message
+from tests.support.servers import serving
 
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings(PANDAS_WARNING)]
 
@@ -24,7 +25,7 @@ RECORDS = list(generate(240, seed=3))
 @pytest.fixture(scope="module")
 def stub() -> Iterator[tuple[ContractStub, str]]:
     server = ContractStub([as_api_message(r) for r in RECORDS])
-    with serve(server.app) as url:
+    with serving(server.app) as url:
         yield server, url
 
 
@@ -170,7 +171,7 @@ def test_reading_from_the_real_server_with_a_pushed_filter(spark: Any, tmp_path:
         await app(scope, receive, send)
 
     try:
-        with serve(recording) as url:
+        with serving(recording) as url:
             probe = httpx.get(
                 f"{url}/v2/queues/dlq/dead_letters", headers={"Client-ID": str(uuid.uuid4())}
             )
