@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from deadletter.pipeline import require_pyspark
-from deadletter.pipeline.columns import COLUMNS, SCHEMA_DDL
+
+# Re-exported: docs/pipeline.md names the schema as `deadletter.pipeline.schema.SCHEMA_DDL`.
+from deadletter.pipeline.columns import COLUMNS as COLUMNS
+from deadletter.pipeline.columns import SCHEMA_DDL as SCHEMA_DDL
 
 
 def schema() -> Any:
