@@ -82,6 +82,16 @@ def test_filters_on_source_queue_and_time_are_pushed_to_the_server(
     assert all(b.get("since", "") >= "2026-11-21T00:00:00.000Z" for b in server.browses)
 
 
+def test_an_equality_on_the_empty_string_is_not_lost(
+    spark: Any, stub: tuple[ContractStub, str]
+) -> None:
+    # Given dead letters that all have a source queue, when asked for source_queue = ''
+    _, url = stub
+    df = _reader(spark, url, partitions="1").where("source_queue = ''")
+    # I expect none: the filter is not dropped on its way to the server
+    assert df.count() == 0
+
+
 def test_options_filter_when_no_predicate_is_given(
     spark: Any, stub: tuple[ContractStub, str]
 ) -> None:

@@ -122,7 +122,8 @@ class DeadLetterReader(DataSourceReader):
             attribute: tuple[str, ...] = getattr(f, "attribute", ())
             column = attribute[0] if len(attribute) == 1 else None
             value: Any = getattr(f, "value", None)
-            if isinstance(f, EqualTo) and column in ("source_queue", "reason"):
+            # The client leaves empty parameters out: an equality on "" stays with Spark.
+            if isinstance(f, EqualTo) and column in ("source_queue", "reason") and value != "":
                 current = getattr(self.query, column)
                 if current is not None and current != value:
                     yield f  # contradicts the option: let Spark produce the empty answer
