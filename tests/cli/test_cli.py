@@ -15,7 +15,7 @@ from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage.base import Store
 from tests.api.serve_process import free_port
-from tests.api.zaqar.server import serving
+from tests.support.servers import serving
 
 
 @pytest.fixture

@@ -214,7 +214,8 @@ def test_parquet_export_gives_the_same_patterns(
 
 
 def test_jsonl_export_is_read_into_the_schema(spark: Any, corpus_path: Path) -> None:
-    from deadletter.pipeline.schema import COLUMNS, read_export
+    from deadletter.pipeline.columns import COLUMNS
+    from deadletter.pipeline.schema import read_export
 
     df = read_export(spark, corpus_path)
     assert df.columns == COLUMNS

@@ -14,7 +14,8 @@ import pytest
 
 from deadletter.pipeline.corpus import generate
 from tests.pipeline.conftest import PANDAS_WARNING
-from tests.pipeline.servers import ContractStub, as_api_message, serve
+from tests.pipeline.stub import ContractStub, as_api_message
+from tests.support.servers import serving
 
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings(PANDAS_WARNING)]
 
@@ -24,7 +25,7 @@ RECORDS = list(generate(240, seed=3))
 @pytest.fixture(scope="module")
 def stub() -> Iterator[tuple[ContractStub, str]]:
     server = ContractStub([as_api_message(r) for r in RECORDS])
-    with serve(server.app) as url:
+    with serving(server.app) as url:
         yield server, url
 
 
@@ -79,6 +80,16 @@ def test_filters_on_source_queue_and_time_are_pushed_to_the_server(
     assert server.browses
     assert all(b.get("source_queue") == "payments" for b in server.browses)
     assert all(b.get("since", "") >= "2026-11-21T00:00:00.000Z" for b in server.browses)
+
+
+def test_an_equality_on_the_empty_string_is_not_lost(
+    spark: Any, stub: tuple[ContractStub, str]
+) -> None:
+    # Given dead letters that all have a source queue, when asked for source_queue = ''
+    _, url = stub
+    df = _reader(spark, url, partitions="1").where("source_queue = ''")
+    # I expect none: the filter is not dropped on its way to the server
+    assert df.count() == 0
 
 
 def test_options_filter_when_no_predicate_is_given(
@@ -170,7 +181,7 @@ def test_reading_from_the_real_server_with_a_pushed_filter(spark: Any, tmp_path:
         await app(scope, receive, send)
 
     try:
-        with serve(recording) as url:
+        with serving(recording) as url:
             probe = httpx.get(
                 f"{url}/v2/queues/dlq/dead_letters", headers={"Client-ID": str(uuid.uuid4())}
             )

@@ -105,11 +105,11 @@ class Client:
         self, queue: str, bodies: list[Any], ttl: int | None = None, delay: int | None = None
     ) -> list[str]:
         extra = {k: v for k, v in (("ttl", ttl), ("delay", delay)) if v is not None}
-        doc = self._json(
-            "POST",
-            f"/v2/queues/{queue}/messages",
-            json={"messages": [{"body": b, **extra} for b in bodies]},
-        )
+        return self.send_messages(queue, [{"body": b, **extra} for b in bodies])
+
+    def send_messages(self, queue: str, messages: list[dict[str, Any]]) -> list[str]:
+        """Post messages in the wire's shape (body, ttl, delay, attributes); their ids."""
+        doc = self._json("POST", f"/v2/queues/{queue}/messages", json={"messages": messages})
         return [str(href).rsplit("/", 1)[1] for href in doc["resources"]]
 
     def peek(self, queue: str, limit: int = 10, include_claimed: bool = False) -> list[Any]:
@@ -172,17 +172,26 @@ class Client:
         self, dlq: str, page_size: int = 100, **filters: str | None
     ) -> Iterator[dict[str, Any]]:
         """Every dead letter matching `filters` (source_queue, reason, since, until), oldest
-        first, following the server's next links."""
+        first."""
+        for page in self.dead_letter_pages(dlq, page_size, **filters):
+            yield from page
+
+    def dead_letter_pages(
+        self, dlq: str, page_size: int = 100, **filters: str | None
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The pages of `dead_letters`, fetched one at a time as they are consumed: taking
+        the first page of size one costs one request."""
         params: dict[str, Any] = {k: v for k, v in filters.items() if v}
         params["limit"] = page_size
         path = f"/v2/queues/{dlq}/dead_letters"
         while True:
             doc = self._json("GET", path, params=params)
-            messages = doc.get("messages", [])
-            yield from messages
+            messages: list[dict[str, Any]] = doc.get("messages", [])
+            yield messages
             nxt = [link["href"] for link in doc.get("links", []) if link.get("rel") == "next"]
             if not nxt or not messages:
                 return
+            # The next link carries every parameter, the marker included.
             href = httpx.URL(nxt[0])
             path, params = href.path, dict(href.params)
 
@@ -209,6 +218,12 @@ class Client:
     def cancel_redrive(self, dlq: str, task_id: str) -> dict[str, Any]:
         doc = self._json("DELETE", f"/v2/queues/{dlq}/redrives/{task_id}")
         return dict(doc) if doc else self.redrive(dlq, task_id)
+
+    # Failure patterns (written by the analysis, read by a redrive by pattern)
+
+    def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
+        """Replace the DLQ's stored patterns, each with its message ids."""
+        self._call("PUT", f"/v2/queues/{dlq}/patterns", json={"patterns": patterns})
 
 
 def export_record(message: dict[str, Any]) -> dict[str, Any]:

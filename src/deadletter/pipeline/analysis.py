@@ -12,11 +12,11 @@ import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from deadletter.pipeline import require_pyspark
+from deadletter.pipeline.columns import iso
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD
 from deadletter.pipeline.schema import read_export, require_columns, session, to_schema
 
@@ -99,17 +99,6 @@ def patterns_of(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
     )
 
 
-def _iso(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        text: str = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        return text
-    return str(value)
-
-
 def _example(row: Any) -> dict[str, Any]:
     return {
         "message_id": row["message_id"],
@@ -117,11 +106,11 @@ def _example(row: Any) -> dict[str, Any]:
         "reason": row["reason"],
         "description": row["description"],
         "error": row["error"],
-        "dead_lettered_at": _iso(row["dead_lettered_at"]),
+        "dead_lettered_at": iso(row["dead_lettered_at"]),
         "claim_count": row["claim_count"],
         "body": row["body"],
         "attributes": dict(row["attributes"] or {}),
-        "enqueued_at": _iso(row["enqueued_at"]),
+        "enqueued_at": iso(row["enqueued_at"]),
     }
 
 
@@ -173,7 +162,7 @@ def summarize(mined: Any) -> list[dict[str, Any]]:
         .collect()
     ):
         if r["hour"] is not None:
-            hourly[r["pattern_id"]].append([_iso(r["hour"]), r["count"]])
+            hourly[r["pattern_id"]].append([iso(r["hour"]), r["count"]])
     shapes = _shape_findings(mined, base)
     attrs = _attribute_findings(mined)
 
@@ -188,8 +177,8 @@ def summarize(mined: Any) -> list[dict[str, Any]]:
                 "count": r["count"],
                 "source_queues": [q for q in r["source_queues"] if q is not None],
                 "reasons": [q for q in r["reasons"] if q is not None],
-                "first_seen": _iso(r["first_seen"]),
-                "last_seen": _iso(r["last_seen"]),
+                "first_seen": iso(r["first_seen"]),
+                "last_seen": iso(r["last_seen"]),
                 "hourly_counts": hourly.get(pid, []),
                 "sample_message_ids": samples.get(pid, []),
                 "example": examples.get(pid),

@@ -9,13 +9,11 @@ pushed down to the server. Writing posts rows as messages, 20 per request.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -30,32 +28,12 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from deadletter.pipeline.schema import DEFAULT_PROJECT, SCHEMA_DDL
+from deadletter.client import DEFAULT_PROJECT, Client
+from deadletter.pipeline.columns import SCHEMA_DDL, iso, parse_time
 
 MAX_PAGE = 1000
 POST_BATCH = 20  # Zaqar's default _max_messages_post_size count limit
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def parse_time(value: Any) -> datetime | None:
-    """ISO 8601 text, epoch seconds or a datetime -> aware UTC datetime."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(float(value), UTC)
-    text = str(value).strip()
-    try:
-        return datetime.fromtimestamp(float(text), UTC)
-    except ValueError:
-        pass
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def iso(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 @dataclass
@@ -74,6 +52,16 @@ class Query:
     def narrow_until(self, value: datetime) -> None:
         self.until = value if self.until is None else min(self.until, value)
 
+    def filters(self) -> dict[str, str | None]:
+        """The query as the browse's parameters."""
+        return {
+            "source_queue": self.source_queue,
+            "reason": self.reason,
+            "since": iso(self.since),
+            # The wire has milliseconds: round the bound up, the reader trims exactly.
+            "until": iso(self.until + timedelta(milliseconds=1)) if self.until else None,
+        }
+
 
 @dataclass
 class Slice(InputPartition):
@@ -84,47 +72,14 @@ class Slice(InputPartition):
     until: datetime | None
 
 
-class Api:
-    """The few native API calls the data source makes (used on executors)."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.url = options["url"].rstrip("/")
-        self.queue = options["queue"]
-        self.headers = {
-            "Client-ID": options.get("client_id") or str(uuid.uuid4()),
-            "X-Project-ID": options.get("project") or DEFAULT_PROJECT,
-        }
-        self.timeout = float(options.get("timeout", "30"))
-
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
-
-    def pages(
-        self, client: httpx.Client, query: Query, limit: int = MAX_PAGE
-    ) -> Iterator[list[dict[str, Any]]]:
-        params: dict[str, str] = {"limit": str(limit)}
-        if query.source_queue is not None:
-            params["source_queue"] = query.source_queue
-        if query.reason is not None:
-            params["reason"] = query.reason
-        if query.since is not None:
-            params["since"] = iso(query.since)
-        if query.until is not None:
-            # The wire has milliseconds: round the bound up, the reader trims exactly.
-            params["until"] = iso(query.until + timedelta(milliseconds=1))
-        path = f"/v2/queues/{self.queue}/dead_letters"
-        while True:
-            response = client.get(path, params=params)
-            response.raise_for_status()
-            data = response.json()
-            messages: list[dict[str, Any]] = data.get("messages", [])
-            yield messages
-            nxt = [link["href"] for link in data.get("links", []) if link.get("rel") == "next"]
-            if not nxt or not messages:
-                return
-            # The next link carries every parameter, the marker included.
-            href = httpx.URL(nxt[0])
-            path, params = href.path, dict(href.params)
+def client_of(options: dict[str, str]) -> Client:
+    """A client made from the data source's options; each executor task opens its own."""
+    return Client(
+        options["url"],
+        project=options.get("project") or DEFAULT_PROJECT,
+        client_id=options.get("client_id") or None,
+        timeout=float(options.get("timeout", "30")),
+    )
 
 
 def row_of(message: dict[str, Any]) -> tuple[Any, ...]:
@@ -167,7 +122,8 @@ class DeadLetterReader(DataSourceReader):
             attribute: tuple[str, ...] = getattr(f, "attribute", ())
             column = attribute[0] if len(attribute) == 1 else None
             value: Any = getattr(f, "value", None)
-            if isinstance(f, EqualTo) and column in ("source_queue", "reason"):
+            # The client leaves empty parameters out: an equality on "" stays with Spark.
+            if isinstance(f, EqualTo) and column in ("source_queue", "reason") and value != "":
                 current = getattr(self.query, column)
                 if current is not None and current != value:
                     yield f  # contradicts the option: let Spark produce the empty answer
@@ -195,9 +151,9 @@ class DeadLetterReader(DataSourceReader):
     def partitions(self) -> list[Slice]:
         """Split [first dead letter, until or now] into `partitions` equal time slices."""
         wanted = max(1, int(self.options.get("partitions", "4")))
-        api = Api(self.options)
-        with api.client() as client:
-            first_page = next(api.pages(client, self.query, limit=1), [])
+        with client_of(self.options) as client:
+            pages = client.dead_letter_pages(self.options["queue"], 1, **self.query.filters())
+            first_page = next(pages, [])
         if not first_page or wanted == 1:
             return [Slice(0, self.query.since, self.query.until)]
         start = parse_time((first_page[0].get("provenance") or {}).get("dead_lettered_at"))
@@ -219,24 +175,23 @@ class DeadLetterReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, Slice)
-        api = Api(self.options)
         query = Query(self.query.source_queue, self.query.reason, partition.since, partition.until)
         page_size = min(MAX_PAGE, max(1, int(self.options.get("page_size", str(MAX_PAGE)))))
-        with api.client() as client:
-            for page in api.pages(client, query, limit=page_size):
-                for message in page:
-                    row = row_of(message)
-                    at = row[5]
-                    # Exact half-open bounds on the client side, whatever the server's
-                    # inclusivity, so adjacent slices never share or drop a row.
-                    if at is None:
-                        if partition.index != 0:
-                            continue  # undated: the first slice alone keeps it
-                    elif (query.since is not None and at < query.since) or (
-                        query.until is not None and at >= query.until
-                    ):
-                        continue
-                    yield row
+        with client_of(self.options) as client:
+            dlq = self.options["queue"]
+            for message in client.dead_letters(dlq, page_size, **query.filters()):
+                row = row_of(message)
+                at = row[5]
+                # Exact half-open bounds on the client side, whatever the server's
+                # inclusivity, so adjacent slices never share or drop a row.
+                if at is None:
+                    if partition.index != 0:
+                        continue  # undated: the first slice alone keeps it
+                elif (query.since is not None and at < query.since) or (
+                    query.until is not None and at >= query.until
+                ):
+                    continue
+                yield row
 
 
 @dataclass
@@ -250,18 +205,16 @@ class DeadLetterWriter(DataSourceWriter):
         self.columns = columns
 
     def write(self, iterator: Iterator[Any]) -> Posted:
-        api = Api(self.options)
-        path = f"/v2/queues/{api.queue}/messages"
+        queue = self.options["queue"]
         ttl = self.options.get("ttl")
         batch: list[dict[str, Any]] = []
         sent = 0
-        with api.client() as client:
+        with client_of(self.options) as client:
 
             def flush() -> None:
                 nonlocal sent
                 if batch:
-                    response = client.post(path, json={"messages": batch})
-                    response.raise_for_status()
+                    client.send_messages(queue, batch)
                     sent += len(batch)
                     batch.clear()
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import httpx
 
-from deadletter.pipeline.schema import DEFAULT_PROJECT
+from deadletter.client import DEFAULT_PROJECT, Client
+
+# Thousands of message ids per pattern make a large body for the server to store at once.
+PUT_TIMEOUT = 120.0
 
 
 def put_patterns(
@@ -18,9 +20,6 @@ def put_patterns(
     transport: httpx.BaseTransport | None = None,
 ) -> None:
     """Replace the DLQ's stored patterns, each with its message ids, so a redrive can pick one."""
-    headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": project or DEFAULT_PROJECT}
-    with httpx.Client(
-        base_url=url.rstrip("/"), headers=headers, timeout=120, transport=transport
-    ) as c:
-        response = c.put(f"/v2/queues/{queue}/patterns", json={"patterns": patterns})
-        response.raise_for_status()
+    project = project or DEFAULT_PROJECT
+    with Client(url, project=project, transport=transport, timeout=PUT_TIMEOUT) as client:
+        client.put_patterns(queue, patterns)

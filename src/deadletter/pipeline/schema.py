@@ -1,4 +1,4 @@
-"""The one schema of dead letters in the pipeline, Spark sessions, and reading export files."""
+"""Spark sessions, the schema as a StructType, and reading export files into it."""
 
 from __future__ import annotations
 
@@ -9,26 +9,9 @@ from typing import Any
 
 from deadletter.pipeline import require_pyspark
 
-# Stable and documented in docs/pipeline.md: the data source, the export readers and the
-# analysis all speak it.
-SCHEMA_DDL = (
-    "message_id string, source_queue string, reason string, description string, "
-    "error string, dead_lettered_at timestamp, claim_count int, body string, "
-    "attributes map<string,string>, enqueued_at timestamp"
-)
-COLUMNS = [
-    "message_id",
-    "source_queue",
-    "reason",
-    "description",
-    "error",
-    "dead_lettered_at",
-    "claim_count",
-    "body",
-    "attributes",
-    "enqueued_at",
-]
-DEFAULT_PROJECT = "123456789012"
+# Re-exported: docs/pipeline.md names the schema as `deadletter.pipeline.schema.SCHEMA_DDL`.
+from deadletter.pipeline.columns import COLUMNS as COLUMNS
+from deadletter.pipeline.columns import SCHEMA_DDL as SCHEMA_DDL
 
 
 def schema() -> Any:

@@ -12,7 +12,7 @@ from deadletter.api.app import AppOptions, build_app
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage.base import Store
-from tests.api.zaqar.server import serving
+from tests.support.servers import serving
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

@@ -16,7 +16,7 @@ import pytest
 from deadletter.api.app import AppOptions, build_app
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
-from tests.api.zaqar.server import serving
+from tests.support.servers import serving
 
 AWS = Path(sys.executable).parent / "aws"
 

@@ -215,8 +215,8 @@ def test_long_poll_wakes_on_a_send_through_another_server_process(tmp_path: Any)
     from deadletter.api.app import AppOptions, build_app
     from deadletter.engine.engine import Engine
     from deadletter.storage import open_store
-    from tests.api.zaqar.server import serving
     from tests.services import postgres_schema
+    from tests.support.servers import serving
 
     with postgres_schema() as db:
         first, second = open_store(db), open_store(db)

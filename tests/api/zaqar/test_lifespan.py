@@ -6,7 +6,7 @@ import httpx
 
 from deadletter.api.app import build_app
 from deadletter.engine.engine import Engine
-from tests.api.zaqar.server import serving
+from tests.support.servers import serving
 
 
 class Recorder:

@@ -12,7 +12,7 @@ from zaqarclient.queues.v2 import core
 from deadletter.api.app import build_app
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
-from tests.api.zaqar.server import serving
+from tests.support.servers import serving
 
 
 @pytest.fixture
