@@ -28,7 +28,7 @@ from deadletter.storage.base import StorageError, Store, Transaction, Transactio
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
-from deadletter.storage.sql.dialect import PARAMETER, Dialect
+from deadletter.storage.sql.dialect import PARAMETER, Dialect, Statements
 from deadletter.storage.sql.transaction import SQLTransaction
 
 log = logging.getLogger(__name__)
@@ -65,9 +65,7 @@ class PostgresDialect(Dialect):
             return TransactionConflict(str(exc))
         return StorageError(str(exc))
 
-    def numbered(
-        self, tx: SQLTransaction, project: str, messages: Sequence[Message]
-    ) -> list[Message]:
+    def numbered(self, tx: Statements, project: str, messages: Sequence[Message]) -> list[Message]:
         """Counters are taken in queue-name order so that two transactions never wait for
         each other's counters in opposite orders."""
         by_queue: dict[str, list[int]] = defaultdict(list)
@@ -83,10 +81,10 @@ class PostgresDialect(Dialect):
                 out[i] = with_seq(messages[i], first + offset)
         return out
 
-    def forget_queue(self, tx: SQLTransaction, project: str, name: str) -> None:
+    def forget_queue(self, tx: Statements, project: str, name: str) -> None:
         tx.run(FORGET_SEQS, {"project": project, "name": name})
 
-    def wipe(self, tx: SQLTransaction) -> None:
+    def wipe(self, tx: Statements) -> None:
         tx.run(f"TRUNCATE {', '.join(q.TABLES)}, queue_sequences")
 
 

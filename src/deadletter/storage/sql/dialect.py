@@ -8,14 +8,20 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from deadletter.domain.errors import DeadletterError
 from deadletter.domain.model import Message
 from deadletter.storage.sql import queries as q
 
-if TYPE_CHECKING:
-    from deadletter.storage.sql.transaction import SQLTransaction
+
+class Statements(Protocol):
+    """What a dialect's numbering and clean-up need of a transaction (`SQLTransaction`)."""
+
+    def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int: ...
+
+    def one(self, sql: str, params: Mapping[str, Any]) -> Any: ...
+
 
 PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 ID_LIST = re.compile(r"(\w+) = ANY\(:(\w+)\)")
@@ -67,14 +73,12 @@ class Dialect(abc.ABC):
         return params
 
     @abc.abstractmethod
-    def numbered(
-        self, tx: SQLTransaction, project: str, messages: Sequence[Message]
-    ) -> list[Message]:
+    def numbered(self, tx: Statements, project: str, messages: Sequence[Message]) -> list[Message]:
         """`messages` with new sequence numbers, in input order, in commit order per queue."""
 
-    def forget_queue(self, tx: SQLTransaction, project: str, name: str) -> None:  # noqa: B027
+    def forget_queue(self, tx: Statements, project: str, name: str) -> None:  # noqa: B027
         """Delete what the numbering keeps for a deleted queue."""
 
-    def wipe(self, tx: SQLTransaction) -> None:
+    def wipe(self, tx: Statements) -> None:
         for table in q.TABLES:
             tx.run(f"DELETE FROM {table}")

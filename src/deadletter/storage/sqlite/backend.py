@@ -29,7 +29,7 @@ from deadletter.domain.model import Message
 from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
-from deadletter.storage.sql.dialect import ID_LIST, Dialect, Statement
+from deadletter.storage.sql.dialect import ID_LIST, Dialect, Statement, Statements
 from deadletter.storage.sql.transaction import SQLTransaction
 
 # At most this many transactions share one commit, so that none waits long for its turn.
@@ -77,9 +77,7 @@ class SQLiteDialect(Dialect):
             return TransactionConflict(f"database is locked: {exc}")
         return StorageError(str(exc))
 
-    def numbered(
-        self, tx: SQLTransaction, project: str, messages: Sequence[Message]
-    ) -> list[Message]:
+    def numbered(self, tx: Statements, project: str, messages: Sequence[Message]) -> list[Message]:
         last = int(tx.one(RESERVE_SEQS, {"n": len(messages)})["value"])
         first = last - len(messages) + 1
         return [with_seq(m, first + i) for i, m in enumerate(messages)]
