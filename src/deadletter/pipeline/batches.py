@@ -3,16 +3,16 @@ because Spark reads their type hints to pick the UDF kind)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from deadletter.pipeline.mining import group_key, mine
+from deadletter.pipeline.mining import group_key, mine_all, pattern_id
 from deadletter.pipeline.text import key_paths, mining_text, tokenize
 
 MINING_COLUMNS = ["signature", "headline", "tokens_text", "group_key"]
 MINING_TYPE = "signature string, headline string, tokens_text string, group_key string"
-TEMPLATE_TYPE = "group_key string, tokens_text string, template string"
+TEMPLATE_TYPE = "tokens_text string, template string"
 
 
 def extract(error: pd.Series, description: pd.Series) -> pd.DataFrame:
@@ -33,21 +33,25 @@ def paths(body: pd.Series) -> pd.Series:
 
 
 def miner(threshold: float) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """A grouped-map function: the distinct sequences of one group key -> their templates."""
+    """A grouped-map function over the one group of every distinct masked sequence (with its
+    count `n`) -> the template of each sequence (mining.mine_all)."""
 
     def mine_group(pdf: pd.DataFrame) -> pd.DataFrame:
-        seqs = [
-            (text.split(" ") if text else [], int(n))
-            for text, n in zip(pdf["tokens_text"], pdf["n"], strict=True)
-        ]
-        found = mine(seqs, threshold)
-        texts = [" ".join(seq) for seq in found]
-        return pd.DataFrame(
-            {
-                "group_key": [pdf["group_key"].iloc[0]] * len(texts),
-                "tokens_text": texts,
-                "template": [" ".join(t) for t in found.values()],
-            }
-        )
+        found = mine_all(zip(pdf["tokens_text"], pdf["n"], strict=True), threshold)
+        return pd.DataFrame({"tokens_text": list(found), "template": list(found.values())})
 
     return mine_group
+
+
+def assign(
+    errors: Sequence[str | None], descriptions: Sequence[str | None], threshold: float
+) -> list[str]:
+    """The pattern id of each dead letter, computed in plain Python with the very functions the
+    Spark job runs (extract, then mine_all over the distinct sequences, then pattern_id)."""
+    rows = extract(pd.Series(errors, dtype=object), pd.Series(descriptions, dtype=object))
+    counts = rows.groupby("tokens_text").size()
+    found = mine_all(zip(counts.index, counts.to_numpy(), strict=True), threshold)
+    return [
+        pattern_id(found[text], signature)
+        for text, signature in zip(rows["tokens_text"], rows["signature"], strict=True)
+    ]

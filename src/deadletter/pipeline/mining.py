@@ -68,3 +68,18 @@ def pattern_id(template: str, signature: str) -> str:
     """Stable id of a pattern: the same template and signature give the same id on every run."""
     digest = hashlib.sha256(f"{template}\n{signature}".encode()).hexdigest()
     return f"p-{digest[:12]}"
+
+
+def mine_all(
+    sequences: Iterable[tuple[str, int]], threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, str]:
+    """Template text of every distinct space-joined token sequence, given their counts."""
+    buckets: dict[str, list[tuple[list[str], int]]] = {}
+    for text, n in sequences:
+        tokens = text.split(" ") if text else []
+        buckets.setdefault(group_key(tokens), []).append((tokens, int(n)))
+    out: dict[str, str] = {}
+    for key in sorted(buckets):
+        for seq, template in mine(buckets[key], threshold).items():
+            out[" ".join(seq)] = " ".join(template)
+    return out
