@@ -1,12 +1,12 @@
-"""Deterministic Drain-style template mining of masked token sequences, one group at a time.
+"""Deterministic template mining of masked token sequences (Drain-style, plus merges).
 
-Messages are first bucketed by a group key (token count and the first constant tokens), as in
-Drain's fixed-depth tree. Inside a bucket the distinct token sequences are sorted (most
-frequent first, then lexicographically) and clustered greedily: a sequence joins the most
-similar template when the share of positions holding the same constant token reaches the
-threshold, and the positions that differ become `<*>`. Because the input of each bucket is
-sorted and aggregated over the whole corpus, the result does not depend on how the data is
-partitioned or in which order it arrives.
+`mine_all` takes every distinct sequence with its count at once: sequences are bucketed by
+token count and leading plain words (Drain's fixed-depth tree), clustered greedily inside each
+bucket (`mine`: a sequence joins the most similar template when the share of positions holding
+the same token reaches the threshold; differing positions become `<*>`), clusters are cut where
+a position holds only a few plain words, and templates with the same constants merge across
+lengths. `with_context` adds the description. Inputs are aggregated and sorted, so the result
+does not depend on how the data is partitioned or in which order it arrives.
 """
 
 from __future__ import annotations
