@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import json
 
-from deadletter.pipeline.mining import group_key, mine, pattern_id
-from deadletter.pipeline.text import exception_signature, key_paths, mask, tokenize
+from deadletter.pipeline.mining import group_key, mine, mine_all, pattern_id, with_context
+from deadletter.pipeline.text import (
+    exception_signature,
+    key_paths,
+    mask,
+    mining_parts,
+    tokenize,
+)
 
 
 def test_each_kind_of_variable_is_masked_with_its_own_placeholder() -> None:
@@ -140,3 +146,88 @@ def test_pattern_id_is_a_stable_hash_of_template_and_signature() -> None:
     )
     assert pattern_id("x", "") != pattern_id("x", "y")
     assert pattern_id("x", "").startswith("p-") and len(pattern_id("x", "")) == 14
+
+
+def test_variables_that_span_tokens_are_one_placeholder() -> None:
+    assert tokenize(
+        "proxy.cse.cuhk.edu.hk:5070 close, 1190 bytes (1.16 KB) sent, 0 bytes received, "
+        "lifetime <1 sec"
+    ) == ["<IP>", "close", "<SIZE>", "sent", "<SIZE>", "received", "lifetime", "<DUR>"]
+    assert tokenize("lifetime 02:19") == ["lifetime", "<DUR>"]
+    assert tokenize("interface en0 (FE80:0000:0000:0000:C6B3:01FF:FECD:467F)") == [
+        "interface",
+        "<ID>",
+    ]
+
+
+def test_a_run_of_variables_is_one_placeholder_and_the_request_method_stays() -> None:
+    line = '10.11.21.122,10.11.10.1 "GET /openstack/2013-10-17 HTTP/1.1" status: 200 len: 157'
+    assert tokenize(line) == ["<IP>", "GET", "<PATH>", "status", "<NUM>", "len", "<NUM>"]
+    assert tokenize("name bn782 bn783 bn784") == tokenize("name bn910 bn911")
+
+
+def _texts(found: dict[str, str]) -> set[str]:
+    return set(found.values())
+
+
+def test_templates_of_different_lengths_with_the_same_constants_are_one() -> None:
+    # Given one event whose variable part is one token long, or two (a host and a word)
+    seqs = [
+        ("resolve failed for <ID> now", 3),
+        ("resolve failed for <ID> alpha now", 1),
+        ("resolve failed for <ID> beta now", 1),
+        ("resolve failed for <ID> gamma now", 1),
+    ]
+    # I expect one template for all of them
+    assert _texts(mine_all(seqs)) == {"resolve failed for <*> now"}
+
+
+def test_a_position_holding_two_plain_words_names_two_events() -> None:
+    seqs = [
+        ("Block <ID> stored as bytes in memory", 5),
+        ("Block <ID> stored as values in memory", 4),
+        ("IllegalState carrier DHL rejected parcel <ID>", 2),
+        ("IllegalState carrier UPS rejected parcel <ID>", 2),
+        ("IllegalState carrier GLS rejected parcel <ID>", 2),
+    ]
+    assert _texts(mine_all(seqs)) == {
+        "Block <ID> stored as bytes in memory",
+        "Block <ID> stored as values in memory",
+        "IllegalState carrier <*> rejected parcel <ID>",
+    }
+
+
+def test_http_methods_are_never_merged() -> None:
+    # Three plain words in one position would read as a variable; methods never do.
+    seqs = [
+        ("<IP> GET <PATH> status <NUM>", 9),
+        ("<IP> POST <PATH> status <NUM>", 1),
+        ("<IP> DELETE <PATH> status <NUM>", 1),
+    ]
+    assert len(_texts(mine_all(seqs))) == 3
+
+
+def test_the_description_splits_a_generic_error_and_is_shown() -> None:
+    # Given one generic error over two different descriptions, and a specific error whose
+    # description never changes
+    rows = [
+        ("HandlerError failed", "timeout after <NUM> ms", 4),
+        ("HandlerError failed", "quota exceeded for <ID>", 2),
+        ("KeyError 'customer'", "handler raised", 3),
+    ]
+    found = with_context(rows)
+    # I expect the generic error split by description, and the specific one left alone
+    assert set(found.values()) == {
+        "HandlerError failed :: timeout after <NUM> ms",
+        "HandlerError failed :: quota exceeded for <ID>",
+        "KeyError 'customer'",
+    }
+
+
+def test_the_description_counts_when_the_error_has_a_headline() -> None:
+    assert mining_parts("TimeoutError: boom", "timeout after 5 ms") == (
+        "",
+        "TimeoutError: boom",
+        "timeout after 5 ms",
+    )
+    assert mining_parts(None, "timeout after 5 ms") == ("", "timeout after 5 ms", "")

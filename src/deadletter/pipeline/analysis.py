@@ -37,7 +37,7 @@ def _pandas_udf(func: Callable[..., Any], return_type: str) -> Any:
 
 def with_mining_text(df: Any) -> Any:
     """Add `signature` (exception type + top frames), `headline`, masked `tokens_text`
-    (space-joined tokens) and `group_key`."""
+    (space-joined tokens), `group_key` and the masked description `context_text`."""
     require_columns(df, ["error", "description"], "with_mining_text")
     from pyspark.sql import functions as F
 
@@ -50,20 +50,23 @@ def with_mining_text(df: Any) -> Any:
 
 
 def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
-    """Add `template`: distinct token sequences are counted over the whole DataFrame, mined
-    per group key with a deterministic algorithm, and joined back."""
-    require_columns(df, ["tokens_text", "group_key"], "with_templates")
+    """Add `template`: distinct (text, context) sequences are counted over the whole
+    DataFrame, mined together with a deterministic algorithm (one group: templates of
+    different lengths merge, mining.with_context), and joined back."""
+    require_columns(df, ["tokens_text", "group_key", "context_text"], "with_templates")
     from pyspark.sql import functions as F
 
     from deadletter.pipeline import batches
 
-    counts = df.groupBy("group_key", "tokens_text").count().withColumnRenamed("count", "n")
-    templates = counts.groupBy("group_key").applyInPandas(
-        batches.miner(threshold), batches.TEMPLATE_TYPE
+    counts = df.groupBy("tokens_text", "context_text").count().withColumnRenamed("count", "n")
+    templates = (
+        counts.withColumn("_all", F.lit(0))
+        .groupBy("_all")
+        .applyInPandas(batches.miner(threshold), batches.TEMPLATE_TYPE)
     )
     # One row per distinct masked sequence: masking makes that few (tens to thousands), so the
     # table goes to every executor and the wide dead letters are never shuffled for the join.
-    return df.join(F.broadcast(templates), ["group_key", "tokens_text"], "left")
+    return df.join(F.broadcast(templates), ["tokens_text", "context_text"], "left")
 
 
 def with_pattern_ids(df: Any) -> Any:

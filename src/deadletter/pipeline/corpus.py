@@ -346,3 +346,52 @@ def grouping_accuracy(truth: dict[str, str], predicted: dict[str, str]) -> float
         if len(labels) == 1 and true_sizes[labels.pop()] == len(group):
             correct += len(group)
     return correct / len(truth)
+
+
+def _groups(labels: dict[str, str]) -> dict[str, frozenset[str]]:
+    members: dict[str, set[str]] = {}
+    for mid, label in labels.items():
+        members.setdefault(label, set()).add(mid)
+    return {label: frozenset(ids) for label, ids in members.items()}
+
+
+def f1_grouping(truth: dict[str, str], predicted: dict[str, str]) -> float:
+    """FGA (Loghub-2.0): the F1 of the share of predicted groups that equal a true group as a
+    set and the share of true groups that some predicted group equals."""
+    if not truth:
+        return 1.0
+    full = {mid: predicted.get(mid, f"?{mid}") for mid in truth}
+    true_sets = set(_groups(truth).values())
+    found = set(_groups(full).values())
+    exact = len(true_sets & found)
+    if exact == 0:
+        return 0.0
+    precision, recall = exact / len(found), exact / len(true_sets)
+    return 2 * precision * recall / (precision + recall)
+
+
+def adjusted_rand_index(truth: dict[str, str], predicted: dict[str, str]) -> float:
+    """ARI of two partitions of the same messages (Hubert and Arabie), 1.0 when identical."""
+    n = len(truth)
+    if n < 2:
+        return 1.0
+
+    def pairs(k: int) -> float:
+        return k * (k - 1) / 2
+
+    cells: dict[tuple[str, str], int] = {}
+    rows: dict[str, int] = {}
+    cols: dict[str, int] = {}
+    for mid, label in truth.items():
+        guess = predicted.get(mid, f"?{mid}")
+        cells[(label, guess)] = cells.get((label, guess), 0) + 1
+        rows[label] = rows.get(label, 0) + 1
+        cols[guess] = cols.get(guess, 0) + 1
+    index = sum(pairs(c) for c in cells.values())
+    sum_rows = sum(pairs(c) for c in rows.values())
+    sum_cols = sum(pairs(c) for c in cols.values())
+    expected = sum_rows * sum_cols / pairs(n)
+    best = (sum_rows + sum_cols) / 2
+    if best == expected:
+        return 1.0
+    return (index - expected) / (best - expected)

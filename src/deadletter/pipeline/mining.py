@@ -1,24 +1,31 @@
-"""Deterministic Drain-style template mining of masked token sequences, one group at a time.
+"""Deterministic template mining of masked token sequences (Drain-style, plus merges).
 
-Messages are first bucketed by a group key (token count and the first constant tokens), as in
-Drain's fixed-depth tree. Inside a bucket the distinct token sequences are sorted (most
-frequent first, then lexicographically) and clustered greedily: a sequence joins the most
-similar template when the share of positions holding the same constant token reaches the
-threshold, and the positions that differ become `<*>`. Because the input of each bucket is
-sorted and aggregated over the whole corpus, the result does not depend on how the data is
-partitioned or in which order it arrives.
+`mine_all` takes every distinct sequence with its count at once: sequences are bucketed by
+token count and leading plain words (Drain's fixed-depth tree), clustered greedily inside each
+bucket (`mine`: a sequence joins the most similar template when the share of positions holding
+the same token reaches the threshold; differing positions become `<*>`), clusters are cut where
+a position holds only a few plain words, and templates with the same constants merge across
+lengths. `with_context` adds the description. Inputs are aggregated and sorted, so the result
+does not depend on how the data is partitioned or in which order it arrives.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 
 from deadletter.pipeline.text import PLACEHOLDERS
 
 WILDCARD = "<*>"
+_WORD = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
 DEFAULT_THRESHOLD = 0.5
 KEY_TOKENS = 2
+PREFIX_TOKENS = 2
+MIN_VARIABLE_WORDS = 3
+# Words that look like any other variable word to a similarity count but name different
+# events: the methods of an HTTP request line (`"GET <PATH>"` and `"POST <PATH>"`).
+KEPT_WORDS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
 
 
 def group_key(tokens: Sequence[str]) -> str:
@@ -30,6 +37,11 @@ def group_key(tokens: Sequence[str]) -> str:
 def _similarity(template: Sequence[str], tokens: Sequence[str]) -> float:
     if not tokens:
         return 1.0
+    if any(
+        a != b and a in KEPT_WORDS and b in KEPT_WORDS
+        for a, b in zip(template, tokens, strict=True)
+    ):
+        return -1.0
     same = sum(1 for a, b in zip(template, tokens, strict=True) if a == b and a != WILDCARD)
     # Placeholder positions count as agreeing when both hold the same placeholder type.
     return same / len(tokens)
@@ -61,10 +73,154 @@ def mine(
         else:
             templates.append(list(seq))
             member_of[seq] = len(templates) - 1
-    return {seq: tuple(templates[i]) for seq, i in member_of.items()}
+    clusters: dict[int, list[tuple[str, ...]]] = {}
+    for seq in ordered:
+        clusters.setdefault(member_of[seq], []).append(seq)
+    out: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for members in clusters.values():
+        for part in _split_on_words(members):
+            shared = _template_of(part)
+            out.update((seq, shared) for seq in part)
+    return out
+
+
+def _template_of(members: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+    """Each position's shared token, or `<*>` where the members differ."""
+    first = members[0]
+    return tuple(
+        token if all(m[pos] == token for m in members) else WILDCARD
+        for pos, token in enumerate(first)
+    )
+
+
+def _split_on_words(members: list[tuple[str, ...]]) -> list[list[tuple[str, ...]]]:
+    """A cluster cut apart where a varying position holds only a few plain words.
+
+    Greedy similarity merges `stored as bytes` with `stored as values`, and `VM Started` with
+    `VM Paused`: one word out of ten differs. Variables nearly always hold digits or
+    punctuation, or take many values; a position whose values are all plain words, fewer
+    than MIN_VARIABLE_WORDS of them, is read as a constant naming distinct events.
+    """
+    if len(members) < 2:
+        return [members]
+    for pos in range(len(members[0])):
+        values = {m[pos] for m in members}
+        if 1 < len(values) < MIN_VARIABLE_WORDS and all(_WORD.match(v) for v in values):
+            parts: dict[str, list[tuple[str, ...]]] = {}
+            for m in members:
+                parts.setdefault(m[pos], []).append(m)
+            return [p for v in sorted(parts) for p in _split_on_words(parts[v])]
+    return [members]
 
 
 def pattern_id(template: str, signature: str) -> str:
     """Stable id of a pattern: the same template and signature give the same id on every run."""
     digest = hashlib.sha256(f"{template}\n{signature}".encode()).hexdigest()
     return f"p-{digest[:12]}"
+
+
+def _bucket(tokens: Sequence[str]) -> tuple[int, str]:
+    """Drain's first levels: the token count, then the first tokens while they are plain words.
+
+    A token that is not a plain word (`com.apple.cts.daily`, `<ID>`) is as likely a variable
+    as a constant, so it ends the prefix rather than split the bucket; the similarity decides.
+    """
+    head: list[str] = []
+    for token in tokens[:PREFIX_TOKENS]:
+        if not _WORD.match(token):
+            break
+        head.append(token)
+    return len(tokens), " ".join(head)
+
+
+def _skeleton(template: Sequence[str]) -> tuple[str, ...]:
+    """The template's constants in order, every run of variables one `<*>`."""
+    out: list[str] = []
+    for token in template:
+        if token in PLACEHOLDERS:
+            if out and out[-1] == WILDCARD:
+                continue
+            token = WILDCARD
+        out.append(token)
+    return tuple(out)
+
+
+def _collapse(template: Sequence[str]) -> tuple[str, ...]:
+    """Runs of variables as one: their shared placeholder, or `<*>` when they differ."""
+    out: list[str] = []
+    for token in template:
+        if token in PLACEHOLDERS and out and out[-1] in PLACEHOLDERS:
+            if out[-1] != token:
+                out[-1] = WILDCARD
+            continue
+        out.append(token)
+    return tuple(out)
+
+
+def mine_all(
+    sequences: Iterable[tuple[str, int]], threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, str]:
+    """Template text of every distinct space-joined token sequence, given their counts.
+
+    1. Sequences are bucketed by token count and plain first word (`_bucket`) and mined
+       greedily inside each bucket (`mine`): the positions that vary become `<*>`.
+    2. Templates whose constants agree once every run of variables counts as one (`_skeleton`)
+       are one template, whatever their lengths: a list of hosts, a path split in two or a
+       variable that is empty in some messages no longer splits an event. The merged
+       template is the most frequent member's.
+    """
+    counts: dict[str, int] = {}
+    for text, n in sequences:
+        counts[text] = counts.get(text, 0) + int(n)
+    buckets: dict[tuple[int, str], list[tuple[list[str], int]]] = {}
+    for text, n in counts.items():
+        tokens = text.split(" ") if text else []
+        buckets.setdefault(_bucket(tokens), []).append((tokens, n))
+    mined: dict[str, tuple[str, ...]] = {}
+    for key in sorted(buckets):
+        for seq, template in mine(buckets[key], threshold).items():
+            mined[" ".join(seq)] = _collapse(template)
+    weight: dict[tuple[str, ...], int] = {}
+    for text, template in mined.items():
+        weight[template] = weight.get(template, 0) + counts[text]
+    chosen: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for template in sorted(weight, key=lambda t: (-weight[t], t)):
+        chosen.setdefault(_skeleton(template), template)
+    return {text: " ".join(chosen[_skeleton(t)]) for text, t in mined.items()}
+
+
+CONTEXT_SEPARATOR = " :: "
+
+
+def with_context(
+    rows: Iterable[tuple[str, str, int]], threshold: float = DEFAULT_THRESHOLD
+) -> dict[tuple[str, str], str]:
+    """Template of every distinct (masked text, masked context) pair, given their counts.
+
+    The text (the error's headline) leads: it is mined alone (`mine_all`), and so are the
+    contexts (descriptions). A text template whose dead letters carry more than one context
+    template is split by context, and the context template is appended after " :: ": a
+    generic `HandlerError failed` over `timeout after <NUM> ms` and `quota exceeded` is two
+    patterns. A context shared by the whole group adds nothing and is left out.
+    """
+    counts: dict[tuple[str, str], int] = {}
+    for text, context, n in rows:
+        counts[(text, context)] = counts.get((text, context), 0) + int(n)
+    text_counts: dict[str, int] = {}
+    context_counts: dict[str, int] = {}
+    for (text, context), n in counts.items():
+        text_counts[text] = text_counts.get(text, 0) + n
+        if context:
+            context_counts[context] = context_counts.get(context, 0) + n
+    texts = mine_all(text_counts.items(), threshold)
+    contexts = mine_all(context_counts.items(), threshold)
+    seen: dict[str, set[str]] = {}
+    for text, context in counts:
+        seen.setdefault(texts[text], set()).add(contexts.get(context, ""))
+    out: dict[tuple[str, str], str] = {}
+    for text, context in counts:
+        template = texts[text]
+        if len(seen[template]) > 1:
+            template = f"{template}{CONTEXT_SEPARATOR}{contexts.get(context, '')}".rstrip()
+        out[(text, context)] = template
+    return out

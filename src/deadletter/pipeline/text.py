@@ -29,40 +29,66 @@ _MASKS: list[tuple[re.Pattern[str], str, str]] = [
         ":",
     ),
     (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<TS>", ":"),
+    # IPv6 addresses and MAC addresses: four or more hex groups joined by colons.
+    (re.compile(r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){3,}[0-9a-fA-F]{1,4}(?![\w:])"), "<IP>", ":"),
     (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"), "<IP>", "."),
+    # host:port, a host name with a dot or a dash (a bare word before a colon is a label).
+    (re.compile(r"(?<![\w.:/-])[A-Za-z][\w-]*(?:[.-][\w-]+)+:\d{2,5}\b"), "<IP>", ":"),
+    # An HTTP request line keeps its method, a constant that tells the event apart.
+    (
+        re.compile(r"\b(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) /\S*(?: HTTP/\d(?:\.\d)?)?"),
+        r"\1 <PATH>",
+        " /",
+    ),
     (re.compile(r"(?<![\w.])(?:/[\w.@%+-]+){2,}/?"), "<PATH>", "/"),
+    (re.compile(r"\b[A-Za-z]:(?:\\[\w.$ -]+)+"), "<PATH>", "\\"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<HEX>", "0x"),
     (
         re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"),
         "<HEX>",
         DIGIT,
     ),
+    # A size with its unit, and the rounded size some loggers add in parentheses, is one
+    # variable however many tokens it spans: "1190 bytes (1.16 KB)".
     (
         re.compile(
-            r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?|h|hours?)\b"
+            r"(?<![\w.])\d+(?:\.\d+)?\s?(?:bytes?|[KMGT]i?B|B)\b"
+            r"(?:\s\(\d+(?:\.\d+)?\s?[KMGT]i?B\))?"
+        ),
+        "<SIZE>",
+        DIGIT,
+    ),
+    (
+        re.compile(
+            r"(?<![\w.])[<>]?\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?"
+            r"|h|hours?)\b"
         ),
         "<DUR>",
         DIGIT,
     ),
+    # A clock duration ("lifetime 02:19"), after the timestamps took the hh:mm:ss ones.
+    (re.compile(r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])"), "<DUR>", ":"),
 ]
 # Quoted text is masked unless it is a bare identifier or key path ('customer.id'): such a
 # name tells which bug it is, while a quoted value ('abc 12') tells which instance.
 _QUOTED = re.compile(r"'([^'\n]{0,200})'|\"([^\"\n]{0,200})\"")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_.\[\]-]*$")
+_REQUEST = re.compile(r"^(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) <PATH>$")
 _NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)*%?$")
 _HAS_DIGIT = re.compile(r"\d")
-_TOKEN_SPLIT = re.compile(r"[\s,;=()\[\]{}|]+")
-_EDGE_PUNCT = ".:!?"
+_PLACEHOLDER_INSIDE = re.compile(r"<[A-Z]+>")
+_TOKEN_SPLIT = re.compile(r"[\s,;=()\[\]{}|]+|::")
+_EDGE_PUNCT = '.:!?"`'
 
 PLACEHOLDERS = frozenset(
     {"<URL>", "<EMAIL>", "<UUID>", "<TS>", "<IP>", "<PATH>", "<HEX>", "<DUR>", "<QUOTED>"}
-    | {"<NUM>", "<ID>", "<*>"}
+    | {"<SIZE>", "<NUM>", "<ID>", "<*>"}
 )
 
 
 def _mask_quoted(match: re.Match[str]) -> str:
     inner = match.group(1) if match.group(1) is not None else match.group(2)
-    if _IDENTIFIER.match(inner):
+    if _IDENTIFIER.match(inner) or _REQUEST.match(inner):
         return match.group(0)
     return "<QUOTED>"
 
@@ -83,19 +109,29 @@ def _mask_token(token: str) -> str:
         return token
     if _NUMBER.match(token):
         return "<NUM>"
-    # Any remaining token with a digit (ord-48213, SKU-9A3F, v2) is an identifier instance.
+    # Any remaining token with a digit (ord-48213, SKU-9A3F, v2) is an identifier instance,
+    # and so is a token that glues a masked variable to more text (host/<IP>).
     if _HAS_DIGIT.search(token) and "<" not in token:
+        return "<ID>"
+    if _PLACEHOLDER_INSIDE.search(token):
         return "<ID>"
     return token
 
 
 def tokenize(text: str) -> list[str]:
-    """Masked tokens of one line of error text."""
+    """Masked tokens of one line of error text.
+
+    A run of variables becomes one placeholder (the first one's): a list of hosts, a size
+    with its unit or a count followed by an id is one variable however long it is, so the
+    same event keeps one token count (as Loghub-2.0 does when it compares templates).
+    """
     out: list[str] = []
     for raw in _TOKEN_SPLIT.split(mask(text)):
         token = raw.strip(_EDGE_PUNCT) or raw
         if token:
-            out.append(_mask_token(token))
+            token = _mask_token(token)
+            if not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
+                out.append(token)
     return out
 
 
@@ -168,6 +204,16 @@ def mining_text(error: str | None, description: str | None) -> tuple[str, str]:
     """(signature, text to mine): the error's headline, else the description."""
     signature, headline = exception_signature(error)
     return signature, headline or (description or "").strip()
+
+
+def mining_parts(error: str | None, description: str | None) -> tuple[str, str, str]:
+    """(signature, text to mine, context): the context is the description when the error gave
+    the text to mine, so that both parts of a dead letter count (see mining.with_context)."""
+    signature, headline = exception_signature(error)
+    text = (description or "").strip()
+    if headline:
+        return signature, headline, text
+    return signature, text, ""
 
 
 # Payload shape ------------------------------------------------------------------------
