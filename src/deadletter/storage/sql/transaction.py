@@ -196,13 +196,13 @@ class SQLTransaction(Transaction):
     ) -> list[Message]:
         params = {
             "project": project,
-                "queue": queue,
-                "now": now,
-                "after_seq": query.after_seq,
-                "max_seq": query.max_seq,
-                "include_claimed": query.include_claimed,
-                "include_delayed": query.include_delayed,
-                "exclude_client_id": query.exclude_client_id,
+            "queue": queue,
+            "now": now,
+            "after_seq": query.after_seq,
+            "max_seq": query.max_seq,
+            "include_claimed": query.include_claimed,
+            "include_delayed": query.include_delayed,
+            "exclude_client_id": query.exclude_client_id,
             "limit": query.limit,
             **_filter_params(query.dead_letters),
         }
