@@ -53,6 +53,7 @@ DELETE_QUEUE = "DELETE FROM queues WHERE project = :project AND name = :name"
 # What else goes with a queue (the numbering of its messages is the dialect's).
 DELETE_QUEUE_ROWS = (
     "DELETE FROM messages WHERE project = :project AND queue = :name",
+    "DELETE FROM queue_depths WHERE project = :project AND queue = :name",
     "DELETE FROM claims WHERE project = :project AND queue = :name",
     "DELETE FROM counters WHERE project = :project AND queue = :name",
     "DELETE FROM tasks WHERE project = :project AND dlq = :name",
@@ -71,12 +72,30 @@ DEAD_LETTER_TARGETS = "SELECT * FROM queues WHERE project = :project AND dlq_tar
 INSERT_MESSAGE = _insert("messages", MESSAGE_FIELDS)
 # A moved message keeps its id and takes every other column anew.
 UPSERT_MESSAGE = INSERT_MESSAGE + _replacing("id", MESSAGE_FIELDS)
+# By primary key: without statistics SQLite would rather walk the whole queue in seq order.
+_BY_ID = "messages /* indexed by sqlite_autoindex_messages_1 */"
 GET_MESSAGES = (
-    "SELECT * FROM messages WHERE project = :project AND queue = :queue AND id = ANY(:ids)"
+    f"SELECT * FROM {_BY_ID} WHERE id = ANY(:ids) AND project = :project AND queue = :queue"
     " ORDER BY seq"
 )
-CLAIMABLE = (
-    "SELECT * FROM messages WHERE project = :project AND queue = :queue"
+# The two classes of message of migration 0005, each spelled as its partial index's predicate
+# (SQLite uses a partial index only for a query that repeats its WHERE term word for word).
+# A claimed message becomes visible when its claim expires (`visible_at = claim_expires_at`),
+# so a hidden message is visible, claimed or not, exactly when `visible_at <= :now`.
+READY = "claim_id IS NULL AND visible_at <= COALESCE(dl_at, enqueued_at)"
+HIDDEN = "(claim_id IS NOT NULL OR visible_at > COALESCE(dl_at, enqueued_at))"
+# A claim takes the oldest of both kinds (transaction.py merges them): ready messages in seq
+# order from the head, and hidden ones whose time has come, by time then sorted; neither
+# steps over the claimed or delayed messages in front of the ready ones.
+CLAIMABLE_READY = (
+    "SELECT * FROM messages /* indexed by messages_ready */"
+    f" WHERE project = :project AND queue = :queue AND {READY}"
+    " AND visible_at <= :now AND expires_at > :now"
+    " ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
+)
+CLAIMABLE_HIDDEN = (
+    "SELECT * FROM messages /* indexed by messages_hidden */"
+    f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
     " AND visible_at <= :now AND expires_at > :now"
     " ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
 )
@@ -99,6 +118,15 @@ LIST_MESSAGES = (
     + _DEAD_LETTER_FILTER
     + " ORDER BY seq LIMIT :limit"
 )
+# A listing of visible messages only (neither claimed nor delayed messages asked for) is the
+# merge of the same two classes, so that it never steps over a claimed or delayed head.
+LIST_READY = LIST_MESSAGES.replace(
+    "FROM messages WHERE", f"FROM messages /* indexed by messages_ready */ WHERE {READY} AND"
+)
+LIST_HIDDEN = LIST_MESSAGES.replace(
+    "FROM messages WHERE",
+    f"FROM messages /* indexed by messages_hidden */ WHERE {HIDDEN} AND visible_at <= :now AND",
+)
 DEAD_LETTERS = (
     "SELECT * FROM messages WHERE project = :project AND queue = :queue AND seq <= :max_seq"
     " AND expires_at > :now AND visible_at <= :now"
@@ -119,7 +147,7 @@ UPDATE_MESSAGE = (
     " first_claimed_at = :first_claimed_at, expires_at = :expires_at WHERE id = :id"
 )
 DELETE_MESSAGES = (
-    "DELETE FROM messages WHERE project = :project AND queue = :queue AND id = ANY(:ids)"
+    f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND project = :project AND queue = :queue"
 )
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
 PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue"
@@ -133,21 +161,30 @@ EXPIRED = (
     "SELECT * FROM messages WHERE expires_at <= :now ORDER BY expires_at, seq LIMIT :limit"
     " FOR UPDATE SKIP LOCKED"
 )
-COUNT_MESSAGES = (
+# Stats read the counts kept by migration 0005's triggers, less what has expired and waits
+# for the sweeper (found through the expiry index, so bounded by the sweeper's backlog), and
+# count only the claimed and delayed messages, which are the hidden ones not yet visible.
+DEPTHS = (
+    "SELECT source, SUM(n) AS n FROM queue_depths WHERE project = :project AND queue = :queue"
+    " GROUP BY source"
+)
+EXPIRED_DEPTHS = (
+    "SELECT COALESCE(dl_source, '') AS source, COUNT(*) AS n"
+    " FROM messages /* indexed by messages_expiry */"
+    " WHERE expires_at <= :now AND project = :project AND queue = :queue"
+    " GROUP BY COALESCE(dl_source, '')"
+)
+COUNT_HIDDEN = (
     "SELECT"
     " COUNT(*) FILTER (WHERE claim_id IS NOT NULL AND claim_expires_at > :now) AS claimed,"
-    " COUNT(*) FILTER (WHERE visible_at > :now"
-    "   AND NOT (claim_id IS NOT NULL AND claim_expires_at > :now)) AS delayed,"
-    " COUNT(*) AS total"
-    " FROM messages WHERE project = :project AND queue = :queue AND expires_at > :now"
+    " COUNT(*) FILTER (WHERE NOT (claim_id IS NOT NULL AND claim_expires_at > :now)) AS delayed"
+    " FROM messages /* indexed by messages_hidden */"
+    f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
+    " AND visible_at > :now AND expires_at > :now"
 )
 _LIVE = "SELECT * FROM messages WHERE project = :project AND queue = :queue AND expires_at > :now"
 OLDEST_MESSAGE = _LIVE + " ORDER BY seq ASC LIMIT 1"
 NEWEST_MESSAGE = _LIVE + " ORDER BY seq DESC LIMIT 1"
-COUNT_BY_SOURCE = (
-    "SELECT dl_source, COUNT(*) AS n FROM messages WHERE project = :project AND queue = :dlq"
-    " AND expires_at > :now AND dl_source IS NOT NULL GROUP BY dl_source ORDER BY dl_source"
-)
 
 # Claims
 
@@ -194,4 +231,4 @@ SAVE_PATTERNS = (
 GET_PATTERNS = "SELECT patterns FROM patterns WHERE project = :project AND dlq = :dlq"
 
 # Every table of data, children before parents (the numbering tables are the dialect's).
-TABLES = ("messages", "claims", "counters", "tasks", "patterns", "queues")
+TABLES = ("queue_depths", "messages", "claims", "counters", "tasks", "patterns", "queues")

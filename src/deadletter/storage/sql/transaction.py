@@ -179,29 +179,36 @@ class SQLTransaction(Transaction):
             q.GET_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)}
         )
 
+    def _oldest_of_both(
+        self, ready: str, hidden: str, params: Mapping[str, Any], limit: int
+    ) -> list[Message]:
+        """The oldest `limit` of the messages that `ready` and `hidden` (queries.py) find; on
+        PostgreSQL the few rows of either beyond them stay locked until this commits."""
+        both = self._messages(ready, params) + self._messages(hidden, params)
+        return sorted(both, key=lambda m: m.seq)[:limit]
+
     def claimable(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
-        return self._messages(
-            q.CLAIMABLE, {"project": project, "queue": queue, "now": now, "limit": limit}
-        )
+        params = {"project": project, "queue": queue, "now": now, "limit": limit}
+        return self._oldest_of_both(q.CLAIMABLE_READY, q.CLAIMABLE_HIDDEN, params, limit)
 
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery
     ) -> list[Message]:
-        return self._messages(
-            q.LIST_MESSAGES,
-            {
-                "project": project,
-                "queue": queue,
-                "now": now,
-                "after_seq": query.after_seq,
-                "max_seq": query.max_seq,
-                "include_claimed": query.include_claimed,
-                "include_delayed": query.include_delayed,
-                "exclude_client_id": query.exclude_client_id,
-                "limit": query.limit,
-                **_filter_params(query.dead_letters),
-            },
-        )
+        params = {
+            "project": project,
+            "queue": queue,
+            "now": now,
+            "after_seq": query.after_seq,
+            "max_seq": query.max_seq,
+            "include_claimed": query.include_claimed,
+            "include_delayed": query.include_delayed,
+            "exclude_client_id": query.exclude_client_id,
+            "limit": query.limit,
+            **_filter_params(query.dead_letters),
+        }
+        if query.include_claimed or query.include_delayed:
+            return self._messages(q.LIST_MESSAGES, params)
+        return self._oldest_of_both(q.LIST_READY, q.LIST_HIDDEN, params, query.limit)
 
     def dead_letters(
         self,
@@ -261,11 +268,20 @@ class SQLTransaction(Transaction):
         rows = self.all(q.EXPIRED, {"now": now, "limit": limit})
         return [(r["project"], message_from(r)) for r in rows]
 
+    def _depths(self, project: str, queue: str, now: float) -> dict[str, int]:
+        """Unexpired messages of `queue` by dead-letter source ('' for none)."""
+        key = {"project": project, "queue": queue, "now": now}
+        depths = {r["source"]: int(r["n"]) for r in self.all(q.DEPTHS, key)}
+        for r in self.all(q.EXPIRED_DEPTHS, key):
+            depths[r["source"]] = depths.get(r["source"], 0) - int(r["n"])
+        return depths
+
     def counts(self, project: str, queue: str, now: float) -> MessageCounts:
         key = {"project": project, "queue": queue, "now": now}
-        row = self.one(q.COUNT_MESSAGES, key)
+        row = self.one(q.COUNT_HIDDEN, key)
         oldest, newest = self.one(q.OLDEST_MESSAGE, key), self.one(q.NEWEST_MESSAGE, key)
-        claimed, delayed, total = int(row["claimed"]), int(row["delayed"]), int(row["total"])
+        claimed, delayed = int(row["claimed"]), int(row["delayed"])
+        total = sum(self._depths(project, queue, now).values())
         return MessageCounts(
             free=total - claimed - delayed,
             claimed=claimed,
@@ -275,8 +291,8 @@ class SQLTransaction(Transaction):
         )
 
     def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]:
-        rows = self.all(q.COUNT_BY_SOURCE, {"project": project, "dlq": dlq, "now": now})
-        return {r["dl_source"]: int(r["n"]) for r in rows}
+        depths = self._depths(project, dlq, now)
+        return {source: n for source, n in sorted(depths.items()) if source and n > 0}
 
     # Claims
 

@@ -115,9 +115,8 @@ class SQLiteStore(Store):
                 current = row[0] or 0
                 for version, sql in migration_scripts("deadletter.storage.sqlite"):
                     if version > current:
-                        for statement in sql.split(";"):
-                            if statement.strip():
-                                c.execute(statement)
+                        for statement in _statements(sql):
+                            c.execute(statement)
                         c.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
                 c.execute("COMMIT")
             except BaseException:
@@ -195,6 +194,17 @@ class SQLiteStore(Store):
         with self._lock:
             self._commit_group()
             self._conn.close()
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The statements of a migration one by one; a trigger's body holds `;` of its own."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""
 
 
 @dataclass

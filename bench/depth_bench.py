@@ -1,0 +1,180 @@
+"""What one operation costs as a queue grows: claim, delete, list and stats at each depth.
+
+    ./dev bench depth [--max-depth 100000] [--reps 20] [--no-postgres]
+
+For depths 10^2 .. --max-depth on each store, the milliseconds (median of --reps) of one
+claim of 10, one delete of 10 ids, one listing of 10 and one stats call, in three shapes of
+queue: `free` (every message visible), `busy head` (the older half of the queue claimed or
+delayed, the newer half free) and `dlq` (a dead-letter queue of that many dead letters).
+A queue is filled with direct batched inserts through the store, then kept at its depth
+by sending 10 (untimed) before each claim+delete. Writes bench/results/depth.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.engine_bench import BODY, P, store_url
+from deadletter.domain.model import (
+    DeadLetterPolicy,
+    ListQuery,
+    Message,
+    NewMessage,
+    Queue,
+    QueueSettings,
+    Reason,
+)
+from deadletter.engine import transitions
+from deadletter.engine.engine import Engine
+from deadletter.storage import open_store
+from deadletter.storage.base import Store
+
+RESULTS = Path(__file__).parent / "results"
+FILL_BATCH = 5000
+HOUR = 3600
+DAY = 86400
+SHAPES = ("free", "busy head", "dlq")
+OPERATIONS = ("claim 10", "delete 10", "list 10", "stats")
+
+
+def fill(store: Store, queue: Queue, n: int, shape: str, source: Queue | None = None) -> None:
+    """Insert `n` messages at the tail of `queue` in large transactions; in the `busy head`
+    shape a quarter claimed and a quarter delayed (call it first, on an empty queue)."""
+    now = time.time()
+    made = 0
+    while made < n:
+        batch: list[Message] = []
+        for _ in range(min(FILL_BATCH, n - made)):
+            i = made + len(batch)
+            delay = HOUR if shape == "busy head" and n // 4 <= i < n // 2 else 0
+            m = transitions.enqueued(
+                NewMessage(body=BODY), uuid.uuid4().hex, queue.name, now, DAY, delay, True, None
+            )
+            if shape == "busy head" and i < n // 4:
+                m = transitions.claimed(m, uuid.uuid4().hex, now, now + HOUR, 60)
+            if shape == "dlq" and source is not None:
+                m = transitions.dead_lettered(m, source, queue, Reason.MAX_CLAIMS, now)
+            batch.append(m)
+        with store.transaction() as tx:
+            tx.insert_messages(queue.project, batch)
+        made += len(batch)
+
+
+def analyze(backend: str, url: str) -> None:
+    """Give PostgreSQL's planner the statistics autovacuum would gather after a bulk load;
+    without them it plans lookups by id and expiry as walks of the queue."""
+    if backend == "postgres":
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def measure(engine: Engine, queue: str, reps: int) -> dict[str, float]:
+    """Median milliseconds of each operation on `queue`, whose depth stays as it was."""
+    times: dict[str, list[float]] = {op: [] for op in OPERATIONS}
+
+    def timed(op: str, work: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        out = work()
+        times[op].append(time.perf_counter() - started)
+        return out
+
+    for _ in range(reps):
+        engine.send(P, queue, [NewMessage(body=BODY)] * 10)
+        claim = timed("claim 10", lambda: engine.claim(P, queue, 10, ttl=HOUR))
+        ids = [m.id for m in claim.messages]
+        timed("delete 10", lambda ids=ids: engine.delete_messages(P, queue, ids))
+        timed("list 10", lambda: engine.list_messages(P, queue, ListQuery(limit=10)))
+        timed("stats", lambda: engine.stats(P, queue))
+    return {op: median_ms(samples) for op, samples in times.items()}
+
+
+def depths(max_depth: int) -> list[int]:
+    return [10**k for k in range(2, 8) if 10**k <= max_depth]
+
+
+def backend_run(backend: str, max_depth: int, reps: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with store_url(backend) as url:
+        store = open_store(url)
+        try:
+            engine = Engine(store)
+            free = engine.create_queue(P, "free")
+            dlq = engine.create_queue(P, "dlq")
+            source = engine.create_queue(
+                P, "source", QueueSettings(dead_letter=DeadLetterPolicy("dlq", max_claims=3))
+            )
+            depth = 0
+            for target in depths(max_depth):
+                fill(store, free, target - depth, "free")
+                fill(store, dlq, target - depth, "dlq", source)
+                depth = target
+                busy = engine.create_queue(P, f"busy{target}")
+                fill(store, busy, target, "busy head")
+                analyze(backend, url)
+                for shape, name in (("free", "free"), ("busy head", busy.name), ("dlq", "dlq")):
+                    ms = measure(engine, name, reps)
+                    rows.append({"store": backend, "shape": shape, "depth": target, **ms})
+                    print(f"{backend} {shape:9} {target:>9,}: " + _cells(ms), flush=True)
+                engine.delete_queue(P, busy.name)
+        finally:
+            store.close()
+    return rows
+
+
+def _cells(ms: dict[str, float]) -> str:
+    return "  ".join(f"{op} {ms[op]:7.2f}" for op in OPERATIONS)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"Depth benchmark ({report['cpus']} CPUs, Python {report['python']}, median of "
+        f"{report['reps']} operations): milliseconds per operation by queue depth",
+        "",
+        "| store | shape | depth | " + " | ".join(OPERATIONS) + " |",
+        "|---|---|---:|" + "---:|" * len(OPERATIONS),
+    ]
+    for r in report["rows"]:
+        cells = " | ".join(f"{r[op]:.2f}" for op in OPERATIONS)
+        lines.append(f"| {r['store']} | {r['shape']} | {r['depth']:,} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="./dev bench depth", description=__doc__)
+    parser.add_argument("--max-depth", type=int, default=100_000)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--out", default="depth", help="name of the result files")
+    args = parser.parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    for backend in ["sqlite"] if args.no_postgres else ["sqlite", "postgres"]:
+        try:
+            rows += backend_run(backend, args.max_depth, args.reps)
+        except Exception as exc:  # PostgreSQL not reachable: say so and go on
+            print(f"{backend}: not run ({exc!r})")
+    report = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "reps": args.reps,
+        "rows": rows,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / f"{args.out}.md").write_text(markdown(report))
+    print(markdown(report))
+    return 0

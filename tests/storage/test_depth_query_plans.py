@@ -1,0 +1,129 @@
+"""The claim, delete-by-id, listing and stats statements go straight to what they return:
+none of them walks the claimed or delayed messages at a queue's head, nor its whole depth."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from deadletter.domain.model import ListQuery, NewMessage
+from deadletter.engine import transitions
+from deadletter.storage.base import Store
+from deadletter.storage.postgres.backend import POSTGRES, PostgresStore
+from deadletter.storage.sql import queries as q
+from deadletter.storage.sqlite.backend import SQLITE, SQLiteStore
+from tests.services import postgres_schema
+
+NOW = 1_000.0
+PARAMS: dict[str, Any] = {
+    "project": "p", "queue": "q", "now": NOW, "limit": 10, "ids": ["a", "b"],
+    "after_seq": 0, "max_seq": None, "include_claimed": False, "include_delayed": False,
+    "exclude_client_id": None, "dl_source": None, "dl_reason": None, "dl_since": None,
+    "dl_until": None, "dl_ids": None,
+}  # fmt: skip
+
+
+def sqlite_plan(store: SQLiteStore, sql: str) -> list[str]:
+    statement = SQLITE.compile(sql)
+    params = SQLITE.bind(statement, PARAMS)
+    return [row[3] for row in store._conn.execute(f"EXPLAIN QUERY PLAN {statement.text}", params)]
+
+
+@pytest.mark.parametrize(
+    ("sql", "step"),
+    [
+        (q.CLAIMABLE_READY, "SEARCH messages USING INDEX messages_ready (project=? AND queue=?)"),
+        (
+            q.CLAIMABLE_HIDDEN,
+            "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)",
+        ),
+        (q.LIST_READY, "SEARCH messages USING INDEX messages_ready (project=? AND queue=?"),
+        (q.LIST_HIDDEN, "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)"),
+        (q.GET_MESSAGES, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
+        (q.DELETE_MESSAGES, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
+        (q.COUNT_HIDDEN, "USING INDEX messages_hidden (project=? AND queue=? AND visible_at>?)"),
+        (q.DEPTHS, "USING INDEX sqlite_autoindex_queue_depths_1 (project=? AND queue=?)"),
+        (q.EXPIRED_DEPTHS, "USING INDEX messages_expiry (expires_at<?)"),
+    ],
+)
+def test_sqlite_statements_search_the_index_made_for_them(
+    tmp_path: Path, sql: str, step: str
+) -> None:
+    store = SQLiteStore(tmp_path / "plans.db")
+    try:
+        plan = sqlite_plan(store, sql)
+    finally:
+        store.close()
+    assert any(step in s for s in plan), plan
+    assert not any("messages_queue_seq" in s or s.startswith("SCAN messages") for s in plan), plan
+
+
+def test_sqlite_claims_take_ready_messages_in_index_order(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "plans.db")
+    try:
+        plan = sqlite_plan(store, q.CLAIMABLE_READY)
+    finally:
+        store.close()
+    assert not any("TEMP B-TREE" in s for s in plan), plan
+
+
+def fill_busy_head(store: Store, hidden: int, ready: int) -> None:
+    """`hidden` messages at the head, half claimed and half delayed, then `ready` free ones."""
+    messages = []
+    for i in range(hidden + ready):
+        m = transitions.enqueued(
+            NewMessage(body=b"x"), uuid.uuid4().hex, "q", NOW - 10, 3600,
+            600 if hidden // 2 <= i < hidden else 0, True, None,
+        )  # fmt: skip
+        if i < hidden // 2:
+            m = transitions.claimed(m, uuid.uuid4().hex, NOW - 5, NOW + 600, 60)
+        messages.append(m)
+    with store.transaction() as tx:
+        tx.insert_messages("p", messages)
+
+
+def removed_by_filter(node: dict[str, Any]) -> int:
+    own = int(node.get("Rows Removed by Filter", 0)) + int(
+        node.get("Rows Removed by Index Recheck", 0)
+    )
+    return own + sum(removed_by_filter(child) for child in node.get("Plans", []))
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "sql", [q.CLAIMABLE_READY, q.CLAIMABLE_HIDDEN, q.LIST_READY, q.LIST_HIDDEN, q.COUNT_HIDDEN]
+)
+def test_postgres_statements_never_filter_out_the_busy_head(sql: str) -> None:
+    """Whatever plan PostgreSQL picks for a queue of 400 claimed and delayed messages ahead of
+    20 ready ones (sequential scans off, as on a large table), it throws no row away."""
+    with postgres_schema() as url:
+        store = PostgresStore(url)
+        try:
+            fill_busy_head(store, 400, 20)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("ANALYZE messages")
+                conn.execute("SET enable_seqscan = off")
+                text = POSTGRES.compile(sql).text
+                row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {text}", PARAMS).fetchone()
+        finally:
+            store.close()
+    assert row is not None
+    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
+    assert removed_by_filter(plan[0]["Plan"]) == 0, json.dumps(plan, indent=1)
+
+
+def test_claims_and_listings_skip_a_busy_head_on_each_store(store: Store) -> None:
+    """Behind claimed and delayed messages, the ready ones are claimed and listed in order."""
+    fill_busy_head(store, 40, 5)
+    with store.transaction() as tx:
+        claimable = tx.claimable("p", "q", NOW, 10)
+        listed = tx.list_messages("p", "q", NOW, ListQuery(limit=10))
+        counts = tx.counts("p", "q", NOW)
+    assert [m.seq for m in claimable] == [m.seq for m in listed]
+    assert len(claimable) == 5
+    assert (counts.free, counts.claimed, counts.delayed) == (5, 20, 20)
