@@ -34,7 +34,7 @@ def _victim(live: Live) -> dict[str, Any]:
     """Project beta: a queue with a DLQ, a message, a claim and a redrive task."""
     admin, secret = live.issue(BETA, "admin")
     sqs = boto(live.url, admin.key_id, secret)
-    dlq_url = sqs.create_queue(QueueName="b-dlq")["QueueUrl"]
+    sqs.create_queue(QueueName="b-dlq")
     dlq_arn = f"arn:aws:sqs:us-east-1:{admin.account_id}:b-dlq"
     policy = f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"1"}}'
     url = sqs.create_queue(QueueName="b-jobs", Attributes={"RedrivePolicy": policy})["QueueUrl"]
@@ -236,7 +236,7 @@ OWN: list[tuple[str, str, Any, set[str]]] = [
         "/v2/queues/jobs",
         [{"op": "add", "path": "/metadata/x", "value": 1}],
         {"admin"},
-    ),  # fmt: skip
+    ),
     ("POST", "/v2/queues/jobs/purge", {}, {"admin"}),
     ("GET", "/v2/health", None, set()),
 ]
