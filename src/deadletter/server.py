@@ -15,7 +15,9 @@ from typing import Any
 import uvicorn
 
 from deadletter.api.app import AppOptions, build_app
+from deadletter.auth.credentials import load_master_key
 from deadletter.config import ServerConfig
+from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage import open_store
@@ -79,13 +81,23 @@ def run(config: ServerConfig) -> None:
     """Serve until SIGTERM or SIGINT; uvicorn then finishes in-flight requests, the lifespan
     stops the worker, and the store is closed (every acknowledged write is already committed)."""
     configure_logging(config.log_level)
+    auth_required = config.auth_required
     if config.uses_data_dir:
         config.data_dir.mkdir(parents=True, exist_ok=True)
     store = open_store(config.database_url)
     try:
         engine = Engine(store)
         worker = Worker(engine, sweep_interval=config.sweep_interval)
-        app = build_app(engine, AppOptions(test_mode=config.test_mode), background=[worker])
+        authority = None
+        if auth_required:
+            authority = Authority(engine, load_master_key(config.key_file))
+            log.info("auth is required")
+        elif config.loopback:
+            log.info("auth is off", extra={"host": config.host})
+        else:
+            log.warning("auth is off on a non-loopback host (--insecure-no-auth)")
+        options = AppOptions(test_mode=config.test_mode, authority=authority)
+        app = build_app(engine, options, background=[worker])
         server = _Server(
             uvicorn.Config(
                 app,
@@ -94,6 +106,8 @@ def run(config: ServerConfig) -> None:
                 log_config=None,
                 log_level=config.log_level.lower(),
                 timeout_graceful_shutdown=30,
+                ssl_certfile=config.ssl_certfile,
+                ssl_keyfile=config.ssl_keyfile,
             )
         )
         log.info(

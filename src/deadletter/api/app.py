@@ -15,6 +15,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
 from deadletter.api import openapi
+from deadletter.api.auth import admin_routes, guarded
 from deadletter.api.metrics import LatencyMiddleware, Metrics
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import sqs_routes
@@ -53,9 +54,12 @@ def build_app(
             for job in reversed(started):
                 job.stop()
 
+    authority = options.authority
+    metrics_endpoint = guarded(authority, metrics.endpoint) if authority else metrics.endpoint
     routes: list[BaseRoute] = [
-        Route("/metrics", metrics.endpoint, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi.endpoint, methods=["GET"]),
+        *(admin_routes(authority) if authority else []),
         *zaqar_routes(engine, options),
         *sqs_routes(engine, options),
     ]

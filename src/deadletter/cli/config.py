@@ -16,7 +16,9 @@ from deadletter.client import DEFAULT_PROJECT, DEFAULT_URL
 CONFIG_ENV = "DEADLETTER_CONFIG"
 URL_ENV = "DEADLETTER_URL"
 PROJECT_ENV = "DEADLETTER_PROJECT"
-KEYS = ("url", "project")
+KEY_ID_ENV = "DEADLETTER_KEY_ID"
+SECRET_ENV = "DEADLETTER_SECRET"
+KEYS = ("url", "project", "key_id", "secret")
 
 
 def config_path() -> Path:
@@ -68,10 +70,22 @@ class Setting:
 class Server:
     url: Setting
     project: Setting
+    key_id: Setting
+    secret: Setting
+
+    @property
+    def credential(self) -> tuple[str, str] | None:
+        """(key id, secret) when both are set; the server then needs them (auth required)."""
+        if self.key_id.value and self.secret.value:
+            return self.key_id.value, self.secret.value
+        return None
 
 
-def resolve(url: str | None, project: str | None) -> Server:
-    """Flag > environment > config file > default, for each of url and project."""
+def resolve(
+    url: str | None, project: str | None, key_id: str | None = None, secret: str | None = None
+) -> Server:
+    """Flag > environment > config file > default, for each of url, project, key id and
+    secret (a credential has no default: without one the server must have auth off)."""
     file: dict[str, str] | None = None
 
     def pick(flag: str | None, name: str, env: str, default: str) -> Setting:
@@ -89,6 +103,8 @@ def resolve(url: str | None, project: str | None) -> Server:
     return Server(
         url=pick(url, "url", URL_ENV, DEFAULT_URL),
         project=pick(project, "project", PROJECT_ENV, DEFAULT_PROJECT),
+        key_id=pick(key_id, "key_id", KEY_ID_ENV, ""),
+        secret=pick(secret, "secret", SECRET_ENV, ""),
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from deadletter.cli.analyze import analyze
+from deadletter.cli.credentials import credentials
 from deadletter.cli.dlq import dlq
 from deadletter.cli.messages import ack, claim, nack, peek, reject, send
 from deadletter.cli.queues import queue
@@ -16,7 +17,21 @@ from deadletter.cli.redrive import redrive
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="deadletter")
-def main() -> None:
+@click.option(
+    "--key-id",
+    envvar="DEADLETTER_KEY_ID",
+    show_envvar=True,
+    default=None,
+    help="Credential key id for client commands [then `key_id` in the config file].",
+)
+@click.option(
+    "--secret",
+    envvar="DEADLETTER_SECRET",
+    show_envvar=True,
+    default=None,
+    help="Credential secret [then `secret` in the config file; prefer either to this flag].",
+)
+def main(key_id: str | None, secret: str | None) -> None:
     """deadletter: a message-queue server built around the dead-letter queue."""
 
 
@@ -65,8 +80,33 @@ def main() -> None:
     show_envvar=True,
     is_flag=True,
     default=False,
-    help="Enable test-only endpoints (never in production).",
+    help="Enable test-only endpoints (never in production); the SQS face then accepts"
+    " any credentials.",
 )
+@click.option(
+    "--auth",
+    envvar="DEADLETTER_AUTH",
+    show_envvar=True,
+    type=click.Choice(["required", "off"]),
+    default=None,
+    help="Require credentials [default: off on a loopback host, else required].",
+)
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    default=False,
+    help="Allow --auth off on a non-loopback host.",
+)
+@click.option(
+    "--master-key-file",
+    envvar="DEADLETTER_MASTER_KEY_FILE",
+    show_envvar=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Master key file [default: DEADLETTER_MASTER_KEY, else <sqlite database>.key].",
+)
+@click.option("--ssl-certfile", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--ssl-keyfile", type=click.Path(dir_okay=False, path_type=Path), default=None)
 def serve(
     host: str,
     port: int,
@@ -75,23 +115,39 @@ def serve(
     sweep_interval: float,
     log_level: str,
     test_mode: bool,
+    auth: str | None,
+    insecure_no_auth: bool,
+    master_key_file: Path | None,
+    ssl_certfile: Path | None,
+    ssl_keyfile: Path | None,
 ) -> None:
     """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
-    from deadletter.config import ServerConfig
+    from deadletter.auth.errors import MasterKeyError
+    from deadletter.config import ConfigError, ServerConfig
     from deadletter.server import run
 
-    run(
-        ServerConfig(
-            host=host,
-            port=port,
-            db=db,
-            data_dir=data_dir,
-            sweep_interval=sweep_interval,
-            log_level=log_level,
-            test_mode=test_mode,
-        )
+    if (ssl_certfile is None) != (ssl_keyfile is None):
+        raise click.UsageError("--ssl-certfile and --ssl-keyfile go together.")
+    config = ServerConfig(
+        host=host,
+        port=port,
+        db=db,
+        data_dir=data_dir,
+        sweep_interval=sweep_interval,
+        log_level=log_level,
+        test_mode=test_mode,
+        auth=auth,
+        insecure_no_auth=insecure_no_auth,
+        master_key_file=master_key_file,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
     )
+    try:
+        config.auth_required  # noqa: B018 (refuses auth off on an open host before starting)
+        run(config)
+    except (ConfigError, MasterKeyError) as exc:
+        raise click.ClickException(str(exc)) from None
 
 
-for command in (queue, send, peek, claim, ack, nack, reject, dlq, redrive, analyze):
+for command in (queue, send, peek, claim, ack, nack, reject, dlq, redrive, analyze, credentials):
     main.add_command(command)

@@ -43,8 +43,12 @@ def server_options(command: F) -> F:
     )
     @functools.wraps(command)
     def wrapper(*args: Any, url: str | None, project: str | None, **kwargs: Any) -> Any:
-        server = resolve(url, project)
-        with Client(server.url.value, server.project.value) as client:
+        root = click.get_current_context().find_root().params
+        server = resolve(url, project, root.get("key_id"), root.get("secret"))
+        # With a credential, an unstated project is the credential's own (the server knows it).
+        chosen = server.project
+        project = None if server.credential and chosen.origin == "the default" else chosen.value
+        with Client(server.url.value, project, credential=server.credential) as client:
             try:
                 return command(*args, client=client, **kwargs)
             except ApiError as exc:

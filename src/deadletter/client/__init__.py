@@ -31,15 +31,25 @@ class Client:
     def __init__(
         self,
         url: str = DEFAULT_URL,
-        project: str = DEFAULT_PROJECT,
+        project: str | None = DEFAULT_PROJECT,
         client_id: str | None = None,
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
+        credential: tuple[str, str] | None = None,
     ) -> None:
+        """`credential` (key id, secret) is sent as `X-Auth-Token: KEYID:SECRET` on every
+        request, which a server with authentication required accepts as it accepts a token;
+        a server with authentication off ignores it. A `project` of None sends no
+        X-Project-ID: the server then takes the credential's project."""
         self.url = url.rstrip("/")
+        headers = {"Client-ID": client_id or str(uuid.uuid4())}
+        if project is not None:
+            headers["X-Project-ID"] = project
+        if credential is not None:
+            headers["X-Auth-Token"] = f"{credential[0]}:{credential[1]}"
         self._http = httpx.Client(
             base_url=self.url,
-            headers={"Client-ID": client_id or str(uuid.uuid4()), "X-Project-ID": project},
+            headers=headers,
             transport=transport,
             timeout=timeout,
         )
@@ -224,6 +234,32 @@ class Client:
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
         """Replace the DLQ's stored patterns, each with its message ids."""
         self._call("PUT", f"/v2/queues/{dlq}/patterns", json={"patterns": patterns})
+
+    # Credentials (the server must have authentication required)
+
+    def create_credential(self, role: str, project: str | None = None) -> dict[str, Any]:
+        body = {"role": role, **({"project": project} if project else {})}
+        doc: dict[str, Any] = self._json("POST", "/v2/credentials", json=body)
+        return doc
+
+    def credentials(self, every_project: bool = False) -> list[dict[str, Any]]:
+        params = {"all": "true"} if every_project else {}
+        doc = self._json("GET", "/v2/credentials", params=params)
+        return list(doc["credentials"])
+
+    def rotate_credential(self, key_id: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json("POST", f"/v2/credentials/{key_id}/rotate")
+        return doc
+
+    def revoke_credential(self, key_id: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json("DELETE", f"/v2/credentials/{key_id}")
+        return doc
+
+    def token(self, key_id: str, secret: str, ttl: int = 3600) -> dict[str, Any]:
+        """A Zaqar token for the credential: `{"token", "expires_at"}`."""
+        body = {"key_id": key_id, "secret": secret, "ttl": ttl}
+        doc: dict[str, Any] = self._json("POST", "/v2/auth/tokens", json=body)
+        return doc
 
 
 def export_record(message: dict[str, Any]) -> dict[str, Any]:

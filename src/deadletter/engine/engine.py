@@ -43,7 +43,7 @@ from deadletter.engine.events import EngineListener
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import held_message, live_messages, require_queue
 from deadletter.engine.transactions import Pending, Runner
-from deadletter.storage.base import Store, Transaction
+from deadletter.storage.base import CredentialRecord, Store, Transaction
 
 
 class Engine:
@@ -473,3 +473,26 @@ class Engine:
 
     def wipe(self) -> None:
         self._run(lambda tx, _: tx.wipe())
+
+    # Credentials (deadletter.engine.credentials seals, opens and checks them)
+
+    def add_credential(self, work: Callable[[Transaction], None]) -> None:
+        self._run(lambda tx, _: work(tx))
+
+    def credential(self, key_id: str) -> CredentialRecord | None:
+        return self._run(lambda tx, _: tx.get_credential(key_id))
+
+    def credentials(self, project: str | None) -> list[CredentialRecord]:
+        return self._run(lambda tx, _: tx.list_credentials(project))
+
+    def change_credential(
+        self, key_id: str, change: Callable[[CredentialRecord], CredentialRecord]
+    ) -> CredentialRecord | None:
+        def work(tx: Transaction, _: Pending) -> CredentialRecord | None:
+            current = tx.get_credential(key_id, lock=True)
+            if current is not None:
+                current = change(current)
+                tx.update_credential(current)
+            return current
+
+        return self._run(work)

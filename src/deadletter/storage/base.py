@@ -38,6 +38,19 @@ class ClaimRecord:
 
 
 @dataclass(frozen=True)
+class CredentialRecord:
+    """A credential as stored: the secret only sealed (deadletter.auth.credentials)."""
+
+    key_id: str
+    project: str
+    role: str
+    account_id: str
+    sealed_secret: str
+    created_at: float
+    revoked: bool
+
+
+@dataclass(frozen=True)
 class MessageCounts:
     free: int
     claimed: int
@@ -193,9 +206,28 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]: ...
 
+    # Credentials
+    @abc.abstractmethod
+    def insert_credential(self, credential: CredentialRecord) -> None: ...
+
+    @abc.abstractmethod
+    def get_credential(self, key_id: str, lock: bool = False) -> CredentialRecord | None: ...
+
+    @abc.abstractmethod
+    def list_credentials(self, project: str | None) -> list[CredentialRecord]:
+        """Oldest first; every project's with None."""
+
+    @abc.abstractmethod
+    def update_credential(self, credential: CredentialRecord) -> None:
+        """Store the role, sealed secret and revoked flag of an existing credential."""
+
+    @abc.abstractmethod
+    def account_projects(self, account_id: str) -> set[str]:
+        """The projects whose credentials carry `account_id`."""
+
     @abc.abstractmethod
     def wipe(self) -> None:
-        """Delete everything (test mode's reset)."""
+        """Delete every queue and what belongs to it (test mode's reset); credentials stay."""
 
 
 class StorageError(DeadletterError):

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from deadletter.api.auth import sqs_account
 from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
@@ -51,6 +52,11 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
             account, region = _identity(request, options)
             if "account" in request.path_params:
                 account = request.path_params["account"]
+            if options.authority is not None and not options.test_mode:
+                body = await request.body()
+                account, region = await run_in_threadpool(
+                    sqs_account, options.authority, request, body, action
+                )
             if action == "GetCallerIdentity" and options.test_mode and not use_json:
                 return _caller_identity(account)
             call = Call(

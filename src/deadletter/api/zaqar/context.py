@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from deadletter.api.auth import zaqar_project
 from deadletter.api.options import AppOptions
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.api.zaqar.serialize import message_json
@@ -124,7 +125,11 @@ def check_client_id(value: str | None) -> str:
 
 
 def endpoint(
-    engine: Engine, options: AppOptions, handler: Handler, client_id: bool = True
+    engine: Engine,
+    options: AppOptions,
+    handler: Handler,
+    client_id: bool = True,
+    template: str = "",
 ) -> Callable[[Request], Any]:
     async def call(request: Request) -> Response:
         try:
@@ -138,6 +143,11 @@ def endpoint(
                 raise bad_request(
                     f"X-Project-ID may not be longer than {MAX_PROJECT_ID} characters."
                 )
+            if options.authority is not None:
+                project = await run_in_threadpool(
+                    zaqar_project, options.authority, request.method, template,
+                    request.url.path, request.headers, dict(request.query_params), project,
+                )  # fmt: skip
             body = await request.body()
             ctx = Ctx(request, engine, project, cid, body, dict(request.query_params))
             return await run_in_threadpool(handler, ctx)

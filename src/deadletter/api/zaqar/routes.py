@@ -80,6 +80,6 @@ ROUTES: list[tuple[str, str, Handler, bool]] = [
 
 def zaqar_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
     return [
-        Route(path, endpoint(engine, options, handler, client_id), methods=[method])
+        Route(path, endpoint(engine, options, handler, client_id, path), methods=[method])
         for path, method, handler, client_id in ROUTES
     ]

@@ -232,3 +232,22 @@ GET_PATTERNS = "SELECT patterns FROM patterns WHERE project = :project AND dlq =
 
 # Every table of data, children before parents (the numbering tables are the dialect's).
 TABLES = ("queue_depths", "messages", "claims", "counters", "tasks", "patterns", "queues")
+
+# Credentials (not in TABLES: a test-mode reset keeps who may use the server)
+
+CREDENTIAL_FIELDS = (
+    "key_id", "project", "role", "account_id", "sealed_secret", "created_at", "revoked",
+)  # fmt: skip
+INSERT_CREDENTIAL = _insert("credentials", CREDENTIAL_FIELDS)
+GET_CREDENTIAL = "SELECT * FROM credentials WHERE key_id = :key_id"
+GET_CREDENTIAL_LOCKED = GET_CREDENTIAL + " FOR UPDATE"
+LIST_CREDENTIALS = (
+    "SELECT * FROM credentials WHERE (project = :project OR :project IS NULL)"
+    " ORDER BY created_at, key_id"
+)
+UPDATE_CREDENTIAL = (
+    "UPDATE credentials SET role = :role, sealed_secret = :sealed_secret, revoked = :revoked"
+    " WHERE key_id = :key_id"
+)
+# The projects already holding an account id: two projects never share one.
+ACCOUNT_PROJECTS = "SELECT DISTINCT project FROM credentials WHERE account_id = :account_id"

@@ -18,7 +18,7 @@ from deadletter.domain.model import (
     QueueSettings,
     RedriveTask,
 )
-from deadletter.storage.base import ClaimRecord, MessageCounts, Transaction
+from deadletter.storage.base import ClaimRecord, CredentialRecord, MessageCounts, Transaction
 from deadletter.storage.rows import (
     Row,
     dead_letter_target,
@@ -368,5 +368,41 @@ class SQLTransaction(Transaction):
         r = self.one(q.GET_PATTERNS, {"project": project, "dlq": dlq})
         return list(json.loads(r["patterns"])) if r else []
 
+    # Credentials
+
+    def insert_credential(self, credential: CredentialRecord) -> None:
+        self.run(q.INSERT_CREDENTIAL, _credential_params(credential))
+
+    def get_credential(self, key_id: str, lock: bool = False) -> CredentialRecord | None:
+        sql = q.GET_CREDENTIAL_LOCKED if lock else q.GET_CREDENTIAL
+        r = self.one(sql, {"key_id": key_id})
+        return _credential_from(r) if r else None
+
+    def list_credentials(self, project: str | None) -> list[CredentialRecord]:
+        return [_credential_from(r) for r in self.all(q.LIST_CREDENTIALS, {"project": project})]
+
+    def update_credential(self, credential: CredentialRecord) -> None:
+        self.run(q.UPDATE_CREDENTIAL, _credential_params(credential))
+
+    def account_projects(self, account_id: str) -> set[str]:
+        rows = self.all(q.ACCOUNT_PROJECTS, {"account_id": account_id})
+        return {r["project"] for r in rows}
+
     def wipe(self) -> None:
         self.d.wipe(self)
+
+
+def _credential_params(c: CredentialRecord) -> dict[str, Any]:
+    return {f: getattr(c, f) for f in q.CREDENTIAL_FIELDS}
+
+
+def _credential_from(r: Row) -> CredentialRecord:
+    return CredentialRecord(
+        key_id=r["key_id"],
+        project=r["project"],
+        role=r["role"],
+        account_id=r["account_id"],
+        sealed_secret=r["sealed_secret"],
+        created_at=r["created_at"],
+        revoked=bool(r["revoked"]),
+    )

@@ -1,0 +1,158 @@
+"""`deadletter credentials ...`: issue, list, rotate and revoke credentials through a running
+server's admin API, and `create-operator`, which works on the database itself to make the
+first operator credential (there is nobody yet to authenticate that request)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from deadletter.cli.output import json_option, print_json, print_table, server_options, when
+from deadletter.client import DEFAULT_PROJECT, Client
+
+ROLES = ["admin", "producer", "consumer", "reader", "operator"]
+
+
+@click.group()
+def credentials() -> None:
+    """Issue, list, rotate and revoke credentials (docs/security.md)."""
+
+
+def _print_issued(doc: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(doc)
+        return
+    click.echo(f"key id:  {doc['key_id']}")
+    click.echo(f"secret:  {doc['secret']}")
+    click.echo(f"project: {doc['project']}  role: {doc['role']}  account: {doc['account_id']}")
+    click.echo("The secret is shown once; keep it now.", err=True)
+
+
+@credentials.command()
+@click.option("--role", type=click.Choice(ROLES), required=True)
+@json_option
+@server_options
+def create(client: Client, role: str, as_json: bool) -> None:
+    """Issue a credential of --project (an operator may name any; default: the caller's own
+    project); its secret is printed once."""
+    _print_issued(client.create_credential(role), as_json)
+
+
+@credentials.command(name="list")
+@click.option("--all", "every_project", is_flag=True, help="Every project's (operator only).")
+@json_option
+@server_options
+def list_(client: Client, every_project: bool, as_json: bool) -> None:
+    """List the project's credentials (never their secrets)."""
+    found = client.credentials(every_project)
+    if as_json:
+        print_json(found)
+        return
+    print_table(
+        None,
+        ["key id", "project", "role", "account", "created", "revoked"],
+        (
+            (c["key_id"], c["project"], c["role"], c["account_id"], _time(c), c["revoked"])
+            for c in found
+        ),
+    )
+
+
+def _time(c: dict[str, Any]) -> str | None:
+    from datetime import UTC, datetime
+
+    return when(datetime.fromtimestamp(float(c["created_at"]), UTC).isoformat())
+
+
+@credentials.command()
+@click.argument("key_id")
+@json_option
+@server_options
+def rotate(client: Client, key_id: str, as_json: bool) -> None:
+    """Replace KEY_ID by a new key id and secret (same project and role); KEY_ID is revoked."""
+    _print_issued(client.rotate_credential(key_id), as_json)
+
+
+@credentials.command()
+@click.argument("key_id")
+@server_options
+def revoke(client: Client, key_id: str) -> None:
+    """Revoke KEY_ID: its signatures and tokens are refused from now on."""
+    client.revoke_credential(key_id)
+    click.echo(f"revoked {key_id}")
+
+
+@credentials.command(name="create-operator")
+@click.option(
+    "--db",
+    envvar="DEADLETTER_DB",
+    show_envvar=True,
+    default=None,
+    help="Database URL [default: sqlite:///<data-dir>/deadletter.db].",
+)
+@click.option(
+    "--data-dir",
+    envvar="DEADLETTER_DATA_DIR",
+    show_envvar=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("data"),
+    show_default=True,
+)
+@click.option(
+    "--master-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The master key file [default: DEADLETTER_MASTER_KEY, else <sqlite database>.key].",
+)
+@click.option(
+    "--project",
+    "for_project",
+    default=DEFAULT_PROJECT,
+    show_default=True,
+    help="The operator's own project (its SQS account).",
+)
+@json_option
+def create_operator(
+    db: str | None,
+    data_dir: Path,
+    master_key_file: Path | None,
+    for_project: str,
+    as_json: bool,
+) -> None:
+    """Make an operator credential directly in the database (run it where the server's
+    database and master key are; no server needs to run)."""
+    from deadletter.auth.credentials import MASTER_KEY_ENV, load_master_key
+    from deadletter.auth.errors import MasterKeyError
+    from deadletter.config import ServerConfig
+    from deadletter.engine.credentials import Authority, Role
+    from deadletter.engine.engine import Engine
+    from deadletter.storage import open_store
+
+    config = ServerConfig(db=db, data_dir=data_dir, master_key_file=master_key_file)
+    if config.key_file is None and not os.environ.get(MASTER_KEY_ENV):
+        raise click.UsageError(
+            f"A PostgreSQL store needs the master key: set {MASTER_KEY_ENV} or give"
+            " --master-key-file."
+        )
+    if config.uses_data_dir:
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        master = load_master_key(config.key_file)
+    except MasterKeyError as exc:
+        raise click.ClickException(exc.message) from None
+    store = open_store(config.database_url)
+    try:
+        credential, secret = Authority(Engine(store), master).create(for_project, Role.OPERATOR)
+    finally:
+        store.close()
+    doc = {
+        "key_id": credential.key_id,
+        "secret": secret,
+        "project": credential.project,
+        "role": credential.role.value,
+        "account_id": credential.account_id,
+    }
+    _print_issued(doc, as_json)

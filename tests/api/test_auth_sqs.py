@@ -1,0 +1,80 @@
+"""The SQS face with authentication required: boto3 and the query protocol with real keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+
+from deadletter.storage.base import Store
+from tests.auth.live import Live, boto, live_server, query_call
+
+
+@pytest.fixture
+def live(store: Store) -> Iterator[Live]:
+    with live_server(store) as server:
+        yield server
+
+
+def _code(call: Any) -> str:
+    with pytest.raises(ClientError) as caught:
+        call()
+    return str(caught.value.response["Error"]["Code"])
+
+
+def test_boto3_with_a_real_key_pair(live: Live) -> None:
+    credential, secret = live.issue("alpha", "admin")
+    sqs = boto(live.url, credential.key_id, secret)
+    url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+    assert f"/{credential.account_id}/jobs" in url
+    sqs.send_message(QueueUrl=url, MessageBody="hello")
+    received = sqs.receive_message(QueueUrl=url)["Messages"]
+    assert [m["Body"] for m in received] == ["hello"]
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=received[0]["ReceiptHandle"])
+    # The SQS account is the credential's project on the engine.
+    assert live.engine.find_queue(credential.account_id, "jobs") is not None
+
+
+def test_wrong_secret_unknown_and_revoked_keys_are_refused(live: Live) -> None:
+    credential, secret = live.issue("alpha", "admin")
+    assert _code(lambda: boto(live.url, credential.key_id, secret + "x").list_queues()) == (
+        "SignatureDoesNotMatch"
+    )
+    assert _code(lambda: boto(live.url, "DLAKAAAAAAAAAAAAAAAA", secret).list_queues()) == (
+        "InvalidClientTokenId"
+    )
+    live.authority.revoke(credential.key_id)
+    assert _code(lambda: boto(live.url, credential.key_id, secret).list_queues()) == (
+        "InvalidClientTokenId"
+    )
+
+
+def test_the_query_protocol_is_verified_too(live: Live) -> None:
+    credential, secret = live.issue("alpha", "admin")
+    ok = query_call(live.url, credential.key_id, secret, Action="CreateQueue", QueueName="q")
+    assert ok.status_code == 200, ok.text
+    bad = query_call(live.url, credential.key_id, "nope", Action="ListQueues")
+    assert bad.status_code == 403 and "<Code>SignatureDoesNotMatch</Code>" in bad.text
+    unsigned = httpx.post(live.url, data={"Action": "ListQueues"})
+    assert unsigned.status_code == 403
+    assert "<Code>MissingAuthenticationToken</Code>" in unsigned.text
+
+
+def test_a_role_limits_the_actions(live: Live) -> None:
+    admin, admin_secret = live.issue("alpha", "admin")
+    url = boto(live.url, admin.key_id, admin_secret).create_queue(QueueName="jobs")["QueueUrl"]
+    producer, secret = live.issue("alpha", "producer")
+    sqs = boto(live.url, producer.key_id, secret)
+    assert sqs.get_queue_url(QueueName="jobs")["QueueUrl"] == url
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    assert _code(lambda: sqs.receive_message(QueueUrl=url)) == "AccessDenied"
+    assert _code(lambda: sqs.delete_queue(QueueUrl=url)) == "AccessDenied"
+
+
+def test_test_mode_accepts_any_sqs_credentials(store: Store) -> None:
+    with live_server(store, test_mode=True) as live:
+        sqs = boto(live.url, "test", "test")
+        assert "QueueUrl" in sqs.create_queue(QueueName="jobs")
