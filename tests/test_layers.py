@@ -109,12 +109,13 @@ class Rule:
 
 
 def _cli_serve(i: Import) -> bool:
-    """`deadletter serve` starts the server in-process: the one place the CLI composes it."""
-    return (
-        i.source == "deadletter.cli.main"
-        and i.function == "serve"
-        and i.target in ("deadletter.server", "deadletter.config")
-    )
+    """`deadletter serve` starts the server in-process and `credentials create-operator`
+    bootstraps its first credential: the CLI reaches the server side only through the
+    composition root, `deadletter.server`, and its configuration."""
+    return (i.source, i.function) in (
+        ("deadletter.cli.main", "serve"),
+        ("deadletter.cli.credentials", "create_operator"),
+    ) and i.target in ("deadletter.server", "deadletter.config")
 
 
 D = "deadletter."

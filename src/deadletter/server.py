@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -15,9 +16,10 @@ from typing import Any
 import uvicorn
 
 from deadletter.api.app import AppOptions, build_app
-from deadletter.auth.credentials import load_master_key
+from deadletter.auth.credentials import MASTER_KEY_ENV, Credential, load_master_key
+from deadletter.auth.errors import MasterKeyError
 from deadletter.config import ServerConfig
-from deadletter.engine.credentials import Authority
+from deadletter.engine.credentials import Authority, Role
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage import open_store
@@ -127,3 +129,28 @@ def _redacted(url: str) -> str:
         creds, host = rest.rsplit("@", 1)
         return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
     return url
+
+
+class OfflineSetupError(Exception):
+    """The database or the master key needed to act without a running server is missing."""
+
+
+def create_operator_credential(config: ServerConfig, project: str) -> tuple[Credential, str]:
+    """Make an operator credential directly in the database, where no server runs yet (the
+    first credential of a deployment); returns it with its secret, shown once."""
+    if config.key_file is None and not os.environ.get(MASTER_KEY_ENV):
+        raise OfflineSetupError(
+            f"A PostgreSQL store needs the master key: set {MASTER_KEY_ENV} or give"
+            " --master-key-file."
+        )
+    if config.uses_data_dir:
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        master = load_master_key(config.key_file)
+    except MasterKeyError as exc:
+        raise OfflineSetupError(exc.message) from None
+    store = open_store(config.database_url)
+    try:
+        return Authority(Engine(store), master).create(project, Role.OPERATOR)
+    finally:
+        store.close()

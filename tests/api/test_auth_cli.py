@@ -15,7 +15,7 @@ from deadletter.config import ConfigError, ServerConfig
 from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
-from tests.api.zaqar.server import serving
+from tests.support.servers import serving
 
 
 def _run(env: dict[str, str], *args: str) -> Result:

@@ -20,7 +20,7 @@ from deadletter.auth.credentials import MasterKey
 from deadletter.engine.credentials import Authority, Credential
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
-from tests.api.zaqar.server import serving
+from tests.support.servers import serving
 
 REGION = "us-east-1"
 CLIENT_ID = "3381af92-2b9e-11e3-b191-71861300734c"

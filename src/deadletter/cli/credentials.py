@@ -4,7 +4,6 @@ first operator credential (there is nobody yet to authenticate that request)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -124,30 +123,14 @@ def create_operator(
 ) -> None:
     """Make an operator credential directly in the database (run it where the server's
     database and master key are; no server needs to run)."""
-    from deadletter.auth.credentials import MASTER_KEY_ENV, load_master_key
-    from deadletter.auth.errors import MasterKeyError
     from deadletter.config import ServerConfig
-    from deadletter.engine.credentials import Authority, Role
-    from deadletter.engine.engine import Engine
-    from deadletter.storage import open_store
+    from deadletter.server import OfflineSetupError, create_operator_credential
 
     config = ServerConfig(db=db, data_dir=data_dir, master_key_file=master_key_file)
-    if config.key_file is None and not os.environ.get(MASTER_KEY_ENV):
-        raise click.UsageError(
-            f"A PostgreSQL store needs the master key: set {MASTER_KEY_ENV} or give"
-            " --master-key-file."
-        )
-    if config.uses_data_dir:
-        config.data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        master = load_master_key(config.key_file)
-    except MasterKeyError as exc:
-        raise click.ClickException(exc.message) from None
-    store = open_store(config.database_url)
-    try:
-        credential, secret = Authority(Engine(store), master).create(for_project, Role.OPERATOR)
-    finally:
-        store.close()
+        credential, secret = create_operator_credential(config, for_project)
+    except OfflineSetupError as exc:
+        raise click.ClickException(str(exc)) from None
     doc = {
         "key_id": credential.key_id,
         "secret": secret,
