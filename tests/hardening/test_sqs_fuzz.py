@@ -133,10 +133,13 @@ def test_damaged_requests_never_fail_the_server_nor_touch_other_queues(
         make = sqs_fuzz.json_request if protocol == "json" else sqs_fuzz.query_request
         case = make(op.name, params, rng, story)
         url = params.get("QueueUrl")
-        if protocol == "query" and isinstance(url, str) and url.startswith(BASE_URL):
-            if rng.random() < 0.2:  # posted to the queue's URL instead, as older SDKs do
-                case = make(op.name, {k: v for k, v in params.items() if k != "QueueUrl"}, rng, story)
-                case.path = quote(url[len(BASE_URL) :], safe="/", errors="surrogatepass")
+        # Sometimes posted to the queue's URL instead, as older SDKs do.
+        to_url = protocol == "query" and isinstance(url, str) and url.startswith(BASE_URL)
+        if to_url and rng.random() < 0.2:
+            assert isinstance(url, str)
+            rest = {k: v for k, v in params.items() if k != "QueueUrl"}
+            case = make(op.name, rest, rng, story)
+            case.path = quote(url[len(BASE_URL) :], safe="/", errors="surrogatepass")
         response = http.post(case.path, content=case.body, headers=case.headers)
         statuses[response.status_code] += 1
         # I expect no 5xx and every answer in its protocol's form

@@ -412,7 +412,9 @@ def _corrupt_key(key: str, rng: random.Random) -> str:
     return key.replace(".", "..", 1)
 
 
-def query_request(action: str, params: dict[str, Any], rng: random.Random, story: list[str]) -> Case:
+def query_request(
+    action: str, params: dict[str, Any], rng: random.Random, story: list[str]
+) -> Case:
     """A query-protocol form; sometimes its fields or its bytes are damaged."""
     fields = query_fields(action, params)
     for _ in range(rng.choice([0, 1, 1, 2])):
