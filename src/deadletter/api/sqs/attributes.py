@@ -18,6 +18,7 @@ import base64
 import binascii
 import hashlib
 import json
+import math
 import re
 import struct
 from dataclasses import replace
@@ -27,14 +28,17 @@ from deadletter.api.sqs.errors import (
     SqsError,
     invalid_attribute_name,
     invalid_attribute_value,
+    invalid_parameter,
     unsupported,
 )
+from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.domain.model import (
     MAX_CLAIM_COUNT,
     MAX_CLAIM_TTL,
     MAX_DELAY,
     MAX_MESSAGE_SIZE,
     MAX_TTL,
+    RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
     DeadLetterPolicy,
     Queue,
@@ -47,6 +51,17 @@ from deadletter.domain.model import (
 DEFAULT_RETENTION = 345_600  # SQS's default: 4 days
 MIN_RETENTION = 60
 MIN_MESSAGE_SIZE = 1_024
+# SQS takes messages (and batches) of up to 1 MiB since 2025; the engine's own limit still
+# caps this face, so the smaller of the two applies until the engine is raised.
+SQS_MAX_MESSAGE_SIZE = 1_048_576
+MAX_SIZE = min(SQS_MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE)
+MAX_POLICY = 8_192  # bytes of a queue's access policy
+MAX_OPAQUE = 2_048  # KmsMasterKeyId and the like
+MAX_ATTRIBUTE_NAME = 256
+# Message attribute names: letters, digits, `_ - .`, no leading, trailing or double period;
+# `AWS.` and `Amazon.` (any case) belong to AWS.
+ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$")
+AWS_PREFIXES = ("aws.", "amazon.")
 MAX_RECEIVE_WAIT = 20
 MAX_MESSAGE_ATTRIBUTES = 10
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
@@ -73,7 +88,8 @@ RANGES = {
     "VisibilityTimeout": (0, MAX_CLAIM_TTL),
     "MessageRetentionPeriod": (MIN_RETENTION, MAX_TTL),
     "DelaySeconds": (0, MAX_DELAY),
-    "MaximumMessageSize": (MIN_MESSAGE_SIZE, MAX_MESSAGE_SIZE),
+    "MaximumMessageSize": (MIN_MESSAGE_SIZE, MAX_SIZE),
+    "KmsDataKeyReusePeriodSeconds": (60, 86_400),
     "ReceiveMessageWaitTimeSeconds": (0, MAX_RECEIVE_WAIT),
 }
 
@@ -84,6 +100,8 @@ def arn(region: str, account: str, name: str) -> str:
 
 def parse_arn(value: str, account: str) -> str:
     """The queue name of an SQS ARN of `account`."""
+    if not isinstance(value, str):
+        raise SqsError("InvalidParameterValue", "An ARN must be a string.")
     parts = value.split(":")
     if len(parts) != 6 or parts[:3] != ["arn", "aws", "sqs"] or not parts[5]:
         raise SqsError("InvalidParameterValue", f"Value {value} for parameter is not a valid ARN.")
@@ -122,8 +140,8 @@ def _int_value(name: str, raw: Any) -> int:
 
 def _json_value(name: str, raw: Any) -> dict[str, Any]:
     try:
-        doc = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
+        doc = loads(raw) if isinstance(raw, str) else raw
+    except InvalidJson:
         raise invalid_attribute_value(
             f"Invalid value for the parameter {name}: not JSON."
         ) from None
@@ -139,6 +157,8 @@ def apply(
     changes: dict[str, Any] = {}
     extra = dict(settings.extra)
     for name, raw in attributes.items():
+        if not isinstance(raw, str):
+            raise invalid_attribute_value(f"Invalid value for the parameter {name}: not a string.")
         if name == "FifoQueue" or name == "ContentBasedDeduplication":
             if str(raw).lower() == "true":
                 raise unsupported("FIFO queues are not supported; create a standard queue.")
@@ -160,8 +180,32 @@ def apply(
         elif name == "RedriveAllowPolicy":
             changes["redrive_allow"] = _redrive_allow(raw, account)
         else:
-            extra[name] = str(raw)
+            extra[name] = _opaque(name, raw)
     return replace(settings, **changes, extra=extra)
+
+
+def _opaque(name: str, raw: str) -> str:
+    """An attribute kept as given, once it is of the form and size SQS accepts."""
+    if name == "Policy":
+        if len(raw.encode()) > MAX_POLICY:
+            raise invalid_attribute_value(
+                f"Invalid value for the parameter Policy: longer than {MAX_POLICY} bytes."
+            )
+        if raw:
+            _json_value(name, raw)
+    elif name == "KmsDataKeyReusePeriodSeconds":
+        _int_value(name, raw)
+    elif name == "SqsManagedSseEnabled":
+        if raw.lower() not in ("true", "false"):
+            raise invalid_attribute_value(
+                "Invalid value for the parameter SqsManagedSseEnabled: true or false."
+            )
+        raw = raw.lower()
+    elif len(raw) > MAX_OPAQUE:
+        raise invalid_attribute_value(
+            f"Invalid value for the parameter {name}: longer than {MAX_OPAQUE} characters."
+        )
+    return raw
 
 
 def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str) -> Any:
@@ -276,12 +320,19 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
         )
     out: dict[str, Attribute] = {}
     for name, value in raw.items():
+        check_attribute_name(name)
         if not isinstance(value, dict) or not isinstance(value.get("DataType"), str):
             raise SqsError(
                 "InvalidParameterValue", f"The message attribute '{name}' must contain a DataType."
             )
         data_type = value["DataType"]
         base = data_type.split(".", 1)[0]
+        if base not in ("String", "Number", "Binary") or len(data_type) > MAX_ATTRIBUTE_NAME:
+            raise SqsError(
+                "InvalidParameterValue",
+                f"The message attribute '{name}' has an invalid message attribute type; the"
+                " type must be String, Number or Binary, optionally with a custom suffix.",
+            )
         content = value.get("BinaryValue") if base == "Binary" else value.get("StringValue")
         if not isinstance(content, str) or content == "":
             raise SqsError(
@@ -291,29 +342,63 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
             )
         if base == "Binary":
             try:
-                base64.b64decode(content)
+                base64.b64decode(content, validate=True)
             except binascii.Error:
                 raise SqsError(
                     "InvalidParameterValue",
                     f"The binary value of message attribute '{name}' is not valid base64.",
                 ) from None
-        if base == "Number":
-            try:
-                float(content)
-            except ValueError:
-                raise SqsError(
-                    "InvalidParameterValue",
-                    f"Can't cast the value of message (user) attribute '{name}' to a number.",
-                ) from None
+        if base == "Number" and not _is_number(content):
+            raise SqsError(
+                "InvalidParameterValue",
+                f"Can't cast the value of message (user) attribute '{name}' to a number.",
+            )
         out[name] = Attribute(data_type, content)
     return out
+
+
+def check_attribute_name(name: str) -> None:
+    """Message attribute names as SQS allows them; `DLQ.` is the engine's own prefix."""
+    if not ATTRIBUTE_NAME.match(name):
+        raise invalid_parameter(
+            f"Message attribute name {name[:MAX_ATTRIBUTE_NAME]!r} is invalid: 1 to"
+            f" {MAX_ATTRIBUTE_NAME} letters, digits, hyphens, underscores or periods, with no"
+            " leading, trailing or consecutive periods."
+        )
+    lowered = name.lower()
+    for prefix in (*AWS_PREFIXES, RESERVED_ATTRIBUTE_PREFIX.lower()):
+        if lowered.startswith(prefix):
+            raise invalid_parameter(
+                f"Message attribute name {name!r} is reserved: names cannot start with"
+                f" {name[: len(prefix)]!r}."
+            )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _binary(value: str) -> bytes:
+    """The bytes of a stored Binary attribute. The SQS face stores only base64; a value that
+    is not (the Zaqar face did not check, once) stands for its own UTF-8 bytes, so that a
+    message that has been received can always be shown."""
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error:
+        return value.encode()
 
 
 def message_attributes_out(attributes: dict[str, Attribute]) -> dict[str, dict[str, str]]:
     out = {}
     for name, a in attributes.items():
-        field = "BinaryValue" if a.type.split(".", 1)[0] == "Binary" else "StringValue"
-        out[name] = {"DataType": a.type, field: a.value}
+        if a.type.split(".", 1)[0] == "Binary":
+            encoded = base64.b64encode(_binary(a.value)).decode()
+            out[name] = {"DataType": a.type, "BinaryValue": encoded}
+        else:
+            out[name] = {"DataType": a.type, "StringValue": a.value}
     return out
 
 
@@ -348,7 +433,7 @@ def md5_of_attributes(attributes: dict[str, Attribute]) -> str | None:
             data = text.encode()
             digest.update(struct.pack(">I", len(data)) + data)
         if a.type.split(".", 1)[0] == "Binary":
-            value = base64.b64decode(a.value)
+            value = _binary(a.value)
             digest.update(b"\x02")
         else:
             value = a.value.encode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -135,7 +136,15 @@ def encode_token(name: str) -> str:
 
 
 def decode_token(token: str) -> str:
+    """The queue name a page token continues after; tokens only ever name queues."""
     try:
-        return base64.urlsafe_b64decode(token.encode()).decode()
+        name = base64.urlsafe_b64decode(token.encode()).decode()
     except (binascii.Error, UnicodeDecodeError):
         raise invalid_parameter("Invalid NextToken.") from None
+    if not _TOKEN_NAME.match(name):
+        raise invalid_parameter("Invalid NextToken.")
+    return name
+
+
+# Any queue name either face allows (Zaqar's may hold periods).
+_TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,80}$")

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import re
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -25,7 +26,6 @@ from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_CLAIM_TTL,
     MAX_DELAY,
-    MAX_MESSAGE_SIZE,
     SOURCE_QUEUE_ATTRIBUTE,
     Message,
     NewMessage,
@@ -88,14 +88,20 @@ def _sent(m: Message) -> dict[str, Any]:
     return out
 
 
-def _size_check(message: NewMessage, queue_max: int) -> None:
-    size = len(message.body) + sum(
-        len(k) + len(a.type) + len(a.value) for k, a in message.attributes.items()
+def _size(message: NewMessage) -> int:
+    """A message's size as SQS counts it: body, attribute names, types and values."""
+    return len(message.body) + sum(
+        len(k.encode()) + len(a.type.encode()) + len(a.value.encode())
+        for k, a in message.attributes.items()
     )
-    if size > min(queue_max, MAX_MESSAGE_SIZE):
+
+
+def _size_check(message: NewMessage, queue_max: int) -> None:
+    limit = min(queue_max, attrs.MAX_SIZE)
+    if _size(message) > limit:
         raise invalid_parameter(
             f"One or more parameters are invalid. Reason: Message must be shorter than"
-            f" {queue_max} bytes."
+            f" {limit} bytes."
         )
 
 
@@ -115,17 +121,19 @@ def send_message_batch(call: Call) -> dict[str, Any]:
     good: list[tuple[str, NewMessage]] = []
     failed = []
     total = 0
+    # Each entry is checked here, as the engine would, so one bad entry fails alone in
+    # `Failed` instead of refusing the whole batch.
     for e in entries:
         try:
             new = _new_message(e)
             _size_check(new, queue.settings.max_message_size)
-            total += len(new.body)
+            total += _size(new)
             good.append((e["Id"], new))
         except SqsError as exc:
             failed.append(entry_failure(e["Id"], exc))
-    if total > MAX_MESSAGE_SIZE:
+    if total > attrs.MAX_SIZE:
         raise batch_error(
-            "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_MESSAGE_SIZE} bytes."
+            "BatchRequestTooLong", f"Batch requests cannot be longer than {attrs.MAX_SIZE} bytes."
         )
     successful = []
     if good:
@@ -140,14 +148,22 @@ def _handle(claim_id: str, message_id: str) -> str:
     return base64.urlsafe_b64encode(f"{claim_id}:{message_id}".encode()).decode()
 
 
-def _parse_handle(handle: str | None) -> tuple[str, str]:
+# The engine's ids are UUIDs; a handle naming anything else cannot be one of ours.
+_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _parse_handle(handle: Any) -> tuple[str, str]:
     """(claim id, message id) of a receipt handle."""
-    if not handle:
+    if handle is None or handle == "":
         raise missing_parameter("ReceiptHandle")
+    if not isinstance(handle, str):
+        raise invalid_parameter("ReceiptHandle must be a string.")
     try:
         claim_id, message_id = base64.urlsafe_b64decode(handle.encode()).decode().split(":")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise receipt_handle_invalid(handle) from None
+    if not (_ID.match(claim_id) and _ID.match(message_id)):
+        raise receipt_handle_invalid(handle)
     return claim_id, message_id
 
 

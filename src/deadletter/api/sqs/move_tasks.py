@@ -5,16 +5,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs.call import Call
 from deadletter.api.sqs.errors import SqsError, invalid_parameter
+from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.domain import errors
 from deadletter.domain.model import RedriveTask, TaskStatus
 
 MAX_MOVE_RATE = 500
 MAX_MOVE_TASKS = 10
+_TASK_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def _task_handle(task: RedriveTask, source_arn: str) -> str:
@@ -43,10 +46,12 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
     handle = call.text("TaskHandle")
     assert handle is not None
     try:
-        doc = json.loads(base64.b64decode(handle.encode()))
-        task_id, source_arn = str(doc["taskId"]), str(doc["sourceArn"])
-    except (binascii.Error, ValueError, KeyError, TypeError):
+        doc = loads(base64.b64decode(handle.encode()))
+        task_id, source_arn = doc["taskId"], doc["sourceArn"]
+    except (binascii.Error, InvalidJson, KeyError, TypeError):
         raise invalid_parameter("Value for parameter TaskHandle is invalid.") from None
+    if not (isinstance(task_id, str) and _TASK_ID.match(task_id) and isinstance(source_arn, str)):
+        raise invalid_parameter("Value for parameter TaskHandle is invalid.")
     dlq = attrs.parse_arn(source_arn, call.account)
     try:
         task = call.engine.cancel_redrive(call.account, dlq, task_id)

@@ -14,10 +14,33 @@ from deadletter.api.sqs.errors import (
     missing_parameter,
     queue_does_not_exist,
 )
+from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.domain import errors
 from deadletter.domain.model import Queue, QueueSettings
 
 MAX_TAGS = 50
+MAX_TAG_KEY = 128
+MAX_TAG_VALUE = 256
+
+
+def _tags(raw: Any, required: bool = False) -> dict[str, str]:
+    """Tags as SQS takes them: a map of 1-128 character keys to values of up to 256."""
+    if raw is None or raw == {}:
+        if required:
+            raise missing_parameter("Tags")
+        return {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise invalid_parameter("Tags must be a map of strings to strings.")
+    if len(raw) > MAX_TAGS:
+        raise invalid_parameter(f"A queue can have at most {MAX_TAGS} tags.")
+    for key, value in raw.items():
+        if not 1 <= len(key) <= MAX_TAG_KEY or len(value) > MAX_TAG_VALUE:
+            raise invalid_parameter(
+                f"Tag keys are 1 to {MAX_TAG_KEY} characters long, values at most {MAX_TAG_VALUE}."
+            )
+    return dict(raw)
 
 
 def create_queue(call: Call) -> dict[str, Any]:
@@ -25,12 +48,16 @@ def create_queue(call: Call) -> dict[str, Any]:
     assert name is not None
     attrs.check_name(name)
     given = call.params.get("Attributes") or {}
-    tags = call.params.get("tags") or call.params.get("Tags") or {}
-    if not isinstance(given, dict) or not isinstance(tags, dict):
-        raise invalid_parameter("Attributes and tags must be maps.")
-    defaults = QueueSettings(default_ttl=attrs.DEFAULT_RETENTION, max_ttl=attrs.DEFAULT_RETENTION)
+    tags = _tags(call.params.get("tags") or call.params.get("Tags"))
+    if not isinstance(given, dict):
+        raise invalid_parameter("Attributes must be a map.")
+    defaults = QueueSettings(
+        default_ttl=attrs.DEFAULT_RETENTION,
+        max_ttl=attrs.DEFAULT_RETENTION,
+        max_message_size=attrs.MAX_SIZE,
+    )
     settings = attrs.apply(defaults, given, call.region, call.account)
-    settings = settings.with_changes(tags={str(k): str(v) for k, v in tags.items()})
+    settings = settings.with_changes(tags=tags)
     existing = call.engine.find_queue(call.account, name)
     if existing is not None:
         current = attrs.view(existing, None, call.region, call.account)
@@ -52,10 +79,10 @@ def _canonical(name: str, value: Any) -> str:
     """An attribute value as `view` would show it, to compare with an existing queue."""
     if name in ("RedrivePolicy", "RedriveAllowPolicy") and isinstance(value, str) and value:
         try:
-            doc = json.loads(value)
-        except ValueError:
+            doc = loads(value)
+        except InvalidJson:
             return value
-        if "maxReceiveCount" in doc:
+        if isinstance(doc, dict) and "maxReceiveCount" in doc:
             doc["maxReceiveCount"] = int(doc["maxReceiveCount"])
         return json.dumps(doc)
     return str(value)
@@ -109,10 +136,7 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
 
 def tag_queue(call: Call) -> dict[str, Any]:
     name = call.queue()
-    tags = call.params.get("Tags")
-    if not isinstance(tags, dict) or not tags:
-        raise missing_parameter("Tags")
-    added = {str(k): str(v) for k, v in tags.items()}
+    added = _tags(call.params.get("Tags"), required=True)
 
     def tagged(queue: Queue) -> QueueSettings:
         merged = {**queue.settings.tags, **added}

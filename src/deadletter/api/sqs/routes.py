@@ -7,7 +7,6 @@ credential scope. Queue URLs are built from the request's own host.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 from urllib.parse import parse_qsl
@@ -23,6 +22,7 @@ from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS, Call
 from deadletter.api.sqs.errors import SqsError, from_exception
+from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.engine.engine import Engine
 
 TARGET_PREFIX = "AmazonSQS."
@@ -52,6 +52,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
             account, region = _identity(request, options)
             if "account" in request.path_params:
                 account = request.path_params["account"]
+            wire.check_text([account, request.path_params.get("queue", "")], "QueueUrl")
             if options.authority is not None and not options.test_mode:
                 body = await request.body()
                 account, region = await run_in_threadpool(
@@ -77,11 +78,12 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                     "InvalidAction",
                     f"The action {action or '(none)'} is not valid for this endpoint.",
                 )
+            # Rendered inside the try: a result that cannot be written is a logged 500 too.
+            if use_json:
+                return JSONResponse(result, media_type=wire.JSON_CONTENT_TYPE)
+            return Response(wire.xml_response(action, result), media_type="text/xml")
         except Exception as exc:
             return _error(from_exception(exc, f"{target or 'query'} {request.url.path}"), use_json)
-        if use_json:
-            return JSONResponse(result, media_type=wire.JSON_CONTENT_TYPE)
-        return Response(wire.xml_response(action, result), media_type="text/xml")
 
     async def reset(request: Request) -> Response:
         await run_in_threadpool(engine.wipe)
@@ -97,20 +99,28 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
 
 
 async def _read(request: Request, use_json: bool) -> tuple[str, dict[str, Any]]:
-    """(action, parameters in the JSON protocol's shape); a body that cannot be read is the
-    client's fault, and only here is a ValueError taken to mean that."""
+    """(action, parameters in the JSON protocol's shape), every text in them checked; a body
+    that cannot be read is the client's fault, and only here is a decoding error taken to
+    mean that."""
     body = await request.body()
-    try:
-        if use_json:
-            params = json.loads(body) if body.strip() else {}
-            if not isinstance(params, dict):
-                raise SqsError("SerializationException", "The body must be a JSON object.")
-            return request.headers["x-amz-target"][len(TARGET_PREFIX) :], params
-        fields = dict(parse_qsl(body.decode(), keep_blank_values=True))
-    except ValueError:
-        raise SqsError("SerializationException", "The body is not valid JSON.") from None
-    fields.update(request.query_params)
-    return wire.parse_query(fields)
+    if use_json:
+        try:
+            params = loads(body) if body.strip() else {}
+        except InvalidJson as exc:
+            raise SqsError("SerializationException", f"The body is not valid JSON: {exc}") from None
+        if not isinstance(params, dict):
+            raise SqsError("SerializationException", "The body must be a JSON object.")
+        action = request.headers["x-amz-target"][len(TARGET_PREFIX) :]
+    else:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SqsError("MalformedQueryString", "The body is not form data in UTF-8.") from None
+        fields = dict(parse_qsl(text, keep_blank_values=True))
+        fields.update(request.query_params)
+        action, params = wire.parse_query(fields)
+    wire.check_text(params)
+    return action, params
 
 
 def _error(error: SqsError, use_json: bool) -> Response:

@@ -37,9 +37,20 @@ def parse_query(fields: dict[str, str]) -> tuple[str, dict[str, Any]]:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise SqsError("MalformedQueryString", f"Malformed parameter {key!r}.")
+                raise _malformed(key)
+        if isinstance(node.get(parts[-1]), dict):  # `A.1=x` beside `A.1.Name=y`
+            raise _malformed(key)
         node[parts[-1]] = value
     return action, _normalise(tree)
+
+
+def _malformed(key: str) -> SqsError:
+    return SqsError("MalformedQueryString", f"Malformed parameter {_shown(key)}.")
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """A client's text quoted in an error message, shortened."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _ordered(numbered: dict[str, Any]) -> list[Any]:
@@ -50,24 +61,47 @@ def _ordered(numbered: dict[str, Any]) -> list[Any]:
         raise SqsError("MalformedQueryString", "List members must be numbered.") from None
 
 
+def _structures(key: str, numbered: dict[str, Any]) -> list[dict[str, Any]]:
+    """The members of a flattened list of structures (`Attribute.1.Name`, ...); a member
+    given as a plain value (`Attribute.1=foo`) is malformed."""
+    members = _ordered(numbered)
+    if not all(isinstance(m, dict) for m in members):
+        raise SqsError(
+            "MalformedQueryString", f"The members of {key} must be structures ({key}.N.<field>)."
+        )
+    return members
+
+
+def _pairs(key: str, numbered: dict[str, Any], k: str, v: str) -> dict[str, Any]:
+    """A flattened map (`Attribute.N.Name` / `Attribute.N.Value`) as a dict; a member without
+    its key is missing a parameter."""
+    out: dict[str, Any] = {}
+    members = _structures(key, numbered)
+    for index, member in zip(sorted(numbered, key=int), members, strict=True):
+        name = member.get(k)
+        if not isinstance(name, str) or not name:
+            raise SqsError(
+                "MissingParameter", f"The request must contain the parameter {key}.{index}.{k}."
+            )
+        out[name] = member.get(v, "")
+    return out
+
+
 def _normalise(tree: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in tree.items():
         if key == "Attribute" and isinstance(value, dict):
-            out["Attributes"] = {e.get("Name", ""): e.get("Value", "") for e in _ordered(value)}
+            out["Attributes"] = _pairs(key, value, "Name", "Value")
         elif key == "MessageAttribute" and isinstance(value, dict):
-            out["MessageAttributes"] = {
-                e.get("Name", ""): _attribute_value(e.get("Value", {})) for e in _ordered(value)
-            }
+            pairs = _pairs(key, value, "Name", "Value")
+            out["MessageAttributes"] = {n: _attribute_value(v) for n, v in pairs.items()}
         elif key == "MessageSystemAttribute" and isinstance(value, dict):
-            out["MessageSystemAttributes"] = {
-                e.get("Name", ""): _attribute_value(e.get("Value", {})) for e in _ordered(value)
-            }
+            pairs = _pairs(key, value, "Name", "Value")
+            out["MessageSystemAttributes"] = {n: _attribute_value(v) for n, v in pairs.items()}
         elif key == "Tag" and isinstance(value, dict):
-            entries = _ordered(value)
-            out["Tags"] = {e.get("Key", ""): e.get("Value", "") for e in entries}
+            out["Tags"] = _pairs(key, value, "Key", "Value")
         elif _ENTRY.match(key) and isinstance(value, dict):
-            out["Entries"] = [_normalise(e) for e in _ordered(value)]
+            out["Entries"] = [_normalise(e) for e in _structures(key, value)]
         elif isinstance(value, dict) and value and all(k.isdigit() for k in value):
             out[_LIST_NAMES.get(key, key + "s")] = _ordered(value)
         else:
@@ -77,6 +111,43 @@ def _normalise(tree: dict[str, Any]) -> dict[str, Any]:
 
 def _attribute_value(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+# Text ------------------------------------------------------------------------------------
+
+# What XML 1.0 can carry, and so what SQS accepts in text: a NUL (which PostgreSQL cannot
+# store either) or another control character would make every later answer that includes it
+# unreadable, so it is refused before anything is written.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+MESSAGE_BODY = "MessageBody"  # its characters are checked by SendMessage, with its own code
+
+
+def bad_character(text: str) -> str | None:
+    """The first character of `text` that SQS refuses, if any."""
+    found = _NOT_XML.search(text)
+    return found.group() if found else None
+
+
+def check_text(params: Any, path: str = "") -> None:
+    """Refuse parameters (names and values, at any depth) holding characters SQS cannot
+    carry; message bodies are left to SendMessage."""
+    if isinstance(params, str):
+        char = bad_character(params)
+        if char is not None:
+            raise SqsError(
+                "InvalidParameterValue",
+                f"Value for parameter {safe_text(path[:100]) or '(request)'} contains the character"
+                f" U+{ord(char):04X}, which is not allowed.",
+            )
+    elif isinstance(params, dict):
+        for key, value in params.items():
+            name = f"{path}.{key}" if path else str(key)
+            check_text(key, name)
+            if key != MESSAGE_BODY:
+                check_text(value, name)
+    elif isinstance(params, list):
+        for index, value in enumerate(params, 1):
+            check_text(value, f"{path}.{index}")
 
 
 # XML results ---------------------------------------------------------------------------
@@ -140,12 +211,17 @@ def xml_response(action: str, result: dict[str, Any], namespace: str = SQS_NAMES
     )
 
 
+def safe_text(text: str) -> str:
+    """`text` with what XML cannot carry replaced, for messages that quote a client."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
 def xml_error(error: SqsError) -> str:
     kind = "Sender" if error.sender_fault else "Receiver"
     return (
         f'<?xml version="1.0"?><ErrorResponse xmlns="{SQS_NAMESPACE}"><Error>'
-        f"<Type>{kind}</Type><Code>{escape(error.code)}</Code>"
-        f"<Message>{escape(error.message)}</Message><Detail/></Error>"
+        f"<Type>{kind}</Type><Code>{escape(safe_text(error.code))}</Code>"
+        f"<Message>{escape(safe_text(error.message))}</Message><Detail/></Error>"
         f"<RequestId>{uuid.uuid4()}</RequestId></ErrorResponse>"
     )
 
@@ -154,6 +230,6 @@ def json_error(error: SqsError) -> tuple[dict[str, Any], dict[str, str]]:
     """(body, headers) of a JSON-protocol error."""
     kind = "Sender" if error.sender_fault else "Receiver"
     return (
-        {"__type": f"com.amazonaws.sqs#{error.shape}", "message": error.message},
+        {"__type": f"com.amazonaws.sqs#{error.shape}", "message": safe_text(error.message)},
         {"x-amzn-query-error": f"{error.code};{kind}"},
     )
