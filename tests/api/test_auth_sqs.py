@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from deadletter.storage.base import Store
-from tests.auth.live import Live, boto, live_server, query_call
+from tests.auth.live import Live, boto, live_server, query_call, zaqar
 
 
 @pytest.fixture
@@ -34,8 +35,31 @@ def test_boto3_with_a_real_key_pair(live: Live) -> None:
     received = sqs.receive_message(QueueUrl=url)["Messages"]
     assert [m["Body"] for m in received] == ["hello"]
     sqs.delete_message(QueueUrl=url, ReceiptHandle=received[0]["ReceiptHandle"])
-    # The SQS account is the credential's project on the engine.
-    assert live.engine.find_queue(credential.account_id, "jobs") is not None
+    # The queue belongs to the credential's project; the account id is only how SQS URLs
+    # and ARNs name that project.
+    assert live.engine.find_queue("alpha", "jobs") is not None
+    assert live.engine.find_queue(credential.account_id, "jobs") is None
+
+
+def test_a_queue_is_one_thing_through_both_faces(live: Live) -> None:
+    """Given a project whose name is not an account id, a queue made and filled through the
+    Zaqar face is the same queue that boto3 lists and receives from, and back again."""
+    credential, secret = live.issue("tenant-a", "admin")
+    token = f"{credential.key_id}:{secret}"
+    assert zaqar(live.url, "PUT", "/v2/queues/orders", token=token).status_code == 201
+    posted = zaqar(
+        live.url, "POST", "/v2/queues/orders/messages", token=token,
+        json={"messages": [{"body": {"order": 1}}]},
+    )  # fmt: skip
+    assert posted.status_code == 201
+    sqs = boto(live.url, credential.key_id, secret)
+    urls = sqs.list_queues()["QueueUrls"]
+    assert urls == [f"{live.url}/{credential.account_id}/orders"]
+    received = sqs.receive_message(QueueUrl=urls[0])["Messages"]
+    assert [json.loads(m["Body"]) for m in received] == [{"order": 1}]
+    sqs.send_message(QueueUrl=urls[0], MessageBody="from sqs")
+    stats = zaqar(live.url, "GET", "/v2/queues/orders/stats", token=token).json()
+    assert stats["messages"]["total"] == 2
 
 
 def test_wrong_secret_unknown_and_revoked_keys_are_refused(live: Live) -> None:

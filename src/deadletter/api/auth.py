@@ -95,8 +95,11 @@ def zaqar_project(
 
 def sqs_account(
     authority: Authority, request: Request, body: bytes, action: str
-) -> tuple[str, str]:
-    """(account, region) of a SigV4-signed SQS request whose role allows `action`."""
+) -> tuple[str, str, str]:
+    """(project, account, region) of a SigV4-signed SQS request whose role allows `action`.
+
+    The account id is the one the credential's project shows in queue URLs and ARNs; the
+    queues themselves belong to the project, so both faces see the same queues."""
     raw_path = request.scope.get("raw_path") or request.url.path.encode()
     try:
         credential, region = authority.verify_sigv4(
@@ -117,10 +120,14 @@ def sqs_account(
             raise _access_denied("The queue URL names another account than the credential's.")
         account = named
     wanted = SQS_ACTIONS.get(action)
-    target = credential.project if account == credential.account_id else account
+    target = (
+        credential.project
+        if account == credential.account_id
+        else authority.project_of_account(account)
+    )
     if wanted is not None and not credential.may(wanted, target):
         raise _access_denied(f"The role {credential.role.value} may not call {action}.")
-    return account, region
+    return target, account, region
 
 
 def _access_denied(message: str) -> SqsError:

@@ -108,6 +108,15 @@ class Authority:
     def list_for(self, project: str | None) -> list[Credential]:
         return [credential_of(r) for r in self.engine.credentials(project)]
 
+    def project_of_account(self, account: str) -> str:
+        """The project whose queue URLs show `account` (an operator reaching another project
+        by URL or ARN; rare, so a scan of the credentials is enough). An account no
+        credential carries is a project named by its 12 digits."""
+        for credential in self.list_for(None):
+            if credential.account_id == account:
+                return credential.project
+        return account
+
     def revoke(self, key_id: str) -> Credential:
         record = self.engine.change_credential(key_id, lambda r: replace(r, revoked=True))
         if record is None:

@@ -32,6 +32,10 @@ class Call:
     engine: Engine
     notifier: Notifier
     params: dict[str, Any]
+    # The project the queues belong to, and the 12-digit account id its queue URLs and ARNs
+    # show. Without credentials they are one string; with them, the credential maps one to
+    # the other, so a project's queues are the same through both faces.
+    project: str
     account: str
     region: str
     base_url: str

@@ -108,16 +108,16 @@ def _size_check(message: NewMessage, queue_max: int) -> None:
 def send_message(call: Call) -> dict[str, Any]:
     name = call.queue()
     new = _new_message(call.params)
-    queue = call.engine.get_queue(call.account, name)
+    queue = call.engine.get_queue(call.project, name)
     _size_check(new, queue.settings.max_message_size)
-    (stored,) = call.engine.send(call.account, name, [new])
+    (stored,) = call.engine.send(call.project, name, [new])
     return _sent(stored)
 
 
 def send_message_batch(call: Call) -> dict[str, Any]:
     name = call.queue()
     entries = batch_entries(call)
-    queue = call.engine.get_queue(call.account, name)
+    queue = call.engine.get_queue(call.project, name)
     good: list[tuple[str, NewMessage]] = []
     failed = []
     total = 0
@@ -137,7 +137,7 @@ def send_message_batch(call: Call) -> dict[str, Any]:
         )
     successful = []
     if good:
-        stored = call.engine.send(call.account, name, [new for _, new in good])
+        stored = call.engine.send(call.project, name, [new for _, new in good])
         successful = [
             {"Id": entry_id, **_sent(m)} for (entry_id, _), m in zip(good, stored, strict=False)
         ]
@@ -205,14 +205,14 @@ async def receive_message(call: Call) -> dict[str, Any]:
     system = call.names("AttributeNames") + call.names("MessageSystemAttributeNames")
     user = call.names("MessageAttributeNames")
     assert limit is not None
-    queue = await run_in_threadpool(call.engine.get_queue, call.account, name)
+    queue = await run_in_threadpool(call.engine.get_queue, call.project, name)
     wait = queue.settings.receive_wait if wait is None else wait
     loop_time = asyncio.get_running_loop().time
     deadline = loop_time() + wait
-    async with call.notifier.watching(call.account, name) as arrived:
+    async with call.notifier.watching(call.project, name) as arrived:
         while True:
             claim = await run_in_threadpool(
-                call.engine.claim, call.account, name, limit, visibility
+                call.engine.claim, call.project, name, limit, visibility
             )
             remaining = deadline - loop_time()
             if claim.messages or remaining <= 0:
@@ -234,7 +234,7 @@ def _delete(call: Call, name: str, claim_id: str, message_id: str) -> None:
     """SQS deletes with a stale handle without complaint; so does this (nothing is removed
     when someone else holds the message since)."""
     with contextlib.suppress(errors.MessageNotFound):
-        call.engine.delete_message(call.account, name, message_id, claim_id, strict=False)
+        call.engine.delete_message(call.project, name, message_id, claim_id, strict=False)
 
 
 def delete_message_batch(call: Call) -> dict[str, Any]:
@@ -250,7 +250,7 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
             failed.append(entry_failure(e["Id"], exc))
     results = (
         call.engine.delete_held(
-            call.account, name, [(mid, cid) for _, mid, cid in valid], strict=False
+            call.project, name, [(mid, cid) for _, mid, cid in valid], strict=False
         )
         if valid
         else []
@@ -284,7 +284,7 @@ def _change_visibility(call: Call, name: str, params: dict[str, Any]) -> None:
             f" between 0 and {MAX_CLAIM_TTL}."
         )
     try:
-        call.engine.change_visibility(call.account, name, message_id, claim_id, timeout)
+        call.engine.change_visibility(call.project, name, message_id, claim_id, timeout)
     except errors.MessageNotFound:
         raise receipt_handle_invalid(str(params.get("ReceiptHandle"))) from None
 
@@ -296,7 +296,7 @@ def change_message_visibility(call: Call) -> dict[str, Any]:
 
 def change_message_visibility_batch(call: Call) -> dict[str, Any]:
     name = call.queue()
-    call.engine.get_queue(call.account, name)
+    call.engine.get_queue(call.project, name)
     successful, failed = [], []
     for e in batch_entries(call):
         try:

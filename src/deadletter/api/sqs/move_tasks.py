@@ -32,13 +32,13 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
     destination_arn = call.text("DestinationArn", required=False)
     destination = attrs.parse_arn(destination_arn, call.account) if destination_arn else None
     rate = call.integer("MaxNumberOfMessagesPerSecond", 1, MAX_MOVE_RATE)
-    if call.engine.find_queue(call.account, dlq) is None:
+    if call.engine.find_queue(call.project, dlq) is None:
         raise SqsError("ResourceNotFoundException", f"The resource {source_arn} does not exist.")
-    if not call.engine.dead_letter_sources(call.account, dlq):
+    if not call.engine.dead_letter_sources(call.project, dlq):
         raise invalid_parameter(
             f"Source queue must be configured as a Dead Letter Queue: {source_arn}."
         )
-    task = call.engine.start_redrive(call.account, dlq, destination, None, rate)
+    task = call.engine.start_redrive(call.project, dlq, destination, None, rate)
     return {"TaskHandle": _task_handle(task, source_arn)}
 
 
@@ -54,7 +54,7 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
         raise invalid_parameter("Value for parameter TaskHandle is invalid.")
     dlq = attrs.parse_arn(source_arn, call.account)
     try:
-        task = call.engine.cancel_redrive(call.account, dlq, task_id)
+        task = call.engine.cancel_redrive(call.project, dlq, task_id)
     except errors.TaskNotFound:
         raise SqsError("ResourceNotFoundException", "Task does not exist.") from None
     return {"ApproximateNumberOfMessagesMoved": task.moved}
@@ -66,10 +66,10 @@ def list_message_move_tasks(call: Call) -> dict[str, Any]:
     dlq = attrs.parse_arn(source_arn, call.account)
     limit = call.integer("MaxResults", 1, MAX_MOVE_TASKS, 1)
     assert limit is not None
-    if call.engine.find_queue(call.account, dlq) is None:
+    if call.engine.find_queue(call.project, dlq) is None:
         raise SqsError("ResourceNotFoundException", f"The resource {source_arn} does not exist.")
     results = []
-    for task in call.engine.list_tasks(call.account, dlq, limit):
+    for task in call.engine.list_tasks(call.project, dlq, limit):
         entry: dict[str, Any] = {
             "Status": task.status.value,
             "SourceArn": source_arn,

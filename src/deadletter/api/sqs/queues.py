@@ -58,7 +58,7 @@ def create_queue(call: Call) -> dict[str, Any]:
     )
     settings = attrs.apply(defaults, given, call.region, call.account)
     settings = settings.with_changes(tags=tags)
-    existing = call.engine.find_queue(call.account, name)
+    existing = call.engine.find_queue(call.project, name)
     if existing is not None:
         current = attrs.view(existing, None, call.region, call.account)
         if any(current.get(k) != _canonical(k, v) for k, v in given.items()):
@@ -71,7 +71,7 @@ def create_queue(call: Call) -> dict[str, Any]:
         return {"QueueUrl": call.url(name)}
     # Created meanwhile by another request: CreateQueue is idempotent.
     with contextlib.suppress(errors.QueueAlreadyExists):
-        call.engine.create_queue(call.account, name, settings)
+        call.engine.create_queue(call.project, name, settings)
     return {"QueueUrl": call.url(name)}
 
 
@@ -91,7 +91,7 @@ def _canonical(name: str, value: Any) -> str:
 def get_queue_url(call: Call) -> dict[str, Any]:
     name = call.text("QueueName")
     assert name is not None
-    if call.engine.find_queue(call.account, name) is None:
+    if call.engine.find_queue(call.project, name) is None:
         raise queue_does_not_exist(name)
     return {"QueueUrl": call.url(name)}
 
@@ -101,7 +101,7 @@ def list_queues(call: Call) -> dict[str, Any]:
     limit = call.integer("MaxResults", 1, MAX_LIST)
     token = call.text("NextToken", required=False)
     after = decode_token(token) if token else None
-    page = call.engine.list_queues(call.account, prefix, after, (limit or MAX_LIST) + 1)
+    page = call.engine.list_queues(call.project, prefix, after, (limit or MAX_LIST) + 1)
     out: dict[str, Any] = {"QueueUrls": [call.url(q.name) for q in page[: limit or MAX_LIST]]}
     if limit is not None and len(page) > limit:
         out["NextToken"] = encode_token(page[limit - 1].name)
@@ -110,15 +110,15 @@ def list_queues(call: Call) -> dict[str, Any]:
 
 def delete_queue(call: Call) -> dict[str, Any]:
     name = call.queue()
-    if not call.engine.delete_queue(call.account, name):
+    if not call.engine.delete_queue(call.project, name):
         raise queue_does_not_exist(name)
     return {}
 
 
 def get_queue_attributes(call: Call) -> dict[str, Any]:
     name = call.queue()
-    queue = call.engine.get_queue(call.account, name)
-    stats = call.engine.stats(call.account, name)
+    queue = call.engine.get_queue(call.project, name)
+    stats = call.engine.stats(call.project, name)
     available = attrs.view(queue, stats, call.region, call.account)
     return {"Attributes": attrs.select(call.names("AttributeNames"), available)}
 
@@ -129,7 +129,7 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
     if not isinstance(given, dict):
         raise missing_parameter("Attributes")
     call.engine.change_settings(
-        call.account, name, lambda q: attrs.apply(q.settings, given, call.region, call.account)
+        call.project, name, lambda q: attrs.apply(q.settings, given, call.region, call.account)
     )
     return {}
 
@@ -144,7 +144,7 @@ def tag_queue(call: Call) -> dict[str, Any]:
             raise invalid_parameter(f"A queue can have at most {MAX_TAGS} tags.")
         return queue.settings.with_changes(tags=merged)
 
-    call.engine.change_settings(call.account, name, tagged)
+    call.engine.change_settings(call.project, name, tagged)
     return {}
 
 
@@ -152,7 +152,7 @@ def untag_queue(call: Call) -> dict[str, Any]:
     name = call.queue()
     keys = set(call.names("TagKeys"))
     call.engine.change_settings(
-        call.account,
+        call.project,
         name,
         lambda q: q.settings.with_changes(
             tags={k: v for k, v in q.settings.tags.items() if k not in keys}
@@ -162,12 +162,12 @@ def untag_queue(call: Call) -> dict[str, Any]:
 
 
 def list_queue_tags(call: Call) -> dict[str, Any]:
-    queue = call.engine.get_queue(call.account, call.queue())
+    queue = call.engine.get_queue(call.project, call.queue())
     return {"Tags": dict(queue.settings.tags)} if queue.settings.tags else {}
 
 
 def purge_queue(call: Call) -> dict[str, Any]:
-    call.engine.purge(call.account, call.queue())
+    call.engine.purge(call.project, call.queue())
     return {}
 
 
@@ -176,7 +176,7 @@ def list_dead_letter_source_queues(call: Call) -> dict[str, Any]:
     limit = call.integer("MaxResults", 1, MAX_LIST)
     token = call.text("NextToken", required=False)
     after = decode_token(token) if token else ""
-    sources = [q for q in call.engine.dead_letter_sources(call.account, name) if q.name > after]
+    sources = [q for q in call.engine.dead_letter_sources(call.project, name) if q.name > after]
     page = sources[: limit or MAX_LIST]
     out: dict[str, Any] = {"queueUrls": [call.url(q.name) for q in page]}
     if limit is not None and len(sources) > limit:

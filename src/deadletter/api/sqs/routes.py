@@ -53,9 +53,10 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
             if "account" in request.path_params:
                 account = request.path_params["account"]
             wire.check_text([account, request.path_params.get("queue", "")], "QueueUrl")
+            project = account
             if options.authority is not None and not options.test_mode:
                 body = await request.body()
-                account, region = await run_in_threadpool(
+                project, account, region = await run_in_threadpool(
                     sqs_account, options.authority, request, body, action
                 )
             if action == "GetCallerIdentity" and options.test_mode and not use_json:
@@ -64,6 +65,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                 engine=engine,
                 notifier=notifier,
                 params=params,
+                project=project,
                 account=account,
                 region=region,
                 base_url=str(request.base_url).rstrip("/"),
