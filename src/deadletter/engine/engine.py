@@ -116,6 +116,16 @@ class Engine:
 
         return self._run(work)
 
+    def is_redrive_source(self, project: str, name: str) -> bool:
+        """Whether a redrive may start on `name`: some policy names it as DLQ, or it still
+        holds dead letters (their sources deleted or their policies removed since)."""
+
+        def work(tx: Transaction, _: Pending) -> bool:
+            require_queue(tx, project, name)
+            return redrive.is_redrive_source(tx, project, name, self.clock.now())
+
+        return self._run(work)
+
     def is_dead_letter_queue(self, project: str, name: str) -> bool:
         return self._run(lambda tx, _: name in tx.dead_letter_targets(project))
 
@@ -304,18 +314,17 @@ class Engine:
         return self._run(work)
 
     def release_claim(self, project: str, queue: str, claim_id: str) -> int:
-        """Make every message still held by the claim visible again."""
+        """Make every message still held by the claim visible again; those delivered as often
+        as the queue's policy allows go to the DLQ at once instead (see `claims.given_back`)."""
 
         def work(tx: Transaction, pending: Pending) -> int:
-            require_queue(tx, project, queue)
+            source = require_queue(tx, project, queue)
             now = self.clock.now()
             if tx.get_claim(project, queue, claim_id) is None:
                 raise errors.ClaimNotFound(f"claim {claim_id!r} does not exist")
             held = live_messages(tx, project, queue, claim_id, now)
-            tx.update_messages(project, [transitions.unclaimed(m, now) for m in held])
+            claims.given_back(tx, pending, source, held, now)
             tx.delete_claim(project, queue, claim_id)
-            if held:
-                pending.available.add((project, queue))
             return len(held)
 
         return self._run(work)
@@ -323,16 +332,15 @@ class Engine:
     def release_message(
         self, project: str, queue: str, message_id: str, claim_id: str, delay: int = 0
     ) -> Message:
-        """Give one claimed message back (a nack), visible again after `delay` seconds."""
+        """Give one claimed message back (a nack), visible again after `delay` seconds; at its
+        delivery limit it goes to the DLQ at once, and is returned as moved there."""
         validation.check_range("delay", delay, 0, MAX_CLAIM_TTL)
 
         def work(tx: Transaction, pending: Pending) -> Message:
             now = self.clock.now()
             message = held_message(tx, project, queue, message_id, claim_id, now)
-            released = transitions.unclaimed(message, now, delay)
-            tx.update_messages(project, [released])
-            if delay == 0:
-                pending.available.add((project, queue))
+            source = require_queue(tx, project, queue)
+            (released,) = claims.given_back(tx, pending, source, [message], now, delay) or [message]
             return released
 
         return self._run(work)
@@ -340,15 +348,18 @@ class Engine:
     def change_visibility(
         self, project: str, queue: str, message_id: str, claim_id: str, timeout: int
     ) -> Message:
-        """Extend or shorten one message's claim; 0 makes it visible now."""
+        """Extend or shorten one message's claim; 0 makes it visible now (a nack: at its
+        delivery limit it goes to the DLQ at once)."""
         validation.check_range("visibility timeout", timeout, 0, MAX_CLAIM_TTL)
 
         def work(tx: Transaction, pending: Pending) -> Message:
             now = self.clock.now()
             message = held_message(tx, project, queue, message_id, claim_id, now)
-            changed = transitions.visibility_changed(message, now, timeout)
             if timeout == 0:
-                pending.available.add((project, queue))
+                source = require_queue(tx, project, queue)
+                (changed,) = claims.given_back(tx, pending, source, [message], now) or [message]
+                return changed
+            changed = transitions.visibility_changed(message, now, timeout)
             tx.update_messages(project, [changed])
             return changed
 
