@@ -31,7 +31,7 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
     rate = call.integer("MaxNumberOfMessagesPerSecond", 1, MAX_MOVE_RATE)
     if call.engine.find_queue(call.account, dlq) is None:
         raise SqsError("ResourceNotFoundException", f"The resource {source_arn} does not exist.")
-    if not call.engine.dead_letter_sources(call.account, dlq):
+    if not call.engine.is_redrive_source(call.account, dlq):
         raise invalid_parameter(
             f"Source queue must be configured as a Dead Letter Queue: {source_arn}."
         )
