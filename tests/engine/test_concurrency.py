@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 from collections import Counter
 
 import pytest
 
+from deadletter.clock import ManualClock
 from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
@@ -101,16 +103,16 @@ def _move_all(url: str) -> int:
 
 def test_concurrent_dead_letter_moves_happen_exactly_once(store_url: str) -> None:
     _prepare(store_url, dead_letter=True)
-    # First delivery of every message, then release them all: each is now due to move.
+    # First delivery of every message, by one-second claims left to lapse (and no sweep
+    # runs): each is now due to move on its next claim.
     store = open_store(store_url)
     engine = Engine(store)
-    claims = []
-    while claim := engine.claim(P, "q", 100, ttl=CLAIM_TTL):
-        if not claim.messages:
-            break
-        claims.append(claim.id)
-    for claim_id in claims:
-        engine.release_claim(P, "q", claim_id)
+    start = time.time()
+    at_start = Engine(store, ManualClock(start))
+    while at_start.claim(P, "q", 100, ttl=1).messages:
+        pass
+    while time.time() <= start + 1:
+        time.sleep(0.05)
     assert engine.stats(P, "q").free == MESSAGES
     results: list[int] = [0] * 6
 

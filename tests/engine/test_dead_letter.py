@@ -20,10 +20,11 @@ def test_n_deliveries_then_moved_on_the_next_claim(engine: Engine, clock: Manual
     with_dlq(engine, max_claims=3)
     (sent,) = send(engine, "orders", "poison")
     for attempt in range(1, 4):
-        claim = engine.claim(P, "orders", 10)
+        claim = engine.claim(P, "orders", 10, ttl=60)
         assert [m.claim_count for m in claim.messages] == [attempt]
-        engine.release_claim(P, "orders", claim.id)
-    clock.advance(1)
+        if attempt < 3:
+            engine.release_claim(P, "orders", claim.id)
+    clock.advance(61)  # the last claim lapses, and no sweep runs
     assert engine.claim(P, "orders", 10).messages == ()  # the 4th attempt moves it
     (dead,) = engine.list_dead_letters(P, "orders-dlq")
     assert dead.id == sent.id
@@ -151,9 +152,11 @@ def test_browse_a_dlq_by_source_reason_and_time(engine: Engine, clock: ManualClo
     assert len(engine.list_dead_letters(P, "dlq")) == 2
 
 
-def test_eligibility_does_not_stop_a_max_claims_move(engine: Engine) -> None:
+def test_a_message_not_eligible_is_dropped_and_counted_at_max_claims(engine: Engine) -> None:
     with_dlq(engine, max_claims=1)
     send(engine, "orders", "m", dead_letter_eligible=False)
     fail(engine, "orders", 1)
     engine.claim(P, "orders", 1)
-    assert engine.stats(P, "orders-dlq").total == 1
+    assert engine.stats(P, "orders-dlq").total == 0
+    stats = engine.stats(P, "orders")
+    assert (stats.total, stats.dropped, stats.dead_lettered) == (0, {"max_claims": 1}, {})

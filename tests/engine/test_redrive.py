@@ -6,7 +6,7 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterFilter, Reason, TaskStatus
+from deadletter.domain.model import DeadLetterFilter, Reason, SkipReason, TaskStatus
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from tests.engine.helpers import P, fail, send, with_dlq
@@ -139,14 +139,15 @@ def test_redrive_needs_a_dlq_and_a_proper_destination(two_sources: Engine) -> No
         engine.start_redrive(P, "dlq", rate=0)
 
 
-def test_a_missing_source_fails_the_task_without_losing_messages(two_sources: Engine) -> None:
+def test_a_missing_source_skips_its_messages_without_losing_them(two_sources: Engine) -> None:
     engine = two_sources
     engine.delete_queue(P, "b")
     task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(source_queue="b"))
     _run(engine, task.id)
-    failed = engine.get_task(P, "dlq", task.id)
-    assert failed.status is TaskStatus.FAILED
-    assert failed.failure_reason and "b" in failed.failure_reason
+    done = engine.get_task(P, "dlq", task.id)
+    (b1,) = engine.list_dead_letters(P, "dlq", DeadLetterFilter(source_queue="b"))
+    assert (done.status, done.moved, done.skipped) == (TaskStatus.COMPLETED, 0, 1)
+    assert done.skipped_messages == ((b1.id, SkipReason.SOURCE_DELETED),)
     assert engine.stats(P, "dlq").total == 3
 
 

@@ -53,6 +53,8 @@ class Model:
     next_seq: int = 0
     dead: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+    # Past a limit but not eligible for the DLQ, by reason.
+    lost: dict[str, int] = field(default_factory=dict)
 
     def seq(self) -> int:
         self.next_seq += 1
@@ -63,6 +65,21 @@ class Model:
             (m for m in self.msgs.values() if m.where == "queue" and m.queue == queue),
             key=lambda m: m.seq,
         )
+
+    def past_limit(self, m: Msg, reason: str) -> None:
+        """To the DLQ, or dropped (and counted) when not eligible."""
+        if m.eligible:
+            self.move(m, reason)
+        else:
+            m.where = "dropped"
+            self.lost[reason] = self.lost.get(reason, 0) + 1
+
+    def give_back(self, m: Msg, delay: int) -> None:
+        """A nack: at the limit the message leaves at once."""
+        if m.count >= MAX_CLAIMS:
+            self.past_limit(m, "max_claims")
+        else:
+            m.claim, m.visible = None, self.now + delay
 
     def move(self, m: Msg, reason: str) -> None:
         self.dead[reason] = self.dead.get(reason, 0) + 1
@@ -115,7 +132,7 @@ def run_machine(store: Store) -> None:
                 if m.expires <= now or m.visible > now:
                     continue
                 if m.count >= MAX_CLAIMS:
-                    self.model.move(m, "max_claims")
+                    self.model.past_limit(m, "max_claims")
                     continue
                 m.count += 1
                 m.claim, m.claim_until, m.visible = got.id, now + ttl, now + ttl
@@ -144,7 +161,7 @@ def run_machine(store: Store) -> None:
             m = data.draw(st.sampled_from(self._held()))
             assert m.claim is not None
             self.engine.release_message(P, SRC, self.ids[m.body], m.claim, delay)
-            m.claim, m.visible = None, self.model.now + delay
+            self.model.give_back(m, delay)
 
         @precondition(lambda self: self._held())
         @rule(data=st.data())
@@ -155,7 +172,7 @@ def run_machine(store: Store) -> None:
             self.engine.release_claim(P, SRC, claim_id)
             for m in self.model.alive(SRC):
                 if m.claim == claim_id:
-                    m.claim, m.visible = None, self.model.now
+                    self.model.give_back(m, 0)
 
         @precondition(lambda self: self._held())
         @rule(data=st.data())
@@ -181,6 +198,16 @@ def run_machine(store: Store) -> None:
                 else:
                     m.where = "dropped"
                     self.model.dropped[m.queue] = self.model.dropped.get(m.queue, 0) + 1
+                    if m.queue == SRC:
+                        self.model.lost["expired"] = self.model.lost.get("expired", 0) + 1
+            # Then the last claims that lapsed unacknowledged leave for the DLQ.
+            lapsed = [
+                m
+                for m in self.model.alive(SRC)
+                if m.claim and m.count >= MAX_CLAIMS and m.claim_until <= now and m.expires > now
+            ]
+            for m in sorted(lapsed, key=lambda x: (x.claim_until, x.seq)):
+                self.model.past_limit(m, "max_claims")
 
         @precondition(lambda self: self.model.alive(DLQ))
         @rule()
@@ -227,6 +254,7 @@ def run_machine(store: Store) -> None:
             assert src.dead_lettered == self.model.dead
             assert src.expired_dropped == self.model.dropped.get(SRC, 0)
             assert dlq.expired_dropped == self.model.dropped.get(DLQ, 0)
+            assert src.dropped == self.model.lost
 
     run = Machine.TestCase
     run.settings = settings(

@@ -103,9 +103,13 @@ def test_a_redriven_message_starts_afresh_but_keeps_its_history() -> None:
 def test_expiry_dead_letters_only_eligible_messages_of_a_queue_that_asks() -> None:
     eligible, opted_out = message(), message(id="m2", dead_letter_eligible=False)
     asks = queue("orders", dead_letter=DeadLetterPolicy("dlq", 3, on_expiry=True))
-    assert transitions.expiry_dead_letters(asks, [eligible, opted_out]) == ([eligible], [opted_out])
-    assert transitions.expiry_dead_letters(SOURCE, [eligible]) == ([], [eligible])
-    assert transitions.expiry_dead_letters(None, [eligible]) == ([], [eligible])
+    assert transitions.expiry_dead_letters(asks, [eligible, opted_out]) == (
+        [eligible],
+        [opted_out],
+        [],
+    )
+    assert transitions.expiry_dead_letters(SOURCE, [eligible]) == ([], [], [eligible])
+    assert transitions.expiry_dead_letters(None, [eligible]) == ([], [], [eligible])
 
 
 def test_may_delete_by_claim() -> None:

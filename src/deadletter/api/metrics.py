@@ -46,6 +46,12 @@ class Metrics(EngineListener):
             ["project", "queue"],
             registry=r,
         )
+        self.dropped_total = Counter(
+            "deadletter_messages_dropped",
+            "Messages past a limit (max_claims, expired) dropped as not eligible for the DLQ.",
+            ["project", "queue", "reason"],
+            registry=r,
+        )
         self.redriven_total = Counter(
             "deadletter_messages_redriven",
             "Messages moved out of a dead-letter queue by redrive tasks.",
@@ -73,6 +79,9 @@ class Metrics(EngineListener):
 
     def expired(self, project: str, queue: str, count: int) -> None:
         self.expired_total.labels(project, queue).inc(count)
+
+    def dropped(self, project: str, queue: str, reason: str, count: int) -> None:
+        self.dropped_total.labels(project, queue, reason).inc(count)
 
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
         self.redriven_total.labels(project, dlq).inc(count)

@@ -72,10 +72,21 @@ def start(
     else:
         click.echo(
             f"redrive {task['id']}: {task['status']}, moved {task['moved']} of {task['to_move']}"
+            + (f", skipped {task['skipped']}" if task.get("skipped") else "")
         )
+        _echo_skipped(task)
     if task["status"] == "FAILED":
         click.echo(f"failed: {task.get('failure_reason')}", err=True)
         raise SystemExit(1)
+
+
+def _echo_skipped(task: dict[str, Any]) -> None:
+    """The dead letters the task left in the DLQ, with why (they are still there)."""
+    for entry in task.get("skipped_messages") or []:
+        click.echo(f"skipped {entry['id']}: {entry['reason']}")
+    recorded = len(task.get("skipped_messages") or [])
+    if task.get("skipped", 0) > recorded:
+        click.echo(f"... and {task['skipped'] - recorded} more, still in the DLQ")
 
 
 def _follow(client: Client, dlq: str, task: dict[str, Any], quiet: bool) -> dict[str, Any]:
@@ -105,12 +116,13 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
         return
     print_table(
         dlq,
-        ["task", "status", "moved", "to move", "destination", "rate", "started"],
+        ["task", "status", "moved", "skipped", "to move", "destination", "rate", "started"],
         (
             (
                 short_id(t["id"], wide),
                 t["status"],
                 t["moved"],
+                t.get("skipped", 0),
                 t["to_move"],
                 t.get("destination") or "(sources)",
                 t.get("rate") or "unlimited",
@@ -120,6 +132,8 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
         ),
         wide=wide,
     )
+    if task_id:
+        _echo_skipped(tasks[0])
 
 
 @redrive.command()

@@ -18,6 +18,8 @@ MAX_ERROR_DETAILS = 32_768
 MAX_REDRIVE_ALLOW_SOURCES = 10
 RESERVED_ATTRIBUTE_PREFIX = "DLQ."
 SOURCE_QUEUE_ATTRIBUTE = "DLQ.sourceQueue"
+# A redrive task keeps at most this many skipped message ids; its `skipped` count is exact.
+MAX_SKIPPED_RECORDED = 1000
 
 
 class Reason(enum.StrEnum):
@@ -26,6 +28,14 @@ class Reason(enum.StrEnum):
     MAX_CLAIMS = "max_claims"
     EXPIRED = "expired"
     REJECTED = "rejected"
+
+
+class SkipReason(enum.StrEnum):
+    """Why a redrive left a dead letter where it is."""
+
+    NO_SOURCE = "no_source"
+    SOURCE_DELETED = "source_deleted"
+    SOURCE_IS_DLQ = "source_is_dlq"
 
 
 class TaskStatus(enum.StrEnum):
@@ -229,6 +239,10 @@ class Message:
     provenance: Provenance | None = None
     # Earlier deaths and redrives, oldest first: each a dict with an "event" key.
     history: tuple[dict[str, Any], ...] = ()
+    # Set while the message is held by its last allowed delivery: when that claim lapses
+    # unacknowledged, the expiry sweep moves it to the DLQ (or drops it) without waiting
+    # for another claim.
+    dead_letter_due_at: float | None = None
 
     def is_claimed(self, now: float) -> bool:
         return self.claim_id is not None and (self.claim_expires_at or 0) > now
@@ -305,6 +319,9 @@ class QueueStats:
     # On a DLQ: how many messages it holds from each source queue.
     by_source: dict[str, int]
     policy_active: bool | None
+    # On a source queue: messages past their limit dropped because they were not eligible for
+    # the DLQ, by reason (max_claims, expired).
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -322,6 +339,12 @@ class RedriveTask:
     started_at: float
     updated_at: float
     failure_reason: str | None = None
+    # Dead letters the task left in the DLQ, and (the first MAX_SKIPPED_RECORDED of) their
+    # ids with the reason; a task never fails because of single messages.
+    skipped: int = 0
+    skipped_messages: tuple[tuple[str, SkipReason], ...] = ()
+    # The highest sequence number the task has examined: it goes on after it.
+    cursor_seq: int = 0
 
 
 @dataclass(frozen=True)

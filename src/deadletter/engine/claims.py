@@ -34,7 +34,7 @@ def claim(
             break
         poisoned = [m for m in candidates if transitions.poisoned(m, policy)]
         fresh = [
-            transitions.claimed(m, claim_id, now, expires, grace)
+            transitions.last_delivery(transitions.claimed(m, claim_id, now, expires, grace), policy)
             for m in candidates
             if not transitions.poisoned(m, policy)
         ]
@@ -42,12 +42,35 @@ def claim(
         delivered += fresh
         if not poisoned:
             break
-        dead_letters.move(tx, pending, queue, poisoned, Reason.MAX_CLAIMS, now)
+        dead_letters.past_limit(tx, pending, queue, poisoned, Reason.MAX_CLAIMS, now)
     if delivered:
         tx.insert_claim(ClaimRecord(claim_id, project, name, claim_ttl, grace, now, expires))
         count = len(delivered)
         pending.calls.append(lambda lst: lst.claimed(project, name, count))
     return Claim(claim_id, name, claim_ttl, grace, now, expires, tuple(delivered))
+
+
+def given_back(
+    tx: Transaction,
+    pending: Pending,
+    queue: Queue,
+    messages: list[Message],
+    now: float,
+    delay: int = 0,
+) -> list[Message]:
+    """Held messages a consumer gives back (a nack, a released claim, visibility 0), as they
+    are now: those delivered as often as the policy allows leave for the DLQ at once (or are
+    dropped when not eligible) instead of waiting, visible, for another claim; the others are
+    visible again after `delay` seconds."""
+    policy = queue.settings.dead_letter
+    spent = [m for m in messages if transitions.poisoned(m, policy)]
+    spent_ids = {m.id for m in spent}
+    back = [transitions.unclaimed(m, now, delay) for m in messages if m.id not in spent_ids]
+    tx.update_messages(queue.project, back)
+    if back and delay == 0:
+        pending.available.add((queue.project, queue.name))
+    moved = dead_letters.past_limit(tx, pending, queue, spent, Reason.MAX_CLAIMS, now)
+    return back + moved
 
 
 def get(tx: Transaction, project: str, queue: str, claim_id: str, now: float) -> Claim:

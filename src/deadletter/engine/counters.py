@@ -7,7 +7,13 @@ from deadletter.domain.model import Reason
 ACKNOWLEDGED = "acknowledged"
 EXPIRED_DROPPED = "expired_dropped"
 DEAD_LETTERED_PREFIX = "dead_lettered."
+DROPPED_PREFIX = "dropped."
 
 
 def dead_lettered(reason: Reason) -> str:
     return f"{DEAD_LETTERED_PREFIX}{reason.value}"
+
+
+def dropped(reason: Reason) -> str:
+    """Past the limit of `reason` but not eligible for the DLQ, so dropped."""
+    return f"{DROPPED_PREFIX}{reason.value}"

@@ -40,6 +40,39 @@ def move(
     return moved
 
 
+def past_limit(
+    tx: Transaction,
+    pending: Pending,
+    source: Queue,
+    messages: Sequence[Message],
+    reason: Reason,
+    now: float,
+) -> list[Message]:
+    """Messages of `source` past the limit of `reason` leave it: the eligible ones to the DLQ
+    (returned as moved), the others dropped and counted, never silently. The caller has
+    checked that `source` has an active policy."""
+    eligible, not_eligible = transitions.split_eligible(list(messages))
+    if not_eligible:
+        drop(tx, pending, source.project, source.name, not_eligible, reason)
+    if not eligible:
+        return []
+    return move(tx, pending, source, eligible, reason, now)
+
+
+def drop(
+    tx: Transaction,
+    pending: Pending,
+    project: str,
+    queue: str,
+    messages: Sequence[Message],
+    reason: Reason,
+) -> None:
+    """Delete messages not eligible for the DLQ that went past the limit of `reason`."""
+    count = tx.delete_messages(project, queue, [m.id for m in messages])
+    tx.bump_counter(project, queue, counters.dropped(reason), count)
+    pending.calls.append(lambda lst: lst.dropped(project, queue, reason.value, count))
+
+
 def reject(
     tx: Transaction,
     pending: Pending,

@@ -34,6 +34,7 @@ from deadletter.engine import (
     counters,
     dead_letters,
     expiry,
+    patterns,
     queues,
     redrive,
     transitions,
@@ -113,6 +114,16 @@ class Engine:
         def work(tx: Transaction, _: Pending) -> list[Queue]:
             require_queue(tx, project, dlq)
             return tx.sources_of(project, dlq)
+
+        return self._run(work)
+
+    def is_redrive_source(self, project: str, name: str) -> bool:
+        """Whether a redrive may start on `name`: some policy names it as DLQ, or it still
+        holds dead letters (their sources deleted or their policies removed since)."""
+
+        def work(tx: Transaction, _: Pending) -> bool:
+            require_queue(tx, project, name)
+            return redrive.is_redrive_source(tx, project, name, self.clock.now())
 
         return self._run(work)
 
@@ -304,18 +315,17 @@ class Engine:
         return self._run(work)
 
     def release_claim(self, project: str, queue: str, claim_id: str) -> int:
-        """Make every message still held by the claim visible again."""
+        """Make every message still held by the claim visible again; those delivered as often
+        as the queue's policy allows go to the DLQ at once instead (see `claims.given_back`)."""
 
         def work(tx: Transaction, pending: Pending) -> int:
-            require_queue(tx, project, queue)
+            source = require_queue(tx, project, queue)
             now = self.clock.now()
             if tx.get_claim(project, queue, claim_id) is None:
                 raise errors.ClaimNotFound(f"claim {claim_id!r} does not exist")
             held = live_messages(tx, project, queue, claim_id, now)
-            tx.update_messages(project, [transitions.unclaimed(m, now) for m in held])
+            claims.given_back(tx, pending, source, held, now)
             tx.delete_claim(project, queue, claim_id)
-            if held:
-                pending.available.add((project, queue))
             return len(held)
 
         return self._run(work)
@@ -323,16 +333,15 @@ class Engine:
     def release_message(
         self, project: str, queue: str, message_id: str, claim_id: str, delay: int = 0
     ) -> Message:
-        """Give one claimed message back (a nack), visible again after `delay` seconds."""
+        """Give one claimed message back (a nack), visible again after `delay` seconds; at its
+        delivery limit it goes to the DLQ at once, and is returned as moved there."""
         validation.check_range("delay", delay, 0, MAX_CLAIM_TTL)
 
         def work(tx: Transaction, pending: Pending) -> Message:
             now = self.clock.now()
             message = held_message(tx, project, queue, message_id, claim_id, now)
-            released = transitions.unclaimed(message, now, delay)
-            tx.update_messages(project, [released])
-            if delay == 0:
-                pending.available.add((project, queue))
+            source = require_queue(tx, project, queue)
+            (released,) = claims.given_back(tx, pending, source, [message], now, delay) or [message]
             return released
 
         return self._run(work)
@@ -340,15 +349,18 @@ class Engine:
     def change_visibility(
         self, project: str, queue: str, message_id: str, claim_id: str, timeout: int
     ) -> Message:
-        """Extend or shorten one message's claim; 0 makes it visible now."""
+        """Extend or shorten one message's claim; 0 makes it visible now (a nack: at its
+        delivery limit it goes to the DLQ at once)."""
         validation.check_range("visibility timeout", timeout, 0, MAX_CLAIM_TTL)
 
         def work(tx: Transaction, pending: Pending) -> Message:
             now = self.clock.now()
             message = held_message(tx, project, queue, message_id, claim_id, now)
-            changed = transitions.visibility_changed(message, now, timeout)
             if timeout == 0:
-                pending.available.add((project, queue))
+                source = require_queue(tx, project, queue)
+                (changed,) = claims.given_back(tx, pending, source, [message], now) or [message]
+                return changed
+            changed = transitions.visibility_changed(message, now, timeout)
             tx.update_messages(project, [changed])
             return changed
 
@@ -450,26 +462,14 @@ class Engine:
 
     # Failure patterns from the analysis pipeline
 
-    def save_patterns(self, project: str, dlq: str, patterns: list[dict[str, Any]]) -> None:
-        def work(tx: Transaction, _: Pending) -> None:
-            require_queue(tx, project, dlq)
-            tx.save_patterns(project, dlq, patterns)
-
-        self._run(work)
+    def save_patterns(self, project: str, dlq: str, found: list[dict[str, Any]]) -> None:
+        self._run(lambda tx, _: patterns.save(tx, project, dlq, found))
 
     def pattern_message_ids(self, project: str, dlq: str, pattern_id: str) -> tuple[str, ...]:
-        """The dead letters the analysis grouped under `pattern_id`, to redrive that pattern."""
-        for pattern in self.get_patterns(project, dlq):
-            if pattern.get("id") == pattern_id:
-                return tuple(str(i) for i in pattern.get("message_ids") or [])
-        raise errors.PatternNotFound(f"No stored pattern {pattern_id!r}.")
+        return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)
 
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
-        def work(tx: Transaction, _: Pending) -> list[dict[str, Any]]:
-            require_queue(tx, project, dlq)
-            return tx.get_patterns(project, dlq)
-
-        return self._run(work)
+        return self._run(lambda tx, _: patterns.stored(tx, project, dlq))
 
     def wipe(self) -> None:
         self._run(lambda tx, _: tx.wipe())

@@ -24,5 +24,9 @@ class EngineListener:
     def expired(self, project: str, queue: str, count: int) -> None:
         """`count` messages expired and were dropped."""
 
+    def dropped(self, project: str, queue: str, reason: str, count: int) -> None:
+        """`count` messages of `queue` went past the limit of `reason` (max_claims, expired)
+        but were not eligible for the DLQ, so were dropped."""
+
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
         """A redrive task moved `count` messages out of `dlq`."""

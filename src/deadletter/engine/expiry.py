@@ -1,8 +1,11 @@
-"""The expiry sweep: expired messages dropped, or dead-lettered where their queue asks for it."""
+"""The expiry sweep: expired messages dropped, or dead-lettered where their queue asks for it;
+messages whose last allowed claim lapsed moved to the DLQ."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import replace
 
 from deadletter.domain.model import Message, Reason
 from deadletter.engine import counters, dead_letters, transitions
@@ -17,22 +20,52 @@ STALE_CLAIM_AGE = 3600
 
 
 def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
-    """Handle up to `limit` expired messages; how many were found."""
+    """Handle up to `limit` expired messages and up to `limit` lapsed last claims; how many
+    were found of the larger kind (`limit` means there may be more)."""
     found = tx.expired(now, limit)
+    for (project, name), messages in _by_queue(found).items():
+        queue = tx.get_queue(project, name)
+        to_dlq, not_eligible, dropped = transitions.expiry_dead_letters(queue, messages)
+        if to_dlq and queue is not None:
+            dead_letters.move(tx, pending, queue, to_dlq, Reason.EXPIRED, now)
+        if not_eligible:
+            dead_letters.drop(tx, pending, project, name, not_eligible, Reason.EXPIRED)
+        gone = len(dropped) + len(not_eligible)
+        if dropped:
+            tx.delete_messages(project, name, [m.id for m in dropped])
+        if gone:
+            tx.bump_counter(project, name, counters.EXPIRED_DROPPED, gone)
+            pending.calls.append(_expired_event(project, name, gone))
+    due = tx.due_dead_letters(now, limit)
+    for (project, name), messages in _by_queue(due).items():
+        _lapsed_last_claims(tx, pending, project, name, messages, now)
+    tx.delete_stale_claims(now - STALE_CLAIM_AGE)
+    return max(len(found), len(due))
+
+
+def _lapsed_last_claims(
+    tx: Transaction, pending: Pending, project: str, name: str, messages: list[Message], now: float
+) -> None:
+    """Messages whose last allowed claim lapsed unacknowledged go to the DLQ now, as a claim
+    would move them. Those that expired are the expiry's; those whose policy changed since
+    their claim (removed, inactive, a higher limit) lose the mark and wait for a claim."""
+    queue = tx.get_queue(project, name)
+    policy = queue.settings.dead_letter if queue is not None else None
+    live = [m for m in messages if m.expires_at > now]
+    spent = [m for m in live if transitions.poisoned(m, policy)]
+    if spent and queue is not None:
+        dead_letters.past_limit(tx, pending, queue, spent, Reason.MAX_CLAIMS, now)
+    spent_ids = {m.id for m in spent}
+    tx.update_messages(
+        project, [replace(m, dead_letter_due_at=None) for m in live if m.id not in spent_ids]
+    )
+
+
+def _by_queue(found: Iterable[tuple[str, Message]]) -> dict[tuple[str, str], list[Message]]:
     by_queue: dict[tuple[str, str], list[Message]] = defaultdict(list)
     for project, m in found:
         by_queue[(project, m.queue)].append(m)
-    for (project, name), messages in by_queue.items():
-        queue = tx.get_queue(project, name)
-        to_dlq, dropped = transitions.expiry_dead_letters(queue, messages)
-        if to_dlq and queue is not None:
-            dead_letters.move(tx, pending, queue, to_dlq, Reason.EXPIRED, now)
-        if dropped:
-            tx.delete_messages(project, name, [m.id for m in dropped])
-            tx.bump_counter(project, name, counters.EXPIRED_DROPPED, len(dropped))
-            pending.calls.append(_expired_event(project, name, len(dropped)))
-    tx.delete_stale_claims(now - STALE_CLAIM_AGE)
-    return len(found)
+    return by_queue
 
 
 def _expired_event(project: str, queue: str, count: int) -> Event:

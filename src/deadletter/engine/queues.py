@@ -53,4 +53,9 @@ def stats(tx: Transaction, project: str, name: str, now: float) -> QueueStats:
         acknowledged=totals.get(counters.ACKNOWLEDGED, 0),
         by_source=tx.count_by_source(project, name, now),
         policy_active=policy.active if policy else None,
+        dropped={
+            k.removeprefix(counters.DROPPED_PREFIX): v
+            for k, v in totals.items()
+            if k.startswith(counters.DROPPED_PREFIX)
+        },
     )

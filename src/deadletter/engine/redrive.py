@@ -1,4 +1,9 @@
-"""Redrive tasks: dead letters moved back to their sources (or a destination) at a chosen pace."""
+"""Redrive tasks: dead letters moved back to their sources (or a destination) at a chosen pace.
+
+A task never fails because of single messages: a dead letter that cannot go back to its own
+source (it has none, the source was deleted, or the source is now a DLQ) is skipped, left in
+the DLQ untouched and recorded with the task; the task walks the DLQ once, in sequence order.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,15 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterFilter, Message, Queue, RedriveTask, TaskStatus
+from deadletter.domain.model import (
+    MAX_SKIPPED_RECORDED,
+    DeadLetterFilter,
+    Message,
+    Queue,
+    RedriveTask,
+    SkipReason,
+    TaskStatus,
+)
 from deadletter.engine import transitions
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
@@ -28,10 +41,15 @@ def start(
     rate: float | None,
     now: float,
 ) -> RedriveTask:
-    """A new running task over the dead letters `dlq` holds now (those sent later stay)."""
+    """A new running task over the dead letters `dlq` holds now (those sent later stay).
+
+    `dlq` is a queue some policy names as its DLQ, or one that still holds dead letters (its
+    sources deleted or their policies removed since)."""
     require_queue(tx, project, dlq)
-    if not tx.sources_of(project, dlq):
-        raise errors.InvalidInput(f"{dlq!r} is not the dead-letter queue of any queue")
+    if not is_redrive_source(tx, project, dlq, now):
+        raise errors.InvalidInput(
+            f"{dlq!r} is not the dead-letter queue of any queue and holds no dead letters"
+        )
     if destination is not None:
         if destination == dlq:
             raise errors.InvalidInput("a redrive cannot move messages into their own queue")
@@ -61,6 +79,11 @@ def start(
     return task
 
 
+def is_redrive_source(tx: Transaction, project: str, name: str, now: float) -> bool:
+    """Whether a redrive may start on `name`: a policy points at it, or it holds dead letters."""
+    return bool(tx.sources_of(project, name) or tx.count_by_source(project, name, now))
+
+
 def active_tasks(tx: Transaction, project: str) -> list[RedriveTask]:
     tasks = (tx.get_task(task_id) for task_id in tx.active_task_ids())
     return [t for t in tasks if t is not None and t.project == project]
@@ -81,48 +104,77 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
     if allowed == 0:
         return task
     batch = tx.dead_letters(
-        task.project, task.dlq, now, task.filter, task.max_seq, allowed, lock=True
+        task.project,
+        task.dlq,
+        now,
+        task.filter,
+        task.max_seq,
+        allowed,
+        lock=True,
+        after_seq=task.cursor_seq,
     )
     if not batch:
         task = replace(task, status=TaskStatus.COMPLETED, updated_at=now)
         tx.update_task(task)
         return task
-    fresh, failure = _sent_back(tx, task, batch, now)
+    outcome = _outcomes(tx, task, batch, now)
+    if isinstance(outcome, str):
+        task = replace(task, status=TaskStatus.FAILED, failure_reason=outcome, updated_at=now)
+        tx.update_task(task)
+        return task
+    fresh, skipped = outcome
     if fresh:
-        tx.delete_messages(task.project, task.dlq, [m.id for m in batch[: len(fresh)]])
-        tx.insert_messages(task.project, fresh)
-        for name in {m.queue for m in fresh}:
+        tx.delete_messages(task.project, task.dlq, [m.id for m, _ in fresh])
+        tx.insert_messages(task.project, [new for _, new in fresh])
+        for name in {new.queue for _, new in fresh}:
             pending.available.add((task.project, name))
         count = len(fresh)
         project, dlq = task.project, task.dlq
         pending.calls.append(lambda lst: lst.redriven(project, dlq, task_id, count))
-    task = replace(task, moved=task.moved + len(fresh), updated_at=paced_to(len(fresh)))
-    if failure is not None:
-        task = replace(task, status=TaskStatus.FAILED, failure_reason=failure)
+    room = MAX_SKIPPED_RECORDED - len(task.skipped_messages)
+    task = replace(
+        task,
+        moved=task.moved + len(fresh),
+        skipped=task.skipped + len(skipped),
+        skipped_messages=task.skipped_messages + tuple(skipped[: max(room, 0)]),
+        cursor_seq=batch[-1].seq,
+        updated_at=paced_to(len(fresh)),
+    )
     tx.update_task(task)
     return task
 
 
-def _sent_back(
+def _outcomes(
     tx: Transaction, task: RedriveTask, batch: list[Message], now: float
-) -> tuple[list[Message], str | None]:
-    """The leading messages of `batch` as redriven to their destination, up to the first that
-    cannot be, and why that one cannot (None when all can)."""
-    destinations: dict[str, Queue] = {}
-    fresh: list[Message] = []
-    for m in batch:
-        target = task.destination or (m.provenance.source_queue if m.provenance else None)
+) -> tuple[list[tuple[Message, Message]], list[tuple[str, SkipReason]]] | str:
+    """Each message of `batch` with its redriven copy, or skipped with the reason; or why the
+    whole task cannot go on (its named destination was deleted)."""
+    if task.destination is not None:
+        target = tx.get_queue(task.project, task.destination)
         if target is None:
-            return fresh, f"message {m.id} has no source queue; give a destination"
-        if target not in destinations:
-            queue = tx.get_queue(task.project, target)
-            if queue is None:
-                return fresh, f"queue {target!r} no longer exists"
-            destinations[target] = queue
-        fresh.append(
-            transitions.redriven(m, new_id(), destinations[target], task.dlq, task.id, now)
-        )
-    return fresh, None
+            return f"queue {task.destination!r} no longer exists"
+        return [(m, _redriven(m, target, task, now)) for m in batch], []
+    targets = tx.dead_letter_targets(task.project)
+    sources: dict[str, Queue | None] = {}
+    fresh: list[tuple[Message, Message]] = []
+    skipped: list[tuple[str, SkipReason]] = []
+    for m in batch:
+        source = None
+        if m.provenance is not None:
+            name = m.provenance.source_queue
+            if name not in sources:
+                sources[name] = tx.get_queue(task.project, name)
+            source = sources[name]
+        reason = transitions.redrive_skip(m, source, targets)
+        if reason is not None or source is None:
+            skipped.append((m.id, reason or SkipReason.NO_SOURCE))
+        else:
+            fresh.append((m, _redriven(m, source, task, now)))
+    return fresh, skipped
+
+
+def _redriven(m: Message, destination: Queue, task: RedriveTask, now: float) -> Message:
+    return transitions.redriven(m, new_id(), destination, task.dlq, task.id, now)
 
 
 def cancel(tx: Transaction, project: str, dlq: str, task_id: str, now: float) -> RedriveTask:

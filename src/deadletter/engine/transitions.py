@@ -19,6 +19,7 @@ from deadletter.domain.model import (
     Provenance,
     Queue,
     Reason,
+    SkipReason,
 )
 
 
@@ -70,6 +71,13 @@ def claimed(m: Message, claim_id: str, now: float, expires: float, grace: int) -
     )
 
 
+def last_delivery(m: Message, policy: DeadLetterPolicy | None) -> Message:
+    """`m` just claimed, marked due for the DLQ when its claim lapses if this was the last
+    delivery the policy allows (so the move need not wait for another claim)."""
+    due = m.claim_expires_at if poisoned(m, policy) else None
+    return m if due == m.dead_letter_due_at else replace(m, dead_letter_due_at=due)
+
+
 def renewed(m: Message, expires: float, grace: int) -> Message:
     """Held by the same claim until `expires`, living at least `grace` seconds beyond."""
     return replace(
@@ -77,12 +85,15 @@ def renewed(m: Message, expires: float, grace: int) -> Message:
         claim_expires_at=expires,
         visible_at=expires,
         expires_at=max(m.expires_at, expires + grace),
+        dead_letter_due_at=None if m.dead_letter_due_at is None else expires,
     )
 
 
 def unclaimed(m: Message, now: float, delay: int = 0) -> Message:
     """Given back: no claim, visible again after `delay` seconds; its delivery count stays."""
-    return replace(m, claim_id=None, claim_expires_at=None, visible_at=now + delay)
+    return replace(
+        m, claim_id=None, claim_expires_at=None, visible_at=now + delay, dead_letter_due_at=None
+    )
 
 
 def visibility_changed(m: Message, now: float, timeout: int) -> Message:
@@ -94,6 +105,7 @@ def visibility_changed(m: Message, now: float, timeout: int) -> Message:
         claim_expires_at=now + timeout,
         visible_at=now + timeout,
         expires_at=max(m.expires_at, now + timeout),
+        dead_letter_due_at=None if m.dead_letter_due_at is None else now + timeout,
     )
 
 
@@ -133,6 +145,7 @@ def dead_lettered(
         visible_at=now,
         claim_id=None,
         claim_expires_at=None,
+        dead_letter_due_at=None,
         provenance=Provenance(
             source_queue=source.name,
             reason=reason,
@@ -176,19 +189,44 @@ def redriven(
         claim_count=0,
         first_claimed_at=None,
         provenance=None,
+        dead_letter_due_at=None,
         history=(*m.history, event),
     )
 
 
 def expiry_dead_letters(
     queue: Queue | None, messages: list[Message]
-) -> tuple[list[Message], list[Message]]:
-    """Expired messages of `queue` split into those its policy dead-letters and those dropped."""
+) -> tuple[list[Message], list[Message], list[Message]]:
+    """Expired messages of `queue` split into those its policy dead-letters, those the policy
+    would dead-letter but that are not eligible, and those no policy asks for."""
     policy = queue.settings.dead_letter if queue else None
     if policy is None or not policy.active or not policy.on_expiry:
-        return [], list(messages)
-    to_dlq = [m for m in messages if m.dead_letter_eligible]
-    return to_dlq, [m for m in messages if not m.dead_letter_eligible]
+        return [], [], list(messages)
+    eligible, not_eligible = split_eligible(messages)
+    return eligible, not_eligible, []
+
+
+def split_eligible(messages: list[Message]) -> tuple[list[Message], list[Message]]:
+    """Messages past their limit split into those that go to the DLQ and those dropped: a
+    producer may mark a message not eligible for the DLQ (Solace's DMQ-eligible flag)."""
+    return (
+        [m for m in messages if m.dead_letter_eligible],
+        [m for m in messages if not m.dead_letter_eligible],
+    )
+
+
+def redrive_skip(
+    m: Message, source: Queue | None, dead_letter_targets: set[str]
+) -> SkipReason | None:
+    """Why a redrive to its own source leaves `m` in the DLQ (`source` is that queue as it is
+    now), or None when it can go back."""
+    if m.provenance is None:
+        return SkipReason.NO_SOURCE
+    if source is None:
+        return SkipReason.SOURCE_DELETED
+    if source.name in dead_letter_targets:
+        return SkipReason.SOURCE_IS_DLQ
+    return None
 
 
 def may_delete(

@@ -120,8 +120,10 @@ class Transaction(abc.ABC):
         max_seq: int,
         limit: int,
         lock: bool,
+        after_seq: int = 0,
     ) -> list[Message]:
-        """Unexpired, unclaimed messages of `dlq` that match `where`, oldest first."""
+        """Unexpired, unclaimed messages of `dlq` that match `where`, with a sequence number
+        in (`after_seq`, `max_seq`], oldest first."""
 
     @abc.abstractmethod
     def count_dead_letters(
@@ -151,6 +153,11 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
         """(project, message) pairs whose expiry has passed, across all queues, locked."""
+
+    @abc.abstractmethod
+    def due_dead_letters(self, now: float, limit: int) -> list[tuple[str, Message]]:
+        """(project, message) pairs whose `dead_letter_due_at` has passed, across all queues,
+        locked."""
 
     @abc.abstractmethod
     def counts(self, project: str, queue: str, now: float) -> MessageCounts: ...

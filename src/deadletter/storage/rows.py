@@ -13,6 +13,7 @@ from deadletter.domain.model import (
     Queue,
     QueueSettings,
     RedriveTask,
+    SkipReason,
     TaskStatus,
 )
 
@@ -75,6 +76,7 @@ def message_params(project: str, m: Message) -> dict[str, Any]:
         "dl_reason": p.reason.value if p else None,
         "dl_at": p.dead_lettered_at if p else None,
         "history": encode_history(m.history),
+        "dl_due_at": m.dead_letter_due_at,
     }
 
 
@@ -96,6 +98,7 @@ def message_from(row: Row) -> Message:
         dead_letter_eligible=bool(row["dl_eligible"]),
         provenance=decode_provenance(row["provenance"]),
         history=decode_history(row["history"]),
+        dead_letter_due_at=row["dl_due_at"],
     )
 
 
@@ -118,6 +121,7 @@ def with_seq(m: Message, seq: int) -> Message:
         m.dead_letter_eligible,
         m.provenance,
         m.history,
+        m.dead_letter_due_at,
     )
 
 
@@ -150,6 +154,9 @@ def task_params(t: RedriveTask) -> dict[str, Any]:
         "started_at": t.started_at,
         "updated_at": t.updated_at,
         "failure_reason": t.failure_reason,
+        "skipped": t.skipped,
+        "skipped_ids": json.dumps([[mid, reason.value] for mid, reason in t.skipped_messages]),
+        "cursor_seq": t.cursor_seq,
     }
 
 
@@ -168,4 +175,9 @@ def task_from(row: Row) -> RedriveTask:
         started_at=row["started_at"],
         updated_at=row["updated_at"],
         failure_reason=row["failure_reason"],
+        skipped=row["skipped"],
+        skipped_messages=tuple(
+            (mid, SkipReason(reason)) for mid, reason in json.loads(row["skipped_ids"])
+        ),
+        cursor_seq=row["cursor_seq"],
     )

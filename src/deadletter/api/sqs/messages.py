@@ -27,11 +27,16 @@ from deadletter.domain.model import (
     MAX_CLAIM_TTL,
     MAX_DELAY,
     SOURCE_QUEUE_ATTRIBUTE,
+    Attribute,
     Message,
     NewMessage,
 )
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
+# A message attribute (String "true" or "false") by which a producer marks a message eligible
+# or not for the DLQ (an extension: SQS has no such flag). It stays on the message like any
+# other attribute, so the digest the client computed still matches.
+ELIGIBLE_ATTRIBUTE = "DeadLetterEligible"
 
 
 def _new_message(params: dict[str, Any]) -> NewMessage:
@@ -54,11 +59,24 @@ def _new_message(params: dict[str, Any]) -> NewMessage:
             )
     else:
         delay = None
+    attributes = attrs.message_attributes_in(params.get("MessageAttributes"))
     return NewMessage(
         body=body.encode(),
         delay=delay,
-        attributes=attrs.message_attributes_in(params.get("MessageAttributes")),
+        attributes=attributes,
+        dead_letter_eligible=_eligible(attributes.get(ELIGIBLE_ATTRIBUTE)),
     )
+
+
+def _eligible(attribute: Attribute | None) -> bool | None:
+    if attribute is None:
+        return None
+    value = attribute.value.strip().lower()
+    if attribute.type.split(".", 1)[0] != "String" or value not in ("true", "false"):
+        raise invalid_parameter(
+            f"Message attribute {ELIGIBLE_ATTRIBUTE} must be a String, true or false."
+        )
+    return value == "true"
 
 
 def _check_body(body: str) -> None:

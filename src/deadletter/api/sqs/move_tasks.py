@@ -34,7 +34,7 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
     rate = call.integer("MaxNumberOfMessagesPerSecond", 1, MAX_MOVE_RATE)
     if call.engine.find_queue(call.project, dlq) is None:
         raise SqsError("ResourceNotFoundException", f"The resource {source_arn} does not exist.")
-    if not call.engine.dead_letter_sources(call.project, dlq):
+    if not call.engine.is_redrive_source(call.project, dlq):
         raise invalid_parameter(
             f"Source queue must be configured as a Dead Letter Queue: {source_arn}."
         )

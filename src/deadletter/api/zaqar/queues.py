@@ -123,6 +123,7 @@ def queue_stats(ctx: Ctx) -> Response:
                 "acknowledged": st.acknowledged,
                 "by_source": st.by_source,
                 "policy_active": st.policy_active,
+                "dropped": st.dropped,
             },
         }
     )

@@ -109,4 +109,6 @@ def task_json(task: RedriveTask, pattern_id: str | None = None) -> dict[str, Any
         "started_at": iso(task.started_at),
         "updated_at": iso(task.updated_at),
         "failure_reason": task.failure_reason,
+        "skipped": task.skipped,
+        "skipped_messages": [{"id": mid, "reason": r.value} for mid, r in task.skipped_messages],
     }

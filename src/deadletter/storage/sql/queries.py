@@ -17,11 +17,12 @@ from __future__ import annotations
 MESSAGE_FIELDS = (
     "id", "project", "queue", "seq", "body", "attributes", "enqueued_at", "expires_at",
     "visible_at", "claim_id", "claim_expires_at", "claim_count", "first_claimed_at", "client_id",
-    "dl_eligible", "provenance", "dl_source", "dl_reason", "dl_at", "history",
+    "dl_eligible", "provenance", "dl_source", "dl_reason", "dl_at", "history", "dl_due_at",
 )  # fmt: skip
 TASK_FIELDS = (
     "id", "project", "dlq", "destination", "filter", "rate", "status", "moved", "to_move",
-    "max_seq", "started_at", "updated_at", "failure_reason",
+    "max_seq", "started_at", "updated_at", "failure_reason", "skipped", "skipped_ids",
+    "cursor_seq",
 )  # fmt: skip
 
 
@@ -128,8 +129,8 @@ LIST_HIDDEN = LIST_MESSAGES.replace(
     f"FROM messages /* indexed by messages_hidden */ WHERE {HIDDEN} AND visible_at <= :now AND",
 )
 DEAD_LETTERS = (
-    "SELECT * FROM messages WHERE project = :project AND queue = :queue AND seq <= :max_seq"
-    " AND expires_at > :now AND visible_at <= :now"
+    "SELECT * FROM messages WHERE project = :project AND queue = :queue"
+    " AND seq > :after_seq AND seq <= :max_seq AND expires_at > :now AND visible_at <= :now"
     + _DEAD_LETTER_FILTER
     + " ORDER BY seq LIMIT :limit"
 )
@@ -144,7 +145,8 @@ MAX_SEQ = (
 UPDATE_MESSAGE = (
     "UPDATE messages SET visible_at = :visible_at, claim_id = :claim_id,"
     " claim_expires_at = :claim_expires_at, claim_count = :claim_count,"
-    " first_claimed_at = :first_claimed_at, expires_at = :expires_at WHERE id = :id"
+    " first_claimed_at = :first_claimed_at, expires_at = :expires_at, dl_due_at = :dl_due_at"
+    " WHERE id = :id"
 )
 DELETE_MESSAGES = (
     f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND project = :project AND queue = :queue"
@@ -159,6 +161,11 @@ CLAIMED_BY = (
 )
 EXPIRED = (
     "SELECT * FROM messages WHERE expires_at <= :now ORDER BY expires_at, seq LIMIT :limit"
+    " FOR UPDATE SKIP LOCKED"
+)
+# Messages whose last allowed claim has lapsed (found through the partial index of 0006).
+DUE_DEAD_LETTERS = (
+    "SELECT * FROM messages WHERE dl_due_at <= :now ORDER BY dl_due_at, seq LIMIT :limit"
     " FOR UPDATE SKIP LOCKED"
 )
 # Stats read the counts kept by migration 0005's triggers, less what has expired and waits

@@ -68,6 +68,7 @@ def _delivery_params(m: Message) -> dict[str, Any]:
         "claim_count": m.claim_count,
         "first_claimed_at": m.first_claimed_at,
         "expires_at": m.expires_at,
+        "dl_due_at": m.dead_letter_due_at,
         "id": m.id,
     }
 
@@ -219,6 +220,7 @@ class SQLTransaction(Transaction):
         max_seq: int,
         limit: int,
         lock: bool,
+        after_seq: int = 0,
     ) -> list[Message]:
         return self._messages(
             q.DEAD_LETTERS_LOCKED if lock else q.DEAD_LETTERS,
@@ -227,6 +229,7 @@ class SQLTransaction(Transaction):
                 "queue": dlq,
                 "now": now,
                 "max_seq": max_seq,
+                "after_seq": after_seq,
                 "limit": limit,
                 **_filter_params(where),
             },
@@ -275,6 +278,10 @@ class SQLTransaction(Transaction):
         for r in self.all(q.EXPIRED_DEPTHS, key):
             depths[r["source"]] = depths.get(r["source"], 0) - int(r["n"])
         return depths
+
+    def due_dead_letters(self, now: float, limit: int) -> list[tuple[str, Message]]:
+        rows = self.all(q.DUE_DEAD_LETTERS, {"now": now, "limit": limit})
+        return [(r["project"], message_from(r)) for r in rows]
 
     def counts(self, project: str, queue: str, now: float) -> MessageCounts:
         key = {"project": project, "queue": queue, "now": now}

@@ -1,0 +1,62 @@
+"""Through the Zaqar face: a redrive reports skipped messages instead of failing, stranded
+dead letters can go to a named queue, eligibility drops are counted, and a nack at the limit
+moves at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deadletter.engine.engine import Engine
+from tests.api.zaqar.conftest import ApiClient, claim, make_queue, post, with_dlq
+
+
+def _run(api: ApiClient, engine: Engine, href: str) -> dict[str, Any]:
+    task_id = href.rsplit("/", 1)[1]
+    while engine.redrive_step(task_id, 1).status.value == "RUNNING":
+        pass
+    task: dict[str, Any] = api.get(href).json()
+    return task
+
+
+def _kill(api: ApiClient, queue: str, *bodies: Any) -> None:
+    """Dead-letter each (max claim count 1): claim, then release at the limit."""
+    post(api, queue, *bodies)
+    claim_id, _ = claim(api, queue, limit=20)
+    assert api.delete(f"/v2/queues/{queue}/claims/{claim_id}").status_code == 204
+
+
+def test_a_redrive_skips_what_it_cannot_send_back(api: ApiClient, engine: Engine) -> None:
+    with_dlq(api, "s", "d", n=1)
+    (direct,) = post(api, "d", "straight in")
+    _kill(api, "s", "s1", "s2")
+    r = api.post("/v2/queues/d/redrives", json={})
+    assert r.status_code == 201, r.text
+    done = _run(api, engine, r.headers["Location"])
+    assert (done["status"], done["moved"], done["skipped"]) == ("COMPLETED", 2, 1)
+    assert done["skipped_messages"] == [{"id": direct, "reason": "no_source"}]
+    assert done["failure_reason"] is None
+    listed = api.get("/v2/queues/d/messages?echo=true").json()["messages"]
+    assert [m["id"] for m in listed] == [direct]
+
+
+def test_stranded_dead_letters_go_to_a_named_queue(api: ApiClient, engine: Engine) -> None:
+    with_dlq(api, "s", "d", n=1)
+    _kill(api, "s", "s1")
+    assert api.delete("/v2/queues/s").status_code == 204
+    make_queue(api, "other")
+    r = api.post("/v2/queues/d/redrives", json={"destination": "other"})
+    assert r.status_code == 201, r.text
+    assert _run(api, engine, r.headers["Location"])["moved"] == 1
+    assert [m["body"] for m in claim(api, "other")[1]] == ["s1"]
+
+
+def test_eligibility_drops_show_in_stats(api: ApiClient) -> None:
+    with_dlq(api, "s", "d", n=1)
+    post(api, "s", "keep")
+    post(api, "s", "drop", dead_letter_eligible=False)
+    claim_id, _ = claim(api, "s")
+    api.delete(f"/v2/queues/s/claims/{claim_id}")
+    stats = api.get("/v2/queues/s/stats").json()
+    assert stats["dead_letter"]["dropped"] == {"max_claims": 1}
+    assert stats["dead_letter"]["dead_lettered"] == {"max_claims": 1}
+    assert stats["messages"]["total"] == 0
