@@ -15,6 +15,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
 from deadletter.api import openapi
+from deadletter.api.console import Console
 from deadletter.api.metrics import LatencyMiddleware, Metrics
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import sqs_routes
@@ -40,6 +41,8 @@ def build_app(
 
     metrics = Metrics()
     engine.add_listener(metrics)
+    console = Console(options.default_project)
+    engine.add_listener(console.feed)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -58,6 +61,7 @@ def build_app(
         Route("/openapi.json", openapi.endpoint, methods=["GET"]),
         *zaqar_routes(engine, options),
         *sqs_routes(engine, options),
+        *console.routes(),
     ]
     app = Starlette(
         routes=routes,
