@@ -52,6 +52,7 @@ export async function render() {
   if (current.refresh) {
     const refresh = debounce(() => current && current.refresh(), 100);
     unfollow = follow(current.queues || [], (event) => {
+      if (event.type !== "poll") live.dataset.events = String(Number(live.dataset.events || 0) + 1);
       if (current && current.onEvent) current.onEvent(event);
       refresh();
     }, setLive);

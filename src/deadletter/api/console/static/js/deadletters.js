@@ -68,7 +68,7 @@ export async function deadLetterBrowser(el, dlq, params) {
   const count = h("span", { id: "selected-count", text: "0 selected" });
   const canChange = api.session.canChange;
   const panel = canChange ? redrivePanel(dlq, {
-    defaults: f, selected: () => [...selected], label: "Redrive…", onDone: () => load().catch(show) }) : null;
+    defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", onDone: () => load().catch(show) }) : null;
 
   const actions = canChange ? [
     h("button", { type: "button", id: "delete-selected", class: "danger", text: "Delete selected",

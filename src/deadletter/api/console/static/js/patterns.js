@@ -9,7 +9,7 @@ const KNOWN = new Set(["id", "template", "count", "message_ids"]);
 export async function patternsPage(el, dlq) {
   const list = await api.patterns(dlq);
   const panel = api.session.canChange
-    ? redrivePanel(dlq, { defaults: {}, label: "Redrive…", onDone: () => {} })
+    ? redrivePanel(dlq, { defaults: {}, patterns: list, label: "Redrive…", onDone: () => {} })
     : null;
   const base = `#/dlq/${encodeURIComponent(dlq)}`;
   add(el, 

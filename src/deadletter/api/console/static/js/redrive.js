@@ -46,10 +46,12 @@ export function redrivePanel(dlq, options = {}) {
   let task = null;
   let stopped = false;
 
-  api.patterns(dlq).then((list) => {
-    for (const p of list) pattern.append(h("option", { value: p.id, text: `${p.id}: ${p.template || ""} (${p.count ?? "?"})` }));
-    pattern.value = d.pattern || "";
-  }).catch(() => {});
+  let wantedPattern = d.pattern || "";
+  const patternsLoaded = (options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
+    .then((list) => {
+      for (const p of list) pattern.append(h("option", { value: p.id, text: `${p.id}: ${p.template || ""} (${p.count ?? "?"})` }));
+      pattern.value = wantedPattern;
+    }).catch(() => {});
 
   function draw(t) {
     task = t;
@@ -128,7 +130,11 @@ export function redrivePanel(dlq, options = {}) {
       if ("reason" in values) reason.value = values.reason || "";
       if ("since" in values) since.value = isoToLocal(values.since);
       if ("until" in values) until.value = isoToLocal(values.until);
-      if ("pattern" in values) pattern.value = values.pattern || "";
+      if ("pattern" in values) {
+        wantedPattern = values.pattern || "";
+        pattern.value = wantedPattern;
+        patternsLoaded.then(() => { pattern.value = wantedPattern; });
+      }
       if ("selected" in values) onlySelected.checked = Boolean(values.selected);
       element.scrollIntoView({ block: "nearest" });
     },
