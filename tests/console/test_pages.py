@@ -77,9 +77,9 @@ def test_a_message_failing_past_max_claims_climbs_its_badge_and_moves_to_the_dlq
     expect(cell(page, "dlq-strip", first).locator(".badge")).to_have_text("2")
     expect(page.locator("#main-strip .cell")).to_have_count(2)
     expect(page.locator("#dlq-depth")).to_have_text("depth = 1")
-    assert {second, third} == set(page.locator("#main-strip .cell").evaluate_all(
-        "cells => cells.map(c => c.dataset.id)"
-    ))
+    assert {second, third} == set(
+        page.locator("#main-strip .cell").evaluate_all("cells => cells.map(c => c.dataset.id)")
+    )
     expect(page.locator("#threshold")).to_contain_text("maxClaimCount = 2")
     # The page learnt of the changes from the live feed, not only from its slow refresh
     assert int(page.locator("#live").get_attribute("data-events") or 0) >= 5
@@ -108,9 +108,11 @@ def dead_letter_mix(api: Api) -> dict[str, list[str]]:
 
 
 def shown_ids(page: Any) -> set[str]:
-    return set(page.locator("#dead-letters tr[data-id]").evaluate_all(
-        "rows => rows.map(r => r.dataset.id)"
-    ))
+    return set(
+        page.locator("#dead-letters tr[data-id]").evaluate_all(
+            "rows => rows.map(r => r.dataset.id)"
+        )
+    )
 
 
 def test_the_dead_letter_browser_filters_by_source_reason_and_error_text(
@@ -175,12 +177,22 @@ def test_a_pattern_redrives_only_its_messages(api: Api, page: Any) -> None:
     api.request(
         "PUT",
         f"/v2/queues/{DLQ}/patterns",
-        json={"patterns": [
-            {"id": "p1", "template": "timeout after <*> ms", "count": 2,
-             "message_ids": ids["timeout"]},
-            {"id": "p2", "template": "negative total <*>", "count": 2,
-             "message_ids": ids["negative"]},
-        ]},
+        json={
+            "patterns": [
+                {
+                    "id": "p1",
+                    "template": "timeout after <*> ms",
+                    "count": 2,
+                    "message_ids": ids["timeout"],
+                },
+                {
+                    "id": "p2",
+                    "template": "negative total <*>",
+                    "count": 2,
+                    "message_ids": ids["negative"],
+                },
+            ]
+        },
     )
     page.goto(f"/console/#/dlq/{DLQ}/patterns")
     expect(page.locator("#patterns tr[data-pattern]")).to_have_count(2)

@@ -9,6 +9,7 @@ what changed, so the feed never becomes a second API to keep in step.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from collections.abc import AsyncIterator
@@ -93,10 +94,9 @@ class Feed(EngineListener):
         with self._lock:
             targets = [s for s in self._subscribers if s.wants(project, event)]
         for sub in targets:
-            try:
+            # RuntimeError: its loop closed, the server is stopping.
+            with contextlib.suppress(RuntimeError):
                 sub.loop.call_soon_threadsafe(sub.offer, event)
-            except RuntimeError:  # its loop closed: the server is stopping
-                pass
 
     @property
     def subscriber_count(self) -> int:
