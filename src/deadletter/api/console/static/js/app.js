@@ -1,7 +1,7 @@
 // The console's shell: routes (#/...), the project and sign-in state, and the live feed.
 
 import { onUnauthorized, session } from "./api.js";
-import { clear, debounce } from "./dom.js";
+import { clear, throttle } from "./dom.js";
 import { follow } from "./live.js";
 import { overview } from "./overview.js";
 import { queuePicture } from "./queue.js";
@@ -50,7 +50,8 @@ export async function render() {
     throw err;
   }
   if (current.refresh) {
-    const refresh = debounce(() => current && current.refresh(), 100);
+    const shown = current;
+    const refresh = throttle(() => (current === shown ? shown.refresh() : undefined), 250);
     unfollow = follow(current.queues || [], (event) => {
       if (event.type !== "poll") live.dataset.events = String(Number(live.dataset.events || 0) + 1);
       if (current && current.onEvent) current.onEvent(event);

@@ -75,6 +75,21 @@ export function errorBox(err) {
   return h("div", { class: "error", role: "alert" }, h("strong", { text: title + ": " }), description);
 }
 
+// At most one `fn` running, and at most one start per `ms`; calls meanwhile fold into one
+// more run afterwards. Under a steady stream of events a page refreshes a few times a second,
+// never starves (as a debounce would) and never overlaps its own requests.
+export function throttle(fn, ms) {
+  let running = false;
+  let pending = false;
+  async function run() {
+    running = true;
+    pending = false;
+    try { await fn(); } catch { /* the view shows its own errors */ }
+    setTimeout(() => { running = false; if (pending) run(); }, ms);
+  }
+  return () => { if (running) pending = true; else run(); };
+}
+
 export function debounce(fn, ms) {
   let timer = null;
   return (...args) => {
