@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Protocol
 
 from starlette.applications import Starlette
@@ -15,7 +16,8 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
 from deadletter.api import openapi
-from deadletter.api.auth import admin_routes, guarded
+from deadletter.api.auth import admin_routes, feed_project, guarded
+from deadletter.api.console import Console
 from deadletter.api.metrics import LatencyMiddleware, Metrics
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import sqs_routes
@@ -41,6 +43,12 @@ def build_app(
 
     metrics = Metrics()
     engine.add_listener(metrics)
+    authority = options.authority
+    console = Console(
+        options.default_project,
+        partial(feed_project, authority) if authority is not None else None,
+    )
+    engine.add_listener(console.feed)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -54,7 +62,6 @@ def build_app(
             for job in reversed(started):
                 job.stop()
 
-    authority = options.authority
     metrics_endpoint = guarded(authority, metrics.endpoint) if authority else metrics.endpoint
     routes: list[BaseRoute] = [
         Route("/metrics", metrics_endpoint, methods=["GET"]),
@@ -62,6 +69,7 @@ def build_app(
         *(admin_routes(authority) if authority else []),
         *zaqar_routes(engine, options),
         *sqs_routes(engine, options),
+        *console.routes(),
     ]
     app = Starlette(
         routes=routes,

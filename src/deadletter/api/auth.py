@@ -93,6 +93,16 @@ def zaqar_project(
     return project
 
 
+def feed_project(authority: Authority, headers: Mapping[str, str]) -> str:
+    """The project whose live events a console feed may show: the token's own (an operator
+    may name another), if its role may read the queues' stats; ZaqarError otherwise."""
+    credential = token_credential(authority, headers)
+    project = acting_project(credential, headers.get("x-project-id"))
+    if not credential.may(Action.QUEUE_STATS, project):
+        raise forbidden(f"The role {credential.role.value} may not read queue stats.")
+    return project
+
+
 def sqs_account(
     authority: Authority, request: Request, body: bytes, action: str
 ) -> tuple[str, str, str]:
@@ -210,7 +220,15 @@ def issue_token(authority: Authority, request: Request, body: bytes) -> Response
     except auth_errors.AuthError as exc:
         raise unauthorized(exc.message) from None
     expires = authority.now() + ttl
-    return JSONResponse({"token": token, "expires_at": int(expires)}, status_code=201)
+    # The role and project let a client (the console) offer only what the token may do.
+    credential = authority.require(key_id)
+    doc = {
+        "token": token,
+        "expires_at": int(expires),
+        "role": credential.role.value,
+        "project": credential.project,
+    }
+    return JSONResponse(doc, status_code=201)
 
 
 def create_credential(authority: Authority, request: Request, body: bytes) -> Response:

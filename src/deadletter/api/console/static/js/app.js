@@ -1,0 +1,92 @@
+// The console's shell: routes (#/...), the project and sign-in state, and the live feed.
+
+import { onUnauthorized, session } from "./api.js";
+import { clear, throttle } from "./dom.js";
+import { follow } from "./live.js";
+import { overview } from "./overview.js";
+import { queuePicture } from "./queue.js";
+import { deadLetterBrowser, deadLetterMessage } from "./deadletters.js";
+import { patternsPage } from "./patterns.js";
+import { signInForm } from "./signin.js";
+
+const view = document.getElementById("view");
+const live = document.getElementById("live");
+let current = null;   // { refresh, dispose, queues }
+let unfollow = null;
+
+function parseRoute() {
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, search = ""] = hash.split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  return { parts, params: new URLSearchParams(search) };
+}
+
+function pick({ parts }) {
+  if (parts[0] === "queues" && parts[1]) return (el, p) => queuePicture(el, parts[1], p);
+  if (parts[0] === "dlq" && parts[1] && parts[2] === "messages" && parts[3]) {
+    return (el) => deadLetterMessage(el, parts[1], parts[3]);
+  }
+  if (parts[0] === "dlq" && parts[1] && parts[2] === "patterns") return (el) => patternsPage(el, parts[1]);
+  if (parts[0] === "dlq" && parts[1]) return (el, p) => deadLetterBrowser(el, parts[1], p);
+  return (el, p) => overview(el, p);
+}
+
+function setLive(status) {
+  live.textContent = status;
+  live.dataset.status = status;
+}
+
+export async function render() {
+  if (current && current.dispose) current.dispose();
+  if (unfollow) unfollow();
+  current = null;
+  unfollow = null;
+  const route = parseRoute();
+  clear(view);
+  try {
+    current = (await pick(route)(view, route.params)) || {};
+  } catch (err) {
+    if (err && err.status === 401) return;
+    throw err;
+  }
+  if (current.refresh) {
+    const shown = current;
+    const refresh = throttle(() => (current === shown ? shown.refresh() : undefined), 250);
+    unfollow = follow(current.queues || [], (event) => {
+      if (event.type !== "poll") live.dataset.events = String(Number(live.dataset.events || 0) + 1);
+      if (current && current.onEvent) current.onEvent(event);
+      refresh();
+    }, setLive);
+  }
+  showWho();
+}
+
+function showWho() {
+  const who = document.getElementById("who");
+  const out = document.getElementById("sign-out");
+  who.textContent = session.token ? `${session.keyId || "signed in"}${session.role ? " · " + session.role : ""}` : "";
+  out.hidden = !session.token;
+}
+
+onUnauthorized(() => {
+  if (current && current.dispose) current.dispose();
+  if (unfollow) unfollow();
+  current = null;
+  unfollow = null;
+  setLive("signed out");
+  showWho();
+  signInForm(clear(view), () => render());
+});
+
+const project = document.getElementById("project");
+project.value = session.project;
+project.addEventListener("change", () => {
+  session.project = project.value.trim();
+  render();
+});
+document.getElementById("sign-out").addEventListener("click", () => {
+  session.signOut();
+  render();
+});
+window.addEventListener("hashchange", render);
+render();

@@ -1,0 +1,143 @@
+// Page 5's panel: start a redrive with filters, follow its task to the end, cancel it.
+
+import * as api from "./api.js";
+import { errorBox, h, isoToLocal, localToIso } from "./dom.js";
+
+const POLL_MS = 500;
+const REASONS = ["", "max_claims", "rejected", "expired"];
+
+// options: defaults {source, reason, since, until, pattern}, selected() -> ids, label, onDone()
+export function redrivePanel(dlq, options = {}) {
+  const d = options.defaults || {};
+  const source = h("input", { id: "redrive-source", placeholder: "any source", value: d.source || "" });
+  const reason = h("select", { id: "redrive-reason" },
+    REASONS.map((r) => h("option", { value: r, text: r || "any reason" })));
+  reason.value = d.reason || "";
+  const since = h("input", { id: "redrive-since", type: "datetime-local", value: isoToLocal(d.since) });
+  const until = h("input", { id: "redrive-until", type: "datetime-local", value: isoToLocal(d.until) });
+  const pattern = h("select", { id: "redrive-pattern" }, h("option", { value: "", text: "no pattern" }));
+  const onlySelected = h("input", { id: "redrive-selected", type: "checkbox" });
+  const destination = h("input", { id: "redrive-destination", placeholder: "each message's source queue" });
+  const rate = h("input", { id: "redrive-rate", type: "number", min: 1, placeholder: "as fast as possible" });
+  const start = h("button", { id: "redrive-start", type: "submit", class: "primary", text: "Start redrive" });
+  const bar = h("progress", { id: "redrive-bar", max: 1, value: 0 });
+  const percent = h("span", { id: "redrive-percent", text: "" });
+  const status = h("span", { id: "redrive-status", class: "muted" });
+  const cancel = h("button", { id: "redrive-cancel", type: "button", text: "Cancel", hidden: true });
+  const problems = h("div");
+  const progress = h("div", { class: "progress", id: "redrive-progress", hidden: true }, bar, percent, status, cancel);
+  const form = h("form", { id: "redrive-form", class: "redrive", hidden: !options.open },
+    h("div", { class: "fields" },
+      h("label", {}, "source", source),
+      h("label", {}, "reason", reason),
+      h("label", {}, "since", since),
+      h("label", {}, "until", until),
+      h("label", {}, "pattern", pattern),
+      options.selected ? h("label", { class: "inline" }, onlySelected, " only the selected messages") : null,
+      h("label", {}, "destination", destination),
+      h("label", {}, "rate (msg/s)", rate)),
+    h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts." }),
+    start);
+  const toggle = h("button", { id: "redrive-button", type: "button", class: "primary",
+    text: options.label || "Redrive…", onclick: () => { form.hidden = !form.hidden; } });
+  const element = h("section", { class: "card" }, h("div", { class: "lane-head" }, toggle), form, progress, problems);
+
+  let timer = null;
+  let task = null;
+  let stopped = false;
+
+  let wantedPattern = d.pattern || "";
+  const patternsLoaded = (options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
+    .then((list) => {
+      for (const p of list) pattern.append(h("option", { value: p.id, text: `${p.id}: ${p.template || ""} (${p.count ?? "?"})` }));
+      pattern.value = wantedPattern;
+    }).catch(() => {});
+
+  function draw(t) {
+    task = t;
+    progress.hidden = false;
+    const total = t.to_move || 0;
+    const pct = total ? Math.floor((100 * t.moved) / total) : (t.status === "COMPLETED" ? 100 : 0);
+    bar.max = Math.max(total, 1);
+    bar.value = total ? t.moved : (pct === 100 ? 1 : 0);
+    percent.textContent = `${pct}%`;
+    progress.dataset.status = t.status;
+    status.textContent = ` ${t.moved} of ${total} moved · ${t.status}` + (t.failure_reason ? ` (${t.failure_reason})` : "");
+    const running = t.status === "RUNNING";
+    cancel.hidden = !running;
+    start.disabled = running || t.status === "CANCELLING";
+  }
+
+  async function poll() {
+    if (!task || stopped) return;
+    try {
+      draw(await api.redrive(dlq, task.id));
+    } catch (err) {
+      problems.replaceChildren(errorBox(err));
+    }
+    if (!stopped && (task.status === "RUNNING" || task.status === "CANCELLING")) {
+      timer = setTimeout(poll, POLL_MS);
+    } else if (!stopped && options.onDone) {
+      options.onDone(task);
+    }
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    problems.replaceChildren();
+    const body = {};
+    if (source.value.trim()) body.source_queue = source.value.trim();
+    if (reason.value) body.reason = reason.value;
+    if (localToIso(since.value)) body.since = localToIso(since.value);
+    if (localToIso(until.value)) body.until = localToIso(until.value);
+    if (pattern.value) body.pattern_id = pattern.value;
+    if (onlySelected.checked && options.selected) {
+      const ids = options.selected();
+      if (!ids.length) { problems.replaceChildren(errorBox({ title: "Redrive", description: "No message is selected." })); return; }
+      body.message_ids = ids;
+    }
+    if (destination.value.trim()) body.destination = destination.value.trim();
+    if (rate.value) body.rate = Number(rate.value);
+    try {
+      draw(await api.startRedrive(dlq, body));
+      clearTimeout(timer);
+      timer = setTimeout(poll, POLL_MS);
+    } catch (err) {
+      problems.replaceChildren(errorBox(err));
+    }
+  });
+
+  cancel.addEventListener("click", async () => {
+    try {
+      await api.cancelRedrive(dlq, task.id);
+      await poll();
+    } catch (err) {
+      problems.replaceChildren(errorBox(err));
+    }
+  });
+
+  // A task already running for this DLQ (started elsewhere) is followed too.
+  api.redrives(dlq).then((list) => {
+    const running = list.find((t) => t.status === "RUNNING" || t.status === "CANCELLING");
+    if (running && !task) { draw(running); timer = setTimeout(poll, POLL_MS); }
+  }).catch(() => {});
+
+  return {
+    element,
+    open(values = {}) {
+      form.hidden = false;
+      if ("source" in values) source.value = values.source || "";
+      if ("reason" in values) reason.value = values.reason || "";
+      if ("since" in values) since.value = isoToLocal(values.since);
+      if ("until" in values) until.value = isoToLocal(values.until);
+      if ("pattern" in values) {
+        wantedPattern = values.pattern || "";
+        pattern.value = wantedPattern;
+        patternsLoaded.then(() => { pattern.value = wantedPattern; });
+      }
+      if ("selected" in values) onlySelected.checked = Boolean(values.selected);
+      element.scrollIntoView({ block: "nearest" });
+    },
+    dispose() { stopped = true; clearTimeout(timer); },
+  };
+}
