@@ -15,6 +15,8 @@ class ServerConfig:
     sweep_interval: float = 1.0
     log_level: str = "info"
     test_mode: bool = False
+    # The largest request body either face reads (docs/limits.md).
+    max_body_bytes: int = 4 * 1024 * 1024
 
     @property
     def database_url(self) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import uvicorn
 
-from deadletter.api.app import AppOptions, build_app
+from deadletter.api.app import AppOptions, Limits, build_app
 from deadletter.config import ServerConfig
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
@@ -85,7 +85,10 @@ def run(config: ServerConfig) -> None:
     try:
         engine = Engine(store)
         worker = Worker(engine, sweep_interval=config.sweep_interval)
-        app = build_app(engine, AppOptions(test_mode=config.test_mode), background=[worker])
+        limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
+        app = build_app(
+            engine, AppOptions(test_mode=config.test_mode), background=[worker], limits=limits
+        )
         server = _Server(
             uvicorn.Config(
                 app,

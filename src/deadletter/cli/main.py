@@ -67,6 +67,15 @@ def main() -> None:
     default=False,
     help="Enable test-only endpoints (never in production).",
 )
+@click.option(
+    "--max-body-bytes",
+    envvar="DEADLETTER_MAX_BODY_BYTES",
+    show_envvar=True,
+    type=click.IntRange(min=1024),
+    default=4 * 1024 * 1024,
+    show_default=True,
+    help="Largest request body read; larger ones are refused with 413 (docs/limits.md).",
+)
 def serve(
     host: str,
     port: int,
@@ -75,6 +84,7 @@ def serve(
     sweep_interval: float,
     log_level: str,
     test_mode: bool,
+    max_body_bytes: int,
 ) -> None:
     """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
     from deadletter.config import ServerConfig
@@ -89,6 +99,7 @@ def serve(
             sweep_interval=sweep_interval,
             log_level=log_level,
             test_mode=test_mode,
+            max_body_bytes=max_body_bytes,
         )
     )
 
