@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import math
 from datetime import UTC, datetime
 from typing import Any
@@ -105,7 +104,7 @@ def attributes(raw: Any) -> dict[str, Attribute]:
         if a["type"].split(".", 1)[0] == "Binary":
             try:
                 base64.b64decode(value, validate=True)
-            except binascii.Error:
+            except ValueError:  # binascii.Error, and non-ASCII text
                 raise bad_request(
                     f"The value of binary attribute {name!r} is not valid base64."
                 ) from None
