@@ -16,6 +16,7 @@ from deadletter.api.sqs.errors import SqsError
 from deadletter.api.sqs.routes import TARGET_PREFIX
 from deadletter.api.zaqar.errors import error_response
 
+METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 TITLES = {404: "Not found", 405: "Method not allowed", 413: "Request body too large"}
 
 
@@ -76,4 +77,4 @@ def zaqar_fallback(routes: Sequence[BaseRoute]) -> Route:
             raise HTTPException(405, headers={"Allow": ", ".join(sorted(allowed))})
         raise HTTPException(404)
 
-    return Route("/v2/{rest:path}", fallback)
+    return Route("/v2/{rest:path}", fallback, methods=METHODS)
