@@ -21,6 +21,8 @@ class ServerConfig:
     sweep_interval: float = 1.0
     log_level: str = "info"
     test_mode: bool = False
+    # The largest request body either face reads (docs/limits.md).
+    max_body_bytes: int = 4 * 1024 * 1024
     auth: str | None = None  # "required" or "off"; None: off on loopback, else required
     insecure_no_auth: bool = False
     master_key_file: Path | None = None

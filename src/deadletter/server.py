@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from deadletter.api.app import AppOptions, build_app
+from deadletter.api.app import AppOptions, Limits, build_app
 from deadletter.auth.credentials import MASTER_KEY_ENV, Credential, load_master_key
 from deadletter.auth.errors import MasterKeyError
 from deadletter.config import ServerConfig
@@ -99,7 +99,8 @@ def run(config: ServerConfig) -> None:
         else:
             log.warning("auth is off on a non-loopback host (--insecure-no-auth)")
         options = AppOptions(test_mode=config.test_mode, authority=authority)
-        app = build_app(engine, options, background=[worker])
+        limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
+        app = build_app(engine, options, background=[worker], limits=limits)
         server = _Server(
             uvicorn.Config(
                 app,

@@ -12,19 +12,22 @@ from functools import partial
 from typing import Protocol
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
+from starlette.types import Scope
 
-from deadletter.api import openapi
+from deadletter.api import openapi, refusals
 from deadletter.api.auth import admin_routes, feed_project, guarded
 from deadletter.api.console import Console
+from deadletter.api.limits import BodyLimit, Limits
 from deadletter.api.metrics import LatencyMiddleware, Metrics
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import sqs_routes
 from deadletter.api.zaqar.routes import zaqar_routes
 from deadletter.engine.engine import Engine
 
-__all__ = ["AppOptions", "Background", "build_app"]
+__all__ = ["AppOptions", "Background", "Limits", "build_app"]
 
 
 class Background(Protocol):
@@ -36,10 +39,17 @@ class Background(Protocol):
 
 
 def build_app(
-    engine: Engine, options: AppOptions | None = None, background: Sequence[Background] = ()
+    engine: Engine,
+    options: AppOptions | None = None,
+    background: Sequence[Background] = (),
+    limits: Limits | None = None,
 ) -> Starlette:
     """`background` jobs start with the app's lifespan and stop, in reverse, when it ends."""
     options = options or AppOptions()
+    limits = limits or Limits()
+
+    def body_limit(scope: Scope) -> int:
+        return limits.zaqar_body if refusals.is_zaqar(scope["path"]) else limits.sqs_body
 
     metrics = Metrics()
     engine.add_listener(metrics)
@@ -67,13 +77,17 @@ def build_app(
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi.endpoint, methods=["GET"]),
         *(admin_routes(authority) if authority else []),
-        *zaqar_routes(engine, options),
-        *sqs_routes(engine, options),
         *console.routes(),
     ]
+    zaqar = zaqar_routes(engine, options)
+    routes += [*zaqar, refusals.zaqar_fallback(zaqar), *sqs_routes(engine, options)]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(LatencyMiddleware, metrics=metrics)],
+        middleware=[
+            Middleware(BodyLimit, limit_for=body_limit, refuse=refusals.too_large),
+            Middleware(LatencyMiddleware, metrics=metrics),
+        ],
+        exception_handlers={HTTPException: refusals.http_error},
         lifespan=lifespan,
     )
     app.state.metrics = metrics

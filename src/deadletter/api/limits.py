@@ -9,12 +9,29 @@ plus one chunk.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # What the faces may answer too-large bodies with: (scope, limit in bytes) -> response.
 Refusal = Callable[[Scope, int], Response]
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The largest request body each face reads (see docs/limits.md for why these sizes).
+
+    Zaqar: a message post is held to the queue's maximum message size by the face itself;
+    stored failure patterns (the largest native documents) may take up to 4 MiB. SQS: a
+    message or a batch carries at most 1 MiB, which the query protocol's URL-encoding may
+    triple; 4 MiB leaves room for that and the parameter names around it.
+    """
+
+    zaqar_body: int = 4 * MIB
+    sqs_body: int = 4 * MIB
 
 
 class BodyLimit:

@@ -70,10 +70,63 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
     "get_patterns": ("Stored failure patterns", [], "200", None),
 }
 
+# Further successes an operation may answer with (204: nothing to claim or queue existed;
+# 200: a pop returns the popped messages).
+ALSO: dict[str, list[str]] = {
+    "create_queue": ["204"],
+    "create_claim": ["204"],
+    "delete_messages": ["200"],
+}
+# Errors every operation may answer with; the rest are declared where they can happen.
+ERRORS = {
+    "400": "Invalid request (every value is checked before anything is written)",
+    "404": "No such queue, message, claim, task or path",
+    "405": "Method not allowed on this path",
+    "413": "Request body too large",
+}
+MORE_ERRORS: dict[str, dict[str, str]] = {
+    "patch_queue": {"409": "Conflict", "415": "Wrong Content-Type for a patch"},
+    "delete_message": {"403": "Claim required"},
+    "dead_letter_message": {"403": "Claim required", "409": "No active dead-letter policy"},
+    "dead_letter_batch": {"403": "Claim required", "409": "No active dead-letter policy"},
+    "release_message": {"403": "Claim required", "409": "Conflict"},
+    "create_queue": {"409": "Conflict"},
+    "post_messages": {"403": "Message is claimed"},
+    "delete_messages": {"403": "Message is claimed"},
+    "start_redrive": {"409": "A redrive task is already running"},
+    "cancel_redrive": {"409": "The task is not running"},
+    "renew_claim": {"409": "Conflict"},
+}
+# Typed query parameters; the rest are strings.
+QUERY: dict[str, dict[str, Any]] = {
+    "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+    "pop": {"type": "integer", "minimum": 1, "maximum": 20},
+    "detailed": {"type": "boolean"},
+    "with_count": {"type": "boolean"},
+    "echo": {"type": "boolean"},
+    "include_claimed": {"type": "boolean"},
+    "include_delayed": {"type": "boolean"},
+}
+QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
+    "list_messages": {"marker": {"type": "integer", "minimum": 0}},
+    "list_dead_letters": {
+        "marker": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "reason": {"enum": ["max_claims", "expired", "rejected"]},
+    },
+}
+NAME = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}
+PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
+MEDIA_TYPES = {"home": "application/json-home"}
+EMPTY = {("create_queue", "201")}  # answered with a Location header only
+
 OBJ: dict[str, Any] = {"type": "object"}
 INT: dict[str, Any] = {"type": "integer"}
 STR: dict[str, Any] = {"type": "string"}
 TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+TTL: dict[str, Any] = {"type": "integer", "minimum": 60, "maximum": 1_209_600}
+CLAIM_TTL: dict[str, Any] = {"type": ["integer", "null"], "minimum": 60, "maximum": 43_200}
+EPOCH: dict[str, Any] = {"type": ["number", "string"], "minimum": 0, "maximum": 1e11}
 
 SCHEMAS: dict[str, Any] = {
     "Error": {
@@ -94,18 +147,27 @@ SCHEMAS: dict[str, Any] = {
             "required": ["op", "path"],
         },
     },
-    "Purge": {"type": "object", "properties": {"resource_types": {"type": "array"}}},
+    "Purge": {
+        "type": "object",
+        "properties": {
+            "resource_types": {
+                "type": "array",
+                "items": {"enum": ["messages", "subscriptions"]},
+            }
+        },
+    },
     "NewMessages": {
         "type": "object",
         "properties": {
             "messages": {
                 "type": "array",
+                "minItems": 1,
                 "items": {
                     "type": "object",
                     "properties": {
                         "body": {},
-                        "ttl": INT,
-                        "delay": INT,
+                        "ttl": TTL,
+                        "delay": {"type": "integer", "minimum": 0, "maximum": 900},
                         "attributes": OBJ,
                         "dead_letter_eligible": {"type": "boolean"},
                     },
@@ -113,6 +175,7 @@ SCHEMAS: dict[str, Any] = {
                 },
             }
         },
+        "required": ["messages"],
     },
     "Message": {
         "type": "object",
@@ -141,31 +204,40 @@ SCHEMAS: dict[str, Any] = {
             "history": {"type": "array", "items": OBJ},
         },
     },
-    "ClaimTimes": {"type": "object", "properties": {"ttl": INT, "grace": INT}},
+    "ClaimTimes": {"type": "object", "properties": {"ttl": CLAIM_TTL, "grace": CLAIM_TTL}},
     "DeadLetter": {"type": "object", "properties": {"description": STR, "error": STR}},
     "DeadLetterBatch": {
         "type": "object",
         "properties": {
             "messages": {
                 "type": "array",
-                "items": {"type": "object", "properties": {"id": STR, "claim_id": STR}},
+                "minItems": 1,
+                "maxItems": 100,
+                "items": {
+                    "type": "object",
+                    "properties": {"id": STR, "claim_id": STR},
+                    "required": ["id", "claim_id"],
+                },
             },
             "description": STR,
             "error": STR,
         },
     },
-    "Release": {"type": "object", "properties": {"delay": INT}},
+    "Release": {
+        "type": "object",
+        "properties": {"delay": {"type": "integer", "minimum": 0, "maximum": 43_200}},
+    },
     "Redrive": {
         "type": "object",
         "properties": {
             "destination": STR,
             "source_queue": STR,
-            "reason": STR,
-            "since": STR,
-            "until": STR,
-            "message_ids": {"type": "array", "items": STR},
+            "reason": {"enum": ["max_claims", "expired", "rejected"]},
+            "since": EPOCH,
+            "until": EPOCH,
+            "message_ids": {"type": "array", "items": STR, "maxItems": 10_000},
             "pattern_id": STR,
-            "rate": {"type": "number"},
+            "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6},
         },
     },
     "Task": {
@@ -185,51 +257,85 @@ SCHEMAS: dict[str, Any] = {
             "failure_reason": STR,
         },
     },
-    "Patterns": {"type": "object", "properties": {"patterns": {"type": "array", "items": OBJ}}},
+    "Patterns": {
+        "type": "object",
+        "properties": {
+            "patterns": {
+                "type": "array",
+                "maxItems": 1000,
+                "items": {"type": "object", "properties": {"id": STR}, "required": ["id"]},
+            }
+        },
+        "required": ["patterns"],
+    },
 }
+
+
+def _json(schema: dict[str, Any], media_type: str = "application/json") -> dict[str, Any]:
+    return {"content": {media_type: {"schema": schema}}}
+
+
+def _responses(handler: str, status: str) -> dict[str, Any]:
+    error = _json({"$ref": "#/components/schemas/Error"})
+    out: dict[str, Any] = {}
+    for code in [status, *ALSO.get(handler, [])]:
+        empty = code == "204" or (handler, code) in EMPTY
+        body = {} if empty else _json({}, MEDIA_TYPES.get(handler, "application/json"))
+        out[code] = {"description": "Success", **body}
+    for code, what in {**ERRORS, **MORE_ERRORS.get(handler, {})}.items():
+        out[code] = {"description": what, **error}
+    return out
 
 
 def document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for path, method, handler, client_id in ROUTES:
-        summary, query, status, body = OPERATIONS[handler.__name__]
+        name = handler.__name__
+        summary, query, status, body = OPERATIONS[name]
         params: list[dict[str, Any]] = [
-            {"name": name, "in": "path", "required": True, "schema": STR}
-            for name in re.findall(r"{(\w+)}", path)
+            {
+                "name": part,
+                "in": "path",
+                "required": True,
+                "schema": NAME if part == "queue" else STR,
+            }
+            for part in re.findall(r"{(\w+)}", path)
         ]
-        params += [{"name": q, "in": "query", "schema": STR} for q in query]
+        typed = {**QUERY, **QUERY_BY_OP.get(name, {})}
+        params += [{"name": q, "in": "query", "schema": typed.get(q, STR)} for q in query]
         if client_id:
-            params.append({"name": "Client-ID", "in": "header", "required": True, "schema": STR})
-            params.append({"name": "X-Project-ID", "in": "header", "schema": STR})
+            uuid = {"type": "string", "format": "uuid"}
+            params.append({"name": "Client-ID", "in": "header", "required": True, "schema": uuid})
+            params.append(
+                {
+                    "name": "X-Project-ID",
+                    "in": "header",
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+                }
+            )
         op: dict[str, Any] = {
-            "operationId": handler.__name__,
+            "operationId": name,
             "summary": summary,
             "parameters": params,
-            "responses": {
-                status: {"description": "Success"},
-                "default": {
-                    "description": "Error",
-                    "content": {
-                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
-                    },
-                },
-            },
+            "responses": _responses(name, status),
         }
         if body is not None:
-            op["requestBody"] = {
-                "content": {
-                    "application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}
-                }
-            }
+            media_type = PATCH_TYPE if body == "Patch" else "application/json"
+            op["requestBody"] = _json({"$ref": f"#/components/schemas/{body}"}, media_type)
         paths.setdefault(path, {})[method.lower()] = op
     paths["/metrics"] = {
         "get": {
             "summary": "Prometheus metrics",
-            "responses": {"200": {"description": "Text exposition format"}},
+            "responses": {
+                "200": {"description": "Text exposition format", "content": {"text/plain": {}}}
+            },
         }
     }
     paths["/openapi.json"] = {
-        "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}
+        "get": {
+            "summary": "This document",
+            "responses": {"200": {"description": "OpenAPI 3.1", **_json({})}},
+        }
     }
     return {
         "openapi": "3.1.0",

@@ -107,6 +107,15 @@ def main(key_id: str | None, secret: str | None) -> None:
 )
 @click.option("--ssl-certfile", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--ssl-keyfile", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--max-body-bytes",
+    envvar="DEADLETTER_MAX_BODY_BYTES",
+    show_envvar=True,
+    type=click.IntRange(min=1024),
+    default=4 * 1024 * 1024,
+    show_default=True,
+    help="Largest request body read; larger ones are refused with 413 (docs/limits.md).",
+)
 def serve(
     host: str,
     port: int,
@@ -120,6 +129,7 @@ def serve(
     master_key_file: Path | None,
     ssl_certfile: Path | None,
     ssl_keyfile: Path | None,
+    max_body_bytes: int,
 ) -> None:
     """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
     from deadletter.auth.errors import MasterKeyError
@@ -141,6 +151,7 @@ def serve(
         master_key_file=master_key_file,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
+        max_body_bytes=max_body_bytes,
     )
     try:
         config.auth_required  # noqa: B018 (refuses auth off on an open host before starting)

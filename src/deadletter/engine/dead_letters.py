@@ -95,5 +95,7 @@ def reject(
         raise errors.NoActiveDeadLetterPolicy(
             f"queue {queue_name!r} has no active dead-letter policy"
         )
-    messages = [held_message(tx, project, queue_name, mid, cid, now) for mid, cid in held]
+    # A pair listed twice is one message: moved, and counted, once.
+    pairs = dict.fromkeys(held)
+    messages = [held_message(tx, project, queue_name, mid, cid, now) for mid, cid in pairs]
     return move(tx, pending, queue, messages, Reason.REJECTED, now, description, error)

@@ -409,8 +409,7 @@ class Engine:
     ) -> RedriveTask:
         """Start moving dead letters back: to each one's source queue, or to `destination`."""
         filter_ = where or DeadLetterFilter()
-        if rate is not None and rate <= 0:
-            raise errors.InvalidInput("the rate must be a positive number of messages per second")
+        validation.check_redrive(filter_, rate)
         return self._run(
             lambda tx, _: redrive.start(
                 tx, project, dlq, destination, filter_, rate, self.clock.now()
@@ -426,6 +425,10 @@ class Engine:
         return self._run(
             lambda tx, pending: redrive.step(tx, pending, task_id, budget, self.clock.now())
         )
+
+    def fail_redrive(self, task_id: str, reason: str) -> RedriveTask | None:
+        """Mark a task whose step cannot run as FAILED, so that it stops taking turns."""
+        return self._run(lambda tx, _: redrive.fail(tx, task_id, reason, self.clock.now()))
 
     def cancel_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
         return self._run(lambda tx, _: redrive.cancel(tx, project, dlq, task_id, self.clock.now()))

@@ -177,6 +177,16 @@ def _redriven(m: Message, destination: Queue, task: RedriveTask, now: float) -> 
     return transitions.redriven(m, new_id(), destination, task.dlq, task.id, now)
 
 
+def fail(tx: Transaction, task_id: str, reason: str, now: float) -> RedriveTask | None:
+    """Stop a task whose steps fail, keeping why; a task already finished is left as it is."""
+    task = tx.get_task(task_id, lock=True)
+    if task is None or task.status not in (TaskStatus.RUNNING, TaskStatus.CANCELLING):
+        return task
+    task = replace(task, status=TaskStatus.FAILED, failure_reason=reason[:1000], updated_at=now)
+    tx.update_task(task)
+    return task
+
+
 def cancel(tx: Transaction, project: str, dlq: str, task_id: str, now: float) -> RedriveTask:
     """Ask a running task to stop; its next step marks it cancelled."""
     task = owned(tx.get_task(task_id, lock=True), project, dlq, task_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from deadletter.domain import errors
@@ -17,6 +18,7 @@ from deadletter.domain.model import (
     MIN_DLQ_MESSAGE_TTL,
     RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
+    DeadLetterFilter,
     NewMessage,
     QueueSettings,
     RedrivePermission,
@@ -28,6 +30,11 @@ from deadletter.storage.base import Transaction
 MAX_RECEIVE_WAIT = 20
 MAX_CLAIM_LIMIT = 1000
 ATTRIBUTE_TYPES = ("String", "Number", "Binary")
+# A redrive's bounds: its fastest pace (messages per second), the latest time a filter may
+# name (epoch seconds, the year 5138), and how many message ids it may list.
+MAX_REDRIVE_RATE = 1e6
+MAX_EPOCH = 1e11
+MAX_REDRIVE_IDS = 10_000
 
 
 def check_range(what: str, value: int | float, low: int, high: int) -> None:
@@ -69,6 +76,28 @@ def checked_send(new: NewMessage, s: QueueSettings) -> tuple[int, int, bool]:
     if eligible is None:
         eligible = s.dead_letter_eligible
     return ttl, delay, eligible
+
+
+def check_redrive(where: DeadLetterFilter, rate: float | None) -> None:
+    """A task is stored and then stepped by the background worker for every project, so
+    nothing it holds may fail a later step: the pace and the times are finite and bounded."""
+    if rate is not None and not (
+        isinstance(rate, int | float) and math.isfinite(rate) and 0 < rate <= MAX_REDRIVE_RATE
+    ):
+        raise errors.InvalidInput(
+            f"the rate must be a number of messages per second above 0 and at most"
+            f" {MAX_REDRIVE_RATE:.0f}"
+        )
+    for name, when in (("since", where.since), ("until", where.until)):
+        if when is not None and not (math.isfinite(when) and 0 <= when <= MAX_EPOCH):
+            raise errors.InvalidInput(
+                f"{name} must be a time between 1970 and epoch {MAX_EPOCH:.0f}"
+            )
+    texts = [where.source_queue or "", *(where.message_ids or ())]
+    if any("\x00" in t for t in texts):
+        raise errors.InvalidInput("a redrive filter may not contain NUL characters")
+    if where.message_ids is not None and len(where.message_ids) > MAX_REDRIVE_IDS:
+        raise errors.InvalidInput(f"a redrive may list at most {MAX_REDRIVE_IDS} message ids")
 
 
 def check_claim(limit: int, grace: int) -> None:

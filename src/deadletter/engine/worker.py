@@ -54,12 +54,29 @@ class Worker:
         now = time.monotonic()
         if now - self._last_sweep >= self.sweep_interval:
             self._last_sweep = now
-            while self.engine.sweep_expired(SWEEP_BATCH) >= SWEEP_BATCH:
-                pass
+            try:
+                while self.engine.sweep_expired(SWEEP_BATCH) >= SWEEP_BATCH:
+                    pass
+            except Exception:  # the sweep is retried next interval; tasks still get their turn
+                log.exception("expiry sweep failed; retrying at the next interval")
         busy = False
         for task_id in self.engine.active_task_ids():
-            busy |= self._step(task_id)
+            busy |= self._isolated_step(task_id)
         return busy
+
+    def _isolated_step(self, task_id: str) -> bool:
+        """A step that raises fails its own task, never the others': tasks of every project
+        share this thread, so one poisoned task must not stall them all."""
+        try:
+            return self._step(task_id)
+        except Exception as exc:
+            log.exception("redrive task step failed; marking it FAILED", extra={"task": task_id})
+            reason = f"the task could not be stepped: {type(exc).__name__}: {exc}"
+            try:
+                self.engine.fail_redrive(task_id, reason)
+            except Exception:
+                log.exception("could not mark redrive task FAILED", extra={"task": task_id})
+            return False
 
     def _step(self, task_id: str) -> bool:
         """One step of a task; True when it is unlimited and has more to move at once.

@@ -7,7 +7,6 @@ body and the Zaqar headers first and turns every error into Zaqar's `{"title","d
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from deadletter.api import strict_json
 from deadletter.api.auth import zaqar_project
 from deadletter.api.options import AppOptions
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
@@ -63,10 +63,10 @@ class Ctx:
                 raise bad_request("The request body is empty; a JSON document is expected.")
             return default
         try:
-            return json.loads(self.body)
-        except ValueError:
+            return strict_json.loads(self.body)
+        except strict_json.InvalidJson as exc:
             raise ZaqarError(
-                400, "Malformed JSON", "The request body could not be parsed as JSON."
+                400, "Malformed JSON", f"The request body could not be parsed as JSON: {exc}."
             ) from None
 
     def json_object(self, empty_ok: bool = True) -> dict[str, Any]:
@@ -124,6 +124,15 @@ def check_client_id(value: str | None) -> str:
         raise bad_request(f"The Client-ID header must be a UUID, not {value!r}.") from None
 
 
+def check_text_params(request: Request, project: str) -> None:
+    """Path parts, query values and the project reach SQL as they are, and PostgreSQL text
+    cannot hold NUL: such a request is refused here, alike on every store."""
+    named = [*request.path_params.items(), *request.query_params.multi_items()]
+    for name, value in [*named, ("X-Project-ID", project)]:
+        if "\x00" in str(value):
+            raise bad_request(f"{name} may not contain NUL characters.")
+
+
 def endpoint(
     engine: Engine,
     options: AppOptions,
@@ -143,6 +152,7 @@ def endpoint(
                 raise bad_request(
                     f"X-Project-ID may not be longer than {MAX_PROJECT_ID} characters."
                 )
+            check_text_params(request, project)
             if options.authority is not None:
                 project = await run_in_threadpool(
                     zaqar_project, options.authority, request.method, template,

@@ -6,18 +6,25 @@ from __future__ import annotations
 from starlette.responses import JSONResponse, Response
 
 from deadletter.api.zaqar.context import Ctx
-from deadletter.api.zaqar.errors import ZaqarError, bad_request
+from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range
 from deadletter.api.zaqar.parse import (
+    is_int_in,
     optional_text,
     parse_time,
+    rate_value,
     reason_value,
+    redrive_ids,
     required_claim_id,
+    text,
     time_value,
 )
 from deadletter.api.zaqar.serialize import next_link, task_href, task_json
 from deadletter.domain.model import MAX_CLAIM_TTL, DeadLetterFilter
 
 MAX_DEAD_LETTER_BATCH = 100
+# What one queue's stored failure patterns may hold (the analysis writes them whole).
+MAX_PATTERNS = 1_000
+MAX_PATTERNS_BYTES = 4 * 1024 * 1024
 
 
 def dead_letter_message(ctx: Ctx) -> Response:
@@ -40,15 +47,19 @@ def dead_letter_batch(ctx: Ctx) -> Response:
         raise bad_request(
             f'"messages" must list 1 to {MAX_DEAD_LETTER_BATCH} {{"id", "claim_id"}}.'
         )
-    held = []
+    held: dict[tuple[str, str], None] = {}  # a pair listed twice is moved (and counted) once
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise bad_request('Each entry needs an "id" and a "claim_id".')
         if not isinstance(item.get("claim_id"), str) or not item["claim_id"]:
             raise ZaqarError(403, "Claim required", f"Message {item['id']!r} needs a claim_id.")
-        held.append((item["id"], item["claim_id"]))
+        held[(text("id", item["id"]), text("claim_id", item["claim_id"]))] = None
     moved = ctx.engine.dead_letter(
-        ctx.project, ctx.queue, held, optional_text(doc, "description"), optional_text(doc, "error")
+        ctx.project,
+        ctx.queue,
+        list(held),
+        optional_text(doc, "description"),
+        optional_text(doc, "error"),
     )
     now = ctx.now()
     return JSONResponse({"messages": [ctx.message(m, now) for m in moved]})
@@ -57,8 +68,8 @@ def dead_letter_batch(ctx: Ctx) -> Response:
 def release_message(ctx: Ctx) -> Response:
     claim_id = required_claim_id(ctx)
     delay = ctx.json_object().get("delay", 0)
-    if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_CLAIM_TTL:
-        raise bad_request(f"delay must be between 0 and {MAX_CLAIM_TTL} seconds.")
+    if not is_int_in(delay, 0, MAX_CLAIM_TTL):
+        raise out_of_range("delay", 0, MAX_CLAIM_TTL, delay, " seconds")
     ctx.engine.release_message(ctx.project, ctx.queue, ctx.path["message_id"], claim_id, delay)
     return Response(status_code=204)
 
@@ -67,7 +78,7 @@ def list_dead_letters(ctx: Ctx) -> Response:
     limit = ctx.int_param("limit", 100, 1, 1000)
     marker = ctx.int_param("marker", 0, 0, 2**63 - 1)
     where = DeadLetterFilter(
-        source_queue=ctx.params.get("source_queue") or None,
+        source_queue=text("source_queue", ctx.params.get("source_queue") or "") or None,
         reason=reason_value(ctx.params.get("reason")),
         since=parse_time("since", ctx.params.get("since")),
         until=parse_time("until", ctx.params.get("until")),
@@ -104,23 +115,19 @@ def dead_letter_sources(ctx: Ctx) -> Response:
 def start_redrive(ctx: Ctx) -> Response:
     doc = ctx.json_object()
     destination = optional_text(doc, "destination")
-    ids = doc.get("message_ids")
-    if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
-        raise bad_request("message_ids must be a list of message ids.")
+    ids = redrive_ids(doc.get("message_ids"))
+    rate = rate_value(doc.get("rate"))
+    source_queue = optional_text(doc, "source_queue")
+    reason = reason_value(doc.get("reason"))
+    since = time_value("since", doc.get("since"))
+    until = time_value("until", doc.get("until"))
     pattern_id = optional_text(doc, "pattern_id")
     if pattern_id is not None:
         if ids is not None:
             raise bad_request("Give message_ids or pattern_id, not both.")
-        ids = list(ctx.engine.pattern_message_ids(ctx.project, ctx.queue, pattern_id))
-    rate = doc.get("rate")
-    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float)):
-        raise bad_request("rate must be a number of messages per second.")
+        ids = ctx.engine.pattern_message_ids(ctx.project, ctx.queue, pattern_id)
     where = DeadLetterFilter(
-        source_queue=optional_text(doc, "source_queue"),
-        reason=reason_value(doc.get("reason")),
-        since=time_value("since", doc.get("since")),
-        until=time_value("until", doc.get("until")),
-        message_ids=tuple(ids) if ids is not None else None,
+        source_queue=source_queue, reason=reason, since=since, until=until, message_ids=ids
     )
     task = ctx.engine.start_redrive(ctx.project, ctx.queue, destination, where, rate)
     return JSONResponse(
@@ -151,6 +158,12 @@ def put_patterns(ctx: Ctx) -> Response:
         isinstance(p, dict) and isinstance(p.get("id"), str) for p in patterns
     ):
         raise bad_request('The body must be {"patterns": [{"id": ..., ...}]}.')
+    if len(patterns) > MAX_PATTERNS:
+        raise bad_request(f"A queue may store at most {MAX_PATTERNS} patterns.")
+    if len(ctx.body) > MAX_PATTERNS_BYTES:
+        raise bad_request(f"Patterns may not take more than {MAX_PATTERNS_BYTES} bytes.")
+    for p in patterns:
+        text("a pattern id", p["id"])
     ctx.engine.save_patterns(ctx.project, ctx.queue, patterns)
     return Response(status_code=204)
 

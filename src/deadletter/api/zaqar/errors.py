@@ -6,7 +6,9 @@ is not the domain's at all) is a 500 `{"title","description"}` and is logged wit
 
 from __future__ import annotations
 
+import json
 import logging
+from typing import Any
 
 from starlette.responses import JSONResponse
 
@@ -30,6 +32,22 @@ INTERNAL = (500, "Internal server error")
 
 def bad_request(description: str) -> ZaqarError:
     return ZaqarError(400, "Invalid API request", description)
+
+
+def shown(value: Any) -> str:
+    """A client's value as JSON spells it (`true`, not Python's `True`), cut short."""
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def out_of_range(what: str, low: int, high: int, value: Any, unit: str = "") -> ZaqarError:
+    """Every integer-range refusal of the face (TTLs, delays, counts) reads the same way."""
+    return bad_request(
+        f"{what} must be an integer between {low} and {high}{unit}, not {shown(value)}."
+    )
 
 
 # Looked up along the exception's class hierarchy, most specific first. Every class of the

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from deadletter.api.zaqar.errors import bad_request
+from deadletter.api.zaqar.errors import bad_request, out_of_range, shown
 from deadletter.domain import model
 from deadletter.domain.model import (
     MAX_CLAIM_TTL,
@@ -21,7 +22,12 @@ from deadletter.domain.model import (
 
 # Zaqar's own lower bounds for TTLs (the engine allows shorter ones for SQS).
 MIN_TTL = 60
-QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+# Zaqar's alphabet for the queues it creates; a queue it refers to may also have been made
+# through SQS (whose names allow up to 80 characters and a `.fifo` suffix).
+QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+QUEUE_REFERENCE = re.compile(r"^[a-zA-Z0-9_-]{1,80}(\.fifo)?$")
+# The user keys of a queue's metadata, as JSON.
+MAX_USER_METADATA = 65_536
 
 DEFAULT_TTL = "_default_message_ttl"
 MAX_POST_SIZE = "_max_messages_post_size"
@@ -62,8 +68,13 @@ def check_queue_name(name: str) -> None:
     if not QUEUE_NAME.match(name):
         raise bad_request(
             f"Queue names may not be more than 64 characters long and may contain only"
-            f" ASCII letters, digits, underscores, dots and dashes, not {name!r}."
+            f" ASCII letters, digits, underscores and dashes, not {shown(name)}."
         )
+
+
+def check_queue_reference(name: str) -> None:
+    if not QUEUE_REFERENCE.match(name):
+        raise bad_request(f"{shown(name)} is not the name of a queue.")
 
 
 def to_metadata(queue: Queue) -> dict[str, Any]:
@@ -95,6 +106,8 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         raise bad_request("Queue metadata must be a JSON object.")
     m = {k: v for k, v in metadata.items() if k not in READ_ONLY}
     user = {k: v for k, v in m.items() if k not in RESERVED}
+    if len(json.dumps(user, ensure_ascii=False).encode()) > MAX_USER_METADATA:
+        raise bad_request(f"Queue metadata may not be larger than {MAX_USER_METADATA} bytes.")
 
     def get(key: str) -> Any:
         return m.get(key)
@@ -133,16 +146,14 @@ def _policy(m: dict[str, Any]) -> DeadLetterPolicy | None:
         raise bad_request(f"{MAX_CLAIM_COUNT} and {DLQ} must be set together.")
     if not isinstance(target, str):
         raise bad_request(f"{DLQ} must be the name of a queue.")
-    check_queue_name(target)
+    check_queue_reference(target)
     limit = model.MAX_CLAIM_COUNT
     if (
         isinstance(max_claims, bool)
         or not isinstance(max_claims, int)
         or not 1 <= max_claims <= limit
     ):
-        raise bad_request(
-            f"{MAX_CLAIM_COUNT} must be an integer between 1 and {limit}, not {max_claims!r}."
-        )
+        raise out_of_range(MAX_CLAIM_COUNT, 1, limit, max_claims)
     ttl = m.get(DLQ_TTL)
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int)):
         raise bad_request(f"{DLQ_TTL} must be an integer number of seconds.")
@@ -169,7 +180,9 @@ def _redrive_allow(value: Any) -> RedriveAllow:
             f"{REDRIVE_ALLOW}: permission must be allowAll, denyAll or byQueue."
         ) from None
     sources = value.get("sources") or []
-    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+    if not isinstance(sources, list) or not all(
+        isinstance(s, str) and "\x00" not in s for s in sources
+    ):
         raise bad_request(f"{REDRIVE_ALLOW}: sources must be a list of queue names.")
     return RedriveAllow(permission, tuple(sources))
 
@@ -178,7 +191,7 @@ def _int(key: str, value: Any, low: int, high: int, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise bad_request(f"{key} must be an integer between {low} and {high}, not {value!r}.")
+        raise out_of_range(key, low, high, value)
     return value
 
 
@@ -186,5 +199,5 @@ def _bool(key: str, value: Any, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise bad_request(f"{key} must be true or false, not {value!r}.")
+        raise bad_request(f"{key} must be true or false, not {shown(value)}.")
     return value

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import math
 from datetime import UTC, datetime
 from typing import Any
 
 from deadletter.api.zaqar import metadata as meta
 from deadletter.api.zaqar.context import Ctx
-from deadletter.api.zaqar.errors import ZaqarError, bad_request
+from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range, shown
 from deadletter.api.zaqar.serialize import encode_body
 from deadletter.domain.model import (
     MAX_CLAIM_TTL,
@@ -19,6 +21,26 @@ from deadletter.domain.model import (
 )
 
 PAGE_LIMIT = 20
+# Times a client may give (epoch seconds): from 1970 to the year 5138, which every datetime,
+# every store and every later answer can hold.
+MAX_EPOCH = 1e11
+# The most message ids a redrive may list.
+MAX_REDRIVE_IDS = 10_000
+# The fastest a redrive may go, in messages per second.
+MAX_RATE = 1e6
+
+
+def text(name: str, value: str) -> str:
+    """A string that reaches the store as it is: NUL cannot be stored in PostgreSQL text."""
+    if "\x00" in value:
+        raise bad_request(f"{name} may not contain NUL characters.")
+    return value
+
+
+def epoch(name: str, value: float) -> float:
+    if not (math.isfinite(value) and 0 <= value <= MAX_EPOCH):
+        raise bad_request(f"{name} must be a time between 1970 and epoch {MAX_EPOCH:.0f} seconds.")
+    return value
 
 
 def parse_time(name: str, text: str | None) -> float | None:
@@ -26,34 +48,27 @@ def parse_time(name: str, text: str | None) -> float | None:
     if text is None or text == "":
         return None
     try:
-        return float(text)
+        return epoch(name, float(text))
     except ValueError:
         pass
     try:
         parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise bad_request(
-            f"{name} must be an ISO 8601 time or epoch seconds, not {text!r}."
+            f"{name} must be an ISO 8601 time or epoch seconds, not {text[:40]!r}."
         ) from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    return epoch(name, (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp())
 
 
 def new_message(doc: Any) -> NewMessage:
     if not isinstance(doc, dict) or "body" not in doc:
         raise bad_request('Each message must be a JSON object with a "body".')
     ttl = doc.get("ttl")
-    if ttl is not None and (
-        isinstance(ttl, bool) or not isinstance(ttl, int) or not meta.MIN_TTL <= ttl <= MAX_TTL
-    ):
-        raise bad_request(
-            f"The TTL for a message may not exceed {MAX_TTL} seconds, and must be"
-            f" at least {meta.MIN_TTL} seconds long, not {ttl!r}."
-        )
+    if ttl is not None and not is_int_in(ttl, meta.MIN_TTL, MAX_TTL):
+        raise out_of_range("The ttl of a message", meta.MIN_TTL, MAX_TTL, ttl, " seconds")
     delay = doc.get("delay")
-    if delay is not None and (
-        isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_DELAY
-    ):
-        raise bad_request(f"The delay of a message must be between 0 and {MAX_DELAY} seconds.")
+    if delay is not None and not is_int_in(delay, 0, MAX_DELAY):
+        raise out_of_range("The delay of a message", 0, MAX_DELAY, delay, " seconds")
     eligible = doc.get("dead_letter_eligible")
     if eligible is not None and not isinstance(eligible, bool):
         raise bad_request("dead_letter_eligible must be true or false.")
@@ -64,6 +79,10 @@ def new_message(doc: Any) -> NewMessage:
         attributes=attributes(doc.get("attributes")),
         dead_letter_eligible=eligible,
     )
+
+
+def is_int_in(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def attributes(raw: Any) -> dict[str, Attribute]:
@@ -80,12 +99,21 @@ def attributes(raw: Any) -> dict[str, Attribute]:
             value = str(value)
         if not isinstance(value, str):
             raise bad_request(f'attribute {name!r} needs a "type" and a string "value".')
+        text("an attribute name", name)
+        text("an attribute type", a["type"])
+        if a["type"].split(".", 1)[0] == "Binary":
+            try:
+                base64.b64decode(value, validate=True)
+            except ValueError:  # binascii.Error, and non-ASCII text
+                raise bad_request(
+                    f"The value of binary attribute {name!r} is not valid base64."
+                ) from None
         out[name] = Attribute(a["type"], value)
     return out
 
 
 def message_ids(ctx: Ctx) -> list[str]:
-    ids = [i for i in ctx.params.get("ids", "").split(",") if i]
+    ids = [text("ids", i) for i in ctx.params.get("ids", "").split(",") if i]
     if not ids:
         raise bad_request("ids must list at least one message id.")
     if len(ids) > PAGE_LIMIT:
@@ -96,14 +124,9 @@ def message_ids(ctx: Ctx) -> list[str]:
 def claim_times(doc: dict[str, Any], ttl: int | None, grace: int | None) -> tuple[Any, Any]:
     for key in ("ttl", "grace"):
         value = doc.get(key)
-        if value is not None and (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not meta.MIN_TTL <= value <= MAX_CLAIM_TTL
-        ):
-            raise bad_request(
-                f"The {key} for a claim must be between {meta.MIN_TTL} and {MAX_CLAIM_TTL}"
-                f" seconds, not {value!r}."
+        if value is not None and not is_int_in(value, meta.MIN_TTL, MAX_CLAIM_TTL):
+            raise out_of_range(
+                f"The {key} of a claim", meta.MIN_TTL, MAX_CLAIM_TTL, value, " seconds"
             )
     # null means "the default", as python-zaqarclient sends it for an unset grace.
     return (
@@ -116,14 +139,16 @@ def required_claim_id(ctx: Ctx) -> str:
     claim_id = ctx.params.get("claim_id")
     if not claim_id:
         raise ZaqarError(403, "Claim required", "Give claim_id: only the claim holder may.")
-    return claim_id
+    return text("claim_id", claim_id)
 
 
 def optional_text(doc: dict[str, Any], key: str) -> str | None:
     value = doc.get(key)
-    if value is not None and not isinstance(value, str):
+    if value is None:
+        return None
+    if not isinstance(value, str):
         raise bad_request(f"{key} must be a string.")
-    return value
+    return text(key, value)
 
 
 def reason_value(value: Any) -> Reason | None:
@@ -133,13 +158,13 @@ def reason_value(value: Any) -> Reason | None:
         return Reason(value)
     except ValueError:
         raise bad_request(
-            f"reason must be one of {', '.join(r.value for r in Reason)}, not {value!r}."
+            f"reason must be one of {', '.join(r.value for r in Reason)}, not {shown(value)}."
         ) from None
 
 
 def time_value(name: str, value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        return epoch(name, float(value))
     if value is None or isinstance(value, str):
         return parse_time(name, value)
     raise bad_request(f"{name} must be an ISO 8601 time or epoch seconds.")
@@ -152,6 +177,29 @@ def patch_op(op: Any) -> tuple[str, Any]:
     prefix = "/metadata/"
     if not isinstance(path, str) or not path.startswith(prefix) or len(path) == len(prefix):
         raise bad_request('Each patch operation needs "path": "/metadata/<key>".')
+    text("path", path)
     if op["op"] != "remove" and "value" not in op:
         raise bad_request(f'The {op["op"]} operation needs a "value".')
     return path[len(prefix) :], op.get("value")
+
+
+def rate_value(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad_request("rate must be a number of messages per second.")
+    if not (math.isfinite(value) and 0 < value <= MAX_RATE):
+        raise bad_request(
+            f"rate must be more than 0 and at most {MAX_RATE:.0f} messages per second."
+        )
+    return float(value)
+
+
+def redrive_ids(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
+        raise bad_request("message_ids must be a list of message ids.")
+    if len(value) > MAX_REDRIVE_IDS:
+        raise bad_request(f"message_ids may list at most {MAX_REDRIVE_IDS} ids.")
+    return tuple(text("message_ids", i) for i in value)

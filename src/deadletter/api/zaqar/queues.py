@@ -20,7 +20,7 @@ PATCH_CONTENT_TYPE = "application/openstack-messaging-v2.0-json-patch"
 
 def list_queues(ctx: Ctx) -> Response:
     limit = ctx.int_param("limit", 10, 1, PAGE_LIMIT)
-    marker = ctx.params.get("marker") or None
+    marker = ctx.params.get("marker") or None  # NUL is refused for every query value
     detailed = ctx.bool_param("detailed")
     queues = ctx.engine.list_queues(ctx.project, after=marker, limit=limit)
     out: dict[str, Any] = {
@@ -79,7 +79,10 @@ def patch_queue(ctx: Ctx) -> Response:
                 # its default. Clients that replace the whole metadata remove every key they omit.
                 view[key] = None
                 continue
-            if op["op"] in ("replace", "remove") and view.get(key) is None:
+            # A reserved key always exists (GET shows it, maybe as null), so replacing it is
+            # adding it; only user keys can be missing.
+            missing = key not in meta.RESERVED and view.get(key) is None
+            if op["op"] in ("replace", "remove") and missing:
                 raise ZaqarError(
                     409, "Unable to patch metadata", f"The metadata key {key!r} does not exist."
                 )
@@ -132,7 +135,7 @@ def queue_stats(ctx: Ctx) -> Response:
 def purge_queue(ctx: Ctx) -> Response:
     doc = ctx.json_object()
     kinds = doc.get("resource_types", ["messages", "subscriptions"])
-    if not isinstance(kinds, list) or not set(kinds) <= {"messages", "subscriptions"}:
+    if not isinstance(kinds, list) or not all(k in ("messages", "subscriptions") for k in kinds):
         raise bad_request('resource_types must list "messages" and/or "subscriptions".')
     ctx.engine.get_queue(ctx.project, ctx.queue)
     if "messages" in kinds:

@@ -18,6 +18,7 @@ import json
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -86,6 +87,9 @@ class SQLiteDialect(Dialect):
 SQLITE = SQLiteDialect()
 
 
+SETUP_ATTEMPTS = 20
+
+
 class SQLiteStore(Store):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -100,10 +104,19 @@ class SQLiteStore(Store):
             self.path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
         self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = FULL")
-        self._conn.execute("PRAGMA busy_timeout = 30000")
-        self._migrate()
+        # Servers started together on a new file race to switch it to WAL and migrate it; the
+        # switch can answer "database is locked" without waiting, so the setup is retried.
+        for attempt in range(1, SETUP_ATTEMPTS + 1):
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = FULL")
+                self._conn.execute("PRAGMA busy_timeout = 30000")
+                self._migrate()
+                break
+            except sqlite3.OperationalError as exc:
+                if attempt == SETUP_ATTEMPTS or "locked" not in str(exc):
+                    raise
+                time.sleep(0.05 * attempt)
 
     def _migrate(self) -> None:
         with self._lock:
