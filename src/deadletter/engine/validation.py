@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from deadletter.domain import errors
 from deadletter.domain.model import (
+    DEFAULT_DEAD_LETTER_QUEUE,
     MAX_CLAIM_COUNT,
     MAX_CLAIM_TTL,
     MAX_DELAY,
@@ -16,7 +17,6 @@ from deadletter.domain.model import (
     MAX_MESSAGE_SIZE,
     MAX_REDRIVE_ALLOW_SOURCES,
     MAX_TTL,
-    DEFAULT_DEAD_LETTER_QUEUE,
     MIN_DLQ_MESSAGE_TTL,
     RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
