@@ -180,3 +180,33 @@ def test_analyze_with_url_and_an_export_needs_the_dlq_to_store_patterns_on(tmp_p
     )
     assert result.exit_code == 2
     assert "needs --queue" in result.output
+
+
+def test_templates_from_the_command_line(url: str) -> None:
+    # Given a template for orders-* (its DLQ created first),
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "template", "create", "orders", "--pattern", "orders-*", "--max-claims", "3",
+       "--dlq", "orders-dlq", "--max-ttl", "600")  # fmt: skip
+    listed = json.loads(ok(url, "template", "list", "--json"))
+    assert [(t["name"], t["max_claims"], t["dlq"]) for t in listed] == [("orders", 3, "orders-dlq")]
+    ok(url, "template", "update", "orders", "--max-claims", "2")
+    assert json.loads(ok(url, "template", "show", "orders", "--json"))["max_ttl"] == 600
+    # a queue created without settings takes them.
+    ok(url, "queue", "create", "orders-eu")
+    meta = json.loads(ok(url, "queue", "show", "orders-eu", "--json"))["metadata"]
+    assert (meta["_max_claim_count"], meta["_dead_letter_queue"]) == (2, "orders-dlq")
+    ok(url, "template", "delete", "orders")
+    assert json.loads(ok(url, "template", "list", "--json")) == []
+
+
+def test_queue_create_with_the_default_dlq_and_the_ttl_model(url: str) -> None:
+    assert run(url, "queue", "create", "jobs", "--max-claims", "2").exit_code == 2
+    ok(url, "queue", "create", "jobs", "--max-claims", "2", "--default-dlq",
+       "--min-ttl", "1", "--max-ttl", "5", "--respect-ttl")  # fmt: skip
+    meta = json.loads(ok(url, "queue", "show", "jobs", "--json"))["metadata"]
+    assert meta["_dead_letter_queue"] == "_dead_msg_queue"
+    assert (meta["_min_message_ttl"], meta["_max_message_ttl"], meta["_respect_ttl"]) == (
+        1,
+        5,
+        True,
+    )

@@ -68,6 +68,11 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
     "cancel_redrive": ("Cancel a running redrive task (202)", [], "202", None),
     "put_patterns": ("Store failure patterns found by the analysis", [], "204", "Patterns"),
     "get_patterns": ("Stored failure patterns", [], "200", None),
+    "list_templates": ("Queue templates of the project, by name", [], "200", None),
+    "put_template": ("Create (201) or replace (200) a queue template", [], "201", "Template"),
+    "get_template": ("One queue template", [], "200", None),
+    "patch_template": ("Change a template's keys (null clears one)", [], "200", "Template"),
+    "delete_template": ("Delete a queue template", [], "204", None),
 }
 
 # Further successes an operation may answer with (204: nothing to claim or queue existed;
@@ -138,6 +143,23 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "description": "User keys plus reserved keys (_default_message_ttl, _max_claim_count,"
         " _dead_letter_queue, _redrive_allow, ...).",
+    },
+    "Template": {
+        "type": "object",
+        "description": "A glob over queue names and the settings it gives queues created"
+        " without them (docs/solace-model.md).",
+        "properties": {
+            "pattern": STR,
+            "max_claims": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+            "dlq": {"type": ["string", "null"]},
+            "dlq_message_ttl": {"type": ["integer", "null"]},
+            "on_expiry": {"type": ["boolean", "null"]},
+            "default_ttl": {"type": ["integer", "null"]},
+            "max_ttl": {"type": ["integer", "null"]},
+            "min_ttl": {"type": ["integer", "null"]},
+            "respect_ttl": {"type": ["boolean", "null"]},
+            "dead_letter_eligible": {"type": ["boolean", "null"]},
+        },
     },
     "Patch": {
         "type": "array",

@@ -132,6 +132,12 @@ _M = _Q + "/messages/{message_id}"
 ZAQAR_ROUTES: dict[tuple[str, str], Action] = {
     ("GET", "/v2/health"): Action.SERVER_HEALTH,
     ("GET", "/v2/queues"): Action.QUEUE_LIST,
+    # Queue templates set what new queues get: reading them is a lookup, changing them an update.
+    ("GET", "/v2/templates"): Action.QUEUE_LIST,
+    ("PUT", "/v2/templates/{template}"): Action.QUEUE_UPDATE,
+    ("GET", "/v2/templates/{template}"): Action.QUEUE_GET,
+    ("PATCH", "/v2/templates/{template}"): Action.QUEUE_UPDATE,
+    ("DELETE", "/v2/templates/{template}"): Action.QUEUE_UPDATE,
     ("PUT", _Q): Action.QUEUE_CREATE,
     ("GET", _Q): Action.QUEUE_GET,
     ("PATCH", _Q): Action.QUEUE_UPDATE,

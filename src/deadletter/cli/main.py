@@ -13,6 +13,7 @@ from deadletter.cli.dlq import dlq
 from deadletter.cli.messages import ack, claim, nack, peek, reject, send
 from deadletter.cli.queues import queue
 from deadletter.cli.redrive import redrive
+from deadletter.cli.templates import template
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -162,3 +163,4 @@ def serve(
 
 for command in (queue, send, peek, claim, ack, nack, reject, dlq, redrive, analyze, credentials):
     main.add_command(command)
+main.add_command(template)

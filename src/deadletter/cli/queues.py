@@ -33,6 +33,18 @@ def queue() -> None:
 @click.option("--ttl", type=click.IntRange(min=1), help="Default message TTL (s).")
 @click.option("--claim-ttl", type=click.IntRange(min=0), help="Default claim TTL (s).")
 @click.option("--delay", type=click.IntRange(0, MAX_DELAY), help="Default delivery delay (s).")
+@click.option(
+    "--default-dlq",
+    is_flag=True,
+    help="Without --dlq, dead-letter to the project's default DLQ.",
+)
+@click.option("--max-ttl", type=click.IntRange(min=1), help="Maximum message TTL (s).")
+@click.option("--min-ttl", type=click.IntRange(min=1), help="Minimum message TTL (s).")
+@click.option(
+    "--respect-ttl/--no-respect-ttl",
+    default=None,
+    help="Expire messages by their TTL capped at --max-ttl, or never.",
+)
 @server_options
 def create(
     client: Client,
@@ -44,10 +56,17 @@ def create(
     ttl: int | None,
     claim_ttl: int | None,
     delay: int | None,
+    default_dlq: bool,
+    max_ttl: int | None,
+    min_ttl: int | None,
+    respect_ttl: bool | None,
 ) -> None:
-    """Create queue NAME, optionally with a dead-letter policy."""
-    if (dlq is None) != (max_claims is None):
-        raise click.UsageError("--dlq and --max-claims go together.")
+    """Create queue NAME, optionally with a dead-letter policy; settings left out come from
+    the template its name matches."""
+    if (max_claims is None and dlq is not None) or (
+        max_claims is not None and not (dlq or default_dlq)
+    ):
+        raise click.UsageError("--max-claims goes with --dlq or --default-dlq.")
     metadata: dict[str, Any] = {
         "_dead_letter_queue": dlq,
         "_max_claim_count": max_claims,
@@ -56,6 +75,10 @@ def create(
         "_default_message_ttl": ttl,
         "_default_claim_ttl": claim_ttl,
         "_default_message_delay": delay,
+        "_dead_letter_default": default_dlq or None,
+        "_max_message_ttl": max_ttl,
+        "_min_message_ttl": min_ttl,
+        "_respect_ttl": respect_ttl,
     }
     client.create_queue(name, {k: v for k, v in metadata.items() if v is not None})
     click.echo(f"created {name}")

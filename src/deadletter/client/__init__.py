@@ -235,6 +235,27 @@ class Client:
         """Replace the DLQ's stored patterns, each with its message ids."""
         self._call("PUT", f"/v2/queues/{dlq}/patterns", json={"patterns": patterns})
 
+    # Queue templates
+
+    def put_template(self, name: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """Create the template, or replace it whole."""
+        result: dict[str, Any] = self._json("PUT", f"/v2/templates/{name}", json=doc)
+        return result
+
+    def patch_template(self, name: str, changes: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._json("PATCH", f"/v2/templates/{name}", json=changes)
+        return result
+
+    def templates(self) -> list[dict[str, Any]]:
+        return list(self._json("GET", "/v2/templates")["templates"])
+
+    def template(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._json("GET", f"/v2/templates/{name}")
+        return result
+
+    def delete_template(self, name: str) -> None:
+        self._call("DELETE", f"/v2/templates/{name}")
+
     # Credentials (the server must have authentication required)
 
     def create_credential(self, role: str, project: str | None = None) -> dict[str, Any]:

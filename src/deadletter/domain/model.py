@@ -20,6 +20,9 @@ RESERVED_ATTRIBUTE_PREFIX = "DLQ."
 SOURCE_QUEUE_ATTRIBUTE = "DLQ.sourceQueue"
 # A redrive task keeps at most this many skipped message ids; its `skipped` count is exact.
 MAX_SKIPPED_RECORDED = 1000
+# The default dead-letter queue of every project (Solace's #DEAD_MSG_QUEUE): the DLQ of a
+# queue that turns dead-lettering on without naming one (see docs/solace-model.md).
+DEFAULT_DEAD_LETTER_QUEUE = "_dead_msg_queue"
 
 
 class Reason(enum.StrEnum):
@@ -119,6 +122,16 @@ class QueueSettings:
     metadata: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
+    # Solace's TTL model. None: the message's TTL is kept and one above max_ttl is refused
+    # (Zaqar and SQS); True: it is kept but capped at max_ttl, never refused; False: it is
+    # ignored and the message stays for MAX_TTL, the engine's retention bound.
+    respect_ttl: bool | None = None
+    # The shortest message TTL the queue takes (the engine's floor is 1 s; None lets each
+    # face keep its own, Zaqar's 60 s).
+    min_ttl: int | None = None
+    # Dead-letter to the default DLQ when the policy names none (removing a named DLQ goes
+    # back to the default instead of turning dead-lettering off).
+    dead_letter_default: bool = False
 
     def with_changes(self, **changes: Any) -> QueueSettings:
         return replace(self, **changes)
@@ -137,6 +150,9 @@ class QueueSettings:
             "metadata": self.metadata,
             "tags": self.tags,
             "extra": self.extra,
+            "respect_ttl": self.respect_ttl,
+            "min_ttl": self.min_ttl,
+            "dead_letter_default": self.dead_letter_default,
         }
 
     @classmethod
@@ -155,6 +171,9 @@ class QueueSettings:
             metadata=data.get("metadata", {}),
             tags=data.get("tags", {}),
             extra=data.get("extra", {}),
+            respect_ttl=data.get("respect_ttl"),
+            min_ttl=data.get("min_ttl"),
+            dead_letter_default=bool(data.get("dead_letter_default", False)),
         )
 
 
@@ -358,3 +377,51 @@ class ListQuery:
     exclude_client_id: str | None = None
     dead_letters: DeadLetterFilter | None = None
     max_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class TemplateSettings:
+    """What a queue template sets on the queues it matches; None leaves the setting alone.
+
+    `max_claims` without `dlq` dead-letters to the project's default DLQ.
+    """
+
+    max_claims: int | None = None
+    dlq: str | None = None
+    dlq_message_ttl: int | None = None
+    on_expiry: bool | None = None
+    default_ttl: int | None = None
+    max_ttl: int | None = None
+    min_ttl: int | None = None
+    respect_ttl: bool | None = None
+    dead_letter_eligible: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_claims": self.max_claims,
+            "dlq": self.dlq,
+            "dlq_message_ttl": self.dlq_message_ttl,
+            "on_expiry": self.on_expiry,
+            "default_ttl": self.default_ttl,
+            "max_ttl": self.max_ttl,
+            "min_ttl": self.min_ttl,
+            "respect_ttl": self.respect_ttl,
+            "dead_letter_eligible": self.dead_letter_eligible,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TemplateSettings:
+        return cls(**{k: data.get(k) for k in cls().to_dict()})
+
+
+@dataclass(frozen=True)
+class QueueTemplate:
+    """Settings for the queues of a project whose names match `pattern` (a glob), applied
+    when such a queue is created without them (Solace's endpoint templates)."""
+
+    project: str
+    name: str
+    pattern: str
+    settings: TemplateSettings
+    created_at: float
+    updated_at: float

@@ -37,6 +37,7 @@ from deadletter.engine import (
     patterns,
     queues,
     redrive,
+    templates,
     transitions,
     validation,
 )
@@ -59,6 +60,7 @@ class Engine:
         self._runner = Runner(store, listeners)
         self.listeners: list[EngineListener] = self._runner.listeners
         self._run = self._runner.run
+        self.templates = templates.Templates(self._runner, self.clock)
         store.on_messages_available(self._runner.available)
 
     def add_listener(self, listener: EngineListener) -> None:
@@ -93,8 +95,8 @@ class Engine:
 
         def work(tx: Transaction, _: Pending) -> Queue:
             old = require_queue(tx, project, name, lock=True)
-            checked = validation.checked_settings(tx, project, name, change(old))
             now = self.clock.now()
+            checked = queues.checked(tx, project, name, change(old), now)
             tx.update_queue(project, name, checked, now)
             return replace(old, settings=checked, updated_at=now)
 

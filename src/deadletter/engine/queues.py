@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from deadletter.domain import errors
-from deadletter.domain.model import Queue, QueueSettings, QueueStats
+from deadletter.domain.model import DEFAULT_DEAD_LETTER_QUEUE, Queue, QueueSettings, QueueStats
 from deadletter.engine import counters, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.storage.base import Transaction
@@ -15,10 +15,30 @@ from deadletter.storage.base import Transaction
 def create(tx: Transaction, project: str, name: str, settings: QueueSettings, now: float) -> Queue:
     if tx.get_queue(project, name) is not None:
         raise errors.QueueAlreadyExists(f"queue {name!r} already exists")
-    checked = validation.checked_settings(tx, project, name, settings)
-    queue = Queue(project, name, checked, now, now)
+    queue = Queue(project, name, checked(tx, project, name, settings, now), now, now)
     tx.insert_queue(queue)
     return queue
+
+
+def checked(
+    tx: Transaction, project: str, name: str, settings: QueueSettings, now: float
+) -> QueueSettings:
+    """`settings` validated for queue `name`, the project's default DLQ created first when
+    they are its first user.
+
+    Solace leaves #DEAD_MSG_QUEUE to an operator and discards dead messages until one creates
+    it; here a policy is only accepted with its DLQ in place, so the default DLQ comes into
+    being with the first policy that points at it (an operator may still create it before,
+    to choose its settings)."""
+    policy = settings.dead_letter
+    if (
+        policy is not None
+        and policy.target == DEFAULT_DEAD_LETTER_QUEUE
+        and name != DEFAULT_DEAD_LETTER_QUEUE
+        and tx.get_queue(project, DEFAULT_DEAD_LETTER_QUEUE) is None
+    ):
+        tx.insert_queue(Queue(project, DEFAULT_DEAD_LETTER_QUEUE, QueueSettings(), now, now))
+    return validation.checked_settings(tx, project, name, settings)
 
 
 def delete(tx: Transaction, project: str, name: str, now: float) -> bool:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 from deadletter.domain import errors
 from deadletter.domain.model import (
+    DEFAULT_DEAD_LETTER_QUEUE,
     MAX_CLAIM_COUNT,
     MAX_CLAIM_TTL,
     MAX_DELAY,
@@ -22,6 +24,7 @@ from deadletter.domain.model import (
     NewMessage,
     QueueSettings,
     RedrivePermission,
+    TemplateSettings,
 )
 from deadletter.storage.base import Transaction
 
@@ -35,6 +38,10 @@ ATTRIBUTE_TYPES = ("String", "Number", "Binary")
 MAX_REDRIVE_RATE = 1e6
 MAX_EPOCH = 1e11
 MAX_REDRIVE_IDS = 10_000
+# A template's name is a queue name; its pattern a glob over queue names.
+TEMPLATE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+TEMPLATE_PATTERN = re.compile(r"^[a-zA-Z0-9_.*?!\[\]-]{1,128}$")
+QUEUE_REFERENCE = re.compile(r"^[a-zA-Z0-9_-]{1,80}(\.fifo)?$")
 
 
 def check_range(what: str, value: int | float, low: int, high: int) -> None:
@@ -68,14 +75,25 @@ def checked_send(new: NewMessage, s: QueueSettings) -> tuple[int, int, bool]:
         raise errors.MessageTooLarge(
             f"message of {size} bytes exceeds the queue's maximum of {s.max_message_size}"
         )
-    ttl = s.default_ttl if new.ttl is None else new.ttl
-    check_range("message TTL", ttl, 1, s.max_ttl)
+    ttl = effective_ttl(s.default_ttl if new.ttl is None else new.ttl, s)
     delay = s.default_delay if new.delay is None else new.delay
     check_range("delay", delay, 0, MAX_DELAY)
     eligible = new.dead_letter_eligible
     if eligible is None:
         eligible = s.dead_letter_eligible
     return ttl, delay, eligible
+
+
+def effective_ttl(ttl: int, s: QueueSettings) -> int:
+    """The TTL a message gets under the queue's TTL model (see `QueueSettings.respect_ttl`):
+    checked against the queue's floor, then kept, capped at `max_ttl`, or replaced by the
+    engine's retention bound when the queue does not respect TTLs."""
+    floor = s.min_ttl or 1
+    if s.respect_ttl is None:
+        check_range("message TTL", ttl, floor, s.max_ttl)
+        return ttl
+    check_range("message TTL", ttl, floor, MAX_TTL)
+    return min(ttl, s.max_ttl) if s.respect_ttl else MAX_TTL
 
 
 def check_redrive(where: DeadLetterFilter, rate: float | None) -> None:
@@ -122,7 +140,10 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
     passes is stored active."""
     check_range("default message TTL", s.default_ttl, 1, MAX_TTL)
     check_range("maximum message TTL", s.max_ttl, 1, MAX_TTL)
-    if s.default_ttl > s.max_ttl:
+    if s.min_ttl is not None:
+        check_range("minimum message TTL", s.min_ttl, 1, s.max_ttl)
+    # Under respect-TTL the maximum caps the default as it caps any TTL.
+    if s.respect_ttl is None and s.default_ttl > s.max_ttl:
         raise errors.InvalidInput(
             f"default message TTL ({s.default_ttl}) exceeds the maximum ({s.max_ttl})"
         )
@@ -140,6 +161,11 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
     elif allow.sources:
         raise errors.InvalidInput("source queues can be listed only with byQueue")
     policy = s.dead_letter
+    if name == DEFAULT_DEAD_LETTER_QUEUE and (policy is not None or s.dead_letter_default):
+        raise errors.DeadLetterChainRefused(
+            f"{name!r} is the default dead-letter queue, so it cannot have a dead-letter"
+            " queue of its own (no chains)"
+        )
     if policy is None:
         return s
     check_range("max claim count", policy.max_claims, 1, MAX_CLAIM_COUNT)
@@ -167,3 +193,42 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
             f"the redrive-allow policy of {policy.target!r} does not admit {name!r}"
         )
     return s.with_changes(dead_letter=replace(policy, active=True))
+
+
+def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
+    """A template's name, pattern and settings, checked as a queue's would be, so that it
+    can only fail a queue's creation by naming a DLQ that is missing or refuses it."""
+    if not TEMPLATE_NAME.match(name):
+        raise errors.InvalidInput(
+            "template names are 1 to 64 ASCII letters, digits, underscores and dashes"
+        )
+    if not TEMPLATE_PATTERN.match(pattern):
+        raise errors.InvalidInput(
+            "a template pattern is a glob of 1 to 128 characters: queue-name characters,"
+            " '.', and the wildcards * ? [...] [!...]"
+        )
+    if t.max_claims is None:
+        if t.dlq is not None or t.dlq_message_ttl is not None or t.on_expiry:
+            raise errors.InvalidInput("a template's DLQ settings need its max claims")
+    else:
+        check_range("max claim count", t.max_claims, 1, MAX_CLAIM_COUNT)
+    if t.dlq is not None and not QUEUE_REFERENCE.match(t.dlq):
+        raise errors.InvalidInput(f"{t.dlq!r} is not the name of a queue")
+    if t.dlq_message_ttl is not None:
+        check_range("dead-letter message TTL", t.dlq_message_ttl, MIN_DLQ_MESSAGE_TTL, MAX_TTL)
+    for what, ttl in (
+        ("default message TTL", t.default_ttl),
+        ("maximum message TTL", t.max_ttl),
+        ("minimum message TTL", t.min_ttl),
+    ):
+        if ttl is not None:
+            check_range(what, ttl, 1, MAX_TTL)
+    if t.min_ttl is not None and t.max_ttl is not None and t.min_ttl > t.max_ttl:
+        raise errors.InvalidInput("a template's minimum message TTL exceeds its maximum")
+    for what, flag in (
+        ("on_expiry", t.on_expiry),
+        ("respect_ttl", t.respect_ttl),
+        ("dead_letter_eligible", t.dead_letter_eligible),
+    ):
+        if flag is not None and not isinstance(flag, bool):
+            raise errors.InvalidInput(f"{what} must be true or false")

@@ -22,6 +22,7 @@ from deadletter.domain.model import (
     Message,
     Queue,
     QueueSettings,
+    QueueTemplate,
     RedriveTask,
 )
 
@@ -231,6 +232,25 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     def account_projects(self, account_id: str) -> set[str]:
         """The projects whose credentials carry `account_id`."""
+
+    # Queue templates
+    @abc.abstractmethod
+    def insert_template(self, template: QueueTemplate) -> bool:
+        """False, and nothing written, when the project has a template of that name."""
+
+    @abc.abstractmethod
+    def get_template(self, project: str, name: str) -> QueueTemplate | None: ...
+
+    @abc.abstractmethod
+    def list_templates(self, project: str) -> list[QueueTemplate]:
+        """By name."""
+
+    @abc.abstractmethod
+    def update_template(self, template: QueueTemplate) -> None:
+        """Store the pattern, settings and update time of an existing template."""
+
+    @abc.abstractmethod
+    def delete_template(self, project: str, name: str) -> bool: ...
 
     @abc.abstractmethod
     def wipe(self) -> None:

@@ -26,11 +26,16 @@ def post_messages(ctx: Ctx) -> Response:
     messages = doc.get("messages") if isinstance(doc, dict) else None
     if not isinstance(messages, list) or not messages:
         raise bad_request('The body must be {"messages": [...]} with at least one message.')
-    news = [new_message(m) for m in messages]
     if queue is None:
-        # Zaqar creates a queue on its first message.
+        template = ctx.engine.templates.for_queue(ctx.project, ctx.queue)
+        min_ttl = template.settings.min_ttl if template else None
+    else:
+        min_ttl = queue.settings.min_ttl
+    news = [new_message(m, meta.ttl_floor(min_ttl)) for m in messages]
+    if queue is None:
+        # Zaqar creates a queue on its first message, from the template its name matches.
         with contextlib.suppress(errors.QueueAlreadyExists):
-            ctx.engine.create_queue(ctx.project, ctx.queue, meta.ZAQAR_DEFAULTS)
+            ctx.engine.templates.create_queue(ctx.project, ctx.queue, base=meta.ZAQAR_DEFAULTS)
     sent = ctx.engine.send(ctx.project, ctx.queue, news, client_id=ctx.client_id)
     ids = ",".join(m.id for m in sent)
     return JSONResponse(

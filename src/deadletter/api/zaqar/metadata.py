@@ -42,6 +42,11 @@ ELIGIBLE = "_dead_letter_eligible"
 REDRIVE_ALLOW = "_redrive_allow"
 POLICY_ACTIVE = "_dead_letter_policy_active"
 ENCRYPT = "_enable_encrypt_messages"
+# Solace's model (docs/solace-model.md): TTLs respected and capped, a lower TTL floor, and
+# dead-lettering to the project's default DLQ when none is named.
+RESPECT_TTL = "_respect_ttl"
+MIN_MESSAGE_TTL = "_min_message_ttl"
+DLQ_DEFAULT = "_dead_letter_default"
 
 READ_ONLY = frozenset({POLICY_ACTIVE})
 POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, DLQ, DLQ_TTL, ON_EXPIRY})
@@ -55,6 +60,9 @@ RESERVED = frozenset(
         ELIGIBLE,
         REDRIVE_ALLOW,
         ENCRYPT,
+        RESPECT_TTL,
+        MIN_MESSAGE_TTL,
+        DLQ_DEFAULT,
         *POLICY_KEYS,
         *READ_ONLY,
     }
@@ -96,7 +104,15 @@ def to_metadata(queue: Queue) -> dict[str, Any]:
         REDRIVE_ALLOW: s.redrive_allow.to_dict(),
         POLICY_ACTIVE: policy.active if policy else None,
         ENCRYPT: False,
+        RESPECT_TTL: s.respect_ttl,
+        MIN_MESSAGE_TTL: s.min_ttl,
+        DLQ_DEFAULT: s.dead_letter_default,
     }
+
+
+def ttl_floor(min_ttl: int | None) -> int:
+    """The shortest message TTL a Zaqar client may give: the queue's own floor, else Zaqar's."""
+    return MIN_TTL if min_ttl is None else min_ttl
 
 
 def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) -> QueueSettings:
@@ -114,10 +130,18 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
 
     if get(ENCRYPT) not in (None, False):
         raise bad_request(f"{ENCRYPT}: encryption of messages is not supported.")
-    max_ttl = _int(MAX_MESSAGE_TTL, get(MAX_MESSAGE_TTL), MIN_TTL, MAX_TTL, base.max_ttl)
-    default_ttl = _int(
-        DEFAULT_TTL, get(DEFAULT_TTL), MIN_TTL, max_ttl, min(base.default_ttl, max_ttl)
+    min_ttl = _optional_int(MIN_MESSAGE_TTL, get(MIN_MESSAGE_TTL), 1, MAX_TTL, base.min_ttl)
+    floor = ttl_floor(min_ttl)
+    respect_ttl = (
+        base.respect_ttl
+        if get(RESPECT_TTL) is None
+        else _bool(RESPECT_TTL, get(RESPECT_TTL), False)
     )
+    max_ttl = _int(MAX_MESSAGE_TTL, get(MAX_MESSAGE_TTL), floor, MAX_TTL, base.max_ttl)
+    # Under respect-TTL the maximum caps a longer default rather than refusing it.
+    high = max_ttl if respect_ttl is None else MAX_TTL
+    default_ttl = _int(DEFAULT_TTL, get(DEFAULT_TTL), floor, high, min(base.default_ttl, high))
+    dead_letter_default = _bool(DLQ_DEFAULT, get(DLQ_DEFAULT), base.dead_letter_default)
     settings = base.with_changes(
         default_ttl=default_ttl,
         max_ttl=max_ttl,
@@ -129,21 +153,33 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         claim_ttl=_int(DEFAULT_CLAIM_TTL, get(DEFAULT_CLAIM_TTL), 0, MAX_CLAIM_TTL, base.claim_ttl),
         dead_letter_eligible=_bool(ELIGIBLE, get(ELIGIBLE), base.dead_letter_eligible),
         redrive_allow=_redrive_allow(get(REDRIVE_ALLOW)),
-        dead_letter=_policy(m),
+        dead_letter=_policy(m, base.dead_letter, dead_letter_default),
         metadata=user,
+        respect_ttl=respect_ttl,
+        min_ttl=min_ttl,
+        dead_letter_default=dead_letter_default,
     )
     return settings
 
 
-def _policy(m: dict[str, Any]) -> DeadLetterPolicy | None:
+def _policy(
+    m: dict[str, Any], base: DeadLetterPolicy | None, to_default: bool
+) -> DeadLetterPolicy | None:
+    """The policy the metadata states; `base` (a template's) when it states none. With
+    `to_default`, a max claim count without a DLQ dead-letters to the default DLQ."""
     target, max_claims = m.get(DLQ), m.get(MAX_CLAIM_COUNT)
     if target is None and max_claims is None:
         for key in (DLQ_TTL, ON_EXPIRY):
             if m.get(key) not in (None, False):
                 raise bad_request(f"{key} needs {DLQ} and {MAX_CLAIM_COUNT}.")
-        return None
+        return base
+    if target is None and to_default:
+        target = model.DEFAULT_DEAD_LETTER_QUEUE
     if target is None or max_claims is None:
-        raise bad_request(f"{MAX_CLAIM_COUNT} and {DLQ} must be set together.")
+        raise bad_request(
+            f"{MAX_CLAIM_COUNT} and {DLQ} must be set together"
+            f" ({DLQ_DEFAULT}: true lets {MAX_CLAIM_COUNT} use the default DLQ)."
+        )
     if not isinstance(target, str):
         raise bad_request(f"{DLQ} must be the name of a queue.")
     check_queue_reference(target)
@@ -193,6 +229,10 @@ def _int(key: str, value: Any, low: int, high: int, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise out_of_range(key, low, high, value)
     return value
+
+
+def _optional_int(key: str, value: Any, low: int, high: int, default: int | None) -> int | None:
+    return default if value is None else _int(key, value, low, high, low)
 
 
 def _bool(key: str, value: Any, default: bool) -> bool:

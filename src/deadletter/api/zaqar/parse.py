@@ -60,12 +60,13 @@ def parse_time(name: str, text: str | None) -> float | None:
     return epoch(name, (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp())
 
 
-def new_message(doc: Any) -> NewMessage:
+def new_message(doc: Any, floor: int = meta.MIN_TTL) -> NewMessage:
+    """One posted message; its TTL at least `floor` (the queue's `_min_message_ttl`)."""
     if not isinstance(doc, dict) or "body" not in doc:
         raise bad_request('Each message must be a JSON object with a "body".')
     ttl = doc.get("ttl")
-    if ttl is not None and not is_int_in(ttl, meta.MIN_TTL, MAX_TTL):
-        raise out_of_range("The ttl of a message", meta.MIN_TTL, MAX_TTL, ttl, " seconds")
+    if ttl is not None and not is_int_in(ttl, floor, MAX_TTL):
+        raise out_of_range("The ttl of a message", floor, MAX_TTL, ttl, " seconds")
     delay = doc.get("delay")
     if delay is not None and not is_int_in(delay, 0, MAX_DELAY):
         raise out_of_range("The delay of a message", 0, MAX_DELAY, delay, " seconds")

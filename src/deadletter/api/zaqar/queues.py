@@ -44,11 +44,15 @@ def create_queue(ctx: Ctx) -> Response:
     meta.check_queue_name(ctx.queue)
     if len(ctx.body) > MAX_QUEUE_METADATA:
         raise bad_request(f"Queue metadata may not be larger than {MAX_QUEUE_METADATA} bytes.")
-    settings = meta.to_settings(ctx.json_object())
+    doc = ctx.json_object()
+    meta.to_settings(doc)  # refused before anything is looked up, as Zaqar does
     if ctx.engine.find_queue(ctx.project, ctx.queue) is not None:
         return Response(status_code=204)
     try:
-        ctx.engine.create_queue(ctx.project, ctx.queue, settings)
+        # What the metadata leaves out comes from the template the name matches.
+        ctx.engine.templates.create_queue(
+            ctx.project, ctx.queue, lambda base: meta.to_settings(doc, base), meta.ZAQAR_DEFAULTS
+        )
     except errors.QueueAlreadyExists:
         return Response(status_code=204)
     return Response(status_code=201, headers={"Location": f"/v2/queues/{ctx.queue}"})

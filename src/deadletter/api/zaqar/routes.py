@@ -37,6 +37,13 @@ from deadletter.api.zaqar.queues import (
     purge_queue,
     queue_stats,
 )
+from deadletter.api.zaqar.templates import (
+    delete_template,
+    get_template,
+    list_templates,
+    patch_template,
+    put_template,
+)
 from deadletter.engine.engine import Engine
 
 # (path, method, handler, needs Client-ID); openapi.py documents each from this table.
@@ -75,6 +82,11 @@ ROUTES: list[tuple[str, str, Handler, bool]] = [
     (Q + "/redrives/{task_id}", "DELETE", cancel_redrive, True),
     (Q + "/patterns", "PUT", put_patterns, True),
     (Q + "/patterns", "GET", get_patterns, True),
+    ("/v2/templates", "GET", list_templates, True),
+    ("/v2/templates/{template}", "PUT", put_template, True),
+    ("/v2/templates/{template}", "GET", get_template, True),
+    ("/v2/templates/{template}", "PATCH", patch_template, True),
+    ("/v2/templates/{template}", "DELETE", delete_template, True),
 ]
 
 

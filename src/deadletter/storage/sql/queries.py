@@ -238,7 +238,15 @@ SAVE_PATTERNS = (
 GET_PATTERNS = "SELECT patterns FROM patterns WHERE project = :project AND dlq = :dlq"
 
 # Every table of data, children before parents (the numbering tables are the dialect's).
-TABLES = ("queue_depths", "messages", "claims", "counters", "tasks", "patterns", "queues")
+TABLES: tuple[str, ...] = (
+    "queue_depths",
+    "messages",
+    "claims",
+    "counters",
+    "tasks",
+    "patterns",
+    "queues",
+)
 
 # Credentials (not in TABLES: a test-mode reset keeps who may use the server)
 
@@ -258,3 +266,18 @@ UPDATE_CREDENTIAL = (
 )
 # The projects already holding an account id: two projects never share one.
 ACCOUNT_PROJECTS = "SELECT DISTINCT project FROM credentials WHERE account_id = :account_id"
+
+# Queue templates (a test-mode reset removes them with the queues)
+
+TABLES = (*TABLES, "queue_templates")
+TEMPLATE_FIELDS = ("project", "name", "pattern", "settings", "created_at", "updated_at")
+INSERT_TEMPLATE = (
+    _insert("queue_templates", TEMPLATE_FIELDS) + " ON CONFLICT (project, name) DO NOTHING"
+)
+GET_TEMPLATE = "SELECT * FROM queue_templates WHERE project = :project AND name = :name"
+LIST_TEMPLATES = "SELECT * FROM queue_templates WHERE project = :project ORDER BY name"
+UPDATE_TEMPLATE = (
+    "UPDATE queue_templates SET pattern = :pattern, settings = :settings,"
+    " updated_at = :updated_at WHERE project = :project AND name = :name"
+)
+DELETE_TEMPLATE = "DELETE FROM queue_templates WHERE project = :project AND name = :name"

@@ -16,7 +16,9 @@ from deadletter.domain.model import (
     Message,
     Queue,
     QueueSettings,
+    QueueTemplate,
     RedriveTask,
+    TemplateSettings,
 )
 from deadletter.storage.base import ClaimRecord, CredentialRecord, MessageCounts, Transaction
 from deadletter.storage.rows import (
@@ -395,6 +397,24 @@ class SQLTransaction(Transaction):
         rows = self.all(q.ACCOUNT_PROJECTS, {"account_id": account_id})
         return {r["project"] for r in rows}
 
+    # Queue templates
+
+    def insert_template(self, template: QueueTemplate) -> bool:
+        return self.run(q.INSERT_TEMPLATE, _template_params(template)) == 1
+
+    def get_template(self, project: str, name: str) -> QueueTemplate | None:
+        r = self.one(q.GET_TEMPLATE, {"project": project, "name": name})
+        return _template_from(r) if r else None
+
+    def list_templates(self, project: str) -> list[QueueTemplate]:
+        return [_template_from(r) for r in self.all(q.LIST_TEMPLATES, {"project": project})]
+
+    def update_template(self, template: QueueTemplate) -> None:
+        self.run(q.UPDATE_TEMPLATE, _template_params(template))
+
+    def delete_template(self, project: str, name: str) -> bool:
+        return self.run(q.DELETE_TEMPLATE, {"project": project, "name": name}) > 0
+
     def wipe(self) -> None:
         self.d.wipe(self)
 
@@ -412,4 +432,26 @@ def _credential_from(r: Row) -> CredentialRecord:
         sealed_secret=r["sealed_secret"],
         created_at=r["created_at"],
         revoked=bool(r["revoked"]),
+    )
+
+
+def _template_params(t: QueueTemplate) -> dict[str, Any]:
+    return {
+        "project": t.project,
+        "name": t.name,
+        "pattern": t.pattern,
+        "settings": json.dumps(t.settings.to_dict()),
+        "created_at": t.created_at,
+        "updated_at": t.updated_at,
+    }
+
+
+def _template_from(r: Row) -> QueueTemplate:
+    return QueueTemplate(
+        project=r["project"],
+        name=r["name"],
+        pattern=r["pattern"],
+        settings=TemplateSettings.from_dict(json.loads(r["settings"])),
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
     )

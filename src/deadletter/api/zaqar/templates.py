@@ -1,0 +1,97 @@
+"""Zaqar-face handlers for queue templates: list, create or replace, get, change, delete."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
+
+from deadletter.api.zaqar.context import Ctx
+from deadletter.api.zaqar.errors import bad_request, shown
+from deadletter.domain import errors
+from deadletter.domain.model import QueueTemplate, TemplateSettings
+
+# The keys of a template document besides its pattern: TemplateSettings' fields.
+SETTINGS_KEYS = frozenset(TemplateSettings().to_dict())
+
+
+def to_doc(t: QueueTemplate) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "href": f"/v2/templates/{t.name}",
+        "pattern": t.pattern,
+        **t.settings.to_dict(),
+        "created_at": t.created_at,
+        "updated_at": t.updated_at,
+    }
+
+
+def _settings(doc: dict[str, Any], base: TemplateSettings) -> TemplateSettings:
+    """`base` with the settings `doc` names (null clears one); types are checked here, ranges
+    by the engine."""
+    unknown = set(doc) - SETTINGS_KEYS - {"pattern"}
+    if unknown:
+        raise bad_request(f"Unknown template keys: {', '.join(sorted(map(shown, unknown)))}.")
+    values = {**base.to_dict(), **{k: v for k, v in doc.items() if k in SETTINGS_KEYS}}
+    for key, value in values.items():
+        wanted = str if key == "dlq" else bool if key in _FLAGS else int
+        ok = value is None or (
+            isinstance(value, wanted) and (wanted is bool or not isinstance(value, bool))
+        )
+        if not ok:
+            raise bad_request(f"Template key {key} must be {_NAMES[wanted]} or null.")
+    return TemplateSettings.from_dict(values)
+
+
+_FLAGS = frozenset({"on_expiry", "respect_ttl", "dead_letter_eligible"})
+_NAMES = {str: "a queue name", bool: "true or false", int: "an integer"}
+
+
+def _pattern(doc: dict[str, Any]) -> str:
+    pattern = doc.get("pattern")
+    if not isinstance(pattern, str):
+        raise bad_request('A template needs a "pattern": a glob over queue names.')
+    return pattern
+
+
+def list_templates(ctx: Ctx) -> Response:
+    return JSONResponse({"templates": [to_doc(t) for t in ctx.engine.templates.all(ctx.project)]})
+
+
+def put_template(ctx: Ctx) -> Response:
+    """Create the template, or replace it whole (keys left out are cleared)."""
+    name = ctx.path["template"]
+    doc = ctx.json_object(empty_ok=False)
+    pattern, settings = _pattern(doc), _settings(doc, TemplateSettings())
+    try:
+        created = ctx.engine.templates.create(ctx.project, name, pattern, settings)
+    except errors.Conflict:
+        changed = ctx.engine.templates.change(
+            ctx.project, name, lambda old: replace(old, pattern=pattern, settings=settings)
+        )
+        return JSONResponse(to_doc(changed))
+    return JSONResponse(
+        to_doc(created), status_code=201, headers={"Location": f"/v2/templates/{name}"}
+    )
+
+
+def get_template(ctx: Ctx) -> Response:
+    return JSONResponse(to_doc(ctx.engine.templates.get(ctx.project, ctx.path["template"])))
+
+
+def patch_template(ctx: Ctx) -> Response:
+    """Change the keys the body names (a JSON merge patch: null clears a setting)."""
+    doc = ctx.json_object(empty_ok=False)
+
+    def change(old: QueueTemplate) -> QueueTemplate:
+        pattern = _pattern(doc) if "pattern" in doc else old.pattern
+        return replace(old, pattern=pattern, settings=_settings(doc, old.settings))
+
+    updated = ctx.engine.templates.change(ctx.project, ctx.path["template"], change)
+    return JSONResponse(to_doc(updated))
+
+
+def delete_template(ctx: Ctx) -> Response:
+    ctx.engine.templates.delete(ctx.project, ctx.path["template"])
+    return Response(status_code=204)

@@ -1,0 +1,141 @@
+"""`deadletter template ...`: create, list, show, update and delete queue templates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from deadletter.cli.output import json_option, print_json, print_table, server_options
+from deadletter.client import Client
+from deadletter.domain.model import MAX_CLAIM_COUNT, MAX_TTL, MIN_DLQ_MESSAGE_TTL
+
+F = TypeVar("F", bound=Callable[..., Any])
+TTL = click.IntRange(1, MAX_TTL)
+# CLI option name -> template key.
+KEYS = {
+    "max_claims": "max_claims",
+    "dlq": "dlq",
+    "dlq_ttl": "dlq_message_ttl",
+    "dead_letter_on_expiry": "on_expiry",
+    "ttl": "default_ttl",
+    "max_ttl": "max_ttl",
+    "min_ttl": "min_ttl",
+    "respect_ttl": "respect_ttl",
+    "eligible": "dead_letter_eligible",
+}
+
+
+def setting_options(command: F) -> F:
+    """The settings a template can give; an option left out is not set."""
+    options = [
+        click.option("--pattern", help="Glob over queue names, e.g. 'orders-*'."),
+        click.option(
+            "--max-claims",
+            type=click.IntRange(1, MAX_CLAIM_COUNT),
+            help="Deliveries before a message moves to the DLQ.",
+        ),
+        click.option("--dlq", help="The DLQ (default: the project's default DLQ)."),
+        click.option(
+            "--dlq-ttl",
+            type=click.IntRange(MIN_DLQ_MESSAGE_TTL, MAX_TTL),
+            help="TTL of messages once in the DLQ (s).",
+        ),
+        click.option(
+            "--dead-letter-on-expiry/--no-dead-letter-on-expiry",
+            default=None,
+            help="Move expired messages to the DLQ.",
+        ),
+        click.option("--ttl", type=TTL, help="Default message TTL (s)."),
+        click.option("--max-ttl", type=TTL, help="Maximum message TTL (s)."),
+        click.option("--min-ttl", type=TTL, help="Minimum message TTL (s)."),
+        click.option(
+            "--respect-ttl/--no-respect-ttl",
+            default=None,
+            help="Expire messages by their TTL capped at --max-ttl, or never.",
+        ),
+        click.option(
+            "--eligible/--not-eligible",
+            default=None,
+            help="Whether messages go to the DLQ unless the sender says otherwise.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _settings(values: dict[str, Any]) -> dict[str, Any]:
+    return {KEYS[k]: v for k, v in values.items() if k in KEYS and v is not None}
+
+
+@click.group()
+def template() -> None:
+    """Queue templates: settings for new queues whose names match a pattern."""
+
+
+@template.command()
+@click.argument("name")
+@setting_options
+@server_options
+def create(client: Client, name: str, pattern: str | None, **values: Any) -> None:
+    """Create (or replace) template NAME."""
+    if pattern is None:
+        raise click.UsageError("--pattern is required.")
+    client.put_template(name, {"pattern": pattern, **_settings(values)})
+    click.echo(f"created template {name}")
+
+
+@template.command()
+@click.argument("name")
+@setting_options
+@server_options
+def update(client: Client, name: str, pattern: str | None, **values: Any) -> None:
+    """Change the settings given of template NAME; the others stay."""
+    changes = _settings(values) | ({"pattern": pattern} if pattern else {})
+    if not changes:
+        raise click.UsageError("Give at least one setting to change.")
+    client.patch_template(name, changes)
+    click.echo(f"updated template {name}")
+
+
+@template.command(name="list")
+@json_option
+@server_options
+def list_(client: Client, as_json: bool) -> None:
+    """List templates with their pattern and dead-letter settings."""
+    found = client.templates()
+    if as_json:
+        print_json(found)
+        return
+    print_table(
+        None,
+        ["template", "pattern", "max claims", "dlq", "max ttl", "respect ttl"],
+        (
+            (t["name"], t["pattern"], t["max_claims"], t["dlq"], t["max_ttl"], t["respect_ttl"])
+            for t in found
+        ),
+    )
+
+
+@template.command()
+@click.argument("name")
+@json_option
+@server_options
+def show(client: Client, name: str, as_json: bool) -> None:
+    """Show template NAME."""
+    doc = client.template(name)
+    if as_json:
+        print_json(doc)
+        return
+    print_table(f"template {name}", ["setting", "value"], sorted(doc.items()))
+
+
+@template.command()
+@click.argument("name")
+@server_options
+def delete(client: Client, name: str) -> None:
+    """Delete template NAME (queues made from it keep their settings)."""
+    client.delete_template(name)
+    click.echo(f"deleted template {name}")
