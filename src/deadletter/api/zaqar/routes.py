@@ -37,6 +37,13 @@ from deadletter.api.zaqar.queues import (
     purge_queue,
     queue_stats,
 )
+from deadletter.api.zaqar.subscriptions import (
+    create_subscription,
+    delete_subscription,
+    get_subscription,
+    list_subscriptions,
+    update_subscription,
+)
 from deadletter.engine.engine import Engine
 
 # (path, method, handler, needs Client-ID); openapi.py documents each from this table.
@@ -75,6 +82,11 @@ ROUTES: list[tuple[str, str, Handler, bool]] = [
     (Q + "/redrives/{task_id}", "DELETE", cancel_redrive, True),
     (Q + "/patterns", "PUT", put_patterns, True),
     (Q + "/patterns", "GET", get_patterns, True),
+    (Q + "/subscriptions", "POST", create_subscription, True),
+    (Q + "/subscriptions", "GET", list_subscriptions, True),
+    (Q + "/subscriptions/{subscription_id}", "GET", get_subscription, True),
+    (Q + "/subscriptions/{subscription_id}", "PATCH", update_subscription, True),
+    (Q + "/subscriptions/{subscription_id}", "DELETE", delete_subscription, True),
 ]
 
 
