@@ -101,7 +101,7 @@ def test_unsubscribing_cancels_what_is_owed(engine: Engine) -> None:
 
 def test_deleting_the_queue_or_purging_its_subscriptions_removes_them(engine: Engine) -> None:
     engine.create_queue(P, "q")
-    sub, _ = engine.subscriptions.create(P, "q", HOOK, 600, {})
+    engine.subscriptions.create(P, "q", HOOK, 600, {})
     send(engine, "q", "x")
     engine.delete_queue(P, "q")
     engine.create_queue(P, "q")

@@ -39,9 +39,7 @@ def test_a_sent_message_is_posted_to_the_subscriber_as_zaqar_does(
 ) -> None:
     engine.create_queue(P, "q")
     with receiving() as hook:
-        engine.subscriptions.create(
-            P, "q", hook.url, 600, {"post_headers": {"X-Token": "t"}}
-        )
+        engine.subscriptions.create(P, "q", hook.url, 600, {"post_headers": {"X-Token": "t"}})
         send(engine, "q", '{"order": 7}', ttl=300)
         assert round_(runner) == 1
         ((headers, body),) = hook.posts
@@ -75,9 +73,7 @@ def test_a_failing_subscriber_is_retried_with_backoff_then_dead_lettered(
     (dead,) = engine.list_dead_letters(P, "q-dlq")
     p = dead.provenance
     assert p is not None and dead.body == b'"hello"'
-    assert (p.reason, p.source_queue, p.original_message_id) == (
-        Reason.DELIVERY_FAILED, "q", m.id
-    )
+    assert (p.reason, p.source_queue, p.original_message_id) == (Reason.DELIVERY_FAILED, "q", m.id)
     assert hook.url in (p.description or "") and p.error == "HTTP 500"
     assert engine.stats(P, "q").dead_lettered == {"delivery_failed": 1}
     assert engine.get_message(P, "q", m.id).id == m.id  # the message itself stays queued
