@@ -20,6 +20,7 @@ from deadletter.auth.credentials import MASTER_KEY_ENV, Credential, load_master_
 from deadletter.auth.errors import MasterKeyError
 from deadletter.config import ServerConfig
 from deadletter.engine.credentials import Authority, Role
+from deadletter.engine.deliveries import Deliveries
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage import open_store
@@ -100,7 +101,8 @@ def run(config: ServerConfig) -> None:
             log.warning("auth is off on a non-loopback host (--insecure-no-auth)")
         options = AppOptions(test_mode=config.test_mode, authority=authority)
         limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
-        app = build_app(engine, options, background=[worker], limits=limits)
+        background: list[Worker | Deliveries] = [worker, Deliveries(engine)]
+        app = build_app(engine, options, background=background, limits=limits)
         server = _Server(
             uvicorn.Config(
                 app,

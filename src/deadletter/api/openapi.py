@@ -73,6 +73,21 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
     "get_template": ("One queue template", [], "200", None),
     "patch_template": ("Change a template's keys (null clears one)", [], "200", "Template"),
     "delete_template": ("Delete a queue template", [], "204", None),
+    "create_subscription": (
+        "Subscribe an http(s) webhook to the queue's messages",
+        [],
+        "201",
+        "Subscription",
+    ),
+    "list_subscriptions": ("Live subscriptions of the queue", ["marker", "limit"], "200", None),
+    "get_subscription": ("One subscription", [], "200", None),
+    "update_subscription": (
+        "Change a subscription's subscriber, ttl or options",
+        [],
+        "204",
+        "Subscription",
+    ),
+    "delete_subscription": ("Unsubscribe (204 even when it did not exist)", [], "204", None),
 }
 
 # Further successes an operation may answer with (204: nothing to claim or queue existed;
@@ -101,6 +116,8 @@ MORE_ERRORS: dict[str, dict[str, str]] = {
     "start_redrive": {"409": "A redrive task is already running"},
     "cancel_redrive": {"409": "The task is not running"},
     "renew_claim": {"409": "Conflict"},
+    "create_subscription": {"409": "Subscribed and confirmed already"},
+    "update_subscription": {"409": "The new subscriber is subscribed already"},
 }
 # Typed query parameters; the rest are strings.
 QUERY: dict[str, dict[str, Any]] = {
@@ -117,7 +134,7 @@ QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
     "list_dead_letters": {
         "marker": {"type": "integer", "minimum": 0},
         "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "reason": {"enum": ["max_claims", "expired", "rejected"]},
+        "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
     },
 }
 NAME = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}
@@ -214,7 +231,7 @@ SCHEMAS: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "source_queue": STR,
-                    "reason": {"enum": ["max_claims", "expired", "rejected"]},
+                    "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
                     "description": STR,
                     "error": STR,
                     "dead_lettered_at": TIME,
@@ -254,7 +271,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "destination": STR,
             "source_queue": STR,
-            "reason": {"enum": ["max_claims", "expired", "rejected"]},
+            "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
             "since": EPOCH,
             "until": EPOCH,
             "message_ids": {"type": "array", "items": STR, "maxItems": 10_000},
@@ -277,6 +294,14 @@ SCHEMAS: dict[str, Any] = {
             "started_at": TIME,
             "updated_at": TIME,
             "failure_reason": STR,
+        },
+    },
+    "Subscription": {
+        "type": "object",
+        "properties": {
+            "subscriber": {"type": "string", "format": "uri", "maxLength": 2048},
+            "ttl": {"type": "integer", "minimum": 60},
+            "options": OBJ,
         },
     },
     "Patterns": {

@@ -47,6 +47,9 @@ class Action(StrEnum):
     REDRIVE_CANCEL = "redrive:cancel"
     PATTERNS_GET = "patterns:get"
     PATTERNS_PUT = "patterns:put"
+    # Subscriptions (webhooks notified of every message sent to a queue)
+    SUBSCRIPTION_MANAGE = "subscription:manage"  # subscribe, change, unsubscribe
+    SUBSCRIPTION_READ = "subscription:read"
     # Administration
     CREDENTIALS_MANAGE = "credentials:manage"
     PROJECT_CREATE = "project:create"
@@ -82,6 +85,7 @@ PERMISSIONS: dict[Role, frozenset[Action]] = {
         Action.REDRIVE_LIST,
         Action.REDRIVE_GET,
         Action.PATTERNS_GET,
+        Action.SUBSCRIPTION_READ,
     },
 }
 
@@ -166,6 +170,11 @@ ZAQAR_ROUTES: dict[tuple[str, str], Action] = {
     ("DELETE", _Q + "/redrives/{task_id}"): Action.REDRIVE_CANCEL,
     ("PUT", _Q + "/patterns"): Action.PATTERNS_PUT,
     ("GET", _Q + "/patterns"): Action.PATTERNS_GET,
+    ("POST", _Q + "/subscriptions"): Action.SUBSCRIPTION_MANAGE,
+    ("GET", _Q + "/subscriptions"): Action.SUBSCRIPTION_READ,
+    ("GET", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_READ,
+    ("PATCH", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_MANAGE,
+    ("DELETE", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_MANAGE,
 }
 
 PUBLIC_ZAQAR_ROUTES = frozenset(

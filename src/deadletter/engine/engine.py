@@ -44,6 +44,7 @@ from deadletter.engine import (
 from deadletter.engine.events import EngineListener
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import held_message, live_messages, require_queue
+from deadletter.engine.subscriptions import Subscriptions, fan_out
 from deadletter.engine.transactions import Pending, Runner
 from deadletter.storage.base import CredentialRecord, Store, Transaction
 
@@ -62,6 +63,7 @@ class Engine:
         self._run = self._runner.run
         self.templates = templates.Templates(self._runner, self.clock)
         store.on_messages_available(self._runner.available)
+        self.subscriptions = Subscriptions(self._run, self.clock)
 
     def add_listener(self, listener: EngineListener) -> None:
         self.listeners.append(listener)
@@ -166,6 +168,7 @@ class Engine:
                     )
                 )
             stored = tx.insert_messages(project, built)
+            fan_out(tx, project, queue_name, stored, now)
             pending.available.add((project, queue_name))
             pending.calls.append(lambda lst: lst.sent(project, queue_name, len(stored)))
             return stored

@@ -8,12 +8,14 @@ from typing import Any, Protocol
 from deadletter.domain.model import (
     Attribute,
     DeadLetterFilter,
+    Delivery,
     Message,
     Provenance,
     Queue,
     QueueSettings,
     RedriveTask,
     SkipReason,
+    Subscription,
     TaskStatus,
 )
 
@@ -180,4 +182,68 @@ def task_from(row: Row) -> RedriveTask:
             (mid, SkipReason(reason)) for mid, reason in json.loads(row["skipped_ids"])
         ),
         cursor_seq=row["cursor_seq"],
+    )
+
+
+def subscription_params(s: Subscription) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "project": s.project,
+        "queue": s.queue,
+        "subscriber": s.subscriber,
+        "ttl": s.ttl,
+        "options": json.dumps(s.options),
+        "confirmed": s.confirmed,
+        "created_at": s.created_at,
+        "expires_at": s.expires_at,
+    }
+
+
+def subscription_from(row: Row) -> Subscription:
+    return Subscription(
+        id=row["id"],
+        project=row["project"],
+        queue=row["queue"],
+        subscriber=row["subscriber"],
+        ttl=int(row["ttl"]),
+        options=json.loads(row["options"]),
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        confirmed=bool(row["confirmed"]),
+    )
+
+
+def delivery_params(d: Delivery) -> dict[str, Any]:
+    return {
+        "id": d.id,
+        "project": d.project,
+        "queue": d.queue,
+        "subscription_id": d.subscription_id,
+        "subscriber": d.subscriber,
+        "options": json.dumps(d.options),
+        "message_id": d.message_id,
+        "body": d.body,
+        "ttl": d.ttl,
+        "enqueued_at": d.enqueued_at,
+        "due_at": d.due_at,
+        "attempts": d.attempts,
+        "last_error": d.last_error,
+    }
+
+
+def delivery_from(row: Row) -> Delivery:
+    return Delivery(
+        id=row["id"],
+        project=row["project"],
+        queue=row["queue"],
+        subscription_id=row["subscription_id"],
+        subscriber=row["subscriber"],
+        options=json.loads(row["options"]),
+        message_id=row["message_id"],
+        body=bytes(row["body"]),
+        ttl=int(row["ttl"]),
+        enqueued_at=row["enqueued_at"],
+        due_at=row["due_at"],
+        attempts=int(row["attempts"]),
+        last_error=row["last_error"],
     )

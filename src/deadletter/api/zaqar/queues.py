@@ -144,4 +144,6 @@ def purge_queue(ctx: Ctx) -> Response:
     ctx.engine.get_queue(ctx.project, ctx.queue)
     if "messages" in kinds:
         ctx.engine.purge(ctx.project, ctx.queue)
+    if "subscriptions" in kinds:
+        ctx.engine.subscriptions.purge(ctx.project, ctx.queue)
     return Response(status_code=204)

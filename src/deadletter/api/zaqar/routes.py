@@ -37,6 +37,13 @@ from deadletter.api.zaqar.queues import (
     purge_queue,
     queue_stats,
 )
+from deadletter.api.zaqar.subscriptions import (
+    create_subscription,
+    delete_subscription,
+    get_subscription,
+    list_subscriptions,
+    update_subscription,
+)
 from deadletter.api.zaqar.templates import (
     delete_template,
     get_template,
@@ -87,6 +94,11 @@ ROUTES: list[tuple[str, str, Handler, bool]] = [
     ("/v2/templates/{template}", "GET", get_template, True),
     ("/v2/templates/{template}", "PATCH", patch_template, True),
     ("/v2/templates/{template}", "DELETE", delete_template, True),
+    (Q + "/subscriptions", "POST", create_subscription, True),
+    (Q + "/subscriptions", "GET", list_subscriptions, True),
+    (Q + "/subscriptions/{subscription_id}", "GET", get_subscription, True),
+    (Q + "/subscriptions/{subscription_id}", "PATCH", update_subscription, True),
+    (Q + "/subscriptions/{subscription_id}", "DELETE", delete_subscription, True),
 ]
 
 

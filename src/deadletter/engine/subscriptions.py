@@ -1,0 +1,318 @@
+"""Subscriptions to a queue, and the notifications owed to them until delivered or given up.
+
+A message sent to a queue owes one notification to each live subscription, written in the
+send's own transaction: a message is never stored without the notifications it owes, and a
+notification outlives a restart. A notification that keeps failing is dead-lettered (reason
+`delivery_failed`) into the queue's DLQ, or, where the queue has no active DLQ, counted in
+the queue's `dropped.delivery_failed` counter and logged, never lost silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+from deadletter.clock import Clock
+from deadletter.domain import errors
+from deadletter.domain.model import (
+    MAX_DESCRIPTION,
+    MAX_ERROR_DETAILS,
+    MAX_SUBSCRIBER_LENGTH,
+    MIN_SUBSCRIPTION_TTL,
+    Delivery,
+    Message,
+    Reason,
+    Subscription,
+)
+from deadletter.engine import counters, transitions
+from deadletter.engine.ids import new_id
+from deadletter.engine.lookups import require_queue
+from deadletter.engine.transactions import Pending
+from deadletter.storage.base import Transaction
+
+T = TypeVar("T")
+
+
+class Run(Protocol):
+    """The engine's runner: `work` in one transaction (`transactions.Runner.run`)."""
+
+    def __call__(self, work: Callable[[Transaction, Pending], T], /) -> T: ...
+
+
+log = logging.getLogger("deadletter.subscriptions")
+
+SCHEMES = ("http", "https")
+# Far enough for any clock: a larger ttl would overflow the times stores and answers hold.
+MAX_SUBSCRIPTION_TTL = 100 * 365 * 86_400
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a failed notification is tried again: `retries` more times, the first after
+    `backoff` seconds, each wait twice the one before."""
+
+    retries: int = 3
+    backoff: float = 1.0
+
+    def delay(self, failures: int) -> float:
+        return self.backoff * 2.0 ** (failures - 1)
+
+
+def check_subscriber(subscriber: str) -> str:
+    """Only webhooks are delivered: Zaqar's mailto (and its trust+ schemes) would need a mail
+    server and a confirmation flow this server does not have, so they are refused here."""
+    if len(subscriber) > MAX_SUBSCRIBER_LENGTH or "\x00" in subscriber:
+        raise errors.InvalidInput(
+            f"subscriber must be a URL of at most {MAX_SUBSCRIBER_LENGTH} characters"
+        )
+    parts = urlsplit(subscriber)
+    if parts.scheme.lower() not in SCHEMES or not parts.hostname:
+        raise errors.InvalidInput(
+            "subscriber must be an http:// or https:// webhook URL with a host; other kinds"
+            " of subscriber (mailto:, trust+http:) are not supported"
+        )
+    return subscriber
+
+
+def check_ttl(ttl: int) -> int:
+    if not MIN_SUBSCRIPTION_TTL <= ttl <= MAX_SUBSCRIPTION_TTL:
+        raise errors.InvalidInput(
+            f"the ttl of a subscription must be between {MIN_SUBSCRIPTION_TTL} and"
+            f" {MAX_SUBSCRIPTION_TTL} seconds, not {ttl}"
+        )
+    return ttl
+
+
+def fan_out(
+    tx: Transaction, project: str, queue: str, messages: Sequence[Message], now: float
+) -> None:
+    """The notifications `messages`, just sent to `queue`, owe its live subscriptions."""
+    subscribed = tx.list_subscriptions(project, queue, now, None, None)
+    if subscribed:
+        tx.insert_deliveries(
+            [
+                Delivery(
+                    id=new_id(),
+                    project=project,
+                    queue=queue,
+                    subscription_id=s.id,
+                    subscriber=s.subscriber,
+                    options=s.options,
+                    message_id=m.id,
+                    body=m.body,
+                    ttl=m.ttl(),
+                    enqueued_at=m.enqueued_at,
+                    due_at=now,
+                )
+                for m in messages
+                for s in subscribed
+            ]
+        )
+
+
+def give_up(tx: Transaction, pending: Pending, d: Delivery, failures: int, now: float) -> None:
+    """A notification failed for good: into the queue's DLQ as a new message (the original may
+    still be in the queue, or consumed), its provenance naming the original message."""
+    description = (
+        f"notification to {d.subscriber} failed after {failures} attempt(s)"
+        f" (subscription {d.subscription_id})"
+    )[:MAX_DESCRIPTION]
+    error = (d.last_error or "unknown error")[:MAX_ERROR_DETAILS]
+    source = tx.get_queue(d.project, d.queue)
+    policy = source.settings.dead_letter if source else None
+    dlq = tx.get_queue(d.project, policy.target) if policy and policy.active else None
+    project, queue = d.project, d.queue
+    if source is None or dlq is None:
+        tx.bump_counter(project, queue, counters.dropped(Reason.DELIVERY_FAILED), 1)
+        reason = Reason.DELIVERY_FAILED.value
+        pending.calls.append(lambda lst: lst.dropped(project, queue, reason, 1))
+        log.warning(
+            "notification dropped: the queue has no active dead-letter queue",
+            extra={"project": project, "queue": queue, "subscriber": d.subscriber,
+                   "message_id": d.message_id, "error": error},
+        )  # fmt: skip
+        return
+    notification = Message(
+        id=new_id(),
+        queue=queue,
+        seq=0,
+        body=d.body,
+        attributes={},
+        enqueued_at=now,
+        expires_at=now + dlq.settings.default_ttl,
+        visible_at=now,
+        claim_id=None,
+        claim_expires_at=None,
+        claim_count=0,
+        first_claimed_at=None,
+        client_id=None,
+        dead_letter_eligible=True,
+    )
+    moved = transitions.dead_lettered(
+        notification, source, dlq, Reason.DELIVERY_FAILED, now, description, error
+    )
+    assert moved.provenance is not None
+    provenance = replace(
+        moved.provenance, original_message_id=d.message_id, original_enqueued_at=d.enqueued_at
+    )
+    tx.insert_messages(project, [replace(moved, provenance=provenance)])
+    tx.bump_counter(project, queue, counters.dead_lettered(Reason.DELIVERY_FAILED), 1)
+    pending.available.add((project, dlq.name))
+    pending.calls.append(
+        lambda lst: lst.dead_lettered(project, queue, dlq.name, Reason.DELIVERY_FAILED.value, 1)
+    )
+
+
+class Subscriptions:
+    """The engine's subscription operations (`Engine.subscriptions`), each one transaction."""
+
+    def __init__(self, run: Run, clock: Clock) -> None:
+        self._run = run
+        self.clock = clock
+
+    def create(
+        self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any]
+    ) -> tuple[Subscription, bool]:
+        """The subscription and whether it is new. As in Zaqar, subscribing a subscriber
+        again while its subscription is unconfirmed answers that subscription (Zaqar would
+        send the confirmation again); a confirmed one is a Conflict."""
+        check_subscriber(subscriber)
+        check_ttl(ttl)
+
+        def work(tx: Transaction, _: Pending) -> tuple[Subscription, bool]:
+            require_queue(tx, project, queue, lock=True)  # serialises subscribers of a queue
+            now = self.clock.now()
+            old = tx.subscription_by_subscriber(project, queue, subscriber)
+            if old is not None and old.expires_at > now:
+                if old.confirmed:
+                    raise errors.Conflict(
+                        f"{subscriber} is already subscribed to {queue!r}: subscriptions are"
+                        " unique by project, queue and subscriber"
+                    )
+                return old, False
+            if old is not None:
+                tx.delete_subscriptions(project, queue, [old.id])
+            new = Subscription(
+                new_id(), project, queue, subscriber, ttl, dict(options), now, now + ttl
+            )
+            tx.insert_subscription(new)
+            return new, True
+
+        return self._run(work)
+
+    def get(self, project: str, queue: str, subscription_id: str) -> Subscription:
+        def work(tx: Transaction, _: Pending) -> Subscription:
+            found = tx.get_subscription(project, queue, subscription_id)
+            if found is None or found.expires_at <= self.clock.now():
+                raise errors.NotFound(f"subscription {subscription_id!r} does not exist")
+            return found
+
+        return self._run(work)
+
+    def list_page(
+        self, project: str, queue: str, after: str | None = None, limit: int = 10
+    ) -> list[Subscription]:
+        return self._run(
+            lambda tx, _: tx.list_subscriptions(project, queue, self.clock.now(), after, limit)
+        )
+
+    def update(
+        self,
+        project: str,
+        queue: str,
+        subscription_id: str,
+        subscriber: str | None = None,
+        ttl: int | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Subscription:
+        """Change what is given; a new ttl counts from now, as in Zaqar."""
+        if subscriber is not None:
+            check_subscriber(subscriber)
+        if ttl is not None:
+            check_ttl(ttl)
+
+        def work(tx: Transaction, _: Pending) -> Subscription:
+            require_queue(tx, project, queue, lock=True)
+            now = self.clock.now()
+            old = tx.get_subscription(project, queue, subscription_id, lock=True)
+            if old is None or old.expires_at <= now:
+                raise errors.NotFound(f"subscription {subscription_id!r} does not exist")
+            if subscriber is not None and subscriber != old.subscriber:
+                taken = tx.subscription_by_subscriber(project, queue, subscriber)
+                if taken is not None and taken.expires_at > now:
+                    raise errors.Conflict(f"{subscriber} is already subscribed to {queue!r}")
+                if taken is not None:
+                    tx.delete_subscriptions(project, queue, [taken.id])
+            new = replace(
+                old,
+                subscriber=old.subscriber if subscriber is None else subscriber,
+                options=old.options if options is None else dict(options),
+                ttl=old.ttl if ttl is None else ttl,
+                expires_at=old.expires_at if ttl is None else now + ttl,
+            )
+            tx.update_subscription(new)
+            return new
+
+        return self._run(work)
+
+    def delete(self, project: str, queue: str, subscription_id: str) -> bool:
+        """Unsubscribe; what is still owed to the subscription is cancelled with it."""
+        gone = self._run(lambda tx, _: tx.delete_subscriptions(project, queue, [subscription_id]))
+        return gone > 0
+
+    def purge(self, project: str, queue: str) -> int:
+        def work(tx: Transaction, _: Pending) -> int:
+            ids = [s.id for s in tx.list_subscriptions(project, queue, 0.0, None, None)]
+            return tx.delete_subscriptions(project, queue, ids) if ids else 0
+
+        return self._run(work)
+
+    def sweep(self) -> int:
+        return self._run(lambda tx, _: tx.delete_expired_subscriptions(self.clock.now()))
+
+    # The notifications owed (deadletter.engine.deliveries sends them)
+
+    def take(self, limit: int, busy: Sequence[str], lease: float) -> list[Delivery]:
+        """Due notifications, leased for `lease` seconds."""
+        now = self.clock.now()
+        return self._run(lambda tx, _: tx.due_deliveries(now, limit, busy, now + lease))
+
+    def release(self, deliveries: Sequence[Delivery]) -> None:
+        """Give back taken notifications unsent: due now, their attempts unchanged."""
+
+        def work(tx: Transaction, _: Pending) -> None:
+            now = self.clock.now()
+            for d in deliveries:
+                tx.update_delivery(replace(d, due_at=now))
+
+        self._run(work)
+
+    def delivered(self, delivery_id: str) -> None:
+        self._run(lambda tx, _: tx.delete_delivery(delivery_id))
+
+    def failed(self, delivery_id: str, error: str, final: bool, policy: RetryPolicy) -> str:
+        """Record a failed attempt: the notification is tried again after its backoff, or, out
+        of retries (or `final`), given up. Returns "retrying", "given_up" or "gone" (deleted
+        meanwhile with its subscription or queue)."""
+
+        def work(tx: Transaction, pending: Pending) -> str:
+            d = tx.get_delivery(delivery_id)
+            if d is None:
+                return "gone"
+            now = self.clock.now()
+            failures = d.attempts + 1
+            d = replace(d, attempts=failures, last_error=error)
+            if not final and failures <= policy.retries:
+                tx.update_delivery(replace(d, due_at=now + policy.delay(failures)))
+                return "retrying"
+            tx.delete_delivery(d.id)
+            give_up(tx, pending, d, failures, now)
+            return "given_up"
+
+        return self._run(work)
+
+    def pending(self, project: str, queue: str) -> list[Delivery]:
+        return self._run(lambda tx, _: tx.pending_deliveries(project, queue))

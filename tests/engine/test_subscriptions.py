@@ -1,0 +1,112 @@
+"""Subscriptions in the engine, on every store: what they are, and what a send owes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from deadletter.clock import ManualClock
+from deadletter.domain import errors
+from deadletter.engine.engine import Engine
+from tests.engine.helpers import P, send
+
+HOOK = "http://hooks.example/a"
+
+
+def test_subscribe_read_list_change_and_unsubscribe(engine: Engine, clock: ManualClock) -> None:
+    engine.create_queue(P, "q")
+    sub, created = engine.subscriptions.create(P, "q", HOOK, 600, {"k": 1})
+    assert created and not sub.confirmed
+    assert engine.subscriptions.get(P, "q", sub.id) == sub
+    other, _ = engine.subscriptions.create(P, "q", "https://hooks.example/b", 600, {})
+    first = engine.subscriptions.list_page(P, "q", None, 1)
+    rest = engine.subscriptions.list_page(P, "q", first[0].id, 10)
+    assert sorted(s.id for s in first + rest) == sorted([sub.id, other.id])
+    clock.advance(100)
+    changed = engine.subscriptions.update(P, "q", sub.id, subscriber=HOOK + "2", ttl=60)
+    assert (changed.subscriber, changed.ttl, changed.options) == (HOOK + "2", 60, {"k": 1})
+    assert changed.expires_at == clock.now() + 60  # a new ttl counts from now
+    assert engine.subscriptions.delete(P, "q", sub.id) is True
+    assert engine.subscriptions.delete(P, "q", sub.id) is False
+    with pytest.raises(errors.NotFound):
+        engine.subscriptions.get(P, "q", sub.id)
+
+
+def test_subscribing_again_while_unconfirmed_answers_the_same_subscription(
+    engine: Engine,
+) -> None:
+    # As in Zaqar, whose client's functional suite relies on it.
+    engine.create_queue(P, "q")
+    sub, _ = engine.subscriptions.create(P, "q", HOOK, 600, {})
+    again, created = engine.subscriptions.create(P, "q", HOOK, 600, {})
+    assert (again.id, created) == (sub.id, False)
+
+
+def test_a_subscriber_taken_by_another_subscription_is_a_conflict(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    engine.subscriptions.create(P, "q", HOOK, 600, {})
+    other, _ = engine.subscriptions.create(P, "q", HOOK + "/b", 600, {})
+    with pytest.raises(errors.Conflict):
+        engine.subscriptions.update(P, "q", other.id, subscriber=HOOK)
+
+
+@pytest.mark.parametrize(
+    "subscriber",
+    ["mailto:ops@example.com", "trust+http://hooks.example/", "ftp://x/", "http://", "hooks"],
+)
+def test_only_http_webhooks_are_accepted(engine: Engine, subscriber: str) -> None:
+    engine.create_queue(P, "q")
+    with pytest.raises(errors.InvalidInput, match="http"):
+        engine.subscriptions.create(P, "q", subscriber, 600, {})
+
+
+def test_a_ttl_under_a_minute_is_refused(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    with pytest.raises(errors.InvalidInput, match="ttl"):
+        engine.subscriptions.create(P, "q", HOOK, 59, {})
+
+
+def test_a_subscription_lives_its_ttl(engine: Engine, clock: ManualClock) -> None:
+    engine.create_queue(P, "q")
+    sub, _ = engine.subscriptions.create(P, "q", HOOK, 60, {})
+    clock.advance(60)
+    with pytest.raises(errors.NotFound):
+        engine.subscriptions.get(P, "q", sub.id)
+    assert engine.subscriptions.list_page(P, "q") == []
+    send(engine, "q", "after")
+    assert engine.subscriptions.pending(P, "q") == []
+    # the sweep removes it, and the subscriber may subscribe anew
+    assert engine.subscriptions.sweep() == 1
+    fresh, created = engine.subscriptions.create(P, "q", HOOK, 60, {})
+    assert created and fresh.id != sub.id
+
+
+def test_a_send_owes_each_live_subscription_one_notification(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    send(engine, "q", "before")
+    a, _ = engine.subscriptions.create(P, "q", HOOK, 600, {})
+    b, _ = engine.subscriptions.create(P, "q", HOOK + "/b", 600, {})
+    (m,) = send(engine, "q", "after")
+    owed = engine.subscriptions.pending(P, "q")
+    assert sorted(d.subscription_id for d in owed) == sorted([a.id, b.id])
+    assert {(d.message_id, d.body) for d in owed} == {(m.id, b"after")}
+
+
+def test_unsubscribing_cancels_what_is_owed(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    sub, _ = engine.subscriptions.create(P, "q", HOOK, 600, {})
+    send(engine, "q", "x")
+    engine.subscriptions.delete(P, "q", sub.id)
+    assert engine.subscriptions.pending(P, "q") == []
+
+
+def test_deleting_the_queue_or_purging_its_subscriptions_removes_them(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    engine.subscriptions.create(P, "q", HOOK, 600, {})
+    send(engine, "q", "x")
+    engine.delete_queue(P, "q")
+    engine.create_queue(P, "q")
+    assert engine.subscriptions.list_page(P, "q") == []
+    assert engine.subscriptions.pending(P, "q") == []
+    engine.subscriptions.create(P, "q", HOOK, 600, {})
+    assert engine.subscriptions.purge(P, "q") == 1
+    assert engine.subscriptions.list_page(P, "q") == []
