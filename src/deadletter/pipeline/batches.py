@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from deadletter.pipeline.mining import group_key, pattern_id, with_context
-from deadletter.pipeline.text import exception_signature, key_paths, mining_parts, tokenize
+from deadletter.pipeline.text import key_paths, mining_parts, tokenize
 
 MINING_COLUMNS = ["signature", "headline", "tokens_text", "group_key", "context_text"]
 MINING_TYPE = (
@@ -28,15 +28,6 @@ def extract(error: pd.Series, description: pd.Series) -> pd.DataFrame:
         context_text = " ".join(tokenize(context)) if context else ""
         rows.append((signature, headline, " ".join(tokens), group_key(tokens), context_text))
     return pd.DataFrame(rows, columns=MINING_COLUMNS)
-
-
-SIGNATURE_TYPE = "signature string, headline string"
-
-
-def signatures(error: pd.Series) -> pd.DataFrame:
-    """(signature, headline) of each error (text.exception_signature); None gives ("", "")."""
-    rows = [exception_signature(e if isinstance(e, str) else None) for e in error]
-    return pd.DataFrame(rows, columns=["signature", "headline"])
 
 
 def paths(body: pd.Series) -> pd.Series:

@@ -1,4 +1,4 @@
-"""The JVM text steps (sqltext) give what the Python reference (text) gives, line for line."""
+"""Key paths computed once per JVM body shape equal the key paths of each body."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from deadletter.pipeline.text import exception_signature, key_paths, tokenize
+from deadletter.pipeline.text import key_paths
 
 pytestmark = pytest.mark.spark
 
@@ -44,53 +44,12 @@ def _corpus(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_jvm_tokens_equal_python_tokens_on_real_and_corner_lines(spark: Any) -> None:
-    from pyspark.sql import functions as F
-
-    from deadletter.pipeline.sqltext import tokens
-
-    lines = _lines()
-    df = spark.createDataFrame([(i, s) for i, s in enumerate(lines)], "i int, s string")
-    got = {r["i"]: list(r["t"]) for r in df.select("i", tokens(F.col("s")).alias("t")).collect()}
-    mismatches = [(s, got[i], tokenize(s)) for i, s in enumerate(lines) if got[i] != tokenize(s)]
-    assert mismatches == []
-
-
-def test_jvm_headline_of_an_error_without_frames_equals_python(
-    spark: Any, corpus_path: Path
-) -> None:
-    from pyspark.sql import functions as F
-
-    from deadletter.pipeline.sqltext import may_have_frames, plain_headline
-
-    errors = [r["error"] for r in _corpus(corpus_path)] + [
-        None,
-        "",
-        " \n\t\n",
-        "first line  \r\n\n  second\x1cthird\u2028fourth \x0b fifth",
-    ]
-    df = spark.createDataFrame([(i, e) for i, e in enumerate(errors)], "i int, e string")
-    rows = df.select(
-        "i", plain_headline(F.col("e")).alias("h"), may_have_frames(F.col("e")).alias("f")
-    ).collect()
-    framed = 0
-    for r in rows:
-        signature, headline = exception_signature(errors[r["i"]])
-        if r["f"]:
-            framed += 1
-            continue
-        assert (signature, r["h"]) == ("", headline), errors[r["i"]]
-    # The corpus has traces of both languages: they all go to the Python reference.
-    assert 0 < framed < len(errors)
-    assert all(r["f"] for r in rows if exception_signature(errors[r["i"]])[0])
-
-
 def test_key_paths_from_the_jvm_shape_equal_key_paths_of_the_body(
     spark: Any, corpus_path: Path
 ) -> None:
     from pyspark.sql import functions as F
 
-    from deadletter.pipeline.sqltext import body_shape, key_paths_of_shape
+    from deadletter.pipeline.shape import body_shape, key_paths_of_shape
 
     bodies = [
         r["body"] if isinstance(r["body"], str) else json.dumps(r["body"])
