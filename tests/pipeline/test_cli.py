@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,23 @@ def test_analyze_an_export_file_writes_the_report(spark: Any, tmp_path: Path) ->
     assert len((out / "assignments.jsonl").read_text().splitlines()) == 300
     assert json.loads((out / "patterns.json").read_text())["total"] == 300
     assert (out / "report.html").exists()
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings(PANDAS_WARNING)
+def test_analyze_tells_its_stages_on_stderr_and_keeps_stdout_for_the_result(
+    spark: Any, tmp_path: Path
+) -> None:
+    from deadletter.pipeline.corpus import write_jsonl
+
+    write_jsonl(tmp_path / "dead.jsonl", 120, seed=6)
+    result = CliRunner().invoke(
+        analyze, ["--input", str(tmp_path / "dead.jsonl"), "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.output
+    stages = result.stderr.splitlines()
+    assert re.match(r"\[\s*\d+\.\ds\] starting Spark", stages[0])
+    assert any(re.search(r"\] 120 dead letters masked", line) for line in stages)
+    assert re.search(r"\] done$", stages[-1])
+    assert result.stdout.startswith("120 dead letters, ")
+    assert "[" not in result.stdout.splitlines()[0]

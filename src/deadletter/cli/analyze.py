@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import time
+import warnings
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,11 @@ from deadletter.cli.config import resolve, unreachable_hint
     show_default=True,
     help="With --queue, store the patterns on the server for `redrive start --pattern`.",
 )
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Show Spark's own log and warnings on the terminal (otherwise in OUT/spark.log).",
+)
 @click.pass_context
 def analyze(
     ctx: click.Context,
@@ -71,6 +79,7 @@ def analyze(
     partitions: int,
     threshold: float,
     post: bool,
+    verbose: bool,
 ) -> None:
     """Group dead letters into failure patterns and write a report.
 
@@ -93,29 +102,54 @@ def analyze(
     try:
         from deadletter.pipeline.analysis import analyze as run
         from deadletter.pipeline.remote import put_patterns
+        from deadletter.pipeline.report import label
         from deadletter.pipeline.schema import session
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from exc
-    try:
-        spark = session(master)
-    except RuntimeError as exc:
-        raise click.ClickException(str(exc)) from exc
-    poster = partial(put_patterns, url, queue, project=project) if post and queue else None
-    source: Any = str(input_path)
-    if input_path is None:
-        assert queue is not None
-        reader = spark.read.format("deadletter").option("url", url).option("queue", queue)
-        source = reader.option("project", project).option("partitions", str(partitions)).load()
-    try:
-        result = run(source, out_dir, spark=spark, threshold=threshold, post=poster)
-    except httpx.TransportError as exc:
-        raise click.ClickException(
-            f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
-        ) from exc
+    say = Progress()
+    with warnings.catch_warnings():
+        if not verbose:
+            # pyspark's own advice (pandas versions, deprecations) is not the user's business.
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", UserWarning)
+        say(f"starting Spark ({master or 'its default master'})")
+        try:
+            spark = session(master, jvm_log=None if verbose else out_dir / "spark.log")
+        except RuntimeError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if not verbose:
+            spark.sparkContext.setLogLevel("ERROR")
+        poster = partial(put_patterns, url, queue, project=project) if post and queue else None
+        source: Any = str(input_path)
+        if input_path is None:
+            assert queue is not None
+            reader = spark.read.format("deadletter").option("url", url).option("queue", queue)
+            source = reader.option("project", project).option("partitions", str(partitions))
+            source = source.load()
+        try:
+            result = run(
+                source, out_dir, spark=spark, threshold=threshold, post=poster, progress=say
+            )
+        except httpx.TransportError as exc:
+            raise click.ClickException(
+                f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
+            ) from exc
+    say("done")
     click.echo(f"{result.total} dead letters, {len(result.patterns)} patterns -> {out_dir}")
     for p in result.patterns[:10]:
-        template = p["template"] or f"(no error text: {', '.join(p.get('reasons') or [])})"
-        click.echo(f"  {p['id']}  {p['count']:>6}  {template[:54]}")
+        click.echo(f"  {p['id']}  {p['count']:>6}  {label(p)[:54]}")
+
+
+class Progress:
+    """Stages with the time since the command started, on stderr (stdout keeps the result)."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def __call__(self, stage: str) -> None:
+        elapsed = time.monotonic() - self.started
+        click.echo(f"[{elapsed:6.1f}s] {stage}", err=True)
+        sys.stderr.flush()
 
 
 @analyze.command()

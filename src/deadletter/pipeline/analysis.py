@@ -1,6 +1,6 @@
 """The analysis job: DataFrame -> DataFrame steps that turn dead letters into failure patterns.
 
-Chain: `df.transform(with_mining_text).transform(with_key_paths).transform(with_templates)
+Chain: `df.transform(with_mining_text).transform(with_body_shape).transform(with_templates)
 .transform(with_pattern_ids)` (`patterns_of`), then `summarize` aggregates each pattern and
 `analyze` writes the outputs. Every step checks the columns it reads.
 """
@@ -8,9 +8,8 @@ Chain: `df.transform(with_mining_text).transform(with_key_paths).transform(with_
 from __future__ import annotations
 
 import json
-import shutil
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from deadletter.pipeline import require_pyspark
 from deadletter.pipeline.columns import iso
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD
+from deadletter.pipeline.outputs import members_of, read_assignments, write_jsonl, write_patterns
 from deadletter.pipeline.schema import read_export, require_columns, session, to_schema
 
 SAMPLES = 5
@@ -37,7 +37,13 @@ def _pandas_udf(func: Callable[..., Any], return_type: str) -> Any:
 
 def with_mining_text(df: Any) -> Any:
     """Add `signature` (exception type + top frames), `headline`, masked `tokens_text`
-    (space-joined tokens), `group_key` and the masked description `context_text`."""
+    (space-joined tokens), `group_key` and the masked description `context_text`.
+
+    One pandas UDF in Arrow batches. The masks were also written as JVM expressions
+    (`regexp_replace` chains, `split`, higher-order functions per token) and gave the same
+    tokens, but measured about twice as slow: per-token lambdas run interpreted, and a
+    headline needs sixteen regex passes either way.
+    """
     require_columns(df, ["error", "description"], "with_mining_text")
     from pyspark.sql import functions as F
 
@@ -53,7 +59,7 @@ def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
     """Add `template`: distinct (text, context) sequences are counted over the whole
     DataFrame, mined together with a deterministic algorithm (one group: templates of
     different lengths merge, mining.with_context), and joined back."""
-    require_columns(df, ["tokens_text", "group_key", "context_text"], "with_templates")
+    require_columns(df, ["tokens_text", "context_text"], "with_templates")
     from pyspark.sql import functions as F
 
     from deadletter.pipeline import batches
@@ -82,21 +88,22 @@ def with_pattern_ids(df: Any) -> Any:
     return df.withColumn("pattern_id", F.concat(F.lit("p-"), F.sha2(text, 256).substr(1, 12)))
 
 
-def with_key_paths(df: Any) -> Any:
-    """Add `key_paths`: the JSON key paths and value types of `body`."""
-    require_columns(df, ["body"], "with_key_paths")
+def with_body_shape(df: Any) -> Any:
+    """Add `body_shape`: what the key paths of `body` depend on (sqltext.body_shape); the key
+    paths themselves are computed once per shape when the patterns are summarised."""
+    require_columns(df, ["body"], "with_body_shape")
     from pyspark.sql import functions as F
 
-    from deadletter.pipeline import batches
+    from deadletter.pipeline.shape import body_shape
 
-    return df.withColumn("key_paths", _pandas_udf(batches.paths, "array<string>")(F.col("body")))
+    return df.withColumn("body_shape", body_shape(F.col("body")))
 
 
 def patterns_of(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
     """The whole mining chain on a DataFrame in SCHEMA."""
     return (
         df.transform(with_mining_text)
-        .transform(with_key_paths)
+        .transform(with_body_shape)
         .transform(lambda d: with_templates(d, threshold))
         .transform(with_pattern_ids)
     )
@@ -117,27 +124,66 @@ def _example(row: Any) -> dict[str, Any]:
     }
 
 
-def summarize(mined: Any) -> list[dict[str, Any]]:
-    """One JSON-ready dict per pattern, largest first (ties by id)."""
-    need = ["pattern_id", "template", "signature", "message_id", "source_queue", "reason"]
-    require_columns(mined, [*need, "dead_lettered_at", "key_paths", "attributes"], "summarize")
+NARROW = [
+    "message_id",
+    "source_queue",
+    "reason",
+    "dead_lettered_at",
+    "attributes",
+    "signature",
+    "body_shape",
+]
+
+
+def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
+    """One JSON-ready dict per pattern, largest first (ties by id).
+
+    `mined` needs the narrow columns only; each pattern's example is read from
+    `examples_from` (the dead letters in SCHEMA; by default `mined` itself).
+    """
+    need = ["pattern_id", "template", *NARROW]
+    require_columns(mined, need, "summarize")
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    base = {
-        r["pattern_id"]: r
-        for r in mined.groupBy("pattern_id")
+    base: dict[str, dict[str, Any]] = {}
+    hourly_counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in (
+        mined.groupBy(
+            "pattern_id",
+            "template",
+            "signature",
+            "source_queue",
+            "reason",
+            F.date_trunc("hour", "dead_lettered_at").alias("hour"),
+        )
         .agg(
             F.count("*").alias("count"),
-            F.first("template").alias("template"),
-            F.first("signature").alias("signature"),
-            F.sort_array(F.collect_set("source_queue")).alias("source_queues"),
-            F.sort_array(F.collect_set("reason")).alias("reasons"),
             F.min("dead_lettered_at").alias("first_seen"),
             F.max("dead_lettered_at").alias("last_seen"),
         )
         .collect()
-    }
+    ):
+        b = base.setdefault(
+            r["pattern_id"],
+            {
+                "count": 0,
+                "template": r["template"],
+                "signature": r["signature"],
+                "source_queues": set(),
+                "reasons": set(),
+                "first_seen": None,
+                "last_seen": None,
+            },
+        )
+        b["count"] += r["count"]
+        b["source_queues"].add(r["source_queue"])
+        b["reasons"].add(r["reason"])
+        for key, pick in (("first_seen", min), ("last_seen", max)):
+            if r[key] is not None:
+                b[key] = r[key] if b[key] is None else pick(b[key], r[key])
+        if r["hour"] is not None:
+            hourly_counts[r["pattern_id"]][iso(r["hour"])] += r["count"]
     # The window sorts two columns only; the few first samples are then joined back whole.
     ranked = (
         mined.select("pattern_id", "message_id")
@@ -149,25 +195,9 @@ def summarize(mined: Any) -> list[dict[str, Any]]:
     samples: dict[str, list[str]] = defaultdict(list)
     for r in ranked.orderBy("pattern_id", "_rn").collect():
         samples[r["pattern_id"]].append(r["message_id"])
-    firsts = mined.sparkSession.createDataFrame(
-        [(pid, ids[0]) for pid, ids in samples.items()], "pattern_id string, message_id string"
-    )
-    examples: dict[str, dict[str, Any]] = {}
-    first = F.broadcast(firsts.toDF("_pid", "_mid"))
-    on = (F.col("pattern_id") == F.col("_pid")) & F.col("message_id").eqNullSafe(F.col("_mid"))
-    for r in mined.join(first, on).collect():
-        examples.setdefault(r["pattern_id"], _example(r))
-    hourly: dict[str, list[list[Any]]] = defaultdict(list)
-    for r in (
-        mined.groupBy("pattern_id", F.date_trunc("hour", "dead_lettered_at").alias("hour"))
-        .count()
-        .orderBy("pattern_id", "hour")
-        .collect()
-    ):
-        if r["hour"] is not None:
-            hourly[r["pattern_id"]].append([iso(r["hour"]), r["count"]])
+    examples = _examples(mined if examples_from is None else examples_from, samples)
     shapes = _shape_findings(mined, base)
-    attrs = _attribute_findings(mined)
+    attrs = _attribute_findings(mined, sum(b["count"] for b in base.values()))
 
     patterns = []
     for pid, r in base.items():
@@ -178,11 +208,11 @@ def summarize(mined: Any) -> list[dict[str, Any]]:
                 "template": r["template"] or "",
                 "signature": r["signature"] or "",
                 "count": r["count"],
-                "source_queues": [q for q in r["source_queues"] if q is not None],
-                "reasons": [q for q in r["reasons"] if q is not None],
+                "source_queues": sorted(q for q in r["source_queues"] if q is not None),
+                "reasons": sorted(q for q in r["reasons"] if q is not None),
                 "first_seen": iso(r["first_seen"]),
                 "last_seen": iso(r["last_seen"]),
-                "hourly_counts": hourly.get(pid, []),
+                "hourly_counts": [[h, c] for h, c in sorted(hourly_counts[pid].items())],
                 "sample_message_ids": samples.get(pid, []),
                 "example": examples.get(pid),
                 "key_paths_in_all": shape.get("in_all", []),
@@ -194,25 +224,44 @@ def summarize(mined: Any) -> list[dict[str, Any]]:
     return patterns
 
 
-def _shape_findings(mined: Any, base: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+def _examples(rows: Any, samples: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+    """Each pattern's first sample, whole (message ids are unique in an export)."""
+    from pyspark.sql import functions as F
+
+    first = {ids[0]: pid for pid, ids in samples.items() if ids and ids[0] is not None}
+    found: dict[str, dict[str, Any]] = {}
+    if first:
+        for r in rows.where(F.col("message_id").isin(*sorted(first))).collect():
+            found.setdefault(first[r["message_id"]], _example(r))
+    return found
+
+
+def _shape_findings(mined: Any, base: dict[str, dict[str, Any]]) -> dict[str, dict[str, list[str]]]:
     """Key paths every message of a pattern has, and those present in at least half of the
     dead letters of the pattern's source queues but in none of the pattern's own."""
     from pyspark.sql import functions as F
 
-    exploded = mined.select(
-        "pattern_id", "source_queue", F.explode("key_paths").alias("path")
-    ).groupBy("pattern_id", "source_queue", "path")
-    pairs = exploded.count().collect()
+    from deadletter.pipeline.shape import key_paths_of_shape
+
     per_queue_total: dict[str, int] = defaultdict(int)
-    per_pattern_queue: dict[tuple[str, str], int] = {}
-    for r in mined.groupBy("pattern_id", "source_queue").count().collect():
-        per_queue_total[r["source_queue"]] += r["count"]
-        per_pattern_queue[(r["pattern_id"], r["source_queue"])] = r["count"]
+    per_pattern_queue: dict[tuple[str, str], int] = defaultdict(int)
     path_in_queue: dict[tuple[str, str], int] = defaultdict(int)
     path_in_pattern: dict[tuple[str, str], int] = defaultdict(int)
-    for r in pairs:
-        path_in_queue[(r["source_queue"], r["path"])] += r["count"]
-        path_in_pattern[(r["pattern_id"], r["path"])] += r["count"]
+    paths_of: dict[str | None, list[str]] = {}
+    for r in (
+        mined.groupBy("pattern_id", "source_queue", "body_shape")
+        .agg(F.count("*").alias("count"))
+        .collect()
+    ):
+        pid, q, n = r["pattern_id"], r["source_queue"], r["count"]
+        per_queue_total[q] += n
+        per_pattern_queue[(pid, q)] += n
+        shape = r["body_shape"]
+        if shape not in paths_of:
+            paths_of[shape] = key_paths_of_shape(shape)
+        for path in paths_of[shape]:
+            path_in_queue[(q, path)] += n
+            path_in_pattern[(pid, path)] += n
     queue_paths: dict[str, set[str]] = defaultdict(set)
     for q, path in path_in_queue:
         queue_paths[q].add(path)
@@ -236,11 +285,10 @@ def _shape_findings(mined: Any, base: dict[str, Any]) -> dict[str, dict[str, lis
     return out
 
 
-def _attribute_findings(mined: Any) -> dict[str, list[dict[str, Any]]]:
+def _attribute_findings(mined: Any, total: int) -> dict[str, list[dict[str, Any]]]:
     """Attribute values carried by most of a pattern and over-represented against the corpus."""
     from pyspark.sql import functions as F
 
-    total = mined.count()
     sizes = mined.groupBy("pattern_id").agg(F.count("*").alias("size"))
     kv = mined.select("pattern_id", F.explode("attributes").alias("key", "value"))
     corpus = kv.groupBy("key", "value").agg(F.count("*").alias("corpus_count"))
@@ -290,16 +338,19 @@ def analyze(
     threshold: float = DEFAULT_THRESHOLD,
     keep_assignments: bool = False,
     post: Callable[[list[dict[str, Any]]], None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Result:
     """Find failure patterns in `source` (a DataFrame in SCHEMA or an export file's path) and
     write patterns.json, assignments.jsonl, Parquet tables and report.html into `out_dir`.
 
     `post`, when given, receives the patterns with their message ids (to store them on the
-    server). `keep_assignments` returns the message -> pattern map in the result.
+    server). `keep_assignments` returns the message -> pattern map in the result. `progress`
+    hears the name of each stage as it starts.
     """
     require_pyspark()
     from pyspark import StorageLevel
 
+    say = progress or (lambda _stage: None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(source, str | Path):
@@ -311,96 +362,47 @@ def analyze(
     if df.rdd.getNumPartitions() < parallelism:
         # A small export file is one partition: spread it so every core masks.
         df = df.repartition(parallelism)
-    # Masking is the costly step and with_templates reads its result twice: keep it.
+    say("reading and masking the dead letters")
+    # The one pass over the whole dead letters: what the later steps read is kept, narrow.
     tokens = (
         df.transform(with_mining_text)
-        .transform(with_key_paths)  # in the same Python pass as the masking
+        .transform(with_body_shape)
+        .select(*NARROW, "tokens_text", "context_text")
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    mined = (
-        tokens.transform(lambda d: with_templates(d, threshold))
-        .transform(with_pattern_ids)
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
+    mined = None
     try:
-        patterns = summarize(mined)
+        rows = tokens.count()
+        say(f"{rows:,} dead letters masked; mining templates")
+        mined = (
+            tokens.transform(lambda d: with_templates(d, threshold))
+            .transform(with_pattern_ids)
+            .select("pattern_id", "template", *NARROW)
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        mined.count()
+        tokens.unpersist()
+        say("summarising the patterns")
+        patterns = summarize(mined, examples_from=df)
+        say(f"{len(patterns):,} patterns; writing the assignments")
         assigned = mined.select("message_id", "pattern_id")
         assigned.write.mode("overwrite").parquet(str(out / "assignments.parquet"))
-        _write_jsonl(assigned, out / "assignments.jsonl")
-        members = _members(mined) if post is not None else {}
+        write_jsonl(assigned, out / "assignments.jsonl")
+        members = members_of(mined) if post is not None else {}
     finally:
-        mined.unpersist()
+        if mined is not None:
+            mined.unpersist()
         tokens.unpersist()
     total = sum(p["count"] for p in patterns)
     (out / "patterns.json").write_text(
         json.dumps({"total": total, "patterns": patterns}, indent=2) + "\n"
     )
-    _write_patterns_parquet(patterns, out / "patterns.parquet")
+    write_patterns(patterns, out / "patterns.parquet")
     from deadletter.pipeline.report import render
 
     (out / "report.html").write_text(render(patterns, total))
     if post is not None:
+        say("storing the patterns on the server")
         post([{**p, "message_ids": members.get(p["id"], [])} for p in patterns])
-    assignments = _read_assignments(out / "assignments.jsonl") if keep_assignments else {}
+    assignments = read_assignments(out / "assignments.jsonl") if keep_assignments else {}
     return Result(out, total, patterns, assignments)
-
-
-def _write_jsonl(df: Any, path: Path) -> None:
-    """`df` as one JSON-lines file: Spark writes the parts in parallel, they are then joined."""
-    parts = path.with_name(path.name + ".parts")
-    df.write.mode("overwrite").option("ignoreNullFields", "false").json(str(parts))
-    with path.open("wb") as fh:
-        for part in sorted(parts.glob("part-*")):
-            with part.open("rb") as src:
-                shutil.copyfileobj(src, fh)
-    shutil.rmtree(parts)
-
-
-def _members(mined: Any) -> dict[str, list[str]]:
-    from pyspark.sql import functions as F
-
-    rows = mined.groupBy("pattern_id").agg(F.sort_array(F.collect_list("message_id")).alias("ids"))
-    return {r["pattern_id"]: list(r["ids"]) for r in rows.collect()}
-
-
-def _read_assignments(path: Path) -> dict[str, str]:
-    with path.open() as fh:
-        return {r["message_id"]: r["pattern_id"] for r in map(json.loads, fh)}
-
-
-def _write_patterns_parquet(patterns: Iterable[dict[str, Any]], path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [
-        {
-            "id": p["id"],
-            "template": p["template"],
-            "signature": p["signature"],
-            "count": p["count"],
-            "source_queues": p["source_queues"],
-            "reasons": p["reasons"],
-            "first_seen": p["first_seen"],
-            "last_seen": p["last_seen"],
-            "sample_message_ids": p["sample_message_ids"],
-            "key_paths_missing": p["key_paths_missing"],
-            "details": json.dumps(p),
-        }
-        for p in patterns
-    ]
-    schema = pa.schema(
-        [
-            ("id", pa.string()),
-            ("template", pa.string()),
-            ("signature", pa.string()),
-            ("count", pa.int64()),
-            ("source_queues", pa.list_(pa.string())),
-            ("reasons", pa.list_(pa.string())),
-            ("first_seen", pa.string()),
-            ("last_seen", pa.string()),
-            ("sample_message_ids", pa.list_(pa.string())),
-            ("key_paths_missing", pa.list_(pa.string())),
-            ("details", pa.string()),
-        ]
-    )
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)

@@ -12,6 +12,27 @@ TOP = 8
 MAX_HOURS = 24 * 90
 
 
+def label(pattern: dict[str, Any]) -> str:
+    """The template, or for dead letters that carried no error text at all (they ran out of
+    claims, say) a label naming why they were dead-lettered."""
+    if pattern.get("template"):
+        return str(pattern["template"])
+    reasons = ", ".join(pattern.get("reasons") or []) or "unknown reason"
+    return f"(no error text: {reasons})"
+
+
+def _shown(example: dict[str, Any] | None) -> Any:
+    """The example with its body decoded when it is JSON text, so that it shows once encoded
+    rather than as a string of escaped quotes."""
+    if not example or not isinstance(example.get("body"), str):
+        return example
+    try:
+        body = json.loads(example["body"])
+    except ValueError:
+        return example
+    return {**example, "body": body}
+
+
 def _bar_chart(patterns: list[dict[str, Any]]) -> str:
     top = patterns[:15]
     if not top:
@@ -25,7 +46,7 @@ def _bar_chart(patterns: list[dict[str, Any]]) -> str:
         bars.append(
             f'<text x="0" y="{y + 15}" font-size="12">{escape(p["id"])}</text>'
             f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" '
-            f'fill="{COLORS[i % len(COLORS)]}"><title>{escape(p["template"])}</title></rect>'
+            f'fill="{COLORS[i % len(COLORS)]}"><title>{escape(label(p))}</title></rect>'
             f'<text x="{label_w + w + 4:.1f}" y="{y + 15}" font-size="12">{p["count"]}</text>'
         )
     height = row_h * len(top)
@@ -33,6 +54,11 @@ def _bar_chart(patterns: list[dict[str, Any]]) -> str:
         f'<svg width="{width}" height="{height}" '
         f'role="img" aria-label="top patterns">{"".join(bars)}</svg>'
     )
+
+
+def _shift(hour: str, by: int) -> str:
+    moved = datetime.fromisoformat(hour.replace("Z", "+00:00")) + timedelta(hours=by)
+    return moved.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def _time_chart(patterns: list[dict[str, Any]]) -> str:
@@ -46,6 +72,9 @@ def _time_chart(patterns: list[dict[str, Any]]) -> str:
     hours = [
         (first + timedelta(hours=i)).strftime("%Y-%m-%dT%H:%M:%S.000Z") for i in range(span + 1)
     ]
+    if len(hours) < 3:
+        # One or two busy hours: a quiet hour on each side, so each line is a visible peak.
+        hours = [_shift(hours[0], -1), *hours, _shift(hours[-1], 1)]
     hours = sorted(set(hours) | set(seen))
     width, height, pad = 760, 240, 40
     index = {h: i for i, h in enumerate(hours)}
@@ -64,8 +93,13 @@ def _time_chart(patterns: list[dict[str, Any]]) -> str:
         color = COLORS[i % len(COLORS)]
         lines.append(
             f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{points}">'
-            f"<title>{escape(p['id'])}: {escape(p['template'])}</title></polyline>"
+            f"<title>{escape(p['id'])}: {escape(label(p))}</title></polyline>"
         )
+        lines += [
+            f'<circle cx="{xy(h, c).split(",")[0]}" cy="{xy(h, c).split(",")[1]}" r="3" '
+            f'fill="{color}"><title>{escape(h)}: {c}</title></circle>'
+            for h, c in p["hourly_counts"]
+        ]
     axes = (
         f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
         f'stroke="#333"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" '
@@ -93,10 +127,10 @@ def _row(p: dict[str, Any]) -> str:
     attrs = [
         f"{a['name']}={a['value']} (lift {a['lift']})" for a in p["overrepresented_attributes"]
     ]
-    example = json.dumps(p.get("example"), indent=2, ensure_ascii=False)
+    example = json.dumps(_shown(p.get("example")), indent=2, ensure_ascii=False)
     return (
         f'<tr id="{escape(p["id"])}"><td><code>{escape(p["id"])}</code></td>'
-        f"<td>{p['count']}</td><td><code>{escape(p['template'])}</code>"
+        f"<td>{p['count']}</td><td><code>{escape(label(p))}</code>"
         f"<br><small>{escape(p['signature'])}</small></td>"
         f"<td>{_cell_list(p['source_queues'])}</td><td>{_cell_list(p['reasons'])}</td>"
         f"<td>{escape(p['first_seen'] or '')}<br>{escape(p['last_seen'] or '')}</td>"

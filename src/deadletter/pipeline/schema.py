@@ -30,9 +30,15 @@ def session(
     master: str | None = None,
     app_name: str = "deadletter-analyze",
     config: dict[str, str] | None = None,
+    jvm_log: Path | None = None,
 ) -> Any:
-    """A SparkSession with the `deadletter` data source registered (UTC, no UI by default)."""
+    """A SparkSession with the `deadletter` data source registered (UTC, no UI by default).
+
+    With `jvm_log`, a JVM started here writes its own output (log4j, the JVM's warnings, the
+    Python workers' stderr) to that file instead of the terminal.
+    """
     require_pyspark()
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     # Python workers must import this package: default them to this interpreter (a cluster
@@ -51,7 +57,10 @@ def session(
     )
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if jvm_log is not None and SparkContext._active_spark_context is None:
+        spark = _with_stderr_to(jvm_log, builder.getOrCreate)
+    else:
+        spark = builder.getOrCreate()
     if not spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS):
         # Spark's default of 200 shuffle partitions is made for clusters; a few per core
         # keeps the dozen small aggregations of an analysis from paying for empty tasks.
@@ -59,6 +68,21 @@ def session(
         spark.conf.set(SHUFFLE_PARTITIONS, str(SHUFFLE_PARTITIONS_PER_CORE * parallelism))
     register(spark)
     return spark
+
+
+def _with_stderr_to(path: Path, start: Any) -> Any:
+    """Run `start` with file descriptor 2 pointing at `path`: a process started meanwhile
+    (the JVM) keeps writing there; this process gets its stderr back afterwards."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with path.open("ab") as log:
+            os.dup2(log.fileno(), 2)
+            return start()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def register(spark: Any) -> None:

@@ -1,0 +1,51 @@
+"""The HTML report as a person reads it: one busy hour, bodies, dead letters without text."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from deadletter.pipeline.report import label, render
+
+
+def _pattern(**over: Any) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "id": "p-000000000001",
+        "template": "KeyError <QUOTED>",
+        "signature": "",
+        "count": 3,
+        "source_queues": ["orders"],
+        "reasons": ["rejected"],
+        "first_seen": "2026-11-20T10:05:00.000Z",
+        "last_seen": "2026-11-20T10:55:00.000Z",
+        "hourly_counts": [["2026-11-20T10:00:00.000Z", 3]],
+        "sample_message_ids": ["m-1"],
+        "example": {"message_id": "m-1", "body": json.dumps({"order": {"id": "o-1"}})},
+        "key_paths_in_all": [],
+        "key_paths_missing": [],
+        "overrepresented_attributes": [],
+    }
+    return {**p, **over}
+
+
+def test_dead_letters_all_in_one_hour_still_draw_a_line_across_the_chart() -> None:
+    html = render([_pattern()], 3)
+    (points,) = re.findall(r'<polyline[^>]*points="([^"]+)"', html)
+    xs = {float(xy.split(",")[0]) for xy in points.split()}
+    # A quiet hour on each side: three distinct x positions, the busy one in the middle.
+    assert len(xs) == 3
+    assert "2026-11-20T09:00:00.000Z" in html and "2026-11-20T11:00:00.000Z" in html
+
+
+def test_the_example_body_is_shown_once_encoded() -> None:
+    html = render([_pattern()], 3)
+    assert "&quot;order&quot;: {" in html
+    assert "\\&quot;" not in html  # no JSON text inside a JSON string
+
+
+def test_a_pattern_without_error_text_is_labelled_by_its_reasons() -> None:
+    p = _pattern(template="", reasons=["max_claims"])
+    assert label(p) == "(no error text: max_claims)"
+    assert "(no error text: max_claims)" in render([p], 3)
+    assert label(_pattern()) == "KeyError <QUOTED>"
