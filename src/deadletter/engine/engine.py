@@ -34,6 +34,7 @@ from deadletter.engine import (
     counters,
     dead_letters,
     expiry,
+    fifo,
     patterns,
     queues,
     redrive,
@@ -158,14 +159,13 @@ class Engine:
             built = []
             for new in messages:
                 ttl, delay, eligible = validation.checked_send(new, s)
-                built.append(
-                    transitions.enqueued(
-                        new, new_id(), queue_name, now, ttl, delay, eligible, client_id
-                    )
+                m = transitions.enqueued(
+                    new, new_id(), queue_name, now, ttl, delay, eligible, client_id
                 )
-            stored = tx.insert_messages(project, built)
+                built.append(fifo.enqueued(new, m, s))
+            stored, added = fifo.stored(tx, project, s, built, now)  # FIFO: duplicates not added
             pending.available.add((project, queue_name))
-            pending.calls.append(lambda lst: lst.sent(project, queue_name, len(stored)))
+            pending.calls.append(lambda lst: lst.sent(project, queue_name, added))
             return stored
 
         return self._run(work)
@@ -261,8 +261,8 @@ class Engine:
         """Take and delete up to `limit` visible messages, oldest first."""
 
         def work(tx: Transaction, pending: Pending) -> list[Message]:
-            require_queue(tx, project, queue)
-            taken = tx.claimable(project, queue, self.clock.now(), limit)
+            source = require_queue(tx, project, queue)
+            taken = fifo.claimable(tx, source, self.clock.now(), limit)
             if taken:
                 tx.delete_messages(project, queue, [m.id for m in taken])
                 tx.bump_counter(project, queue, counters.ACKNOWLEDGED, len(taken))

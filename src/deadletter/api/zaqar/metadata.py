@@ -8,9 +8,9 @@ from typing import Any
 from deadletter.api.zaqar.errors import bad_request
 from deadletter.domain import model
 from deadletter.domain.model import (
+    DEFAULT_MESSAGE_SIZE,
     MAX_CLAIM_TTL,
     MAX_DELAY,
-    MAX_MESSAGE_SIZE,
     MAX_TTL,
     DeadLetterPolicy,
     Queue,
@@ -36,6 +36,9 @@ ELIGIBLE = "_dead_letter_eligible"
 REDRIVE_ALLOW = "_redrive_allow"
 POLICY_ACTIVE = "_dead_letter_policy_active"
 ENCRYPT = "_enable_encrypt_messages"
+# FIFO queues (fixed at creation) and whether they derive deduplication ids from the body.
+FIFO = "_fifo"
+CONTENT_DEDUP = "_content_based_deduplication"
 
 READ_ONLY = frozenset({POLICY_ACTIVE})
 POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, DLQ, DLQ_TTL, ON_EXPIRY})
@@ -49,6 +52,8 @@ RESERVED = frozenset(
         ELIGIBLE,
         REDRIVE_ALLOW,
         ENCRYPT,
+        FIFO,
+        CONTENT_DEDUP,
         *POLICY_KEYS,
         *READ_ONLY,
     }
@@ -85,6 +90,8 @@ def to_metadata(queue: Queue) -> dict[str, Any]:
         REDRIVE_ALLOW: s.redrive_allow.to_dict(),
         POLICY_ACTIVE: policy.active if policy else None,
         ENCRYPT: False,
+        FIFO: s.fifo,
+        CONTENT_DEDUP: s.content_based_deduplication,
     }
 
 
@@ -109,7 +116,7 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         default_ttl=default_ttl,
         max_ttl=max_ttl,
         max_message_size=_int(
-            MAX_POST_SIZE, get(MAX_POST_SIZE), 1, MAX_MESSAGE_SIZE, base.max_message_size
+            MAX_POST_SIZE, get(MAX_POST_SIZE), 1, DEFAULT_MESSAGE_SIZE, base.max_message_size
         ),
         default_delay=_int(DEFAULT_DELAY, get(DEFAULT_DELAY), 0, MAX_DELAY, base.default_delay),
         # 0..43200 like SQS's visibility timeout, so a queue made through SQS can be patched.
@@ -118,6 +125,10 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         redrive_allow=_redrive_allow(get(REDRIVE_ALLOW)),
         dead_letter=_policy(m),
         metadata=user,
+        fifo=_bool(FIFO, get(FIFO), base.fifo),
+        content_based_deduplication=_bool(
+            CONTENT_DEDUP, get(CONTENT_DEDUP), base.content_based_deduplication
+        ),
     )
     return settings
 
