@@ -153,6 +153,9 @@ def stored(
             winners[i] = replace(winners[i], id=original[0], seq=original[1])
     if repeated:
         tx.delete_messages(project, queue, repeated)
+    # A sender makes the rows of its groups, so that a claim seldom has to: a claim making
+    # one would wait for this send to commit, and another claim for that claim.
+    tx.add_fifo_groups(project, queue, [m.group_id for m in built if m.group_id is not None])
     out = [
         winners[i] if first[key] == i else _as(built[i], winners[first[key]])
         for i, key in enumerate(keys)

@@ -243,9 +243,13 @@ class Transaction(abc.ABC):
         message of their group before them, oldest first; not locked."""
 
     @abc.abstractmethod
+    def add_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> None:
+        """Make the rows that claims lock for these groups, where missing."""
+
+    @abc.abstractmethod
     def lock_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> list[str]:
         """Lock the groups until commit, skipping (and leaving out) those another
-        transaction holds."""
+        transaction holds; a group without its row gets one first."""
 
     @abc.abstractmethod
     def fifo_claimable(

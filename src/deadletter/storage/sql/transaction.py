@@ -404,13 +404,16 @@ class SQLTransaction(Transaction):
         params = {"project": project, "queue": queue, "now": now, "limit": limit, "groups": None}
         return self._messages(q.FIFO_CANDIDATES, params)
 
-    def lock_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> list[str]:
-        """A group's row is made the first time a claim meets the group; rows are made in
-        name order, so that two claimants never wait for each other's new rows in turn."""
+    def add_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> None:
+        """In name order, so that two transactions never wait for each other's new rows in
+        turn (a new row keeps others making it waiting until this commits)."""
         key = {"project": project, "queue": queue}
-        for group in sorted(set(groups)):
-            self.run(q.ENSURE_FIFO_GROUP, {**key, "group_id": group})
-        rows = self.all(q.LOCK_FIFO_GROUPS, {**key, "groups": list(groups)})
+        self.run_many(q.ENSURE_FIFO_GROUP, [{**key, "group_id": g} for g in sorted(set(groups))])
+
+    def lock_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> list[str]:
+        self.add_fifo_groups(project, queue, groups)
+        rows = self.all(q.LOCK_FIFO_GROUPS, {"project": project, "queue": queue,
+                                             "groups": list(groups)})  # fmt: skip
         return [r["group_id"] for r in rows]
 
     def fifo_claimable(
