@@ -12,7 +12,10 @@ MIN_DLQ_MESSAGE_TTL = 60
 MAX_TTL = 1_209_600
 MAX_DELAY = 900
 MAX_CLAIM_TTL = 43_200
-MAX_MESSAGE_SIZE = 262_144
+# The largest message the engine takes (SQS's limit since 2025); a queue's own maximum is
+# at most this. Zaqar keeps its 256 KiB as both the default and its own ceiling.
+MAX_MESSAGE_SIZE = 1_048_576
+DEFAULT_MESSAGE_SIZE = 262_144
 MAX_DESCRIPTION = 4_096
 MAX_ERROR_DETAILS = 32_768
 MAX_REDRIVE_ALLOW_SOURCES = 10
@@ -23,6 +26,12 @@ MAX_SKIPPED_RECORDED = 1000
 # The default dead-letter queue of every project (Solace's #DEAD_MSG_QUEUE): the DLQ of a
 # queue that turns dead-lettering on without naming one (see docs/solace-model.md).
 DEFAULT_DEAD_LETTER_QUEUE = "_dead_msg_queue"
+# FIFO queues: a send repeating a deduplication id within this many seconds is not enqueued
+# again; group and deduplication ids are 1-128 printable ASCII characters (as on SQS).
+DEDUPLICATION_INTERVAL = 300
+MAX_FIFO_ID = 128
+DEDUPLICATION_SCOPES = ("queue", "messageGroup")
+THROUGHPUT_LIMITS = ("perQueue", "perMessageGroupId")
 
 
 class Reason(enum.StrEnum):
@@ -114,7 +123,7 @@ class QueueSettings:
     max_ttl: int = MAX_TTL
     default_delay: int = 0
     claim_ttl: int = 30
-    max_message_size: int = MAX_MESSAGE_SIZE
+    max_message_size: int = DEFAULT_MESSAGE_SIZE
     receive_wait: int = 0
     dead_letter_eligible: bool = True
     dead_letter: DeadLetterPolicy | None = None
@@ -133,6 +142,12 @@ class QueueSettings:
     # Dead-letter to the default DLQ when the policy names none (removing a named DLQ goes
     # back to the default instead of turning dead-lettering off).
     dead_letter_default: bool = False
+    # FIFO: order kept within a message group, sends deduplicated (see engine.fifo). Fixed
+    # when the queue is created.
+    fifo: bool = False
+    content_based_deduplication: bool = False
+    deduplication_scope: str = "queue"
+    throughput_limit: str = "perQueue"
 
     def with_changes(self, **changes: Any) -> QueueSettings:
         return replace(self, **changes)
@@ -154,6 +169,10 @@ class QueueSettings:
             "respect_ttl": self.respect_ttl,
             "min_ttl": self.min_ttl,
             "dead_letter_default": self.dead_letter_default,
+            "fifo": self.fifo,
+            "content_based_deduplication": self.content_based_deduplication,
+            "deduplication_scope": self.deduplication_scope,
+            "throughput_limit": self.throughput_limit,
         }
 
     @classmethod
@@ -175,6 +194,10 @@ class QueueSettings:
             respect_ttl=data.get("respect_ttl"),
             min_ttl=data.get("min_ttl"),
             dead_letter_default=bool(data.get("dead_letter_default", False)),
+            fifo=data.get("fifo", False),
+            content_based_deduplication=data.get("content_based_deduplication", False),
+            deduplication_scope=data.get("deduplication_scope", "queue"),
+            throughput_limit=data.get("throughput_limit", "perQueue"),
         )
 
 
@@ -263,6 +286,9 @@ class Message:
     # unacknowledged, the expiry sweep moves it to the DLQ (or drops it) without waiting
     # for another claim.
     dead_letter_due_at: float | None = None
+    # FIFO queues: the message group (order is kept within it) and the deduplication id.
+    group_id: str | None = None
+    deduplication_id: str | None = None
 
     def is_claimed(self, now: float) -> bool:
         return self.claim_id is not None and (self.claim_expires_at or 0) > now
@@ -280,6 +306,10 @@ class NewMessage:
     delay: int | None = None
     attributes: dict[str, Attribute] = field(default_factory=dict)
     dead_letter_eligible: bool | None = None
+    # Required on a FIFO queue; on a standard one a group id is kept but orders nothing.
+    group_id: str | None = None
+    # On a FIFO queue without content-based deduplication, required.
+    deduplication_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from deadletter.domain.model import Claim, Message, Queue, Reason
-from deadletter.engine import dead_letters, transitions
+from deadletter.engine import dead_letters, fifo, transitions
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import live_claim, live_messages
 from deadletter.engine.transactions import Pending
@@ -29,7 +29,7 @@ def claim(
     expires = now + claim_ttl
     delivered: list[Message] = []
     while len(delivered) < limit:
-        candidates = tx.claimable(project, name, now, limit - len(delivered))
+        candidates = fifo.claimable(tx, queue, now, limit - len(delivered))
         if not candidates:
             break
         poisoned = [m for m in candidates if transitions.poisoned(m, policy)]

@@ -34,6 +34,7 @@ from deadletter.engine import (
     counters,
     dead_letters,
     expiry,
+    fifo,
     patterns,
     queues,
     redrive,
@@ -162,15 +163,14 @@ class Engine:
             built = []
             for new in messages:
                 ttl, delay, eligible = validation.checked_send(new, s)
-                built.append(
-                    transitions.enqueued(
-                        new, new_id(), queue_name, now, ttl, delay, eligible, client_id
-                    )
+                m = transitions.enqueued(
+                    new, new_id(), queue_name, now, ttl, delay, eligible, client_id
                 )
-            stored = tx.insert_messages(project, built)
-            fan_out(tx, project, queue_name, stored, now)
+                built.append(fifo.enqueued(new, m, s))
+            stored, enqueued = fifo.stored(tx, project, s, built, now)  # FIFO: no duplicates
+            fan_out(tx, project, queue_name, enqueued, now)
             pending.available.add((project, queue_name))
-            pending.calls.append(lambda lst: lst.sent(project, queue_name, len(stored)))
+            pending.calls.append(lambda lst: lst.sent(project, queue_name, len(enqueued)))
             return stored
 
         return self._run(work)
@@ -266,8 +266,8 @@ class Engine:
         """Take and delete up to `limit` visible messages, oldest first."""
 
         def work(tx: Transaction, pending: Pending) -> list[Message]:
-            require_queue(tx, project, queue)
-            taken = tx.claimable(project, queue, self.clock.now(), limit)
+            source = require_queue(tx, project, queue)
+            taken = fifo.claimable(tx, source, self.clock.now(), limit)
             if taken:
                 tx.delete_messages(project, queue, [m.id for m in taken])
                 tx.bump_counter(project, queue, counters.ACKNOWLEDGED, len(taken))

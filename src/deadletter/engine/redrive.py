@@ -20,7 +20,7 @@ from deadletter.domain.model import (
     SkipReason,
     TaskStatus,
 )
-from deadletter.engine import transitions
+from deadletter.engine import fifo, transitions
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.transactions import Pending
@@ -45,7 +45,7 @@ def start(
 
     `dlq` is a queue some policy names as its DLQ, or one that still holds dead letters (its
     sources deleted or their policies removed since)."""
-    require_queue(tx, project, dlq)
+    source = require_queue(tx, project, dlq)
     if not is_redrive_source(tx, project, dlq, now):
         raise errors.InvalidInput(
             f"{dlq!r} is not the dead-letter queue of any queue and holds no dead letters"
@@ -53,7 +53,7 @@ def start(
     if destination is not None:
         if destination == dlq:
             raise errors.InvalidInput("a redrive cannot move messages into their own queue")
-        require_queue(tx, project, destination)
+        fifo.check_destination(source, require_queue(tx, project, destination))
         if destination in tx.dead_letter_targets(project):
             raise errors.DeadLetterChainRefused(
                 f"{destination!r} is a dead-letter queue; redrive to a source queue"

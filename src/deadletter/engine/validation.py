@@ -26,6 +26,7 @@ from deadletter.domain.model import (
     RedrivePermission,
     TemplateSettings,
 )
+from deadletter.engine import fifo
 from deadletter.storage.base import Transaction
 
 # Engine limits the domain model does not name (yet): the longest long poll a queue may ask
@@ -160,6 +161,7 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
             )
     elif allow.sources:
         raise errors.InvalidInput("source queues can be listed only with byQueue")
+    fifo.check_settings(s, tx.get_queue(project, name))
     policy = s.dead_letter
     if name == DEFAULT_DEAD_LETTER_QUEUE and (policy is not None or s.dead_letter_default):
         raise errors.DeadLetterChainRefused(
@@ -178,6 +180,7 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
         raise errors.DeadLetterTargetMissing(
             f"dead-letter queue {policy.target!r} does not exist; create it first"
         )
+    fifo.check_dead_letter_type(name, s, target)
     target_policy = target.settings.dead_letter
     if target_policy is not None and target_policy.active:
         raise errors.DeadLetterChainRefused(

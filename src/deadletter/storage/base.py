@@ -315,6 +315,45 @@ class Transaction(abc.ABC):
     def wipe(self) -> None:
         """Delete every queue and what belongs to it (test mode's reset); credentials stay."""
 
+    # FIFO queues (the rules are deadletter.engine.fifo's)
+    @abc.abstractmethod
+    def fifo_candidates(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
+        """Visible, unexpired messages of groups with nothing in flight, with no hidden
+        message of their group before them, oldest first; not locked."""
+
+    @abc.abstractmethod
+    def add_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> None:
+        """Make the rows that claims lock for these groups, where missing."""
+
+    @abc.abstractmethod
+    def lock_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> list[str]:
+        """Lock the groups until commit, skipping (and leaving out) those another
+        transaction holds; a group without its row gets one first."""
+
+    @abc.abstractmethod
+    def fifo_claimable(
+        self, project: str, queue: str, now: float, limit: int, groups: Sequence[str]
+    ) -> list[Message]:
+        """`fifo_candidates` of `groups` only, read anew and locked."""
+
+    @abc.abstractmethod
+    def remember_deduplication(
+        self,
+        project: str,
+        queue: str,
+        scope: str,
+        dedup_id: str,
+        message: Message,
+        until: float,
+        now: float,
+    ) -> tuple[str, int] | None:
+        """Record that `message` holds `dedup_id` in `scope` until `until`; None when it was
+        recorded, else the (message id, sequence number) of the live record that holds it."""
+
+    @abc.abstractmethod
+    def forget_deduplications(self, project: str, queue: str, now: float) -> None:
+        """Drop the records whose interval has passed."""
+
 
 class StorageError(DeadletterError):
     """The database failed; the transaction's work is not committed."""

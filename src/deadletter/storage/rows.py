@@ -79,6 +79,8 @@ def message_params(project: str, m: Message) -> dict[str, Any]:
         "dl_at": p.dead_lettered_at if p else None,
         "history": encode_history(m.history),
         "dl_due_at": m.dead_letter_due_at,
+        "group_id": m.group_id,
+        "dedup_id": m.deduplication_id,
     }
 
 
@@ -101,6 +103,8 @@ def message_from(row: Row) -> Message:
         provenance=decode_provenance(row["provenance"]),
         history=decode_history(row["history"]),
         dead_letter_due_at=row["dl_due_at"],
+        group_id=row["group_id"],
+        deduplication_id=row["dedup_id"],
     )
 
 
@@ -124,6 +128,8 @@ def with_seq(m: Message, seq: int) -> Message:
         m.provenance,
         m.history,
         m.dead_letter_due_at,
+        m.group_id,
+        m.deduplication_id,
     )
 
 

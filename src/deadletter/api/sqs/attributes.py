@@ -24,12 +24,12 @@ import struct
 from dataclasses import replace
 from typing import Any
 
+from deadletter.api.sqs import fifo as sqs_fifo
 from deadletter.api.sqs.errors import (
     SqsError,
     invalid_attribute_name,
     invalid_attribute_value,
     invalid_parameter,
-    unsupported,
 )
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.domain.model import (
@@ -51,8 +51,8 @@ from deadletter.domain.model import (
 DEFAULT_RETENTION = 345_600  # SQS's default: 4 days
 MIN_RETENTION = 60
 MIN_MESSAGE_SIZE = 1_024
-# SQS takes messages (and batches) of up to 1 MiB since 2025; the engine's own limit still
-# caps this face, so the smaller of the two applies until the engine is raised.
+# SQS takes messages (and batches) of up to 1 MiB since 2025, as the engine does; should the
+# engine's limit ever be the smaller, it caps this face.
 SQS_MAX_MESSAGE_SIZE = 1_048_576
 MAX_SIZE = min(SQS_MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE)
 MAX_POLICY = 8_192  # bytes of a queue's access policy
@@ -64,7 +64,7 @@ ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$")
 AWS_PREFIXES = ("aws.", "amazon.")
 MAX_RECEIVE_WAIT = 20
 MAX_MESSAGE_ATTRIBUTES = 10
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$")
 OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
 SETTABLE = (
     "VisibilityTimeout",
@@ -113,8 +113,7 @@ def parse_arn(value: str, account: str) -> str:
 
 
 def check_name(name: str) -> None:
-    if name.endswith(".fifo"):
-        raise unsupported("FIFO queues are not supported; create a standard queue.")
+    """1 to 80 characters, a FIFO queue's `.fifo` included (sqs.fifo checks the type)."""
     if not QUEUE_NAME.match(name):
         raise SqsError(
             "InvalidParameterValue",
@@ -159,9 +158,8 @@ def apply(
     for name, raw in attributes.items():
         if not isinstance(raw, str):
             raise invalid_attribute_value(f"Invalid value for the parameter {name}: not a string.")
-        if name == "FifoQueue" or name == "ContentBasedDeduplication":
-            if str(raw).lower() == "true":
-                raise unsupported("FIFO queues are not supported; create a standard queue.")
+        if name in sqs_fifo.ATTRIBUTES:
+            changes.update(sqs_fifo.changes(name, raw))
             continue
         if name not in SETTABLE:
             raise invalid_attribute_name(name)
@@ -288,6 +286,7 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
         if s.redrive_allow.sources:
             allow["sourceQueueArns"] = [arn(region, account, q) for q in s.redrive_allow.sources]
         out["RedriveAllowPolicy"] = json.dumps(allow)
+    out.update(sqs_fifo.view(s))
     out.update(s.extra)
     return out
 
@@ -296,7 +295,7 @@ def select(names: list[str], available: dict[str, str]) -> dict[str, str]:
     """The attributes asked for (`All` for every one); unknown names are refused."""
     if not names or "All" in names:
         return available
-    known = set(SETTABLE) | set(READ_ONLY) | {"FifoQueue", "ContentBasedDeduplication"}
+    known = set(SETTABLE) | set(READ_ONLY) | set(sqs_fifo.ATTRIBUTES)
     for name in names:
         if name not in known:
             raise invalid_attribute_name(name)

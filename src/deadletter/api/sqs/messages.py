@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from deadletter.api.notify import wait_for
 from deadletter.api.sqs import attributes as attrs
+from deadletter.api.sqs import fifo as sqs_fifo
 from deadletter.api.sqs.call import Call, batch_entries, entry_failure
 from deadletter.api.sqs.errors import (
     SqsError,
@@ -30,6 +31,7 @@ from deadletter.domain.model import (
     Attribute,
     Message,
     NewMessage,
+    QueueSettings,
 )
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
@@ -60,12 +62,23 @@ def _new_message(params: dict[str, Any]) -> NewMessage:
     else:
         delay = None
     attributes = attrs.message_attributes_in(params.get("MessageAttributes"))
+    group_id, dedup_id = sqs_fifo.fields(params)
     return NewMessage(
         body=body.encode(),
         delay=delay,
         attributes=attributes,
         dead_letter_eligible=_eligible(attributes.get(ELIGIBLE_ATTRIBUTE)),
+        group_id=group_id,
+        deduplication_id=dedup_id,
     )
+
+
+def _checked(params: dict[str, Any], s: QueueSettings) -> NewMessage:
+    """A send's message, checked against the queue as the engine would check it."""
+    new = _new_message(params)
+    _size_check(new, s.max_message_size)
+    sqs_fifo.check_send(new, params, s)
+    return new
 
 
 def _eligible(attribute: Attribute | None) -> bool | None:
@@ -95,7 +108,7 @@ def _check_body(body: str) -> None:
             )
 
 
-def _sent(m: Message) -> dict[str, Any]:
+def _sent(m: Message, s: QueueSettings) -> dict[str, Any]:
     out: dict[str, Any] = {
         "MessageId": m.id,
         "MD5OfMessageBody": attrs.md5_of_body(m.body.decode()),
@@ -103,6 +116,8 @@ def _sent(m: Message) -> dict[str, Any]:
     digest = attrs.md5_of_attributes(m.attributes)
     if digest:
         out["MD5OfMessageAttributes"] = digest
+    if s.fifo:
+        out["SequenceNumber"] = sqs_fifo.system_attributes(m)["SequenceNumber"]
     return out
 
 
@@ -125,11 +140,10 @@ def _size_check(message: NewMessage, queue_max: int) -> None:
 
 def send_message(call: Call) -> dict[str, Any]:
     name = call.queue()
-    new = _new_message(call.params)
     queue = call.engine.get_queue(call.project, name)
-    _size_check(new, queue.settings.max_message_size)
+    new = _checked(call.params, queue.settings)
     (stored,) = call.engine.send(call.project, name, [new])
-    return _sent(stored)
+    return _sent(stored, queue.settings)
 
 
 def send_message_batch(call: Call) -> dict[str, Any]:
@@ -143,8 +157,7 @@ def send_message_batch(call: Call) -> dict[str, Any]:
     # `Failed` instead of refusing the whole batch.
     for e in entries:
         try:
-            new = _new_message(e)
-            _size_check(new, queue.settings.max_message_size)
+            new = _checked(e, queue.settings)
             total += _size(new)
             good.append((e["Id"], new))
         except SqsError as exc:
@@ -157,7 +170,8 @@ def send_message_batch(call: Call) -> dict[str, Any]:
     if good:
         stored = call.engine.send(call.project, name, [new for _, new in good])
         successful = [
-            {"Id": entry_id, **_sent(m)} for (entry_id, _), m in zip(good, stored, strict=False)
+            {"Id": entry_id, **_sent(m, queue.settings)}
+            for (entry_id, _), m in zip(good, stored, strict=False)
         ]
     return {"Successful": successful, "Failed": failed}
 
@@ -201,6 +215,7 @@ def _received(call: Call, m: Message, claim_id: str, system: list[str], user: li
     }
     if m.provenance is not None:
         available["DeadLetterQueueSourceArn"] = call.arn(m.provenance.source_queue)
+    available.update(sqs_fifo.system_attributes(m))
     if system:
         every = "All" in system
         out["Attributes"] = {k: v for k, v in available.items() if every or k in system}

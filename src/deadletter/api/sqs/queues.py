@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from deadletter.api.sqs import attributes as attrs
+from deadletter.api.sqs import fifo as sqs_fifo
 from deadletter.api.sqs.call import MAX_LIST, Call, decode_token, encode_token
 from deadletter.api.sqs.errors import (
     SqsError,
@@ -57,10 +58,12 @@ def create_queue(call: Call) -> dict[str, Any]:
         max_message_size=attrs.MAX_SIZE,
     )
     settings = attrs.apply(defaults, given, call.region, call.account)
+    sqs_fifo.check(name, None, settings, given)
     settings = settings.with_changes(tags=tags)
     existing = call.engine.find_queue(call.project, name)
     if existing is not None:
         current = attrs.view(existing, None, call.region, call.account)
+        current.setdefault("FifoQueue", "false")
         if any(current.get(k) != _canonical(k, v) for k, v in given.items()):
             raise SqsError(
                 "QueueNameExists",
@@ -85,6 +88,8 @@ def _canonical(name: str, value: Any) -> str:
         if isinstance(doc, dict) and "maxReceiveCount" in doc:
             doc["maxReceiveCount"] = int(doc["maxReceiveCount"])
         return json.dumps(doc)
+    if name in sqs_fifo.ATTRIBUTES[:2] and isinstance(value, str):
+        return value.lower()
     return str(value)
 
 
@@ -128,9 +133,13 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
     given = call.params.get("Attributes")
     if not isinstance(given, dict):
         raise missing_parameter("Attributes")
-    call.engine.change_settings(
-        call.project, name, lambda q: attrs.apply(q.settings, given, call.region, call.account)
-    )
+
+    def changed(queue: Queue) -> QueueSettings:
+        settings = attrs.apply(queue.settings, given, call.region, call.account)
+        sqs_fifo.check(name, queue.settings, settings, given)
+        return settings
+
+    call.engine.change_settings(call.project, name, changed)
     return {}
 
 

@@ -12,14 +12,15 @@ from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import PAGE_LIMIT, message_ids, new_message
 from deadletter.api.zaqar.serialize import message_href, next_link
 from deadletter.domain import errors
-from deadletter.domain.model import MAX_MESSAGE_SIZE, ListQuery
+from deadletter.domain.model import DEFAULT_MESSAGE_SIZE, ListQuery
 
 
 def post_messages(ctx: Ctx) -> Response:
     queue = ctx.engine.find_queue(ctx.project, ctx.queue)
     if queue is None:  # the post creates it; an existing queue may have an SQS-length name
         meta.check_queue_name(ctx.queue)
-    limit = min(MAX_MESSAGE_SIZE, queue.settings.max_message_size if queue else MAX_MESSAGE_SIZE)
+    queue_max = queue.settings.max_message_size if queue else DEFAULT_MESSAGE_SIZE
+    limit = min(DEFAULT_MESSAGE_SIZE, queue_max)
     if len(ctx.body) > limit:
         raise bad_request(f"The request body may not be larger than {limit} bytes.")
     doc = ctx.json()

@@ -9,9 +9,9 @@ from typing import Any
 from deadletter.api.zaqar.errors import bad_request, out_of_range, shown
 from deadletter.domain import model
 from deadletter.domain.model import (
+    DEFAULT_MESSAGE_SIZE,
     MAX_CLAIM_TTL,
     MAX_DELAY,
-    MAX_MESSAGE_SIZE,
     MAX_TTL,
     DeadLetterPolicy,
     Queue,
@@ -47,6 +47,9 @@ ENCRYPT = "_enable_encrypt_messages"
 RESPECT_TTL = "_respect_ttl"
 MIN_MESSAGE_TTL = "_min_message_ttl"
 DLQ_DEFAULT = "_dead_letter_default"
+# FIFO queues (fixed at creation) and whether they derive deduplication ids from the body.
+FIFO = "_fifo"
+CONTENT_DEDUP = "_content_based_deduplication"
 
 READ_ONLY = frozenset({POLICY_ACTIVE})
 POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, DLQ, DLQ_TTL, ON_EXPIRY})
@@ -63,6 +66,8 @@ RESERVED = frozenset(
         RESPECT_TTL,
         MIN_MESSAGE_TTL,
         DLQ_DEFAULT,
+        FIFO,
+        CONTENT_DEDUP,
         *POLICY_KEYS,
         *READ_ONLY,
     }
@@ -107,6 +112,8 @@ def to_metadata(queue: Queue) -> dict[str, Any]:
         RESPECT_TTL: s.respect_ttl,
         MIN_MESSAGE_TTL: s.min_ttl,
         DLQ_DEFAULT: s.dead_letter_default,
+        FIFO: s.fifo,
+        CONTENT_DEDUP: s.content_based_deduplication,
     }
 
 
@@ -146,7 +153,7 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         default_ttl=default_ttl,
         max_ttl=max_ttl,
         max_message_size=_int(
-            MAX_POST_SIZE, get(MAX_POST_SIZE), 1, MAX_MESSAGE_SIZE, base.max_message_size
+            MAX_POST_SIZE, get(MAX_POST_SIZE), 1, DEFAULT_MESSAGE_SIZE, base.max_message_size
         ),
         default_delay=_int(DEFAULT_DELAY, get(DEFAULT_DELAY), 0, MAX_DELAY, base.default_delay),
         # 0..43200 like SQS's visibility timeout, so a queue made through SQS can be patched.
@@ -158,6 +165,10 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         respect_ttl=respect_ttl,
         min_ttl=min_ttl,
         dead_letter_default=dead_letter_default,
+        fifo=_bool(FIFO, get(FIFO), base.fifo),
+        content_based_deduplication=_bool(
+            CONTENT_DEDUP, get(CONTENT_DEDUP), base.content_based_deduplication
+        ),
     )
     return settings
 

@@ -73,12 +73,18 @@ def new_message(doc: Any, floor: int = meta.MIN_TTL) -> NewMessage:
     eligible = doc.get("dead_letter_eligible")
     if eligible is not None and not isinstance(eligible, bool):
         raise bad_request("dead_letter_eligible must be true or false.")
+    # FIFO queues: the message group and deduplication ids (the engine checks them).
+    group_id, dedup_id = doc.get("group_id"), doc.get("deduplication_id")
+    if not all(v is None or isinstance(v, str) for v in (group_id, dedup_id)):
+        raise bad_request("group_id and deduplication_id must be strings.")
     return NewMessage(
         body=encode_body(doc["body"]),
         ttl=ttl,
         delay=delay,
         attributes=attributes(doc.get("attributes")),
         dead_letter_eligible=eligible,
+        group_id=group_id,
+        deduplication_id=dedup_id,
     )
 
 

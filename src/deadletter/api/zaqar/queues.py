@@ -96,7 +96,11 @@ def patch_queue(ctx: Ctx) -> Response:
                 view[key] = value
         s = queue.settings
         base = meta.ZAQAR_DEFAULTS.with_changes(
-            tags=s.tags, extra=s.extra, receive_wait=s.receive_wait
+            tags=s.tags,
+            extra=s.extra,
+            receive_wait=s.receive_wait,
+            deduplication_scope=s.deduplication_scope,
+            throughput_limit=s.throughput_limit,
         )
         return meta.to_settings(view, base)
 

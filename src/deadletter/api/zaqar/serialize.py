@@ -80,6 +80,10 @@ def message_json(
         out["provenance"] = _times(m.provenance.to_dict())
     if m.history:
         out["history"] = [_times(e) for e in m.history]
+    if m.group_id is not None:
+        out["group_id"] = m.group_id
+    if m.deduplication_id is not None:
+        out["deduplication_id"] = m.deduplication_id
     return out
 
 

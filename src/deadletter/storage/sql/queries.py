@@ -18,6 +18,7 @@ MESSAGE_FIELDS = (
     "id", "project", "queue", "seq", "body", "attributes", "enqueued_at", "expires_at",
     "visible_at", "claim_id", "claim_expires_at", "claim_count", "first_claimed_at", "client_id",
     "dl_eligible", "provenance", "dl_source", "dl_reason", "dl_at", "history", "dl_due_at",
+    "group_id", "dedup_id",
 )  # fmt: skip
 TASK_FIELDS = (
     "id", "project", "dlq", "destination", "filter", "rate", "status", "moved", "to_move",
@@ -59,6 +60,8 @@ DELETE_QUEUE_ROWS = (
     "DELETE FROM counters WHERE project = :project AND queue = :name",
     "DELETE FROM tasks WHERE project = :project AND dlq = :name",
     "DELETE FROM patterns WHERE project = :project AND dlq = :name",
+    "DELETE FROM fifo_groups WHERE project = :project AND queue = :name",
+    "DELETE FROM fifo_dedup WHERE project = :project AND queue = :name",
 )
 LIST_QUEUES = (
     "SELECT * FROM queues WHERE project = :project AND name > :after"
@@ -239,14 +242,9 @@ GET_PATTERNS = "SELECT patterns FROM patterns WHERE project = :project AND dlq =
 
 # Every table of data, children before parents (the numbering tables are the dialect's).
 TABLES: tuple[str, ...] = (
-    "queue_depths",
-    "messages",
-    "claims",
-    "counters",
-    "tasks",
-    "patterns",
-    "queues",
-)
+    "queue_depths", "messages", "claims", "counters", "tasks", "patterns", "queues",
+    "fifo_groups", "fifo_dedup",
+)  # fmt: skip
 
 # Credentials (not in TABLES: a test-mode reset keeps who may use the server)
 
@@ -346,4 +344,57 @@ GET_DELIVERY_LOCKED = "SELECT * FROM deliveries WHERE id = :id FOR UPDATE"
 DELETE_DELIVERY = "DELETE FROM deliveries WHERE id = :id"
 PENDING_DELIVERIES = (
     "SELECT * FROM deliveries WHERE project = :project AND queue = :queue ORDER BY due_at, id"
+)
+
+
+# FIFO queues (migration 0007)
+
+# Whether message `m` must wait: an earlier message of its group is hidden (in flight, or
+# given back with a delay), or a later one is in flight (a group stays blocked until every
+# message a receive handed out is done). Expired messages waiting for the sweep do not count.
+_FIFO_BLOCKED = (
+    "EXISTS (SELECT 1 FROM messages o /* indexed by messages_group */"
+    " WHERE o.project = m.project AND o.queue = m.queue AND o.group_id = m.group_id"
+    " AND o.expires_at > :now AND o.visible_at > :now"
+    " AND (o.seq < m.seq OR o.claim_id IS NOT NULL))"
+)
+# The messages a FIFO claim may take, oldest first, of every group or of `:groups` only.
+# The first read is not locked; the claimant then locks the groups' rows and reads again,
+# locking the messages (`Transaction.fifo_claimable`).
+_FIFO_CLAIMABLE = (
+    "SELECT * FROM messages m WHERE m.project = :project AND m.queue = :queue"
+    " AND m.group_id IS NOT NULL AND m.visible_at <= :now AND m.expires_at > :now"
+    " AND (m.group_id = ANY(:groups) OR :groups IS NULL)"
+    f" AND NOT {_FIFO_BLOCKED}"
+    " ORDER BY m.seq LIMIT :limit"
+)
+FIFO_CANDIDATES = _FIFO_CLAIMABLE
+FIFO_CLAIMABLE_LOCKED = _FIFO_CLAIMABLE + " FOR UPDATE"
+ENSURE_FIFO_GROUP = (
+    "INSERT INTO fifo_groups (project, queue, group_id) VALUES (:project, :queue, :group_id)"
+    " ON CONFLICT (project, queue, group_id) DO NOTHING"
+)
+# A group locked by another claimant is skipped, not waited for.
+LOCK_FIFO_GROUPS = (
+    "SELECT group_id FROM fifo_groups"
+    " WHERE project = :project AND queue = :queue AND group_id = ANY(:groups)"
+    " ORDER BY group_id FOR UPDATE SKIP LOCKED"
+)
+# Records a deduplication id unless a live record holds it: a row comes back only when this
+# send is the first within the interval. A concurrent sender of the same id waits for this
+# transaction, then finds the record live.
+REMEMBER_DEDUP = (
+    "INSERT INTO fifo_dedup (project, queue, scope, dedup_id, message_id, seq, expires_at)"
+    " VALUES (:project, :queue, :scope, :dedup_id, :message_id, :seq, :expires_at)"
+    " ON CONFLICT (project, queue, scope, dedup_id) DO UPDATE SET"
+    " message_id = excluded.message_id, seq = excluded.seq, expires_at = excluded.expires_at"
+    " WHERE fifo_dedup.expires_at <= :now"
+    " RETURNING message_id"
+)
+DEDUP_ORIGINAL = (
+    "SELECT message_id, seq FROM fifo_dedup"
+    " WHERE project = :project AND queue = :queue AND scope = :scope AND dedup_id = :dedup_id"
+)
+FORGET_EXPIRED_DEDUP = (
+    "DELETE FROM fifo_dedup WHERE project = :project AND queue = :queue AND expires_at <= :now"
 )

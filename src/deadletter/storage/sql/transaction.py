@@ -501,6 +501,50 @@ class SQLTransaction(Transaction):
             self.run(f"DELETE FROM {table}")
         self.d.wipe(self)
 
+    # FIFO queues
+
+    def fifo_candidates(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
+        params = {"project": project, "queue": queue, "now": now, "limit": limit, "groups": None}
+        return self._messages(q.FIFO_CANDIDATES, params)
+
+    def add_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> None:
+        """In name order, so that two transactions never wait for each other's new rows in
+        turn (a new row keeps others making it waiting until this commits)."""
+        key = {"project": project, "queue": queue}
+        self.run_many(q.ENSURE_FIFO_GROUP, [{**key, "group_id": g} for g in sorted(set(groups))])
+
+    def lock_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> list[str]:
+        self.add_fifo_groups(project, queue, groups)
+        rows = self.all(q.LOCK_FIFO_GROUPS, {"project": project, "queue": queue,
+                                             "groups": list(groups)})  # fmt: skip
+        return [r["group_id"] for r in rows]
+
+    def fifo_claimable(
+        self, project: str, queue: str, now: float, limit: int, groups: Sequence[str]
+    ) -> list[Message]:
+        params = {"project": project, "queue": queue, "now": now, "limit": limit}
+        return self._messages(q.FIFO_CLAIMABLE_LOCKED, {**params, "groups": list(groups)})
+
+    def remember_deduplication(
+        self,
+        project: str,
+        queue: str,
+        scope: str,
+        dedup_id: str,
+        message: Message,
+        until: float,
+        now: float,
+    ) -> tuple[str, int] | None:
+        key = {"project": project, "queue": queue, "scope": scope, "dedup_id": dedup_id}
+        params = {**key, "message_id": message.id, "seq": message.seq}
+        if self.one(q.REMEMBER_DEDUP, {**params, "expires_at": until, "now": now}):
+            return None
+        row = self.one(q.DEDUP_ORIGINAL, key)
+        return str(row["message_id"]), int(row["seq"])
+
+    def forget_deduplications(self, project: str, queue: str, now: float) -> None:
+        self.run(q.FORGET_EXPIRED_DEDUP, {"project": project, "queue": queue, "now": now})
+
 
 def _credential_params(c: CredentialRecord) -> dict[str, Any]:
     return {f: getattr(c, f) for f in q.CREDENTIAL_FIELDS}
