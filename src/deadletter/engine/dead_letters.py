@@ -23,14 +23,15 @@ def move(
     error: str | None = None,
 ) -> list[Message]:
     """Move messages from `source` to its DLQ: visible, unclaimed, with their provenance, in
-    the order they had there (so a FIFO DLQ keeps each group's order). The caller has checked
-    that `source` has an active policy."""
+    the order of their deaths as given (a sweep gives them by expiry), except that a FIFO
+    queue's move in the order they had there, so its DLQ keeps each group's order. The caller
+    has checked that `source` has an active policy."""
     policy = source.settings.dead_letter
     assert policy is not None and policy.active, "callers check the policy"
     dlq = require_queue(tx, source.project, policy.target)
     moved = [
         transitions.dead_lettered(m, source, dlq, reason, now, description, error)
-        for m in sorted(messages, key=lambda m: m.seq)
+        for m in (sorted(messages, key=lambda m: m.seq) if source.settings.fifo else messages)
     ]
     tx.move_messages(source.project, moved)
     tx.bump_counter(source.project, source.name, counters.dead_lettered(reason), len(moved))
