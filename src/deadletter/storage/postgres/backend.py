@@ -46,6 +46,7 @@ RESERVE_SEQS = (
 )
 FORGET_SEQS = "DELETE FROM queue_sequences WHERE project = :project AND queue = :name"
 NOTIFY = "SELECT pg_notify(:channel, :payload)"
+READ_ONLY = "SET TRANSACTION READ ONLY"
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -122,6 +123,12 @@ class PostgresStore(Store):
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
         with POSTGRES.translated_errors(), self._pool.connection() as conn, conn.transaction():
+            yield SQLTransaction(conn.cursor(), POSTGRES)
+
+    @contextmanager
+    def _read(self) -> Iterator[Transaction]:
+        with POSTGRES.translated_errors(), self._pool.connection() as conn, conn.transaction():
+            conn.execute(READ_ONLY)
             yield SQLTransaction(conn.cursor(), POSTGRES)
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:

@@ -10,6 +10,12 @@ one another share a commit (group commit): each runs in a savepoint of one open 
 transaction, and the last of the queue commits them all with one fsync. A caller still
 returns only after its work is committed, and a failing transaction rolls back only its
 own savepoint.
+
+Reads (`Store.read()`) stay off that path: each takes a connection of its own, opened
+`query_only`, and reads in a plain deferred transaction. WAL lets readers run beside the
+writer, and a reader sees only what had committed when it started, never a group still
+waiting for its COMMIT. An in-memory database is one connection's own, so there reads take
+the write path.
 """
 
 from __future__ import annotations
@@ -96,14 +102,21 @@ class SQLiteStore(Store):
         self._queue_guard = threading.Lock()  # guards `_queued`
         self._queued = 0  # transactions waiting for the connection
         self._group: _CommitGroup | None = None  # the open, not yet committed transaction
-        self._conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        self._conn.row_factory = sqlite3.Row
+        self._readers: list[sqlite3.Connection] = []  # idle read connections
+        self._readers_guard = threading.Lock()  # guards `_readers` and `_closed`
+        self._closed = False
+        self._conn = self._connect()
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = FULL")
-        self._conn.execute("PRAGMA busy_timeout = 30000")
         self._migrate()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout = 30000")
+        return conn
 
     def _migrate(self) -> None:
         with self._lock:
@@ -142,6 +155,46 @@ class SQLiteStore(Store):
             group.committed.wait()
             if group.error is not None:
                 raise StorageError(f"commit failed: {group.error}") from group.error
+
+    @contextmanager
+    def _read(self) -> Iterator[Transaction]:
+        if self.path == ":memory:":
+            with self._transaction() as tx:
+                yield tx
+            return
+        with SQLITE.translated_errors():
+            conn = self._take_reader()
+            ended = False
+            try:
+                conn.execute("BEGIN")
+                try:
+                    yield SQLTransaction(conn.cursor(), SQLITE)
+                finally:
+                    conn.execute("ROLLBACK")  # it wrote nothing: ending it is all
+                    ended = True
+            finally:
+                if ended:
+                    self._give_back(conn)
+                else:
+                    conn.close()
+
+    def _take_reader(self) -> sqlite3.Connection:
+        """An idle read connection, or a new one: there are as many as reads at once."""
+        with self._readers_guard:
+            if self._closed:
+                raise StorageError("the store is closed")
+            if self._readers:
+                return self._readers.pop()
+        conn = self._connect()
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        with self._readers_guard:
+            if not self._closed:
+                self._readers.append(conn)
+                return
+        conn.close()
 
     def _acquire_connection(self) -> None:
         with self._queue_guard:
@@ -191,6 +244,11 @@ class SQLiteStore(Store):
         group.committed.set()
 
     def close(self) -> None:
+        with self._readers_guard:
+            self._closed = True
+            readers, self._readers = self._readers, []
+        for reader in readers:
+            reader.close()
         with self._lock:
             self._commit_group()
             self._conn.close()
