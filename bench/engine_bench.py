@@ -7,7 +7,8 @@ For send, claim and delete at batch 1, 10 and 100, single sends from several thr
 that move every message they find) and redrive, in operations (messages) per second; and, as
 the ceiling, how
 fast this machine's SQLite, with the same durability settings (WAL, synchronous=FULL), inserts
-and deletes rows of the same size in transactions of the same batch. Writes
+and deletes rows of the same size in transactions of the same batch. Reads of a message beside
+concurrent sends show whether reads wait for the writers. Writes
 bench/results/engine.json and bench/results/engine.md.
 """
 
@@ -37,6 +38,9 @@ POSTGRES = os.environ.get("DEADLETTER_BENCH_POSTGRES", "postgresql://127.0.0.1:5
 BATCHES = (1, 10, 100)
 SENDER_THREADS = 8
 CONCURRENT_SEND = f"send x1, {SENDER_THREADS} threads"
+MIXED_THREADS = 4
+MIXED_READ = f"read x1, {MIXED_THREADS} threads beside {MIXED_THREADS} senders"
+MIXED_SEND = f"send x1, {MIXED_THREADS} threads beside {MIXED_THREADS} readers"
 # The ceiling a case is compared with, where it is not the case of the same name: concurrent
 # single sends against serial single inserts, so a ratio above 1 shows commits being shared.
 CEILING_OF = {CONCURRENT_SEND: "send x1"}
@@ -109,6 +113,7 @@ def engine_run(backend: str, messages: int) -> dict[str, float]:
 
                 out[f"delete x{batch}"] = timed(n, delete)
             out[CONCURRENT_SEND] = concurrent_send_run(engine, messages // 5)
+            out.update(mixed_run(engine, messages // 5))
             out.update(dead_letter_run(engine, messages))
         finally:
             store.close()
@@ -132,6 +137,38 @@ def concurrent_send_run(engine: Engine, n: int) -> float:
             t.join()
 
     return timed(per_thread * SENDER_THREADS, send_all)
+
+
+def mixed_run(engine: Engine, n: int) -> dict[str, float]:
+    """Reads (a message by id, as GET of one message) in MIXED_THREADS threads while as many
+    threads send single messages to the same queue: reads per second and sends per second."""
+    engine.create_queue(P, "mixed")
+    (probe,) = engine.send(P, "mixed", [NewMessage(body=BODY)])
+    per_thread = n // MIXED_THREADS
+
+    ended: dict[str, list[float]] = {"send": [], "read": []}
+
+    def sender() -> None:
+        for _ in range(per_thread):
+            engine.send(P, "mixed", [NewMessage(body=BODY)])
+        ended["send"].append(time.perf_counter())
+
+    def reader() -> None:
+        for _ in range(per_thread):
+            engine.get_message(P, "mixed", probe.id)
+        ended["read"].append(time.perf_counter())
+
+    threads = [threading.Thread(target=work) for work in [sender, reader] * MIXED_THREADS]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = per_thread * MIXED_THREADS
+    return {
+        MIXED_READ: total / (max(ended["read"]) - started),
+        MIXED_SEND: total / (max(ended["send"]) - started),
+    }
 
 
 def dead_letter_run(engine: Engine, messages: int) -> dict[str, float]:
