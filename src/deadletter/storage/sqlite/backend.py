@@ -9,7 +9,9 @@ The fsync of each commit is what limits a busy server, so transactions that queu
 one another share a commit (group commit): each runs in a savepoint of one open database
 transaction, and the last of the queue commits them all with one fsync. A caller still
 returns only after its work is committed, and a failing transaction rolls back only its
-own savepoint.
+own savepoint. A transaction's cursor is closed before the connection passes on: a cursor
+left to the garbage collector would reset its cached statement from whichever thread frees
+it, possibly while another thread runs the same statement on the connection.
 
 Reads (`Store.read()`) stay off that path: each takes a connection of its own, opened
 `query_only`, and reads in a plain deferred transaction. WAL lets readers run beside the
@@ -25,7 +27,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,7 +146,8 @@ class SQLiteStore(Store):
                 group = self._join_group()
                 self._conn.execute("SAVEPOINT request")
                 try:
-                    yield SQLTransaction(self._conn.cursor(), SQLITE)
+                    with closing(self._conn.cursor()) as cursor:
+                        yield SQLTransaction(cursor, SQLITE)
                 except BaseException:
                     self._undo_request(group)
                     raise
@@ -168,7 +171,8 @@ class SQLiteStore(Store):
             try:
                 conn.execute("BEGIN")
                 try:
-                    yield SQLTransaction(conn.cursor(), SQLITE)
+                    with closing(conn.cursor()) as cursor:
+                        yield SQLTransaction(cursor, SQLITE)
                 finally:
                     conn.execute("ROLLBACK")  # it wrote nothing: ending it is all
                     ended = True
