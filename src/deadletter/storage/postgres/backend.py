@@ -56,7 +56,6 @@ RESERVE_SEQS = (
 # A listing waits for the queue's senders in flight (see the module's docstring).
 CLEAR_LANE = f"SELECT pg_advisory_xact_lock{_LANE}"
 NOTIFY = "SELECT pg_notify(:channel, :payload)"
-READ_ONLY = "SET TRANSACTION READ ONLY"
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -142,9 +141,16 @@ class PostgresStore(Store):
 
     @contextmanager
     def _read(self) -> Iterator[Transaction]:
-        with POSTGRES.translated_errors(), self._pool.connection() as conn, conn.transaction():
-            conn.execute(READ_ONLY)
-            yield PostgresTransaction(conn.cursor(), POSTGRES)
+        """`BEGIN READ ONLY`: psycopg spells it so while the connection is `read_only`, which
+        is set back before the connection returns to the pool."""
+        with POSTGRES.translated_errors(), self._pool.connection() as conn:
+            conn.read_only = True
+            try:
+                with conn.transaction():
+                    yield PostgresTransaction(conn.cursor(), POSTGRES)
+            finally:
+                if not conn.closed:
+                    conn.read_only = False
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:
         if self._listener is None:
