@@ -7,7 +7,8 @@ For send, claim and delete at batch 1, 10 and 100, single sends from several thr
 that move every message they find) and redrive, in operations (messages) per second; and, as
 the ceiling, how
 fast this machine's SQLite, with the same durability settings (WAL, synchronous=FULL), inserts
-and deletes rows of the same size in transactions of the same batch. Writes
+and deletes rows of the same size in transactions of the same batch. Reads of a message beside
+concurrent sends show whether reads wait for the writers. Writes
 bench/results/engine.json and bench/results/engine.md.
 """
 
@@ -28,15 +29,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from deadletter.clock import ManualClock
 from deadletter.domain.model import DeadLetterPolicy, NewMessage, QueueSettings, TaskStatus
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
+from deadletter.storage.base import Store
 
 RESULTS = Path(__file__).parent / "results"
 POSTGRES = os.environ.get("DEADLETTER_BENCH_POSTGRES", "postgresql://127.0.0.1:5432/test")
 BATCHES = (1, 10, 100)
 SENDER_THREADS = 8
 CONCURRENT_SEND = f"send x1, {SENDER_THREADS} threads"
+MIXED_THREADS = 4
+MIXED_READ = f"read x1, {MIXED_THREADS} threads beside {MIXED_THREADS} senders"
+MIXED_SEND = f"send x1, {MIXED_THREADS} threads beside {MIXED_THREADS} readers"
 # The ceiling a case is compared with, where it is not the case of the same name: concurrent
 # single sends against serial single inserts, so a ratio above 1 shows commits being shared.
 CEILING_OF = {CONCURRENT_SEND: "send x1"}
@@ -109,7 +115,8 @@ def engine_run(backend: str, messages: int) -> dict[str, float]:
 
                 out[f"delete x{batch}"] = timed(n, delete)
             out[CONCURRENT_SEND] = concurrent_send_run(engine, messages // 5)
-            out.update(dead_letter_run(engine, messages))
+            out.update(mixed_run(engine, messages // 5))
+            out.update(dead_letter_run(store, messages))
         finally:
             store.close()
     return out
@@ -134,20 +141,52 @@ def concurrent_send_run(engine: Engine, n: int) -> float:
     return timed(per_thread * SENDER_THREADS, send_all)
 
 
-def dead_letter_run(engine: Engine, messages: int) -> dict[str, float]:
+def mixed_run(engine: Engine, n: int) -> dict[str, float]:
+    """Reads (a message by id, as GET of one message) in MIXED_THREADS threads while as many
+    threads send single messages to the same queue: reads per second and sends per second."""
+    engine.create_queue(P, "mixed")
+    (probe,) = engine.send(P, "mixed", [NewMessage(body=BODY)])
+    per_thread = n // MIXED_THREADS
+
+    ended: dict[str, list[float]] = {"send": [], "read": []}
+
+    def sender() -> None:
+        for _ in range(per_thread):
+            engine.send(P, "mixed", [NewMessage(body=BODY)])
+        ended["send"].append(time.perf_counter())
+
+    def reader() -> None:
+        for _ in range(per_thread):
+            engine.get_message(P, "mixed", probe.id)
+        ended["read"].append(time.perf_counter())
+
+    threads = [threading.Thread(target=work) for work in [sender, reader] * MIXED_THREADS]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = per_thread * MIXED_THREADS
+    return {
+        MIXED_READ: total / (max(ended["read"]) - started),
+        MIXED_SEND: total / (max(ended["send"]) - started),
+    }
+
+
+def dead_letter_run(store: Store, messages: int) -> dict[str, float]:
+    # A clock of its own: the claims of the first delivery lapse at once when it moves.
+    clock = ManualClock(time.time())
+    engine = Engine(store, clock)
     engine.create_queue(P, "dlq")
     policy = DeadLetterPolicy("dlq", max_claims=1)
     engine.create_queue(P, "src", QueueSettings(dead_letter=policy))
     for _ in range(messages // 100):
         engine.send(P, "src", [NewMessage(body=BODY)] * 100)
-    # Deliver every message once and give it back: the next claim of each moves it.
-    claims = []
-    while got := engine.claim(P, "src", 100, ttl=3600):
-        if not got.messages:
-            break
-        claims.append(got.id)
-    for claim_id in claims:
-        engine.release_claim(P, "src", claim_id)
+    # Deliver every message once and let the claims lapse: the next claim of each moves it
+    # (a release would move them at once, in the release).
+    while engine.claim(P, "src", 100, ttl=60).messages:
+        pass
+    clock.advance(61)
 
     def move() -> None:
         while engine.stats(P, "src").total:

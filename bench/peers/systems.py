@@ -19,7 +19,9 @@ from bench.peers.drivers import Driver, RabbitDriver, SqsDriver, ZaqarDriver
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "bench" / "work"
-VENV_BIN = ROOT / ".venv" / "bin"
+# The checkout's own virtualenv, else the one running the bench (a worktree shares one).
+VENV = ROOT / ".venv" if (ROOT / ".venv").exists() else Path(sys.executable).parents[1]
+VENV_BIN = VENV / "bin"
 POSTGRES_ADMIN = os.environ.get("DEADLETTER_BENCH_POSTGRES", "postgresql://127.0.0.1:5432/test")
 
 ZAQAR_CONF = """[DEFAULT]
@@ -147,9 +149,9 @@ class Process:
 class Deadletter(System):
     kind = "deadletter"
 
-    def __init__(self, face: str, store: str) -> None:
-        self.face, self.store = face, store
-        self.name = f"deadletter-{face}-{store}"
+    def __init__(self, face: str, store: str, workers: int = 1) -> None:
+        self.face, self.store, self.workers = face, store, workers
+        self.name = f"deadletter-{face}-{store}" + (f"-w{workers}" if workers > 1 else "")
         self.proc: Process | None = None
         self.dbname: str | None = None
         self.dbfile: Path | None = None
@@ -173,9 +175,11 @@ class Deadletter(System):
         url = self._db_url()
         self.proc = Process(
             # Warnings only: an access-log line per request would be measured too.
-            [*serve_command(), "--port", str(port), "--db", url, "--log-level", "warning"],
+            [*serve_command(), "--port", str(port), "--db", url, "--log-level", "warning"]
+            + (["--workers", str(self.workers)] if self.workers > 1 else []),
             WORK / "logs" / f"{self.name}.log",
-            env={"PYTHONPATH": str(ROOT)},
+            # This checkout's code, whichever virtualenv runs it.
+            env={"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
         )
         base = f"http://127.0.0.1:{port}"
         self.proc.wait_http(f"{base}/v2")
@@ -205,7 +209,7 @@ class Deadletter(System):
         self.end_run()
 
     def version(self) -> str:
-        return pip_version(ROOT / ".venv", "deadletter")
+        return pip_version(VENV, "deadletter")
 
 
 def serve_command() -> list[str]:
@@ -328,6 +332,7 @@ ALL = [
     "deadletter-sqs-sqlite",
     "deadletter-zaqar-postgres",
     "deadletter-sqs-postgres",
+    "deadletter-zaqar-postgres-w2",
     "rabbitmq",
     "zaqar",
     "moto",
@@ -341,6 +346,6 @@ def make(name: str, cores: int) -> System:
         "moto": Moto,
     }
     if name.startswith("deadletter-"):
-        _, face, store = name.split("-")
-        return Deadletter(face, store)
+        _, face, store, *workers = name.split("-")
+        return Deadletter(face, store, int(workers[0][1:]) if workers else 1)
     return factories[name]()

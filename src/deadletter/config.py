@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+# Where `serve --workers` leaves its configuration for the worker processes it starts.
+CONFIG_ENV = "DEADLETTER_SERVE_CONFIG"
 
 
 class ConfigError(Exception):
@@ -28,6 +32,16 @@ class ServerConfig:
     master_key_file: Path | None = None
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
+    workers: int = 1
+
+    def check_workers(self) -> None:
+        """ConfigError for several worker processes on SQLite."""
+        if self.workers > 1 and not self.database_url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(
+                f"--workers {self.workers} needs a PostgreSQL store (--db postgresql://...):"
+                " a SQLite file takes one writing process, and one process already shares each"
+                " commit among concurrent requests. Use --workers 1 with SQLite."
+            )
 
     @property
     def loopback(self) -> bool:
@@ -76,3 +90,16 @@ def sqlite_key_file(url: str) -> Path | None:
         return None
     database = Path(path)
     return database.with_name(database.name + ".key")
+
+
+def config_to_json(config: ServerConfig) -> str:
+    return json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()})
+
+
+def config_from_json(text: str) -> ServerConfig:
+    raw: dict[str, Any] = json.loads(text)
+    paths = {f.name for f in fields(ServerConfig) if "Path" in str(f.type)}
+    for name in paths:
+        if raw.get(name) is not None:
+            raw[name] = Path(raw[name])
+    return ServerConfig(**raw)

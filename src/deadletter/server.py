@@ -1,4 +1,11 @@
-"""The server process: the store, the engine, its background worker and uvicorn on one port."""
+"""The server process: the store, the engine, its background worker and uvicorn on one port.
+
+With `--workers N` (PostgreSQL only) uvicorn's supervisor binds the port and starts N worker
+processes that accept on it; each builds its own store, engine, background worker and app
+from the configuration the supervisor leaves in its environment (`worker_app`). The database
+keeps every rule that spans processes (row locks, SKIP LOCKED sweeps, task rows locked per
+step), and LISTEN/NOTIFY wakes a long poll in one process for a send handled by another.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +16,24 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+from starlette.applications import Starlette
+from uvicorn.supervisors import Multiprocess
 
-from deadletter.api.app import AppOptions, Limits, build_app
+from deadletter.api.app import AppOptions, Background, Limits, build_app
 from deadletter.auth.credentials import MASTER_KEY_ENV, Credential, load_master_key
 from deadletter.auth.errors import MasterKeyError
-from deadletter.config import ServerConfig
+from deadletter.config import CONFIG_ENV, ServerConfig, config_from_json, config_to_json
 from deadletter.engine.credentials import Authority, Role
 from deadletter.engine.deliveries import Deliveries
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage import open_store
+from deadletter.storage.base import Store
 
 log = logging.getLogger("deadletter.server")
 
@@ -84,37 +94,17 @@ def run(config: ServerConfig) -> None:
     """Serve until SIGTERM or SIGINT; uvicorn then finishes in-flight requests, the lifespan
     stops the worker, and the store is closed (every acknowledged write is already committed)."""
     configure_logging(config.log_level)
+    config.check_workers()
     auth_required = config.auth_required
     if config.uses_data_dir:
         config.data_dir.mkdir(parents=True, exist_ok=True)
+    if config.workers > 1:
+        _run_workers(config)
+        return
     store = open_store(config.database_url)
     try:
-        engine = Engine(store)
-        worker = Worker(engine, sweep_interval=config.sweep_interval)
-        authority = None
-        if auth_required:
-            authority = Authority(engine, load_master_key(config.key_file))
-            log.info("auth is required")
-        elif config.loopback:
-            log.info("auth is off", extra={"host": config.host})
-        else:
-            log.warning("auth is off on a non-loopback host (--insecure-no-auth)")
-        options = AppOptions(test_mode=config.test_mode, authority=authority)
-        limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
-        background: list[Worker | Deliveries] = [worker, Deliveries(engine)]
-        app = build_app(engine, options, background=background, limits=limits)
-        server = _Server(
-            uvicorn.Config(
-                app,
-                host=config.host,
-                port=config.port,
-                log_config=None,
-                log_level=config.log_level.lower(),
-                timeout_graceful_shutdown=30,
-                ssl_certfile=config.ssl_certfile,
-                ssl_keyfile=config.ssl_keyfile,
-            )
-        )
+        app = _app(config, store, auth_required)
+        server = _Server(uvicorn.Config(app, **_uvicorn_options(config)))
         log.info(
             "starting",
             extra={"host": config.host, "port": config.port, "store": _redacted(store.url)},
@@ -123,6 +113,85 @@ def run(config: ServerConfig) -> None:
     finally:
         store.close()
         log.info("stopped")
+
+
+def _app(
+    config: ServerConfig, store: Store, auth_required: bool, first: Sequence[Background] = ()
+) -> Starlette:
+    """The app of one process on `store`; `first` starts before its worker, stops after."""
+    engine = Engine(store)
+    worker = Worker(engine, sweep_interval=config.sweep_interval)
+    authority = None
+    if auth_required:
+        authority = Authority(engine, load_master_key(config.key_file))
+        log.info("auth is required")
+    elif config.loopback:
+        log.info("auth is off", extra={"host": config.host})
+    else:
+        log.warning("auth is off on a non-loopback host (--insecure-no-auth)")
+    options = AppOptions(test_mode=config.test_mode, authority=authority)
+    limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
+    background = [*first, worker, Deliveries(engine)]
+    return build_app(engine, options, background=background, limits=limits)
+
+
+def _uvicorn_options(config: ServerConfig) -> dict[str, Any]:
+    return {
+        "host": config.host,
+        "port": config.port,
+        "log_config": None,
+        "log_level": config.log_level.lower(),
+        "timeout_graceful_shutdown": 30,
+        "ssl_certfile": config.ssl_certfile,
+        "ssl_keyfile": config.ssl_keyfile,
+    }
+
+
+def _run_workers(config: ServerConfig) -> None:
+    """Bind the port and supervise `config.workers` processes that serve it (uvicorn's
+    Multiprocess: SIGTERM or SIGINT stops each gracefully, a dead one is replaced)."""
+    open_store(config.database_url).close()  # migrate once, and fail here if unreachable
+    os.environ[CONFIG_ENV] = config_to_json(config)
+    settings = uvicorn.Config(
+        f"{__name__}:worker_app", factory=True, workers=config.workers, **_uvicorn_options(config)
+    )
+    sock = settings.bind_socket()
+    log.info(
+        "starting",
+        extra={
+            "host": config.host,
+            "port": config.port,
+            "store": _redacted(config.database_url),
+            "workers": config.workers,
+        },
+    )
+    try:
+        Multiprocess(settings, sockets=[sock]).run()
+    finally:
+        sock.close()
+        log.info("stopped")
+
+
+def worker_app() -> Starlette:
+    """The app of one worker process of `--workers`, built from the supervisor's config; its
+    lifespan closes the store last, after the background worker has stopped."""
+    config = config_from_json(os.environ[CONFIG_ENV])
+    configure_logging(config.log_level)
+    store = open_store(config.database_url)
+    return _app(config, store, config.auth_required, first=[_Closing(store)])
+
+
+class _Closing:
+    """Closes a store when the app's lifespan ends."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        self._store.close()
 
 
 def _redacted(url: str) -> str:

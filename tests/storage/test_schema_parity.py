@@ -1,7 +1,7 @@
 """Both dialects' migrations build the same schema: tables, columns, primary keys, indexes.
 
-Only the numbering of messages is stored differently, by design: one counter on SQLite
-(transactions are serial), one per queue on PostgreSQL.
+Only the numbering of messages is stored differently, by design: one counter row on SQLite
+(transactions are serial), one sequence on PostgreSQL (not a table, so not compared).
 """
 
 from __future__ import annotations

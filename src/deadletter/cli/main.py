@@ -106,6 +106,15 @@ def main(key_id: str | None, secret: str | None) -> None:
     default=None,
     help="Master key file [default: DEADLETTER_MASTER_KEY, else <sqlite database>.key].",
 )
+@click.option(
+    "--workers",
+    envvar="DEADLETTER_WORKERS",
+    show_envvar=True,
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port (more than 1 needs a PostgreSQL --db).",
+)
 @click.option("--ssl-certfile", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--ssl-keyfile", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option(
@@ -128,6 +137,7 @@ def serve(
     auth: str | None,
     insecure_no_auth: bool,
     master_key_file: Path | None,
+    workers: int,
     ssl_certfile: Path | None,
     ssl_keyfile: Path | None,
     max_body_bytes: int,
@@ -153,8 +163,10 @@ def serve(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
         max_body_bytes=max_body_bytes,
+        workers=workers,
     )
     try:
+        config.check_workers()
         config.auth_required  # noqa: B018 (refuses auth off on an open host before starting)
         run(config)
     except (ConfigError, MasterKeyError) as exc:

@@ -1,9 +1,10 @@
 """Every queue operation and every dead-letter rule, written once, above the storage interface.
 
 `Engine` is the one façade the faces call. Each operation runs as one transaction (see
-`transactions`); the rules it applies live beside it: `validation` checks what comes in,
-`transitions` moves a message from one state to the next, and `queues`, `claims`,
-`dead_letters`, `expiry` and `redrive` do the work inside the transaction, given the `tx`.
+`transactions`), a read-only one where it only reads; the rules it applies live beside it:
+`validation` checks what comes in, `transitions` moves a message from one state to the next,
+and `queues`, `claims`, `dead_letters`, `expiry` and `redrive` do the work inside the
+transaction, given the `tx`.
 None of them opens a transaction of its own: an operation that builds on another
 (`get_message`, `delete_message`, `list_dead_letters`, `pattern_message_ids`) calls it
 outside any transaction.
@@ -63,6 +64,7 @@ class Engine:
         self.listeners: list[EngineListener] = self._runner.listeners
         self._run = self._runner.run
         self.templates = templates.Templates(self._runner, self.clock)
+        self._read = self._runner.read
         store.on_messages_available(self._runner.available)
         self.subscriptions = Subscriptions(self._run, self.clock)
 
@@ -81,10 +83,10 @@ class Engine:
         return self._run(lambda tx, _: queues.create(tx, project, name, checked, self.clock.now()))
 
     def get_queue(self, project: str, name: str) -> Queue:
-        return self._run(lambda tx, _: require_queue(tx, project, name))
+        return self._read(lambda tx: require_queue(tx, project, name))
 
     def find_queue(self, project: str, name: str) -> Queue | None:
-        return self._run(lambda tx, _: tx.get_queue(project, name))
+        return self._read(lambda tx: tx.get_queue(project, name))
 
     def update_queue(self, project: str, name: str, settings: QueueSettings) -> Queue:
         return self.change_settings(project, name, lambda _: settings)
@@ -113,30 +115,30 @@ class Engine:
     def list_queues(
         self, project: str, prefix: str | None = None, after: str | None = None, limit: int = 10
     ) -> list[Queue]:
-        return self._run(lambda tx, _: tx.list_queues(project, prefix, after, limit))
+        return self._read(lambda tx: tx.list_queues(project, prefix, after, limit))
 
     def dead_letter_sources(self, project: str, dlq: str) -> list[Queue]:
-        def work(tx: Transaction, _: Pending) -> list[Queue]:
+        def work(tx: Transaction) -> list[Queue]:
             require_queue(tx, project, dlq)
             return tx.sources_of(project, dlq)
 
-        return self._run(work)
+        return self._read(work)
 
     def is_redrive_source(self, project: str, name: str) -> bool:
         """Whether a redrive may start on `name`: some policy names it as DLQ, or it still
         holds dead letters (their sources deleted or their policies removed since)."""
 
-        def work(tx: Transaction, _: Pending) -> bool:
+        def work(tx: Transaction) -> bool:
             require_queue(tx, project, name)
             return redrive.is_redrive_source(tx, project, name, self.clock.now())
 
-        return self._run(work)
+        return self._read(work)
 
     def is_dead_letter_queue(self, project: str, name: str) -> bool:
-        return self._run(lambda tx, _: name in tx.dead_letter_targets(project))
+        return self._read(lambda tx: name in tx.dead_letter_targets(project))
 
     def stats(self, project: str, name: str) -> QueueStats:
-        return self._run(lambda tx, _: queues.stats(tx, project, name, self.clock.now()))
+        return self._read(lambda tx: queues.stats(tx, project, name, self.clock.now()))
 
     def purge(self, project: str, name: str) -> int:
         def work(tx: Transaction, _: Pending) -> int:
@@ -176,21 +178,21 @@ class Engine:
         return self._run(work)
 
     def list_messages(self, project: str, queue: str, query: ListQuery) -> list[Message]:
-        def work(tx: Transaction, _: Pending) -> list[Message]:
+        def work(tx: Transaction) -> list[Message]:
             require_queue(tx, project, queue)
             return tx.list_messages(project, queue, self.clock.now(), query)
 
-        return self._run(work)
+        return self._read(work)
 
     def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
         """The unexpired messages among `ids`; missing ones are left out."""
 
-        def work(tx: Transaction, _: Pending) -> list[Message]:
+        def work(tx: Transaction) -> list[Message]:
             require_queue(tx, project, queue)
             now = self.clock.now()
             return [m for m in tx.get_messages(project, queue, ids) if m.expires_at > now]
 
-        return self._run(work)
+        return self._read(work)
 
     def get_message(self, project: str, queue: str, message_id: str) -> Message:
         found = self.get_messages(project, queue, [message_id])
@@ -302,11 +304,11 @@ class Engine:
         return self._run(work)
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> Claim:
-        def work(tx: Transaction, _: Pending) -> Claim:
+        def work(tx: Transaction) -> Claim:
             require_queue(tx, project, queue)
             return claims.get(tx, project, queue, claim_id, self.clock.now())
 
-        return self._run(work)
+        return self._read(work)
 
     def renew_claim(
         self, project: str, queue: str, claim_id: str, ttl: int, grace: int | None = None
@@ -440,15 +442,15 @@ class Engine:
 
     def get_task(self, project: str, dlq: str, task_id: str) -> RedriveTask:
         """A redrive task of `dlq`; a task of another queue or project is not found."""
-        return redrive.owned(self._run(lambda tx, _: tx.get_task(task_id)), project, dlq, task_id)
+        return redrive.owned(self._read(lambda tx: tx.get_task(task_id)), project, dlq, task_id)
 
     def list_tasks(
         self, project: str, dlq: str | None = None, limit: int = 100
     ) -> list[RedriveTask]:
-        return self._run(lambda tx, _: tx.list_tasks(project, dlq, limit))
+        return self._read(lambda tx: tx.list_tasks(project, dlq, limit))
 
     def active_task_ids(self) -> list[str]:
-        return self._run(lambda tx, _: tx.active_task_ids())
+        return self._read(lambda tx: tx.active_task_ids())
 
     def list_dead_letters(
         self,
@@ -477,7 +479,7 @@ class Engine:
         return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)
 
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
-        return self._run(lambda tx, _: patterns.stored(tx, project, dlq))
+        return self._read(lambda tx: patterns.stored(tx, project, dlq))
 
     def wipe(self) -> None:
         self._run(lambda tx, _: tx.wipe())
@@ -488,10 +490,10 @@ class Engine:
         self._run(lambda tx, _: work(tx))
 
     def credential(self, key_id: str) -> CredentialRecord | None:
-        return self._run(lambda tx, _: tx.get_credential(key_id))
+        return self._read(lambda tx: tx.get_credential(key_id))
 
     def credentials(self, project: str | None) -> list[CredentialRecord]:
-        return self._run(lambda tx, _: tx.list_credentials(project))
+        return self._read(lambda tx: tx.list_credentials(project))
 
     def change_credential(
         self, key_id: str, change: Callable[[CredentialRecord], CredentialRecord]

@@ -66,6 +66,18 @@ class Runner:
             self.available(project, queue)
         return result
 
+    def read(self, work: Callable[[Transaction], T]) -> T:
+        """Run `work`, which only reads, in a read-only transaction (`Store.read`): it waits
+        for no writer and no commit, and sees only committed data. Nothing to emit."""
+        for attempt in range(1, CONFLICT_RETRIES + 1):
+            try:
+                with self.store.read() as tx:
+                    return work(tx)
+            except TransactionConflict:
+                if attempt == CONFLICT_RETRIES:
+                    raise
+        raise AssertionError("unreachable")
+
     def available(self, project: str, queue: str) -> None:
         """Messages became visible in `queue`, here or in another process sharing the store."""
         self.emit(lambda listener: listener.messages_available(project, queue))

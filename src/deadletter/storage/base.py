@@ -382,12 +382,28 @@ class Store(abc.ABC):
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """One transaction; it commits when the block ends and rolls back if it raises."""
+        with self._unnested(self._transaction) as tx:
+            yield tx
+
+    @contextmanager
+    def read(self) -> Iterator[Transaction]:
+        """A transaction that only reads and sees only committed data. It takes no write lock
+        and waits for no commit, so reads go on while writers queue up; anything it tries to
+        write fails. Inside a write, read through the write's own transaction instead (it sees
+        its own changes): opening a read there is refused like a nested transaction."""
+        with self._unnested(self._read) as tx:
+            yield tx
+
+    @contextmanager
+    def _unnested(
+        self, opening: Callable[[], AbstractContextManager[Transaction]]
+    ) -> Iterator[Transaction]:
         open_now = _open_transactions.get()
         if id(self) in open_now:
             raise NestedTransaction(NestedTransaction.__doc__)
         token = _open_transactions.set(open_now | {id(self)})
         try:
-            with self._transaction() as tx:
+            with opening() as tx:
                 yield tx
         finally:
             _open_transactions.reset(token)
@@ -395,6 +411,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def _transaction(self) -> AbstractContextManager[Transaction]:
         """The backend's transaction; `transaction()` guards it against nesting."""
+
+    def _read(self) -> AbstractContextManager[Transaction]:
+        """The backend's read-only transaction; a store without a read path reads in a
+        transaction like any other."""
+        return self._transaction()
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:  # noqa: B027
         """Call `callback(project, queue)` when another process makes messages available.

@@ -5,6 +5,15 @@ across them is the database's: rows that a claim, a dead-letter move, a sweep or
 picks are locked with `FOR UPDATE SKIP LOCKED`, so two processes never hand out the same
 message; a committed transaction is durable. Processes tell each other that a queue has new
 messages with LISTEN/NOTIFY, which wakes long polls waiting in another process.
+
+Messages are numbered from one sequence (`message_seq`), so senders to one queue never wait
+for one another. Numbers are taken in one order and committed in another, so a listing by
+marker must not read past a number that is still in flight: a transaction that numbers
+messages of a queue first takes that queue's lane (a shared advisory lock, held until it
+ends), and a listing first takes the lane exclusively, which waits for the senders in flight
+and holds new ones back until the listing's transaction ends. The listing's SELECT (READ
+COMMITTED: a snapshot per statement) then sees every number taken so far that committed,
+and every number taken later is larger.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from deadletter.domain.errors import DeadletterError, QueueAlreadyExists
-from deadletter.domain.model import Message
+from deadletter.domain.model import ListQuery, Message
 from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
@@ -37,14 +46,15 @@ CHANNEL = "deadletter_messages"
 POOL_SIZE = 10
 # Serialises schema migrations of one schema between processes that start at the same time.
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.deadletter'))"
-# The next sequence number of each queue. A sender holds its queue's row until commit, so
-# sequence numbers are handed out in commit order per queue.
+# A queue's lane: advisory lock keys (class, hash of the queue) in a class of their own.
+_LANE = "(x'646c'::int, hashtext(current_schema() || '/' || :project || '/' || :queue))"
+# Numbers for `n` messages of a queue, taken once the queue's lane is held (shared).
 RESERVE_SEQS = (
-    "INSERT INTO queue_sequences (project, queue, value) VALUES (:project, :queue, :n)"
-    " ON CONFLICT (project, queue)"
-    " DO UPDATE SET value = queue_sequences.value + excluded.value RETURNING value"
+    f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{_LANE})"
+    " SELECT nextval('message_seq') AS seq FROM lane, generate_series(1, :n)"
 )
-FORGET_SEQS = "DELETE FROM queue_sequences WHERE project = :project AND queue = :name"
+# A listing waits for the queue's senders in flight (see the module's docstring).
+CLEAR_LANE = f"SELECT pg_advisory_xact_lock{_LANE}"
 NOTIFY = "SELECT pg_notify(:channel, :payload)"
 
 Conn = psycopg.Connection[dict[str, Any]]
@@ -66,29 +76,34 @@ class PostgresDialect(Dialect):
         return StorageError(str(exc))
 
     def numbered(self, tx: Statements, project: str, messages: Sequence[Message]) -> list[Message]:
-        """Counters are taken in queue-name order so that two transactions never wait for
-        each other's counters in opposite orders."""
+        """Lanes are taken in queue-name order, so that a listing waiting for one lane never
+        stands between two senders that take two lanes in opposite orders."""
         by_queue: dict[str, list[int]] = defaultdict(list)
         for i, m in enumerate(messages):
             by_queue[m.queue].append(i)
         out = list(messages)
         for queue in sorted(by_queue):
             positions = by_queue[queue]
-            n = len(positions)
-            row = tx.one(RESERVE_SEQS, {"project": project, "queue": queue, "n": n})
-            first = int(row["value"]) - n + 1
-            for offset, i in enumerate(positions):
-                out[i] = with_seq(messages[i], first + offset)
+            params = {"project": project, "queue": queue, "n": len(positions)}
+            seqs = sorted(int(r["seq"]) for r in tx.all(RESERVE_SEQS, params))
+            for seq, i in zip(seqs, positions, strict=True):
+                out[i] = with_seq(messages[i], seq)
         return out
 
-    def forget_queue(self, tx: Statements, project: str, name: str) -> None:
-        tx.run(FORGET_SEQS, {"project": project, "name": name})
-
     def wipe(self, tx: Statements) -> None:
-        tx.run(f"TRUNCATE {', '.join(q.TABLES)}, queue_sequences")
+        tx.run(f"TRUNCATE {', '.join(q.TABLES)}")
 
 
 POSTGRES = PostgresDialect()
+
+
+class PostgresTransaction(SQLTransaction):
+    def list_messages(
+        self, project: str, queue: str, now: float, query: ListQuery
+    ) -> list[Message]:
+        """A listing never returns a number above one still in flight (module docstring)."""
+        self.run(CLEAR_LANE, {"project": project, "queue": queue})
+        return super().list_messages(project, queue, now, query)
 
 
 class PostgresStore(Store):
@@ -122,7 +137,20 @@ class PostgresStore(Store):
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
         with POSTGRES.translated_errors(), self._pool.connection() as conn, conn.transaction():
-            yield SQLTransaction(conn.cursor(), POSTGRES)
+            yield PostgresTransaction(conn.cursor(), POSTGRES)
+
+    @contextmanager
+    def _read(self) -> Iterator[Transaction]:
+        """`BEGIN READ ONLY`: psycopg spells it so while the connection is `read_only`, which
+        is set back before the connection returns to the pool."""
+        with POSTGRES.translated_errors(), self._pool.connection() as conn:
+            conn.read_only = True
+            try:
+                with conn.transaction():
+                    yield PostgresTransaction(conn.cursor(), POSTGRES)
+            finally:
+                if not conn.closed:
+                    conn.read_only = False
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:
         if self._listener is None:

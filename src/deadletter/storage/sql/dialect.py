@@ -22,6 +22,8 @@ class Statements(Protocol):
 
     def one(self, sql: str, params: Mapping[str, Any]) -> Any: ...
 
+    def all(self, sql: str, params: Mapping[str, Any]) -> list[Any]: ...
+
 
 PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 ID_LIST = re.compile(r"(\w+) = ANY\(:(\w+)\)")

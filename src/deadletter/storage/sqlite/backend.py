@@ -9,7 +9,15 @@ The fsync of each commit is what limits a busy server, so transactions that queu
 one another share a commit (group commit): each runs in a savepoint of one open database
 transaction, and the last of the queue commits them all with one fsync. A caller still
 returns only after its work is committed, and a failing transaction rolls back only its
-own savepoint.
+own savepoint. A transaction's cursor is closed before the connection passes on: a cursor
+left to the garbage collector would reset its cached statement from whichever thread frees
+it, possibly while another thread runs the same statement on the connection.
+
+Reads (`Store.read()`) stay off that path: each takes a connection of its own, opened
+`query_only`, and reads in a plain deferred transaction. WAL lets readers run beside the
+writer, and a reader sees only what had committed when it started, never a group still
+waiting for its COMMIT. An in-memory database is one connection's own, so there reads take
+the write path.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,23 +108,30 @@ class SQLiteStore(Store):
         self._queue_guard = threading.Lock()  # guards `_queued`
         self._queued = 0  # transactions waiting for the connection
         self._group: _CommitGroup | None = None  # the open, not yet committed transaction
-        self._conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        self._conn.row_factory = sqlite3.Row
+        self._readers: list[sqlite3.Connection] = []  # idle read connections
+        self._readers_guard = threading.Lock()  # guards `_readers` and `_closed`
+        self._closed = False
+        self._conn = self._connect()
         # Servers started together on a new file race to switch it to WAL and migrate it; the
         # switch can answer "database is locked" without waiting, so the setup is retried.
         for attempt in range(1, SETUP_ATTEMPTS + 1):
             try:
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute("PRAGMA synchronous = FULL")
-                self._conn.execute("PRAGMA busy_timeout = 30000")
                 self._migrate()
                 break
             except sqlite3.OperationalError as exc:
                 if attempt == SETUP_ATTEMPTS or "locked" not in str(exc):
                     raise
                 time.sleep(0.05 * attempt)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout = 30000")
+        return conn
 
     def _migrate(self) -> None:
         with self._lock:
@@ -144,7 +159,8 @@ class SQLiteStore(Store):
                 group = self._join_group()
                 self._conn.execute("SAVEPOINT request")
                 try:
-                    yield SQLTransaction(self._conn.cursor(), SQLITE)
+                    with closing(self._conn.cursor()) as cursor:
+                        yield SQLTransaction(cursor, SQLITE)
                 except BaseException:
                     self._undo_request(group)
                     raise
@@ -155,6 +171,47 @@ class SQLiteStore(Store):
             group.committed.wait()
             if group.error is not None:
                 raise StorageError(f"commit failed: {group.error}") from group.error
+
+    @contextmanager
+    def _read(self) -> Iterator[Transaction]:
+        if self.path == ":memory:":
+            with self._transaction() as tx:
+                yield tx
+            return
+        with SQLITE.translated_errors():
+            conn = self._take_reader()
+            ended = False
+            try:
+                conn.execute("BEGIN")
+                try:
+                    with closing(conn.cursor()) as cursor:
+                        yield SQLTransaction(cursor, SQLITE)
+                finally:
+                    conn.execute("ROLLBACK")  # it wrote nothing: ending it is all
+                    ended = True
+            finally:
+                if ended:
+                    self._give_back(conn)
+                else:
+                    conn.close()
+
+    def _take_reader(self) -> sqlite3.Connection:
+        """An idle read connection, or a new one: there are as many as reads at once."""
+        with self._readers_guard:
+            if self._closed:
+                raise StorageError("the store is closed")
+            if self._readers:
+                return self._readers.pop()
+        conn = self._connect()
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        with self._readers_guard:
+            if not self._closed:
+                self._readers.append(conn)
+                return
+        conn.close()
 
     def _acquire_connection(self) -> None:
         with self._queue_guard:
@@ -204,6 +261,11 @@ class SQLiteStore(Store):
         group.committed.set()
 
     def close(self) -> None:
+        with self._readers_guard:
+            self._closed = True
+            readers, self._readers = self._readers, []
+        for reader in readers:
+            reader.close()
         with self._lock:
             self._commit_group()
             self._conn.close()

@@ -1,0 +1,135 @@
+"""`deadletter serve --workers N`: several processes on one port and one PostgreSQL database
+serve the same queues, and a long poll in one is woken by a send that another handled."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from deadletter.cli.main import main
+from tests.api.serve_process import start, stop
+from tests.services import postgres_schema
+
+LONG_POLL = 20  # seconds; a receive that waits this long was not woken
+
+
+def test_several_workers_on_sqlite_are_refused_with_the_reason(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["serve", "--workers", "2", "--db", f"sqlite:///{tmp_path / 'd.db'}"]
+    )
+    assert result.exit_code != 0
+    assert "--workers 2 needs a PostgreSQL store" in result.output
+    assert not (tmp_path / "d.db").exists()
+
+
+@pytest.mark.postgres
+def test_two_workers_share_queues_and_wake_each_others_long_polls(tmp_path: Path) -> None:
+    with postgres_schema() as db:
+        proc, url = start(db, tmp_path, "--workers", "2")
+        try:
+            with connections_to_two_processes(url) as (a, b):
+                # Given a queue made through one process
+                queue = sqs(a, "CreateQueue", QueueName="shared")["QueueUrl"]
+                # a message sent through it is received and deleted through the other
+                sqs(a, "SendMessage", QueueUrl=queue, MessageBody="across")
+                (got,) = sqs(b, "ReceiveMessage", QueueUrl=queue)["Messages"]
+                assert got["Body"] == "across"
+                sqs(b, "DeleteMessage", QueueUrl=queue, ReceiptHandle=got["ReceiptHandle"])
+                assert "Messages" not in sqs(a, "ReceiveMessage", QueueUrl=queue)
+
+                # When one process holds a long poll and the other handles a send
+                woken: list[tuple[float, Any]] = []
+
+                def long_poll() -> None:
+                    started = time.monotonic()
+                    answer = sqs(a, "ReceiveMessage", QueueUrl=queue, WaitTimeSeconds=LONG_POLL)
+                    woken.append((time.monotonic() - started, answer))
+
+                poller = threading.Thread(target=long_poll)
+                poller.start()
+                time.sleep(0.5)  # lets the poll start waiting (sent earlier, it only finds it)
+                sqs(b, "SendMessage", QueueUrl=queue, MessageBody="wake up")
+                poller.join(LONG_POLL * 2)
+            # I expect the poll to return the message before its wait ran out
+            ((waited, answer),) = woken
+            assert [m["Body"] for m in answer["Messages"]] == ["wake up"]
+            assert waited < LONG_POLL
+        finally:
+            stop(proc)
+
+
+def sqs(conn: http.client.HTTPConnection, action: str, **params: Any) -> Any:
+    """One call of the SQS JSON protocol on `conn` (auth is off on loopback)."""
+    headers = {"X-Amz-Target": f"AmazonSQS.{action}", "Content-Type": "application/x-amz-json-1.0"}
+    conn.request("POST", "/", body=json.dumps(params), headers=headers)
+    response = conn.getresponse()
+    body = response.read()
+    assert response.status == 200, body
+    return json.loads(body)
+
+
+@contextmanager
+def connections_to_two_processes(
+    url: str,
+) -> Iterator[tuple[http.client.HTTPConnection, http.client.HTTPConnection]]:
+    """Two keep-alive connections that different worker processes accepted."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    opened: list[http.client.HTTPConnection] = []
+    by_pid: dict[int, http.client.HTTPConnection] = {}
+    try:
+        while len(by_pid) < 2:
+            assert len(opened) < 200, "every connection went to one process"
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=LONG_POLL * 2)
+            opened.append(conn)
+            conn.request("GET", "/v2/ping")
+            conn.getresponse().read()
+            assert conn.sock is not None
+            by_pid.setdefault(serving_pid(conn.sock, parts.port), conn)
+        first, second = by_pid.values()
+        yield first, second
+    finally:
+        for conn in opened:
+            conn.close()
+
+
+def serving_pid(client: socket.socket, server_port: int) -> int:
+    """The process that holds the server's end of `client`'s connection (Linux's /proc)."""
+    client_port = client.getsockname()[1]
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote = fields[1], fields[2]
+        if int(local.split(":")[1], 16) == server_port and int(remote.split(":")[1], 16) == (
+            client_port
+        ):
+            inode = fields[9]
+    assert inode is not None
+    target = f"socket:[{inode}]"
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if any(
+                os.readlink(f"/proc/{pid}/fd/{fd}") == target
+                for fd in os.listdir(f"/proc/{pid}/fd")
+            ):
+                return int(pid)
+        except OSError:
+            continue
+    raise AssertionError(f"no process holds {target}")
+
+
+def test_help_lists_workers_with_its_environment_variable() -> None:
+    result = CliRunner().invoke(main, ["serve", "--help"], terminal_width=200)
+    assert "--workers" in result.output and "DEADLETTER_WORKERS" in result.output
