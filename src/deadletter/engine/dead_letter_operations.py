@@ -1,0 +1,129 @@
+"""The dead-letter side of the engine's façade: redrive tasks, browsing a DLQ, the failure
+patterns the analysis stores, and the credential records. `Engine` inherits these, so the
+faces still call one object; the rules live in `redrive`, `patterns` and `credentials`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from deadletter.clock import Clock
+from deadletter.domain.model import DeadLetterFilter, ListQuery, Message, RedriveTask
+from deadletter.engine import patterns, redrive, validation
+from deadletter.engine.lookups import require_queue
+from deadletter.engine.transactions import Pending, Runner
+from deadletter.storage.base import CredentialRecord, Transaction
+
+
+class DeadLetterOperations:
+    clock: Clock
+    _runner: Runner
+
+    # Redrive
+
+    def start_redrive(
+        self,
+        project: str,
+        dlq: str,
+        destination: str | None = None,
+        where: DeadLetterFilter | None = None,
+        rate: float | None = None,
+    ) -> RedriveTask:
+        """Start moving dead letters back: to each one's source queue, or to `destination`."""
+        filter_ = where or DeadLetterFilter()
+        validation.check_redrive(filter_, rate)
+        return self._runner.run(
+            lambda tx, _: redrive.start(
+                tx, project, dlq, destination, filter_, rate, self.clock.now()
+            )
+        )
+
+    def redrive_step(self, task_id: str, budget: int) -> RedriveTask:
+        """Move up to `budget` messages of a running task, atomically with its progress.
+
+        A task with a rate moves no more than its rate allows since its last step, whichever
+        process steps it: the pace is kept in the task's row (see `redrive.paced`).
+        """
+        return self._runner.run(
+            lambda tx, pending: redrive.step(tx, pending, task_id, budget, self.clock.now())
+        )
+
+    def fail_redrive(self, task_id: str, reason: str) -> RedriveTask | None:
+        """Mark a task whose step cannot run as FAILED, so that it stops taking turns."""
+        return self._runner.run(lambda tx, _: redrive.fail(tx, task_id, reason, self.clock.now()))
+
+    def cancel_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+        return self._runner.run(
+            lambda tx, _: redrive.cancel(tx, project, dlq, task_id, self.clock.now())
+        )
+
+    def get_task(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+        """A redrive task of `dlq`; a task of another queue or project is not found."""
+        return redrive.owned(
+            self._runner.read(lambda tx: tx.get_task(task_id)), project, dlq, task_id
+        )
+
+    def list_tasks(
+        self, project: str, dlq: str | None = None, limit: int = 100
+    ) -> list[RedriveTask]:
+        return self._runner.read(lambda tx: tx.list_tasks(project, dlq, limit))
+
+    def active_task_ids(self) -> list[str]:
+        return self._runner.read(lambda tx: tx.active_task_ids())
+
+    def list_dead_letters(
+        self,
+        project: str,
+        dlq: str,
+        where: DeadLetterFilter | None = None,
+        after_seq: int = 0,
+        limit: int = 100,
+    ) -> list[Message]:
+        """Browse a DLQ without consuming it, claimed messages included."""
+        query = ListQuery(
+            after_seq=after_seq,
+            limit=limit,
+            include_claimed=True,
+            include_delayed=True,
+            dead_letters=where or DeadLetterFilter(),
+        )
+
+        def work(tx: Transaction) -> list[Message]:
+            require_queue(tx, project, dlq)
+            return tx.list_messages(project, dlq, self.clock.now(), query)
+
+        return self._runner.read(work)
+
+    # Failure patterns from the analysis pipeline
+
+    def save_patterns(self, project: str, dlq: str, found: list[dict[str, Any]]) -> None:
+        self._runner.run(lambda tx, _: patterns.save(tx, project, dlq, found))
+
+    def pattern_message_ids(self, project: str, dlq: str, pattern_id: str) -> tuple[str, ...]:
+        return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)
+
+    def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
+        return self._runner.read(lambda tx: patterns.stored(tx, project, dlq))
+
+    # Credentials (deadletter.engine.credentials seals, opens and checks them)
+
+    def add_credential(self, work: Callable[[Transaction], None]) -> None:
+        self._runner.run(lambda tx, _: work(tx))
+
+    def credential(self, key_id: str) -> CredentialRecord | None:
+        return self._runner.read(lambda tx: tx.get_credential(key_id))
+
+    def credentials(self, project: str | None) -> list[CredentialRecord]:
+        return self._runner.read(lambda tx: tx.list_credentials(project))
+
+    def change_credential(
+        self, key_id: str, change: Callable[[CredentialRecord], CredentialRecord]
+    ) -> CredentialRecord | None:
+        def work(tx: Transaction, _: Pending) -> CredentialRecord | None:
+            current = tx.get_credential(key_id, lock=True)
+            if current is not None:
+                current = change(current)
+                tx.update_credential(current)
+            return current
+
+        return self._runner.run(work)
