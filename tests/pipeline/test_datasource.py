@@ -210,3 +210,37 @@ def test_reading_from_the_real_server_with_a_pushed_filter(spark: Any, tmp_path:
             assert sorted(m for p in stored for m in p["message_ids"]) == sorted(ids)
     finally:
         store.close()
+
+
+def test_reading_and_storing_patterns_with_credentials(spark: Any, tmp_path: Path) -> None:
+    """Given a server with credentials required, the data source reads the DLQ of the
+    credential's project with `key_id`/`secret`, the sink stores patterns with them, and
+    without them the read is refused."""
+    from deadletter.api.app import build_app
+    from deadletter.api.options import AppOptions
+    from deadletter.auth.credentials import MasterKey
+    from deadletter.clock import ManualClock
+    from deadletter.engine.credentials import Authority
+    from deadletter.engine.engine import Engine
+    from deadletter.pipeline.remote import put_patterns
+    from deadletter.storage import open_store
+
+    clock = ManualClock()
+    store = open_store(f"sqlite:///{tmp_path / 'dl.db'}")
+    engine = Engine(store, clock)
+    ids = _dead_letter_queue(engine, clock)
+    authority = Authority(engine, MasterKey.generate())
+    reader, secret = authority.create("123456789012", "reader")
+    admin, admin_secret = authority.create("123456789012", "admin")
+    app = build_app(engine, AppOptions(authority=authority))
+    try:
+        with serving(app) as url:
+            rows = _reader(spark, url, key_id=reader.key_id, secret=secret).collect()
+            assert sorted(r.message_id for r in rows) == sorted(ids)
+            with pytest.raises(Exception, match="Unauthorized"):
+                _reader(spark, url).collect()
+            pattern = {"id": "p-1", "template": "timeout after <*>", "message_ids": ids[:2]}
+            put_patterns(url, "dlq", [pattern], credential=(admin.key_id, admin_secret))
+            assert engine.pattern_message_ids("123456789012", "dlq", "p-1") == tuple(ids[:2])
+    finally:
+        store.close()

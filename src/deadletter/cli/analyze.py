@@ -97,8 +97,13 @@ def analyze(
         )
     if input_path is not None and url is not None and not queue:
         raise click.UsageError("--url with --input needs --queue: the DLQ to store the patterns on")
-    server = resolve(url, project)
-    url, project = server.url.value, server.project.value
+    root = ctx.find_root().params
+    server = resolve(url, project, root.get("key_id"), root.get("secret"))
+    credential = server.credential
+    url = server.url.value
+    # With a credential, an unstated project is the credential's own (the server knows it).
+    unstated = credential is not None and server.project.origin == "the default"
+    project = None if unstated else server.project.value
     try:
         from deadletter.pipeline.analysis import analyze as run
         from deadletter.pipeline.remote import put_patterns
@@ -119,12 +124,20 @@ def analyze(
             raise click.ClickException(str(exc)) from exc
         if not verbose:
             spark.sparkContext.setLogLevel("ERROR")
-        poster = partial(put_patterns, url, queue, project=project) if post and queue else None
+        poster = (
+            partial(put_patterns, url, queue, project=project, credential=credential)
+            if post and queue
+            else None
+        )
         source: Any = str(input_path)
         if input_path is None:
             assert queue is not None
             reader = spark.read.format("deadletter").option("url", url).option("queue", queue)
-            source = reader.option("project", project).option("partitions", str(partitions))
+            if project is not None:
+                reader = reader.option("project", project)
+            source = reader.option("partitions", str(partitions))
+            if credential is not None:
+                source = source.option("key_id", credential[0]).option("secret", credential[1])
             source = source.load()
         try:
             result = run(

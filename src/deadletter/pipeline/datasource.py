@@ -73,12 +73,16 @@ class Slice(InputPartition):
 
 
 def client_of(options: dict[str, str]) -> Client:
-    """A client made from the data source's options; each executor task opens its own."""
+    """A client made from the data source's options; each executor task opens its own.
+    With `key_id` and `secret` (a server with credentials required), an unstated project is
+    the credential's own."""
+    credential = (options["key_id"], options["secret"]) if options.get("key_id") else None
     return Client(
         options["url"],
-        project=options.get("project") or DEFAULT_PROJECT,
+        project=options.get("project") or (None if credential else DEFAULT_PROJECT),
         client_id=options.get("client_id") or None,
         timeout=float(options.get("timeout", "30")),
+        credential=credential,
     )
 
 

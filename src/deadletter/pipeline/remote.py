@@ -18,8 +18,12 @@ def put_patterns(
     patterns: list[dict[str, Any]],
     project: str | None = None,
     transport: httpx.BaseTransport | None = None,
+    credential: tuple[str, str] | None = None,
 ) -> None:
-    """Replace the DLQ's stored patterns, each with its message ids, so a redrive can pick one."""
-    project = project or DEFAULT_PROJECT
-    with Client(url, project=project, transport=transport, timeout=PUT_TIMEOUT) as client:
+    """Replace the DLQ's stored patterns, each with its message ids, so a redrive can pick one.
+    With a `credential` (key id, secret) and no project, the credential's project is used."""
+    project = project or (None if credential else DEFAULT_PROJECT)
+    with Client(
+        url, project=project, transport=transport, timeout=PUT_TIMEOUT, credential=credential
+    ) as client:
         client.put_patterns(queue, patterns)
