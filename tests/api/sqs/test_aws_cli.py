@@ -21,11 +21,11 @@ from tests.support.servers import serving
 AWS = Path(sys.executable).parent / "aws"
 
 
-def _aws(url: str, tmp_path: Path, *args: str) -> Any:
+def _aws(url: str, tmp_path: Path, *args: str, key: tuple[str, str] = ("test", "test")) -> Any:
     env = {
         **os.environ,
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_ACCESS_KEY_ID": key[0],
+        "AWS_SECRET_ACCESS_KEY": key[1],
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_CONFIG_FILE": str(tmp_path / "config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
@@ -71,3 +71,25 @@ def test_reset_exists_only_in_test_mode(store: Store) -> None:
         assert engine.find_queue("123456789012", "kept") is not None
         r = httpx.post(url, data={"Action": "GetCallerIdentity", "Version": "2011-06-15"})
         assert r.status_code == 400
+
+
+@pytest.mark.skipif(not AWS.exists(), reason="the awscli package is not installed")
+def test_with_credentials_required_a_real_key_pair_works_and_a_wrong_one_fails(
+    store: Store, tmp_path: Path
+) -> None:
+    from tests.auth.live import live_server
+
+    with live_server(store) as live:
+        credential, secret = live.issue("tenant-a", "admin")
+        key = (credential.key_id, secret)
+        url = _aws(live.url, tmp_path, "create-queue", "--queue-name", "cli", key=key)["QueueUrl"]
+        assert f"/{credential.account_id}/cli" in url
+        _aws(
+            live.url, tmp_path, "send-message", "--queue-url", url, "--message-body", "hi", key=key
+        )
+        with pytest.raises(subprocess.CalledProcessError) as refused:
+            _aws(live.url, tmp_path, "receive-message", "--queue-url", url,
+                 key=(credential.key_id, "wrong"))  # fmt: skip
+        assert "SignatureDoesNotMatch" in refused.value.stderr
+        got = _aws(live.url, tmp_path, "receive-message", "--queue-url", url, key=key)
+        assert [m["Body"] for m in got["Messages"]] == ["hi"]
