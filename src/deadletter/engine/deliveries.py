@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from deadletter.domain.model import Delivery
+from deadletter.domain.subscriptions import Delivery
 from deadletter.engine import notifier
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener

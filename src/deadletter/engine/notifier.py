@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from deadletter.domain.model import Delivery
+from deadletter.domain.subscriptions import Delivery
 
 # The substitution Zaqar makes in `post_data`.
 MESSAGE_PLACEHOLDER = '"$zaqar_message$"'

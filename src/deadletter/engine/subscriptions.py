@@ -17,14 +17,11 @@ from urllib.parse import urlsplit
 
 from deadletter.clock import Clock
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    MAX_DESCRIPTION,
-    MAX_ERROR_DETAILS,
+from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message, Reason
+from deadletter.domain.subscriptions import (
     MAX_SUBSCRIBER_LENGTH,
     MIN_SUBSCRIPTION_TTL,
     Delivery,
-    Message,
-    Reason,
     Subscription,
 )
 from deadletter.engine import counters, transitions

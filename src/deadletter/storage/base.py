@@ -18,15 +18,14 @@ from typing import Any
 from deadletter.domain.errors import DeadletterError
 from deadletter.domain.model import (
     DeadLetterFilter,
-    Delivery,
     ListQuery,
     Message,
     Queue,
     QueueSettings,
     QueueTemplate,
     RedriveTask,
-    Subscription,
 )
+from deadletter.domain.subscriptions import Delivery, Subscription
 
 
 @dataclass(frozen=True)

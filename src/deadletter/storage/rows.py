@@ -8,16 +8,15 @@ from typing import Any, Protocol
 from deadletter.domain.model import (
     Attribute,
     DeadLetterFilter,
-    Delivery,
     Message,
     Provenance,
     Queue,
     QueueSettings,
     RedriveTask,
     SkipReason,
-    Subscription,
     TaskStatus,
 )
+from deadletter.domain.subscriptions import Delivery, Subscription
 
 
 class Row(Protocol):

@@ -14,7 +14,7 @@ from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import PAGE_LIMIT, is_int_in, text
 from deadletter.api.zaqar.serialize import next_link
 from deadletter.domain import errors
-from deadletter.domain.model import DEFAULT_SUBSCRIPTION_TTL, Subscription
+from deadletter.domain.subscriptions import DEFAULT_SUBSCRIPTION_TTL, Subscription
 
 # Options are the subscriber's (post_headers, post_data...): kept whole, up to this size.
 MAX_OPTIONS_BYTES = 65_536

@@ -7,53 +7,30 @@ whole transaction (a failed statement fails the transaction on PostgreSQL anyway
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from deadletter.domain.model import (
     DeadLetterFilter,
-    Delivery,
     ListQuery,
     Message,
     Queue,
     QueueSettings,
-    QueueTemplate,
     RedriveTask,
-    Subscription,
-    TemplateSettings,
 )
-from deadletter.storage.base import ClaimRecord, CredentialRecord, MessageCounts, Transaction
+from deadletter.storage.base import ClaimRecord, MessageCounts, Transaction
 from deadletter.storage.rows import (
     Row,
     dead_letter_target,
-    delivery_from,
-    delivery_params,
     message_from,
     message_params,
     queue_from,
-    subscription_from,
-    subscription_params,
     task_from,
     task_params,
 )
 from deadletter.storage.sql import queries as q
-from deadletter.storage.sql.dialect import Dialect
-
-
-class Cursor(Protocol):
-    """What both drivers' cursors offer (rows readable by column name)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def execute(self, sql: str, params: Mapping[str, Any], /) -> Any: ...
-
-    def executemany(self, sql: str, params: Iterable[Mapping[str, Any]], /) -> Any: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
+from deadletter.storage.sql.administration import AdministrationStatements
+from deadletter.storage.sql.subscriptions import SubscriptionStatements
 
 
 def _filter_params(where: DeadLetterFilter | None) -> dict[str, Any]:
@@ -88,34 +65,9 @@ def _claim_from(r: Row) -> ClaimRecord:
     )
 
 
-class SQLTransaction(Transaction):
-    def __init__(self, cursor: Cursor, dialect: Dialect) -> None:
-        self.cur = cursor
-        self.d = dialect
-
-    # Running statements
-
-    def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
-        """Execute one statement; returns the number of rows it changed."""
-        statement = self.d.compile(sql)
-        self.cur.execute(statement.text, self.d.bind(statement, params or {}))
-        return self.cur.rowcount
-
-    def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
-            statement = self.d.compile(sql)
-            self.cur.executemany(statement.text, [self.d.bind(statement, r) for r in rows])
-
-    def one(self, sql: str, params: Mapping[str, Any]) -> Any:
-        self.run(sql, params)
-        return self.cur.fetchone()
-
-    def all(self, sql: str, params: Mapping[str, Any]) -> list[Any]:
-        self.run(sql, params)
-        return self.cur.fetchall()
-
-    def _messages(self, sql: str, params: Mapping[str, Any]) -> list[Message]:
-        return [message_from(r) for r in self.all(sql, params)]
+class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transaction):
+    """The one `Transaction` of both SQL stores; subscriptions, credentials and templates are
+    in their own parts (`subscriptions`, `administration`)."""
 
     # Queues
 
@@ -384,118 +336,6 @@ class SQLTransaction(Transaction):
         r = self.one(q.GET_PATTERNS, {"project": project, "dlq": dlq})
         return list(json.loads(r["patterns"])) if r else []
 
-    # Credentials
-
-    def insert_credential(self, credential: CredentialRecord) -> None:
-        self.run(q.INSERT_CREDENTIAL, _credential_params(credential))
-
-    def get_credential(self, key_id: str, lock: bool = False) -> CredentialRecord | None:
-        sql = q.GET_CREDENTIAL_LOCKED if lock else q.GET_CREDENTIAL
-        r = self.one(sql, {"key_id": key_id})
-        return _credential_from(r) if r else None
-
-    def list_credentials(self, project: str | None) -> list[CredentialRecord]:
-        return [_credential_from(r) for r in self.all(q.LIST_CREDENTIALS, {"project": project})]
-
-    def update_credential(self, credential: CredentialRecord) -> None:
-        self.run(q.UPDATE_CREDENTIAL, _credential_params(credential))
-
-    def account_projects(self, account_id: str) -> set[str]:
-        rows = self.all(q.ACCOUNT_PROJECTS, {"account_id": account_id})
-        return {r["project"] for r in rows}
-
-    # Queue templates
-
-    def insert_template(self, template: QueueTemplate) -> bool:
-        return self.run(q.INSERT_TEMPLATE, _template_params(template)) == 1
-
-    def get_template(self, project: str, name: str) -> QueueTemplate | None:
-        r = self.one(q.GET_TEMPLATE, {"project": project, "name": name})
-        return _template_from(r) if r else None
-
-    def list_templates(self, project: str) -> list[QueueTemplate]:
-        return [_template_from(r) for r in self.all(q.LIST_TEMPLATES, {"project": project})]
-
-    def update_template(self, template: QueueTemplate) -> None:
-        self.run(q.UPDATE_TEMPLATE, _template_params(template))
-
-    def delete_template(self, project: str, name: str) -> bool:
-        return self.run(q.DELETE_TEMPLATE, {"project": project, "name": name}) > 0
-
-    # Subscriptions and the notifications owed to them
-
-    def insert_subscription(self, subscription: Subscription) -> None:
-        self.run(q.INSERT_SUBSCRIPTION, subscription_params(subscription))
-
-    def get_subscription(
-        self, project: str, queue: str, subscription_id: str, lock: bool = False
-    ) -> Subscription | None:
-        sql = q.GET_SUBSCRIPTION_LOCKED if lock else q.GET_SUBSCRIPTION
-        r = self.one(sql, {"project": project, "queue": queue, "id": subscription_id})
-        return subscription_from(r) if r else None
-
-    def subscription_by_subscriber(
-        self, project: str, queue: str, subscriber: str
-    ) -> Subscription | None:
-        key = {"project": project, "queue": queue, "subscriber": subscriber}
-        r = self.one(q.SUBSCRIPTION_BY_SUBSCRIBER, key)
-        return subscription_from(r) if r else None
-
-    def list_subscriptions(
-        self, project: str, queue: str, now: float, after: str | None, limit: int | None
-    ) -> list[Subscription]:
-        key = {"project": project, "queue": queue, "now": now}
-        if limit is None:
-            rows = self.all(q.LIVE_SUBSCRIPTIONS, key)
-        else:
-            rows = self.all(q.LIST_SUBSCRIPTIONS, {**key, "after": after or "", "limit": limit})
-        return [subscription_from(r) for r in rows]
-
-    def update_subscription(self, subscription: Subscription) -> None:
-        params = subscription_params(subscription)
-        self.run(q.UPDATE_SUBSCRIPTION, {k: params[k] for k in (
-            "subscriber", "ttl", "options", "confirmed", "expires_at", "id")})  # fmt: skip
-
-    def delete_subscriptions(self, project: str, queue: str, ids: Sequence[str]) -> int:
-        self.run(q.CANCEL_DELIVERIES, {"ids": list(ids)})
-        return sum(
-            self.run(q.DELETE_SUBSCRIPTION, {"project": project, "queue": queue, "id": i})
-            for i in ids
-        )
-
-    def delete_expired_subscriptions(self, now: float) -> int:
-        return self.run(q.DELETE_EXPIRED_SUBSCRIPTIONS, {"now": now})
-
-    def insert_deliveries(self, deliveries: Sequence[Delivery]) -> None:
-        self.run_many(q.INSERT_DELIVERY, [delivery_params(d) for d in deliveries])
-
-    def due_deliveries(
-        self, now: float, limit: int, busy: Sequence[str], lease_until: float
-    ) -> list[Delivery]:
-        params = {"now": now, "limit": limit, "busy": list(busy) or None}
-        due = [delivery_from(r) for r in self.all(q.DUE_DELIVERIES, params)]
-        leased = [replace(d, due_at=lease_until) for d in due]
-        for d in leased:
-            self.update_delivery(d)
-        return leased
-
-    def get_delivery(self, delivery_id: str) -> Delivery | None:
-        r = self.one(q.GET_DELIVERY_LOCKED, {"id": delivery_id})
-        return delivery_from(r) if r else None
-
-    def update_delivery(self, delivery: Delivery) -> None:
-        params = delivery_params(delivery)
-        self.run(
-            q.UPDATE_DELIVERY, {k: params[k] for k in ("due_at", "attempts", "last_error", "id")}
-        )
-
-    def delete_delivery(self, delivery_id: str) -> None:
-        self.run(q.DELETE_DELIVERY, {"id": delivery_id})
-
-    def pending_deliveries(self, project: str, queue: str) -> list[Delivery]:
-        rows = self.all(q.PENDING_DELIVERIES, {"project": project, "queue": queue})
-        return [delivery_from(r) for r in rows]
-
     def wipe(self) -> None:
         for table in q.SUBSCRIPTION_TABLES:
             self.run(f"DELETE FROM {table}")
@@ -544,41 +384,3 @@ class SQLTransaction(Transaction):
 
     def forget_deduplications(self, project: str, queue: str, now: float) -> None:
         self.run(q.FORGET_EXPIRED_DEDUP, {"project": project, "queue": queue, "now": now})
-
-
-def _credential_params(c: CredentialRecord) -> dict[str, Any]:
-    return {f: getattr(c, f) for f in q.CREDENTIAL_FIELDS}
-
-
-def _credential_from(r: Row) -> CredentialRecord:
-    return CredentialRecord(
-        key_id=r["key_id"],
-        project=r["project"],
-        role=r["role"],
-        account_id=r["account_id"],
-        sealed_secret=r["sealed_secret"],
-        created_at=r["created_at"],
-        revoked=bool(r["revoked"]),
-    )
-
-
-def _template_params(t: QueueTemplate) -> dict[str, Any]:
-    return {
-        "project": t.project,
-        "name": t.name,
-        "pattern": t.pattern,
-        "settings": json.dumps(t.settings.to_dict()),
-        "created_at": t.created_at,
-        "updated_at": t.updated_at,
-    }
-
-
-def _template_from(r: Row) -> QueueTemplate:
-    return QueueTemplate(
-        project=r["project"],
-        name=r["name"],
-        pattern=r["pattern"],
-        settings=TemplateSettings.from_dict(json.loads(r["settings"])),
-        created_at=r["created_at"],
-        updated_at=r["updated_at"],
-    )

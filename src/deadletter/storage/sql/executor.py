@@ -1,0 +1,56 @@
+"""Running the statements of `queries` through a driver's cursor in its dialect's spelling:
+what every part of `SQLTransaction` builds on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from deadletter.domain.model import Message
+from deadletter.storage.rows import message_from
+from deadletter.storage.sql.dialect import Dialect
+
+
+class Cursor(Protocol):
+    """What both drivers' cursors offer (rows readable by column name)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: str, params: Mapping[str, Any], /) -> Any: ...
+
+    def executemany(self, sql: str, params: Iterable[Mapping[str, Any]], /) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Executor:
+    def __init__(self, cursor: Cursor, dialect: Dialect) -> None:
+        self.cur = cursor
+        self.d = dialect
+
+    # Running statements
+
+    def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        """Execute one statement; returns the number of rows it changed."""
+        statement = self.d.compile(sql)
+        self.cur.execute(statement.text, self.d.bind(statement, params or {}))
+        return self.cur.rowcount
+
+    def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if rows:
+            statement = self.d.compile(sql)
+            self.cur.executemany(statement.text, [self.d.bind(statement, r) for r in rows])
+
+    def one(self, sql: str, params: Mapping[str, Any]) -> Any:
+        self.run(sql, params)
+        return self.cur.fetchone()
+
+    def all(self, sql: str, params: Mapping[str, Any]) -> list[Any]:
+        self.run(sql, params)
+        return self.cur.fetchall()
+
+    def _messages(self, sql: str, params: Mapping[str, Any]) -> list[Message]:
+        return [message_from(r) for r in self.all(sql, params)]

@@ -1,0 +1,92 @@
+"""Statements of Zaqar subscriptions and the notifications owed to them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from deadletter.domain.subscriptions import Delivery, Subscription
+from deadletter.storage.rows import (
+    delivery_from,
+    delivery_params,
+    subscription_from,
+    subscription_params,
+)
+from deadletter.storage.sql import queries as q
+from deadletter.storage.sql.executor import Executor
+
+
+class SubscriptionStatements(Executor):
+    # Subscriptions and the notifications owed to them
+
+    def insert_subscription(self, subscription: Subscription) -> None:
+        self.run(q.INSERT_SUBSCRIPTION, subscription_params(subscription))
+
+    def get_subscription(
+        self, project: str, queue: str, subscription_id: str, lock: bool = False
+    ) -> Subscription | None:
+        sql = q.GET_SUBSCRIPTION_LOCKED if lock else q.GET_SUBSCRIPTION
+        r = self.one(sql, {"project": project, "queue": queue, "id": subscription_id})
+        return subscription_from(r) if r else None
+
+    def subscription_by_subscriber(
+        self, project: str, queue: str, subscriber: str
+    ) -> Subscription | None:
+        key = {"project": project, "queue": queue, "subscriber": subscriber}
+        r = self.one(q.SUBSCRIPTION_BY_SUBSCRIBER, key)
+        return subscription_from(r) if r else None
+
+    def list_subscriptions(
+        self, project: str, queue: str, now: float, after: str | None, limit: int | None
+    ) -> list[Subscription]:
+        key = {"project": project, "queue": queue, "now": now}
+        if limit is None:
+            rows = self.all(q.LIVE_SUBSCRIPTIONS, key)
+        else:
+            rows = self.all(q.LIST_SUBSCRIPTIONS, {**key, "after": after or "", "limit": limit})
+        return [subscription_from(r) for r in rows]
+
+    def update_subscription(self, subscription: Subscription) -> None:
+        params = subscription_params(subscription)
+        self.run(q.UPDATE_SUBSCRIPTION, {k: params[k] for k in (
+            "subscriber", "ttl", "options", "confirmed", "expires_at", "id")})  # fmt: skip
+
+    def delete_subscriptions(self, project: str, queue: str, ids: Sequence[str]) -> int:
+        self.run(q.CANCEL_DELIVERIES, {"ids": list(ids)})
+        return sum(
+            self.run(q.DELETE_SUBSCRIPTION, {"project": project, "queue": queue, "id": i})
+            for i in ids
+        )
+
+    def delete_expired_subscriptions(self, now: float) -> int:
+        return self.run(q.DELETE_EXPIRED_SUBSCRIPTIONS, {"now": now})
+
+    def insert_deliveries(self, deliveries: Sequence[Delivery]) -> None:
+        self.run_many(q.INSERT_DELIVERY, [delivery_params(d) for d in deliveries])
+
+    def due_deliveries(
+        self, now: float, limit: int, busy: Sequence[str], lease_until: float
+    ) -> list[Delivery]:
+        params = {"now": now, "limit": limit, "busy": list(busy) or None}
+        due = [delivery_from(r) for r in self.all(q.DUE_DELIVERIES, params)]
+        leased = [replace(d, due_at=lease_until) for d in due]
+        for d in leased:
+            self.update_delivery(d)
+        return leased
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None:
+        r = self.one(q.GET_DELIVERY_LOCKED, {"id": delivery_id})
+        return delivery_from(r) if r else None
+
+    def update_delivery(self, delivery: Delivery) -> None:
+        params = delivery_params(delivery)
+        self.run(
+            q.UPDATE_DELIVERY, {k: params[k] for k in ("due_at", "attempts", "last_error", "id")}
+        )
+
+    def delete_delivery(self, delivery_id: str) -> None:
+        self.run(q.DELETE_DELIVERY, {"id": delivery_id})
+
+    def pending_deliveries(self, project: str, queue: str) -> list[Delivery]:
+        rows = self.all(q.PENDING_DELIVERIES, {"project": project, "queue": queue})
+        return [delivery_from(r) for r in rows]
