@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from deadletter.api.notify import wait_for
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs import fifo as sqs_fifo
+from deadletter.api.sqs import system_attributes as system_attrs
 from deadletter.api.sqs.call import Call, batch_entries, entry_failure
 from deadletter.api.sqs.errors import (
     SqsError,
@@ -62,11 +63,12 @@ def _new_message(params: dict[str, Any]) -> NewMessage:
     else:
         delay = None
     attributes = attrs.message_attributes_in(params.get("MessageAttributes"))
+    system = system_attrs.system_attributes_in(params.get("MessageSystemAttributes"))
     group_id, dedup_id = sqs_fifo.fields(params)
     return NewMessage(
         body=body.encode(),
         delay=delay,
-        attributes=attributes,
+        attributes={**attributes, **system},
         dead_letter_eligible=_eligible(attributes.get(ELIGIBLE_ATTRIBUTE)),
         group_id=group_id,
         deduplication_id=dedup_id,
@@ -113,19 +115,24 @@ def _sent(m: Message, s: QueueSettings) -> dict[str, Any]:
         "MessageId": m.id,
         "MD5OfMessageBody": attrs.md5_of_body(m.body.decode()),
     }
-    digest = attrs.md5_of_attributes(m.attributes)
+    user, system = system_attrs.split(m.attributes)
+    digest = attrs.md5_of_attributes(user)
     if digest:
         out["MD5OfMessageAttributes"] = digest
+    system_digest = attrs.md5_of_attributes(system)
+    if system_digest:
+        out["MD5OfMessageSystemAttributes"] = system_digest
     if s.fifo:
         out["SequenceNumber"] = sqs_fifo.system_attributes(m)["SequenceNumber"]
     return out
 
 
 def _size(message: NewMessage) -> int:
-    """A message's size as SQS counts it: body, attribute names, types and values."""
+    """A message's size as SQS counts it: body, attribute names, types and values (system
+    attributes do not count)."""
+    user, _ = system_attrs.split(message.attributes)
     return len(message.body) + sum(
-        len(k.encode()) + len(a.type.encode()) + len(a.value.encode())
-        for k, a in message.attributes.items()
+        len(k.encode()) + len(a.type.encode()) + len(a.value.encode()) for k, a in user.items()
     )
 
 
@@ -216,11 +223,13 @@ def _received(call: Call, m: Message, claim_id: str, system: list[str], user: li
     if m.provenance is not None:
         available["DeadLetterQueueSourceArn"] = call.arn(m.provenance.source_queue)
     available.update(sqs_fifo.system_attributes(m))
+    stored, set_by_sender = system_attrs.split(m.attributes)
+    available.update({k: a.value for k, a in set_by_sender.items()})
     if system:
         every = "All" in system
         out["Attributes"] = {k: v for k, v in available.items() if every or k in system}
     # The reserved DLQ.* attributes are shown through DeadLetterQueueSourceArn instead.
-    own = {k: v for k, v in m.attributes.items() if k != SOURCE_QUEUE_ATTRIBUTE}
+    own = {k: v for k, v in stored.items() if k != SOURCE_QUEUE_ATTRIBUTE}
     picked = attrs.wanted(user, own)
     if picked:
         out["MessageAttributes"] = attrs.message_attributes_out(picked)

@@ -160,6 +160,8 @@ def tag_queue(call: Call) -> dict[str, Any]:
 def untag_queue(call: Call) -> dict[str, Any]:
     name = call.queue()
     keys = set(call.names("TagKeys"))
+    if not keys:  # as SQS answers an empty TagKeys list
+        raise invalid_parameter("Tag keys must be between 1 and 128 characters in length.")
     call.engine.change_settings(
         call.project,
         name,

@@ -47,6 +47,8 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
     async def endpoint(request: Request) -> Response:
         target = request.headers.get("x-amz-target", "")
         use_json = target.startswith(TARGET_PREFIX)
+        request_id = wire.new_request_id()
+        headers = {wire.REQUEST_ID_HEADER: request_id}
         try:
             action, params = await _read(request, use_json)
             account, region = _identity(request, options)
@@ -60,7 +62,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                     sqs_account, options.authority, request, body, action
                 )
             if action == "GetCallerIdentity" and options.test_mode and not use_json:
-                return _caller_identity(account)
+                return _caller_identity(account, request_id)
             call = Call(
                 engine=engine,
                 notifier=notifier,
@@ -82,10 +84,12 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                 )
             # Rendered inside the try: a result that cannot be written is a logged 500 too.
             if use_json:
-                return JSONResponse(result, media_type=wire.JSON_CONTENT_TYPE)
-            return Response(wire.xml_response(action, result), media_type="text/xml")
+                return JSONResponse(result, headers=headers, media_type=wire.JSON_CONTENT_TYPE)
+            xml = wire.xml_response(action, result, request_id=request_id)
+            return Response(xml, headers=headers, media_type="text/xml")
         except Exception as exc:
-            return _error(from_exception(exc, f"{target or 'query'} {request.url.path}"), use_json)
+            error = from_exception(exc, f"{target or 'query'} {request.url.path}")
+            return _error(error, use_json, request_id)
 
     async def reset(request: Request) -> Response:
         await run_in_threadpool(engine.wipe)
@@ -125,21 +129,28 @@ async def _read(request: Request, use_json: bool) -> tuple[str, dict[str, Any]]:
     return action, params
 
 
-def _error(error: SqsError, use_json: bool) -> Response:
+def _error(error: SqsError, use_json: bool, request_id: str) -> Response:
     if use_json:
-        body, headers = wire.json_error(error)
+        body, headers = wire.json_error(error, request_id)
         return JSONResponse(
             body, status_code=error.status, headers=headers, media_type=wire.JSON_CONTENT_TYPE
         )
-    return Response(wire.xml_error(error), status_code=error.status, media_type="text/xml")
+    return Response(
+        wire.xml_error(error, request_id),
+        status_code=error.status,
+        headers={wire.REQUEST_ID_HEADER: request_id},
+        media_type="text/xml",
+    )
 
 
-def _caller_identity(account: str) -> Response:
+def _caller_identity(account: str, request_id: str) -> Response:
     result: dict[str, Any] = {
         "Arn": f"arn:aws:iam::{account}:user/deadletter",
         "UserId": "AIDADEADLETTER",
         "Account": account,
     }
     return Response(
-        wire.xml_response("GetCallerIdentity", result, STS_NAMESPACE), media_type="text/xml"
+        wire.xml_response("GetCallerIdentity", result, STS_NAMESPACE, request_id),
+        headers={wire.REQUEST_ID_HEADER: request_id},
+        media_type="text/xml",
     )

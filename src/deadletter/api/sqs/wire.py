@@ -201,9 +201,45 @@ def _members(result: dict[str, Any], action: str) -> str:
     return "".join(parts)
 
 
-def xml_response(action: str, result: dict[str, Any], namespace: str = SQS_NAMESPACE) -> str:
-    request_id = str(uuid.uuid4())
-    body = f"<{action}Result>{_members(result, action)}</{action}Result>" if result else ""
+# Actions that answer with no result element; every other one has its `<ActionResult>`, empty
+# when there is nothing to list (a receive that got nothing, a queue without tags), as SQS
+# writes it and as botocore's query parser looks for it.
+_NO_RESULT = frozenset(
+    {
+        "AddPermission",
+        "ChangeMessageVisibility",
+        "DeleteMessage",
+        "DeleteQueue",
+        "PurgeQueue",
+        "RemovePermission",
+        "SetQueueAttributes",
+        "TagQueue",
+        "UntagQueue",
+    }
+)
+
+
+def new_request_id() -> str:
+    """The id of one answer, sent as `x-amzn-RequestId` and, in XML, as its RequestId, so
+    that an SDK's `ResponseMetadata.RequestId` is set whichever protocol it speaks."""
+    return str(uuid.uuid4())
+
+
+REQUEST_ID_HEADER = "x-amzn-RequestId"
+
+
+def xml_response(
+    action: str,
+    result: dict[str, Any],
+    namespace: str = SQS_NAMESPACE,
+    request_id: str | None = None,
+) -> str:
+    request_id = request_id or new_request_id()
+    body = (
+        ""
+        if action in _NO_RESULT and not result
+        else f"<{action}Result>{_members(result, action)}</{action}Result>"
+    )
     return (
         f'<?xml version="1.0"?><{action}Response xmlns="{namespace}">{body}'
         f"<ResponseMetadata><RequestId>{request_id}</RequestId></ResponseMetadata>"
@@ -216,20 +252,25 @@ def safe_text(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def xml_error(error: SqsError) -> str:
+def xml_error(error: SqsError, request_id: str | None = None) -> str:
     kind = "Sender" if error.sender_fault else "Receiver"
     return (
         f'<?xml version="1.0"?><ErrorResponse xmlns="{SQS_NAMESPACE}"><Error>'
         f"<Type>{kind}</Type><Code>{escape(safe_text(error.code))}</Code>"
         f"<Message>{escape(safe_text(error.message))}</Message><Detail/></Error>"
-        f"<RequestId>{uuid.uuid4()}</RequestId></ErrorResponse>"
+        f"<RequestId>{request_id or new_request_id()}</RequestId></ErrorResponse>"
     )
 
 
-def json_error(error: SqsError) -> tuple[dict[str, Any], dict[str, str]]:
+def json_error(
+    error: SqsError, request_id: str | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """(body, headers) of a JSON-protocol error."""
     kind = "Sender" if error.sender_fault else "Receiver"
     return (
         {"__type": f"com.amazonaws.sqs#{error.shape}", "message": safe_text(error.message)},
-        {"x-amzn-query-error": f"{error.code};{kind}"},
+        {
+            "x-amzn-query-error": f"{error.code};{kind}",
+            REQUEST_ID_HEADER: request_id or new_request_id(),
+        },
     )
