@@ -109,12 +109,14 @@ class Rule:
 
 
 def _cli_serve(i: Import) -> bool:
-    """`deadletter serve` starts the server in-process and `credentials create-operator`
-    bootstraps its first credential: the CLI reaches the server side only through the
-    composition root, `deadletter.server`, and its configuration."""
+    """`deadletter serve` starts the server in-process, `credentials create-operator`
+    bootstraps its first credential and `credentials rotate-master-key` re-seals the stored
+    secrets: the CLI reaches the server side only through the composition root,
+    `deadletter.server`, and its configuration."""
     return (i.source, i.function) in (
         ("deadletter.cli.main", "serve"),
         ("deadletter.cli.credentials", "create_operator"),
+        ("deadletter.cli.credentials", "rotate_master_key"),
     ) and i.target in ("deadletter.server", "deadletter.config")
 
 

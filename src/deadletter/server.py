@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -25,10 +26,16 @@ from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
 from deadletter.api.app import AppOptions, Background, Limits, build_app
-from deadletter.auth.credentials import MASTER_KEY_ENV, Credential, load_master_key
+from deadletter.auth.credentials import (
+    MASTER_KEY_ENV,
+    Credential,
+    MasterKey,
+    load_master_key,
+    write_key_file,
+)
 from deadletter.auth.errors import MasterKeyError
 from deadletter.config import CONFIG_ENV, ServerConfig, config_from_json, config_to_json
-from deadletter.engine.credentials import Authority, Role
+from deadletter.engine.credentials import Authority, Role, reseal_all
 from deadletter.engine.deliveries import Deliveries
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
@@ -210,19 +217,49 @@ class OfflineSetupError(Exception):
 def create_operator_credential(config: ServerConfig, project: str) -> tuple[Credential, str]:
     """Make an operator credential directly in the database, where no server runs yet (the
     first credential of a deployment); returns it with its secret, shown once."""
-    if config.key_file is None and not os.environ.get(MASTER_KEY_ENV):
-        raise OfflineSetupError(
-            f"A PostgreSQL store needs the master key: set {MASTER_KEY_ENV} or give"
-            " --master-key-file."
-        )
     if config.uses_data_dir:
         config.data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        master = load_master_key(config.key_file)
-    except MasterKeyError as exc:
-        raise OfflineSetupError(exc.message) from None
+    master = _offline_master_key(config, create=True)
     store = open_store(config.database_url)
     try:
         return Authority(Engine(store), master).create(project, Role.OPERATOR)
     finally:
         store.close()
+
+
+def rotate_master_key(config: ServerConfig, new_key_file: Path) -> int:
+    """Re-seal every stored secret under a new master key, written first to `new_key_file`
+    (0600, never over an existing file); returns how many credentials were re-sealed.
+
+    Offline: servers still holding the old key cannot open the re-sealed secrets, so they
+    must be restarted with the new one. All or nothing: on failure the database keeps the
+    old key and the new key file opens nothing.
+    """
+    old = _offline_master_key(config, create=False)
+    new = MasterKey.generate()
+    try:
+        write_key_file(new_key_file, new)
+    except (MasterKeyError, OSError) as exc:
+        raise OfflineSetupError(str(exc)) from None
+    store = open_store(config.database_url)
+    try:
+        return reseal_all(Engine(store), old, new)
+    except MasterKeyError as exc:
+        raise OfflineSetupError(
+            f"{exc.message} Nothing was changed: the database still uses the old key;"
+            f" remove {new_key_file} before trying again."
+        ) from None
+    finally:
+        store.close()
+
+
+def _offline_master_key(config: ServerConfig, create: bool) -> MasterKey:
+    if config.key_file is None and not os.environ.get(MASTER_KEY_ENV):
+        raise OfflineSetupError(
+            f"A PostgreSQL store needs the master key: set {MASTER_KEY_ENV} or give"
+            " --master-key-file."
+        )
+    try:
+        return load_master_key(config.key_file, create=create)
+    except MasterKeyError as exc:
+        raise OfflineSetupError(exc.message) from None

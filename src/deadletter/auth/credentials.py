@@ -192,14 +192,7 @@ def load_master_key(
         )
     if create:
         key = MasterKey.generate()
-        try:
-            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "w") as out:
-                os.fchmod(out.fileno(), 0o600)
-                out.write(key.to_text() + "\n")
+        if _create_key_file(key_file, key):
             return key
     try:
         mode = key_file.stat().st_mode
@@ -211,3 +204,28 @@ def load_master_key(
             f" (mode {stat.S_IMODE(mode):o}); run: chmod 600 {key_file}"
         )
     return MasterKey.from_text(key_file.read_text())
+
+
+def write_key_file(key_file: Path, key: MasterKey) -> None:
+    """Write `key` to a new file only its owner may read (master key rotation).
+
+    An existing file is refused, never overwritten: it may hold the only copy of the key
+    that opens the stored secrets. The file is flushed to disk before this returns, so a
+    database committed under the key never outlives it in a crash.
+    """
+    if not _create_key_file(key_file, key):
+        raise MasterKeyError(f"The key file {key_file} already exists; choose a new path.")
+
+
+def _create_key_file(key_file: Path, key: MasterKey) -> bool:
+    """Create `key_file` (0600, exclusively) holding `key`; False if it already exists."""
+    try:
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as out:
+        os.fchmod(out.fileno(), 0o600)
+        out.write(key.to_text() + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    return True

@@ -139,3 +139,57 @@ def create_operator(
         "account_id": credential.account_id,
     }
     _print_issued(doc, as_json)
+
+
+@credentials.command(name="rotate-master-key")
+@click.option(
+    "--db",
+    envvar="DEADLETTER_DB",
+    show_envvar=True,
+    default=None,
+    help="Database URL [default: sqlite:///<data-dir>/deadletter.db].",
+)
+@click.option(
+    "--data-dir",
+    envvar="DEADLETTER_DATA_DIR",
+    show_envvar=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("data"),
+    show_default=True,
+)
+@click.option(
+    "--master-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The current master key file [default: DEADLETTER_MASTER_KEY, else <sqlite"
+    " database>.key].",
+)
+@click.option(
+    "--new-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the new master key (0600); an existing file is refused.",
+)
+def rotate_master_key(
+    db: str | None, data_dir: Path, master_key_file: Path | None, new_key_file: Path
+) -> None:
+    """Re-seal every stored secret under a new master key, in one transaction (run it where
+    the database and the current key are, with the servers stopped). Zaqar tokens and signed
+    URLs issued under the old key stop working; key ids and secrets stay the same."""
+    from deadletter.config import ServerConfig
+    from deadletter.server import OfflineSetupError
+    from deadletter.server import rotate_master_key as rotate
+
+    config = ServerConfig(db=db, data_dir=data_dir, master_key_file=master_key_file)
+    try:
+        count = rotate(config, new_key_file)
+    except OfflineSetupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"re-sealed {count} credential(s) under the new master key in {new_key_file}")
+    click.echo(
+        "Start the server(s) with the new key only: --master-key-file"
+        f" {new_key_file}, or DEADLETTER_MASTER_KEY set to its content, or (SQLite) put it in"
+        " place of the key file beside the database. Servers still on the old key cannot"
+        " open any secret. Keep a backup of the new key; the old one opens nothing now.",
+        err=True,
+    )

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from deadletter.auth import errors as auth_errors
 from deadletter.auth import signed_urls, sigv4, tokens
-from deadletter.auth.credentials import Credential, MasterKey, account_id_for, issue
+from deadletter.auth.credentials import Credential, MasterKey, account_id_for, issue, reseal
 from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
 from deadletter.engine.engine import Engine
@@ -72,6 +72,28 @@ def insert(tx: Transaction, credential: Credential) -> None:
             f"Account id {credential.account_id} already belongs to another project."
         )
     tx.insert_credential(record_of(credential))
+
+
+def reseal_all(engine: Engine, old: MasterKey, new: MasterKey) -> int:
+    """Move every stored secret (revoked credentials' too) from the `old` master key to the
+    `new` one; returns how many. One transaction: a secret that does not open under `old`,
+    or any other failure, leaves every credential as it was, so the database is never
+    half under one key and half under the other."""
+    moved: list[str] = []
+
+    def work(tx: Transaction) -> None:
+        moved.clear()  # the runner may run this again after a deadlock
+        for listed in tx.list_credentials(None):
+            # Read again under a lock: a revocation committed since the listing must stay.
+            current = tx.get_credential(listed.key_id, lock=True)
+            if current is None:
+                continue
+            sealed = reseal(old, new, current.sealed_secret, current.key_id)
+            tx.update_credential(replace(current, sealed_secret=sealed))
+            moved.append(current.key_id)
+
+    engine.add_credential(work)
+    return len(moved)
 
 
 class Authority:
