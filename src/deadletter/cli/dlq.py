@@ -18,8 +18,9 @@ from deadletter.cli.output import (
     wide_option,
 )
 from deadletter.client import Client, export_record
+from deadletter.domain.model import Reason
 
-REASONS = click.Choice(["max_claims", "expired", "rejected"])
+REASONS = click.Choice([r.value for r in Reason])
 
 
 @click.group()

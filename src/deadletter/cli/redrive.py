@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from deadletter.cli.dlq import REASONS
 from deadletter.cli.output import (
     json_option,
     print_json,
@@ -31,7 +32,7 @@ def redrive() -> None:
 @click.argument("dlq")
 @click.option("--to", "destination", help="One queue for all; by default each its own source.")
 @click.option("--source", help="Only dead letters from this source queue.")
-@click.option("--reason", type=click.Choice(["max_claims", "expired", "rejected"]))
+@click.option("--reason", type=REASONS)
 @click.option("--since", help="Dead-lettered at or after (ISO 8601 or epoch seconds).")
 @click.option("--until", help="Dead-lettered before (ISO 8601 or epoch seconds).")
 @click.option(

@@ -6,7 +6,7 @@ import { redrivePanel } from "./redrive.js";
 
 const TEXT_SCAN_PAGE = 200;   // rows read per request while searching error texts
 const TEXT_SCAN_PAGES = 5;    // requests per page of results, at most
-const REASONS = ["", "max_claims", "rejected", "expired"];
+const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 
 function errorText(m) {
   const p = m.provenance || {};

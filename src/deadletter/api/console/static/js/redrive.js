@@ -4,7 +4,7 @@ import * as api from "./api.js";
 import { errorBox, h, isoToLocal, localToIso } from "./dom.js";
 
 const POLL_MS = 500;
-const REASONS = ["", "max_claims", "rejected", "expired"];
+const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 
 // options: defaults {source, reason, since, until, pattern}, selected() -> ids, label, onDone()
 export function redrivePanel(dlq, options = {}) {
