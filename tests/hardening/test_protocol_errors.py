@@ -42,9 +42,12 @@ def test_other_paths_answer_in_the_sqs_format(api: ApiClient) -> None:
     r = api.get("/nowhere")
     assert r.status_code == 404
     assert "<Code>AWS.SimpleQueueService.UnsupportedOperation</Code>" in r.text
+    # The request id is in the header as in the body, as on every SQS answer
+    assert f"<RequestId>{r.headers['x-amzn-RequestId']}</RequestId>" in r.text
     r = api.put("/", headers={"X-Amz-Target": "AmazonSQS.ListQueues"})
     assert r.status_code == 405
     assert r.json()["__type"] == "com.amazonaws.sqs#UnsupportedOperation"
+    assert r.headers["x-amzn-RequestId"]
 
 
 def test_a_dead_letter_batch_listing_one_message_thrice_moves_and_counts_it_once(

@@ -36,7 +36,13 @@ def answer(scope: Scope, status: int, description: str, headers: dict[str, str])
             body, extra = wire.json_error(error)
             response = JSONResponse(body, status, headers=extra, media_type=wire.JSON_CONTENT_TYPE)
         else:
-            response = Response(wire.xml_error(error), status, media_type="text/xml")
+            request_id = wire.new_request_id()
+            response = Response(
+                wire.xml_error(error, request_id),
+                status,
+                headers={"x-amzn-RequestId": request_id},
+                media_type="text/xml",
+            )
     response.headers.update(headers)
     return response
 
