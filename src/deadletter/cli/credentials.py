@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from deadletter.cli.output import json_option, print_json, print_table, server_options, when
+from deadletter.cli.store import store_options
 from deadletter.client import DEFAULT_PROJECT, Client
 
 ROLES = ["admin", "producer", "consumer", "reader", "operator"]
@@ -85,27 +86,7 @@ def revoke(client: Client, key_id: str) -> None:
 
 
 @credentials.command(name="create-operator")
-@click.option(
-    "--db",
-    envvar="DEADLETTER_DB",
-    show_envvar=True,
-    default=None,
-    help="Database URL [default: sqlite:///<data-dir>/deadletter.db].",
-)
-@click.option(
-    "--data-dir",
-    envvar="DEADLETTER_DATA_DIR",
-    show_envvar=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("data"),
-    show_default=True,
-)
-@click.option(
-    "--master-key-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="The master key file [default: DEADLETTER_MASTER_KEY, else <sqlite database>.key].",
-)
+@store_options
 @click.option(
     "--project",
     "for_project",
@@ -142,28 +123,7 @@ def create_operator(
 
 
 @credentials.command(name="rotate-master-key")
-@click.option(
-    "--db",
-    envvar="DEADLETTER_DB",
-    show_envvar=True,
-    default=None,
-    help="Database URL [default: sqlite:///<data-dir>/deadletter.db].",
-)
-@click.option(
-    "--data-dir",
-    envvar="DEADLETTER_DATA_DIR",
-    show_envvar=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("data"),
-    show_default=True,
-)
-@click.option(
-    "--master-key-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="The current master key file [default: DEADLETTER_MASTER_KEY, else <sqlite"
-    " database>.key].",
-)
+@store_options
 @click.option(
     "--new-key-file",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -13,6 +13,7 @@ from deadletter.cli.dlq import dlq
 from deadletter.cli.messages import ack, claim, nack, peek, reject, send
 from deadletter.cli.queues import queue
 from deadletter.cli.redrive import redrive
+from deadletter.cli.store import store_options
 from deadletter.cli.templates import template
 
 
@@ -41,23 +42,7 @@ def main(key_id: str | None, secret: str | None) -> None:
     "--host", envvar="DEADLETTER_HOST", show_envvar=True, default="127.0.0.1", show_default=True
 )
 @click.option("--port", envvar="DEADLETTER_PORT", show_envvar=True, default=8888, show_default=True)
-@click.option(
-    "--db",
-    envvar="DEADLETTER_DB",
-    show_envvar=True,
-    default=None,
-    help="Database URL: sqlite:///path/file.db or postgresql://... "
-    "[default: sqlite:///<data-dir>/deadletter.db]",
-)
-@click.option(
-    "--data-dir",
-    envvar="DEADLETTER_DATA_DIR",
-    show_envvar=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("data"),
-    show_default=True,
-    help="Folder of the default SQLite database.",
-)
+@store_options
 @click.option(
     "--sweep-interval",
     envvar="DEADLETTER_SWEEP_INTERVAL",
@@ -97,14 +82,6 @@ def main(key_id: str | None, secret: str | None) -> None:
     is_flag=True,
     default=False,
     help="Allow --auth off on a non-loopback host.",
-)
-@click.option(
-    "--master-key-file",
-    envvar="DEADLETTER_MASTER_KEY_FILE",
-    show_envvar=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Master key file [default: DEADLETTER_MASTER_KEY, else <sqlite database>.key].",
 )
 @click.option(
     "--workers",
