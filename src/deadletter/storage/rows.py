@@ -12,11 +12,15 @@ from deadletter.domain.model import (
     Provenance,
     Queue,
     QueueSettings,
+    QueueTemplate,
     RedriveTask,
     SkipReason,
     TaskStatus,
+    TemplateSettings,
 )
 from deadletter.domain.subscriptions import Delivery, Subscription
+from deadletter.storage.base import CredentialRecord
+from deadletter.storage.sql.queries import CREDENTIAL_FIELDS
 
 
 class Row(Protocol):
@@ -251,4 +255,42 @@ def delivery_from(row: Row) -> Delivery:
         due_at=row["due_at"],
         attempts=int(row["attempts"]),
         last_error=row["last_error"],
+    )
+
+
+def credential_params(c: CredentialRecord) -> dict[str, Any]:
+    return {f: getattr(c, f) for f in CREDENTIAL_FIELDS}
+
+
+def credential_from(r: Row) -> CredentialRecord:
+    return CredentialRecord(
+        key_id=r["key_id"],
+        project=r["project"],
+        role=r["role"],
+        account_id=r["account_id"],
+        sealed_secret=r["sealed_secret"],
+        created_at=r["created_at"],
+        revoked=bool(r["revoked"]),
+    )
+
+
+def template_params(t: QueueTemplate) -> dict[str, Any]:
+    return {
+        "project": t.project,
+        "name": t.name,
+        "pattern": t.pattern,
+        "settings": json.dumps(t.settings.to_dict()),
+        "created_at": t.created_at,
+        "updated_at": t.updated_at,
+    }
+
+
+def template_from(r: Row) -> QueueTemplate:
+    return QueueTemplate(
+        project=r["project"],
+        name=r["name"],
+        pattern=r["pattern"],
+        settings=TemplateSettings.from_dict(json.loads(r["settings"])),
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
     )
