@@ -33,6 +33,8 @@ class ServerConfig:
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
     workers: int = 1
+    # Zaqar's `require_confirmation`: webhooks are notified only once they confirm.
+    subscription_confirmation: bool = False
 
     def check_workers(self) -> None:
         """ConfigError for several worker processes on SQLite."""

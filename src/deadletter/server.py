@@ -136,6 +136,9 @@ def _app(
         log.info("auth is off", extra={"host": config.host})
     else:
         log.warning("auth is off on a non-loopback host (--insecure-no-auth)")
+    if config.subscription_confirmation:
+        engine.subscriptions.require_confirmation = True
+        engine.subscriptions.signer = authority.sign if authority is not None else None
     options = AppOptions(test_mode=config.test_mode, authority=authority)
     limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
     background = [*first, worker, Deliveries(engine)]

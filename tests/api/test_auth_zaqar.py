@@ -10,8 +10,10 @@ import httpx
 import pytest
 from zaqarclient.queues import client as zaqar_client
 
+from deadletter.engine.deliveries import Deliveries, DeliverySettings
 from deadletter.storage.base import Store
 from tests.auth.live import Live, live_server, zaqar
+from tests.support.receivers import WAIT, receiving
 
 
 @pytest.fixture
@@ -140,3 +142,46 @@ def test_admin_api_manages_its_own_project_only(live: Live) -> None:
     assert old is not None and old.revoked
     gone = zaqar(live.url, "DELETE", f"/v2/credentials/{rotated.json()['key_id']}", token=a)
     assert gone.status_code == 200 and gone.json()["revoked"] is True
+
+
+def test_a_subscriber_confirms_with_the_signed_url_it_is_sent(store: Store) -> None:
+    # Given a server with credentials that requires subscriptions to be confirmed
+    with live_server(store) as live, receiving() as hook:
+        live.engine.subscriptions.require_confirmation = True
+        live.engine.subscriptions.signer = live.authority.sign
+        deliveries = Deliveries(live.engine, DeliverySettings(timeout=WAIT, tick=0.01))
+        deliveries.start()
+        try:
+            credential, secret = live.issue("alpha", "admin")
+            pair = f"{credential.key_id}:{secret}"
+            sub = zaqar(live.url, "POST", "/v2/queues/jobs/subscriptions", token=pair,
+                        json={"subscriber": hook.url, "ttl": 600})  # fmt: skip
+            assert sub.status_code == 201, sub.text
+            sid = sub.json()["subscription_id"]
+            # the subscriber is sent Zaqar's confirmation request, signed
+            assert hook.wait_for(1)
+            request = hook.bodies[0]
+            assert request["Message_Type"] == "SubscriptionConfirmation"
+            signed = {k: request[k] for k in ("URL-Signature", "URL-Expires", "URL-Methods",
+                                              "URL-Paths", "X-Project-ID")}  # fmt: skip
+            confirm = request["SubscribeURL"][0]
+            # a forged signature or another subscription's path is Zaqar's 404
+            forged = {**signed, "URL-Signature": "0" * 64}
+            assert zaqar(live.url, "PUT", confirm, headers=forged,
+                         json={"confirmed": True}).status_code == 404  # fmt: skip
+            other = confirm.replace(sid, "another")
+            assert zaqar(live.url, "PUT", other, headers=signed,
+                         json={"confirmed": True}).status_code == 404  # fmt: skip
+            # the subscriber confirms with the headers alone, no credential of its own
+            answer = zaqar(live.url, "PUT", confirm, headers=signed, json=request["SubscribeBody"])
+            assert answer.status_code == 204, answer.text
+            got = zaqar(live.url, "GET", f"/v2/queues/jobs/subscriptions/{sid}", token=pair)
+            assert got.json()["confirmed"] is True
+            # and is notified of what is posted from then on
+            zaqar(live.url, "POST", "/v2/queues/jobs/messages", token=pair,
+                  json={"messages": [{"body": {"n": 1}}]})  # fmt: skip
+            assert hook.wait_for(2)
+            assert hook.bodies[1]["Message_Type"] == "Notification"
+            assert hook.bodies[1]["body"] == {"n": 1}
+        finally:
+            deliveries.stop()

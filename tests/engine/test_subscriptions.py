@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from deadletter.clock import ManualClock
@@ -110,3 +112,49 @@ def test_deleting_the_queue_or_purging_its_subscriptions_removes_them(engine: En
     engine.subscriptions.create(P, "q", HOOK, 600, {})
     assert engine.subscriptions.purge(P, "q") == 1
     assert engine.subscriptions.list_page(P, "q") == []
+
+
+def test_where_confirmation_is_required_only_confirmed_subscriptions_are_notified(
+    engine: Engine,
+) -> None:
+    # Given a server that requires confirmation (Zaqar's require_confirmation)
+    engine.subscriptions.require_confirmation = True
+    engine.create_queue(P, "q")
+    sub, _ = engine.subscriptions.create(P, "q", HOOK, 600, {})
+    # the new subscription is owed a confirmation request, and nothing else
+    (request,) = engine.subscriptions.pending(P, "q")
+    assert request.is_confirmation_request and request.subscription_id == sub.id
+    doc = json.loads(request.body)
+    assert doc["Message_Type"] == "SubscriptionConfirmation"
+    assert doc["URL-Paths"] == f"/v2/queues/q/subscriptions/{sub.id}/confirm"
+    assert doc["SubscribeBody"] == {"confirmed": True}
+    engine.subscriptions.delivered(request.id)
+    # when a message is sent before it confirms, nothing is owed to it
+    send(engine, "q", "before")
+    assert engine.subscriptions.pending(P, "q") == []
+    # once confirmed, it is notified
+    engine.subscriptions.confirm(P, "q", sub.id, True)
+    assert engine.subscriptions.get(P, "q", sub.id).confirmed
+    send(engine, "q", "after")
+    (owed,) = engine.subscriptions.pending(P, "q")
+    assert owed.message_id and owed.body == b"after"
+    engine.subscriptions.delivered(owed.id)
+    # and withdrawing the confirmation stops the notifications
+    engine.subscriptions.confirm(P, "q", sub.id, False)
+    send(engine, "q", "withdrawn")
+    assert engine.subscriptions.pending(P, "q") == []
+
+
+def test_without_required_confirmation_nothing_asks_for_it(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    engine.subscriptions.create(P, "q", HOOK, 600, {})
+    assert engine.subscriptions.pending(P, "q") == []
+    send(engine, "q", "m")
+    (owed,) = engine.subscriptions.pending(P, "q")
+    assert not owed.is_confirmation_request
+
+
+def test_confirming_an_unknown_subscription_is_not_found(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    with pytest.raises(errors.NotFound):
+        engine.subscriptions.confirm(P, "q", "nope", True)

@@ -88,6 +88,12 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
         "Subscription",
     ),
     "delete_subscription": ("Unsubscribe (204 even when it did not exist)", [], "204", None),
+    "confirm_subscription": (
+        "Confirm (or withdraw) a subscription, with the signed URL sent to the subscriber",
+        [],
+        "204",
+        "Confirmation",
+    ),
 }
 
 # Further successes an operation may answer with (204: nothing to claim or queue existed;
@@ -295,6 +301,12 @@ SCHEMAS: dict[str, Any] = {
             "updated_at": TIME,
             "failure_reason": STR,
         },
+    },
+    "Confirmation": {
+        "type": "object",
+        "required": ["confirmed"],
+        "additionalProperties": False,
+        "properties": {"confirmed": {"type": "boolean"}},
     },
     "Subscription": {
         "type": "object",

@@ -175,6 +175,7 @@ ZAQAR_ROUTES: dict[tuple[str, str], Action] = {
     ("GET", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_READ,
     ("PATCH", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_MANAGE,
     ("DELETE", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_MANAGE,
+    ("PUT", _Q + "/subscriptions/{subscription_id}/confirm"): Action.SUBSCRIPTION_MANAGE,
 }
 
 PUBLIC_ZAQAR_ROUTES = frozenset(

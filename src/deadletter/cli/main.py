@@ -103,6 +103,17 @@ def main(key_id: str | None, secret: str | None) -> None:
     show_default=True,
     help="Largest request body read; larger ones are refused with 413 (docs/limits.md).",
 )
+@click.option(
+    "--subscription-confirmation",
+    envvar="DEADLETTER_SUBSCRIPTION_CONFIRMATION",
+    show_envvar=True,
+    type=click.Choice(["required", "off"]),
+    default="off",
+    show_default=True,
+    help="With required, a new webhook subscription is sent a confirmation request (with a"
+    " signed URL when auth is on) and notified only once it confirms (Zaqar's"
+    " require_confirmation).",
+)
 def serve(
     host: str,
     port: int,
@@ -118,6 +129,7 @@ def serve(
     ssl_certfile: Path | None,
     ssl_keyfile: Path | None,
     max_body_bytes: int,
+    subscription_confirmation: str,
 ) -> None:
     """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
     from deadletter.auth.errors import MasterKeyError
@@ -141,6 +153,7 @@ def serve(
         ssl_keyfile=ssl_keyfile,
         max_body_bytes=max_body_bytes,
         workers=workers,
+        subscription_confirmation=subscription_confirmation == "required",
     )
     try:
         config.check_workers()

@@ -16,8 +16,9 @@ MAX_SUBSCRIBER_LENGTH = 2048
 class Subscription:
     """A webhook that every message sent to `queue` after its creation is POSTed to.
 
-    `confirmed` is kept as Zaqar keeps it (false until confirmed); webhooks need no
-    confirmation to be notified, as in Zaqar without `require_confirmation`."""
+    `confirmed` is kept as Zaqar keeps it (false until confirmed). Unless the server requires
+    confirmation (`serve --subscription-confirmation required`, Zaqar's
+    `require_confirmation`), webhooks are notified whether confirmed or not."""
 
     id: str
     project: str
@@ -35,7 +36,10 @@ class Delivery:
     """One notification owed to one subscriber, a row until delivered or given up, so that a
     restart resumes it. It carries what the notification says (the message's body and ttl), as
     the message itself may be consumed long before the subscriber answers; and the subscriber
-    and options as they were when the message was sent."""
+    and options as they were when the message was sent.
+
+    A delivery with no `message_id` is a subscription's confirmation request: its `body` is
+    the whole document to POST (Zaqar's `SubscriptionConfirmation`), not a message."""
 
     id: str
     project: str
@@ -50,3 +54,7 @@ class Delivery:
     due_at: float
     attempts: int = 0
     last_error: str | None = None
+
+    @property
+    def is_confirmation_request(self) -> bool:
+        return not self.message_id

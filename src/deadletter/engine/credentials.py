@@ -213,6 +213,13 @@ class Authority:
             self.master.signed_url_key, project, queue, self.now(), names, methods, expires
         )
 
+    def sign(self, project: str, path: str, methods: list[str]) -> signed_urls.SignedUrl:
+        """A signed URL for one path, valid for signed_urls.DEFAULT_TTL (a subscription's
+        confirmation link)."""
+        return signed_urls.create_signed_url(
+            self.master.signed_url_key, [path], project, self.now(), methods=methods
+        )
+
     def check_signed_url(
         self, method: str, path: str, headers: Mapping[str, str]
     ) -> signed_urls.SignedUrl:

@@ -168,7 +168,7 @@ class Engine(DeadLetterOperations):
                 )
                 built.append(fifo.enqueued(new, m, s))
             stored, enqueued = fifo.stored(tx, project, s, built, now)  # FIFO: no duplicates
-            fan_out(tx, project, queue_name, enqueued, now)
+            fan_out(tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation)
             pending.available.add((project, queue_name))
             pending.calls.append(lambda lst: lst.sent(project, queue_name, len(enqueued)))
             return stored

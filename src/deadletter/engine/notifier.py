@@ -52,7 +52,7 @@ def notification(d: Delivery) -> dict[str, Any]:
 
 def request_of(d: Delivery) -> tuple[bytes, dict[str, str]]:
     """The body and headers of the POST, with the subscription's options applied."""
-    message = json.dumps(notification(d))
+    message = d.body.decode() if d.is_confirmation_request else json.dumps(notification(d))
     template = d.options.get("post_data")
     data = template.replace(MESSAGE_PLACEHOLDER, message) if isinstance(template, str) else message
     headers = {"Content-Type": "application/json"}

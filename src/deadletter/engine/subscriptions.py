@@ -9,12 +9,14 @@ the queue's `dropped.delivery_failed` counter and logged, never lost silently.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+from deadletter.auth.signed_urls import SignedUrl
 from deadletter.clock import Clock
 from deadletter.domain import errors
 from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message, Reason
@@ -83,11 +85,50 @@ def check_ttl(ttl: int) -> int:
     return ttl
 
 
+# Signs one path for the given methods (the Authority's `sign`), where credentials exist.
+Signer = Callable[[str, str, list[str]], SignedUrl]
+
+
+def confirm_path(queue: str, subscription_id: str) -> str:
+    return f"/v2/queues/{queue}/subscriptions/{subscription_id}/confirm"
+
+
+def confirmation_request(s: Subscription, signer: Signer | None) -> dict[str, Any]:
+    """Zaqar's `SubscriptionConfirmation` document: what the subscriber PUTs to confirm (or,
+    with `UnsubscribeBody`, to refuse), and the signed-URL headers that let it do so without a
+    credential of its own (none where the server runs without credentials)."""
+    path = confirm_path(s.queue, s.id)
+    doc: dict[str, Any] = {
+        "Message_Type": "SubscriptionConfirmation",
+        "Message": f"You have chosen to subscribe to the queue: {s.queue}",
+        "queue_name": s.queue,
+        "X-Project-ID": s.project,
+        "SubscribeURL": [path],
+        "SubscribeBody": {"confirmed": True},
+        "UnsubscribeBody": {"confirmed": False},
+        "URL-Methods": "PUT",
+        "URL-Paths": path,
+    }
+    if signer is not None:
+        signed = signer(s.project, path, ["PUT"])
+        doc["URL-Signature"] = signed.signature
+        doc["URL-Expires"] = signed.expires
+    return doc
+
+
 def fan_out(
-    tx: Transaction, project: str, queue: str, messages: Sequence[Message], now: float
+    tx: Transaction,
+    project: str,
+    queue: str,
+    messages: Sequence[Message],
+    now: float,
+    confirmed_only: bool = False,
 ) -> None:
-    """The notifications `messages`, just sent to `queue`, owe its live subscriptions."""
+    """The notifications `messages`, just sent to `queue`, owe its live subscriptions (only
+    the confirmed ones where the server requires confirmation)."""
     subscribed = tx.list_subscriptions(project, queue, now, None, None)
+    if confirmed_only:
+        subscribed = [s for s in subscribed if s.confirmed]
     if subscribed:
         tx.insert_deliveries(
             [
@@ -164,11 +205,29 @@ def give_up(tx: Transaction, pending: Pending, d: Delivery, failures: int, now: 
 
 
 class Subscriptions:
-    """The engine's subscription operations (`Engine.subscriptions`), each one transaction."""
+    """The engine's subscription operations (`Engine.subscriptions`), each one transaction.
+
+    With `require_confirmation` (Zaqar's option of that name), a new subscription is sent a
+    confirmation request and notified of messages only once confirmed (`confirm`)."""
 
     def __init__(self, run: Run, clock: Clock) -> None:
         self._run = run
         self.clock = clock
+        self.require_confirmation = False
+        self.signer: Signer | None = None
+
+    def _ask_confirmation(self, tx: Transaction, s: Subscription, now: float) -> None:
+        """A durable notification of its own, so a restart still sends it."""
+        doc = confirmation_request(s, self.signer)
+        tx.insert_deliveries(
+            [
+                Delivery(
+                    id=new_id(), project=s.project, queue=s.queue, subscription_id=s.id,
+                    subscriber=s.subscriber, options=s.options, message_id="",
+                    body=json.dumps(doc).encode(), ttl=s.ttl, enqueued_at=now, due_at=now,
+                )
+            ]
+        )  # fmt: skip
 
     def create(
         self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any]
@@ -189,6 +248,8 @@ class Subscriptions:
                         f"{subscriber} is already subscribed to {queue!r}: subscriptions are"
                         " unique by project, queue and subscriber"
                     )
+                if self.require_confirmation:
+                    self._ask_confirmation(tx, old, now)
                 return old, False
             if old is not None:
                 tx.delete_subscriptions(project, queue, [old.id])
@@ -196,6 +257,8 @@ class Subscriptions:
                 new_id(), project, queue, subscriber, ttl, dict(options), now, now + ttl
             )
             tx.insert_subscription(new)
+            if self.require_confirmation:
+                self._ask_confirmation(tx, new, now)
             return new, True
 
         return self._run(work)
@@ -255,6 +318,19 @@ class Subscriptions:
 
         return self._run(work)
 
+    def confirm(self, project: str, queue: str, subscription_id: str, confirmed: bool) -> None:
+        """Zaqar's `PUT .../confirm`: a subscriber confirms (or, with false, withdraws) its
+        subscription; only where confirmation is required does it change what is notified."""
+
+        def work(tx: Transaction, _: Pending) -> None:
+            found = tx.get_subscription(project, queue, subscription_id, lock=True)
+            if found is None or found.expires_at <= self.clock.now():
+                raise errors.NotFound(f"subscription {subscription_id!r} does not exist")
+            if found.confirmed != confirmed:
+                tx.update_subscription(replace(found, confirmed=confirmed))
+
+        self._run(work)
+
     def delete(self, project: str, queue: str, subscription_id: str) -> bool:
         """Unsubscribe; what is still owed to the subscription is cancelled with it."""
         gone = self._run(lambda tx, _: tx.delete_subscriptions(project, queue, [subscription_id]))
@@ -306,7 +382,15 @@ class Subscriptions:
                 tx.update_delivery(replace(d, due_at=now + policy.delay(failures)))
                 return "retrying"
             tx.delete_delivery(d.id)
-            give_up(tx, pending, d, failures, now)
+            if d.is_confirmation_request:
+                # Not a message: nothing to dead-letter; the subscription stays unconfirmed.
+                log.warning(
+                    "confirmation request not delivered; the subscription stays unconfirmed",
+                    extra={"project": d.project, "queue": d.queue, "subscriber": d.subscriber,
+                           "subscription_id": d.subscription_id, "error": error},
+                )  # fmt: skip
+            else:
+                give_up(tx, pending, d, failures, now)
             return "given_up"
 
         return self._run(work)

@@ -38,6 +38,7 @@ from deadletter.api.zaqar.queues import (
     queue_stats,
 )
 from deadletter.api.zaqar.subscriptions import (
+    confirm_subscription,
     create_subscription,
     delete_subscription,
     get_subscription,
@@ -99,6 +100,7 @@ ROUTES: list[tuple[str, str, Handler, bool]] = [
     (Q + "/subscriptions/{subscription_id}", "GET", get_subscription, True),
     (Q + "/subscriptions/{subscription_id}", "PATCH", update_subscription, True),
     (Q + "/subscriptions/{subscription_id}", "DELETE", delete_subscription, True),
+    (Q + "/subscriptions/{subscription_id}/confirm", "PUT", confirm_subscription, True),
 ]
 
 

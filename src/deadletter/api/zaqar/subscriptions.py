@@ -111,6 +111,21 @@ def update_subscription(ctx: Ctx) -> Response:
     return Response(status_code=204)
 
 
+def confirm_subscription(ctx: Ctx) -> Response:
+    """Zaqar's `PUT .../confirm` with `{"confirmed": true}` (or false to withdraw), as the
+    subscriber does with the signed URL of its confirmation request."""
+    doc = ctx.json_object()
+    confirmed = doc.get("confirmed")
+    if set(doc) != {"confirmed"} or not isinstance(confirmed, bool):
+        raise bad_request('The body must be {"confirmed": true} or {"confirmed": false}.')
+    sid = ctx.path["subscription_id"]
+    ctx.engine.subscriptions.confirm(ctx.project, ctx.queue, sid, confirmed)
+    return Response(
+        status_code=204,
+        headers={"Location": f"/v2/queues/{ctx.queue}/subscriptions/{sid}/confirm"},
+    )
+
+
 def delete_subscription(ctx: Ctx) -> Response:
     """204 whether it existed or not, as in Zaqar."""
     ctx.engine.subscriptions.delete(ctx.project, ctx.queue, ctx.path["subscription_id"])
