@@ -83,15 +83,20 @@ class ServerConfig:
         return not self.db
 
 
-def sqlite_key_file(url: str) -> Path | None:
-    """`<database>.key` beside a SQLite file database; None for PostgreSQL or memory."""
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite file database; None for PostgreSQL or memory."""
     if url.startswith(("postgresql://", "postgres://")):
         return None
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
     if not path or path == ":memory:":
         return None
-    database = Path(path)
-    return database.with_name(database.name + ".key")
+    return Path(path)
+
+
+def sqlite_key_file(url: str) -> Path | None:
+    """`<database>.key` beside a SQLite file database; None for PostgreSQL or memory."""
+    database = sqlite_file(url)
+    return None if database is None else database.with_name(database.name + ".key")
 
 
 def config_to_json(config: ServerConfig) -> str:

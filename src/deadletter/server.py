@@ -34,7 +34,13 @@ from deadletter.auth.credentials import (
     write_key_file,
 )
 from deadletter.auth.errors import MasterKeyError
-from deadletter.config import CONFIG_ENV, ServerConfig, config_from_json, config_to_json
+from deadletter.config import (
+    CONFIG_ENV,
+    ServerConfig,
+    config_from_json,
+    config_to_json,
+    sqlite_file,
+)
 from deadletter.engine.credentials import Authority, Role, reseal_all
 from deadletter.engine.deliveries import Deliveries
 from deadletter.engine.engine import Engine
@@ -238,6 +244,10 @@ def rotate_master_key(config: ServerConfig, new_key_file: Path) -> int:
     must be restarted with the new one. All or nothing: on failure the database keeps the
     old key and the new key file opens nothing.
     """
+    database = sqlite_file(config.database_url)
+    if database is not None and not database.exists():
+        # Opening it would create an empty database and "re-seal" nothing: a mistyped path.
+        raise OfflineSetupError(f"No database at {database}: nothing to re-seal.")
     old = _offline_master_key(config, create=False)
     new = MasterKey.generate()
     try:

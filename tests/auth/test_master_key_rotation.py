@@ -178,3 +178,13 @@ def test_the_command_rotates_a_sqlite_database_beside_its_key_file(tmp_path: Pat
     assert "new key" in rotated.output
     again = runner.invoke(main, args)
     assert again.exit_code == 1 and "already exists" in again.output
+
+
+def test_a_mistyped_sqlite_path_is_refused_and_creates_nothing(
+    tmp_path: Path, old_key_file: Path
+) -> None:
+    missing = tmp_path / "typo.db"
+    config = ServerConfig(db=f"sqlite:///{missing}", master_key_file=old_key_file)
+    with pytest.raises(OfflineSetupError, match="No database at"):
+        rotate_master_key(config, tmp_path / "new.key")
+    assert not missing.exists() and not (tmp_path / "new.key").exists()
