@@ -15,17 +15,18 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 
+from deadletter.pipeline import rules
 from deadletter.pipeline.text import PLACEHOLDERS
 
 WILDCARD = "<*>"
-_WORD = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
-DEFAULT_THRESHOLD = 0.5
+_WORD = re.compile(rules.WORD)
+_CODE_NAME = re.compile(rules.CODE_NAME)
+_STATE_WORD = re.compile(rules.STATE_WORD)
+DEFAULT_THRESHOLD = rules.DEFAULT_THRESHOLD
 KEY_TOKENS = 2
-PREFIX_TOKENS = 2
-MIN_VARIABLE_WORDS = 3
-# Words that look like any other variable word to a similarity count but name different
-# events: the methods of an HTTP request line (`"GET <PATH>"` and `"POST <PATH>"`).
-KEPT_WORDS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
+PREFIX_TOKENS = rules.PREFIX_TOKENS
+MIN_VARIABLE_WORDS = rules.MIN_VARIABLE_WORDS
+KEPT_WORDS = rules.KEPT_WORDS
 
 
 def group_key(tokens: Sequence[str]) -> str:
@@ -93,19 +94,31 @@ def _template_of(members: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
     )
 
 
+def _names_events(values: set[str]) -> bool:
+    """Whether the values of one varying position read as constants naming distinct events
+    (rules.MIN_VARIABLE_WORDS, rules.MAX_STATE_WORDS): a few plain words or names written in
+    code, or a few more capitalised words."""
+    if len(values) < 2:
+        return False
+    if len(values) < MIN_VARIABLE_WORDS and all(
+        _WORD.match(v) or (_CODE_NAME.match(v) and v != v.lower()) for v in values
+    ):
+        return True
+    return len(values) <= rules.MAX_STATE_WORDS and all(_STATE_WORD.match(v) for v in values)
+
+
 def _split_on_words(members: list[tuple[str, ...]]) -> list[list[tuple[str, ...]]]:
-    """A cluster cut apart where a varying position holds only a few plain words.
+    """A cluster cut apart where a varying position holds words that name events.
 
     Greedy similarity merges `stored as bytes` with `stored as values`, and `VM Started` with
     `VM Paused`: one word out of ten differs. Variables nearly always hold digits or
-    punctuation, or take many values; a position whose values are all plain words, fewer
-    than MIN_VARIABLE_WORDS of them, is read as a constant naming distinct events.
+    punctuation, or take many values, so a position whose few values are words
+    (`_names_events`) is read as a constant, as Brain reads a word's variability from the data.
     """
     if len(members) < 2:
         return [members]
     for pos in range(len(members[0])):
-        values = {m[pos] for m in members}
-        if 1 < len(values) < MIN_VARIABLE_WORDS and all(_WORD.match(v) for v in values):
+        if _names_events({m[pos] for m in members}):
             parts: dict[str, list[tuple[str, ...]]] = {}
             for m in members:
                 parts.setdefault(m[pos], []).append(m)
