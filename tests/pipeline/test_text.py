@@ -231,3 +231,15 @@ def test_the_description_counts_when_the_error_has_a_headline() -> None:
         "timeout after 5 ms",
     )
     assert mining_parts(None, "timeout after 5 ms") == ("", "timeout after 5 ms", "")
+
+
+def test_a_ctime_date_inside_a_message_is_one_variable() -> None:
+    # Given one event whose lines carry dates as ctime() and Java write them, of different
+    # days and widths
+    lines = [
+        "connection from 10.1.2.3 () at Fri Jul  1 07:57:30 2005",
+        "connection from 10.1.2.4 () at Sat Jul 16 10:01:02 2005",
+        "connection from 10.1.2.5 () at Thu Aug 04 15:29:45 PDT 2005",
+    ]
+    # I expect the same tokens, the date one placeholder
+    assert {" ".join(tokenize(line)) for line in lines} == {"connection from <IP> at <TS>"}
