@@ -49,9 +49,15 @@ def _similarity(template: Sequence[str], tokens: Sequence[str]) -> float:
 
 
 def mine(
-    sequences: Iterable[tuple[Sequence[str], int]], threshold: float = DEFAULT_THRESHOLD
+    sequences: Iterable[tuple[Sequence[str], int]],
+    threshold: float = DEFAULT_THRESHOLD,
+    names: frozenset[frozenset[str]] = frozenset(),
+    seen: list[frozenset[str]] | None = None,
 ) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Template of every distinct sequence in one bucket (same length), given their counts."""
+    """Template of every distinct sequence in one bucket (same length), given their counts.
+
+    `names` and `seen` are for `_split_on_words`: word sets known to be the values of one
+    variable, and a list that collects the word sets a cluster was cut on."""
     counts: dict[tuple[str, ...], int] = {}
     for seq, n in sequences:
         key = tuple(seq)
@@ -79,7 +85,7 @@ def mine(
         clusters.setdefault(member_of[seq], []).append(seq)
     out: dict[tuple[str, ...], tuple[str, ...]] = {}
     for members in clusters.values():
-        for part in _split_on_words(members):
+        for part in _split_on_words(members, names, seen):
             shared = _template_of(part)
             out.update((seq, shared) for seq in part)
     return out
@@ -94,7 +100,7 @@ def _template_of(members: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
     )
 
 
-def _names_events(values: set[str]) -> bool:
+def _names_events(values: frozenset[str]) -> bool:
     """Whether the values of one varying position read as constants naming distinct events
     (rules.MIN_VARIABLE_WORDS, rules.MAX_STATE_WORDS): a few plain words or names written in
     code, or a few more capitalised words."""
@@ -107,22 +113,32 @@ def _names_events(values: set[str]) -> bool:
     return len(values) <= rules.MAX_STATE_WORDS and all(_STATE_WORD.match(v) for v in values)
 
 
-def _split_on_words(members: list[tuple[str, ...]]) -> list[list[tuple[str, ...]]]:
+def _split_on_words(
+    members: list[tuple[str, ...]],
+    names: frozenset[frozenset[str]] = frozenset(),
+    seen: list[frozenset[str]] | None = None,
+) -> list[list[tuple[str, ...]]]:
     """A cluster cut apart where a varying position holds words that name events.
 
     Greedy similarity merges `stored as bytes` with `stored as values`, and `VM Started` with
     `VM Paused`: one word out of ten differs. Variables nearly always hold digits or
     punctuation, or take many values, so a position whose few values are words
     (`_names_events`) is read as a constant, as Brain reads a word's variability from the data.
+    Except the word sets in `names`: those alternate in several events (`Failed password for
+    root` / `git`, `user=root` / `git`), so they are the values of a variable, a user's name.
+    Each set a cluster is cut on is added to `seen`.
     """
     if len(members) < 2:
         return [members]
     for pos in range(len(members[0])):
-        if _names_events({m[pos] for m in members}):
+        values = frozenset(m[pos] for m in members)
+        if values not in names and _names_events(values):
+            if seen is not None:
+                seen.append(values)
             parts: dict[str, list[tuple[str, ...]]] = {}
             for m in members:
                 parts.setdefault(m[pos], []).append(m)
-            return [p for v in sorted(parts) for p in _split_on_words(parts[v])]
+            return [p for v in sorted(parts) for p in _split_on_words(parts[v], names, seen)]
     return [members]
 
 
@@ -176,7 +192,9 @@ def mine_all(
     """Template text of every distinct space-joined token sequence, given their counts.
 
     1. Sequences are bucketed by token count and plain first word (`_bucket`) and mined
-       greedily inside each bucket (`mine`): the positions that vary become `<*>`.
+       greedily inside each bucket (`mine`): the positions that vary become `<*>`. A set of
+       words that cut clusters apart in more than one place is mined again as a variable
+       (`_mine_buckets`).
     2. Templates whose constants agree once every run of variables counts as one (`_skeleton`)
        are one template, whatever their lengths: a list of hosts, a path split in two or a
        variable that is empty in some messages no longer splits an event. The merged
@@ -189,10 +207,7 @@ def mine_all(
     for text, n in counts.items():
         tokens = text.split(" ") if text else []
         buckets.setdefault(_bucket(tokens), []).append((tokens, n))
-    mined: dict[str, tuple[str, ...]] = {}
-    for key in sorted(buckets):
-        for seq, template in mine(buckets[key], threshold).items():
-            mined[" ".join(seq)] = _collapse(template)
+    mined = _mine_buckets(buckets, threshold)
     weight: dict[tuple[str, ...], int] = {}
     for text, template in mined.items():
         weight[template] = weight.get(template, 0) + counts[text]
@@ -200,6 +215,26 @@ def mine_all(
     for template in sorted(weight, key=lambda t: (-weight[t], t)):
         chosen.setdefault(_skeleton(template), template)
     return {text: " ".join(chosen[_skeleton(t)]) for text, t in mined.items()}
+
+
+def _mine_buckets(
+    buckets: dict[tuple[int, str], list[tuple[list[str], int]]], threshold: float
+) -> dict[str, tuple[str, ...]]:
+    """`mine` over every bucket, twice when needed: a set of words that named events in more
+    than one cluster or position (rules.MIN_NAME_REUSE) is a variable's values, as a user name
+    recurs wherever a name goes, while the words naming events belong to one message; the
+    second pass keeps such sets as variables."""
+    names: frozenset[frozenset[str]] = frozenset()
+    while True:
+        seen: list[frozenset[str]] = []
+        mined: dict[str, tuple[str, ...]] = {}
+        for key in sorted(buckets):
+            for seq, template in mine(buckets[key], threshold, names, seen).items():
+                mined[" ".join(seq)] = _collapse(template)
+        reused = frozenset(s for s in set(seen) if seen.count(s) >= rules.MIN_NAME_REUSE)
+        if not reused:
+            return mined
+        names |= reused
 
 
 CONTEXT_SEPARATOR = " :: "

@@ -100,6 +100,10 @@ MIN_VARIABLE_WORDS = 3
 # this many values; user and host names are lower case, and codes in capitals (`DHL` / `UPS`,
 # `EUR` / `USD`) are values.
 MAX_STATE_WORDS = 6
+# The same set of words cutting clusters apart in this many places is read as the values of a
+# variable instead (names of users or hosts recur wherever a name goes; the words that name
+# events belong to one message).
+MIN_NAME_REUSE = 2
 WORD = r"^[A-Za-z][A-Za-z_-]*$"
 CODE_NAME = r"^'?[A-Za-z][A-Za-z_.:$-]*'?$"
 STATE_WORD = r"^[A-Z][a-z]+$"
