@@ -4,9 +4,11 @@
 token count and leading plain words (Drain's fixed-depth tree), clustered greedily inside each
 bucket (`mine`: a sequence joins the most similar template when the share of positions holding
 the same token reaches the threshold; differing positions become `<*>`), clusters are cut where
-a position holds only a few plain words, and templates with the same constants merge across
-lengths. `with_context` adds the description. Inputs are aggregated and sorted, so the result
-does not depend on how the data is partitioned or in which order it arrives.
+a position holds a few words that name events (unless the same words vary so in several
+events: then they are a variable's values), and templates with the same constants merge
+across lengths. The thresholds are in rules.py. `with_context` adds the description. Inputs
+are aggregated and sorted, so the result does not depend on how the data is partitioned or in
+which order it arrives.
 """
 
 from __future__ import annotations
