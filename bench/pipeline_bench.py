@@ -39,10 +39,12 @@ WORK = HERE / "work" / "pipeline"
 RESULTS = HERE / "results"
 WARM_UP_SIZE = 5000
 LOGS = HERE.parent / "tests" / "data" / "logs"
-# The systems the miner was tuned on; the others are held out: their results were read only
-# once the tuning was over. Chosen before any run: the sorted names, every other one.
+# The systems the miner was tuned on; the others are held out: their results are read only to
+# report. HELD_OUT was read once tuning was over, and once more after the one change it led to
+# (docs/pipeline.md says which); FRESH was added after that change and read once.
 TUNING = ("Apache", "HDFS", "HealthApp", "Mac", "OpenStack", "Spark", "Zookeeper")
 HELD_OUT = ("BGL", "Hadoop", "Linux", "OpenSSH", "Proxifier", "Thunderbird")
+FRESH = ("Android", "HPC", "Windows")
 # drain3's own example masks (its drain3.ini): what "drain3 with standard masks" means here.
 DRAIN3_MASKS = [
     (r"((?<=[^A-Za-z0-9])|^)(([0-9a-f]{2,}:){3,}([0-9a-f]{2,}))((?=[^A-Za-z0-9])|$)", "ID"),
@@ -202,7 +204,12 @@ def real_markdown(halves: dict[str, list[dict[str, Any]]]) -> str:
 def main_real(tuning_only: bool) -> int:
     halves = {"Tuning systems": run_real(TUNING)}
     if not tuning_only:
-        halves = {"Held-out systems": run_real(HELD_OUT), **halves}
+        halves = {
+            "Held-out systems": run_real(HELD_OUT),
+            "Held-out systems added after the last change": run_real(FRESH),
+            "All held-out systems": run_real(HELD_OUT + FRESH),
+            **halves,
+        }
     RESULTS.mkdir(parents=True, exist_ok=True)
     text = real_markdown(halves)
     if not tuning_only:

@@ -231,3 +231,31 @@ def test_the_description_counts_when_the_error_has_a_headline() -> None:
         "timeout after 5 ms",
     )
     assert mining_parts(None, "timeout after 5 ms") == ("", "timeout after 5 ms", "")
+
+
+def test_a_ctime_date_inside_a_message_is_one_variable() -> None:
+    # Given one event whose lines carry dates as ctime() and Java write them, of different
+    # days and widths
+    lines = [
+        "connection from 10.1.2.3 () at Fri Jul  1 07:57:30 2005",
+        "connection from 10.1.2.4 () at Sat Jul 16 10:01:02 2005",
+        "connection from 10.1.2.5 () at Thu Aug 04 15:29:45 PDT 2005",
+    ]
+    # I expect the same tokens, the date one placeholder
+    assert {" ".join(tokenize(line)) for line in lines} == {"connection from <IP> at <TS>"}
+
+
+def test_words_that_alternate_in_several_events_are_a_variable() -> None:
+    # Given two events that each carry one of the same two user names
+    failed = [("Failed password for root from <IP> port <NUM>", 5)]
+    failed += [("Failed password for git from <IP> port <NUM>", 1)]
+    pam = [("authentication failure rhost <IP> user root", 4)]
+    pam += [("authentication failure rhost <IP> user git", 1)]
+    # When only one event is seen, two plain words read as two events (`bytes` / `values`)
+    assert len(set(mine_all(failed).values())) == 2
+    # I expect the same two words, alternating in both events, to be read as a name
+    templates = mine_all(failed + pam)
+    assert set(templates.values()) == {
+        "Failed password for <*> from <IP> port <NUM>",
+        "authentication failure rhost <IP> user <*>",
+    }

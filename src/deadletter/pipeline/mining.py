@@ -4,9 +4,11 @@
 token count and leading plain words (Drain's fixed-depth tree), clustered greedily inside each
 bucket (`mine`: a sequence joins the most similar template when the share of positions holding
 the same token reaches the threshold; differing positions become `<*>`), clusters are cut where
-a position holds only a few plain words, and templates with the same constants merge across
-lengths. `with_context` adds the description. Inputs are aggregated and sorted, so the result
-does not depend on how the data is partitioned or in which order it arrives.
+a position holds a few words that name events (unless the same words vary so in several
+events: then they are a variable's values), and templates with the same constants merge
+across lengths. The thresholds are in rules.py. `with_context` adds the description. Inputs
+are aggregated and sorted, so the result does not depend on how the data is partitioned or in
+which order it arrives.
 """
 
 from __future__ import annotations
@@ -15,17 +17,18 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 
+from deadletter.pipeline import rules
 from deadletter.pipeline.text import PLACEHOLDERS
 
 WILDCARD = "<*>"
-_WORD = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
-DEFAULT_THRESHOLD = 0.5
+_WORD = re.compile(rules.WORD)
+_CODE_NAME = re.compile(rules.CODE_NAME)
+_STATE_WORD = re.compile(rules.STATE_WORD)
+DEFAULT_THRESHOLD = rules.DEFAULT_THRESHOLD
 KEY_TOKENS = 2
-PREFIX_TOKENS = 2
-MIN_VARIABLE_WORDS = 3
-# Words that look like any other variable word to a similarity count but name different
-# events: the methods of an HTTP request line (`"GET <PATH>"` and `"POST <PATH>"`).
-KEPT_WORDS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
+PREFIX_TOKENS = rules.PREFIX_TOKENS
+MIN_VARIABLE_WORDS = rules.MIN_VARIABLE_WORDS
+KEPT_WORDS = rules.KEPT_WORDS
 
 
 def group_key(tokens: Sequence[str]) -> str:
@@ -48,9 +51,15 @@ def _similarity(template: Sequence[str], tokens: Sequence[str]) -> float:
 
 
 def mine(
-    sequences: Iterable[tuple[Sequence[str], int]], threshold: float = DEFAULT_THRESHOLD
+    sequences: Iterable[tuple[Sequence[str], int]],
+    threshold: float = DEFAULT_THRESHOLD,
+    names: frozenset[frozenset[str]] = frozenset(),
+    seen: list[frozenset[str]] | None = None,
 ) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Template of every distinct sequence in one bucket (same length), given their counts."""
+    """Template of every distinct sequence in one bucket (same length), given their counts.
+
+    `names` and `seen` are for `_split_on_words`: word sets known to be the values of one
+    variable, and a list that collects the word sets a cluster was cut on."""
     counts: dict[tuple[str, ...], int] = {}
     for seq, n in sequences:
         key = tuple(seq)
@@ -78,7 +87,7 @@ def mine(
         clusters.setdefault(member_of[seq], []).append(seq)
     out: dict[tuple[str, ...], tuple[str, ...]] = {}
     for members in clusters.values():
-        for part in _split_on_words(members):
+        for part in _split_on_words(members, names, seen):
             shared = _template_of(part)
             out.update((seq, shared) for seq in part)
     return out
@@ -93,23 +102,45 @@ def _template_of(members: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
     )
 
 
-def _split_on_words(members: list[tuple[str, ...]]) -> list[list[tuple[str, ...]]]:
-    """A cluster cut apart where a varying position holds only a few plain words.
+def _names_events(values: frozenset[str]) -> bool:
+    """Whether the values of one varying position read as constants naming distinct events
+    (rules.MIN_VARIABLE_WORDS, rules.MAX_STATE_WORDS): a few plain words or names written in
+    code, or a few more capitalised words."""
+    if len(values) < 2:
+        return False
+    if len(values) < MIN_VARIABLE_WORDS and all(
+        _WORD.match(v) or (_CODE_NAME.match(v) and v != v.lower()) for v in values
+    ):
+        return True
+    return len(values) <= rules.MAX_STATE_WORDS and all(_STATE_WORD.match(v) for v in values)
+
+
+def _split_on_words(
+    members: list[tuple[str, ...]],
+    names: frozenset[frozenset[str]] = frozenset(),
+    seen: list[frozenset[str]] | None = None,
+) -> list[list[tuple[str, ...]]]:
+    """A cluster cut apart where a varying position holds words that name events.
 
     Greedy similarity merges `stored as bytes` with `stored as values`, and `VM Started` with
     `VM Paused`: one word out of ten differs. Variables nearly always hold digits or
-    punctuation, or take many values; a position whose values are all plain words, fewer
-    than MIN_VARIABLE_WORDS of them, is read as a constant naming distinct events.
+    punctuation, or take many values, so a position whose few values are words
+    (`_names_events`) is read as a constant, as Brain reads a word's variability from the data.
+    Except the word sets in `names`: those alternate in several events (`Failed password for
+    root` / `git`, `user=root` / `git`), so they are the values of a variable, a user's name.
+    Each set a cluster is cut on is added to `seen`.
     """
     if len(members) < 2:
         return [members]
     for pos in range(len(members[0])):
-        values = {m[pos] for m in members}
-        if 1 < len(values) < MIN_VARIABLE_WORDS and all(_WORD.match(v) for v in values):
+        values = frozenset(m[pos] for m in members)
+        if values not in names and _names_events(values):
+            if seen is not None:
+                seen.append(values)
             parts: dict[str, list[tuple[str, ...]]] = {}
             for m in members:
                 parts.setdefault(m[pos], []).append(m)
-            return [p for v in sorted(parts) for p in _split_on_words(parts[v])]
+            return [p for v in sorted(parts) for p in _split_on_words(parts[v], names, seen)]
     return [members]
 
 
@@ -163,7 +194,9 @@ def mine_all(
     """Template text of every distinct space-joined token sequence, given their counts.
 
     1. Sequences are bucketed by token count and plain first word (`_bucket`) and mined
-       greedily inside each bucket (`mine`): the positions that vary become `<*>`.
+       greedily inside each bucket (`mine`): the positions that vary become `<*>`. A set of
+       words that cut clusters apart in more than one place is mined again as a variable
+       (`_mine_buckets`).
     2. Templates whose constants agree once every run of variables counts as one (`_skeleton`)
        are one template, whatever their lengths: a list of hosts, a path split in two or a
        variable that is empty in some messages no longer splits an event. The merged
@@ -176,10 +209,7 @@ def mine_all(
     for text, n in counts.items():
         tokens = text.split(" ") if text else []
         buckets.setdefault(_bucket(tokens), []).append((tokens, n))
-    mined: dict[str, tuple[str, ...]] = {}
-    for key in sorted(buckets):
-        for seq, template in mine(buckets[key], threshold).items():
-            mined[" ".join(seq)] = _collapse(template)
+    mined = _mine_buckets(buckets, threshold)
     weight: dict[tuple[str, ...], int] = {}
     for text, template in mined.items():
         weight[template] = weight.get(template, 0) + counts[text]
@@ -187,6 +217,26 @@ def mine_all(
     for template in sorted(weight, key=lambda t: (-weight[t], t)):
         chosen.setdefault(_skeleton(template), template)
     return {text: " ".join(chosen[_skeleton(t)]) for text, t in mined.items()}
+
+
+def _mine_buckets(
+    buckets: dict[tuple[int, str], list[tuple[list[str], int]]], threshold: float
+) -> dict[str, tuple[str, ...]]:
+    """`mine` over every bucket, twice when needed: a set of words that named events in more
+    than one cluster or position (rules.MIN_NAME_REUSE) is a variable's values, as a user name
+    recurs wherever a name goes, while the words naming events belong to one message; the
+    second pass keeps such sets as variables."""
+    names: frozenset[frozenset[str]] = frozenset()
+    while True:
+        seen: list[frozenset[str]] = []
+        mined: dict[str, tuple[str, ...]] = {}
+        for key in sorted(buckets):
+            for seq, template in mine(buckets[key], threshold, names, seen).items():
+                mined[" ".join(seq)] = _collapse(template)
+        reused = frozenset(s for s in set(seen) if seen.count(s) >= rules.MIN_NAME_REUSE)
+        if not reused:
+            return mined
+        names |= reused
 
 
 CONTEXT_SEPARATOR = " :: "

@@ -6,79 +6,20 @@ import json
 import re
 from typing import Any
 
-# Order matters: longer, more specific shapes first so a URL is not eaten as a path and a
-# timestamp is not cut into numbers. Every placeholder is typed so templates stay readable.
-# The third field is text a match cannot do without (DIGIT: a digit): a text lacking it skips
-# that expression, which saves most of the masking time on short error lines.
-DIGIT = "0-9"
+from deadletter.pipeline import rules
+
+# The rules (rules.py) compiled once; see there for what each one is for.
+DIGIT = rules.DIGIT
 _MASKS: list[tuple[re.Pattern[str], str, str]] = [
-    (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+"), "<URL>", "://"),
-    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<EMAIL>", "@"),
-    (
-        re.compile(
-            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-        ),
-        "<UUID>",
-        "-",
-    ),
-    (
-        re.compile(
-            r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
-        ),
-        "<TS>",
-        ":",
-    ),
-    (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<TS>", ":"),
-    # IPv6 addresses and MAC addresses: four or more hex groups joined by colons.
-    (re.compile(r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){3,}[0-9a-fA-F]{1,4}(?![\w:])"), "<IP>", ":"),
-    (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"), "<IP>", "."),
-    # host:port, a host name with a dot or a dash (a bare word before a colon is a label).
-    (re.compile(r"(?<![\w.:/-])[A-Za-z][\w-]*(?:[.-][\w-]+)+:\d{2,5}\b"), "<IP>", ":"),
-    # An HTTP request line keeps its method, a constant that tells the event apart.
-    (
-        re.compile(r"\b(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) /\S*(?: HTTP/\d(?:\.\d)?)?"),
-        r"\1 <PATH>",
-        " /",
-    ),
-    (re.compile(r"(?<![\w.])(?:/[\w.@%+-]+){2,}/?"), "<PATH>", "/"),
-    (re.compile(r"\b[A-Za-z]:(?:\\[\w.$ -]+)+"), "<PATH>", "\\"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<HEX>", "0x"),
-    (
-        re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"),
-        "<HEX>",
-        DIGIT,
-    ),
-    # A size with its unit, and the rounded size some loggers add in parentheses, is one
-    # variable however many tokens it spans: "1190 bytes (1.16 KB)".
-    (
-        re.compile(
-            r"(?<![\w.])\d+(?:\.\d+)?\s?(?:bytes?|[KMGT]i?B|B)\b"
-            r"(?:\s\(\d+(?:\.\d+)?\s?[KMGT]i?B\))?"
-        ),
-        "<SIZE>",
-        DIGIT,
-    ),
-    (
-        re.compile(
-            r"(?<![\w.])[<>]?\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?"
-            r"|h|hours?)\b"
-        ),
-        "<DUR>",
-        DIGIT,
-    ),
-    # A clock duration ("lifetime 02:19"), after the timestamps took the hh:mm:ss ones.
-    (re.compile(r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])"), "<DUR>", ":"),
+    (re.compile(pattern), placeholder, needs) for pattern, placeholder, needs in rules.MASKS
 ]
-# Quoted text is masked unless it is a bare identifier or key path ('customer.id'): such a
-# name tells which bug it is, while a quoted value ('abc 12') tells which instance.
-_QUOTED = re.compile(r"'([^'\n]{0,200})'|\"([^\"\n]{0,200})\"")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_.\[\]-]*$")
-_REQUEST = re.compile(r"^(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) <PATH>$")
-_NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)*%?$")
+_QUOTED = re.compile(rules.QUOTED)
+_QUOTED_KEPT = re.compile(rules.QUOTED_KEPT)
+_NUMBER = re.compile(rules.NUMBER)
 _HAS_DIGIT = re.compile(r"\d")
 _PLACEHOLDER_INSIDE = re.compile(r"<[A-Z]+>")
-_TOKEN_SPLIT = re.compile(r"[\s,;=()\[\]{}|]+|::")
-_EDGE_PUNCT = '.:!?"`'
+_TOKEN_SPLIT = re.compile(rules.TOKEN_SPLIT)
+_EDGE_PUNCT = rules.EDGE_PUNCT
 
 PLACEHOLDERS = frozenset(
     {"<URL>", "<EMAIL>", "<UUID>", "<TS>", "<IP>", "<PATH>", "<HEX>", "<DUR>", "<QUOTED>"}
@@ -88,7 +29,7 @@ PLACEHOLDERS = frozenset(
 
 def _mask_quoted(match: re.Match[str]) -> str:
     inner = match.group(1) if match.group(1) is not None else match.group(2)
-    if _IDENTIFIER.match(inner) or _REQUEST.match(inner):
+    if _QUOTED_KEPT.match(inner):
         return match.group(0)
     return "<QUOTED>"
 
@@ -97,7 +38,7 @@ def mask(text: str) -> str:
     """Replace the variable parts of an error text with typed placeholders."""
     has_digit = _HAS_DIGIT.search(text) is not None
     for pattern, placeholder, needs in _MASKS:
-        if has_digit if needs is DIGIT else needs in text:
+        if has_digit if needs == DIGIT else needs in text:
             text = pattern.sub(placeholder, text)
     if "'" in text or '"' in text:
         text = _QUOTED.sub(_mask_quoted, text)

@@ -1,0 +1,109 @@
+"""Every grouping rule in one table: what is masked as a variable, how text is cut into tokens,
+and which varying words still name distinct events. text.py and mining.py apply them.
+
+The same defaults serve every queue: none of these is set per source. Each rule was chosen on
+the tuning half of the real labelled logs (tests/data/logs, see docs/pipeline.md) and is kept
+only while those scores and the generated corpus's hold; the held-out half is read to report.
+Masks are regular-expression source text (not compiled here) so that an engine other than
+Python's `re` can run them; they use only lookarounds and classes that Java's regex has too.
+"""
+
+from __future__ import annotations
+
+# Masks ---------------------------------------------------------------------------------
+# (pattern, replacement, needs): applied in order; a text that lacks `needs` skips the
+# pattern (DIGIT: any digit), which saves most of the masking time on short lines. Longer,
+# more specific shapes come first so that a URL is not eaten as a path and a timestamp is not
+# cut into numbers. Every placeholder is typed so that templates stay readable.
+DIGIT = "0-9"
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+MASKS: list[tuple[str, str, str]] = [
+    (r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+", "<URL>", "://"),
+    (r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "<EMAIL>", "@"),
+    (
+        r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+        "<UUID>",
+        "-",
+    ),
+    (
+        r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
+        "<TS>",
+        ":",
+    ),
+    # A date as C's ctime() and Java's Date.toString() write it, one variable however many
+    # words: "Fri Jul  1 07:57:30 2005", "Thu Aug 04 15:29:45 PDT 2005". Left alone, its
+    # weekday and month are plain words that read as constants and split one event by day.
+    (
+        rf"\b(?:{_WEEKDAY},?\s+)?{_MONTH}\s+\d{{1,2}},?\s+\d{{1,2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?"
+        r"(?:\s+[A-Z]{3,4})?(?:\s+\d{4})?\b",
+        "<TS>",
+        ":",
+    ),
+    (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<TS>", ":"),
+    # IPv6 addresses and MAC addresses: four or more hex groups joined by colons.
+    (r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){3,}[0-9a-fA-F]{1,4}(?![\w:])", "<IP>", ":"),
+    (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b", "<IP>", "."),
+    # host:port, a host name with a dot or a dash (a bare word before a colon is a label).
+    (r"(?<![\w.:/-])[A-Za-z][\w-]*(?:[.-][\w-]+)+:\d{2,5}\b", "<IP>", ":"),
+    # An HTTP request line keeps its method, a constant that tells the event apart.
+    (r"\b(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) /\S*(?: HTTP/\d(?:\.\d)?)?", r"\1 <PATH>", " /"),
+    (r"(?<![\w.])(?:/[\w.@%+-]+){2,}/?", "<PATH>", "/"),
+    (r"\b[A-Za-z]:(?:\\[\w.$ -]+)+", "<PATH>", "\\"),
+    (r"\b0x[0-9a-fA-F]+\b", "<HEX>", "0x"),
+    (r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", "<HEX>", DIGIT),
+    # A size with its unit, and the rounded size some loggers add in parentheses, is one
+    # variable however many tokens it spans: "1190 bytes (1.16 KB)".
+    (
+        r"(?<![\w.])\d+(?:\.\d+)?\s?(?:bytes?|[KMGT]i?B|B)\b"
+        r"(?:\s\(\d+(?:\.\d+)?\s?[KMGT]i?B\))?",
+        "<SIZE>",
+        DIGIT,
+    ),
+    (
+        r"(?<![\w.])[<>]?\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?"
+        r"|h|hours?)\b",
+        "<DUR>",
+        DIGIT,
+    ),
+    # A clock duration ("lifetime 02:19"), after the timestamps took the hh:mm:ss ones.
+    (r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])", "<DUR>", ":"),
+]
+
+# Quoted text is masked unless it is a bare identifier or key path ('customer.id') or a
+# request line: such a name tells which bug it is, while a quoted value ('abc 12') tells
+# which instance.
+QUOTED = r"'([^'\n]{0,200})'|\"([^\"\n]{0,200})\""
+QUOTED_KEPT = r"^[A-Za-z_][A-Za-z_.\[\]-]*$|^(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) <PATH>$"
+
+# Tokens --------------------------------------------------------------------------------
+TOKEN_SPLIT = r"[\s,;=()\[\]{}|]+|::"
+EDGE_PUNCT = '.:!?"`'
+NUMBER = r"^[-+]?\d+(?:[.,]\d+)*%?$"
+
+# Mining --------------------------------------------------------------------------------
+# Share of a sequence's positions that must hold its template's token to join it (Drain's
+# similarity threshold).
+DEFAULT_THRESHOLD = 0.5
+# Drain's tree depth: at most this many leading plain words choose the bucket.
+PREFIX_TOKENS = 2
+# Words that look like any other variable word to a similarity count but name different
+# events: the methods of an HTTP request line (`"GET <PATH>"` and `"POST <PATH>"`).
+KEPT_WORDS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
+# A varying position whose values are all plain words (`bytes` / `values`), or names written
+# in code with a capital or an underscore (`android.intent.action.SCREEN_ON`,
+# `'sparkExecutorActorSystem'`), and fewer than this many of them, is read as constants
+# naming distinct events: variables nearly always carry digits or take many values. Dotted
+# names in lower case alone stay variables: they are host names more often than not.
+MIN_VARIABLE_WORDS = 3
+# Capitalised words are enumerations (`VM Paused` / `Resumed` / `Started` / `Stopped`) up to
+# this many values; user and host names are lower case, and codes in capitals (`DHL` / `UPS`,
+# `EUR` / `USD`) are values.
+MAX_STATE_WORDS = 6
+# The same set of words cutting clusters apart in this many places is read as the values of a
+# variable instead (names of users or hosts recur wherever a name goes; the words that name
+# events belong to one message).
+MIN_NAME_REUSE = 2
+WORD = r"^[A-Za-z][A-Za-z_-]*$"
+CODE_NAME = r"^'?[A-Za-z][A-Za-z_.:$-]*'?$"
+STATE_WORD = r"^[A-Z][a-z]+$"
