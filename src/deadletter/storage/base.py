@@ -26,6 +26,7 @@ from deadletter.domain.model import (
     RedriveTask,
 )
 from deadletter.domain.subscriptions import Delivery, Subscription
+from deadletter.domain.tags import ConsumerTag, TagState
 
 
 @dataclass(frozen=True)
@@ -352,6 +353,77 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     def forget_deduplications(self, project: str, queue: str, now: float) -> None:
         """Drop the records whose interval has passed."""
+
+    # Consumer tags (the rules are deadletter.engine.tags'; the design docs/architecture.md's)
+    @abc.abstractmethod
+    def insert_tag(self, tag: ConsumerTag) -> bool:
+        """False, and nothing written, when the queue has a tag of that name."""
+
+    @abc.abstractmethod
+    def get_tag(
+        self, project: str, queue: str, name: str, lock: bool = False
+    ) -> ConsumerTag | None:
+        """With `lock`, the tag's other claimants wait until this transaction ends."""
+
+    @abc.abstractmethod
+    def list_tags(self, project: str, queue: str) -> list[ConsumerTag]:
+        """By name."""
+
+    @abc.abstractmethod
+    def delete_tag(self, project: str, queue: str, name: str) -> None:
+        """The tag and its delivery states."""
+
+    @abc.abstractmethod
+    def tag_claimable(
+        self, tag: ConsumerTag, now: float, limit: int
+    ) -> list[tuple[Message, TagState | None]]:
+        """The oldest messages `tag` may claim now (its filter aside): those it has not
+        touched, above its start and cursor, and those it was given back whose time has come;
+        each as the tag sees it (`deadletter.domain.tags.seen_by_tag`), with its state."""
+
+    @abc.abstractmethod
+    def advance_tag_cursor(self, tag: ConsumerTag) -> None:
+        """Move the tag's cursor up to just before the first message it has not touched,
+        where that is known to be safe (no message below it can still commit)."""
+
+    @abc.abstractmethod
+    def tag_messages(
+        self, project: str, queue: str, tag: str, ids: Sequence[str]
+    ) -> list[tuple[Message, TagState | None]]:
+        """Messages of `queue` among `ids` as `tag` sees them, with its state of each."""
+
+    @abc.abstractmethod
+    def tag_claimed_by(self, project: str, queue: str, tag: str, claim_id: str) -> list[Message]:
+        """As `tag` sees them, the messages whose state for it names `claim_id`."""
+
+    @abc.abstractmethod
+    def save_tag_states(
+        self, project: str, queue: str, tag: str, messages: Sequence[Message], state: TagState
+    ) -> None:
+        """Store `tag`'s state of each message: `state`, and the delivery fields of the
+        message as the tag sees it (its claim only while LIVE)."""
+
+    @abc.abstractmethod
+    def final_tag_states(self, ids: Sequence[str]) -> dict[str, set[str]]:
+        """By message id, the tags done with it (acknowledged, dead-lettered, skipped)."""
+
+    @abc.abstractmethod
+    def forget_tag_states(self, ids: Sequence[str]) -> None: ...
+
+    @abc.abstractmethod
+    def lock_messages(self, ids: Sequence[str]) -> list[Message]:
+        """The messages among `ids`, locked until this transaction ends (waiting for others)."""
+
+    @abc.abstractmethod
+    def tag_counts(self, tag: ConsumerTag, now: float) -> tuple[int, int]:
+        """(ready, claimed) for `tag`, of unexpired messages."""
+
+    @abc.abstractmethod
+    def count_default_done(self, project: str, queue: str, now: float) -> int:
+        """Unexpired messages the untagged consumers are done with, kept for tags."""
+
+    @abc.abstractmethod
+    def default_done_ids(self, project: str, queue: str) -> list[str]: ...
 
 
 class StorageError(DeadletterError):
