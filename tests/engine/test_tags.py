@@ -28,7 +28,7 @@ def bodies(claim_messages: tuple[object, ...]) -> list[bytes]:
     return [m.body for m in claim_messages]  # type: ignore[attr-defined]
 
 
-def test_poison_for_one_tag_is_dead_lettered_for_it_still_delivered_to_another_and_redriven_to_it_only(
+def test_poison_for_one_tag_is_dead_lettered_for_it_delivered_to_another_redriven_to_it_only(
     engine: Engine, clock: ManualClock
 ) -> None:
     # Given a queue with a redrive policy of 2 claims and two tags, billing and shipping,
