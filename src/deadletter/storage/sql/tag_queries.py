@@ -52,7 +52,7 @@ TAG_FIRST_UNSEEN = (
     + " ORDER BY m.seq LIMIT 1"
 )  # fmt: skip
 TAG_VIEWS = (
-    f"SELECT m.*, {_STATE_COLUMNS} FROM messages m"
+    f"SELECT m.*, {_STATE_COLUMNS} FROM messages m /* indexed by sqlite_autoindex_messages_1 */"
     " LEFT JOIN tag_states s ON s.message_id = m.id AND s.tag = :tag"
     " WHERE m.id = ANY(:ids) AND m.project = :project AND m.queue = :queue ORDER BY m.seq"
 )
