@@ -67,7 +67,13 @@ def claim(
         tx.insert_claim(ClaimRecord(claim_id, project, name, claim_ttl, grace, now, expires))
         count = len(delivered)
         pending.calls.append(lambda lst: lst.claimed(project, name, count))
+        _tag_event(pending, queue, tag.name, "claimed", count)
     return Claim(claim_id, name, claim_ttl, grace, now, expires, tuple(delivered))
+
+
+def _tag_event(pending: Pending, queue: Queue, tag: str, event: str, count: int) -> None:
+    project, name = queue.project, queue.name
+    pending.calls.append(lambda lst: lst.tag_delivery(project, name, tag, event, count))
 
 
 def dead_letter(
@@ -100,6 +106,7 @@ def dead_letter(
     tx.save_tag_states(project, queue.name, tag.name, messages, TagState.DEAD_LETTERED)
     tx.bump_counter(project, queue.name, tags.dead_lettered_counter(tag.name), len(messages))
     tags.settle(tx, queue, [m.id for m in messages])
+    _tag_event(pending, queue, tag.name, "dead_lettered", len(messages))
     if copies:
         pending.available.add((project, dlq.name))
         count = len(copies)
@@ -137,6 +144,7 @@ def acknowledge(
         tags.settle(tx, queue, [m.id for m in done])
         project, name, count = queue.project, queue.name, len(done)
         pending.calls.append(lambda lst: lst.acknowledged(project, name, count))
+        _tag_event(pending, queue, tag.name, "acknowledged", count)
     return results
 
 

@@ -117,3 +117,16 @@ def test_the_tag_selector_on_release_dead_letter_and_claims(api: ApiClient) -> N
     assert tag_claim(api, "orders", "a") == (None, [])
     # The untagged consumers never noticed.
     assert [m["id"] for m in claim(api, "orders")[1]] == [mid]
+
+
+def test_metrics_count_each_tags_deliveries(api: ApiClient) -> None:
+    make_queue(api, "orders")
+    api.put("/v2/queues/orders/tags/billing", json={})
+    (mid,) = post(api, "orders", "x")
+    claim_id, _ = tag_claim(api, "orders", "billing")
+    api.delete(f"/v2/queues/orders/messages/{mid}?claim_id={claim_id}&tag=billing")
+    text = api.get("/metrics").text
+    for event in ("claimed", "acknowledged"):
+        labels = f'event="{event}",project="123456789012",queue="orders",tag="billing"'
+        line = "deadletter_tag_messages_total{" + labels + "} 1.0"
+        assert line in text, text
