@@ -226,7 +226,7 @@ def run_machine(store: Store) -> None:
 
     run = Machine.TestCase
     run.settings = settings(
-        max_examples=40,
+        max_examples=25,
         stateful_step_count=40,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
