@@ -377,9 +377,8 @@ class Transaction(abc.ABC):
     def tag_claimable(
         self, tag: ConsumerTag, now: float, limit: int
     ) -> list[tuple[Message, TagState | None]]:
-        """The oldest messages `tag` may claim now (its filter aside): those it has not
-        touched, above its start and cursor, and those it was given back whose time has come;
-        each as the tag sees it (`deadletter.domain.tags.seen_by_tag`), with its state."""
+        """The oldest messages `tag` may claim now (its filter aside), untouched above its
+        cursor or given back and due, as the tag sees them (`tags.seen_by_tag`), with state."""
 
     @abc.abstractmethod
     def advance_tag_cursor(self, tag: ConsumerTag) -> None:
@@ -400,8 +399,7 @@ class Transaction(abc.ABC):
     def save_tag_states(
         self, project: str, queue: str, tag: str, messages: Sequence[Message], state: TagState
     ) -> None:
-        """Store `tag`'s state of each message: `state`, and the delivery fields of the
-        message as the tag sees it (its claim only while LIVE)."""
+        """`state`, with the delivery fields of each message as the tag sees it (LIVE: claim)."""
 
     @abc.abstractmethod
     def final_tag_states(self, ids: Sequence[str]) -> dict[str, set[str]]:
@@ -416,7 +414,7 @@ class Transaction(abc.ABC):
 
     @abc.abstractmethod
     def tag_counts(self, tag: ConsumerTag, now: float) -> tuple[int, int]:
-        """(ready, claimed) for `tag`, of unexpired messages."""
+        """(ready, claimed) of `tag`'s unexpired messages."""
 
     @abc.abstractmethod
     def count_default_done(self, project: str, queue: str, now: float) -> int:
