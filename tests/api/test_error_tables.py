@@ -29,6 +29,8 @@ SQS_EXPECTED: dict[type[errors.DeadletterError], tuple[str, str, int]] = {
         400,
     ),
     errors.TaskNotFound: ("ResourceNotFoundException", "ResourceNotFoundException", 400),
+    # A queue URL naming a consumer tag that does not exist names no queue (docs/sqs.md).
+    errors.TagNotFound: ("QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue", 400),
     errors.QueueAlreadyExists: ("QueueNameExists", "QueueAlreadyExists", 400),
     errors.RedriveTaskActive: UNSUPPORTED,
     errors.TaskNotRunning: UNSUPPORTED,

@@ -39,6 +39,7 @@ class ContractStub:
             at = p["dead_lettered_at"]
             return (
                 params.get("source_queue") in (None, p["source_queue"])
+                and params.get("source_tag") in (None, p.get("source_tag"))
                 and params.get("reason") in (None, p["reason"])
                 and ("since" not in params or at >= params["since"])
                 and ("until" not in params or at < params["until"])

@@ -101,6 +101,18 @@ def test_options_filter_when_no_predicate_is_given(
     assert got == sorted(r["message_id"] for r in RECORDS if r["reason"] == "expired")
 
 
+def test_the_source_tag_option_reads_one_consumer_tags_dead_letters(
+    spark: Any, stub: tuple[ContractStub, str]
+) -> None:
+    server, url = stub
+    before = len(server.browses)
+    # None of the stub's dead letters came from a tag: a tag's read finds none of them,
+    assert _reader(spark, url, source_tag="billing", partitions="1").count() == 0
+    # because every page it asked for was of that tag.
+    asked = server.browses[before:]
+    assert asked and all(b.get("source_tag") == "billing" for b in asked)
+
+
 def test_the_sink_posts_rows_as_messages_in_batches_of_twenty(
     spark: Any, stub: tuple[ContractStub, str]
 ) -> None:

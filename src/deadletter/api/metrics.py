@@ -58,6 +58,12 @@ class Metrics(EngineListener):
             ["project", "dlq"],
             registry=r,
         )
+        self.tag_messages_total = Counter(
+            "deadletter_tag_messages",
+            "Messages claimed, acknowledged and dead-lettered by each consumer tag.",
+            ["project", "queue", "tag", "event"],
+            registry=r,
+        )
         self.request_seconds = Histogram(
             "deadletter_http_request_duration_seconds",
             "HTTP request latency.",
@@ -85,6 +91,9 @@ class Metrics(EngineListener):
 
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
         self.redriven_total.labels(project, dlq).inc(count)
+
+    def tag_delivery(self, project: str, queue: str, tag: str, event: str, count: int) -> None:
+        self.tag_messages_total.labels(project, queue, tag, event).inc(count)
 
     async def endpoint(self, request: Request) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

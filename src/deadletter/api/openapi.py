@@ -42,22 +42,32 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
     ),
     "delete_messages": ("Delete messages by ids, or pop some", ["ids", "pop"], "204", None),
     "get_message": ("One message", [], "200", None),
-    "delete_message": ("Acknowledge one message", ["claim_id"], "204", None),
+    "delete_message": ("Acknowledge one message", ["claim_id", "tag"], "204", None),
     "dead_letter_message": (
         "Move one claimed message to the DLQ now (reason rejected)",
-        ["claim_id"],
+        ["claim_id", "tag"],
         "200",
         "DeadLetter",
     ),
-    "release_message": ("Give one claimed message back (nack)", ["claim_id"], "204", "Release"),
-    "create_claim": ("Claim messages (204 when none)", ["limit"], "201", "ClaimTimes"),
-    "get_claim": ("A claim and its messages", [], "200", None),
-    "renew_claim": ("Renew a claim", [], "204", "ClaimTimes"),
-    "release_claim": ("Release a claim", [], "204", None),
-    "dead_letter_batch": ("Move several claimed messages to the DLQ", [], "200", "DeadLetterBatch"),
+    "release_message": (
+        "Give one claimed message back (nack)",
+        ["claim_id", "tag"],
+        "204",
+        "Release",
+    ),
+    "create_claim": ("Claim messages (204 when none)", ["limit", "tag"], "201", "ClaimTimes"),
+    "get_claim": ("A claim and its messages", ["tag"], "200", None),
+    "renew_claim": ("Renew a claim", ["tag"], "204", "ClaimTimes"),
+    "release_claim": ("Release a claim", ["tag"], "204", None),
+    "dead_letter_batch": (
+        "Move several claimed messages to the DLQ",
+        ["tag"],
+        "200",
+        "DeadLetterBatch",
+    ),
     "list_dead_letters": (
         "Browse a DLQ without consuming it",
-        ["source_queue", "reason", "since", "until", "marker", "limit"],
+        ["source_queue", "source_tag", "reason", "since", "until", "marker", "limit"],
         "200",
         None,
     ),
@@ -94,6 +104,10 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
         "204",
         "Confirmation",
     ),
+    "list_tags": ("The queue's consumer tags, with their counts", [], "200", None),
+    "create_tag": ("Create a consumer tag on the queue", [], "201", "Tag"),
+    "get_tag": ("One consumer tag, with its counts", [], "200", None),
+    "delete_tag": ("Delete a consumer tag (204 even when it did not exist)", [], "204", None),
 }
 
 # Further successes an operation may answer with (204: nothing to claim or queue existed;
@@ -124,6 +138,7 @@ MORE_ERRORS: dict[str, dict[str, str]] = {
     "renew_claim": {"409": "Conflict"},
     "create_subscription": {"409": "Subscribed and confirmed already"},
     "update_subscription": {"409": "The new subscriber is subscribed already"},
+    "create_tag": {"409": "The queue has a tag of that name already"},
 }
 # Typed query parameters; the rest are strings.
 QUERY: dict[str, dict[str, Any]] = {
@@ -134,6 +149,9 @@ QUERY: dict[str, dict[str, Any]] = {
     "echo": {"type": "boolean"},
     "include_claimed": {"type": "boolean"},
     "include_delayed": {"type": "boolean"},
+    # The consumer tag an operation is for; without it, the queue's untagged consumers.
+    "tag": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+    "source_tag": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
 }
 QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
     "list_messages": {"marker": {"type": "integer", "minimum": 0}},
@@ -277,6 +295,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "destination": STR,
             "source_queue": STR,
+            "source_tag": STR,
             "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
             "since": EPOCH,
             "until": EPOCH,
@@ -314,6 +333,17 @@ SCHEMAS: dict[str, Any] = {
             "subscriber": {"type": "string", "format": "uri", "maxLength": 2048},
             "ttl": {"type": "integer", "minimum": 60},
             "options": OBJ,
+        },
+    },
+    "Tag": {
+        "type": "object",
+        "properties": {
+            "start": EPOCH,
+            "filter": {
+                "type": "object",
+                "properties": {"attribute": STR, "value": STR},
+                "required": ["attribute", "value"],
+            },
         },
     },
     "Patterns": {

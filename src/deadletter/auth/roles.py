@@ -176,6 +176,12 @@ ZAQAR_ROUTES: dict[tuple[str, str], Action] = {
     ("PATCH", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_MANAGE,
     ("DELETE", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_MANAGE,
     ("PUT", _Q + "/subscriptions/{subscription_id}/confirm"): Action.SUBSCRIPTION_MANAGE,
+    # Consumer tags are a queue's consumer groups: making them changes the queue; reading
+    # them (with their counts) is its stats.
+    ("GET", _Q + "/tags"): Action.QUEUE_STATS,
+    ("PUT", _Q + "/tags/{tag}"): Action.QUEUE_UPDATE,
+    ("GET", _Q + "/tags/{tag}"): Action.QUEUE_STATS,
+    ("DELETE", _Q + "/tags/{tag}"): Action.QUEUE_UPDATE,
 }
 
 PUBLIC_ZAQAR_ROUTES = frozenset(

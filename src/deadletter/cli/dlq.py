@@ -31,6 +31,7 @@ def dlq() -> None:
 @dlq.command(name="list")
 @click.argument("name")
 @click.option("--source", help="Only dead letters from this source queue.")
+@click.option("--source-tag", help="Only dead letters of this consumer tag of their source.")
 @click.option("--reason", type=REASONS, help="Only dead letters that died for this reason.")
 @click.option("--since", help="Dead-lettered at or after (ISO 8601 or epoch seconds).")
 @click.option("--until", help="Dead-lettered before (ISO 8601 or epoch seconds).")
@@ -42,6 +43,7 @@ def list_(
     client: Client,
     name: str,
     source: str | None,
+    source_tag: str | None,
     reason: str | None,
     since: str | None,
     until: str | None,
@@ -55,6 +57,7 @@ def list_(
         name,
         page_size=min(limit, 100),
         source_queue=source,
+        source_tag=source_tag,
         reason=reason,
         since=since,
         until=until,

@@ -14,6 +14,7 @@ from deadletter.cli.messages import ack, claim, nack, peek, reject, send
 from deadletter.cli.queues import queue
 from deadletter.cli.redrive import redrive
 from deadletter.cli.store import store_options
+from deadletter.cli.tags import tag
 from deadletter.cli.templates import template
 
 
@@ -166,3 +167,4 @@ def serve(
 for command in (queue, send, peek, claim, ack, nack, reject, dlq, redrive, analyze, credentials):
     main.add_command(command)
 main.add_command(template)
+main.add_command(tag)

@@ -68,6 +68,10 @@ def peek(
     is_flag=True,
     help="Print only 'CLAIM_ID MESSAGE_ID' lines, for shell scripts.",
 )
+@click.option(
+    "--tag",
+    help="For this consumer tag of the queue (deadletter tag); the untagged consumers else.",
+)
 @json_option
 @wide_option
 @server_options
@@ -77,12 +81,13 @@ def claim(
     limit: int,
     ttl: int | None,
     quiet: bool,
+    tag: str | None,
     as_json: bool,
     wide: bool,
 ) -> None:
     """Claim messages from QUEUE. A message past its queue's max claims moves to the DLQ
-    instead of being delivered."""
-    claim_id, messages = client.claim(queue, limit, ttl)
+    instead of being delivered (with --tag, for that tag only)."""
+    claim_id, messages = client.claim(queue, limit, ttl, tag)
     if as_json:
         print_json({"claim_id": claim_id, "messages": messages})
     elif quiet:
@@ -104,16 +109,21 @@ def claim(
 
 
 claim_option = click.option("--claim", "claim_id", required=True, help="The claim holding it.")
+tag_option = click.option(
+    "--tag",
+    help="For this consumer tag of the queue (deadletter tag); the untagged consumers else.",
+)
 
 
 @click.command()
 @click.argument("queue")
 @click.argument("message_id")
 @claim_option
+@tag_option
 @server_options
-def ack(client: Client, queue: str, message_id: str, claim_id: str) -> None:
+def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | None) -> None:
     """Acknowledge (delete) a claimed message: it was processed."""
-    client.ack(queue, message_id, claim_id)
+    client.ack(queue, message_id, claim_id, tag)
     click.echo(f"acknowledged {message_id}")
 
 
@@ -122,10 +132,13 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str) -> None:
 @click.argument("message_id")
 @claim_option
 @click.option("--delay", type=click.IntRange(min=0), default=0, help="Seconds before retry.")
+@tag_option
 @server_options
-def nack(client: Client, queue: str, message_id: str, claim_id: str, delay: int) -> None:
+def nack(
+    client: Client, queue: str, message_id: str, claim_id: str, delay: int, tag: str | None
+) -> None:
     """Give a claimed message back for another delivery, after an optional delay."""
-    client.release(queue, message_id, claim_id, delay)
+    client.release(queue, message_id, claim_id, delay, tag)
     click.echo(f"released {message_id}")
 
 
@@ -135,11 +148,19 @@ def nack(client: Client, queue: str, message_id: str, claim_id: str, delay: int)
 @claim_option
 @click.option("--reason", required=True, help="Why it cannot be processed.")
 @click.option("--error", help="Error details, e.g. a stack trace.")
+@tag_option
 @server_options
 def reject(
-    client: Client, queue: str, message_id: str, claim_id: str, reason: str, error: str | None
+    client: Client,
+    queue: str,
+    message_id: str,
+    claim_id: str,
+    reason: str,
+    error: str | None,
+    tag: str | None,
 ) -> None:
-    """Dead-letter a claimed message now, with the reason and the error."""
-    moved = client.dead_letter(queue, message_id, claim_id, reason, error)
+    """Dead-letter a claimed message now, with the reason and the error (with --tag, for
+    that tag only: the queue's other consumers still receive it)."""
+    moved = client.dead_letter(queue, message_id, claim_id, reason, error, tag)
     dlq = ((moved.get("message") or {}).get("href") or "").split("/")[3:4]
     click.echo(f"dead-lettered {message_id}" + (f" to {dlq[0]}" if dlq else ""))

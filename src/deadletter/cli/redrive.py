@@ -32,6 +32,9 @@ def redrive() -> None:
 @click.argument("dlq")
 @click.option("--to", "destination", help="One queue for all; by default each its own source.")
 @click.option("--source", help="Only dead letters from this source queue.")
+@click.option(
+    "--source-tag", help="Only dead letters of this consumer tag (redriven to that tag only)."
+)
 @click.option("--reason", type=REASONS)
 @click.option("--since", help="Dead-lettered at or after (ISO 8601 or epoch seconds).")
 @click.option("--until", help="Dead-lettered before (ISO 8601 or epoch seconds).")
@@ -47,6 +50,7 @@ def start(
     dlq: str,
     destination: str | None,
     source: str | None,
+    source_tag: str | None,
     reason: str | None,
     since: str | None,
     until: str | None,
@@ -60,6 +64,7 @@ def start(
         dlq,
         destination=destination,
         source_queue=source,
+        source_tag=source_tag,
         reason=reason,
         since=since,
         until=until,

@@ -135,28 +135,29 @@ class Client:
         return list(doc["messages"]) if doc else []
 
     def claim(
-        self, queue: str, limit: int = 1, ttl: int | None = None
+        self, queue: str, limit: int = 1, ttl: int | None = None, tag: str | None = None
     ) -> tuple[str | None, list[dict[str, Any]]]:
-        """(claim id, messages); (None, []) when nothing was claimed."""
+        """(claim id, messages); (None, []) when nothing was claimed. With `tag`, for that
+        consumer tag of the queue."""
         body = {"ttl": ttl} if ttl is not None else {}
-        response = self._call(
-            "POST", f"/v2/queues/{queue}/claims", params={"limit": limit}, json=body
-        )
+        params = {"limit": limit, **_tagged(tag)}
+        response = self._call("POST", f"/v2/queues/{queue}/claims", params=params, json=body)
         if response.status_code == 204:
             return None, []
         claim_id = response.headers["Location"].rsplit("/", 1)[1]
         return claim_id, list(response.json()["messages"])
 
-    def ack(self, queue: str, message_id: str, claim_id: str) -> None:
-        self._call(
-            "DELETE", f"/v2/queues/{queue}/messages/{message_id}", params={"claim_id": claim_id}
-        )
+    def ack(self, queue: str, message_id: str, claim_id: str, tag: str | None = None) -> None:
+        params = {"claim_id": claim_id, **_tagged(tag)}
+        self._call("DELETE", f"/v2/queues/{queue}/messages/{message_id}", params=params)
 
-    def release(self, queue: str, message_id: str, claim_id: str, delay: int = 0) -> None:
+    def release(
+        self, queue: str, message_id: str, claim_id: str, delay: int = 0, tag: str | None = None
+    ) -> None:
         self._call(
             "POST",
             f"/v2/queues/{queue}/messages/{message_id}/release",
-            params={"claim_id": claim_id},
+            params={"claim_id": claim_id, **_tagged(tag)},
             json={"delay": delay},
         )
 
@@ -167,22 +168,49 @@ class Client:
         claim_id: str,
         description: str | None = None,
         error: str | None = None,
+        tag: str | None = None,
     ) -> dict[str, Any]:
         doc: dict[str, Any] = self._json(
             "POST",
             f"/v2/queues/{queue}/messages/{message_id}/dead_letter",
-            params={"claim_id": claim_id},
+            params={"claim_id": claim_id, **_tagged(tag)},
             json={k: v for k, v in (("description", description), ("error", error)) if v},
         )
         return doc
+
+    # Consumer tags
+
+    def create_tag(
+        self,
+        queue: str,
+        name: str,
+        start: float | str | None = None,
+        filter_attribute: str | None = None,
+        filter_value: str | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {} if start is None else {"start": start}
+        if filter_attribute is not None:
+            body["filter"] = {"attribute": filter_attribute, "value": filter_value}
+        doc: dict[str, Any] = self._json("PUT", f"/v2/queues/{queue}/tags/{name}", json=body)
+        return doc
+
+    def tags(self, queue: str) -> list[dict[str, Any]]:
+        return list(self._json("GET", f"/v2/queues/{queue}/tags")["tags"])
+
+    def tag(self, queue: str, name: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{queue}/tags/{name}")
+        return doc
+
+    def delete_tag(self, queue: str, name: str) -> None:
+        self._call("DELETE", f"/v2/queues/{queue}/tags/{name}")
 
     # Dead-letter queues
 
     def dead_letters(
         self, dlq: str, page_size: int = 100, **filters: str | None
     ) -> Iterator[dict[str, Any]]:
-        """Every dead letter matching `filters` (source_queue, reason, since, until), oldest
-        first."""
+        """Every dead letter matching `filters` (source_queue, source_tag, reason, since,
+        until), oldest first."""
         for page in self.dead_letter_pages(dlq, page_size, **filters):
             yield from page
 
@@ -281,6 +309,11 @@ class Client:
         body = {"key_id": key_id, "secret": secret, "ttl": ttl}
         doc: dict[str, Any] = self._json("POST", "/v2/auth/tokens", json=body)
         return doc
+
+
+def _tagged(tag: str | None) -> dict[str, str]:
+    """The `tag` selector of a claim or message operation, when there is one."""
+    return {"tag": tag} if tag is not None else {}
 
 
 def export_record(message: dict[str, Any]) -> dict[str, Any]:

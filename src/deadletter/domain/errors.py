@@ -5,12 +5,14 @@
     │   ├── QueueNotFound
     │   ├── MessageNotFound
     │   ├── ClaimNotFound
-    │   └── TaskNotFound
+    │   ├── TaskNotFound
+    │   └── TagNotFound
     ├── Conflict
     │   ├── QueueAlreadyExists
     │   ├── MessageClaimed
     │   ├── RedriveTaskActive
-    │   └── TaskNotRunning
+    │   ├── TaskNotRunning
+    │   └── TagAlreadyExists
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
     │   ├── ReservedAttribute
@@ -116,3 +118,11 @@ class RedriveNotAllowed(DeadLetterPolicyError):
 
 class NoActiveDeadLetterPolicy(DeadLetterPolicyError):
     """The queue has no active dead-letter policy."""
+
+
+class TagNotFound(NotFound):
+    """The consumer tag does not exist."""
+
+
+class TagAlreadyExists(Conflict):
+    """The queue already has a consumer tag of that name."""

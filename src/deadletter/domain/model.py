@@ -21,6 +21,8 @@ MAX_ERROR_DETAILS = 32_768
 MAX_REDRIVE_ALLOW_SOURCES = 10
 RESERVED_ATTRIBUTE_PREFIX = "DLQ."
 SOURCE_QUEUE_ATTRIBUTE = "DLQ.sourceQueue"
+# On a dead letter that one tag of its source queue gave up on: the tag's name.
+SOURCE_TAG_ATTRIBUTE = "DLQ.sourceTag"
 # A redrive task keeps at most this many skipped message ids; its `skipped` count is exact.
 MAX_SKIPPED_RECORDED = 1000
 # The default dead-letter queue of every project (Solace's #DEAD_MSG_QUEUE): the DLQ of a
@@ -148,6 +150,9 @@ class QueueSettings:
     content_based_deduplication: bool = False
     deduplication_scope: str = "queue"
     throughput_limit: str = "perQueue"
+    # The names of the queue's consumer tags (deadletter.domain.tags), kept by the engine's
+    # tag operations only: a queue without them takes none of the tags' paths.
+    consumer_tags: tuple[str, ...] = ()
 
     def with_changes(self, **changes: Any) -> QueueSettings:
         return replace(self, **changes)
@@ -173,6 +178,7 @@ class QueueSettings:
             "content_based_deduplication": self.content_based_deduplication,
             "deduplication_scope": self.deduplication_scope,
             "throughput_limit": self.throughput_limit,
+            "consumer_tags": list(self.consumer_tags),
         }
 
     @classmethod
@@ -198,6 +204,7 @@ class QueueSettings:
             content_based_deduplication=data.get("content_based_deduplication", False),
             deduplication_scope=data.get("deduplication_scope", "queue"),
             throughput_limit=data.get("throughput_limit", "perQueue"),
+            consumer_tags=tuple(data.get("consumer_tags", ())),
         )
 
 
@@ -236,10 +243,15 @@ class Provenance:
     original_enqueued_at: float
     description: str | None = None
     error: str | None = None
+    # The consumer tag of the source queue that gave the message up (None: the queue's own
+    # consumers, or the queue as a whole when it expired).
+    source_tag: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source_queue": self.source_queue,
+            # Only on a tag's dead letters, so that others read as they always have.
+            **({"source_tag": self.source_tag} if self.source_tag is not None else {}),
             "reason": self.reason.value,
             "dead_lettered_at": self.dead_lettered_at,
             "claim_count": self.claim_count,
@@ -260,6 +272,7 @@ class Provenance:
             original_enqueued_at=data["original_enqueued_at"],
             description=data.get("description"),
             error=data.get("error"),
+            source_tag=data.get("source_tag"),
         )
 
 
@@ -289,6 +302,11 @@ class Message:
     # FIFO queues: the message group (order is kept within it) and the deduplication id.
     group_id: str | None = None
     deduplication_id: str | None = None
+    # When the message first became visible (sent, after its delay; dead-lettered; redriven):
+    # what consumer tags go by, since `visible_at` is the queue's own consumers' state.
+    ready_at: float | None = None
+    # Set on a dead letter redriven to one consumer tag of its source: no one else sees it.
+    only_tag: str | None = None
 
     def is_claimed(self, now: float) -> bool:
         return self.claim_id is not None and (self.claim_expires_at or 0) > now
@@ -332,10 +350,12 @@ class DeadLetterFilter:
     since: float | None = None
     until: float | None = None
     message_ids: tuple[str, ...] | None = None
+    source_tag: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source_queue": self.source_queue,
+            **({"source_tag": self.source_tag} if self.source_tag is not None else {}),
             "reason": self.reason.value if self.reason else None,
             "since": self.since,
             "until": self.until,
@@ -351,6 +371,7 @@ class DeadLetterFilter:
             since=data.get("since"),
             until=data.get("until"),
             message_ids=tuple(ids) if ids is not None else None,
+            source_tag=data.get("source_tag"),
         )
 
 

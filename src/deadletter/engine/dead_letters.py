@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from deadletter.domain import errors
 from deadletter.domain.model import Message, Queue, Reason
-from deadletter.engine import counters, transitions
+from deadletter.engine import counters, tags, transitions
+from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import held_message, require_queue
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
@@ -25,7 +27,10 @@ def move(
     """Move messages from `source` to its DLQ: visible, unclaimed, with their provenance, in
     the order of their deaths as given (a sweep gives them by expiry), except that a FIFO
     queue's move in the order they had there, so its DLQ keeps each group's order. The caller
-    has checked that `source` has an active policy."""
+    has checked that `source` has an active policy.
+
+    On a queue with consumer tags the untagged consumers' dead letters are copies: the
+    message stays for the tags (except when it expired, which ends it for every group)."""
     policy = source.settings.dead_letter
     assert policy is not None and policy.active, "callers check the policy"
     dlq = require_queue(tx, source.project, policy.target)
@@ -33,7 +38,14 @@ def move(
         transitions.dead_lettered(m, source, dlq, reason, now, description, error)
         for m in (sorted(messages, key=lambda m: m.seq) if source.settings.fifo else messages)
     ]
-    tx.move_messages(source.project, moved)
+    if source.settings.consumer_tags and reason is not Reason.EXPIRED:
+        moved = [replace(m, id=new_id()) for m in moved]
+        tx.move_messages(source.project, moved)
+        tags.finish_default(tx, source, messages)
+    else:
+        tx.move_messages(source.project, moved)
+        if source.settings.consumer_tags:
+            tx.forget_tag_states([m.id for m in messages])
     tx.bump_counter(source.project, source.name, counters.dead_lettered(reason), len(moved))
     pending.available.add((source.project, dlq.name))
     project, count = source.project, len(moved)
@@ -55,7 +67,11 @@ def past_limit(
     (returned as moved), the others dropped and counted, never silently. The caller has
     checked that `source` has an active policy."""
     eligible, not_eligible = transitions.split_eligible(list(messages))
-    if not_eligible:
+    if not_eligible and source.settings.consumer_tags and reason is not Reason.EXPIRED:
+        # Given up by the untagged consumers only: still there for the tags.
+        tags.finish_default(tx, source, not_eligible)
+        tx.bump_counter(source.project, source.name, counters.dropped(reason), len(not_eligible))
+    elif not_eligible:
         drop(tx, pending, source.project, source.name, not_eligible, reason)
     if not eligible:
         return []

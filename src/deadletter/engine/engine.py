@@ -36,6 +36,8 @@ from deadletter.engine import (
     fifo,
     queues,
     redrive,
+    tag_claims,
+    tags,
     templates,
     transitions,
     validation,
@@ -45,11 +47,12 @@ from deadletter.engine.events import EngineListener
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import held_message, live_messages, require_queue
 from deadletter.engine.subscriptions import Subscriptions, fan_out
+from deadletter.engine.tag_operations import TagOperations
 from deadletter.engine.transactions import Pending, Runner
 from deadletter.storage.base import Store, Transaction
 
 
-class Engine(DeadLetterOperations):
+class Engine(DeadLetterOperations, TagOperations):
     def __init__(
         self,
         store: Store,
@@ -99,7 +102,9 @@ class Engine(DeadLetterOperations):
         def work(tx: Transaction, _: Pending) -> Queue:
             old = require_queue(tx, project, name, lock=True)
             now = self.clock.now()
-            checked = queues.checked(tx, project, name, change(old), now)
+            # The tags' names are the tag operations' to change, whatever a face sends.
+            changed = replace(change(old), consumer_tags=old.settings.consumer_tags)
+            checked = queues.checked(tx, project, name, changed, now)
             tx.update_queue(project, name, checked, now)
             return replace(old, settings=checked, updated_at=now)
 
@@ -205,6 +210,7 @@ class Engine(DeadLetterOperations):
         message_id: str,
         claim_id: str | None = None,
         strict: bool = True,
+        tag: str | None = None,
     ) -> bool:
         """Acknowledge one message.
 
@@ -214,7 +220,7 @@ class Engine(DeadLetterOperations):
         is returned.
         """
 
-        (deleted,) = self.delete_held(project, queue, [(message_id, claim_id)], strict)
+        (deleted,) = self.delete_held(project, queue, [(message_id, claim_id)], strict, tag)
         if isinstance(deleted, errors.DeadletterError):
             raise deleted
         return deleted
@@ -225,16 +231,22 @@ class Engine(DeadLetterOperations):
         queue: str,
         held: Sequence[tuple[str, str | None]],
         strict: bool = True,
+        tag: str | None = None,
     ) -> list[bool | errors.DeadletterError]:
         """Acknowledge several (message id, claim id) pairs in one transaction, each by the
-        rules of `delete_message`; per pair, whether it was deleted or why it was refused."""
+        rules of `delete_message`; per pair, whether it was deleted or why it was refused.
+        With `tag`, for that consumer tag only."""
 
         def work(tx: Transaction, pending: Pending) -> list[bool | errors.DeadletterError]:
-            require_queue(tx, project, queue)
+            source = require_queue(tx, project, queue)
             now = self.clock.now()
+            if tag is not None:
+                return tag_claims.acknowledge(tx, pending, source, tag, held, now, strict)
             found = {
                 m.id: m
-                for m in tx.get_messages(project, queue, [mid for mid, _ in held])
+                for m in tags.not_done_by_default(
+                    tx.get_messages(project, queue, [mid for mid, _ in held])
+                )
                 if m.expires_at > now
             }
             results = [
@@ -242,7 +254,7 @@ class Engine(DeadLetterOperations):
             ]
             gone = [mid for (mid, _), ok in zip(held, results, strict=True) if ok is True]
             if gone:
-                count = tx.delete_messages(project, queue, gone)
+                count = self._acknowledged(tx, source, [found[mid] for mid in gone])
                 tx.bump_counter(project, queue, counters.ACKNOWLEDGED, count)
                 pending.calls.append(lambda lst: lst.acknowledged(project, queue, count))
             return results
@@ -253,8 +265,12 @@ class Engine(DeadLetterOperations):
         """Delete by ids whatever their claims (Zaqar's bulk delete)."""
 
         def work(tx: Transaction, pending: Pending) -> int:
-            require_queue(tx, project, queue)
-            gone = tx.delete_messages(project, queue, ids)
+            source = require_queue(tx, project, queue)
+            if source.settings.consumer_tags:
+                found = tags.not_done_by_default(tx.get_messages(project, queue, ids))
+                gone = self._acknowledged(tx, source, found)
+            else:
+                gone = tx.delete_messages(project, queue, ids)
             if gone:
                 tx.bump_counter(project, queue, counters.ACKNOWLEDGED, gone)
                 pending.calls.append(lambda lst: lst.acknowledged(project, queue, gone))
@@ -269,12 +285,21 @@ class Engine(DeadLetterOperations):
             source = require_queue(tx, project, queue)
             taken = fifo.claimable(tx, source, self.clock.now(), limit)
             if taken:
-                tx.delete_messages(project, queue, [m.id for m in taken])
+                self._acknowledged(tx, source, taken)
                 tx.bump_counter(project, queue, counters.ACKNOWLEDGED, len(taken))
                 pending.calls.append(lambda lst: lst.acknowledged(project, queue, len(taken)))
             return taken
 
         return self._run(work)
+
+    @staticmethod
+    def _acknowledged(tx: Transaction, queue: Queue, messages: Sequence[Message]) -> int:
+        """The untagged consumers are done with `messages`: they leave the queue, or, on a
+        queue with tags, stay until the tags are done too."""
+        if queue.settings.consumer_tags:
+            tags.finish_default(tx, queue, messages)
+            return len({m.id for m in messages})
+        return tx.delete_messages(queue.project, queue.name, [m.id for m in messages])
 
     # Claims
 
@@ -285,8 +310,9 @@ class Engine(DeadLetterOperations):
         limit: int,
         ttl: int | None = None,
         grace: int = 0,
+        tag: str | None = None,
     ) -> Claim:
-        """Claim up to `limit` messages, oldest first.
+        """Claim up to `limit` messages, oldest first; with `tag`, for that consumer tag.
 
         A message already delivered `max_claims` times moves to the DLQ instead, in the same
         transaction; the claim then holds only what was delivered, possibly nothing.
@@ -297,29 +323,42 @@ class Engine(DeadLetterOperations):
             queue = require_queue(tx, project, queue_name)
             claim_ttl = queue.settings.claim_ttl if ttl is None else ttl
             validation.check_range("claim TTL", claim_ttl, 0, MAX_CLAIM_TTL)
-            return claims.claim(tx, pending, queue, limit, claim_ttl, grace, self.clock.now())
+            now = self.clock.now()
+            if tag is not None:
+                return tag_claims.claim(tx, pending, queue, tag, limit, claim_ttl, grace, now)
+            return claims.claim(tx, pending, queue, limit, claim_ttl, grace, now)
 
         return self._run(work)
 
-    def get_claim(self, project: str, queue: str, claim_id: str) -> Claim:
+    def get_claim(self, project: str, queue: str, claim_id: str, tag: str | None = None) -> Claim:
         def work(tx: Transaction) -> Claim:
-            require_queue(tx, project, queue)
+            source = require_queue(tx, project, queue)
+            if tag is not None:
+                return tag_claims.get(tx, source, tag, claim_id, self.clock.now())
             return claims.get(tx, project, queue, claim_id, self.clock.now())
 
         return self._read(work)
 
     def renew_claim(
-        self, project: str, queue: str, claim_id: str, ttl: int, grace: int | None = None
+        self,
+        project: str,
+        queue: str,
+        claim_id: str,
+        ttl: int,
+        grace: int | None = None,
+        tag: str | None = None,
     ) -> Claim:
         validation.check_range("claim TTL", ttl, 0, MAX_CLAIM_TTL)
 
         def work(tx: Transaction, _: Pending) -> Claim:
-            require_queue(tx, project, queue)
+            source = require_queue(tx, project, queue)
+            if tag is not None:
+                return tag_claims.renew(tx, source, tag, claim_id, ttl, grace, self.clock.now())
             return claims.renew(tx, project, queue, claim_id, ttl, grace, self.clock.now())
 
         return self._run(work)
 
-    def release_claim(self, project: str, queue: str, claim_id: str) -> int:
+    def release_claim(self, project: str, queue: str, claim_id: str, tag: str | None = None) -> int:
         """Make every message still held by the claim visible again; those delivered as often
         as the queue's policy allows go to the DLQ at once instead (see `claims.given_back`)."""
 
@@ -328,15 +367,25 @@ class Engine(DeadLetterOperations):
             now = self.clock.now()
             if tx.get_claim(project, queue, claim_id) is None:
                 raise errors.ClaimNotFound(f"claim {claim_id!r} does not exist")
-            held = live_messages(tx, project, queue, claim_id, now)
-            claims.given_back(tx, pending, source, held, now)
+            if tag is not None:
+                held = tag_claims.live_messages(tx, source, tag, claim_id, now)
+                tag_claims.given_back(tx, pending, source, tag, held, now)
+            else:
+                held = live_messages(tx, project, queue, claim_id, now)
+                claims.given_back(tx, pending, source, held, now)
             tx.delete_claim(project, queue, claim_id)
             return len(held)
 
         return self._run(work)
 
     def release_message(
-        self, project: str, queue: str, message_id: str, claim_id: str, delay: int = 0
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        claim_id: str,
+        delay: int = 0,
+        tag: str | None = None,
     ) -> Message:
         """Give one claimed message back (a nack), visible again after `delay` seconds; at its
         delivery limit it goes to the DLQ at once, and is returned as moved there."""
@@ -344,6 +393,11 @@ class Engine(DeadLetterOperations):
 
         def work(tx: Transaction, pending: Pending) -> Message:
             now = self.clock.now()
+            if tag is not None:
+                source = require_queue(tx, project, queue)
+                held = tag_claims.held_message(tx, source, tag, message_id, claim_id, now)
+                (back,) = tag_claims.given_back(tx, pending, source, tag, [held], now, delay)
+                return back
             message = held_message(tx, project, queue, message_id, claim_id, now)
             source = require_queue(tx, project, queue)
             (released,) = claims.given_back(tx, pending, source, [message], now, delay) or [message]
@@ -352,7 +406,13 @@ class Engine(DeadLetterOperations):
         return self._run(work)
 
     def change_visibility(
-        self, project: str, queue: str, message_id: str, claim_id: str, timeout: int
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        claim_id: str,
+        timeout: int,
+        tag: str | None = None,
     ) -> Message:
         """Extend or shorten one message's claim; 0 makes it visible now (a nack: at its
         delivery limit it goes to the DLQ at once)."""
@@ -360,6 +420,13 @@ class Engine(DeadLetterOperations):
 
         def work(tx: Transaction, pending: Pending) -> Message:
             now = self.clock.now()
+            if tag is not None:
+                source = require_queue(tx, project, queue)
+                held = tag_claims.held_message(tx, source, tag, message_id, claim_id, now)
+                if timeout == 0:
+                    (back,) = tag_claims.given_back(tx, pending, source, tag, [held], now)
+                    return back
+                return tag_claims.visibility_changed(tx, source, tag, held, now, timeout)
             message = held_message(tx, project, queue, message_id, claim_id, now)
             if timeout == 0:
                 source = require_queue(tx, project, queue)
@@ -378,10 +445,12 @@ class Engine(DeadLetterOperations):
         held: Sequence[tuple[str, str]],
         description: str | None = None,
         error: str | None = None,
+        tag: str | None = None,
     ) -> list[Message]:
         """A consumer holding the claims moves messages straight to the DLQ (reason `rejected`).
 
-        `held` lists (message id, claim id) pairs; all move or none does.
+        `held` lists (message id, claim id) pairs; all move or none does. With `tag`, they
+        are dead-lettered for that consumer tag only.
         """
         validation.check_rejection(description, error)
         if not held:
@@ -389,6 +458,9 @@ class Engine(DeadLetterOperations):
 
         def work(tx: Transaction, pending: Pending) -> list[Message]:
             now = self.clock.now()
+            if tag is not None:
+                source = require_queue(tx, project, queue_name)
+                return tag_claims.reject(tx, pending, source, tag, held, now, description, error)
             return dead_letters.reject(
                 tx, pending, project, queue_name, held, now, description, error
             )

@@ -30,3 +30,7 @@ class EngineListener:
 
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
         """A redrive task moved `count` messages out of `dlq`."""
+
+    def tag_delivery(self, project: str, queue: str, tag: str, event: str, count: int) -> None:
+        """`count` messages of `queue` were `event` (claimed, acknowledged, dead_lettered) by
+        consumer tag `tag`; the queue-wide hooks above are called as well."""

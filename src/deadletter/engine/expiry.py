@@ -33,6 +33,8 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
         gone = len(dropped) + len(not_eligible)
         if dropped:
             tx.delete_messages(project, name, [m.id for m in dropped])
+        if queue is not None and queue.settings.consumer_tags:
+            tx.forget_tag_states([m.id for m in messages])
         if gone:
             tx.bump_counter(project, name, counters.EXPIRED_DROPPED, gone)
             pending.calls.append(_expired_event(project, name, gone))

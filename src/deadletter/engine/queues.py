@@ -15,6 +15,8 @@ from deadletter.storage.base import Transaction
 def create(tx: Transaction, project: str, name: str, settings: QueueSettings, now: float) -> Queue:
     if tx.get_queue(project, name) is not None:
         raise errors.QueueAlreadyExists(f"queue {name!r} already exists")
+    # A new queue has no consumer tags, whatever settings it was given.
+    settings = replace(settings, consumer_tags=())
     queue = Queue(project, name, checked(tx, project, name, settings, now), now, now)
     tx.insert_queue(queue)
     return queue
@@ -57,11 +59,15 @@ def stats(tx: Transaction, project: str, name: str, now: float) -> QueueStats:
     counts = tx.counts(project, name, now)
     totals = tx.counters(project, name)
     policy = queue.settings.dead_letter
+    # Messages the untagged consumers are done with wait, hidden, for the tags: not theirs.
+    delayed = counts.delayed
+    if queue.settings.consumer_tags:
+        delayed -= tx.count_default_done(project, name, now)
     return QueueStats(
         free=counts.free,
         claimed=counts.claimed,
-        delayed=counts.delayed,
-        total=counts.free + counts.claimed + counts.delayed,
+        delayed=delayed,
+        total=counts.free + counts.claimed + delayed,
         oldest=counts.oldest,
         newest=counts.newest,
         dead_lettered={

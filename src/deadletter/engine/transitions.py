@@ -12,6 +12,7 @@ from deadletter.domain import errors
 from deadletter.domain.model import (
     RESERVED_ATTRIBUTE_PREFIX,
     SOURCE_QUEUE_ATTRIBUTE,
+    SOURCE_TAG_ATTRIBUTE,
     Attribute,
     DeadLetterPolicy,
     Message,
@@ -21,6 +22,7 @@ from deadletter.domain.model import (
     Reason,
     SkipReason,
 )
+from deadletter.domain.tags import DEFAULT_DONE_AT
 
 
 def enqueued(
@@ -49,6 +51,7 @@ def enqueued(
         first_claimed_at=None,
         client_id=client_id,
         dead_letter_eligible=eligible,
+        ready_at=now + delay,
     )
 
 
@@ -117,9 +120,11 @@ def dead_lettered(
     now: float,
     description: str | None = None,
     error: str | None = None,
+    source_tag: str | None = None,
 ) -> Message:
     """`m` moved from `source` to its DLQ: visible, unclaimed, with its provenance and one more
-    history event; its delivery count is kept for the record."""
+    history event; its delivery count is kept for the record. A consumer tag's dead letter
+    names the tag (`source_tag`) in its provenance and an attribute."""
     policy = source.settings.dead_letter
     if policy is not None and policy.message_ttl is not None:
         expires = now + policy.message_ttl
@@ -136,11 +141,17 @@ def dead_lettered(
         "reason": reason.value,
         "claim_count": m.claim_count,
         "description": description,
+        **({"tag": source_tag} if source_tag is not None else {}),
     }
+    attributes = {**m.attributes, SOURCE_QUEUE_ATTRIBUTE: Attribute("String", source.name)}
+    if source_tag is not None:
+        attributes[SOURCE_TAG_ATTRIBUTE] = Attribute("String", source_tag)
     return replace(
         m,
         queue=dlq.name,
-        attributes={**m.attributes, SOURCE_QUEUE_ATTRIBUTE: Attribute("String", source.name)},
+        attributes=attributes,
+        ready_at=now,
+        only_tag=None,
         expires_at=expires,
         visible_at=now,
         claim_id=None,
@@ -155,6 +166,7 @@ def dead_lettered(
             original_enqueued_at=m.enqueued_at,
             description=description,
             error=error,
+            source_tag=source_tag,
         ),
         history=(*m.history, event),
     )
@@ -164,13 +176,18 @@ def redriven(
     m: Message, message_id: str, destination: Queue, dlq: str, task_id: str, now: float
 ) -> Message:
     """A dead letter sent back as a new message: a fresh attempt budget and TTL, the reserved
-    attributes and provenance dropped, its history kept with one more event."""
+    attributes and provenance dropped, its history kept with one more event. A consumer tag's
+    dead letter sent back to a queue with that tag is for that tag only: the queue's other
+    consumers are done with it from the start."""
+    tag = m.provenance.source_tag if m.provenance is not None else None
+    only_tag = tag if tag is not None and tag in destination.settings.consumer_tags else None
     event = {
         "event": "redriven",
         "at": now,
         "dlq": dlq,
         "queue": destination.name,
         "task_id": task_id,
+        **({"tag": only_tag} if only_tag is not None else {}),
     }
     return replace(
         m,
@@ -183,7 +200,9 @@ def redriven(
         },
         enqueued_at=now,
         expires_at=now + destination.settings.default_ttl,
-        visible_at=now,
+        visible_at=now if only_tag is None else DEFAULT_DONE_AT,
+        ready_at=now,
+        only_tag=only_tag,
         claim_id=None,
         claim_expires_at=None,
         claim_count=0,

@@ -45,6 +45,8 @@ class Query:
     since: datetime | None = None
     until: datetime | None = None
     pushed: list[str] = field(default_factory=list)
+    # The option `source_tag`: the dead letters of one consumer tag of their source queue.
+    source_tag: str | None = None
 
     def narrow_since(self, value: datetime) -> None:
         self.since = value if self.since is None else max(self.since, value)
@@ -56,6 +58,7 @@ class Query:
         """The query as the browse's parameters."""
         return {
             "source_queue": self.source_queue,
+            "source_tag": self.source_tag,
             "reason": self.reason,
             "since": iso(self.since),
             # The wire has milliseconds: round the bound up, the reader trims exactly.
@@ -118,6 +121,7 @@ class DeadLetterReader(DataSourceReader):
             reason=options.get("reason") or None,
             since=parse_time(options.get("since")),
             until=parse_time(options.get("until")),
+            source_tag=options.get("source_tag") or None,
         )
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
@@ -179,7 +183,13 @@ class DeadLetterReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, Slice)
-        query = Query(self.query.source_queue, self.query.reason, partition.since, partition.until)
+        query = Query(
+            self.query.source_queue,
+            self.query.reason,
+            partition.since,
+            partition.until,
+            source_tag=self.query.source_tag,
+        )
         page_size = min(MAX_PAGE, max(1, int(self.options.get("page_size", str(MAX_PAGE)))))
         with client_of(self.options) as client:
             dlq = self.options["queue"]

@@ -84,6 +84,9 @@ def message_params(project: str, m: Message) -> dict[str, Any]:
         "dl_due_at": m.dead_letter_due_at,
         "group_id": m.group_id,
         "dedup_id": m.deduplication_id,
+        "ready_at": m.ready_at,
+        "only_tag": m.only_tag,
+        "dl_tag": p.source_tag if p else None,
     }
 
 
@@ -108,6 +111,8 @@ def message_from(row: Row) -> Message:
         dead_letter_due_at=row["dl_due_at"],
         group_id=row["group_id"],
         deduplication_id=row["dedup_id"],
+        ready_at=row["ready_at"],
+        only_tag=row["only_tag"],
     )
 
 
@@ -133,6 +138,8 @@ def with_seq(m: Message, seq: int) -> Message:
         m.dead_letter_due_at,
         m.group_id,
         m.deduplication_id,
+        m.ready_at,
+        m.only_tag,
     )
 
 

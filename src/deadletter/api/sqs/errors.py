@@ -90,6 +90,10 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.ClaimNotFound: invalid_parameter,
     errors.TaskNotFound: lambda message: SqsError("ResourceNotFoundException", message),
     errors.PatternNotFound: invalid_parameter,
+    # A queue URL with a tag that does not exist names no queue (docs/sqs.md).
+    errors.TagNotFound: lambda message: SqsError(
+        "QueueDoesNotExist", message, "AWS.SimpleQueueService.NonExistentQueue"
+    ),
     errors.NotFound: invalid_parameter,
     errors.QueueAlreadyExists: lambda message: SqsError(
         "QueueNameExists", message, "QueueAlreadyExists"
@@ -97,6 +101,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.MessageClaimed: _message_not_inflight,
     errors.RedriveTaskActive: unsupported,
     errors.TaskNotRunning: unsupported,
+    errors.TagAlreadyExists: invalid_parameter,
     errors.Conflict: invalid_parameter,
     errors.ClaimMismatch: _message_not_inflight,
     errors.ReservedAttribute: invalid_parameter,

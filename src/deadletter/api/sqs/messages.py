@@ -7,6 +7,7 @@ import base64
 import binascii
 import contextlib
 import re
+from functools import partial
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -22,6 +23,7 @@ from deadletter.api.sqs.errors import (
     from_exception,
     invalid_parameter,
     missing_parameter,
+    queue_does_not_exist,
     receipt_handle_invalid,
 )
 from deadletter.domain import errors
@@ -34,6 +36,7 @@ from deadletter.domain.model import (
     NewMessage,
     QueueSettings,
 )
+from deadletter.domain.tags import TAG_NAME
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
 # A message attribute (String "true" or "false") by which a producer marks a message eligible
@@ -183,34 +186,60 @@ def send_message_batch(call: Call) -> dict[str, Any]:
     return {"Successful": successful, "Failed": failed}
 
 
-def _handle(claim_id: str, message_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{claim_id}:{message_id}".encode()).decode()
+# A queue URL whose name ends in `:<tag>` addresses one consumer tag of the queue (a colon is
+# never in an SQS queue name): receives are the tag's, and the receipt handles they return
+# carry the tag, so that deleting or changing the visibility of the message is the tag's too,
+# through either URL (docs/sqs.md).
+TAG_SEPARATOR = ":"
+
+
+def _tagged(name: str) -> tuple[str, str | None]:
+    """(queue, tag) of a queue name from a QueueUrl."""
+    queue, separator, tag = name.partition(TAG_SEPARATOR)
+    if not separator:
+        return name, None
+    if not TAG_NAME.match(tag):
+        raise queue_does_not_exist(name)
+    return queue, tag
+
+
+def _handle(claim_id: str, message_id: str, tag: str | None = None) -> str:
+    text = f"{claim_id}:{message_id}" + (f":{tag}" if tag is not None else "")
+    return base64.urlsafe_b64encode(text.encode()).decode()
 
 
 # The engine's ids are UUIDs; a handle naming anything else cannot be one of ours.
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-def _parse_handle(handle: Any) -> tuple[str, str]:
-    """(claim id, message id) of a receipt handle."""
+def _parse_handle(handle: Any) -> tuple[str, str, str | None]:
+    """(claim id, message id, consumer tag or None) of a receipt handle."""
     if handle is None or handle == "":
         raise missing_parameter("ReceiptHandle")
     if not isinstance(handle, str):
         raise invalid_parameter("ReceiptHandle must be a string.")
     try:
-        claim_id, message_id = base64.urlsafe_b64decode(handle.encode()).decode().split(":")
+        parts = base64.urlsafe_b64decode(handle.encode()).decode().split(":")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise receipt_handle_invalid(handle) from None
+    if len(parts) not in (2, 3):
+        raise receipt_handle_invalid(handle)
+    claim_id, message_id = parts[:2]
+    tag = parts[2] if len(parts) == 3 else None
     if not (_ID.match(claim_id) and _ID.match(message_id)):
         raise receipt_handle_invalid(handle)
-    return claim_id, message_id
+    if tag is not None and not TAG_NAME.match(tag):
+        raise receipt_handle_invalid(handle)
+    return claim_id, message_id, tag
 
 
-def _received(call: Call, m: Message, claim_id: str, system: list[str], user: list[str]) -> Any:
+def _received(
+    call: Call, m: Message, claim_id: str, system: list[str], user: list[str], tag: str | None
+) -> Any:
     body = m.body.decode("utf-8", errors="replace")
     out: dict[str, Any] = {
         "MessageId": m.id,
-        "ReceiptHandle": _handle(claim_id, m.id),
+        "ReceiptHandle": _handle(claim_id, m.id, tag),
         "MD5OfBody": attrs.md5_of_body(body),
         "Body": body,
     }
@@ -240,7 +269,7 @@ def _received(call: Call, m: Message, claim_id: str, system: list[str], user: li
 
 
 async def receive_message(call: Call) -> dict[str, Any]:
-    name = call.queue()
+    name, tag = _tagged(call.queue())
     limit = call.integer("MaxNumberOfMessages", 1, MAX_RECEIVE, 1)
     visibility = call.integer("VisibilityTimeout", 0, MAX_CLAIM_TTL)
     wait = call.integer("WaitTimeSeconds", 0, attrs.MAX_RECEIVE_WAIT)
@@ -254,7 +283,7 @@ async def receive_message(call: Call) -> dict[str, Any]:
     async with call.notifier.watching(call.project, name) as arrived:
         while True:
             claim = await run_in_threadpool(
-                call.engine.claim, call.project, name, limit, visibility
+                partial(call.engine.claim, tag=tag), call.project, name, limit, visibility
             )
             remaining = deadline - loop_time()
             if claim.messages or remaining <= 0:
@@ -262,43 +291,42 @@ async def receive_message(call: Call) -> dict[str, Any]:
             await wait_for(arrived, remaining)
     if not claim.messages:
         return {}  # as SQS: no Messages member at all when nothing was received
-    return {"Messages": [_received(call, m, claim.id, system, user) for m in claim.messages]}
+    return {"Messages": [_received(call, m, claim.id, system, user, tag) for m in claim.messages]}
 
 
 def delete_message(call: Call) -> dict[str, Any]:
-    name = call.queue()
-    claim_id, message_id = _parse_handle(call.text("ReceiptHandle"))
-    _delete(call, name, claim_id, message_id)
+    name, _ = _tagged(call.queue())
+    claim_id, message_id, tag = _parse_handle(call.text("ReceiptHandle"))
+    _delete(call, name, claim_id, message_id, tag)
     return {}
 
 
-def _delete(call: Call, name: str, claim_id: str, message_id: str) -> None:
+def _delete(call: Call, name: str, claim_id: str, message_id: str, tag: str | None) -> None:
     """SQS deletes with a stale handle without complaint; so does this (nothing is removed
     when someone else holds the message since)."""
     with contextlib.suppress(errors.MessageNotFound):
-        call.engine.delete_message(call.project, name, message_id, claim_id, strict=False)
+        call.engine.delete_message(call.project, name, message_id, claim_id, strict=False, tag=tag)
 
 
 def delete_message_batch(call: Call) -> dict[str, Any]:
     """All valid entries are deleted in one transaction."""
-    name = call.queue()
+    name, _ = _tagged(call.queue())
     failed = []
-    valid: list[tuple[str, str, str]] = []  # (entry id, message id, claim id)
+    # (entry id, message id, claim id) by the consumer tag of their handles
+    valid: dict[str | None, list[tuple[str, str, str]]] = {}
     for e in batch_entries(call):
         try:
-            claim_id, message_id = _parse_handle(e.get("ReceiptHandle"))
-            valid.append((e["Id"], message_id, claim_id))
+            claim_id, message_id, tag = _parse_handle(e.get("ReceiptHandle"))
+            valid.setdefault(tag, []).append((e["Id"], message_id, claim_id))
         except SqsError as exc:
             failed.append(entry_failure(e["Id"], exc))
-    results = (
-        call.engine.delete_held(
-            call.project, name, [(mid, cid) for _, mid, cid in valid], strict=False
-        )
-        if valid
-        else []
-    )
+    outcomes: list[tuple[str, bool | errors.DeadletterError]] = []
+    for tag, entries in valid.items():
+        held: list[tuple[str, str | None]] = [(mid, cid) for _, mid, cid in entries]
+        results = call.engine.delete_held(call.project, name, held, strict=False, tag=tag)
+        outcomes += [(e[0], r) for e, r in zip(entries, results, strict=True)]
     successful = []
-    for (entry_id, _, _), result in zip(valid, results, strict=True):
+    for entry_id, result in outcomes:
         # A stale handle or a message already gone is no error on SQS either.
         if isinstance(result, errors.DeadletterError) and not isinstance(
             result, errors.MessageNotFound
@@ -310,7 +338,7 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
 
 
 def _change_visibility(call: Call, name: str, params: dict[str, Any]) -> None:
-    claim_id, message_id = _parse_handle(params.get("ReceiptHandle"))
+    claim_id, message_id, tag = _parse_handle(params.get("ReceiptHandle"))
     raw = params.get("VisibilityTimeout")
     if raw is None or raw == "":
         raise missing_parameter("VisibilityTimeout")
@@ -326,18 +354,18 @@ def _change_visibility(call: Call, name: str, params: dict[str, Any]) -> None:
             f" between 0 and {MAX_CLAIM_TTL}."
         )
     try:
-        call.engine.change_visibility(call.project, name, message_id, claim_id, timeout)
+        call.engine.change_visibility(call.project, name, message_id, claim_id, timeout, tag)
     except errors.MessageNotFound:
         raise receipt_handle_invalid(str(params.get("ReceiptHandle"))) from None
 
 
 def change_message_visibility(call: Call) -> dict[str, Any]:
-    _change_visibility(call, call.queue(), call.params)
+    _change_visibility(call, _tagged(call.queue())[0], call.params)
     return {}
 
 
 def change_message_visibility_batch(call: Call) -> dict[str, Any]:
-    name = call.queue()
+    name, _ = _tagged(call.queue())
     call.engine.get_queue(call.project, name)
     successful, failed = [], []
     for e in batch_entries(call):

@@ -15,6 +15,7 @@ from deadletter.api.zaqar.parse import (
     reason_value,
     redrive_ids,
     required_claim_id,
+    tag_param,
     text,
     time_value,
 )
@@ -36,6 +37,7 @@ def dead_letter_message(ctx: Ctx) -> Response:
         [(ctx.path["message_id"], claim_id)],
         optional_text(doc, "description"),
         optional_text(doc, "error"),
+        tag_param(ctx),
     )
     return JSONResponse({"message": ctx.message(moved[0], ctx.now())})
 
@@ -60,6 +62,7 @@ def dead_letter_batch(ctx: Ctx) -> Response:
         list(held),
         optional_text(doc, "description"),
         optional_text(doc, "error"),
+        tag_param(ctx),
     )
     now = ctx.now()
     return JSONResponse({"messages": [ctx.message(m, now) for m in moved]})
@@ -70,7 +73,8 @@ def release_message(ctx: Ctx) -> Response:
     delay = ctx.json_object().get("delay", 0)
     if not is_int_in(delay, 0, MAX_CLAIM_TTL):
         raise out_of_range("delay", 0, MAX_CLAIM_TTL, delay, " seconds")
-    ctx.engine.release_message(ctx.project, ctx.queue, ctx.path["message_id"], claim_id, delay)
+    message_id, tag = ctx.path["message_id"], tag_param(ctx)
+    ctx.engine.release_message(ctx.project, ctx.queue, message_id, claim_id, delay, tag)
     return Response(status_code=204)
 
 
@@ -82,6 +86,7 @@ def list_dead_letters(ctx: Ctx) -> Response:
         reason=reason_value(ctx.params.get("reason")),
         since=parse_time("since", ctx.params.get("since")),
         until=parse_time("until", ctx.params.get("until")),
+        source_tag=text("source_tag", ctx.params.get("source_tag") or "") or None,
     )
     found = ctx.engine.list_dead_letters(ctx.project, ctx.queue, where, marker, limit)
     now = ctx.now()
@@ -127,7 +132,12 @@ def start_redrive(ctx: Ctx) -> Response:
             raise bad_request("Give message_ids or pattern_id, not both.")
         ids = ctx.engine.pattern_message_ids(ctx.project, ctx.queue, pattern_id)
     where = DeadLetterFilter(
-        source_queue=source_queue, reason=reason, since=since, until=until, message_ids=ids
+        source_queue=source_queue,
+        reason=reason,
+        since=since,
+        until=until,
+        message_ids=ids,
+        source_tag=optional_text(doc, "source_tag"),
     )
     task = ctx.engine.start_redrive(ctx.project, ctx.queue, destination, where, rate)
     return JSONResponse(

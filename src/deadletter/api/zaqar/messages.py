@@ -9,7 +9,7 @@ from starlette.responses import JSONResponse, Response
 from deadletter.api.zaqar import metadata as meta
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request
-from deadletter.api.zaqar.parse import PAGE_LIMIT, message_ids, new_message
+from deadletter.api.zaqar.parse import PAGE_LIMIT, message_ids, new_message, tag_param
 from deadletter.api.zaqar.serialize import message_href, next_link
 from deadletter.domain import errors
 from deadletter.domain.model import DEFAULT_MESSAGE_SIZE, ListQuery
@@ -110,8 +110,13 @@ def get_message(ctx: Ctx) -> Response:
 
 def delete_message(ctx: Ctx) -> Response:
     # Deleting is idempotent in Zaqar: a message already gone is fine.
+    tag = tag_param(ctx)
     with contextlib.suppress(errors.MessageNotFound, errors.QueueNotFound):
         ctx.engine.delete_message(
-            ctx.project, ctx.queue, ctx.path["message_id"], ctx.params.get("claim_id") or None
+            ctx.project,
+            ctx.queue,
+            ctx.path["message_id"],
+            ctx.params.get("claim_id") or None,
+            tag=tag,
         )
     return Response(status_code=204)

@@ -19,6 +19,7 @@ from deadletter.domain.model import (
     NewMessage,
     Reason,
 )
+from deadletter.domain.tags import TAG_NAME
 
 PAGE_LIMIT = 20
 # Times a client may give (epoch seconds): from 1970 to the year 5138, which every datetime,
@@ -210,3 +211,14 @@ def redrive_ids(value: Any) -> tuple[str, ...] | None:
     if len(value) > MAX_REDRIVE_IDS:
         raise bad_request(f"message_ids may list at most {MAX_REDRIVE_IDS} ids.")
     return tuple(text("message_ids", i) for i in value)
+
+
+def tag_param(ctx: Ctx) -> str | None:
+    """The `tag` selector of the claim and message operations: None for the queue's own
+    (untagged) consumers."""
+    value = ctx.params.get("tag")
+    if value is None or value == "":
+        return None
+    if not TAG_NAME.match(value):
+        raise bad_request(f"tag must be a tag name (1-64 of A-Z a-z 0-9 - _), not {shown(value)}.")
+    return value

@@ -45,6 +45,7 @@ from deadletter.api.zaqar.subscriptions import (
     list_subscriptions,
     update_subscription,
 )
+from deadletter.api.zaqar.tags import create_tag, delete_tag, get_tag, list_tags
 from deadletter.api.zaqar.templates import (
     delete_template,
     get_template,
@@ -101,6 +102,10 @@ ROUTES: list[tuple[str, str, Handler, bool]] = [
     (Q + "/subscriptions/{subscription_id}", "PATCH", update_subscription, True),
     (Q + "/subscriptions/{subscription_id}", "DELETE", delete_subscription, True),
     (Q + "/subscriptions/{subscription_id}/confirm", "PUT", confirm_subscription, True),
+    (Q + "/tags", "GET", list_tags, True),
+    (Q + "/tags/{tag}", "PUT", create_tag, True),
+    (Q + "/tags/{tag}", "GET", get_tag, True),
+    (Q + "/tags/{tag}", "DELETE", delete_tag, True),
 ]
 
 

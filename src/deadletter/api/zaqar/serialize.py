@@ -100,6 +100,7 @@ def task_json(task: RedriveTask, pattern_id: str | None = None) -> dict[str, Any
         "destination": task.destination,
         "filter": {
             "source_queue": f.source_queue,
+            **({"source_tag": f.source_tag} if f.source_tag is not None else {}),
             "reason": f.reason.value if f.reason else None,
             "since": iso(f.since) if f.since is not None else None,
             "until": iso(f.until) if f.until is not None else None,

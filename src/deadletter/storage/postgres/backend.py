@@ -33,6 +33,7 @@ from psycopg_pool import ConnectionPool
 
 from deadletter.domain.errors import DeadletterError, QueueAlreadyExists
 from deadletter.domain.model import ListQuery, Message
+from deadletter.domain.tags import ConsumerTag
 from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
@@ -55,6 +56,9 @@ RESERVE_SEQS = (
 )
 # A listing waits for the queue's senders in flight (see the module's docstring).
 CLEAR_LANE = f"SELECT pg_advisory_xact_lock{_LANE}"
+# A tag's cursor moves only while no sender is in flight (it would step over their numbers);
+# a claim that finds senders there leaves it for a later claim rather than wait.
+TRY_CLEAR_LANE = f"SELECT pg_try_advisory_xact_lock{_LANE} AS cleared"
 NOTIFY = "SELECT pg_notify(:channel, :payload)"
 
 Conn = psycopg.Connection[dict[str, Any]]
@@ -104,6 +108,10 @@ class PostgresTransaction(SQLTransaction):
         """A listing never returns a number above one still in flight (module docstring)."""
         self.run(CLEAR_LANE, {"project": project, "queue": queue})
         return super().list_messages(project, queue, now, query)
+
+    def advance_tag_cursor(self, tag: ConsumerTag) -> None:
+        if self.one(TRY_CLEAR_LANE, {"project": tag.project, "queue": tag.queue})["cleared"]:
+            super().advance_tag_cursor(tag)
 
 
 class PostgresStore(Store):

@@ -18,7 +18,7 @@ MESSAGE_FIELDS = (
     "id", "project", "queue", "seq", "body", "attributes", "enqueued_at", "expires_at",
     "visible_at", "claim_id", "claim_expires_at", "claim_count", "first_claimed_at", "client_id",
     "dl_eligible", "provenance", "dl_source", "dl_reason", "dl_at", "history", "dl_due_at",
-    "group_id", "dedup_id",
+    "group_id", "dedup_id", "ready_at", "only_tag", "dl_tag",
 )  # fmt: skip
 TASK_FIELDS = (
     "id", "project", "dlq", "destination", "filter", "rate", "status", "moved", "to_move",
@@ -62,6 +62,8 @@ DELETE_QUEUE_ROWS = (
     "DELETE FROM patterns WHERE project = :project AND dlq = :name",
     "DELETE FROM fifo_groups WHERE project = :project AND queue = :name",
     "DELETE FROM fifo_dedup WHERE project = :project AND queue = :name",
+    "DELETE FROM tag_states WHERE project = :project AND queue = :name",
+    "DELETE FROM tags WHERE project = :project AND queue = :name",
 )
 LIST_QUEUES = (
     "SELECT * FROM queues WHERE project = :project AND name > :after"
@@ -111,6 +113,15 @@ _DEAD_LETTER_FILTER = (
     " AND (dl_at < :dl_until OR :dl_until IS NULL)"
     " AND (id = ANY(:dl_ids) OR :dl_ids IS NULL)"
 )
+
+
+def by_source_tag(sql: str) -> str:
+    """`sql`, a statement with the dead-letter filters, narrowed to the dead letters of one
+    consumer tag (`:dl_tag`); a variant of its own, so that the others keep their plans."""
+    head, order, tail = sql.partition(" ORDER BY ")
+    return f"{head} AND dl_tag = :dl_tag{order}{tail}"
+
+
 # `max_seq` bounds the index range on both dialects, hence COALESCE rather than `OR IS NULL`.
 LIST_MESSAGES = (
     "SELECT * FROM messages WHERE project = :project AND queue = :queue"
@@ -243,7 +254,7 @@ GET_PATTERNS = "SELECT patterns FROM patterns WHERE project = :project AND dlq =
 # Every table of data, children before parents (the numbering tables are the dialect's).
 TABLES: tuple[str, ...] = (
     "queue_depths", "messages", "claims", "counters", "tasks", "patterns", "queues",
-    "fifo_groups", "fifo_dedup",
+    "fifo_groups", "fifo_dedup", "tag_states", "tags",
 )  # fmt: skip
 
 # Credentials (not in TABLES: a test-mode reset keeps who may use the server)

@@ -31,6 +31,8 @@ from deadletter.storage.rows import (
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.administration import AdministrationStatements
 from deadletter.storage.sql.subscriptions import SubscriptionStatements
+from deadletter.storage.sql.tag_queries import PURGE_TAG_STATES
+from deadletter.storage.sql.tags import TagStatements
 
 
 def _filter_params(where: DeadLetterFilter | None) -> dict[str, Any]:
@@ -43,7 +45,12 @@ def _filter_params(where: DeadLetterFilter | None) -> dict[str, Any]:
         "dl_since": where.since,
         "dl_until": where.until,
         "dl_ids": list(where.message_ids) if where.message_ids is not None else None,
+        **({"dl_tag": where.source_tag} if where.source_tag is not None else {}),
     }
+
+
+def _narrowed(sql: str, params: Mapping[str, Any]) -> str:
+    return q.by_source_tag(sql) if "dl_tag" in params else sql
 
 
 def _delivery_params(m: Message) -> dict[str, Any]:
@@ -65,9 +72,9 @@ def _claim_from(r: Row) -> ClaimRecord:
     )
 
 
-class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transaction):
-    """The one `Transaction` of both SQL stores; subscriptions, credentials and templates are
-    in their own parts (`subscriptions`, `administration`)."""
+class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatements, Transaction):
+    """The one `Transaction` of both SQL stores; consumer tags, subscriptions, credentials and
+    templates are in their own parts (`tags`, `subscriptions`, `administration`)."""
 
     # Queues
 
@@ -169,8 +176,9 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
             **_filter_params(query.dead_letters),
         }
         if query.include_claimed or query.include_delayed:
-            return self._messages(q.LIST_MESSAGES, params)
-        return self._oldest_of_both(q.LIST_READY, q.LIST_HIDDEN, params, query.limit)
+            return self._messages(_narrowed(q.LIST_MESSAGES, params), params)
+        ready, hidden = _narrowed(q.LIST_READY, params), _narrowed(q.LIST_HIDDEN, params)
+        return self._oldest_of_both(ready, hidden, params, query.limit)
 
     def dead_letters(
         self,
@@ -183,24 +191,25 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
         lock: bool,
         after_seq: int = 0,
     ) -> list[Message]:
+        params = {
+            "project": project,
+            "queue": dlq,
+            "now": now,
+            "max_seq": max_seq,
+            "after_seq": after_seq,
+            "limit": limit,
+            **_filter_params(where),
+        }
         return self._messages(
-            q.DEAD_LETTERS_LOCKED if lock else q.DEAD_LETTERS,
-            {
-                "project": project,
-                "queue": dlq,
-                "now": now,
-                "max_seq": max_seq,
-                "after_seq": after_seq,
-                "limit": limit,
-                **_filter_params(where),
-            },
+            _narrowed(q.DEAD_LETTERS_LOCKED if lock else q.DEAD_LETTERS, params), params
         )
 
     def count_dead_letters(
         self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
     ) -> int:
         params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq}
-        row = self.one(q.COUNT_DEAD_LETTERS, {**params, **_filter_params(where)})
+        params = {**params, **_filter_params(where)}
+        row = self.one(_narrowed(q.COUNT_DEAD_LETTERS, params), params)
         return int(row["n"])
 
     def max_seq(self, project: str, queue: str) -> int:
@@ -221,6 +230,7 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
     def purge(self, project: str, queue: str) -> int:
         key = {"project": project, "queue": queue}
         self.run(q.PURGE_CLAIMS, key)
+        self.run(PURGE_TAG_STATES, key)
         return self.run(q.PURGE_MESSAGES, key)
 
     def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]:

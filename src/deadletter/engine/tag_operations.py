@@ -1,0 +1,74 @@
+"""The consumer-tag side of the engine's façade: tags as a resource of a queue. `Engine`
+inherits these; the `tag` selector of its claim and message operations is in `engine`, the
+rules in `tags` and `tag_claims`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deadletter.clock import Clock
+from deadletter.domain import errors
+from deadletter.domain.model import RESERVED_ATTRIBUTE_PREFIX
+from deadletter.domain.tags import ConsumerTag, TagCounts
+from deadletter.engine import tags
+from deadletter.engine.lookups import require_queue
+from deadletter.engine.transactions import Runner
+from deadletter.storage.base import Transaction
+
+
+@dataclass(frozen=True)
+class TagInfo:
+    tag: ConsumerTag
+    counts: TagCounts
+
+
+class TagOperations:
+    clock: Clock
+    _runner: Runner
+
+    def create_tag(
+        self,
+        project: str,
+        queue: str,
+        name: str,
+        start_at: float | None = None,
+        filter_attribute: str | None = None,
+        filter_value: str | None = None,
+    ) -> ConsumerTag:
+        """A consumer group on `queue` that receives every message sent from now on (or
+        enqueued since `start_at`), with `filter_attribute` equal to `filter_value` if given."""
+        tags.check_name(name)
+        if (filter_attribute is None) != (filter_value is None):
+            raise errors.InvalidInput("a tag's filter names an attribute and its value")
+        if filter_attribute is not None and (
+            not filter_attribute or filter_attribute.upper().startswith(RESERVED_ATTRIBUTE_PREFIX)
+        ):
+            raise errors.InvalidInput(f"{filter_attribute!r} is not a user attribute's name")
+        if start_at is not None and start_at < 0:
+            raise errors.InvalidInput("a tag's start time is a time since the epoch")
+        now = self.clock.now()
+        return self._runner.run(
+            lambda tx, _: tags.create(
+                tx, project, queue, name, start_at, filter_attribute, filter_value, now
+            )
+        )
+
+    def list_tags(self, project: str, queue: str) -> list[TagInfo]:
+        def work(tx: Transaction) -> list[TagInfo]:
+            require_queue(tx, project, queue)
+            now = self.clock.now()
+            return [TagInfo(t, tags.counts(tx, t, now)) for t in tx.list_tags(project, queue)]
+
+        return self._runner.read(work)
+
+    def get_tag(self, project: str, queue: str, name: str) -> TagInfo:
+        def work(tx: Transaction) -> TagInfo:
+            require_queue(tx, project, queue)
+            tag = tags.require_tag(tx, project, queue, name)
+            return TagInfo(tag, tags.counts(tx, tag, self.clock.now()))
+
+        return self._runner.read(work)
+
+    def delete_tag(self, project: str, queue: str, name: str) -> None:
+        """Delete a tag: its deliveries end, and messages that only it still needed leave."""
+        self._runner.run(lambda tx, _: tags.delete(tx, project, queue, name, self.clock.now()))

@@ -1,0 +1,170 @@
+"""Statements of consumer tags: their rows, and each tag's delivery state of the messages it
+has touched."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from deadletter.domain.model import Message
+from deadletter.domain.tags import DEFAULT_DONE_AT, ConsumerTag, Delivery, TagState, seen_by_tag
+from deadletter.storage.rows import Row, message_from
+from deadletter.storage.sql import tag_queries as t
+from deadletter.storage.sql.executor import Executor
+
+
+def tag_params(tag: ConsumerTag) -> dict[str, Any]:
+    return {
+        "project": tag.project,
+        "queue": tag.queue,
+        "name": tag.name,
+        "created_at": tag.created_at,
+        "start_seq": tag.start_seq,
+        "start_at": tag.start_at,
+        "filter_attribute": tag.filter_attribute,
+        "filter_value": tag.filter_value,
+        "cursor_seq": tag.cursor_seq,
+    }
+
+
+def tag_from(r: Row) -> ConsumerTag:
+    return ConsumerTag(
+        project=r["project"],
+        queue=r["queue"],
+        name=r["name"],
+        created_at=r["created_at"],
+        start_seq=int(r["start_seq"]),
+        start_at=r["start_at"],
+        filter_attribute=r["filter_attribute"],
+        filter_value=r["filter_value"],
+        cursor_seq=int(r["cursor_seq"]),
+    )
+
+
+def _view(r: Row) -> tuple[Message, TagState | None]:
+    """A message as the tag sees it, from a row of a statement with `_STATE_COLUMNS`."""
+    state = r["t_state"]
+    if state is None:
+        return seen_by_tag(message_from(r), None), None
+    delivery = Delivery(
+        TagState(state),
+        r["t_claim_id"],
+        r["t_claim_expires_at"],
+        r["t_visible_at"],
+        int(r["t_claim_count"]),
+        r["t_first_claimed_at"],
+    )
+    return seen_by_tag(message_from(r), delivery), delivery.state
+
+
+class TagStatements(Executor):
+    def insert_tag(self, tag: ConsumerTag) -> bool:
+        return self.run(t.INSERT_TAG, tag_params(tag)) > 0
+
+    def get_tag(
+        self, project: str, queue: str, name: str, lock: bool = False
+    ) -> ConsumerTag | None:
+        key = {"project": project, "queue": queue, "name": name}
+        r = self.one(t.GET_TAG_LOCKED if lock else t.GET_TAG, key)
+        return tag_from(r) if r else None
+
+    def list_tags(self, project: str, queue: str) -> list[ConsumerTag]:
+        return [tag_from(r) for r in self.all(t.LIST_TAGS, {"project": project, "queue": queue})]
+
+    def delete_tag(self, project: str, queue: str, name: str) -> None:
+        for sql in t.DELETE_TAG:
+            self.run(sql, {"project": project, "queue": queue, "name": name})
+
+    def _unseen_params(self, tag: ConsumerTag) -> dict[str, Any]:
+        return {
+            "project": tag.project,
+            "queue": tag.queue,
+            "tag": tag.name,
+            "after": max(tag.cursor_seq, tag.start_seq),
+            "start_at": tag.start_at,
+        }
+
+    def tag_claimable(
+        self, tag: ConsumerTag, now: float, limit: int
+    ) -> list[tuple[Message, TagState | None]]:
+        params = {**self._unseen_params(tag), "now": now, "limit": limit}
+        new = [
+            (seen_by_tag(message_from(r), None), None)
+            for r in self.all(t.TAG_CLAIMABLE_NEW, params)
+        ]
+        again = [_view(r) for r in self.all(t.TAG_CLAIMABLE_AGAIN, params)]
+        return sorted(new + again, key=lambda v: v[0].seq)[:limit]
+
+    def advance_tag_cursor(self, tag: ConsumerTag) -> None:
+        row = self.one(t.TAG_FIRST_UNSEEN, self._unseen_params(tag))
+        if row is not None:
+            cursor = int(row["seq"]) - 1
+        else:
+            cursor = int(
+                self.one(t.MAX_QUEUE_SEQ, {"project": tag.project, "queue": tag.queue})["n"]
+            )
+        if cursor > tag.cursor_seq:
+            self.run(t.SET_TAG_CURSOR, {"project": tag.project, "queue": tag.queue,
+                                        "name": tag.name, "cursor_seq": cursor})  # fmt: skip
+
+    def tag_messages(
+        self, project: str, queue: str, tag: str, ids: Sequence[str]
+    ) -> list[tuple[Message, TagState | None]]:
+        params = {"project": project, "queue": queue, "tag": tag, "ids": list(ids)}
+        return [_view(r) for r in self.all(t.TAG_VIEWS, params)]
+
+    def tag_claimed_by(self, project: str, queue: str, tag: str, claim_id: str) -> list[Message]:
+        params = {"project": project, "queue": queue, "tag": tag, "claim_id": claim_id}
+        return [_view(r)[0] for r in self.all(t.TAG_CLAIMED_BY, params)]
+
+    def save_tag_states(
+        self, project: str, queue: str, tag: str, messages: Sequence[Message], state: TagState
+    ) -> None:
+        live = state is TagState.LIVE
+        self.run_many(
+            t.SAVE_TAG_STATE,
+            [
+                {
+                    "message_id": m.id,
+                    "tag": tag,
+                    "project": project,
+                    "queue": queue,
+                    "seq": m.seq,
+                    "state": state.value,
+                    "claim_id": m.claim_id if live else None,
+                    "claim_expires_at": m.claim_expires_at if live else None,
+                    "visible_at": m.visible_at,
+                    "claim_count": m.claim_count,
+                    "first_claimed_at": m.first_claimed_at,
+                }
+                for m in messages
+            ],
+        )
+
+    def final_tag_states(self, ids: Sequence[str]) -> dict[str, set[str]]:
+        done: dict[str, set[str]] = defaultdict(set)
+        for r in self.all(t.FINAL_TAG_STATES, {"ids": list(ids)}):
+            done[r["message_id"]].add(r["tag"])
+        return done
+
+    def forget_tag_states(self, ids: Sequence[str]) -> None:
+        if ids:
+            self.run(t.FORGET_TAG_STATES, {"ids": list(ids)})
+
+    def lock_messages(self, ids: Sequence[str]) -> list[Message]:
+        return [message_from(r) for r in self.all(t.LOCK_MESSAGES, {"ids": sorted(ids)})]
+
+    def tag_counts(self, tag: ConsumerTag, now: float) -> tuple[int, int]:
+        params = {**self._unseen_params(tag), "now": now}
+        unseen = int(self.one(t.TAG_READY, params)["n"])
+        live = self.one(t.TAG_LIVE, params)
+        return unseen + int(live["ready"] or 0), int(live["claimed"] or 0)
+
+    def count_default_done(self, project: str, queue: str, now: float) -> int:
+        params = {"project": project, "queue": queue, "now": now, "done": DEFAULT_DONE_AT}
+        return int(self.one(t.COUNT_DEFAULT_DONE, params)["n"])
+
+    def default_done_ids(self, project: str, queue: str) -> list[str]:
+        params = {"project": project, "queue": queue, "done": DEFAULT_DONE_AT}
+        return [r["id"] for r in self.all(t.DEFAULT_DONE_IDS, params)]

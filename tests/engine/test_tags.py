@@ -1,0 +1,224 @@
+"""Consumer tags: every tag receives every message, with deliveries and dead letters of its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from deadletter.clock import ManualClock
+from deadletter.domain import errors
+from deadletter.domain.model import (
+    SOURCE_QUEUE_ATTRIBUTE,
+    SOURCE_TAG_ATTRIBUTE,
+    Attribute,
+    DeadLetterFilter,
+    Reason,
+    TaskStatus,
+)
+from deadletter.engine.engine import Engine
+from tests.engine.helpers import P, send, with_dlq
+
+
+def redrive_all(engine: Engine, dlq: str, where: DeadLetterFilter | None = None) -> None:
+    task = engine.start_redrive(P, dlq, where=where)
+    while engine.redrive_step(task.id, 100).status is TaskStatus.RUNNING:
+        pass
+
+
+def bodies(claim_messages: tuple[object, ...]) -> list[bytes]:
+    return [m.body for m in claim_messages]  # type: ignore[attr-defined]
+
+
+def test_poison_for_one_tag_is_dead_lettered_for_it_delivered_to_another_redriven_to_it_only(
+    engine: Engine, clock: ManualClock
+) -> None:
+    # Given a queue with a redrive policy of 2 claims and two tags, billing and shipping,
+    with_dlq(engine, max_claims=2)
+    engine.create_tag(P, "orders", "billing")
+    engine.create_tag(P, "orders", "shipping")
+    (sent,) = send(engine, "orders", "order-1")
+    # when billing fails the message twice,
+    for _ in range(2):
+        claim = engine.claim(P, "orders", 10, ttl=30, tag="billing")
+        assert bodies(claim.messages) == [b"order-1"]
+        engine.release_claim(P, "orders", claim.id, tag="billing")
+    # the next billing claim dead-letters it for billing, which never receives it again,
+    assert engine.claim(P, "orders", 10, tag="billing").messages == ()
+    (dead,) = engine.list_dead_letters(P, "orders-dlq")
+    assert dead.attributes[SOURCE_QUEUE_ATTRIBUTE] == Attribute("String", "orders")
+    assert dead.attributes[SOURCE_TAG_ATTRIBUTE] == Attribute("String", "billing")
+    p = dead.provenance
+    assert p is not None
+    assert (p.source_queue, p.source_tag, p.reason) == ("orders", "billing", Reason.MAX_CLAIMS)
+    assert (p.original_message_id, p.claim_count) == (sent.id, 2)
+    assert p.dead_lettered_at == clock.now()
+    clock.advance(60)
+    assert engine.claim(P, "orders", 10, tag="billing").messages == ()
+    # while shipping still receives it, with a delivery count of its own,
+    shipping = engine.claim(P, "orders", 10, tag="shipping")
+    assert [(m.id, m.claim_count) for m in shipping.messages] == [(sent.id, 1)]
+    engine.delete_message(P, "orders", sent.id, shipping.messages[0].claim_id, tag="shipping")
+    # and so do the queue's untagged consumers.
+    default = engine.claim(P, "orders", 10)
+    assert [(m.id, m.claim_count) for m in default.messages] == [(sent.id, 1)]
+    engine.delete_message(P, "orders", sent.id, default.id)
+    # Every group is done with it: it has left the queue.
+    assert engine.get_messages(P, "orders", [sent.id]) == []
+    # A redrive of the dead letter delivers it again to billing only.
+    redrive_all(engine, "orders-dlq", DeadLetterFilter(source_tag="billing"))
+    again = engine.claim(P, "orders", 10, tag="billing")
+    assert bodies(again.messages) == [b"order-1"]
+    assert again.messages[0].claim_count == 1
+    assert engine.claim(P, "orders", 10, tag="shipping").messages == ()
+    assert engine.claim(P, "orders", 10).messages == ()
+    # Once billing acknowledges it, it is gone.
+    (m,) = again.messages
+    engine.delete_message(P, "orders", m.id, again.id, tag="billing")
+    assert engine.get_messages(P, "orders", [m.id]) == []
+    assert engine.stats(P, "orders").total == 0
+
+
+def test_a_tag_created_later_never_sees_older_messages(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    send(engine, "q", "before")
+    engine.create_tag(P, "q", "late")
+    send(engine, "q", "after")
+    assert bodies(engine.claim(P, "q", 10, tag="late").messages) == [b"after"]
+    assert bodies(engine.claim(P, "q", 10).messages) == [b"before", b"after"]
+
+
+def test_a_tag_with_a_start_time_sees_messages_enqueued_since(
+    engine: Engine, clock: ManualClock
+) -> None:
+    engine.create_queue(P, "q")
+    send(engine, "q", "old")
+    clock.advance(10)
+    start = clock.now()
+    send(engine, "q", "recent")
+    engine.create_tag(P, "q", "replay", start_at=start)
+    assert bodies(engine.claim(P, "q", 10, tag="replay").messages) == [b"recent"]
+
+
+def test_a_message_stays_until_every_group_acknowledged_it(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    engine.create_tag(P, "q", "a")
+    (m,) = send(engine, "q", "x")
+    claim = engine.claim(P, "q", 10)
+    engine.delete_message(P, "q", m.id, claim.id)
+    # The untagged consumers are done: they no longer see it, the tag still does.
+    assert engine.claim(P, "q", 10).messages == ()
+    assert engine.stats(P, "q").total == 0
+    assert engine.get_tag(P, "q", "a").counts.ready == 1
+    tagged = engine.claim(P, "q", 10, tag="a")
+    assert [x.id for x in tagged.messages] == [m.id]
+    info = engine.get_tag(P, "q", "a")
+    assert (info.counts.ready, info.counts.claimed) == (0, 1)
+    engine.delete_message(P, "q", m.id, tagged.id, tag="a")
+    assert engine.get_messages(P, "q", [m.id]) == []
+    assert engine.get_tag(P, "q", "a").counts.acknowledged == 1
+
+
+def test_deleting_a_tag_releases_what_only_it_still_needed(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    engine.create_tag(P, "q", "a")
+    (m,) = send(engine, "q", "x")
+    claim = engine.claim(P, "q", 10)
+    engine.delete_message(P, "q", m.id, claim.id)
+    assert engine.get_messages(P, "q", [m.id]) != []
+    engine.delete_tag(P, "q", "a")
+    assert engine.get_messages(P, "q", [m.id]) == []
+    assert engine.get_queue(P, "q").settings.consumer_tags == ()
+    with pytest.raises(errors.TagNotFound):
+        engine.claim(P, "q", 10, tag="a")
+
+
+def test_a_consumer_of_a_tag_dead_letters_for_the_tag_only(engine: Engine) -> None:
+    with_dlq(engine, max_claims=5)
+    engine.create_tag(P, "orders", "a")
+    engine.create_tag(P, "orders", "b")
+    (m,) = send(engine, "orders", "x")
+    claim = engine.claim(P, "orders", 10, tag="a")
+    (copy,) = engine.dead_letter(P, "orders", [(m.id, claim.id)], "bad for a", tag="a")
+    assert copy.id != m.id
+    assert copy.provenance is not None and copy.provenance.source_tag == "a"
+    assert copy.provenance.reason is Reason.REJECTED
+    assert engine.claim(P, "orders", 10, tag="a").messages == ()
+    assert [x.id for x in engine.claim(P, "orders", 10, tag="b").messages] == [m.id]
+    assert engine.get_tag(P, "orders", "a").counts.dead_lettered == 1
+    # The DLQ can be browsed by source tag.
+    assert engine.list_dead_letters(P, "orders-dlq", DeadLetterFilter(source_tag="b")) == []
+    assert len(engine.list_dead_letters(P, "orders-dlq", DeadLetterFilter(source_tag="a"))) == 1
+
+
+def test_the_untagged_consumers_dead_letter_a_copy_and_tags_keep_the_message(
+    engine: Engine,
+) -> None:
+    with_dlq(engine, max_claims=5)
+    engine.create_tag(P, "orders", "a")
+    (m,) = send(engine, "orders", "x")
+    claim = engine.claim(P, "orders", 10)
+    (copy,) = engine.dead_letter(P, "orders", [(m.id, claim.id)])
+    assert copy.provenance is not None and copy.provenance.source_tag is None
+    assert copy.provenance.original_message_id == m.id
+    assert engine.claim(P, "orders", 10).messages == ()
+    assert [x.id for x in engine.claim(P, "orders", 10, tag="a").messages] == [m.id]
+
+
+def test_a_tag_with_a_filter_receives_only_matching_messages(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    engine.create_tag(P, "q", "eu", filter_attribute="region", filter_value="eu")
+    send(engine, "q", "us-1", attributes={"region": Attribute("String", "us")})
+    send(engine, "q", "eu-1", attributes={"region": Attribute("String", "eu")})
+    send(engine, "q", "none")
+    assert bodies(engine.claim(P, "q", 10, tag="eu").messages) == [b"eu-1"]
+    assert engine.claim(P, "q", 10, tag="eu").messages == ()
+
+
+def test_a_tag_claim_lapses_and_the_tag_receives_it_again(
+    engine: Engine, clock: ManualClock
+) -> None:
+    engine.create_queue(P, "q")
+    engine.create_tag(P, "q", "a")
+    (m,) = send(engine, "q", "x")
+    first = engine.claim(P, "q", 10, ttl=30, tag="a")
+    assert engine.claim(P, "q", 10, tag="a").messages == ()
+    clock.advance(31)
+    second = engine.claim(P, "q", 10, tag="a")
+    assert [(x.id, x.claim_count) for x in second.messages] == [(m.id, 2)]
+    with pytest.raises(errors.ClaimMismatch):
+        engine.delete_message(P, "q", m.id, first.id, tag="a")
+    # A nack with a delay, and a visibility change, are the tag's own.
+    engine.release_message(P, "q", m.id, second.id, delay=20, tag="a")
+    assert engine.claim(P, "q", 10, tag="a").messages == ()
+    clock.advance(21)
+    third = engine.claim(P, "q", 10, tag="a")
+    renewed = engine.renew_claim(P, "q", third.id, ttl=100, tag="a")
+    assert [x.id for x in renewed.messages] == [m.id]
+    assert [x.id for x in engine.get_claim(P, "q", third.id, tag="a").messages] == [m.id]
+    # The untagged consumers' delivery state is untouched by all of it.
+    assert [x.claim_count for x in engine.claim(P, "q", 10).messages] == [1]
+
+
+def test_tag_names_are_checked_and_unique(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    engine.create_tag(P, "q", "a")
+    with pytest.raises(errors.TagAlreadyExists):
+        engine.create_tag(P, "q", "a")
+    with pytest.raises(errors.InvalidInput):
+        engine.create_tag(P, "q", "no spaces")
+    with pytest.raises(errors.QueueNotFound):
+        engine.create_tag(P, "missing", "a")
+    # Settings changed by a face keep the tags.
+    engine.change_settings(P, "q", lambda q: q.settings.with_changes(consumer_tags=()))
+    assert engine.get_queue(P, "q").settings.consumer_tags == ("a",)
+    assert [i.tag.name for i in engine.list_tags(P, "q")] == ["a"]
+
+
+def test_expiry_ends_a_message_for_every_group(engine: Engine, clock: ManualClock) -> None:
+    engine.create_queue(P, "q")
+    engine.create_tag(P, "q", "a")
+    send(engine, "q", "x", ttl=60)
+    engine.claim(P, "q", 10, tag="a")
+    clock.advance(61)
+    engine.sweep_expired()
+    assert engine.claim(P, "q", 10, tag="a").messages == ()
+    assert engine.get_tag(P, "q", "a").counts.claimed == 0
