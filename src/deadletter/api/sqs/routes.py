@@ -80,7 +80,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
             else:
                 raise SqsError(
                     "InvalidAction",
-                    f"The action {action or '(none)'} is not valid for this endpoint.",
+                    f"The action {action or '(none)'} is not valid for this web service.",
                 )
             # Rendered inside the try: a result that cannot be written is a logged 500 too.
             if use_json:
