@@ -37,6 +37,10 @@ from deadletter.domain.model import (
 )
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
+# A long poll looks at its queue again at least this often (seconds), and this long after a
+# hidden message's visibility time, so that the time has surely passed when it looks.
+RECHECK = 2.0
+VISIBILITY_SLACK = 0.01
 # A message attribute (String "true" or "false") by which a producer marks a message eligible
 # or not for the DLQ (an extension: SQS has no such flag). It stays on the message like any
 # other attribute, so the digest the client computed still matches.
@@ -275,7 +279,14 @@ async def receive_message(call: Call) -> dict[str, Any]:
             remaining = deadline - loop_time()
             if claim.messages or remaining <= 0:
                 break
-            await wait_for(arrived, remaining)
+            # New messages announce themselves (`arrived`); a message whose visibility
+            # timeout or delay ends does not, so the wait also ends when the first one does,
+            # and never lasts longer than RECHECK (a change made where no one announces it).
+            upcoming = await run_in_threadpool(call.engine.next_visible_in, call.project, name)
+            pause = min(remaining, RECHECK)
+            if upcoming is not None:
+                pause = min(pause, upcoming + VISIBILITY_SLACK)
+            await wait_for(arrived, pause)
     if not claim.messages:
         return {}  # as SQS: no Messages member at all when nothing was received
     return {"Messages": [_received(call, m, claim.id, system, user) for m in claim.messages]}
