@@ -33,6 +33,8 @@ class ServerConfig:
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
     workers: int = 1
+    # The SQS home region: its queues are the projects' own, another region's are apart.
+    region: str = "us-east-1"
 
     def check_workers(self) -> None:
         """ConfigError for several worker processes on SQLite."""

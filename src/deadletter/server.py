@@ -136,7 +136,7 @@ def _app(
         log.info("auth is off", extra={"host": config.host})
     else:
         log.warning("auth is off on a non-loopback host (--insecure-no-auth)")
-    options = AppOptions(test_mode=config.test_mode, authority=authority)
+    options = AppOptions(test_mode=config.test_mode, authority=authority, region=config.region)
     limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
     background = [*first, worker, Deliveries(engine)]
     return build_app(engine, options, background=background, limits=limits)

@@ -103,6 +103,15 @@ def main(key_id: str | None, secret: str | None) -> None:
     show_default=True,
     help="Largest request body read; larger ones are refused with 413 (docs/limits.md).",
 )
+@click.option(
+    "--region",
+    envvar="DEADLETTER_REGION",
+    show_envvar=True,
+    default="us-east-1",
+    show_default=True,
+    help="The SQS home region: its queues are each project's own; requests signed for another"
+    " region see that region's queues, kept apart (docs/sqs.md).",
+)
 def serve(
     host: str,
     port: int,
@@ -118,6 +127,7 @@ def serve(
     ssl_certfile: Path | None,
     ssl_keyfile: Path | None,
     max_body_bytes: int,
+    region: str,
 ) -> None:
     """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
     from deadletter.auth.errors import MasterKeyError
@@ -141,6 +151,7 @@ def serve(
         ssl_keyfile=ssl_keyfile,
         max_body_bytes=max_body_bytes,
         workers=workers,
+        region=region,
     )
     try:
         config.check_workers()

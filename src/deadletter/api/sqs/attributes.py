@@ -112,13 +112,20 @@ def arn(region: str, account: str, name: str) -> str:
     return f"arn:aws:sqs:{region}:{account}:{name}"
 
 
-def parse_arn(value: str, account: str, parameter: str = "SourceArn") -> str:
-    """The queue name of an SQS ARN of `account`."""
+def parse_arn(
+    value: str, account: str, parameter: str = "SourceArn", region: str | None = None
+) -> str:
+    """The queue name of an SQS ARN of `account` (and of `region` when given: queues of
+    other regions are other queues)."""
     if not isinstance(value, str):
         raise invalid_parameter(arn_format(parameter))
     parts = value.split(":")
     if len(parts) != 6 or parts[:3] != ["arn", "aws", "sqs"] or not parts[5]:
         raise invalid_parameter(arn_format(parameter))
+    if region is not None and parts[3] != region:
+        raise invalid_value(
+            value, parameter, f"The queue is in another region than the request's ({region})."
+        )
     if parts[4] != account:
         raise invalid_parameter(
             f"Value {value} for parameter is invalid. Reason: the queue belongs to another"
@@ -181,9 +188,9 @@ def apply(
         elif name == "ReceiveMessageWaitTimeSeconds":
             changes["receive_wait"] = _int_value(name, raw)
         elif name == "RedrivePolicy":
-            changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account)
+            changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account, region)
         elif name == "RedriveAllowPolicy":
-            changes["redrive_allow"] = _redrive_allow(raw, account)
+            changes["redrive_allow"] = _redrive_allow(raw, account, region)
         elif name == "Policy" and raw == "":
             extra.pop(name, None)  # an empty policy removes it, as on AWS
         else:
@@ -209,7 +216,7 @@ def _opaque(name: str, raw: str) -> str:
     return raw
 
 
-def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str) -> Any:
+def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, region: str) -> Any:
     if raw in ("", None, "{}"):
         return None
     doc = _json_value("RedrivePolicy", raw)
@@ -235,7 +242,7 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str) ->
         )
     if not isinstance(target_arn, str) or len(target_arn.split(":")) != 6:
         raise invalid_value(raw, "RedrivePolicy", "Invalid value for deadLetterTargetArn.")
-    target = parse_arn(target_arn, account, "deadLetterTargetArn")
+    target = parse_arn(target_arn, account, "deadLetterTargetArn", region)
     # The dead-letter extensions Zaqar can set survive an SQS update of the policy.
     kept = current if current is not None and current.target == target else None
     return DeadLetterPolicy(
@@ -246,7 +253,7 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str) ->
     )
 
 
-def _redrive_allow(raw: Any, account: str) -> RedriveAllow:
+def _redrive_allow(raw: Any, account: str, region: str) -> RedriveAllow:
     if raw in ("", None):
         return RedriveAllow()
     doc = _json_value("RedriveAllowPolicy", raw)
@@ -266,7 +273,7 @@ def _redrive_allow(raw: Any, account: str) -> RedriveAllow:
             REDRIVE_ALLOW_FORMAT,
         )
     return RedriveAllow(
-        permission, tuple(parse_arn(str(a), account, "sourceQueueArns") for a in arns)
+        permission, tuple(parse_arn(str(a), account, "sourceQueueArns", region) for a in arns)
     )
 
 

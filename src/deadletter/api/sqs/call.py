@@ -41,6 +41,8 @@ class Call:
     region: str
     base_url: str
     path_queue: str | None = None  # the query protocol may POST to the queue's URL
+    # The server's home region: its queue URLs have no region part, another region's have.
+    home_region: str = ""
 
     def text(self, name: str, required: bool = True) -> str | None:
         value = self.params.get(name)
@@ -92,6 +94,8 @@ class Call:
         return parts[-1]
 
     def url(self, name: str) -> str:
+        if self.home_region and self.region != self.home_region:
+            return f"{self.base_url}/{self.region}/{self.account}/{name}"
         return f"{self.base_url}/{self.account}/{name}"
 
     def arn(self, name: str) -> str:

@@ -35,10 +35,10 @@ def _task_handle(task: RedriveTask, source_arn: str) -> str:
 def start_message_move_task(call: Call) -> dict[str, Any]:
     source_arn = call.text("SourceArn")
     assert source_arn is not None
-    dlq = attrs.parse_arn(source_arn, call.account)
+    dlq = attrs.parse_arn(source_arn, call.account, region=call.region)
     destination_arn = call.text("DestinationArn", required=False)
     destination = (
-        attrs.parse_arn(destination_arn, call.account, "DestinationArn")
+        attrs.parse_arn(destination_arn, call.account, "DestinationArn", call.region)
         if destination_arn
         else None
     )
@@ -63,7 +63,7 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
         raise invalid_parameter("Value for parameter TaskHandle is invalid.") from None
     if not (isinstance(task_id, str) and _TASK_ID.match(task_id) and isinstance(source_arn, str)):
         raise invalid_parameter("Value for parameter TaskHandle is invalid.")
-    dlq = attrs.parse_arn(source_arn, call.account)
+    dlq = attrs.parse_arn(source_arn, call.account, region=call.region)
     try:
         task = call.engine.cancel_redrive(call.project, dlq, task_id)
     except errors.TaskNotFound:
@@ -74,7 +74,7 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
 def list_message_move_tasks(call: Call) -> dict[str, Any]:
     source_arn = call.text("SourceArn")
     assert source_arn is not None
-    dlq = attrs.parse_arn(source_arn, call.account)
+    dlq = attrs.parse_arn(source_arn, call.account, region=call.region)
     limit = call.integer("MaxResults", 1, MAX_MOVE_TASKS, 1)
     assert limit is not None
     if call.engine.find_queue(call.project, dlq) is None:

@@ -112,7 +112,10 @@ def list_queues(call: Call) -> dict[str, Any]:
     token = call.text("NextToken", required=False)
     after = decode_token(token) if token else None
     page = call.engine.list_queues(call.project, prefix, after, (limit or MAX_LIST) + 1)
-    out: dict[str, Any] = {"QueueUrls": [call.url(q.name) for q in page[: limit or MAX_LIST]]}
+    # As SQS: no QueueUrls member at all when no queue matches.
+    out: dict[str, Any] = {}
+    if page:
+        out["QueueUrls"] = [call.url(q.name) for q in page[: limit or MAX_LIST]]
     if limit is not None and len(page) > limit:
         out["NextToken"] = encode_token(page[limit - 1].name)
     return out
