@@ -97,6 +97,8 @@ def _with_policy(queue: Queue, doc: dict[str, Any] | None) -> QueueSettings:
 def add_permission(call: Call) -> dict[str, Any]:
     name = call.queue()
     label = _label(call)
+    if call.params.get("AWSAccountIds") is None:
+        raise missing_parameter("AWSAccountIds")
     accounts = call.names("AWSAccountIds")
     actions = call.names("Actions")
     if not accounts:
