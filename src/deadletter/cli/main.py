@@ -37,6 +37,14 @@ def main(key_id: str | None, secret: str | None) -> None:
     """deadletter: a message-queue server built around the dead-letter queue."""
 
 
+def _region(value: str) -> str:
+    import re
+
+    if not re.match(r"^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$", value):
+        raise click.BadParameter(f"{value!r} is not an AWS region's name (such as us-east-1).")
+    return value
+
+
 @main.command()
 @click.option(
     "--host", envvar="DEADLETTER_HOST", show_envvar=True, default="127.0.0.1", show_default=True
@@ -109,6 +117,7 @@ def main(key_id: str | None, secret: str | None) -> None:
     show_envvar=True,
     default="us-east-1",
     show_default=True,
+    callback=lambda ctx, param, value: _region(value),
     help="The SQS home region: its queues are each project's own; requests signed for another"
     " region see that region's queues, kept apart (docs/sqs.md).",
 )
