@@ -38,6 +38,7 @@ def main(key_id: str | None, secret: str | None) -> None:
 
 
 def _region(value: str) -> str:
+    """An SQS home region, refused unless it has the form of AWS's region names."""
     import re
 
     if not re.match(r"^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$", value):
@@ -117,7 +118,7 @@ def _region(value: str) -> str:
     show_envvar=True,
     default="us-east-1",
     show_default=True,
-    callback=lambda ctx, param, value: _region(value),
+    callback=lambda _ctx, _param, value: _region(value),
     help="The SQS home region: its queues are each project's own; requests signed for another"
     " region see that region's queues, kept apart (docs/sqs.md).",
 )
