@@ -35,6 +35,8 @@ class ServerConfig:
     workers: int = 1
     # Zaqar's `require_confirmation`: webhooks are notified only once they confirm.
     subscription_confirmation: bool = False
+    # The SQS home region: its queues are the projects' own, another region's are apart.
+    region: str = "us-east-1"
 
     def check_workers(self) -> None:
         """ConfigError for several worker processes on SQLite."""

@@ -145,7 +145,7 @@ def _app(
     if config.subscription_confirmation:
         engine.subscriptions.require_confirmation = True
         engine.subscriptions.signer = authority.sign if authority is not None else None
-    options = AppOptions(test_mode=config.test_mode, authority=authority)
+    options = AppOptions(test_mode=config.test_mode, authority=authority, region=config.region)
     limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
     background = [*first, worker, Deliveries(engine)]
     return build_app(engine, options, background=background, limits=limits)

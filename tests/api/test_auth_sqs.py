@@ -102,3 +102,22 @@ def test_test_mode_accepts_any_sqs_credentials(store: Store) -> None:
     with live_server(store, test_mode=True) as live:
         sqs = boto(live.url, "test", "test")
         assert "QueueUrl" in sqs.create_queue(QueueName="jobs")
+
+
+def test_a_credential_keeps_its_regions_apart(live: Live) -> None:
+    """With keys required, a region other than the home one is the project's too, apart:
+    the same credential signing for eu-west-1 sees only that region's queues."""
+    credential, secret = live.issue("alpha", "admin")
+    home = boto(live.url, credential.key_id, secret)
+    abroad = boto(live.url, credential.key_id, secret, region="eu-west-1")
+    url = abroad.create_queue(QueueName="jobs")["QueueUrl"]
+    assert url == f"{live.url}/eu-west-1/{credential.account_id}/jobs"
+    abroad.send_message(QueueUrl=url, MessageBody="abroad")
+    assert "QueueUrls" not in home.list_queues()
+    assert live.engine.find_queue("alpha@eu-west-1", "jobs") is not None
+    assert live.engine.find_queue("alpha", "jobs") is None
+    # Roles are the project's in every region: a reader may not send, here either.
+    reader, reader_secret = live.issue("alpha", "reader")
+    assert _code(lambda: boto(live.url, reader.key_id, reader_secret).send_message(
+        QueueUrl=url, MessageBody="no"
+    )) == "AccessDenied"  # fmt: skip

@@ -18,7 +18,18 @@ DOMAIN_ERRORS = sorted(
     key=lambda c: c.__name__,
 )
 
-# class -> (shape, code, status) the SQS face answers; QueueNotFound drops the engine's message.
+# class -> (shape, code, status) the SQS face answers. AWS words some errors its own way, so
+# those drop the engine's message for AWS's.
+AWS_WORDED = {
+    errors.QueueNotFound: "The specified queue does not exist.",
+    errors.TaskNotFound: "Task does not exist.",
+    errors.MessageClaimed: "The message referred to is not in flight.",
+    errors.ClaimMismatch: "The message referred to is not in flight.",
+    errors.MessageNotFound: "Value for parameter ReceiptHandle is invalid. Reason: Message does"
+    " not exist or is not available for visibility timeout change.",
+    errors.RedriveTaskActive: "There is already a task running. Only one active task is allowed"
+    " for a source queue arn at a given time.",
+}
 NOT_INFLIGHT = ("MessageNotInflight", "AWS.SimpleQueueService.MessageNotInflight", 400)
 UNSUPPORTED = ("UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", 400)
 INVALID = ("InvalidParameterValue", "InvalidParameterValue", 400)
@@ -28,11 +39,11 @@ SQS_EXPECTED: dict[type[errors.DeadletterError], tuple[str, str, int]] = {
         "AWS.SimpleQueueService.NonExistentQueue",
         400,
     ),
-    errors.TaskNotFound: ("ResourceNotFoundException", "ResourceNotFoundException", 400),
+    errors.TaskNotFound: ("ResourceNotFoundException", "ResourceNotFoundException", 404),
     # A queue URL naming a consumer tag that does not exist names no queue (docs/sqs.md).
     errors.TagNotFound: ("QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue", 400),
     errors.QueueAlreadyExists: ("QueueNameExists", "QueueAlreadyExists", 400),
-    errors.RedriveTaskActive: UNSUPPORTED,
+    errors.RedriveTaskActive: INVALID,
     errors.TaskNotRunning: UNSUPPORTED,
     errors.ClaimMismatch: NOT_INFLIGHT,
     errors.MessageClaimed: NOT_INFLIGHT,
@@ -57,8 +68,8 @@ def test_every_domain_error_has_its_own_entry_in_each_table(
 def test_sqs_answers_for_each_domain_error(cls: type[errors.DeadletterError]) -> None:
     error = sqs_errors.from_engine(cls("what went wrong"))
     assert (error.shape, error.code, error.status) == SQS_EXPECTED.get(cls, INVALID)
-    if error.status < 500 and cls is not errors.QueueNotFound:
-        assert error.message == "what went wrong"
+    if error.status < 500:
+        assert error.message == AWS_WORDED.get(cls, "what went wrong")
 
 
 def test_a_subclass_is_mapped_along_the_hierarchy() -> None:

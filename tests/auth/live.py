@@ -45,11 +45,11 @@ def live_server(store: Store, test_mode: bool = False) -> Iterator[Live]:
         yield Live(url, authority, engine)
 
 
-def boto(url: str, key_id: str, secret: str, **config: Any) -> Any:
+def boto(url: str, key_id: str, secret: str, region: str = REGION, **config: Any) -> Any:
     return boto3.client(
         "sqs",
         endpoint_url=url,
-        region_name=REGION,
+        region_name=region,
         aws_access_key_id=key_id,
         aws_secret_access_key=secret,
         config=Config(retries={"max_attempts": 1}, **config),

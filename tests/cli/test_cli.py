@@ -210,3 +210,9 @@ def test_queue_create_with_the_default_dlq_and_the_ttl_model(url: str) -> None:
         5,
         True,
     )
+
+
+def test_serve_takes_only_a_region_name_as_its_home_region() -> None:
+    result = CliRunner().invoke(main, ["serve", "--region", "moon-base"])
+    assert result.exit_code == 2
+    assert "is not an AWS region's name" in result.output

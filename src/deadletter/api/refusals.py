@@ -30,7 +30,7 @@ def answer(scope: Scope, status: int, description: str, headers: dict[str, str])
         response: Response = error_response(status, TITLES.get(status, "Error"), description)
     else:
         shape = {413: "RequestEntityTooLarge"}.get(status, "UnsupportedOperation")
-        error = SqsError(shape, description, f"AWS.SimpleQueueService.{shape}", status)
+        error = SqsError(shape, description, status=status)
         target = dict(scope.get("headers", [])).get(b"x-amz-target", b"")
         if target.startswith(TARGET_PREFIX.encode()):
             body, extra = wire.json_error(error)

@@ -114,6 +114,8 @@ SQS_ACTIONS: dict[str, Action] = {
     "SetQueueAttributes": Action.QUEUE_UPDATE,
     "TagQueue": Action.QUEUE_UPDATE,
     "UntagQueue": Action.QUEUE_UPDATE,
+    "AddPermission": Action.QUEUE_UPDATE,
+    "RemovePermission": Action.QUEUE_UPDATE,
     "ListQueueTags": Action.QUEUE_GET,
     "PurgeQueue": Action.QUEUE_PURGE,
     "ListDeadLetterSourceQueues": Action.QUEUE_GET,

@@ -38,6 +38,15 @@ def main(key_id: str | None, secret: str | None) -> None:
     """deadletter: a message-queue server built around the dead-letter queue."""
 
 
+def _region(value: str) -> str:
+    """An SQS home region, refused unless it has the form of AWS's region names."""
+    import re
+
+    if not re.match(r"^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$", value):
+        raise click.BadParameter(f"{value!r} is not an AWS region's name (such as us-east-1).")
+    return value
+
+
 @main.command()
 @click.option(
     "--host", envvar="DEADLETTER_HOST", show_envvar=True, default="127.0.0.1", show_default=True
@@ -115,6 +124,16 @@ def main(key_id: str | None, secret: str | None) -> None:
     " signed URL when auth is on) and notified only once it confirms (Zaqar's"
     " require_confirmation).",
 )
+@click.option(
+    "--region",
+    envvar="DEADLETTER_REGION",
+    show_envvar=True,
+    default="us-east-1",
+    show_default=True,
+    callback=lambda _ctx, _param, value: _region(value),
+    help="The SQS home region: its queues are each project's own; requests signed for another"
+    " region see that region's queues, kept apart (docs/sqs.md).",
+)
 def serve(
     host: str,
     port: int,
@@ -131,6 +150,7 @@ def serve(
     ssl_keyfile: Path | None,
     max_body_bytes: int,
     subscription_confirmation: str,
+    region: str,
 ) -> None:
     """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
     from deadletter.auth.errors import MasterKeyError
@@ -155,6 +175,7 @@ def serve(
         max_body_bytes=max_body_bytes,
         workers=workers,
         subscription_confirmation=subscription_confirmation == "required",
+        region=region,
     )
     try:
         config.check_workers()

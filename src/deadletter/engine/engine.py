@@ -143,6 +143,14 @@ class Engine(DeadLetterOperations, TagOperations):
     def stats(self, project: str, name: str) -> QueueStats:
         return self._read(lambda tx: queues.stats(tx, project, name, self.clock.now()))
 
+    def next_visible_in(self, project: str, name: str) -> float | None:
+        """Seconds until the queue's next claimed or delayed message becomes visible (a
+        visibility timeout or a delay ending), None when none is hidden. Long polls wait for
+        this as well as for new messages, which announce themselves."""
+        now = self.clock.now()
+        at = self._read(lambda tx: tx.next_visible(project, name, now))
+        return None if at is None else max(0.0, at - now)
+
     def purge(self, project: str, name: str) -> int:
         def work(tx: Transaction, _: Pending) -> int:
             require_queue(tx, project, name)

@@ -168,6 +168,11 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]: ...
 
+    @abc.abstractmethod
+    def next_visible(self, project: str, queue: str, now: float) -> float | None:
+        """When the first hidden message of a queue (claimed or delayed) becomes visible,
+        if any does after `now`."""
+
     # Claims
     @abc.abstractmethod
     def insert_claim(self, claim: ClaimRecord) -> None: ...

@@ -1,11 +1,15 @@
-"""boto3 against the real app served by uvicorn, on each backend, with the engine's worker."""
+"""boto3 against the real app served by uvicorn, on each backend, with the engine's worker;
+the `sqs` client speaks each wire protocol in turn (JSON, then query/XML)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pytest
 
 from deadletter.api.app import AppOptions, build_app
@@ -13,9 +17,12 @@ from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage.base import Store
 from tests.support.servers import serving
+from tests.support.sqs_query import query_models
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
+PROTOCOLS = ["json", "query"]
+_QUERY_MODELS: list[Path] = []
 
 
 @pytest.fixture
@@ -27,20 +34,45 @@ def server_url(store: Store) -> Iterator[str]:
         yield url
 
 
-def client(url: str, service: str = "sqs", **config: Any) -> Any:
-    return boto3.client(
+@pytest.fixture(scope="session")
+def query_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = query_models(tmp_path_factory.mktemp("models"))
+    _QUERY_MODELS.append(path)
+    return path
+
+
+def client(
+    url: str, service: str = "sqs", protocol: str = "json", region_name: str = REGION, **config: Any
+) -> Any:
+    """A boto3 client of `service`; an SQS one in `protocol` (the query protocol needs the
+    `query_model_path` fixture to have run)."""
+    session = botocore.session.get_session()
+    if service == "sqs" and protocol == "query":
+        loader = botocore.loaders.Loader(extra_search_paths=[str(_QUERY_MODELS[0])])
+        session.register_component("data_loader", loader)
+    made = boto3.session.Session(botocore_session=session).client(
         service,
         endpoint_url=url,
-        region_name=REGION,
+        region_name=region_name,
         aws_access_key_id="test",
         aws_secret_access_key="test",
         **config,
     )
+    if service == "sqs":
+        assert made.meta.service_model.protocol == protocol
+    return made
+
+
+@pytest.fixture(params=PROTOCOLS)
+def protocol(request: pytest.FixtureRequest, query_model_path: Path) -> str:
+    """Each SQS wire protocol in turn."""
+    name: str = request.param
+    return name
 
 
 @pytest.fixture
-def sqs(server_url: str) -> Any:
-    return client(server_url)
+def sqs(server_url: str, protocol: str) -> Any:
+    return client(server_url, protocol=protocol)
 
 
 @pytest.fixture

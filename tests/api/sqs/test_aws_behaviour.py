@@ -4,77 +4,22 @@ attribute, UntagQueue's refusal of no keys."""
 
 from __future__ import annotations
 
-import gzip
-import json
-import os
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import boto3
-import botocore
-import botocore.loaders
-import botocore.session
 import httpx
 import pytest
 from botocore.exceptions import ClientError
-
-from tests.api.sqs.conftest import REGION
 
 SQS_NAMESPACE = "http://queue.amazonaws.com/doc/2012-11-05/"
 TRACE = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 
 
-def _query_models(root: Path) -> Path:
-    """A copy of botocore's SQS model that speaks the query protocol, as SDKs did before SQS
-    took JSON: the JSON model keeps the shapes, the query protocol's names are put back
-    (`Attribute.1.Name`, `MessageAttributeName.1`, `<Message>`, `<...Result>`)."""
-    source = Path(os.path.dirname(botocore.__file__), "data/sqs/2012-11-05/service-2.json.gz")
-    model = json.loads(gzip.decompress(source.read_bytes()))
-    model["metadata"].update(protocol="query", protocols=["query"], xmlNamespace=SQS_NAMESPACE)
-    for name, operation in model["operations"].items():
-        if "output" in operation:
-            operation["output"]["resultWrapper"] = f"{name}Result"
-    shapes = model["shapes"]
-    for name, shape in shapes.items():
-        if shape.get("flattened") and shape["type"] == "list":
-            singular = {"MessageSystemAttributeList": "MessageSystemAttributeName"}
-            shape["member"]["locationName"] = singular.get(name, name.removesuffix("List"))
-        elif shape.get("flattened") and shape["type"] == "map":
-            key = "Key" if name == "TagMap" else "Name"
-            shape["key"]["locationName"], shape["value"]["locationName"] = key, "Value"
-        for member_name, member in shape.get("members", {}).items():
-            target = shapes[member["shape"]]
-            if target.get("flattened") and target["type"] == "map":
-                member["locationName"] = member_name[0].upper() + member_name[1:-1]
-    folder = root / "sqs" / "2012-11-05"
-    folder.mkdir(parents=True)
-    (folder / "service-2.json").write_text(json.dumps(model))
-    return root
-
-
-@pytest.fixture(scope="module")
-def query_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _query_models(tmp_path_factory.mktemp("models"))
-
-
-@pytest.fixture(params=["json", "query"])
-def aws(request: pytest.FixtureRequest, server_url: str, query_models: Path) -> Any:
+@pytest.fixture
+def aws(sqs: Any) -> Any:
     """A boto3 SQS client in one wire protocol."""
-    session = botocore.session.get_session()
-    if request.param == "query":
-        loader = botocore.loaders.Loader(extra_search_paths=[str(query_models)])
-        session.register_component("data_loader", loader)
-    client = boto3.session.Session(botocore_session=session).client(
-        "sqs",
-        endpoint_url=server_url,
-        region_name=REGION,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
-    assert client.meta.service_model.protocol == request.param
-    return client
+    return sqs
 
 
 @pytest.fixture

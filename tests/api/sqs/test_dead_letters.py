@@ -145,7 +145,7 @@ def test_move_task_rate_limit_and_cancel(sqs: Any, make_queue: Any) -> None:
     ]
     with pytest.raises(ClientError) as exc:
         sqs.start_message_move_task(SourceArn=arn("dlq"))
-    assert exc.value.response["Error"]["Code"] == "AWS.SimpleQueueService.UnsupportedOperation"
+    assert exc.value.response["Error"]["Code"] == "InvalidParameterValue"
     time.sleep(1.0)
     running = sqs.list_message_move_tasks(SourceArn=arn("dlq"))["Results"][0]
     # At 5 messages a second, 30 take 6 s: after 1 s most are still in the DLQ.

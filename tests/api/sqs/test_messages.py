@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from deadletter.api.sqs import messages as sqs_messages
 from tests.api.sqs.conftest import client
 
 
@@ -243,3 +244,40 @@ def test_long_poll_wakes_on_a_send_through_another_server_process(tmp_path: Any)
         finally:
             first.close()
             second.close()
+
+
+@pytest.fixture
+def no_recheck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long polls look again only when told to or when a hidden message's time comes (the
+    periodic re-check is pushed beyond the waits below)."""
+    monkeypatch.setattr(sqs_messages, "RECHECK", 60.0)
+
+
+def test_long_poll_returns_a_message_whose_visibility_timeout_ends_during_the_wait(
+    sqs: Any, make_queue: Any, no_recheck: None
+) -> None:
+    # Given a message received with a one-second visibility timeout
+    url = make_queue("orders")
+    sqs.send_message(QueueUrl=url, MessageBody="again")
+    sqs.receive_message(QueueUrl=url, VisibilityTimeout=1)
+    # When a consumer long-polls for longer than that
+    started = time.monotonic()
+    got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=15, AttributeNames=["All"])
+    waited = time.monotonic() - started
+    # Then it gets the message back once visible, before its wait is over
+    (message,) = got["Messages"]
+    assert message["Body"] == "again"
+    assert message["Attributes"]["ApproximateReceiveCount"] == "2"
+    assert waited < 15
+
+
+def test_long_poll_returns_a_message_whose_delay_ends_during_the_wait(
+    sqs: Any, make_queue: Any, no_recheck: None
+) -> None:
+    url = make_queue("orders")
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=1)
+    started = time.monotonic()
+    got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=15)
+    waited = time.monotonic() - started
+    assert got["Messages"][0]["Body"] == "later"
+    assert waited < 15

@@ -24,6 +24,7 @@ from deadletter.api.sqs.move_tasks import (
     list_message_move_tasks,
     start_message_move_task,
 )
+from deadletter.api.sqs.permissions import add_permission, remove_permission
 from deadletter.api.sqs.queues import (
     create_queue,
     delete_queue,
@@ -61,6 +62,8 @@ SYNC_ACTIONS: dict[str, Action] = {
     "StartMessageMoveTask": start_message_move_task,
     "CancelMessageMoveTask": cancel_message_move_task,
     "ListMessageMoveTasks": list_message_move_tasks,
+    "AddPermission": add_permission,
+    "RemovePermission": remove_permission,
 }
 ASYNC_ACTIONS: dict[str, Callable[[Call], Awaitable[dict[str, Any]]]] = {
     "ReceiveMessage": receive_message,

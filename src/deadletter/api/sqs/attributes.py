@@ -26,10 +26,11 @@ from typing import Any
 
 from deadletter.api.sqs import fifo as sqs_fifo
 from deadletter.api.sqs.errors import (
-    SqsError,
     invalid_attribute_name,
     invalid_attribute_value,
     invalid_parameter,
+    invalid_value,
+    missing_parameter,
 )
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.domain.model import (
@@ -63,6 +64,19 @@ MAX_ATTRIBUTE_NAME = 256
 ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$")
 AWS_PREFIXES = ("aws.", "amazon.")
 MAX_RECEIVE_WAIT = 20
+# AWS's wording, its typographic apostrophe included.
+REDRIVE_ALLOW_FORMAT = (
+    "Amazon SQS can't create the redrive allow policy, as it\u2019s in an unsupported format."
+)
+
+
+def arn_format(parameter: str) -> str:
+    return (
+        f"You must use this format to specify the {parameter}:"
+        " arn:<partition>:<service>:<region>:<account-id>:<resource-id>"
+    )
+
+
 MAX_MESSAGE_ATTRIBUTES = 10
 QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$")
 OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
@@ -98,16 +112,24 @@ def arn(region: str, account: str, name: str) -> str:
     return f"arn:aws:sqs:{region}:{account}:{name}"
 
 
-def parse_arn(value: str, account: str) -> str:
-    """The queue name of an SQS ARN of `account`."""
+def parse_arn(
+    value: str, account: str, parameter: str = "SourceArn", region: str | None = None
+) -> str:
+    """The queue name of an SQS ARN of `account` (and of `region` when given: queues of
+    other regions are other queues)."""
     if not isinstance(value, str):
-        raise SqsError("InvalidParameterValue", "An ARN must be a string.")
+        raise invalid_parameter(arn_format(parameter))
     parts = value.split(":")
     if len(parts) != 6 or parts[:3] != ["arn", "aws", "sqs"] or not parts[5]:
-        raise SqsError("InvalidParameterValue", f"Value {value} for parameter is not a valid ARN.")
+        raise invalid_parameter(arn_format(parameter))
+    if region is not None and parts[3] != region:
+        raise invalid_value(
+            value, parameter, f"The queue is in another region than the request's ({region})."
+        )
     if parts[4] != account:
-        raise SqsError(
-            "InvalidParameterValue", f"{value} belongs to another account than {account}."
+        raise invalid_parameter(
+            f"Value {value} for parameter is invalid. Reason: the queue belongs to another"
+            f" account than {account}."
         )
     return parts[5]
 
@@ -115,10 +137,8 @@ def parse_arn(value: str, account: str) -> str:
 def check_name(name: str) -> None:
     """1 to 80 characters, a FIFO queue's `.fifo` included (sqs.fifo checks the type)."""
     if not QUEUE_NAME.match(name):
-        raise SqsError(
-            "InvalidParameterValue",
-            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in"
-            f" length ({name!r}).",
+        raise invalid_parameter(
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"
         )
 
 
@@ -126,14 +146,10 @@ def _int_value(name: str, raw: Any) -> int:
     try:
         value = int(str(raw))
     except ValueError:
-        raise invalid_attribute_value(
-            f"Invalid value for the parameter {name}: {raw!r} is not an integer."
-        ) from None
+        raise invalid_attribute_value(name) from None
     low, high = RANGES[name]
     if not low <= value <= high:
-        raise invalid_attribute_value(
-            f"Invalid value for the parameter {name}: must be between {low} and {high}."
-        )
+        raise invalid_attribute_value(name)
     return value
 
 
@@ -141,11 +157,9 @@ def _json_value(name: str, raw: Any) -> dict[str, Any]:
     try:
         doc = loads(raw) if isinstance(raw, str) else raw
     except InvalidJson:
-        raise invalid_attribute_value(
-            f"Invalid value for the parameter {name}: not JSON."
-        ) from None
+        raise invalid_attribute_value(name) from None
     if not isinstance(doc, dict):
-        raise invalid_attribute_value(f"Invalid value for the parameter {name}: not an object.")
+        raise invalid_attribute_value(name)
     return doc
 
 
@@ -157,7 +171,7 @@ def apply(
     extra = dict(settings.extra)
     for name, raw in attributes.items():
         if not isinstance(raw, str):
-            raise invalid_attribute_value(f"Invalid value for the parameter {name}: not a string.")
+            raise invalid_attribute_value(name)
         if name in sqs_fifo.ATTRIBUTES:
             changes.update(sqs_fifo.changes(name, raw))
             continue
@@ -174,9 +188,11 @@ def apply(
         elif name == "ReceiveMessageWaitTimeSeconds":
             changes["receive_wait"] = _int_value(name, raw)
         elif name == "RedrivePolicy":
-            changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account)
+            changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account, region)
         elif name == "RedriveAllowPolicy":
-            changes["redrive_allow"] = _redrive_allow(raw, account)
+            changes["redrive_allow"] = _redrive_allow(raw, account, region)
+        elif name == "Policy" and raw == "":
+            extra.pop(name, None)  # an empty policy removes it, as on AWS
         else:
             extra[name] = _opaque(name, raw)
     return replace(settings, **changes, extra=extra)
@@ -186,49 +202,47 @@ def _opaque(name: str, raw: str) -> str:
     """An attribute kept as given, once it is of the form and size SQS accepts."""
     if name == "Policy":
         if len(raw.encode()) > MAX_POLICY:
-            raise invalid_attribute_value(
-                f"Invalid value for the parameter Policy: longer than {MAX_POLICY} bytes."
-            )
+            raise invalid_attribute_value(name)
         if raw:
             _json_value(name, raw)
     elif name == "KmsDataKeyReusePeriodSeconds":
         _int_value(name, raw)
     elif name == "SqsManagedSseEnabled":
         if raw.lower() not in ("true", "false"):
-            raise invalid_attribute_value(
-                "Invalid value for the parameter SqsManagedSseEnabled: true or false."
-            )
+            raise invalid_attribute_value(name)
         raw = raw.lower()
     elif len(raw) > MAX_OPAQUE:
-        raise invalid_attribute_value(
-            f"Invalid value for the parameter {name}: longer than {MAX_OPAQUE} characters."
-        )
+        raise invalid_attribute_value(name)
     return raw
 
 
-def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str) -> Any:
+def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, region: str) -> Any:
     if raw in ("", None, "{}"):
         return None
     doc = _json_value("RedrivePolicy", raw)
     target_arn = doc.get("deadLetterTargetArn")
     count = doc.get("maxReceiveCount")
-    if not isinstance(target_arn, str) or count is None:
-        raise invalid_attribute_value(
-            "Invalid value for the parameter RedrivePolicy: deadLetterTargetArn and"
-            " maxReceiveCount are required."
-        )
+    for member in ("deadLetterTargetArn", "maxReceiveCount"):
+        if doc.get(member) is None:
+            raise invalid_value(
+                raw,
+                "RedrivePolicy",
+                f"Redrive policy does not contain mandatory attribute: {member}.",
+            )
     try:
         max_claims = int(str(count))
     except ValueError:
-        raise invalid_attribute_value(
-            "Invalid value for the parameter RedrivePolicy: maxReceiveCount must be an integer."
-        ) from None
+        max_claims = 0
     if not 1 <= max_claims <= MAX_CLAIM_COUNT:
-        raise invalid_attribute_value(
-            "Invalid value for the parameter RedrivePolicy: maxReceiveCount must be 1 to"
-            f" {MAX_CLAIM_COUNT}."
+        raise invalid_value(
+            raw,
+            "RedrivePolicy",
+            f"Invalid value for maxReceiveCount: {count}, valid values are from 1 to"
+            f" {MAX_CLAIM_COUNT} both inclusive.",
         )
-    target = parse_arn(target_arn, account)
+    if not isinstance(target_arn, str) or len(target_arn.split(":")) != 6:
+        raise invalid_value(raw, "RedrivePolicy", "Invalid value for deadLetterTargetArn.")
+    target = parse_arn(target_arn, account, "deadLetterTargetArn", region)
     # The dead-letter extensions Zaqar can set survive an SQS update of the policy.
     kept = current if current is not None and current.target == target else None
     return DeadLetterPolicy(
@@ -239,21 +253,28 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str) ->
     )
 
 
-def _redrive_allow(raw: Any, account: str) -> RedriveAllow:
+def _redrive_allow(raw: Any, account: str, region: str) -> RedriveAllow:
     if raw in ("", None):
         return RedriveAllow()
     doc = _json_value("RedriveAllowPolicy", raw)
     try:
         permission = RedrivePermission(str(doc.get("redrivePermission")))
     except ValueError:
-        raise invalid_attribute_value(
-            "Invalid value for the parameter RedriveAllowPolicy: redrivePermission must be"
-            " allowAll, denyAll or byQueue."
+        raise invalid_value(
+            raw,
+            "RedriveAllowPolicy",
+            REDRIVE_ALLOW_FORMAT,
         ) from None
     arns = doc.get("sourceQueueArns", [])
     if not isinstance(arns, list):
-        raise invalid_attribute_value("RedriveAllowPolicy: sourceQueueArns must be a list.")
-    return RedriveAllow(permission, tuple(parse_arn(str(a), account) for a in arns))
+        raise invalid_value(
+            raw,
+            "RedriveAllowPolicy",
+            REDRIVE_ALLOW_FORMAT,
+        )
+    return RedriveAllow(
+        permission, tuple(parse_arn(str(a), account, "sourceQueueArns", region) for a in arns)
+    )
 
 
 def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> dict[str, str]:
@@ -310,47 +331,44 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise SqsError("InvalidParameterValue", "MessageAttributes must be a map.")
+        raise invalid_value("MessageAttributes", "MessageAttributes", "Must be a map.")
     if len(raw) > MAX_MESSAGE_ATTRIBUTES:
-        raise SqsError(
-            "InvalidParameterValue",
+        raise invalid_parameter(
             f"Number of message attributes [{len(raw)}] exceeds the allowed maximum"
-            f" [{MAX_MESSAGE_ATTRIBUTES}].",
+            f" [{MAX_MESSAGE_ATTRIBUTES}]."
         )
     out: dict[str, Attribute] = {}
     for name, value in raw.items():
         check_attribute_name(name)
         if not isinstance(value, dict) or not isinstance(value.get("DataType"), str):
-            raise SqsError(
-                "InvalidParameterValue", f"The message attribute '{name}' must contain a DataType."
-            )
+            raise missing_parameter(f"MessageAttributes.{name}.DataType")
         data_type = value["DataType"]
         base = data_type.split(".", 1)[0]
-        if base not in ("String", "Number", "Binary") or len(data_type) > MAX_ATTRIBUTE_NAME:
-            raise SqsError(
-                "InvalidParameterValue",
-                f"The message attribute '{name}' has an invalid message attribute type; the"
-                " type must be String, Number or Binary, optionally with a custom suffix.",
+        if len(data_type) > MAX_ATTRIBUTE_NAME:
+            raise invalid_parameter("Message (user) attribute types must be shorter than 256 Bytes")
+        if base not in ("String", "Number", "Binary") or data_type.endswith("."):
+            raise invalid_parameter(
+                f"Type for parameter MessageAttributes.{name}.DataType must be prefixed with"
+                f' "String", "Binary", or "Number", but was: {data_type}'
             )
-        content = value.get("BinaryValue") if base == "Binary" else value.get("StringValue")
+        kind = "Binary" if base == "Binary" else "String"
+        content = value.get(f"{kind}Value")
         if not isinstance(content, str) or content == "":
-            raise SqsError(
-                "InvalidParameterValue",
-                f"The message attribute '{name}' with type '{data_type}' must use field"
-                f" '{'BinaryValue' if base == 'Binary' else 'StringValue'}'.",
+            raise invalid_parameter(
+                f"Message (user) attribute '{name}' must contain a non-empty value of type"
+                f" '{kind}'."
             )
         if base == "Binary":
             try:
                 base64.b64decode(content, validate=True)
             except binascii.Error:
-                raise SqsError(
-                    "InvalidParameterValue",
-                    f"The binary value of message attribute '{name}' is not valid base64.",
+                raise invalid_parameter(
+                    f"Message (user) attribute '{name}' must contain a non-empty value of type"
+                    " 'Binary'."
                 ) from None
         if base == "Number" and not _is_number(content):
-            raise SqsError(
-                "InvalidParameterValue",
-                f"Can't cast the value of message (user) attribute '{name}' to a number.",
+            raise invalid_parameter(
+                f"Can't cast the value of message (user) attribute '{name}' to a number."
             )
         out[name] = Attribute(data_type, content)
     return out
@@ -358,19 +376,25 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
 
 def check_attribute_name(name: str) -> None:
     """Message attribute names as SQS allows them; `DLQ.` is the engine's own prefix."""
-    if not ATTRIBUTE_NAME.match(name):
+    if len(name.encode()) >= MAX_ATTRIBUTE_NAME:
+        raise invalid_parameter("Message (user) attribute names must be shorter than 256 Bytes")
+    if not ATTRIBUTE_NAME.match(name) and not (name.startswith(".") or name.endswith(".")):
         raise invalid_parameter(
-            f"Message attribute name {name[:MAX_ATTRIBUTE_NAME]!r} is invalid: 1 to"
-            f" {MAX_ATTRIBUTE_NAME} letters, digits, hyphens, underscores or periods, with no"
-            " leading, trailing or consecutive periods."
+            "Message (user) attributes name can only contain upper and lower score characters,"
+            " digits, periods, hyphens and underscores. "
         )
     lowered = name.lower()
-    for prefix in (*AWS_PREFIXES, RESERVED_ATTRIBUTE_PREFIX.lower()):
-        if lowered.startswith(prefix):
-            raise invalid_parameter(
-                f"Message attribute name {name!r} is reserved: names cannot start with"
-                f" {name[: len(prefix)]!r}."
-            )
+    if not ATTRIBUTE_NAME.match(name) or lowered.startswith(AWS_PREFIXES):
+        raise invalid_parameter(
+            "You can't use message attribute names beginning with 'AWS.' or 'Amazon.'. These"
+            " strings are reserved for internal use. Additionally, they cannot start or end"
+            " with '.'."
+        )
+    if lowered.startswith(RESERVED_ATTRIBUTE_PREFIX.lower()):
+        raise invalid_parameter(
+            f"You can't use message attribute names beginning with"
+            f" '{RESERVED_ATTRIBUTE_PREFIX}'. These strings are reserved for dead letters."
+        )
 
 
 def _is_number(text: str) -> bool:

@@ -16,6 +16,7 @@ from deadletter.api.sqs.errors import (
     SqsError,
     batch_error,
     invalid_parameter,
+    invalid_value,
     missing_parameter,
     queue_does_not_exist,
 )
@@ -40,6 +41,8 @@ class Call:
     region: str
     base_url: str
     path_queue: str | None = None  # the query protocol may POST to the queue's URL
+    # The server's home region: its queue URLs have no region part, another region's have.
+    home_region: str = ""
 
     def text(self, name: str, required: bool = True) -> str | None:
         value = self.params.get(name)
@@ -48,28 +51,31 @@ class Call:
                 raise missing_parameter(name)
             return None
         if not isinstance(value, str):
-            raise invalid_parameter(f"{name} must be a string.")
+            raise invalid_value(value, name, "Must be a string.")
         return value
 
-    def integer(self, name: str, low: int, high: int, default: int | None = None) -> int | None:
+    def integer(
+        self, name: str, low: int, high: int, default: int | None = None, reason: str = ""
+    ) -> int | None:
+        """An integer parameter in [low, high]; AWS words most ranges as `reason` says, by
+        default `Must be between LOW and HIGH, if provided.`"""
         raw = self.params.get(name)
         if raw is None or raw == "":
             return default
         try:
             value = int(str(raw))
         except ValueError:
-            raise invalid_parameter(f"Value {raw} for parameter {name} is invalid.") from None
+            raise invalid_value(raw, name, "Must be an integer.") from None
         if not low <= value <= high:
-            raise invalid_parameter(
-                f"Value {value} for parameter {name} is invalid. Reason: Must be between"
-                f" {low} and {high}."
+            raise invalid_value(
+                value, name, reason or f"Must be between {low} and {high}, if provided."
             )
         return value
 
     def names(self, name: str) -> list[str]:
         value = self.params.get(name) or []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise invalid_parameter(f"{name} must be a list of strings.")
+            raise invalid_value(value, name, "Must be a list of strings.")
         return value
 
     def queue(self) -> str:
@@ -88,6 +94,8 @@ class Call:
         return parts[-1]
 
     def url(self, name: str) -> str:
+        if self.home_region and self.region != self.home_region:
+            return f"{self.base_url}/{self.region}/{self.account}/{name}"
         return f"{self.base_url}/{self.account}/{name}"
 
     def arn(self, name: str) -> str:
@@ -97,32 +105,40 @@ class Call:
 Action = Callable[[Call], dict[str, Any]]
 
 
-def batch_entries(call: Call) -> list[dict[str, Any]]:
+def batch_entries(call: Call, action: str) -> list[dict[str, Any]]:
+    """A batch's entries, refused as a whole as AWS does: none, more than ten, an id that is
+    not 1-80 of `[A-Za-z0-9_-]`, an id repeated."""
     entries = call.params.get("Entries")
     if not entries:
-        raise batch_error("EmptyBatchRequest", "There should be at least one entry in the request.")
+        raise batch_error(
+            "EmptyBatchRequest",
+            f"There should be at least one {action}RequestEntry in the request.",
+        )
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise invalid_parameter("Entries must be a list of objects.")
+        raise invalid_value("Entries", "Entries", "Must be a list of structures.")
     if len(entries) > MAX_BATCH:
         raise batch_error(
             "TooManyEntriesInBatchRequest",
             f"Maximum number of entries per request are {MAX_BATCH}. You have sent {len(entries)}.",
         )
-    ids = [e.get("Id") for e in entries]
-    for entry_id in ids:
+    seen: set[str] = set()
+    for index, entry in enumerate(entries, 1):
+        entry_id = entry.get("Id")
+        if entry_id is None or entry_id == "":
+            raise missing_parameter(f"{action}RequestEntry.{index}.Id")
         if (
             not isinstance(entry_id, str)
-            or not entry_id
             or len(entry_id) > 80
-            or not all(c.isalnum() or c in "-_" for c in entry_id)
+            or not all(c.isascii() and (c.isalnum() or c in "-_") for c in entry_id)
         ):
             raise batch_error(
                 "InvalidBatchEntryId",
                 "A batch entry id can only contain alphanumeric characters, hyphens and"
                 " underscores. It can be at most 80 letters long.",
             )
-    if len(set(ids)) != len(ids):
-        raise batch_error("BatchEntryIdsNotDistinct", "Two or more batch entries have the same Id.")
+        if entry_id in seen:
+            raise batch_error("BatchEntryIdsNotDistinct", f"Id {entry_id} repeated.")
+        seen.add(entry_id)
     return entries
 
 
@@ -144,9 +160,9 @@ def decode_token(token: str) -> str:
     try:
         name = base64.urlsafe_b64decode(token.encode()).decode()
     except (binascii.Error, UnicodeDecodeError):
-        raise invalid_parameter("Invalid NextToken.") from None
+        raise invalid_parameter("Invalid NextToken value.") from None
     if not _TOKEN_NAME.match(name):
-        raise invalid_parameter("Invalid NextToken.")
+        raise invalid_parameter("Invalid NextToken value.")
     return name
 
 

@@ -16,6 +16,7 @@ from deadletter.api.sqs.errors import (
     invalid_attribute_name,
     invalid_attribute_value,
     invalid_parameter,
+    invalid_value,
     missing_parameter,
 )
 from deadletter.domain import errors
@@ -29,6 +30,7 @@ from deadletter.domain.model import (
 from deadletter.engine import fifo
 
 SUFFIX = ".fifo"
+_ID_REASON = "{name} can only include alphanumeric and punctuation characters. 1 to 128 in length."
 ATTRIBUTES = ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit")
 _CHOICES = {"DeduplicationScope": DEDUPLICATION_SCOPES, "FifoThroughputLimit": THROUGHPUT_LIMITS}
 _FIELDS = {
@@ -43,12 +45,10 @@ def changes(name: str, raw: str) -> dict[str, Any]:
     """The settings one FIFO attribute sets, its value checked."""
     if name in _CHOICES:
         if raw not in _CHOICES[name]:
-            raise invalid_attribute_value(
-                f"Invalid value for the parameter {name}: one of {', '.join(_CHOICES[name])}."
-            )
+            raise invalid_attribute_value(name)
         return {_FIELDS[name]: raw}
     if raw.lower() not in ("true", "false"):
-        raise invalid_attribute_value(f"Invalid value for the parameter {name}: true or false.")
+        raise invalid_attribute_value(name)
     return {_FIELDS[name]: raw.lower() == "true"}
 
 
@@ -59,18 +59,25 @@ def check(
     .fifo and a standard queue's does not; FIFO attributes are unknown to standard queues;
     FifoQueue is fixed by CreateQueue (`before` is None there)."""
     if before is not None and after.fifo != before.fifo:
-        raise invalid_attribute_value("FifoQueue cannot be changed once a queue is created.")
-    if after.fifo != name.endswith(SUFFIX):
-        raise SqsError(
-            "InvalidParameterValue",
+        raise invalid_attribute_value("FifoQueue")
+    if after.fifo and not name.endswith(SUFFIX):
+        raise invalid_parameter(
             "The name of a FIFO queue can only include alphanumeric characters, hyphens, or"
-            " underscores, must end with .fifo suffix and be 1 to 80 in length; FifoQueue must"
-            " be true exactly for such names.",
+            " underscores, must end with .fifo suffix and be 1 to 80 in length."
+        )
+    if not after.fifo and name.endswith(SUFFIX):
+        raise invalid_parameter(
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"
         )
     if not after.fifo:
-        for attribute in ATTRIBUTES[1:]:
+        for attribute in ATTRIBUTES[2:]:
             if attribute in given:
-                raise invalid_attribute_name(attribute)
+                raise SqsError(
+                    "InvalidAttributeName",
+                    f"You can specify the {attribute} only when FifoQueue is set to true.",
+                )
+        if ATTRIBUTES[1] in given:
+            raise invalid_attribute_name(ATTRIBUTES[1])
 
 
 def view(s: QueueSettings) -> dict[str, str]:
@@ -93,7 +100,7 @@ def fields(params: dict[str, Any]) -> tuple[str | None, str | None]:
         if value == "":
             value = None
         if value is not None and not isinstance(value, str):
-            raise invalid_parameter(f"{name} must be a string.")
+            raise invalid_value(value, name, _ID_REASON.format(name=name))
         out.append(value)
     return out[0], out[1]
 
@@ -104,10 +111,11 @@ def check_send(new: NewMessage, params: dict[str, Any], s: QueueSettings) -> Non
     if s.fifo:
         if new.group_id is None:
             raise missing_parameter("MessageGroupId")
-        if params.get("DelaySeconds") not in (None, ""):
-            raise invalid_parameter(
-                f"Value {params['DelaySeconds']} for parameter DelaySeconds is invalid. Reason:"
-                " The request include parameter that is not valid for this queue type."
+        if params.get("DelaySeconds") not in (None, "", 0, "0"):
+            raise invalid_value(
+                params["DelaySeconds"],
+                "DelaySeconds",
+                "The request include parameter that is not valid for this queue type.",
             )
         if new.deduplication_id is None and not s.content_based_deduplication:
             raise invalid_parameter(
@@ -115,17 +123,19 @@ def check_send(new: NewMessage, params: dict[str, Any], s: QueueSettings) -> Non
                 " MessageDeduplicationId provided explicitly"
             )
     elif new.deduplication_id is not None:
-        raise invalid_parameter(
-            "The request include parameter MessageDeduplicationId that is not valid for this"
-            " queue type."
+        raise invalid_value(
+            new.deduplication_id,
+            "MessageDeduplicationId",
+            "The request include parameter that is not valid for this queue type.",
         )
-    try:
-        for what, value in (("MessageGroupId", new.group_id), ("MessageDeduplicationId",
-                            new.deduplication_id)):  # fmt: skip
-            if value is not None:
-                fifo.check_id(what, value)
-    except errors.InvalidInput as exc:
-        raise invalid_parameter(exc.message) from None
+    for what, value in (("MessageGroupId", new.group_id), ("MessageDeduplicationId",
+                        new.deduplication_id)):  # fmt: skip
+        if value is None:
+            continue
+        try:
+            fifo.check_id(what, value)
+        except errors.InvalidInput:
+            raise invalid_value(value, what, _ID_REASON.format(name=what)) from None
 
 
 def system_attributes(m: Message) -> dict[str, str]:

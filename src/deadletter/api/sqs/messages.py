@@ -22,6 +22,7 @@ from deadletter.api.sqs.errors import (
     batch_error,
     from_exception,
     invalid_parameter,
+    invalid_value,
     missing_parameter,
     queue_does_not_exist,
     receipt_handle_invalid,
@@ -39,10 +40,18 @@ from deadletter.domain.model import (
 from deadletter.domain.tags import TAG_NAME
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
+# A long poll looks at its queue again at least this often (seconds), and this long after a
+# hidden message's visibility time, so that the time has surely passed when it looks.
+RECHECK = 2.0
+VISIBILITY_SLACK = 0.01
 # A message attribute (String "true" or "false") by which a producer marks a message eligible
 # or not for the DLQ (an extension: SQS has no such flag). It stays on the message like any
 # other attribute, so the digest the client computed still matches.
 ELIGIBLE_ATTRIBUTE = "DeadLetterEligible"
+INVALID_CHARACTERS = (
+    "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF |"
+    " #xE000 to #xFFFD | #x10000 to #x10FFFF"
+)
 
 
 def _new_message(params: dict[str, Any]) -> NewMessage:
@@ -55,13 +64,10 @@ def _new_message(params: dict[str, Any]) -> NewMessage:
         try:
             delay = int(str(delay))
         except ValueError:
-            raise invalid_parameter(
-                f"Value {delay} for parameter DelaySeconds is invalid."
-            ) from None
+            raise invalid_value(delay, "DelaySeconds", "Must be an integer.") from None
         if not 0 <= delay <= MAX_DELAY:
-            raise invalid_parameter(
-                f"Value {delay} for parameter DelaySeconds is invalid. Reason: Must be between"
-                f" 0 and {MAX_DELAY}."
+            raise invalid_value(
+                delay, "DelaySeconds", f"DelaySeconds must be >= 0 and <= {MAX_DELAY}."
             )
     else:
         delay = None
@@ -107,10 +113,7 @@ def _check_body(body: str) -> None:
             or 0xE000 <= code <= 0xFFFD
             or code >= 0x10000
         ):
-            raise SqsError(
-                "InvalidMessageContents",
-                f"Invalid characters found. The message body contains U+{code:04X}.",
-            )
+            raise SqsError("InvalidMessageContents", INVALID_CHARACTERS)
 
 
 def _sent(m: Message, s: QueueSettings) -> dict[str, Any]:
@@ -156,26 +159,38 @@ def send_message(call: Call) -> dict[str, Any]:
     return _sent(stored, queue.settings)
 
 
+def _raw_size(entry: dict[str, Any]) -> int:
+    """An entry's size as AWS adds up a batch, before anything in it is checked."""
+    total = len(str(entry.get("MessageBody") or "").encode())
+    attributes = entry.get("MessageAttributes")
+    if isinstance(attributes, dict):
+        for key, value in attributes.items():
+            total += len(str(key).encode())
+            if isinstance(value, dict):
+                total += sum(len(str(v).encode()) for v in value.values())
+    return total
+
+
 def send_message_batch(call: Call) -> dict[str, Any]:
     name = call.queue()
-    entries = batch_entries(call)
     queue = call.engine.get_queue(call.project, name)
+    entries = batch_entries(call, "SendMessageBatch")
+    total = sum(_raw_size(e) for e in entries)
+    if total > attrs.MAX_SIZE:
+        raise batch_error(
+            "BatchRequestTooLong",
+            f"Batch requests cannot be longer than {attrs.MAX_SIZE} bytes. You have sent"
+            f" {total} bytes.",
+        )
     good: list[tuple[str, NewMessage]] = []
     failed = []
-    total = 0
     # Each entry is checked here, as the engine would, so one bad entry fails alone in
     # `Failed` instead of refusing the whole batch.
     for e in entries:
         try:
-            new = _checked(e, queue.settings)
-            total += _size(new)
-            good.append((e["Id"], new))
+            good.append((e["Id"], _checked(e, queue.settings)))
         except SqsError as exc:
             failed.append(entry_failure(e["Id"], exc))
-    if total > attrs.MAX_SIZE:
-        raise batch_error(
-            "BatchRequestTooLong", f"Batch requests cannot be longer than {attrs.MAX_SIZE} bytes."
-        )
     successful = []
     if good:
         stored = call.engine.send(call.project, name, [new for _, new in good])
@@ -217,7 +232,7 @@ def _parse_handle(handle: Any) -> tuple[str, str, str | None]:
     if handle is None or handle == "":
         raise missing_parameter("ReceiptHandle")
     if not isinstance(handle, str):
-        raise invalid_parameter("ReceiptHandle must be a string.")
+        raise receipt_handle_invalid(str(handle))
     try:
         parts = base64.urlsafe_b64decode(handle.encode()).decode().split(":")
     except (binascii.Error, UnicodeDecodeError, ValueError):
@@ -272,7 +287,12 @@ async def receive_message(call: Call) -> dict[str, Any]:
     name, tag = _tagged(call.queue())
     limit = call.integer("MaxNumberOfMessages", 1, MAX_RECEIVE, 1)
     visibility = call.integer("VisibilityTimeout", 0, MAX_CLAIM_TTL)
-    wait = call.integer("WaitTimeSeconds", 0, attrs.MAX_RECEIVE_WAIT)
+    wait = call.integer(
+        "WaitTimeSeconds",
+        0,
+        attrs.MAX_RECEIVE_WAIT,
+        reason=f"Must be >= 0 and <= {attrs.MAX_RECEIVE_WAIT}, if provided.",
+    )
     system = call.names("AttributeNames") + call.names("MessageSystemAttributeNames")
     user = call.names("MessageAttributeNames")
     assert limit is not None
@@ -288,7 +308,14 @@ async def receive_message(call: Call) -> dict[str, Any]:
             remaining = deadline - loop_time()
             if claim.messages or remaining <= 0:
                 break
-            await wait_for(arrived, remaining)
+            # New messages announce themselves (`arrived`); a message whose visibility
+            # timeout or delay ends does not, so the wait also ends when the first one does,
+            # and never lasts longer than RECHECK (a change made where no one announces it).
+            upcoming = await run_in_threadpool(call.engine.next_visible_in, call.project, name)
+            pause = min(remaining, RECHECK)
+            if upcoming is not None:
+                pause = min(pause, upcoming + VISIBILITY_SLACK)
+            await wait_for(arrived, pause)
     if not claim.messages:
         return {}  # as SQS: no Messages member at all when nothing was received
     return {"Messages": [_received(call, m, claim.id, system, user, tag) for m in claim.messages]}
@@ -314,7 +341,7 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
     failed = []
     # (entry id, message id, claim id) by the consumer tag of their handles
     valid: dict[str | None, list[tuple[str, str, str]]] = {}
-    for e in batch_entries(call):
+    for e in batch_entries(call, "DeleteMessageBatch"):
         try:
             claim_id, message_id, tag = _parse_handle(e.get("ReceiptHandle"))
             valid.setdefault(tag, []).append((e["Id"], message_id, claim_id))
@@ -345,18 +372,12 @@ def _change_visibility(call: Call, name: str, params: dict[str, Any]) -> None:
     try:
         timeout = int(str(raw))
     except ValueError:
-        raise invalid_parameter(
-            f"Value {raw} for parameter VisibilityTimeout is invalid."
-        ) from None
+        raise invalid_value(raw, "VisibilityTimeout", "Must be an integer.") from None
     if not 0 <= timeout <= MAX_CLAIM_TTL:
-        raise invalid_parameter(
-            f"Value {timeout} for parameter VisibilityTimeout is invalid. Reason: Must be"
-            f" between 0 and {MAX_CLAIM_TTL}."
+        raise invalid_value(
+            timeout, "VisibilityTimeout", f"Must be between 0 and {MAX_CLAIM_TTL}, if provided."
         )
-    try:
-        call.engine.change_visibility(call.project, name, message_id, claim_id, timeout, tag)
-    except errors.MessageNotFound:
-        raise receipt_handle_invalid(str(params.get("ReceiptHandle"))) from None
+    call.engine.change_visibility(call.project, name, message_id, claim_id, timeout, tag)
 
 
 def change_message_visibility(call: Call) -> dict[str, Any]:
@@ -368,7 +389,7 @@ def change_message_visibility_batch(call: Call) -> dict[str, Any]:
     name, _ = _tagged(call.queue())
     call.engine.get_queue(call.project, name)
     successful, failed = [], []
-    for e in batch_entries(call):
+    for e in batch_entries(call, "ChangeMessageVisibilityBatch"):
         try:
             _change_visibility(call, name, e)
             successful.append({"Id": e["Id"]})

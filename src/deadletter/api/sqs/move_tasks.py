@@ -20,6 +20,13 @@ MAX_MOVE_TASKS = 10
 _TASK_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
+def _not_found(parameter: str) -> SqsError:
+    return SqsError(
+        "ResourceNotFoundException",
+        f"The resource that you specified for the {parameter} parameter doesn't exist.",
+    )
+
+
 def _task_handle(task: RedriveTask, source_arn: str) -> str:
     doc = json.dumps({"taskId": task.id, "sourceArn": source_arn})
     return base64.b64encode(doc.encode()).decode()
@@ -28,16 +35,20 @@ def _task_handle(task: RedriveTask, source_arn: str) -> str:
 def start_message_move_task(call: Call) -> dict[str, Any]:
     source_arn = call.text("SourceArn")
     assert source_arn is not None
-    dlq = attrs.parse_arn(source_arn, call.account)
+    dlq = attrs.parse_arn(source_arn, call.account, region=call.region)
     destination_arn = call.text("DestinationArn", required=False)
-    destination = attrs.parse_arn(destination_arn, call.account) if destination_arn else None
+    destination = (
+        attrs.parse_arn(destination_arn, call.account, "DestinationArn", call.region)
+        if destination_arn
+        else None
+    )
     rate = call.integer("MaxNumberOfMessagesPerSecond", 1, MAX_MOVE_RATE)
     if call.engine.find_queue(call.project, dlq) is None:
-        raise SqsError("ResourceNotFoundException", f"The resource {source_arn} does not exist.")
+        raise _not_found("SourceArn")
+    if destination is not None and call.engine.find_queue(call.project, destination) is None:
+        raise _not_found("DestinationArn")
     if not call.engine.is_redrive_source(call.project, dlq):
-        raise invalid_parameter(
-            f"Source queue must be configured as a Dead Letter Queue: {source_arn}."
-        )
+        raise invalid_parameter("Source queue must be configured as a Dead Letter Queue.")
     task = call.engine.start_redrive(call.project, dlq, destination, None, rate)
     return {"TaskHandle": _task_handle(task, source_arn)}
 
@@ -52,7 +63,7 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
         raise invalid_parameter("Value for parameter TaskHandle is invalid.") from None
     if not (isinstance(task_id, str) and _TASK_ID.match(task_id) and isinstance(source_arn, str)):
         raise invalid_parameter("Value for parameter TaskHandle is invalid.")
-    dlq = attrs.parse_arn(source_arn, call.account)
+    dlq = attrs.parse_arn(source_arn, call.account, region=call.region)
     try:
         task = call.engine.cancel_redrive(call.project, dlq, task_id)
     except errors.TaskNotFound:
@@ -63,11 +74,11 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
 def list_message_move_tasks(call: Call) -> dict[str, Any]:
     source_arn = call.text("SourceArn")
     assert source_arn is not None
-    dlq = attrs.parse_arn(source_arn, call.account)
+    dlq = attrs.parse_arn(source_arn, call.account, region=call.region)
     limit = call.integer("MaxResults", 1, MAX_MOVE_TASKS, 1)
     assert limit is not None
     if call.engine.find_queue(call.project, dlq) is None:
-        raise SqsError("ResourceNotFoundException", f"The resource {source_arn} does not exist.")
+        raise _not_found("SourceArn")
     results = []
     for task in call.engine.list_tasks(call.project, dlq, limit):
         entry: dict[str, Any] = {

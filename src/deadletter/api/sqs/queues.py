@@ -12,6 +12,7 @@ from deadletter.api.sqs.call import MAX_LIST, Call, decode_token, encode_token
 from deadletter.api.sqs.errors import (
     SqsError,
     invalid_parameter,
+    invalid_value,
     missing_parameter,
     queue_does_not_exist,
 )
@@ -22,9 +23,11 @@ from deadletter.domain.model import Queue, QueueSettings
 MAX_TAGS = 50
 MAX_TAG_KEY = 128
 MAX_TAG_VALUE = 256
+TAG_KEY_LENGTH = f"Tag keys must be between 1 and {MAX_TAG_KEY} characters in length."
+TAG_VALUE_LENGTH = f"Tag values must be between 0 and {MAX_TAG_VALUE} characters in length."
 
 
-def _tags(raw: Any, required: bool = False) -> dict[str, str]:
+def _tags(raw: Any, queue: str, required: bool = False) -> dict[str, str]:
     """Tags as SQS takes them: a map of 1-128 character keys to values of up to 256."""
     if raw is None or raw == {}:
         if required:
@@ -33,14 +36,14 @@ def _tags(raw: Any, required: bool = False) -> dict[str, str]:
     if not isinstance(raw, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
     ):
-        raise invalid_parameter("Tags must be a map of strings to strings.")
+        raise invalid_value("Tags", "Tags", "Must be a map of strings to strings.")
     if len(raw) > MAX_TAGS:
-        raise invalid_parameter(f"A queue can have at most {MAX_TAGS} tags.")
+        raise invalid_parameter(f"Too many tags added for queue {queue}.")
     for key, value in raw.items():
-        if not 1 <= len(key) <= MAX_TAG_KEY or len(value) > MAX_TAG_VALUE:
-            raise invalid_parameter(
-                f"Tag keys are 1 to {MAX_TAG_KEY} characters long, values at most {MAX_TAG_VALUE}."
-            )
+        if not 1 <= len(key) <= MAX_TAG_KEY:
+            raise invalid_parameter(TAG_KEY_LENGTH)
+        if len(value) > MAX_TAG_VALUE:
+            raise invalid_parameter(TAG_VALUE_LENGTH)
     return dict(raw)
 
 
@@ -49,9 +52,11 @@ def create_queue(call: Call) -> dict[str, Any]:
     assert name is not None
     attrs.check_name(name)
     given = call.params.get("Attributes") or {}
-    tags = _tags(call.params.get("tags") or call.params.get("Tags"))
+    tags = _tags(call.params.get("tags") or call.params.get("Tags"), name)
     if not isinstance(given, dict):
-        raise invalid_parameter("Attributes must be a map.")
+        raise invalid_value("Attributes", "Attributes", "Must be a map.")
+    if given.get("Policy") == "":  # as AWS: an empty policy is no policy
+        given = {k: v for k, v in given.items() if k != "Policy"}
     defaults = QueueSettings(
         default_ttl=attrs.DEFAULT_RETENTION,
         max_ttl=attrs.DEFAULT_RETENTION,
@@ -64,13 +69,13 @@ def create_queue(call: Call) -> dict[str, Any]:
     if existing is not None:
         current = attrs.view(existing, None, call.region, call.account)
         current.setdefault("FifoQueue", "false")
-        if any(current.get(k) != _canonical(k, v) for k, v in given.items()):
-            raise SqsError(
-                "QueueNameExists",
-                f"A queue already exists with the same name and a different value for"
-                f" attribute(s) {', '.join(sorted(given))}.",
-                "QueueAlreadyExists",
-            )
+        for k, v in given.items():
+            if current.get(k) != _canonical(k, v):
+                raise SqsError(
+                    "QueueNameExists",
+                    "A queue already exists with the same name and a different value for"
+                    f" attribute {k}",
+                )
         return {"QueueUrl": call.url(name)}
     # Created meanwhile by another request: CreateQueue is idempotent.
     with contextlib.suppress(errors.QueueAlreadyExists):
@@ -96,7 +101,9 @@ def _canonical(name: str, value: Any) -> str:
 def get_queue_url(call: Call) -> dict[str, Any]:
     name = call.text("QueueName")
     assert name is not None
-    if call.engine.find_queue(call.project, name) is None:
+    owner = call.text("QueueOwnerAWSAccountId", required=False)
+    # Another account's queue is not shared here (policies are not enforced): none is found.
+    if owner not in (None, call.account) or call.engine.find_queue(call.project, name) is None:
         raise queue_does_not_exist(name)
     return {"QueueUrl": call.url(name)}
 
@@ -107,7 +114,10 @@ def list_queues(call: Call) -> dict[str, Any]:
     token = call.text("NextToken", required=False)
     after = decode_token(token) if token else None
     page = call.engine.list_queues(call.project, prefix, after, (limit or MAX_LIST) + 1)
-    out: dict[str, Any] = {"QueueUrls": [call.url(q.name) for q in page[: limit or MAX_LIST]]}
+    # As SQS: no QueueUrls member at all when no queue matches.
+    out: dict[str, Any] = {}
+    if page:
+        out["QueueUrls"] = [call.url(q.name) for q in page[: limit or MAX_LIST]]
     if limit is not None and len(page) > limit:
         out["NextToken"] = encode_token(page[limit - 1].name)
     return out
@@ -131,7 +141,7 @@ def get_queue_attributes(call: Call) -> dict[str, Any]:
 def set_queue_attributes(call: Call) -> dict[str, Any]:
     name = call.queue()
     given = call.params.get("Attributes")
-    if not isinstance(given, dict):
+    if not isinstance(given, dict) or not given:
         raise missing_parameter("Attributes")
 
     def changed(queue: Queue) -> QueueSettings:
@@ -145,12 +155,12 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
 
 def tag_queue(call: Call) -> dict[str, Any]:
     name = call.queue()
-    added = _tags(call.params.get("Tags"), required=True)
+    added = _tags(call.params.get("Tags"), name, required=True)
 
     def tagged(queue: Queue) -> QueueSettings:
         merged = {**queue.settings.tags, **added}
         if len(merged) > MAX_TAGS:
-            raise invalid_parameter(f"A queue can have at most {MAX_TAGS} tags.")
+            raise invalid_parameter(f"Too many tags added for queue {name}.")
         return queue.settings.with_changes(tags=merged)
 
     call.engine.change_settings(call.project, name, tagged)
@@ -160,8 +170,8 @@ def tag_queue(call: Call) -> dict[str, Any]:
 def untag_queue(call: Call) -> dict[str, Any]:
     name = call.queue()
     keys = set(call.names("TagKeys"))
-    if not keys:  # as SQS answers an empty TagKeys list
-        raise invalid_parameter("Tag keys must be between 1 and 128 characters in length.")
+    if not keys or not all(1 <= len(k) <= MAX_TAG_KEY for k in keys):
+        raise invalid_parameter(TAG_KEY_LENGTH)  # as SQS answers an empty TagKeys list
     call.engine.change_settings(
         call.project,
         name,

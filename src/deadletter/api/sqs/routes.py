@@ -21,7 +21,7 @@ from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS, Call
-from deadletter.api.sqs.errors import SqsError, from_exception
+from deadletter.api.sqs.errors import SqsError, from_exception, queue_does_not_exist
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.engine.engine import Engine
 
@@ -29,6 +29,32 @@ TARGET_PREFIX = "AmazonSQS."
 STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/")
 _ACCOUNT = re.compile(r"^\d{12}$")
+# An AWS region's name (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-5...).
+REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$")
+
+
+def regional_project(project: str, region: str, home: str) -> str:
+    """The engine project holding one region's queues of an SQS account: the project itself
+    for the server's home region, `<project>@<region>` for any other, so that a queue of one
+    region is never one of another (docs/sqs.md)."""
+    return project if region == home else f"{project}@{region}"
+
+
+def _queue_region(params: dict[str, Any], path_region: str | None, home: str) -> str | None:
+    """The region a queue URL names, which wins over the credential's as on AWS (a URL's
+    host is its region's endpoint): `/<region>/<account>/<name>`, or the home region for
+    `/<account>/<name>`; None when the request names its queue by name or not at all."""
+    if path_region is not None:
+        if not REGION.match(path_region):
+            raise queue_does_not_exist()
+        return path_region
+    url = params.get("QueueUrl")
+    if not isinstance(url, str) or "://" not in url:
+        return None
+    parts = [p for p in url.split("://", 1)[1].split("/")[1:] if p]
+    if len(parts) >= 3 and REGION.match(parts[-3]):
+        return parts[-3]
+    return home
 
 
 def _identity(request: Request, options: AppOptions) -> tuple[str, str]:
@@ -63,6 +89,15 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                 )
             if action == "GetCallerIdentity" and options.test_mode and not use_json:
                 return _caller_identity(account, request_id)
+            region = _queue_region(params, request.path_params.get("region"), options.region) or (
+                region
+            )
+            if not REGION.match(region):
+                raise SqsError(
+                    "IncompleteSignature",
+                    f"Credential should be scoped to a valid region, not '{region}'.",
+                )
+            project = regional_project(project, region, options.region)
             call = Call(
                 engine=engine,
                 notifier=notifier,
@@ -72,6 +107,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                 region=region,
                 base_url=str(request.base_url).rstrip("/"),
                 path_queue=request.path_params.get("queue"),
+                home_region=options.region,
             )
             if action in ASYNC_ACTIONS:
                 result = await ASYNC_ACTIONS[action](call)
@@ -80,7 +116,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
             else:
                 raise SqsError(
                     "InvalidAction",
-                    f"The action {action or '(none)'} is not valid for this endpoint.",
+                    f"The action {action or '(none)'} is not valid for this web service.",
                 )
             # Rendered inside the try: a result that cannot be written is a logged 500 too.
             if use_json:
@@ -98,6 +134,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
     routes: list[BaseRoute] = [
         Route("/", endpoint, methods=["POST"]),
         Route("/{account}/{queue}", endpoint, methods=["POST"]),
+        Route("/{region}/{account}/{queue}", endpoint, methods=["POST"]),
     ]
     if options.test_mode:
         routes.insert(0, Route("/moto-api/reset", reset, methods=["POST"]))

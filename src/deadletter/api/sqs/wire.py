@@ -21,7 +21,7 @@ SQS_NAMESPACE = "http://queue.amazonaws.com/doc/2012-11-05/"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
 
 # Flattened query lists whose JSON name is not the query name plus "s".
-_LIST_NAMES = {"Tag": "Tags", "TagKey": "TagKeys"}
+_LIST_NAMES = {"Tag": "Tags", "TagKey": "TagKeys", "ActionName": "Actions"}
 _ENTRY = re.compile(r"^\w+RequestEntry$")
 
 
@@ -257,7 +257,7 @@ def xml_error(error: SqsError, request_id: str | None = None) -> str:
     return (
         f'<?xml version="1.0"?><ErrorResponse xmlns="{SQS_NAMESPACE}"><Error>'
         f"<Type>{kind}</Type><Code>{escape(safe_text(error.code))}</Code>"
-        f"<Message>{escape(safe_text(error.message))}</Message><Detail/></Error>"
+        f"<Message>{escape(safe_text(error.query_message))}</Message><Detail/></Error>"
         f"<RequestId>{request_id or new_request_id()}</RequestId></ErrorResponse>"
     )
 

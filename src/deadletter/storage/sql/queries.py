@@ -203,6 +203,11 @@ COUNT_HIDDEN = (
     f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
     " AND visible_at > :now AND expires_at > :now"
 )
+NEXT_VISIBLE = (
+    "SELECT MIN(visible_at) AS at FROM messages /* indexed by messages_hidden */"
+    f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
+    " AND visible_at > :now AND expires_at > :now"
+)
 _LIVE = "SELECT * FROM messages WHERE project = :project AND queue = :queue AND expires_at > :now"
 OLDEST_MESSAGE = _LIVE + " ORDER BY seq ASC LIMIT 1"
 NEWEST_MESSAGE = _LIVE + " ORDER BY seq DESC LIMIT 1"

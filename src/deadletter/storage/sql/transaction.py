@@ -268,6 +268,10 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
             newest=message_from(newest) if newest else None,
         )
 
+    def next_visible(self, project: str, queue: str, now: float) -> float | None:
+        row = self.one(q.NEXT_VISIBLE, {"project": project, "queue": queue, "now": now})
+        return None if row is None or row["at"] is None else float(row["at"])
+
     def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]:
         depths = self._depths(project, dlq, now)
         return {source: n for source, n in sorted(depths.items()) if source and n > 0}
