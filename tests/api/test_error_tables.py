@@ -22,6 +22,7 @@ DOMAIN_ERRORS = sorted(
 # those drop the engine's message for AWS's.
 AWS_WORDED = {
     errors.QueueNotFound: "The specified queue does not exist.",
+    errors.TagNotFound: "The specified queue does not exist.",
     errors.TaskNotFound: "Task does not exist.",
     errors.MessageClaimed: "The message referred to is not in flight.",
     errors.ClaimMismatch: "The message referred to is not in flight.",
