@@ -35,9 +35,10 @@ def _pandas_udf(func: Callable[..., Any], return_type: str) -> Any:
     return factory(func, return_type)
 
 
-def with_mining_text(df: Any) -> Any:
+def with_mining_text(df: Any, narrow: bool = False) -> Any:
     """Add `signature` (exception type + top frames), `headline`, masked `tokens_text`
-    (space-joined tokens), `group_key` and the masked description `context_text`.
+    (space-joined tokens), `group_key` and the masked description `context_text`; `narrow`:
+    the three the analysis keeps (signature, tokens_text, context_text) and no others.
 
     One pandas UDF in Arrow batches. The masks were also written as JVM expressions
     (`regexp_replace` chains, `split`, higher-order functions per token) and gave the same
@@ -49,9 +50,14 @@ def with_mining_text(df: Any) -> Any:
 
     from deadletter.pipeline import batches
 
-    extract = _pandas_udf(batches.extract, batches.MINING_TYPE)
+    if narrow:
+        extract = _pandas_udf(batches.masked, batches.MASKED_TYPE)
+        names = batches.MASKED_COLUMNS
+    else:
+        extract = _pandas_udf(batches.extract, batches.MINING_TYPE)
+        names = batches.MINING_COLUMNS
     m = extract(F.col("error"), F.col("description"))
-    parts = [F.col(f"_m.{name}").alias(name) for name in batches.MINING_COLUMNS]
+    parts = [F.col(f"_m.{name}").alias(name) for name in names]
     return df.withColumn("_m", m).select("*", *parts).drop("_m")
 
 
@@ -399,7 +405,7 @@ def analyze(
     say("reading and masking the dead letters")
     # The one pass over the whole dead letters: what the later steps read is kept, narrow.
     tokens = (
-        df.transform(with_mining_text)
+        df.transform(lambda d: with_mining_text(d, narrow=True))
         .transform(with_body_shape)
         .select(*NARROW, "tokens_text", "context_text")
         .persist(StorageLevel.MEMORY_AND_DISK)

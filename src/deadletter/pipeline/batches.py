@@ -45,6 +45,15 @@ def extract(error: pd.Series, description: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=MINING_COLUMNS)
 
 
+MASKED_COLUMNS = ["signature", "tokens_text", "context_text"]
+MASKED_TYPE = "signature string, tokens_text string, context_text string"
+
+
+def masked(error: pd.Series, description: pd.Series) -> pd.DataFrame:
+    """The columns of `extract` the analysis keeps: less to send back to the JVM."""
+    return extract(error, description)[MASKED_COLUMNS]
+
+
 def paths(body: pd.Series) -> pd.Series:
     """Key paths of each JSON body."""
     return pd.Series([key_paths(b if isinstance(b, str) else None) for b in body])
