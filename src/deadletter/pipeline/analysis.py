@@ -303,43 +303,34 @@ def _shape_findings(
 def _attribute_findings(mined: Any, sizes: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
     """Attribute values carried by most of a pattern and over-represented against the corpus.
 
-    Two small jobs: the (pattern, name, value) counts that reach LIFT_MIN_SHARE of their
-    pattern, collected (few); then the corpus counts of those values alone.
+    One job: (pattern, name, value) counts, each value's corpus count as their sum over the
+    patterns (every dead letter is in one pattern), then only the counts that reach
+    LIFT_MIN_SHARE of their pattern are collected.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     total = sum(sizes.values())
     if not sizes:
         return {}
-    spark = mined.sparkSession
-    size_df = spark.createDataFrame(sorted(sizes.items()), "pattern_id string, size long")
-    kv = mined.select("pattern_id", F.explode("attributes").alias("key", "value")).where(
-        F.col("value").isNotNull()
+    size_df = mined.sparkSession.createDataFrame(
+        sorted(sizes.items()), "pattern_id string, size long"
     )
     candidates = (
-        kv.groupBy("pattern_id", "key", "value")
+        mined.select("pattern_id", F.explode("attributes").alias("key", "value"))
+        .where(F.col("value").isNotNull())
+        .groupBy("pattern_id", "key", "value")
         .agg(F.count("*").alias("n"))
+        .withColumn("corpus_count", F.sum("n").over(Window.partitionBy("key", "value")))
         .join(F.broadcast(size_df), "pattern_id")
         .where(F.col("n") >= F.col("size") * LIFT_MIN_SHARE)
-        .select("pattern_id", "key", "value", "n")
+        .select("pattern_id", "key", "value", "n", "corpus_count")
         .collect()
     )
-    if not candidates:
-        return {}
-    wanted = spark.createDataFrame(
-        sorted({(r["key"], r["value"]) for r in candidates}), "key string, value string"
-    )
-    corpus = {
-        (r["key"], r["value"]): r["corpus_count"]
-        for r in kv.join(F.broadcast(wanted), ["key", "value"])
-        .groupBy("key", "value")
-        .agg(F.count("*").alias("corpus_count"))
-        .collect()
-    }
     found_all = []
     for r in candidates:
         share = r["n"] / sizes[r["pattern_id"]]
-        corpus_count = corpus[(r["key"], r["value"])]
+        corpus_count = r["corpus_count"]
         lift = share / (corpus_count / total)
         if lift >= LIFT_MIN:
             found_all.append((r["pattern_id"], -lift, r["key"], r["value"], share, corpus_count))
