@@ -242,15 +242,21 @@ def test_attribute_values_are_read_whatever_they_hold(spark: Any, tmp_path: Path
         "bare": "just text",
     }
     path = tmp_path / "attrs.jsonl"
-    path.write_text(json.dumps({"message_id": "m1", "attributes": attributes}) + "\n")
-    row = read_export(spark, path).first()
-    assert row.attributes == {
-        "plain": "tenant-12",
-        "escaped": 'say "hi" \\ \u00e9',
-        "number": "42",
-        "reordered": "v",
-        "bare": "just text",
-    }
+    line = {"message_id": "m1", "attributes": attributes}
+    # Compact as the export writes it, and spaced.
+    path.write_text(json.dumps(line, separators=(",", ":")) + "\n" + json.dumps(line) + "\n")
+    rows = read_export(spark, path).collect()
+    assert (
+        rows[0].attributes
+        == rows[1].attributes
+        == {
+            "plain": "tenant-12",
+            "escaped": 'say "hi" \\ \u00e9',
+            "number": "42",
+            "reordered": "v",
+            "bare": "just text",
+        }
+    )
 
 
 def test_a_step_refuses_a_dataframe_without_its_columns(spark: Any) -> None:

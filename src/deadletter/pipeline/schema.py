@@ -117,8 +117,9 @@ def read_export(spark: Any, path: str | Path) -> Any:
     return raw.transform(to_schema)
 
 
-# The JSON text Spark gives a plain {"type","value"} object: the value needs no unescaping.
-_PLAIN_ATTRIBUTE = r'^\{"type":"[^"\\]*","value":"([^"\\]*)"\}$'
+# The JSON text of a plain {"type","value"} object (as the export writes it, or spaced): its
+# value needs no unescaping.
+_PLAIN_ATTRIBUTE = r'^\{ *"type" *: *"[^"\\]*" *, *"value" *: *"([^"\\]*)" *\}$'
 
 
 def _attribute_value(v: Any) -> Any:
