@@ -21,6 +21,7 @@ import csv
 import json
 import os
 import platform
+import re
 import shutil
 import time
 import warnings
@@ -33,6 +34,7 @@ from deadletter.pipeline.corpus import (
     grouping_accuracy,
     write_jsonl,
 )
+from deadletter.pipeline.outputs import read_assignments
 
 HERE = Path(__file__).parent
 WORK = HERE / "work" / "pipeline"
@@ -70,14 +72,27 @@ def run_spark(spark: Any, path: Path, truth: dict[str, str]) -> dict[str, Any]:
 
     out = WORK / f"report-{path.stem}"
     shutil.rmtree(out, ignore_errors=True)
+    stages: list[list[Any]] = []
     started = time.perf_counter()
-    result = analyze(str(path), out, spark=spark, keep_assignments=True)
+
+    def heard(stage: str) -> None:
+        """Each stage's time: from its own announcement to the next one's (or the end)."""
+        now = time.perf_counter()
+        if stages:
+            stages[-1][1] = round(now - stages[-1][1], 2)
+        stages.append([re.sub(r"[\d,]+ ", "N ", stage), now])
+
+    result = analyze(str(path), out, spark=spark, progress=heard)
     seconds = time.perf_counter() - started
+    heard("reading back the assignments")
+    assignments = read_assignments(out / "assignments.jsonl")
+    stages.pop()
     return {
         "seconds": round(seconds, 2),
         "per_second": round(len(truth) / seconds),
         "patterns": len(result.patterns),
-        "accuracy": round(grouping_accuracy(truth, result.assignments), 4),
+        "accuracy": round(grouping_accuracy(truth, assignments), 4),
+        "stages": stages,
     }
 
 
@@ -245,6 +260,20 @@ def markdown(report: dict[str, Any]) -> str:
                     f"| {row['size']:,} | {name} | {r['seconds']} | {r['per_second']:,} | "
                     f"{r['patterns']} | {r['accuracy']:.2%} |"
                 )
+    largest = max(report["runs"], key=lambda row: row["size"], default=None)
+    if largest and largest.get("spark", {}).get("stages"):
+        lines += [
+            "",
+            f"Where the time went at {largest['size']:,} (each stage as `deadletter analyze` "
+            "announces it, until the next):",
+            "",
+            "| stage | seconds |",
+            "|---|---:|",
+        ]
+        lines += [f"| {name} | {secs} |" for name, secs in largest["spark"]["stages"]]
+    if report.get("load_average"):
+        load = ", ".join(f"{x:.2f}" for x in report["load_average"])
+        lines += ["", f"Load average (1, 5, 15 min) before and after: {load}."]
     return "\n".join(lines) + "\n"
 
 
@@ -280,6 +309,7 @@ def main(argv: list[str]) -> int:
         "seed": args.seed,
         "session_start_seconds": session_seconds,
         "runs": [],
+        "load_average": list(os.getloadavg()),
     }
     try:
         warm_up = WORK / f"dead-{WARM_UP_SIZE}-{args.seed}.jsonl"
@@ -305,6 +335,7 @@ def main(argv: list[str]) -> int:
             report["runs"].append(row)
     finally:
         spark.stop()
+    report["load_average"] += list(os.getloadavg())
     (RESULTS / "pipeline.json").write_text(json.dumps(report, indent=2) + "\n")
     (RESULTS / "pipeline.md").write_text(markdown(report))
     print(markdown(report))

@@ -229,6 +229,36 @@ def test_jsonl_export_is_read_into_the_schema(spark: Any, corpus_path: Path) -> 
     assert row.claim_count == first["claim_count"]
 
 
+def test_attribute_values_are_read_whatever_they_hold(spark: Any, tmp_path: Path) -> None:
+    """Plain objects take the quick path; escapes, other value types, other key orders and
+    bare strings are still read as JSON."""
+    from deadletter.pipeline.schema import read_export
+
+    attributes = {
+        "plain": {"type": "String", "value": "tenant-12"},
+        "escaped": {"type": "String", "value": 'say "hi" \\ \u00e9'},
+        "number": {"type": "Number", "value": 42},
+        "reordered": {"value": "v", "type": "String"},
+        "bare": "just text",
+    }
+    path = tmp_path / "attrs.jsonl"
+    line = {"message_id": "m1", "attributes": attributes}
+    # Compact as the export writes it, and spaced.
+    path.write_text(json.dumps(line, separators=(",", ":")) + "\n" + json.dumps(line) + "\n")
+    rows = read_export(spark, path).collect()
+    assert (
+        rows[0].attributes
+        == rows[1].attributes
+        == {
+            "plain": "tenant-12",
+            "escaped": 'say "hi" \\ \u00e9',
+            "number": "42",
+            "reordered": "v",
+            "bare": "just text",
+        }
+    )
+
+
 def test_a_step_refuses_a_dataframe_without_its_columns(spark: Any) -> None:
     from deadletter.pipeline.analysis import with_templates
 

@@ -35,9 +35,10 @@ def _pandas_udf(func: Callable[..., Any], return_type: str) -> Any:
     return factory(func, return_type)
 
 
-def with_mining_text(df: Any) -> Any:
+def with_mining_text(df: Any, narrow: bool = False) -> Any:
     """Add `signature` (exception type + top frames), `headline`, masked `tokens_text`
-    (space-joined tokens), `group_key` and the masked description `context_text`.
+    (space-joined tokens), `group_key` and the masked description `context_text`; `narrow`:
+    the three the analysis keeps (signature, tokens_text, context_text) and no others.
 
     One pandas UDF in Arrow batches. The masks were also written as JVM expressions
     (`regexp_replace` chains, `split`, higher-order functions per token) and gave the same
@@ -49,30 +50,44 @@ def with_mining_text(df: Any) -> Any:
 
     from deadletter.pipeline import batches
 
-    extract = _pandas_udf(batches.extract, batches.MINING_TYPE)
+    if narrow:
+        extract = _pandas_udf(batches.masked, batches.MASKED_TYPE)
+        names = batches.MASKED_COLUMNS
+    else:
+        extract = _pandas_udf(batches.extract, batches.MINING_TYPE)
+        names = batches.MINING_COLUMNS
     m = extract(F.col("error"), F.col("description"))
-    parts = [F.col(f"_m.{name}").alias(name) for name in batches.MINING_COLUMNS]
+    parts = [F.col(f"_m.{name}").alias(name) for name in names]
     return df.withColumn("_m", m).select("*", *parts).drop("_m")
 
 
-def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
+def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD, counts: Any = None) -> Any:
     """Add `template`: distinct (text, context) sequences are counted over the whole
-    DataFrame, mined together with a deterministic algorithm (one group: templates of
-    different lengths merge, mining.with_context), and joined back."""
+    DataFrame, mined together on the driver with a deterministic algorithm (one group:
+    templates of different lengths merge, mining.with_context), and joined back.
+
+    Masking leaves few distinct sequences (tens to thousands), so they are collected rather
+    than shuffled to one Python worker; `counts`, the rows of
+    `groupBy("tokens_text", "context_text").count()` when the caller has them already, saves
+    that job.
+    """
     require_columns(df, ["tokens_text", "context_text"], "with_templates")
     from pyspark.sql import functions as F
 
-    from deadletter.pipeline import batches
+    from deadletter.pipeline.mining import with_context
 
-    counts = df.groupBy("tokens_text", "context_text").count().withColumnRenamed("count", "n")
-    templates = (
-        counts.withColumn("_all", F.lit(0))
-        .groupBy("_all")
-        .applyInPandas(batches.miner(threshold), batches.TEMPLATE_TYPE)
+    if counts is None:
+        counts = df.groupBy("tokens_text", "context_text").count().collect()
+    found = with_context(((r[0], r[1], r[2]) for r in counts), threshold)
+    templates = df.sparkSession.createDataFrame(
+        [(text, context, template) for (text, context), template in sorted(found.items())],
+        TEMPLATE_TYPE,
     )
-    # One row per distinct masked sequence: masking makes that few (tens to thousands), so the
-    # table goes to every executor and the wide dead letters are never shuffled for the join.
+    # The table goes to every executor: the wide dead letters are never shuffled for the join.
     return df.join(F.broadcast(templates), ["tokens_text", "context_text"], "left")
+
+
+TEMPLATE_TYPE = "tokens_text string, context_text string, template string"
 
 
 def with_pattern_ids(df: Any) -> Any:
@@ -139,7 +154,9 @@ def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
     """One JSON-ready dict per pattern, largest first (ties by id).
 
     `mined` needs the narrow columns only; each pattern's example is read from
-    `examples_from` (the dead letters in SCHEMA; by default `mined` itself).
+    `examples_from` (the dead letters in SCHEMA; by default `mined` itself). Counts, times,
+    queues, reasons, hours and body shapes come from one aggregation, collected: a pattern
+    has few queues, reasons, hours and shapes, so its rows are few.
     """
     need = ["pattern_id", "template", *NARROW]
     require_columns(mined, need, "summarize")
@@ -148,6 +165,7 @@ def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
 
     base: dict[str, dict[str, Any]] = {}
     hourly_counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    shaped: list[tuple[str, str, str | None, int]] = []
     for r in (
         mined.groupBy(
             "pattern_id",
@@ -156,6 +174,7 @@ def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
             "source_queue",
             "reason",
             F.date_trunc("hour", "dead_lettered_at").alias("hour"),
+            "body_shape",
         )
         .agg(
             F.count("*").alias("count"),
@@ -184,6 +203,7 @@ def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
                 b[key] = r[key] if b[key] is None else pick(b[key], r[key])
         if r["hour"] is not None:
             hourly_counts[r["pattern_id"]][iso(r["hour"])] += r["count"]
+        shaped.append((r["pattern_id"], r["source_queue"], r["body_shape"], r["count"]))
     # The window sorts two columns only; the few first samples are then joined back whole.
     ranked = (
         mined.select("pattern_id", "message_id")
@@ -196,8 +216,8 @@ def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
     for r in ranked.orderBy("pattern_id", "_rn").collect():
         samples[r["pattern_id"]].append(r["message_id"])
     examples = _examples(mined if examples_from is None else examples_from, samples)
-    shapes = _shape_findings(mined, base)
-    attrs = _attribute_findings(mined, sum(b["count"] for b in base.values()))
+    shapes = _shape_findings(shaped, base)
+    attrs = _attribute_findings(mined, {pid: b["count"] for pid, b in base.items()})
 
     patterns = []
     for pid, r in base.items():
@@ -236,11 +256,12 @@ def _examples(rows: Any, samples: dict[str, list[str]]) -> dict[str, dict[str, A
     return found
 
 
-def _shape_findings(mined: Any, base: dict[str, dict[str, Any]]) -> dict[str, dict[str, list[str]]]:
+def _shape_findings(
+    shaped: list[tuple[str, str, str | None, int]], base: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, list[str]]]:
     """Key paths every message of a pattern has, and those present in at least half of the
-    dead letters of the pattern's source queues but in none of the pattern's own."""
-    from pyspark.sql import functions as F
-
+    dead letters of the pattern's source queues but in none of the pattern's own, from the
+    (pattern, queue, body shape, count) rows of the summary's aggregation."""
     from deadletter.pipeline.shape import key_paths_of_shape
 
     per_queue_total: dict[str, int] = defaultdict(int)
@@ -248,15 +269,9 @@ def _shape_findings(mined: Any, base: dict[str, dict[str, Any]]) -> dict[str, di
     path_in_queue: dict[tuple[str, str], int] = defaultdict(int)
     path_in_pattern: dict[tuple[str, str], int] = defaultdict(int)
     paths_of: dict[str | None, list[str]] = {}
-    for r in (
-        mined.groupBy("pattern_id", "source_queue", "body_shape")
-        .agg(F.count("*").alias("count"))
-        .collect()
-    ):
-        pid, q, n = r["pattern_id"], r["source_queue"], r["count"]
+    for pid, q, shape, n in shaped:
         per_queue_total[q] += n
         per_pattern_queue[(pid, q)] += n
-        shape = r["body_shape"]
         if shape not in paths_of:
             paths_of[shape] = key_paths_of_shape(shape)
         for path in paths_of[shape]:
@@ -285,35 +300,51 @@ def _shape_findings(mined: Any, base: dict[str, dict[str, Any]]) -> dict[str, di
     return out
 
 
-def _attribute_findings(mined: Any, total: int) -> dict[str, list[dict[str, Any]]]:
-    """Attribute values carried by most of a pattern and over-represented against the corpus."""
+def _attribute_findings(mined: Any, sizes: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
+    """Attribute values carried by most of a pattern and over-represented against the corpus.
+
+    One job: (pattern, name, value) counts, each value's corpus count as their sum over the
+    patterns (every dead letter is in one pattern), then only the counts that reach
+    LIFT_MIN_SHARE of their pattern are collected.
+    """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    sizes = mined.groupBy("pattern_id").agg(F.count("*").alias("size"))
-    kv = mined.select("pattern_id", F.explode("attributes").alias("key", "value"))
-    corpus = kv.groupBy("key", "value").agg(F.count("*").alias("corpus_count"))
-    per_pattern = (
-        kv.groupBy("pattern_id", "key", "value")
-        .agg(F.count("*").alias("n"))
-        .join(sizes, "pattern_id")
-        .where(F.col("n") >= F.col("size") * LIFT_MIN_SHARE)
-        .join(corpus, ["key", "value"])
-        .withColumn("share", F.col("n") / F.col("size"))
-        .withColumn("lift", F.col("share") / (F.col("corpus_count") / F.lit(total)))
-        .where(F.col("lift") >= LIFT_MIN)
-        .orderBy("pattern_id", F.desc("lift"), "key", "value")
+    total = sum(sizes.values())
+    if not sizes:
+        return {}
+    size_df = mined.sparkSession.createDataFrame(
+        sorted(sizes.items()), "pattern_id string, size long"
     )
+    candidates = (
+        mined.select("pattern_id", F.explode("attributes").alias("key", "value"))
+        .where(F.col("value").isNotNull())
+        .groupBy("pattern_id", "key", "value")
+        .agg(F.count("*").alias("n"))
+        .withColumn("corpus_count", F.sum("n").over(Window.partitionBy("key", "value")))
+        .join(F.broadcast(size_df), "pattern_id")
+        .where(F.col("n") >= F.col("size") * LIFT_MIN_SHARE)
+        .select("pattern_id", "key", "value", "n", "corpus_count")
+        .collect()
+    )
+    found_all = []
+    for r in candidates:
+        share = r["n"] / sizes[r["pattern_id"]]
+        corpus_count = r["corpus_count"]
+        lift = share / (corpus_count / total)
+        if lift >= LIFT_MIN:
+            found_all.append((r["pattern_id"], -lift, r["key"], r["value"], share, corpus_count))
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in per_pattern.collect():
-        found = out[r["pattern_id"]]
+    for pid, neg_lift, key, value, share, corpus_count in sorted(found_all):
+        found = out[pid]
         if len(found) < MAX_ATTRIBUTE_FINDINGS:
             found.append(
                 {
-                    "name": r["key"],
-                    "value": r["value"],
-                    "share": round(r["share"], 4),
-                    "corpus_share": round(r["corpus_count"] / total, 4),
-                    "lift": round(r["lift"], 2),
+                    "name": key,
+                    "value": value,
+                    "share": round(share, 4),
+                    "corpus_share": round(corpus_count / total, 4),
+                    "lift": round(-neg_lift, 2),
                 }
             )
     return out
@@ -365,23 +396,22 @@ def analyze(
     say("reading and masking the dead letters")
     # The one pass over the whole dead letters: what the later steps read is kept, narrow.
     tokens = (
-        df.transform(with_mining_text)
+        df.transform(lambda d: with_mining_text(d, narrow=True))
         .transform(with_body_shape)
         .select(*NARROW, "tokens_text", "context_text")
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    mined = None
     try:
-        rows = tokens.count()
+        # The job that fills the cache also counts the distinct masked texts to mine.
+        counts = tokens.groupBy("tokens_text", "context_text").count().collect()
+        rows = sum(r["count"] for r in counts)
         say(f"{rows:,} dead letters masked; mining templates")
+        # Not cached: the broadcast join and the hash are cheap to redo from `tokens`.
         mined = (
-            tokens.transform(lambda d: with_templates(d, threshold))
+            tokens.transform(lambda d: with_templates(d, threshold, counts))
             .transform(with_pattern_ids)
             .select("pattern_id", "template", *NARROW)
-            .persist(StorageLevel.MEMORY_AND_DISK)
         )
-        mined.count()
-        tokens.unpersist()
         say("summarising the patterns")
         patterns = summarize(mined, examples_from=df)
         say(f"{len(patterns):,} patterns; writing the assignments")
@@ -390,8 +420,6 @@ def analyze(
         write_jsonl(assigned, out / "assignments.jsonl")
         members = members_of(mined) if post is not None else {}
     finally:
-        if mined is not None:
-            mined.unpersist()
         tokens.unpersist()
     total = sum(p["count"] for p in patterns)
     (out / "patterns.json").write_text(

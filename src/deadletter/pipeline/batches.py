@@ -3,7 +3,7 @@ because Spark reads their type hints to pick the UDF kind)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -14,44 +14,49 @@ MINING_COLUMNS = ["signature", "headline", "tokens_text", "group_key", "context_
 MINING_TYPE = (
     "signature string, headline string, tokens_text string, group_key string, context_text string"
 )
-TEMPLATE_TYPE = "tokens_text string, context_text string, template string"
 
 
 def extract(error: pd.Series, description: pd.Series) -> pd.DataFrame:
-    """Signature, headline, masked tokens, group key and masked context of each dead letter."""
+    """Signature, headline, masked tokens, group key and masked context of each dead letter.
+
+    Each distinct text of the batch is masked once: dead letters of one failure repeat their
+    description nearly always and their headline often, and masking is the costly part.
+    """
+    parts: dict[tuple[str | None, str | None], tuple[str, str, str, str, str]] = {}
+    tokenized: dict[str, tuple[str, str]] = {}
+
+    def masked(text: str) -> tuple[str, str]:
+        found = tokenized.get(text)
+        if found is None:
+            tokens = tokenize(text)
+            found = tokenized[text] = (" ".join(tokens), group_key(tokens))
+        return found
+
     rows = []
     for err, desc in zip(error, description, strict=True):
-        signature, headline, context = mining_parts(
-            err if isinstance(err, str) else None, desc if isinstance(desc, str) else None
-        )
-        tokens = tokenize(headline)
-        context_text = " ".join(tokenize(context)) if context else ""
-        rows.append((signature, headline, " ".join(tokens), group_key(tokens), context_text))
+        key = (err if isinstance(err, str) else None, desc if isinstance(desc, str) else None)
+        row = parts.get(key)
+        if row is None:
+            signature, headline, context = mining_parts(*key)
+            tokens_text, key_of_group = masked(headline)
+            context_text = masked(context)[0] if context else ""
+            row = parts[key] = (signature, headline, tokens_text, key_of_group, context_text)
+        rows.append(row)
     return pd.DataFrame(rows, columns=MINING_COLUMNS)
+
+
+MASKED_COLUMNS = ["signature", "tokens_text", "context_text"]
+MASKED_TYPE = "signature string, tokens_text string, context_text string"
+
+
+def masked(error: pd.Series, description: pd.Series) -> pd.DataFrame:
+    """The columns of `extract` the analysis keeps: less to send back to the JVM."""
+    return extract(error, description)[MASKED_COLUMNS]
 
 
 def paths(body: pd.Series) -> pd.Series:
     """Key paths of each JSON body."""
     return pd.Series([key_paths(b if isinstance(b, str) else None) for b in body])
-
-
-def miner(threshold: float) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """A grouped-map function over the one group of every distinct (masked text, masked
-    context) pair with its count `n` -> the template of each pair (mining.with_context)."""
-
-    def mine_group(pdf: pd.DataFrame) -> pd.DataFrame:
-        found = with_context(
-            zip(pdf["tokens_text"], pdf["context_text"], pdf["n"], strict=True), threshold
-        )
-        return pd.DataFrame(
-            {
-                "tokens_text": [text for text, _ in found],
-                "context_text": [context for _, context in found],
-                "template": list(found.values()),
-            }
-        )
-
-    return mine_group
 
 
 def assign(
