@@ -6,7 +6,9 @@ constructs SQLite spells otherwise (see `deadletter.storage.sqlite.backend.SQLit
 - `col = ANY(:ids)`: an id list, given as a Python list;
 - `FOR UPDATE` and `FOR UPDATE SKIP LOCKED`: row locks, which SQLite does not need;
 - `starts_with(col, :prefix)`: prefix matching;
-- `/* indexed by name */` after a table: an index SQLite must use (PostgreSQL has statistics).
+- `/* indexed by name */` after a table: an index SQLite must use (PostgreSQL has statistics);
+- `pg_backend_pid() % 16`: the shard of a depth count this connection writes (SQLite's
+  transactions are serial: it keeps one).
 
 Optional filters are written `(col = :x OR :x IS NULL)`: the comparison comes first so that
 PostgreSQL learns the parameter's type from it before it meets `IS NULL`.
@@ -151,11 +153,21 @@ UPDATE_MESSAGE = (
     " first_claimed_at = :first_claimed_at, expires_at = :expires_at, dl_due_at = :dl_due_at"
     " WHERE id = :id"
 )
+# Deletions return the dead-letter source of each row, which the depth counts go by.
 DELETE_MESSAGES = (
     f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND project = :project AND queue = :queue"
+    " RETURNING COALESCE(dl_source, '') AS source"
 )
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
-PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue"
+PURGE_MESSAGES = (
+    "DELETE FROM messages WHERE project = :project AND queue = :queue"
+    " RETURNING COALESCE(dl_source, '') AS source"
+)
+# Where the messages a move overwrites are now, counted by queue and source.
+PLACES = (
+    f"SELECT queue, COALESCE(dl_source, '') AS source, COUNT(*) AS n FROM {_BY_ID}"
+    " WHERE id = ANY(:ids) AND project = :project GROUP BY queue, COALESCE(dl_source, '')"
+)
 # Found through the partial index on claim_id (migration 0002): without statistics SQLite
 # would rather walk the whole queue in seq order than sort the few messages of one claim.
 CLAIMED_BY = (
@@ -171,7 +183,16 @@ DUE_DEAD_LETTERS = (
     "SELECT * FROM messages WHERE dl_due_at <= :now ORDER BY dl_due_at, seq LIMIT :limit"
     " FOR UPDATE SKIP LOCKED"
 )
-# Stats read the counts kept by migration 0005's triggers, less what has expired and waits
+# The depth of a queue by dead-letter source (migration 0005), changed by `n` once per
+# statement that adds or removes its messages (see `SQLTransaction._add_depths`). On
+# PostgreSQL each connection writes its own shard, so that concurrent writers rarely wait
+# for one another's row; a reader sums the shards.
+ADD_DEPTH = (
+    "INSERT INTO queue_depths (project, queue, source, shard, n)"
+    " VALUES (:project, :queue, :source, pg_backend_pid() % 16, :n)"
+    " ON CONFLICT (project, queue, source, shard) DO UPDATE SET n = queue_depths.n + excluded.n"
+)
+# Stats read the counts of queue_depths, less what has expired and waits
 # for the sweeper (found through the expiry index, so bounded by the sweeper's backlog), and
 # count only the claimed and delayed messages, which are the hidden ones not yet visible.
 DEPTHS = (
@@ -316,7 +337,14 @@ UPDATE_SUBSCRIPTION = (
 DELETE_SUBSCRIPTION = (
     "DELETE FROM subscriptions WHERE project = :project AND queue = :queue AND id = :id"
 )
-DELETE_EXPIRED_SUBSCRIPTIONS = "DELETE FROM subscriptions WHERE expires_at <= :now"
+DELETE_EXPIRED_SUBSCRIPTIONS = (
+    "DELETE FROM subscriptions WHERE expires_at <= :now RETURNING project, queue"
+)
+# How many subscriptions a queue has (migration 0011), so that a send reads it with the queue.
+ADD_SUBSCRIPTIONS = (
+    "UPDATE queues SET subscriptions = subscriptions + :n"
+    " WHERE project = :project AND name = :queue"
+)
 # Deleting a subscription (or purging a queue's) cancels what is still owed to it.
 CANCEL_DELIVERIES = "DELETE FROM deliveries WHERE subscription_id = ANY(:ids)"
 QUEUE_SUBSCRIPTION_IDS = "SELECT id FROM subscriptions WHERE project = :project AND queue = :queue"

@@ -7,7 +7,8 @@ whole transaction (a failed statement fails the transaction on PostgreSQL anyway
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from deadletter.domain.model import (
@@ -59,6 +60,11 @@ def _delivery_params(m: Message) -> dict[str, Any]:
     }
 
 
+def _source(m: Message) -> str:
+    """The dead-letter source a depth count files `m` under ('' for none)."""
+    return m.provenance.source_queue if m.provenance is not None else ""
+
+
 def _claim_from(r: Row) -> ClaimRecord:
     return ClaimRecord(
         r["id"], r["project"], r["queue"], r["ttl"], r["grace"], r["created_at"], r["expires_at"]
@@ -67,7 +73,11 @@ def _claim_from(r: Row) -> ClaimRecord:
 
 class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transaction):
     """The one `Transaction` of both SQL stores; subscriptions, credentials and templates are
-    in their own parts (`subscriptions`, `administration`)."""
+    in their own parts (`subscriptions`, `administration`).
+
+    The depths of queues (table `queue_depths`) are kept here, once per statement that adds
+    or removes messages, rather than by a trigger on every row: every statement that does is
+    in this class and goes through `_add_depths`."""
 
     # Queues
 
@@ -75,7 +85,10 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
         row = self.one(
             q.GET_QUEUE_LOCKED if lock else q.GET_QUEUE, {"project": project, "name": name}
         )
-        return queue_from(row) if row else None
+        if row is None:
+            return None
+        self._note_subscriptions(project, name, int(row["subscriptions"]))
+        return queue_from(row)
 
     def insert_queue(self, queue: Queue) -> None:
         self.run(
@@ -134,7 +147,24 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
             return []
         stored = self.d.numbered(self, project, messages)
         self.run_many(q.INSERT_MESSAGE, [message_params(project, m) for m in stored])
+        self._add_depths(project, Counter((m.queue, _source(m)) for m in stored))
         return stored
+
+    def _add_depths(self, project: str, changes: Mapping[tuple[str, str], int]) -> None:
+        """Change the depth of each (queue, source) by its count; in key order, so that two
+        transactions never wait for each other's rows in turn."""
+        rows = [
+            {"project": project, "queue": queue, "source": source, "n": n}
+            for (queue, source), n in sorted(changes.items())
+            if n
+        ]
+        self.run_many(q.ADD_DEPTH, rows)
+
+    def _remove_depths(self, project: str, queue: str, sources: Iterable[Row]) -> int:
+        """Take the rows a deletion returned (`source` each) off `queue`'s depths; how many."""
+        gone = Counter((queue, str(r["source"])) for r in sources)
+        self._add_depths(project, {key: -n for key, n in gone.items()})
+        return gone.total()
 
     def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
         return self._messages(
@@ -213,15 +243,21 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
         if not messages:
             return
         moved = self.d.numbered(self, project, messages)
+        ids = [m.id for m in moved]
+        places = self.all(q.PLACES, {"project": project, "ids": ids})
         self.run_many(q.UPSERT_MESSAGE, [message_params(project, m) for m in moved])
+        changes = Counter((m.queue, _source(m)) for m in moved)
+        changes.subtract({(r["queue"], r["source"]): int(r["n"]) for r in places})
+        self._add_depths(project, changes)
 
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
-        return self.run(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
+        rows = self.all(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
+        return self._remove_depths(project, queue, rows)
 
     def purge(self, project: str, queue: str) -> int:
         key = {"project": project, "queue": queue}
         self.run(q.PURGE_CLAIMS, key)
-        return self.run(q.PURGE_MESSAGES, key)
+        return self._remove_depths(project, queue, self.all(q.PURGE_MESSAGES, key))
 
     def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]:
         return self._messages(
