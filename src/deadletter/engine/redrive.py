@@ -124,8 +124,7 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         return task
     fresh, skipped = outcome
     if fresh:
-        tx.delete_messages(task.project, task.dlq, [m.id for m, _ in fresh])
-        tx.insert_messages(task.project, [new for _, new in fresh])
+        tx.replace_messages(task.project, [(m.id, new) for m, new in fresh])
         for name in {new.queue for _, new in fresh}:
             pending.available.add((task.project, name))
         count = len(fresh)

@@ -144,6 +144,14 @@ class Transaction(abc.ABC):
         """Write back whole messages whose `queue` changed, giving each a new sequence number."""
 
     @abc.abstractmethod
+    def replace_messages(
+        self, project: str, replaced: Sequence[tuple[str, Message]]
+    ) -> list[Message]:
+        """Each message of id `old` becomes the message given with it (its id may be new),
+        with a new sequence number and the body it had; returns them as stored. What a redrive
+        does, without copying bodies out of the store and back in."""
+
+    @abc.abstractmethod
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int: ...
 
     @abc.abstractmethod

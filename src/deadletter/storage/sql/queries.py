@@ -76,8 +76,13 @@ DEAD_LETTER_TARGETS = "SELECT * FROM queues WHERE project = :project AND dlq_tar
 # Messages
 
 INSERT_MESSAGE = _insert("messages", MESSAGE_FIELDS)
-# A moved message keeps its id and takes every other column anew.
-UPSERT_MESSAGE = INSERT_MESSAGE + _replacing("id", MESSAGE_FIELDS)
+# A message rewritten in place under a new id (a redrive) or queue (a move): every column
+# but the body, which stays where it is.
+REPLACE_MESSAGE = (
+    "UPDATE messages SET "
+    + ", ".join(f"{f} = :{f}" for f in MESSAGE_FIELDS if f not in ("project", "body"))
+    + " WHERE id = :old AND project = :project"
+)
 # By primary key: without statistics SQLite would rather walk the whole queue in seq order.
 _BY_ID = "messages /* indexed by sqlite_autoindex_messages_1 */"
 GET_MESSAGES = (

@@ -242,13 +242,24 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        moved = self.d.numbered(self, project, messages)
-        ids = [m.id for m in moved]
-        places = self.all(q.PLACES, {"project": project, "ids": ids})
-        self.run_many(q.UPSERT_MESSAGE, [message_params(project, m) for m in moved])
-        changes = Counter((m.queue, _source(m)) for m in moved)
+        self.replace_messages(project, [(m.id, m) for m in messages])
+
+    def replace_messages(
+        self, project: str, replaced: Sequence[tuple[str, Message]]
+    ) -> list[Message]:
+        if not replaced:
+            return []
+        stored = self.d.numbered(self, project, [m for _, m in replaced])
+        old = [i for i, _ in replaced]
+        places = self.all(q.PLACES, {"project": project, "ids": old})
+        self.run_many(
+            q.REPLACE_MESSAGE,
+            [{**message_params(project, m), "old": i} for i, m in zip(old, stored, strict=True)],
+        )
+        changes = Counter((m.queue, _source(m)) for m in stored)
         changes.subtract({(r["queue"], r["source"]): int(r["n"]) for r in places})
         self._add_depths(project, changes)
+        return stored
 
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
         rows = self.all(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
