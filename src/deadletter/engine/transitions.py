@@ -7,6 +7,7 @@ without a database; the engine looks messages up, applies these, and writes the 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from deadletter.domain import errors
 from deadletter.domain.model import (
@@ -165,13 +166,7 @@ def redriven(
 ) -> Message:
     """A dead letter sent back as a new message: a fresh attempt budget and TTL, the reserved
     attributes and provenance dropped, its history kept with one more event."""
-    event = {
-        "event": "redriven",
-        "at": now,
-        "dlq": dlq,
-        "queue": destination.name,
-        "task_id": task_id,
-    }
+    event = redrive_event(destination.name, dlq, task_id, now)
     return replace(
         m,
         id=message_id,
@@ -192,6 +187,12 @@ def redriven(
         dead_letter_due_at=None,
         history=(*m.history, event),
     )
+
+
+def redrive_event(queue: str, dlq: str, task_id: str, now: float) -> dict[str, Any]:
+    """The history event of a message redriven from `dlq` to `queue` (the store adds it when
+    it redrives in place, see `Transaction.redrive_messages`)."""
+    return {"event": "redriven", "at": now, "dlq": dlq, "queue": queue, "task_id": task_id}
 
 
 def expiry_dead_letters(
@@ -222,9 +223,17 @@ def redrive_skip(
     now), or None when it can go back."""
     if m.provenance is None:
         return SkipReason.NO_SOURCE
+    return redrive_skip_of(m.provenance.source_queue, source, dead_letter_targets)
+
+
+def redrive_skip_of(
+    name: str, source: Queue | None, dead_letter_targets: set[str]
+) -> SkipReason | None:
+    """Why a redrive leaves the dead letters of source queue `name` in the DLQ (`source` is
+    that queue as it is now, None if deleted), or None when they can go back."""
     if source is None:
         return SkipReason.SOURCE_DELETED
-    if source.name in dead_letter_targets:
+    if name in dead_letter_targets:
         return SkipReason.SOURCE_IS_DLQ
     return None
 

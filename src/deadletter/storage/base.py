@@ -128,6 +128,35 @@ class Transaction(abc.ABC):
         in (`after_seq`, `max_seq`], oldest first."""
 
     @abc.abstractmethod
+    def dead_letter_sources(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        after_seq: int,
+    ) -> list[tuple[str, int, str | None]]:
+        """(id, seq, source queue or None) of what `dead_letters` would return locked: all a
+        redrive needs to decide, without reading the messages themselves."""
+
+    @abc.abstractmethod
+    def redrive_messages(
+        self,
+        project: str,
+        ids: Sequence[str],
+        destination: str,
+        expires_at: float,
+        event: dict[str, Any],
+        now: float,
+    ) -> None:
+        """Send the dead letters `ids` (in this order) back to `destination` in place, by one
+        statement: each under a new id and sequence number, as `transitions.redriven` says
+        (visible, unclaimed, expiring at `expires_at`, reserved attributes and provenance
+        dropped, `event` added to its history), its body never leaving the store."""
+
+    @abc.abstractmethod
     def count_dead_letters(
         self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
     ) -> int: ...
@@ -142,14 +171,6 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
         """Write back whole messages whose `queue` changed, giving each a new sequence number."""
-
-    @abc.abstractmethod
-    def replace_messages(
-        self, project: str, replaced: Sequence[tuple[str, Message]]
-    ) -> list[Message]:
-        """Each message of id `old` becomes the message given with it (its id may be new),
-        with a new sequence number and the body it had; returns them as stored. What a redrive
-        does, without copying bodies out of the store and back in."""
 
     @abc.abstractmethod
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int: ...

@@ -76,12 +76,19 @@ DEAD_LETTER_TARGETS = "SELECT * FROM queues WHERE project = :project AND dlq_tar
 # Messages
 
 INSERT_MESSAGE = _insert("messages", MESSAGE_FIELDS)
-# A message rewritten in place under a new id (a redrive) or queue (a move): every column
-# but the body, which stays where it is.
-REPLACE_MESSAGE = (
+# A message moved to another queue, rewritten in place: every column but its id and body,
+# which stays where it is.
+MOVE_MESSAGE = (
     "UPDATE messages SET "
-    + ", ".join(f"{f} = :{f}" for f in MESSAGE_FIELDS if f not in ("project", "body"))
-    + " WHERE id = :old AND project = :project"
+    + ", ".join(f"{f} = :{f}" for f in MESSAGE_FIELDS if f not in ("id", "project", "body"))
+    + " WHERE id = :id AND project = :project"
+)
+# The columns a redrive sets alike on every message it sends back (`:now`, `:expires_at`,
+# `:queue`); each dialect adds the id, number, attributes and history (`redrive_in_place`).
+REDRIVEN_COLUMNS = (
+    "queue = :queue, enqueued_at = :now, expires_at = :expires_at, visible_at = :now,"
+    " claim_id = NULL, claim_expires_at = NULL, claim_count = 0, first_claimed_at = NULL,"
+    " provenance = NULL, dl_source = NULL, dl_reason = NULL, dl_at = NULL, dl_due_at = NULL"
 )
 # By primary key: without statistics SQLite would rather walk the whole queue in seq order.
 _BY_ID = "messages /* indexed by sqlite_autoindex_messages_1 */"
@@ -145,6 +152,7 @@ DEAD_LETTERS = (
     + " ORDER BY seq LIMIT :limit"
 )
 DEAD_LETTERS_LOCKED = DEAD_LETTERS + " FOR UPDATE SKIP LOCKED"
+DEAD_LETTER_SOURCES_LOCKED = DEAD_LETTERS_LOCKED.replace("SELECT *", "SELECT id, seq, dl_source")
 COUNT_DEAD_LETTERS = (
     "SELECT COUNT(*) AS n FROM messages WHERE project = :project AND queue = :queue"
     " AND seq <= :max_seq AND expires_at > :now" + _DEAD_LETTER_FILTER

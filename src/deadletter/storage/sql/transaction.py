@@ -226,6 +226,40 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
             },
         )
 
+    def dead_letter_sources(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        after_seq: int,
+    ) -> list[tuple[str, int, str | None]]:
+        params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq,
+                  "after_seq": after_seq, "limit": limit, **_filter_params(where)}  # fmt: skip
+        rows = self.all(q.DEAD_LETTER_SOURCES_LOCKED, params)
+        return [(r["id"], int(r["seq"]), r["dl_source"]) for r in rows]
+
+    def redrive_messages(
+        self,
+        project: str,
+        ids: Sequence[str],
+        destination: str,
+        expires_at: float,
+        event: dict[str, Any],
+        now: float,
+    ) -> None:
+        if not ids:
+            return
+        places = self.all(q.PLACES, {"project": project, "ids": list(ids)})
+        params = {"project": project, "queue": destination, "expires_at": expires_at,
+                  "event": json.dumps(event), "now": now}  # fmt: skip
+        self.d.redrive_in_place(self, project, ids, params)
+        changes = Counter({(destination, ""): len(ids)})
+        changes.subtract({(r["queue"], r["source"]): int(r["n"]) for r in places})
+        self._add_depths(project, changes)
+
     def count_dead_letters(
         self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
     ) -> int:
@@ -242,24 +276,13 @@ class SQLTransaction(SubscriptionStatements, AdministrationStatements, Transacti
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        self.replace_messages(project, [(m.id, m) for m in messages])
-
-    def replace_messages(
-        self, project: str, replaced: Sequence[tuple[str, Message]]
-    ) -> list[Message]:
-        if not replaced:
-            return []
-        stored = self.d.numbered(self, project, [m for _, m in replaced])
-        old = [i for i, _ in replaced]
-        places = self.all(q.PLACES, {"project": project, "ids": old})
-        self.run_many(
-            q.REPLACE_MESSAGE,
-            [{**message_params(project, m), "old": i} for i, m in zip(old, stored, strict=True)],
-        )
-        changes = Counter((m.queue, _source(m)) for m in stored)
+        moved = self.d.numbered(self, project, messages)
+        ids = [m.id for m in moved]
+        places = self.all(q.PLACES, {"project": project, "ids": ids})
+        self.run_many(q.MOVE_MESSAGE, [message_params(project, m) for m in moved])
+        changes = Counter((m.queue, _source(m)) for m in moved)
         changes.subtract({(r["queue"], r["source"]): int(r["n"]) for r in places})
         self._add_depths(project, changes)
-        return stored
 
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
         rows = self.all(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
