@@ -65,7 +65,7 @@ REDRIVE_IN_PLACE = (
     " '{}'::jsonb)::text,"
     " history = (COALESCE(m.history, '[]')::jsonb || jsonb_build_array(:event::jsonb))::text"
     " FROM unnest(:ids::text[], :seqs::bigint[]) AS b(old, seq)"
-    " WHERE m.id = b.old AND m.project = :project"
+    " WHERE m.id = b.old AND m.project IS NOT DISTINCT FROM :project"
 )
 
 Conn = psycopg.Connection[dict[str, Any]]

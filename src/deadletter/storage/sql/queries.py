@@ -7,6 +7,7 @@ constructs SQLite spells otherwise (see `deadletter.storage.sqlite.backend.SQLit
 - `FOR UPDATE` and `FOR UPDATE SKIP LOCKED`: row locks, which SQLite does not need;
 - `starts_with(col, :prefix)`: prefix matching;
 - `/* indexed by name */` after a table: an index SQLite must use (PostgreSQL has statistics);
+- `IS NOT DISTINCT FROM`: SQLite's `IS`;
 - `pg_backend_pid() % 16`: the shard of a depth count this connection writes (SQLite's
   transactions are serial: it keeps one).
 
@@ -76,12 +77,18 @@ DEAD_LETTER_TARGETS = "SELECT * FROM queues WHERE project = :project AND dlq_tar
 # Messages
 
 INSERT_MESSAGE = _insert("messages", MESSAGE_FIELDS)
+# Statements by id find their rows through the primary key on PostgreSQL too, whose
+# statistics lag behind a queue that just filled (a fresh table looks empty): the queue's
+# key is compared with IS NOT DISTINCT FROM (equality for these NOT NULL columns), which no
+# index serves, so that the planner cannot walk the queue in seq order filtering it by id.
+_OF_PROJECT = "project IS NOT DISTINCT FROM :project"
+_OF_QUEUE = f"{_OF_PROJECT} AND queue IS NOT DISTINCT FROM :queue"
 # A message moved to another queue, rewritten in place: every column but its id and body,
 # which stays where it is.
 MOVE_MESSAGE = (
     "UPDATE messages SET "
     + ", ".join(f"{f} = :{f}" for f in MESSAGE_FIELDS if f not in ("id", "project", "body"))
-    + " WHERE id = :id AND project = :project"
+    + f" WHERE id = :id AND {_OF_PROJECT}"
 )
 # The columns a redrive sets alike on every message it sends back (`:now`, `:expires_at`,
 # `:queue`); each dialect adds the id, number, attributes and history (`redrive_in_place`).
@@ -92,10 +99,7 @@ REDRIVEN_COLUMNS = (
 )
 # By primary key: without statistics SQLite would rather walk the whole queue in seq order.
 _BY_ID = "messages /* indexed by sqlite_autoindex_messages_1 */"
-GET_MESSAGES = (
-    f"SELECT * FROM {_BY_ID} WHERE id = ANY(:ids) AND project = :project AND queue = :queue"
-    " ORDER BY seq"
-)
+GET_MESSAGES = f"SELECT * FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE} ORDER BY seq"
 # The two classes of message of migration 0005, each spelled as its partial index's predicate
 # (SQLite uses a partial index only for a query that repeats its WHERE term word for word).
 # A claimed message becomes visible when its claim expires (`visible_at = claim_expires_at`),
@@ -168,7 +172,7 @@ UPDATE_MESSAGE = (
 )
 # Deletions return the dead-letter source of each row, which the depth counts go by.
 DELETE_MESSAGES = (
-    f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND project = :project AND queue = :queue"
+    f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE}"
     " RETURNING COALESCE(dl_source, '') AS source"
 )
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
@@ -179,7 +183,7 @@ PURGE_MESSAGES = (
 # Where the messages a move overwrites are now, counted by queue and source.
 PLACES = (
     f"SELECT queue, COALESCE(dl_source, '') AS source, COUNT(*) AS n FROM {_BY_ID}"
-    " WHERE id = ANY(:ids) AND project = :project GROUP BY queue, COALESCE(dl_source, '')"
+    f" WHERE id = ANY(:ids) AND {_OF_PROJECT} GROUP BY queue, COALESCE(dl_source, '')"
 )
 # Found through the partial index on claim_id (migration 0002): without statistics SQLite
 # would rather walk the whole queue in seq order than sort the few messages of one claim.
@@ -215,7 +219,7 @@ DEPTHS = (
 EXPIRED_DEPTHS = (
     "SELECT COALESCE(dl_source, '') AS source, COUNT(*) AS n"
     " FROM messages /* indexed by messages_expiry */"
-    " WHERE expires_at <= :now AND project = :project AND queue = :queue"
+    f" WHERE expires_at <= :now AND {_OF_QUEUE}"
     " GROUP BY COALESCE(dl_source, '')"
 )
 COUNT_HIDDEN = (
