@@ -130,20 +130,27 @@ def test_claims_and_listings_skip_a_busy_head_on_each_store(store: Store) -> Non
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("sql", [q.GET_MESSAGES, q.DELETE_MESSAGES, q.PLACES])
-def test_postgres_finds_messages_by_id_without_walking_a_queue_it_has_no_statistics_of(
-    sql: str,
+@pytest.mark.parametrize("analyzed", [False, True], ids=["fresh", "analyzed"])
+@pytest.mark.parametrize(
+    "sql",
+    [q.GET_MESSAGES, q.DELETE_MESSAGES, q.PLACES, q.CLAIMABLE_HIDDEN, q.LIST_HIDDEN, q.CLAIMED_BY],
+)
+def test_postgres_never_walks_a_deep_queue_whatever_its_statistics(
+    sql: str, analyzed: bool
 ) -> None:
-    """A queue filled since the last ANALYZE (the table looks empty to the planner): reads and
-    deletes of a few ids must still go by the primary key, not walk the queue by seq."""
+    """A queue of 2,000 ready messages, filled since the last ANALYZE (the table looks empty
+    to the planner) or analyzed: reads and deletes by id, by claim, and of hidden messages
+    must go to their rows, never walk the queue in seq order."""
     with postgres_schema() as url:
         store = PostgresStore(url)
         try:
             fill_busy_head(store, 0, 2_000)
             with psycopg.connect(url) as conn:
+                if analyzed:
+                    conn.execute("ANALYZE messages")
                 ids = [r[0] for r in conn.execute("SELECT id FROM messages LIMIT 3")]
                 text = POSTGRES.compile(sql).text
-                params = {**PARAMS, "ids": ids}
+                params = {**PARAMS, "ids": ids, "claim_id": "c"}
                 row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {text}", params).fetchone()
                 conn.rollback()
         finally:

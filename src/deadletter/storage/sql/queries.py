@@ -115,11 +115,15 @@ CLAIMABLE_READY = (
     " AND visible_at <= :now AND expires_at > :now"
     " ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
 )
+# Hidden messages are sorted by `seq + 0`, which no index yields: ordered by `seq` itself, a
+# PostgreSQL planner that believes the queue small (statistics lag behind a queue that just
+# filled) walks the whole queue in seq order to skip a sort of the few rows it returns.
+BY_SEQ_SORTED = "ORDER BY seq + 0"
 CLAIMABLE_HIDDEN = (
     "SELECT * FROM messages /* indexed by messages_hidden */"
     f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
     " AND visible_at <= :now AND expires_at > :now"
-    " ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
+    f" {BY_SEQ_SORTED} LIMIT :limit FOR UPDATE SKIP LOCKED"
 )
 # The filters of a DeadLetterFilter; each is off when its parameter is NULL.
 _DEAD_LETTER_FILTER = (
@@ -148,7 +152,7 @@ LIST_READY = LIST_MESSAGES.replace(
 LIST_HIDDEN = LIST_MESSAGES.replace(
     "FROM messages WHERE",
     f"FROM messages /* indexed by messages_hidden */ WHERE {HIDDEN} AND visible_at <= :now AND",
-)
+).replace("ORDER BY seq LIMIT", f"{BY_SEQ_SORTED} LIMIT")
 DEAD_LETTERS = (
     "SELECT * FROM messages WHERE project = :project AND queue = :queue"
     " AND seq > :after_seq AND seq <= :max_seq AND expires_at > :now AND visible_at <= :now"
@@ -189,7 +193,7 @@ PLACES = (
 # would rather walk the whole queue in seq order than sort the few messages of one claim.
 CLAIMED_BY = (
     "SELECT * FROM messages /* indexed by messages_claim */"
-    " WHERE project = :project AND queue = :queue AND claim_id = :claim_id ORDER BY seq"
+    f" WHERE {_OF_QUEUE} AND claim_id = :claim_id {BY_SEQ_SORTED}"
 )
 EXPIRED = (
     "SELECT * FROM messages WHERE expires_at <= :now ORDER BY expires_at, seq LIMIT :limit"
