@@ -32,6 +32,7 @@ from deadletter.domain.model import (
     Attribute,
     Message,
     NewMessage,
+    Queue,
     QueueSettings,
 )
 
@@ -146,40 +147,44 @@ def _size_check(message: NewMessage, queue_max: int) -> None:
 
 
 def send_message(call: Call) -> dict[str, Any]:
-    name = call.queue()
-    queue = call.engine.get_queue(call.project, name)
-    new = _checked(call.params, queue.settings)
-    (stored,) = call.engine.send(call.project, name, [new])
+    """Checked against the queue's settings in the send's own transaction (one per request)."""
+    queue, (stored,) = call.engine.send_prepared(
+        call.project, call.queue(), lambda q: [_checked(call.params, q.settings)]
+    )
     return _sent(stored, queue.settings)
 
 
 def send_message_batch(call: Call) -> dict[str, Any]:
     name = call.queue()
     entries = batch_entries(call)
-    queue = call.engine.get_queue(call.project, name)
     good: list[tuple[str, NewMessage]] = []
-    failed = []
-    total = 0
-    # Each entry is checked here, as the engine would, so one bad entry fails alone in
-    # `Failed` instead of refusing the whole batch.
-    for e in entries:
-        try:
-            new = _checked(e, queue.settings)
-            total += _size(new)
-            good.append((e["Id"], new))
-        except SqsError as exc:
-            failed.append(entry_failure(e["Id"], exc))
-    if total > attrs.MAX_SIZE:
-        raise batch_error(
-            "BatchRequestTooLong", f"Batch requests cannot be longer than {attrs.MAX_SIZE} bytes."
-        )
-    successful = []
-    if good:
-        stored = call.engine.send(call.project, name, [new for _, new in good])
-        successful = [
-            {"Id": entry_id, **_sent(m, queue.settings)}
-            for (entry_id, _), m in zip(good, stored, strict=False)
-        ]
+    failed: list[dict[str, Any]] = []
+
+    def prepare(queue: Queue) -> list[NewMessage]:
+        """Each entry is checked here, as the engine would, so one bad entry fails alone in
+        `Failed` instead of refusing the whole batch; runs in the send's transaction."""
+        good.clear()
+        failed.clear()
+        total = 0
+        for e in entries:
+            try:
+                new = _checked(e, queue.settings)
+                total += _size(new)
+                good.append((e["Id"], new))
+            except SqsError as exc:
+                failed.append(entry_failure(e["Id"], exc))
+        if total > attrs.MAX_SIZE:
+            raise batch_error(
+                "BatchRequestTooLong",
+                f"Batch requests cannot be longer than {attrs.MAX_SIZE} bytes.",
+            )
+        return [new for _, new in good]
+
+    queue, stored = call.engine.send_prepared(call.project, name, prepare)
+    successful = [
+        {"Id": entry_id, **_sent(m, queue.settings)}
+        for (entry_id, _), m in zip(good, stored, strict=False)
+    ]
     return {"Successful": successful, "Failed": failed}
 
 
