@@ -95,20 +95,19 @@ def _eligible(attribute: Attribute | None) -> bool | None:
     return value == "true"
 
 
+# What SQS refuses in a body, as one character class: a search runs in C, where a loop over
+# the characters cost a twentieth of the face's CPU time per message.
+_INVALID_BODY_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def _check_body(body: str) -> None:
     """SQS accepts only #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000+."""
-    for ch in body:
-        code = ord(ch)
-        if not (
-            code in (0x9, 0xA, 0xD)
-            or 0x20 <= code <= 0xD7FF
-            or 0xE000 <= code <= 0xFFFD
-            or code >= 0x10000
-        ):
-            raise SqsError(
-                "InvalidMessageContents",
-                f"Invalid characters found. The message body contains U+{code:04X}.",
-            )
+    bad = _INVALID_BODY_CHAR.search(body)
+    if bad is not None:
+        raise SqsError(
+            "InvalidMessageContents",
+            f"Invalid characters found. The message body contains U+{ord(bad.group()):04X}.",
+        )
 
 
 def _sent(m: Message, s: QueueSettings) -> dict[str, Any]:
