@@ -129,6 +129,37 @@ class Transaction(abc.ABC):
         in (`after_seq`, `max_seq`], oldest first."""
 
     @abc.abstractmethod
+    def dead_letter_sources(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        after_seq: int,
+    ) -> list[tuple[str, int, str | None, str | None]]:
+        """(id, seq, source queue or None, source tag or None) of what `dead_letters` would
+        return locked: all a redrive needs to decide, without reading the messages."""
+
+    @abc.abstractmethod
+    def redrive_messages(
+        self,
+        project: str,
+        ids: Sequence[str],
+        destination: str,
+        expires_at: float,
+        event: dict[str, Any],
+        now: float,
+        only_tag: str | None = None,
+    ) -> None:
+        """Send the dead letters `ids` (in this order) back to `destination` in place, by one
+        statement: each under a new id and sequence number, as `transitions.redriven` says
+        (unclaimed, expiring at `expires_at`, reserved attributes and provenance dropped,
+        `event` added to its history; for consumer tag `only_tag` alone where one is given),
+        its body never leaving the store."""
+
+    @abc.abstractmethod
     def count_dead_letters(
         self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
     ) -> int: ...
