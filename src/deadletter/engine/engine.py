@@ -35,7 +35,6 @@ from deadletter.engine import (
     expiry,
     fifo,
     queues,
-    redrive,
     tag_claims,
     tags,
     templates,
@@ -119,26 +118,6 @@ class Engine(DeadLetterOperations, TagOperations):
         self, project: str, prefix: str | None = None, after: str | None = None, limit: int = 10
     ) -> list[Queue]:
         return self._read(lambda tx: tx.list_queues(project, prefix, after, limit))
-
-    def dead_letter_sources(self, project: str, dlq: str) -> list[Queue]:
-        def work(tx: Transaction) -> list[Queue]:
-            require_queue(tx, project, dlq)
-            return tx.sources_of(project, dlq)
-
-        return self._read(work)
-
-    def is_redrive_source(self, project: str, name: str) -> bool:
-        """Whether a redrive may start on `name`: some policy names it as DLQ, or it still
-        holds dead letters (their sources deleted or their policies removed since)."""
-
-        def work(tx: Transaction) -> bool:
-            require_queue(tx, project, name)
-            return redrive.is_redrive_source(tx, project, name, self.clock.now())
-
-        return self._read(work)
-
-    def is_dead_letter_queue(self, project: str, name: str) -> bool:
-        return self._read(lambda tx: name in tx.dead_letter_targets(project))
 
     def stats(self, project: str, name: str) -> QueueStats:
         return self._read(lambda tx: queues.stats(tx, project, name, self.clock.now()))
