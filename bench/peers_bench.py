@@ -117,6 +117,42 @@ class Profiler:
                 self.proc.wait()
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) of `pid` and every process below it (a server's workers)."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        me = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(me)
+        times[me] = (int(fields[11]) + int(fields[12])) / tick
+    if pid not in times:
+        return None
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += times.get(p, 0.0)
+        todo += children.get(p, [])
+    return total
+
+
+def with_server_cpu(result: dict[str, Any], before: float | None, pid: int | None) -> None:
+    """Server CPU seconds per 1,000 messages of the run (W1, W2: its N messages, each sent,
+    received and deleted), apart from the load generator's own CPU."""
+    after = cpu_seconds(pid) if pid else None
+    if before is None or after is None or "error" in result:
+        return
+    result["server_cpu_seconds"] = after - before
+    if result.get("n"):
+        result["server_cpu"] = (after - before) * 1000 / result["n"]
+
+
 def run_system(
     name: str, args: argparse.Namespace, params: Params, out: dict[str, Any]
 ) -> dict[str, Any]:
@@ -137,6 +173,7 @@ def run_system(
                         prof = Profiler(
                             pid, sysmod.WORK / "profiles" / f"{name}-{workload}-{run + 1}.txt"
                         )
+                    cpu_before = cpu_seconds(pid) if pid else None
                     try:
                         result = WORKLOADS[workload](driver, params)
                     except Exception as exc:
@@ -145,6 +182,8 @@ def run_system(
                     finally:
                         if prof:
                             prof.stop()
+                    if workload in ("w1", "w2"):
+                        with_server_cpu(result, cpu_before, pid)
                     if prof and prof.path.exists():
                         text = profile.report(prof.path)
                         out.setdefault("profiles", {})[f"{workload}-{run + 1}"] = text

@@ -17,7 +17,9 @@ METRICS: list[tuple[str, str, str, bool]] = [
     ("w1", "produce", "msg/s", True),
     ("w1", "consume", "msg/s", True),
     ("w1", "e2e", "msg/s", True),
+    ("w1", "server_cpu", "CPU s per 1k msgs", False),
     ("w2", "e2e", "msg/s", True),
+    ("w2", "server_cpu", "CPU s per 1k msgs", False),
     ("w3", "rate", "msg/s", True),
     ("w4", "p50_ms", "ms", False),
     ("w4", "p99_ms", "ms", False),
@@ -169,6 +171,8 @@ def verify_poison(
 def _fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "—"
+    if unit.startswith("CPU s"):
+        return f"{value:.2f}"
     if unit == "ms":
         return f"{value:.1f}" if value < 100 else f"{value:.0f}"
     return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"

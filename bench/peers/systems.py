@@ -233,6 +233,15 @@ class Rabbit(System):
         self.driver.notes = []
         return self.driver
 
+    def server_pid(self) -> int | None:
+        """The broker's Erlang VM, when it runs on this machine (for its CPU time)."""
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if (entry / "comm").read_text().strip() == "beam.smp":
+                        return int(entry.name)
+        return None
+
     def version(self) -> str:
         try:
             return self.driver.version()

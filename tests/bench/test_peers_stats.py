@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 
+import pytest
 from bench.peers.stats import (
     BODY_SIZE,
     key_of,
@@ -113,5 +115,33 @@ def test_a_multiline_note_with_pipes_stays_in_its_cell() -> None:
         {"s": {}}, baseline="s", notes={"s": ["error: <html>\n<p>a | b</p>\n" + "x" * 300]}
     )
     row = table.splitlines()[2]
-    assert row.count("|") == 10  # 9 columns
+    assert row.count("|") == 12  # 11 columns
     assert row.endswith("... |")
+
+
+def test_server_cpu_is_counted_over_a_process_and_its_children() -> None:
+    import subprocess
+    import sys
+
+    from bench.peers_bench import cpu_seconds, with_server_cpu
+
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.5: pass\ntime.sleep(30)",
+        ]
+    )
+    try:
+        alone = cpu_seconds(child.pid)
+        while (alone or 0) < 0.5:
+            alone = cpu_seconds(child.pid)
+        parent = cpu_seconds(os.getpid())
+        assert parent is not None and parent >= alone  # the child's time counts for us
+        result: dict[str, object] = {"n": 2000}
+        with_server_cpu(result, 0.0, child.pid)
+        assert result["server_cpu"] == pytest.approx(result["server_cpu_seconds"] / 2)  # type: ignore[operator]
+    finally:
+        child.kill()
+        child.wait()

@@ -127,3 +127,35 @@ def test_claims_and_listings_skip_a_busy_head_on_each_store(store: Store) -> Non
     assert [m.seq for m in claimable] == [m.seq for m in listed]
     assert len(claimable) == 5
     assert (counts.free, counts.claimed, counts.delayed) == (5, 20, 20)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("analyzed", [False, True], ids=["fresh", "analyzed"])
+@pytest.mark.parametrize(
+    "sql",
+    [q.GET_MESSAGES, q.DELETE_MESSAGES, q.PLACES, q.CLAIMABLE_HIDDEN, q.LIST_HIDDEN, q.CLAIMED_BY],
+)
+def test_postgres_never_walks_a_deep_queue_whatever_its_statistics(
+    sql: str, analyzed: bool
+) -> None:
+    """A queue of 2,000 ready messages, filled since the last ANALYZE (the table looks empty
+    to the planner) or analyzed: reads and deletes by id, by claim, and of hidden messages
+    must go to their rows, never walk the queue in seq order."""
+    with postgres_schema() as url:
+        store = PostgresStore(url)
+        try:
+            fill_busy_head(store, 0, 2_000)
+            with psycopg.connect(url) as conn:
+                if analyzed:
+                    conn.execute("ANALYZE messages")
+                ids = [r[0] for r in conn.execute("SELECT id FROM messages LIMIT 3")]
+                text = POSTGRES.compile(sql).text
+                params = {**PARAMS, "ids": ids, "claim_id": "c"}
+                row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {text}", params).fetchone()
+                conn.rollback()
+        finally:
+            store.close()
+    assert row is not None
+    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
+    assert removed_by_filter(plan[0]["Plan"]) == 0, json.dumps(plan, indent=1)
+    assert "messages_queue_seq" not in json.dumps(plan)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deadletter.storage.sql import queries
-from deadletter.storage.sqlite.backend import SQLITE, SQLiteStore
+from deadletter.storage.sqlite.backend import REDRIVE_IN_PLACE, SQLITE, SQLiteStore
 
 
 def test_the_messages_of_a_claim_are_found_through_the_claim_index(tmp_path: Path) -> None:
@@ -18,3 +18,17 @@ def test_the_messages_of_a_claim_are_found_through_the_claim_index(tmp_path: Pat
         store.close()
     assert any(step.startswith("SEARCH messages USING INDEX messages_claim") for step in plan)
     assert not any("messages_queue_seq" in step for step in plan), plan
+
+
+def test_a_redrive_in_place_finds_each_message_by_its_id(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "plans.db")
+    sql = SQLITE.compile(REDRIVE_IN_PLACE).text
+    params = {"queue": "q", "now": 1.0, "expires_at": 2.0, "event": "{}", "ids": "[]",
+              "visible_at": 1.0, "only_tag": None,
+              "first": 1, "project": "p"}  # fmt: skip
+    try:
+        plan = [row[3] for row in store._conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+    finally:
+        store.close()
+    assert "SEARCH messages USING INDEX sqlite_autoindex_messages_1 (id=?)" in plan, plan
+    assert not any(step.startswith("SCAN messages") for step in plan), plan

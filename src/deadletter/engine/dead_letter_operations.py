@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deadletter.clock import Clock
-from deadletter.domain.model import DeadLetterFilter, ListQuery, Message, RedriveTask
+from deadletter.domain.model import DeadLetterFilter, ListQuery, Message, Queue, RedriveTask
 from deadletter.engine import patterns, redrive, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.transactions import Pending, Runner
@@ -127,3 +127,23 @@ class DeadLetterOperations:
             return current
 
         return self._runner.run(work)
+
+    def dead_letter_sources(self, project: str, dlq: str) -> list[Queue]:
+        def work(tx: Transaction) -> list[Queue]:
+            require_queue(tx, project, dlq)
+            return tx.sources_of(project, dlq)
+
+        return self._runner.read(work)
+
+    def is_redrive_source(self, project: str, name: str) -> bool:
+        """Whether a redrive may start on `name`: some policy names it as DLQ, or it still
+        holds dead letters (their sources deleted or their policies removed since)."""
+
+        def work(tx: Transaction) -> bool:
+            require_queue(tx, project, name)
+            return redrive.is_redrive_source(tx, project, name, self.clock.now())
+
+        return self._runner.read(work)
+
+    def is_dead_letter_queue(self, project: str, name: str) -> bool:
+        return self._runner.read(lambda tx: name in tx.dead_letter_targets(project))

@@ -40,7 +40,7 @@ def move(
     ]
     if source.settings.consumer_tags and reason is not Reason.EXPIRED:
         moved = [replace(m, id=new_id()) for m in moved]
-        tx.move_messages(source.project, moved)
+        tx.insert_messages(source.project, moved)  # copies: the message stays for the tags
         tags.finish_default(tx, source, messages)
     else:
         tx.move_messages(source.project, moved)

@@ -35,7 +35,6 @@ from deadletter.engine import (
     expiry,
     fifo,
     queues,
-    redrive,
     tag_claims,
     tags,
     templates,
@@ -120,26 +119,6 @@ class Engine(DeadLetterOperations, TagOperations):
     ) -> list[Queue]:
         return self._read(lambda tx: tx.list_queues(project, prefix, after, limit))
 
-    def dead_letter_sources(self, project: str, dlq: str) -> list[Queue]:
-        def work(tx: Transaction) -> list[Queue]:
-            require_queue(tx, project, dlq)
-            return tx.sources_of(project, dlq)
-
-        return self._read(work)
-
-    def is_redrive_source(self, project: str, name: str) -> bool:
-        """Whether a redrive may start on `name`: some policy names it as DLQ, or it still
-        holds dead letters (their sources deleted or their policies removed since)."""
-
-        def work(tx: Transaction) -> bool:
-            require_queue(tx, project, name)
-            return redrive.is_redrive_source(tx, project, name, self.clock.now())
-
-        return self._read(work)
-
-    def is_dead_letter_queue(self, project: str, name: str) -> bool:
-        return self._read(lambda tx: name in tx.dead_letter_targets(project))
-
     def stats(self, project: str, name: str) -> QueueStats:
         return self._read(lambda tx: queues.stats(tx, project, name, self.clock.now()))
 
@@ -169,9 +148,26 @@ class Engine(DeadLetterOperations, TagOperations):
     ) -> list[Message]:
         if not messages:
             raise errors.InvalidInput("no messages to send")
+        return self.send_prepared(project, queue_name, lambda _: messages, client_id)[1]
 
-        def work(tx: Transaction, pending: Pending) -> list[Message]:
-            s = require_queue(tx, project, queue_name).settings
+    def send_prepared(
+        self,
+        project: str,
+        queue_name: str,
+        prepare: Callable[[Queue], Sequence[NewMessage]],
+        client_id: str | None = None,
+    ) -> tuple[Queue, list[Message]]:
+        """Send what `prepare` makes of the queue, in the transaction that reads the queue: a
+        face whose checks depend on the queue's settings needs no transaction of its own to
+        read them first. `prepare` may raise to refuse (nothing is written) or return no
+        messages (nothing is sent)."""
+
+        def work(tx: Transaction, pending: Pending) -> tuple[Queue, list[Message]]:
+            queue = require_queue(tx, project, queue_name)
+            messages = prepare(queue)
+            if not messages:
+                return queue, []
+            s = queue.settings
             now = self.clock.now()
             built = []
             for new in messages:
@@ -184,7 +180,7 @@ class Engine(DeadLetterOperations, TagOperations):
             fan_out(tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation)
             pending.available.add((project, queue_name))
             pending.calls.append(lambda lst: lst.sent(project, queue_name, len(enqueued)))
-            return stored
+            return queue, stored
 
         return self._run(work)
 

@@ -14,7 +14,6 @@ from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_SKIPPED_RECORDED,
     DeadLetterFilter,
-    Message,
     Queue,
     RedriveTask,
     SkipReason,
@@ -103,78 +102,83 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
     allowed, paced_to = paced(task, now, budget)
     if allowed == 0:
         return task
-    batch = tx.dead_letters(
-        task.project,
-        task.dlq,
-        now,
-        task.filter,
-        task.max_seq,
-        allowed,
-        lock=True,
-        after_seq=task.cursor_seq,
+    batch = tx.dead_letter_sources(
+        task.project, task.dlq, now, task.filter, task.max_seq, allowed, task.cursor_seq
     )
     if not batch:
         task = replace(task, status=TaskStatus.COMPLETED, updated_at=now)
         tx.update_task(task)
         return task
-    outcome = _outcomes(tx, task, batch, now)
+    outcome = _outcomes(tx, task, batch)
     if isinstance(outcome, str):
         task = replace(task, status=TaskStatus.FAILED, failure_reason=outcome, updated_at=now)
         tx.update_task(task)
         return task
     fresh, skipped = outcome
-    if fresh:
-        tx.delete_messages(task.project, task.dlq, [m.id for m, _ in fresh])
-        tx.insert_messages(task.project, [new for _, new in fresh])
-        for name in {new.queue for _, new in fresh}:
-            pending.available.add((task.project, name))
-        count = len(fresh)
+    for (_, tag), (destination, ids) in fresh.items():
+        event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
+        expires = now + destination.settings.default_ttl
+        tx.redrive_messages(task.project, ids, destination.name, expires, event, now, tag)
+        pending.available.add((task.project, destination.name))
+    count = sum(len(ids) for _, ids in fresh.values())
+    if count:
         project, dlq = task.project, task.dlq
         pending.calls.append(lambda lst: lst.redriven(project, dlq, task_id, count))
     room = MAX_SKIPPED_RECORDED - len(task.skipped_messages)
     task = replace(
         task,
-        moved=task.moved + len(fresh),
+        moved=task.moved + count,
         skipped=task.skipped + len(skipped),
         skipped_messages=task.skipped_messages + tuple(skipped[: max(room, 0)]),
-        cursor_seq=batch[-1].seq,
-        updated_at=paced_to(len(fresh)),
+        cursor_seq=batch[-1][1],
+        updated_at=paced_to(count),
     )
     tx.update_task(task)
     return task
 
 
+# (queue name, consumer tag or None) -> (the queue, the ids that go back to it)
+Destinations = dict[tuple[str, str | None], tuple[Queue, list[str]]]
+
+
 def _outcomes(
-    tx: Transaction, task: RedriveTask, batch: list[Message], now: float
-) -> tuple[list[tuple[Message, Message]], list[tuple[str, SkipReason]]] | str:
-    """Each message of `batch` with its redriven copy, or skipped with the reason; or why the
-    whole task cannot go on (its named destination was deleted)."""
+    tx: Transaction, task: RedriveTask, batch: list[tuple[str, int, str | None, str | None]]
+) -> tuple[Destinations, list[tuple[str, SkipReason]]] | str:
+    """The ids of `batch` by the queue each goes back to (and the consumer tag it goes back
+    to alone, if any), and those skipped with the reason; or why the whole task cannot go on
+    (its named destination was deleted). Whether a dead letter may go back depends only on
+    its source queue, so each source is looked at once."""
+    fresh: Destinations = {}
     if task.destination is not None:
         target = tx.get_queue(task.project, task.destination)
         if target is None:
             return f"queue {task.destination!r} no longer exists"
-        return [(m, _redriven(m, target, task, now)) for m in batch], []
+        for mid, _, _, tag in batch:
+            key = (target.name, transitions.redrive_tag(tag, target))
+            fresh.setdefault(key, (target, []))[1].append(mid)
+        return fresh, []
     targets = tx.dead_letter_targets(task.project)
-    sources: dict[str, Queue | None] = {}
-    fresh: list[tuple[Message, Message]] = []
+    sources: dict[str, Queue | SkipReason] = {}
     skipped: list[tuple[str, SkipReason]] = []
-    for m in batch:
-        source = None
-        if m.provenance is not None:
-            name = m.provenance.source_queue
-            if name not in sources:
-                sources[name] = tx.get_queue(task.project, name)
-            source = sources[name]
-        reason = transitions.redrive_skip(m, source, targets)
-        if reason is not None or source is None:
-            skipped.append((m.id, reason or SkipReason.NO_SOURCE))
+    for mid, _, name, tag in batch:
+        if name is None:
+            skipped.append((mid, SkipReason.NO_SOURCE))
+            continue
+        if name not in sources:
+            source = tx.get_queue(task.project, name)
+            reason = transitions.redrive_skip_of(name, source, targets)
+            sources[name] = (
+                source
+                if reason is None and source is not None
+                else (reason or SkipReason.SOURCE_DELETED)
+            )
+        where = sources[name]
+        if isinstance(where, SkipReason):
+            skipped.append((mid, where))
         else:
-            fresh.append((m, _redriven(m, source, task, now)))
+            key = (where.name, transitions.redrive_tag(tag, where))
+            fresh.setdefault(key, (where, []))[1].append(mid)
     return fresh, skipped
-
-
-def _redriven(m: Message, destination: Queue, task: RedriveTask, now: float) -> Message:
-    return transitions.redriven(m, new_id(), destination, task.dlq, task.id, now)
 
 
 def fail(tx: Transaction, task_id: str, reason: str, now: float) -> RedriveTask | None:

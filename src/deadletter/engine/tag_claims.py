@@ -102,7 +102,7 @@ def dead_letter(
         )
         for m in eligible
     ]
-    tx.move_messages(project, copies)
+    tx.insert_messages(project, copies)  # new rows: the message itself stays for the others
     tx.save_tag_states(project, queue.name, tag.name, messages, TagState.DEAD_LETTERED)
     tx.bump_counter(project, queue.name, tags.dead_lettered_counter(tag.name), len(messages))
     tags.settle(tx, queue, [m.id for m in messages])

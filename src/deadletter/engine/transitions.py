@@ -7,6 +7,7 @@ without a database; the engine looks messages up, applies these, and writes the 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from deadletter.domain import errors
 from deadletter.domain.model import (
@@ -178,17 +179,9 @@ def redriven(
     """A dead letter sent back as a new message: a fresh attempt budget and TTL, the reserved
     attributes and provenance dropped, its history kept with one more event. A consumer tag's
     dead letter sent back to a queue with that tag is for that tag only: the queue's other
-    consumers are done with it from the start."""
-    tag = m.provenance.source_tag if m.provenance is not None else None
-    only_tag = tag if tag is not None and tag in destination.settings.consumer_tags else None
-    event = {
-        "event": "redriven",
-        "at": now,
-        "dlq": dlq,
-        "queue": destination.name,
-        "task_id": task_id,
-        **({"tag": only_tag} if only_tag is not None else {}),
-    }
+    consumers are done with it from the start (`redrive_tag`)."""
+    only_tag = redrive_tag(m.provenance.source_tag if m.provenance else None, destination)
+    event = redrive_event(destination.name, dlq, task_id, now, only_tag)
     return replace(
         m,
         id=message_id,
@@ -211,6 +204,23 @@ def redriven(
         dead_letter_due_at=None,
         history=(*m.history, event),
     )
+
+
+def redrive_event(
+    queue: str, dlq: str, task_id: str, now: float, tag: str | None = None
+) -> dict[str, Any]:
+    """The history event of a message redriven from `dlq` to `queue` (the store adds it when
+    it redrives in place, see `Transaction.redrive_messages`), for consumer tag `tag` only."""
+    event = {"event": "redriven", "at": now, "dlq": dlq, "queue": queue, "task_id": task_id}
+    return {**event, "tag": tag} if tag is not None else event
+
+
+def redrive_tag(source_tag: str | None, destination: Queue) -> str | None:
+    """The consumer tag a dead letter goes back to: the tag it died in, where the destination
+    has that tag; else None (every consumer of the destination)."""
+    if source_tag is not None and source_tag in destination.settings.consumer_tags:
+        return source_tag
+    return None
 
 
 def expiry_dead_letters(
@@ -241,9 +251,17 @@ def redrive_skip(
     now), or None when it can go back."""
     if m.provenance is None:
         return SkipReason.NO_SOURCE
+    return redrive_skip_of(m.provenance.source_queue, source, dead_letter_targets)
+
+
+def redrive_skip_of(
+    name: str, source: Queue | None, dead_letter_targets: set[str]
+) -> SkipReason | None:
+    """Why a redrive leaves the dead letters of source queue `name` in the DLQ (`source` is
+    that queue as it is now, None if deleted), or None when they can go back."""
     if source is None:
         return SkipReason.SOURCE_DELETED
-    if source.name in dead_letter_targets:
+    if name in dead_letter_targets:
         return SkipReason.SOURCE_IS_DLQ
     return None
 

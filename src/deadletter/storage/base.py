@@ -26,7 +26,7 @@ from deadletter.domain.model import (
     RedriveTask,
 )
 from deadletter.domain.subscriptions import Delivery, Subscription
-from deadletter.domain.tags import ConsumerTag, TagState
+from deadletter.storage.tag_base import TagTransaction
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class MessageCounts:
     newest: Message | None
 
 
-class Transaction(abc.ABC):
+class Transaction(TagTransaction):
     """One unit of work against the store. Methods take the project explicitly."""
 
     # Queues
@@ -127,6 +127,37 @@ class Transaction(abc.ABC):
     ) -> list[Message]:
         """Unexpired, unclaimed messages of `dlq` that match `where`, with a sequence number
         in (`after_seq`, `max_seq`], oldest first."""
+
+    @abc.abstractmethod
+    def dead_letter_sources(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        after_seq: int,
+    ) -> list[tuple[str, int, str | None, str | None]]:
+        """(id, seq, source queue or None, source tag or None) of what `dead_letters` would
+        return locked: all a redrive needs to decide, without reading the messages."""
+
+    @abc.abstractmethod
+    def redrive_messages(
+        self,
+        project: str,
+        ids: Sequence[str],
+        destination: str,
+        expires_at: float,
+        event: dict[str, Any],
+        now: float,
+        only_tag: str | None = None,
+    ) -> None:
+        """Send the dead letters `ids` (in this order) back to `destination` in place, by one
+        statement: each under a new id and sequence number, as `transitions.redriven` says
+        (unclaimed, expiring at `expires_at`, reserved attributes and provenance dropped,
+        `event` added to its history; for consumer tag `only_tag` alone where one is given),
+        its body never leaving the store."""
 
     @abc.abstractmethod
     def count_dead_letters(
@@ -358,75 +389,6 @@ class Transaction(abc.ABC):
     @abc.abstractmethod
     def forget_deduplications(self, project: str, queue: str, now: float) -> None:
         """Drop the records whose interval has passed."""
-
-    # Consumer tags (the rules are deadletter.engine.tags'; the design docs/architecture.md's)
-    @abc.abstractmethod
-    def insert_tag(self, tag: ConsumerTag) -> bool:
-        """False, and nothing written, when the queue has a tag of that name."""
-
-    @abc.abstractmethod
-    def get_tag(
-        self, project: str, queue: str, name: str, lock: bool = False
-    ) -> ConsumerTag | None:
-        """With `lock`, the tag's other claimants wait until this transaction ends."""
-
-    @abc.abstractmethod
-    def list_tags(self, project: str, queue: str) -> list[ConsumerTag]:
-        """By name."""
-
-    @abc.abstractmethod
-    def delete_tag(self, project: str, queue: str, name: str) -> None:
-        """The tag and its delivery states."""
-
-    @abc.abstractmethod
-    def tag_claimable(
-        self, tag: ConsumerTag, now: float, limit: int
-    ) -> list[tuple[Message, TagState | None]]:
-        """The oldest messages `tag` may claim now (its filter aside), untouched above its
-        cursor or given back and due, as the tag sees them (`tags.seen_by_tag`), with state."""
-
-    @abc.abstractmethod
-    def advance_tag_cursor(self, tag: ConsumerTag) -> None:
-        """Move the tag's cursor up to just before the first message it has not touched,
-        where that is known to be safe (no message below it can still commit)."""
-
-    @abc.abstractmethod
-    def tag_messages(
-        self, project: str, queue: str, tag: str, ids: Sequence[str]
-    ) -> list[tuple[Message, TagState | None]]:
-        """Messages of `queue` among `ids` as `tag` sees them, with its state of each."""
-
-    @abc.abstractmethod
-    def tag_claimed_by(self, project: str, queue: str, tag: str, claim_id: str) -> list[Message]:
-        """As `tag` sees them, the messages whose state for it names `claim_id`."""
-
-    @abc.abstractmethod
-    def save_tag_states(
-        self, project: str, queue: str, tag: str, messages: Sequence[Message], state: TagState
-    ) -> None:
-        """`state`, with the delivery fields of each message as the tag sees it (LIVE: claim)."""
-
-    @abc.abstractmethod
-    def final_tag_states(self, ids: Sequence[str]) -> dict[str, set[str]]:
-        """By message id, the tags done with it (acknowledged, dead-lettered, skipped)."""
-
-    @abc.abstractmethod
-    def forget_tag_states(self, ids: Sequence[str]) -> None: ...
-
-    @abc.abstractmethod
-    def lock_messages(self, ids: Sequence[str]) -> list[Message]:
-        """The messages among `ids`, locked until this transaction ends (waiting for others)."""
-
-    @abc.abstractmethod
-    def tag_counts(self, tag: ConsumerTag, now: float) -> tuple[int, int]:
-        """(ready, claimed) of `tag`'s unexpired messages."""
-
-    @abc.abstractmethod
-    def count_default_done(self, project: str, queue: str, now: float) -> int:
-        """Unexpired messages the untagged consumers are done with, kept for tags."""
-
-    @abc.abstractmethod
-    def default_done_ids(self, project: str, queue: str) -> list[str]: ...
 
 
 class StorageError(DeadletterError):

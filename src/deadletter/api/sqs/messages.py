@@ -35,6 +35,7 @@ from deadletter.domain.model import (
     Attribute,
     Message,
     NewMessage,
+    Queue,
     QueueSettings,
 )
 from deadletter.domain.tags import TAG_NAME
@@ -103,17 +104,15 @@ def _eligible(attribute: Attribute | None) -> bool | None:
     return value == "true"
 
 
+# What SQS refuses in a body, as one character class: a search runs in C, where a loop over
+# the characters cost a twentieth of the face's CPU time per message.
+_INVALID_BODY_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def _check_body(body: str) -> None:
     """SQS accepts only #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000+."""
-    for ch in body:
-        code = ord(ch)
-        if not (
-            code in (0x9, 0xA, 0xD)
-            or 0x20 <= code <= 0xD7FF
-            or 0xE000 <= code <= 0xFFFD
-            or code >= 0x10000
-        ):
-            raise SqsError("InvalidMessageContents", INVALID_CHARACTERS)
+    if _INVALID_BODY_CHAR.search(body) is not None:
+        raise SqsError("InvalidMessageContents", INVALID_CHARACTERS)
 
 
 def _sent(m: Message, s: QueueSettings) -> dict[str, Any]:
@@ -152,10 +151,10 @@ def _size_check(message: NewMessage, queue_max: int) -> None:
 
 
 def send_message(call: Call) -> dict[str, Any]:
-    name = call.queue()
-    queue = call.engine.get_queue(call.project, name)
-    new = _checked(call.params, queue.settings)
-    (stored,) = call.engine.send(call.project, name, [new])
+    """Checked against the queue's settings in the send's own transaction (one per request)."""
+    queue, (stored,) = call.engine.send_prepared(
+        call.project, call.queue(), lambda q: [_checked(call.params, q.settings)]
+    )
     return _sent(stored, queue.settings)
 
 
@@ -173,7 +172,6 @@ def _raw_size(entry: dict[str, Any]) -> int:
 
 def send_message_batch(call: Call) -> dict[str, Any]:
     name = call.queue()
-    queue = call.engine.get_queue(call.project, name)
     entries = batch_entries(call, "SendMessageBatch")
     total = sum(_raw_size(e) for e in entries)
     if total > attrs.MAX_SIZE:
@@ -183,21 +181,25 @@ def send_message_batch(call: Call) -> dict[str, Any]:
             f" {total} bytes.",
         )
     good: list[tuple[str, NewMessage]] = []
-    failed = []
-    # Each entry is checked here, as the engine would, so one bad entry fails alone in
-    # `Failed` instead of refusing the whole batch.
-    for e in entries:
-        try:
-            good.append((e["Id"], _checked(e, queue.settings)))
-        except SqsError as exc:
-            failed.append(entry_failure(e["Id"], exc))
-    successful = []
-    if good:
-        stored = call.engine.send(call.project, name, [new for _, new in good])
-        successful = [
-            {"Id": entry_id, **_sent(m, queue.settings)}
-            for (entry_id, _), m in zip(good, stored, strict=False)
-        ]
+    failed: list[dict[str, Any]] = []
+
+    def prepare(queue: Queue) -> list[NewMessage]:
+        """Each entry is checked here, as the engine would, so one bad entry fails alone in
+        `Failed` instead of refusing the whole batch; runs in the send's transaction."""
+        good.clear()
+        failed.clear()
+        for e in entries:
+            try:
+                good.append((e["Id"], _checked(e, queue.settings)))
+            except SqsError as exc:
+                failed.append(entry_failure(e["Id"], exc))
+        return [new for _, new in good]
+
+    queue, stored = call.engine.send_prepared(call.project, name, prepare)
+    successful = [
+        {"Id": entry_id, **_sent(m, queue.settings)}
+        for (entry_id, _), m in zip(good, stored, strict=False)
+    ]
     return {"Successful": successful, "Failed": failed}
 
 

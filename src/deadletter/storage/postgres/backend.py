@@ -22,7 +22,7 @@ import json
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -60,6 +60,17 @@ CLEAR_LANE = f"SELECT pg_advisory_xact_lock{_LANE}"
 # a claim that finds senders there leaves it for a later claim rather than wait.
 TRY_CLEAR_LANE = f"SELECT pg_try_advisory_xact_lock{_LANE} AS cleared"
 NOTIFY = "SELECT pg_notify(:channel, :payload)"
+# A redrive in place (`redrive_in_place`): each id of `:ids` with its number of `:seqs`.
+REDRIVE_IN_PLACE = (
+    "UPDATE messages AS m SET " + q.REDRIVEN_COLUMNS + ","
+    " id = gen_random_uuid()::text, seq = b.seq,"
+    " attributes = COALESCE((SELECT jsonb_object_agg(a.key, a.value)"
+    " FROM jsonb_each(m.attributes::jsonb) AS a WHERE upper(a.key) NOT LIKE 'DLQ.%'),"
+    " '{}'::jsonb)::text,"
+    " history = (COALESCE(m.history, '[]')::jsonb || jsonb_build_array(:event::jsonb))::text"
+    " FROM unnest(:ids::text[], :seqs::bigint[]) AS b(old, seq)"
+    " WHERE m.id = b.old AND m.project IS NOT DISTINCT FROM :project"
+)
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -93,6 +104,13 @@ class PostgresDialect(Dialect):
             for seq, i in zip(seqs, positions, strict=True):
                 out[i] = with_seq(messages[i], seq)
         return out
+
+    def redrive_in_place(
+        self, tx: Statements, project: str, ids: Sequence[str], params: Mapping[str, Any]
+    ) -> None:
+        lane = {"project": project, "queue": params["queue"], "n": len(ids)}
+        seqs = sorted(int(r["seq"]) for r in tx.all(RESERVE_SEQS, lane))
+        tx.run(REDRIVE_IN_PLACE, {**params, "ids": list(ids), "seqs": seqs})
 
     def wipe(self, tx: Statements) -> None:
         tx.run(f"TRUNCATE {', '.join(q.TABLES)}")

@@ -78,6 +78,13 @@ class Dialect(abc.ABC):
     def numbered(self, tx: Statements, project: str, messages: Sequence[Message]) -> list[Message]:
         """`messages` with new sequence numbers, in input order, in commit order per queue."""
 
+    @abc.abstractmethod
+    def redrive_in_place(
+        self, tx: Statements, project: str, ids: Sequence[str], params: Mapping[str, Any]
+    ) -> None:
+        """Number the messages `ids` (in this order) as new ones of `params["queue"]` and
+        rewrite them as `Transaction.redrive_messages` says, in one statement."""
+
     def forget_queue(self, tx: Statements, project: str, name: str) -> None:  # noqa: B027
         """Delete what the numbering keeps for a deleted queue."""
 

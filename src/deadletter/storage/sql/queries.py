@@ -6,7 +6,10 @@ constructs SQLite spells otherwise (see `deadletter.storage.sqlite.backend.SQLit
 - `col = ANY(:ids)`: an id list, given as a Python list;
 - `FOR UPDATE` and `FOR UPDATE SKIP LOCKED`: row locks, which SQLite does not need;
 - `starts_with(col, :prefix)`: prefix matching;
-- `/* indexed by name */` after a table: an index SQLite must use (PostgreSQL has statistics).
+- `/* indexed by name */` after a table: an index SQLite must use (PostgreSQL has statistics);
+- `IS NOT DISTINCT FROM`: SQLite's `IS`;
+- `pg_backend_pid() % 16`: the shard of a depth count this connection writes (SQLite's
+  transactions are serial: it keeps one).
 
 Optional filters are written `(col = :x OR :x IS NULL)`: the comparison comes first so that
 PostgreSQL learns the parameter's type from it before it meets `IS NULL`.
@@ -76,14 +79,31 @@ DEAD_LETTER_TARGETS = "SELECT * FROM queues WHERE project = :project AND dlq_tar
 # Messages
 
 INSERT_MESSAGE = _insert("messages", MESSAGE_FIELDS)
-# A moved message keeps its id and takes every other column anew.
-UPSERT_MESSAGE = INSERT_MESSAGE + _replacing("id", MESSAGE_FIELDS)
+# Statements by id find their rows through the primary key on PostgreSQL too, whose
+# statistics lag behind a queue that just filled (a fresh table looks empty): the queue's
+# key is compared with IS NOT DISTINCT FROM (equality for these NOT NULL columns), which no
+# index serves, so that the planner cannot walk the queue in seq order filtering it by id.
+_OF_PROJECT = "project IS NOT DISTINCT FROM :project"
+_OF_QUEUE = f"{_OF_PROJECT} AND queue IS NOT DISTINCT FROM :queue"
+# A message moved to another queue, rewritten in place: every column but its id and body,
+# which stays where it is.
+MOVE_MESSAGE = (
+    "UPDATE messages SET "
+    + ", ".join(f"{f} = :{f}" for f in MESSAGE_FIELDS if f not in ("id", "project", "body"))
+    + f" WHERE id = :id AND {_OF_PROJECT}"
+)
+# The columns a redrive sets alike on every message it sends back (`:now`, `:expires_at`,
+# `:queue`); each dialect adds the id, number, attributes and history (`redrive_in_place`).
+REDRIVEN_COLUMNS = (
+    "queue = :queue, enqueued_at = :now, expires_at = :expires_at, visible_at = :visible_at,"
+    " ready_at = :now, only_tag = :only_tag,"
+    " claim_id = NULL, claim_expires_at = NULL, claim_count = 0, first_claimed_at = NULL,"
+    " provenance = NULL, dl_source = NULL, dl_reason = NULL, dl_at = NULL, dl_due_at = NULL,"
+    " dl_tag = NULL"
+)
 # By primary key: without statistics SQLite would rather walk the whole queue in seq order.
 _BY_ID = "messages /* indexed by sqlite_autoindex_messages_1 */"
-GET_MESSAGES = (
-    f"SELECT * FROM {_BY_ID} WHERE id = ANY(:ids) AND project = :project AND queue = :queue"
-    " ORDER BY seq"
-)
+GET_MESSAGES = f"SELECT * FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE} ORDER BY seq"
 # The two classes of message of migration 0005, each spelled as its partial index's predicate
 # (SQLite uses a partial index only for a query that repeats its WHERE term word for word).
 # A claimed message becomes visible when its claim expires (`visible_at = claim_expires_at`),
@@ -99,11 +119,15 @@ CLAIMABLE_READY = (
     " AND visible_at <= :now AND expires_at > :now"
     " ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
 )
+# Hidden messages are sorted by `seq + 0`, which no index yields: ordered by `seq` itself, a
+# PostgreSQL planner that believes the queue small (statistics lag behind a queue that just
+# filled) walks the whole queue in seq order to skip a sort of the few rows it returns.
+BY_SEQ_SORTED = "ORDER BY seq + 0"
 CLAIMABLE_HIDDEN = (
     "SELECT * FROM messages /* indexed by messages_hidden */"
     f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
     " AND visible_at <= :now AND expires_at > :now"
-    " ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
+    f" {BY_SEQ_SORTED} LIMIT :limit FOR UPDATE SKIP LOCKED"
 )
 # The filters of a DeadLetterFilter; each is off when its parameter is NULL.
 _DEAD_LETTER_FILTER = (
@@ -141,7 +165,7 @@ LIST_READY = LIST_MESSAGES.replace(
 LIST_HIDDEN = LIST_MESSAGES.replace(
     "FROM messages WHERE",
     f"FROM messages /* indexed by messages_hidden */ WHERE {HIDDEN} AND visible_at <= :now AND",
-)
+).replace("ORDER BY seq LIMIT", f"{BY_SEQ_SORTED} LIMIT")
 DEAD_LETTERS = (
     "SELECT * FROM messages WHERE project = :project AND queue = :queue"
     " AND seq > :after_seq AND seq <= :max_seq AND expires_at > :now AND visible_at <= :now"
@@ -149,6 +173,9 @@ DEAD_LETTERS = (
     + " ORDER BY seq LIMIT :limit"
 )
 DEAD_LETTERS_LOCKED = DEAD_LETTERS + " FOR UPDATE SKIP LOCKED"
+DEAD_LETTER_SOURCES_LOCKED = DEAD_LETTERS_LOCKED.replace(
+    "SELECT *", "SELECT id, seq, dl_source, dl_tag"
+)
 COUNT_DEAD_LETTERS = (
     "SELECT COUNT(*) AS n FROM messages WHERE project = :project AND queue = :queue"
     " AND seq <= :max_seq AND expires_at > :now" + _DEAD_LETTER_FILTER
@@ -162,16 +189,26 @@ UPDATE_MESSAGE = (
     " first_claimed_at = :first_claimed_at, expires_at = :expires_at, dl_due_at = :dl_due_at"
     " WHERE id = :id"
 )
+# Deletions return the dead-letter source of each row, which the depth counts go by.
 DELETE_MESSAGES = (
-    f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND project = :project AND queue = :queue"
+    f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE}"
+    " RETURNING COALESCE(dl_source, '') AS source"
 )
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
-PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue"
+PURGE_MESSAGES = (
+    "DELETE FROM messages WHERE project = :project AND queue = :queue"
+    " RETURNING COALESCE(dl_source, '') AS source"
+)
+# Where the messages a move overwrites are now, counted by queue and source.
+PLACES = (
+    f"SELECT queue, COALESCE(dl_source, '') AS source, COUNT(*) AS n FROM {_BY_ID}"
+    f" WHERE id = ANY(:ids) AND {_OF_PROJECT} GROUP BY queue, COALESCE(dl_source, '')"
+)
 # Found through the partial index on claim_id (migration 0002): without statistics SQLite
 # would rather walk the whole queue in seq order than sort the few messages of one claim.
 CLAIMED_BY = (
     "SELECT * FROM messages /* indexed by messages_claim */"
-    " WHERE project = :project AND queue = :queue AND claim_id = :claim_id ORDER BY seq"
+    f" WHERE {_OF_QUEUE} AND claim_id = :claim_id {BY_SEQ_SORTED}"
 )
 EXPIRED = (
     "SELECT * FROM messages WHERE expires_at <= :now ORDER BY expires_at, seq LIMIT :limit"
@@ -182,7 +219,16 @@ DUE_DEAD_LETTERS = (
     "SELECT * FROM messages WHERE dl_due_at <= :now ORDER BY dl_due_at, seq LIMIT :limit"
     " FOR UPDATE SKIP LOCKED"
 )
-# Stats read the counts kept by migration 0005's triggers, less what has expired and waits
+# The depth of a queue by dead-letter source (migration 0005), changed by `n` once per
+# statement that adds or removes its messages (see `SQLTransaction._add_depths`). On
+# PostgreSQL each connection writes its own shard, so that concurrent writers rarely wait
+# for one another's row; a reader sums the shards.
+ADD_DEPTH = (
+    "INSERT INTO queue_depths (project, queue, source, shard, n)"
+    " VALUES (:project, :queue, :source, pg_backend_pid() % 16, :n)"
+    " ON CONFLICT (project, queue, source, shard) DO UPDATE SET n = queue_depths.n + excluded.n"
+)
+# Stats read the counts of queue_depths, less what has expired and waits
 # for the sweeper (found through the expiry index, so bounded by the sweeper's backlog), and
 # count only the claimed and delayed messages, which are the hidden ones not yet visible.
 DEPTHS = (
@@ -192,7 +238,7 @@ DEPTHS = (
 EXPIRED_DEPTHS = (
     "SELECT COALESCE(dl_source, '') AS source, COUNT(*) AS n"
     " FROM messages /* indexed by messages_expiry */"
-    " WHERE expires_at <= :now AND project = :project AND queue = :queue"
+    f" WHERE expires_at <= :now AND {_OF_QUEUE}"
     " GROUP BY COALESCE(dl_source, '')"
 )
 COUNT_HIDDEN = (
@@ -332,7 +378,14 @@ UPDATE_SUBSCRIPTION = (
 DELETE_SUBSCRIPTION = (
     "DELETE FROM subscriptions WHERE project = :project AND queue = :queue AND id = :id"
 )
-DELETE_EXPIRED_SUBSCRIPTIONS = "DELETE FROM subscriptions WHERE expires_at <= :now"
+DELETE_EXPIRED_SUBSCRIPTIONS = (
+    "DELETE FROM subscriptions WHERE expires_at <= :now RETURNING project, queue"
+)
+# How many subscriptions a queue has (migration 0012), so that a send reads it with the queue.
+ADD_SUBSCRIPTIONS = (
+    "UPDATE queues SET subscriptions = subscriptions + :n"
+    " WHERE project = :project AND name = :queue"
+)
 # Deleting a subscription (or purging a queue's) cancels what is still owed to it.
 CANCEL_DELIVERIES = "DELETE FROM deliveries WHERE subscription_id = ANY(:ids)"
 QUEUE_SUBSCRIPTION_IDS = "SELECT id FROM subscriptions WHERE project = :project AND queue = :queue"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -17,10 +18,31 @@ from deadletter.storage.sql.executor import Executor
 
 
 class SubscriptionStatements(Executor):
+    """Each queue row counts its subscriptions (`queues.subscriptions`), changed in the
+    transaction that adds or deletes one; a send, which reads its queue's row anyway, looks
+    for live subscriptions only where that count is not zero."""
+
+    # Queues read in this transaction that had no subscriptions when read.
+    _unsubscribed: set[tuple[str, str]] | None = None
+
+    def _note_subscriptions(self, project: str, queue: str, count: int) -> None:
+        if self._unsubscribed is None:
+            self._unsubscribed = set()
+        if count:
+            self._unsubscribed.discard((project, queue))
+        else:
+            self._unsubscribed.add((project, queue))
+
+    def _add_subscriptions(self, project: str, queue: str, n: int) -> None:
+        self.run(q.ADD_SUBSCRIPTIONS, {"project": project, "queue": queue, "n": n})
+        if self._unsubscribed is not None:
+            self._unsubscribed.discard((project, queue))
+
     # Subscriptions and the notifications owed to them
 
     def insert_subscription(self, subscription: Subscription) -> None:
         self.run(q.INSERT_SUBSCRIPTION, subscription_params(subscription))
+        self._add_subscriptions(subscription.project, subscription.queue, 1)
 
     def get_subscription(
         self, project: str, queue: str, subscription_id: str, lock: bool = False
@@ -41,6 +63,8 @@ class SubscriptionStatements(Executor):
     ) -> list[Subscription]:
         key = {"project": project, "queue": queue, "now": now}
         if limit is None:
+            if self._unsubscribed is not None and (project, queue) in self._unsubscribed:
+                return []  # its row, read in this transaction, counts none
             rows = self.all(q.LIVE_SUBSCRIPTIONS, key)
         else:
             rows = self.all(q.LIST_SUBSCRIPTIONS, {**key, "after": after or "", "limit": limit})
@@ -53,13 +77,22 @@ class SubscriptionStatements(Executor):
 
     def delete_subscriptions(self, project: str, queue: str, ids: Sequence[str]) -> int:
         self.run(q.CANCEL_DELIVERIES, {"ids": list(ids)})
-        return sum(
+        gone = sum(
             self.run(q.DELETE_SUBSCRIPTION, {"project": project, "queue": queue, "id": i})
             for i in ids
         )
+        if gone:
+            self._add_subscriptions(project, queue, -gone)
+        return gone
 
     def delete_expired_subscriptions(self, now: float) -> int:
-        return self.run(q.DELETE_EXPIRED_SUBSCRIPTIONS, {"now": now})
+        gone = Counter(
+            (r["project"], r["queue"])
+            for r in self.all(q.DELETE_EXPIRED_SUBSCRIPTIONS, {"now": now})
+        )
+        for (project, queue), n in sorted(gone.items()):
+            self._add_subscriptions(project, queue, -n)
+        return gone.total()
 
     def insert_deliveries(self, deliveries: Sequence[Delivery]) -> None:
         self.run_many(q.INSERT_DELIVERY, [delivery_params(d) for d in deliveries])

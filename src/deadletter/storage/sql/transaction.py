@@ -7,7 +7,8 @@ whole transaction (a failed statement fails the transaction on PostgreSQL anyway
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from deadletter.domain.model import (
@@ -18,6 +19,7 @@ from deadletter.domain.model import (
     QueueSettings,
     RedriveTask,
 )
+from deadletter.domain.tags import DEFAULT_DONE_AT
 from deadletter.storage.base import ClaimRecord, MessageCounts, Transaction
 from deadletter.storage.rows import (
     Row,
@@ -66,6 +68,11 @@ def _delivery_params(m: Message) -> dict[str, Any]:
     }
 
 
+def _source(m: Message) -> str:
+    """The dead-letter source a depth count files `m` under ('' for none)."""
+    return m.provenance.source_queue if m.provenance is not None else ""
+
+
 def _claim_from(r: Row) -> ClaimRecord:
     return ClaimRecord(
         r["id"], r["project"], r["queue"], r["ttl"], r["grace"], r["created_at"], r["expires_at"]
@@ -74,7 +81,11 @@ def _claim_from(r: Row) -> ClaimRecord:
 
 class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatements, Transaction):
     """The one `Transaction` of both SQL stores; consumer tags, subscriptions, credentials and
-    templates are in their own parts (`tags`, `subscriptions`, `administration`)."""
+    templates are in their own parts (`tags`, `subscriptions`, `administration`).
+
+    The depths of queues (table `queue_depths`) are kept here, once per statement that adds
+    or removes messages, rather than by a trigger on every row: every statement that does is
+    in this class and goes through `_add_depths`."""
 
     # Queues
 
@@ -82,7 +93,10 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
         row = self.one(
             q.GET_QUEUE_LOCKED if lock else q.GET_QUEUE, {"project": project, "name": name}
         )
-        return queue_from(row) if row else None
+        if row is None:
+            return None
+        self._note_subscriptions(project, name, int(row["subscriptions"]))
+        return queue_from(row)
 
     def insert_queue(self, queue: Queue) -> None:
         self.run(
@@ -141,7 +155,24 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
             return []
         stored = self.d.numbered(self, project, messages)
         self.run_many(q.INSERT_MESSAGE, [message_params(project, m) for m in stored])
+        self._add_depths(project, Counter((m.queue, _source(m)) for m in stored))
         return stored
+
+    def _add_depths(self, project: str, changes: Mapping[tuple[str, str], int]) -> None:
+        """Change the depth of each (queue, source) by its count; in key order, so that two
+        transactions never wait for each other's rows in turn."""
+        rows = [
+            {"project": project, "queue": queue, "source": source, "n": n}
+            for (queue, source), n in sorted(changes.items())
+            if n
+        ]
+        self.run_many(q.ADD_DEPTH, rows)
+
+    def _remove_depths(self, project: str, queue: str, sources: Iterable[Row]) -> int:
+        """Take the rows a deletion returned (`source` each) off `queue`'s depths; how many."""
+        gone = Counter((queue, str(r["source"])) for r in sources)
+        self._add_depths(project, {key: -n for key, n in gone.items()})
+        return gone.total()
 
     def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
         return self._messages(
@@ -204,6 +235,44 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
             _narrowed(q.DEAD_LETTERS_LOCKED if lock else q.DEAD_LETTERS, params), params
         )
 
+    def dead_letter_sources(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        after_seq: int,
+    ) -> list[tuple[str, int, str | None, str | None]]:
+        params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq,
+                  "after_seq": after_seq, "limit": limit, **_filter_params(where)}  # fmt: skip
+        rows = self.all(_narrowed(q.DEAD_LETTER_SOURCES_LOCKED, params), params)
+        return [(r["id"], int(r["seq"]), r["dl_source"], r["dl_tag"]) for r in rows]
+
+    def redrive_messages(
+        self,
+        project: str,
+        ids: Sequence[str],
+        destination: str,
+        expires_at: float,
+        event: dict[str, Any],
+        now: float,
+        only_tag: str | None = None,
+    ) -> None:
+        if not ids:
+            return
+        places = self.all(q.PLACES, {"project": project, "ids": list(ids)})
+        # A tag's redriven dead letter is done for the untagged consumers from the start.
+        visible_at = now if only_tag is None else DEFAULT_DONE_AT
+        params = {"project": project, "queue": destination, "expires_at": expires_at,
+                  "event": json.dumps(event), "now": now, "visible_at": visible_at,
+                  "only_tag": only_tag}  # fmt: skip
+        self.d.redrive_in_place(self, project, ids, params)
+        changes = Counter({(destination, ""): len(ids)})
+        changes.subtract({(r["queue"], r["source"]): int(r["n"]) for r in places})
+        self._add_depths(project, changes)
+
     def count_dead_letters(
         self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
     ) -> int:
@@ -222,16 +291,22 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
         if not messages:
             return
         moved = self.d.numbered(self, project, messages)
-        self.run_many(q.UPSERT_MESSAGE, [message_params(project, m) for m in moved])
+        ids = [m.id for m in moved]
+        places = self.all(q.PLACES, {"project": project, "ids": ids})
+        self.run_many(q.MOVE_MESSAGE, [message_params(project, m) for m in moved])
+        changes = Counter((m.queue, _source(m)) for m in moved)
+        changes.subtract({(r["queue"], r["source"]): int(r["n"]) for r in places})
+        self._add_depths(project, changes)
 
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
-        return self.run(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
+        rows = self.all(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
+        return self._remove_depths(project, queue, rows)
 
     def purge(self, project: str, queue: str) -> int:
         key = {"project": project, "queue": queue}
         self.run(q.PURGE_CLAIMS, key)
         self.run(PURGE_TAG_STATES, key)
-        return self.run(q.PURGE_MESSAGES, key)
+        return self._remove_depths(project, queue, self.all(q.PURGE_MESSAGES, key))
 
     def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]:
         return self._messages(

@@ -1,0 +1,82 @@
+"""The storage primitives of consumer tags, a part of `Transaction` (storage/base.py).
+
+The rules are deadletter.engine.tags'; the design is docs/architecture.md's.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+from deadletter.domain.model import Message
+from deadletter.domain.tags import ConsumerTag, TagState
+
+
+class TagTransaction(abc.ABC):
+    @abc.abstractmethod
+    def insert_tag(self, tag: ConsumerTag) -> bool:
+        """False, and nothing written, when the queue has a tag of that name."""
+
+    @abc.abstractmethod
+    def get_tag(
+        self, project: str, queue: str, name: str, lock: bool = False
+    ) -> ConsumerTag | None:
+        """With `lock`, the tag's other claimants wait until this transaction ends."""
+
+    @abc.abstractmethod
+    def list_tags(self, project: str, queue: str) -> list[ConsumerTag]:
+        """By name."""
+
+    @abc.abstractmethod
+    def delete_tag(self, project: str, queue: str, name: str) -> None:
+        """The tag and its delivery states."""
+
+    @abc.abstractmethod
+    def tag_claimable(
+        self, tag: ConsumerTag, now: float, limit: int
+    ) -> list[tuple[Message, TagState | None]]:
+        """The oldest messages `tag` may claim now (its filter aside), untouched above its
+        cursor or given back and due, as the tag sees them (`tags.seen_by_tag`), with state."""
+
+    @abc.abstractmethod
+    def advance_tag_cursor(self, tag: ConsumerTag) -> None:
+        """Move the tag's cursor up to just before the first message it has not touched,
+        where that is known to be safe (no message below it can still commit)."""
+
+    @abc.abstractmethod
+    def tag_messages(
+        self, project: str, queue: str, tag: str, ids: Sequence[str]
+    ) -> list[tuple[Message, TagState | None]]:
+        """Messages of `queue` among `ids` as `tag` sees them, with its state of each."""
+
+    @abc.abstractmethod
+    def tag_claimed_by(self, project: str, queue: str, tag: str, claim_id: str) -> list[Message]:
+        """As `tag` sees them, the messages whose state for it names `claim_id`."""
+
+    @abc.abstractmethod
+    def save_tag_states(
+        self, project: str, queue: str, tag: str, messages: Sequence[Message], state: TagState
+    ) -> None:
+        """`state`, with the delivery fields of each message as the tag sees it (LIVE: claim)."""
+
+    @abc.abstractmethod
+    def final_tag_states(self, ids: Sequence[str]) -> dict[str, set[str]]:
+        """By message id, the tags done with it (acknowledged, dead-lettered, skipped)."""
+
+    @abc.abstractmethod
+    def forget_tag_states(self, ids: Sequence[str]) -> None: ...
+
+    @abc.abstractmethod
+    def lock_messages(self, ids: Sequence[str]) -> list[Message]:
+        """The messages among `ids`, locked until this transaction ends (waiting for others)."""
+
+    @abc.abstractmethod
+    def tag_counts(self, tag: ConsumerTag, now: float) -> tuple[int, int]:
+        """(ready, claimed) of `tag`'s unexpired messages."""
+
+    @abc.abstractmethod
+    def count_default_done(self, project: str, queue: str, now: float) -> int:
+        """Unexpired messages the untagged consumers are done with, kept for tags."""
+
+    @abc.abstractmethod
+    def default_done_ids(self, project: str, queue: str) -> list[str]: ...

@@ -1,0 +1,49 @@
+"""A send on the SQS face checks its entries against the queue's settings in the send's own
+transaction: one store transaction per request, none to read the queue first."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import pytest
+
+from deadletter.storage.base import Store, Transaction
+
+
+@pytest.fixture
+def counted(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every transaction a request opens from now on: "write" or "read" (the background
+    worker's sweeps, which run beside the requests, are not counted)."""
+    opened: list[str] = []
+
+    def counting(kind: str, original: Callable[[], AbstractContextManager[Transaction]]) -> Any:
+        def open_one() -> AbstractContextManager[Transaction]:
+            if threading.current_thread().name != "deadletter-worker":
+                opened.append(kind)
+            return original()
+
+        return open_one
+
+    monkeypatch.setattr(store, "transaction", counting("write", store.transaction))
+    monkeypatch.setattr(store, "read", counting("read", store.read))
+    return opened
+
+
+def test_send_and_send_batch_run_one_transaction_each(
+    sqs: Any, make_queue: Callable[..., str], counted: list[str]
+) -> None:
+    url = make_queue("one-tx")
+    counted.clear()
+    sqs.send_message(QueueUrl=url, MessageBody="a")
+    assert counted == ["write"]
+    counted.clear()
+    answer = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[{"Id": "ok", "MessageBody": "b"}, {"Id": "bad", "MessageBody": "\x00"}],
+    )
+    assert [e["Id"] for e in answer["Successful"]] == ["ok"]
+    assert [e["Id"] for e in answer["Failed"]] == ["bad"]
+    assert counted == ["write"]
