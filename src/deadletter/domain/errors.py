@@ -6,6 +6,7 @@
     │   ├── MessageNotFound
     │   ├── ClaimNotFound
     │   ├── TaskNotFound
+    │   ├── PatternNotFound
     │   └── TagNotFound
     ├── Conflict
     │   ├── QueueAlreadyExists
