@@ -20,6 +20,11 @@ def held_message(
     """An unexpired message of `queue` that `claim_id` holds right now."""
     require_queue(tx, project, queue)
     found = [m for m in tx.get_messages(project, queue, [message_id]) if m.expires_at > now]
+    return held_by(found, message_id, claim_id, now)
+
+
+def held_by(found: list[Message], message_id: str, claim_id: str, now: float) -> Message:
+    """The message found (none, or one), if `claim_id` is its live claim."""
     if not found:
         raise errors.MessageNotFound(f"message {message_id!r} does not exist")
     message = found[0]

@@ -16,7 +16,7 @@ from deadletter.domain.model import Claim, Message, Queue, Reason
 from deadletter.domain.tags import ConsumerTag, TagState
 from deadletter.engine import tags, transitions
 from deadletter.engine.ids import new_id
-from deadletter.engine.lookups import live_claim, require_queue
+from deadletter.engine.lookups import held_by, live_claim, require_queue
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import ClaimRecord, Transaction
 
@@ -157,14 +157,7 @@ def held_message(
         for m, state in tx.tag_messages(queue.project, queue.name, tag, [message_id])
         if m.expires_at > now and state is TagState.LIVE
     ]
-    if not found:
-        raise errors.MessageNotFound(f"message {message_id!r} does not exist")
-    message = found[0]
-    if message.claim_id != claim_id or not message.is_claimed(now):
-        raise errors.ClaimMismatch(
-            f"claim {claim_id!r} is not the live claim of message {message_id!r}"
-        )
-    return message
+    return held_by(found, message_id, claim_id, now)
 
 
 def given_back(
