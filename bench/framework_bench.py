@@ -1,70 +1,201 @@
-"""`./dev bench framework`: HTTP overhead of the Starlette stack, bare and with deadletter's
-Zaqar face (headers, thread hop, metrics middleware), and a message post on SQLite.
+"""`./dev bench framework`: the HTTP server and JSON library choices, measured on the same load.
 
-Server (uvicorn, one worker) and clients run in one process, so figures are relative."""
+Each HTTP server serves, in a process of its own, a bare Starlette route and deadletter's real
+app (both faces, SQLite); one load generator (threads of keep-alive `http.client`
+connections, in this process) drives every case with the same clients. A case reports
+requests per second and the server process's CPU seconds per 1,000 requests, which does not
+depend on how much CPU the load generator leaves it. Servers are interleaved within each run.
+
+Then JSON: encoding the faces' real answers (taken from the server: a Zaqar claim of ten
+messages, an SQS ReceiveMessage of ten, a SendMessageBatch result) and parsing their real
+requests, with the standard library (as Starlette's JSONResponse and `strict_json` do),
+orjson and msgspec, in microseconds per document."""
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
+import os
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+import timeit
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import httpx
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+import msgspec
+import orjson
 
-from deadletter.api.app import build_app
-from deadletter.engine.engine import Engine
-from deadletter.storage import open_store
+from bench.peers_bench import cpu_seconds
+from deadletter.api import strict_json
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+BIN = Path(sys.executable).parent
+BODY = json.dumps({"event": "order.created", "detail": "x" * 960})  # about 1 KiB
+
+# name -> command line after which the app target and port follow
+SERVERS: dict[str, Callable[[str, int], list[str]]] = {
+    "uvicorn h11 + asyncio": lambda app, port: _uvicorn(app, port, "h11", "asyncio"),
+    "uvicorn httptools + asyncio": lambda app, port: _uvicorn(app, port, "httptools", "asyncio"),
+    "uvicorn httptools + uvloop": lambda app, port: _uvicorn(app, port, "httptools", "uvloop"),
+    "granian ASGI + uvloop": lambda app, port: [
+        str(BIN / "granian"),
+        "--interface",
+        "asgi",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--loop",
+        "uvloop",
+        "--log-level",
+        "warning",
+        "--no-ws",
+        f"bench.framework_apps:{app}",
+    ],
+}
 
 
-@contextmanager
-def serving(app: Starlette) -> Iterator[str]:
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+def _uvicorn(app: str, port: int, http: str, loop: str) -> list[str]:
+    return [
+        str(BIN / "python"),
+        "-m",
+        "uvicorn",
+        "--factory",
+        f"bench.framework_apps:{app}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--http",
+        http,
+        "--loop",
+        loop,
+        "--log-level",
+        "warning",
+        "--no-access-log",
+        "--lifespan",
+        "on",
+    ]
 
 
-def bare_app() -> Starlette:
-    async def hello(request: Request) -> JSONResponse:
-        return JSONResponse({"hello": "world"})
-
-    return Starlette(routes=[Route("/hello", hello)])
+Request = tuple[str, str, bytes, dict[str, str]]  # method, path, body, headers
+CLIENT = {"Client-ID": str(uuid.uuid4()), "Content-Type": "application/json"}
+SQS_JSON = {"Content-Type": "application/x-amz-json-1.0"}
 
 
-def measure(
-    url: str, call: Callable[[httpx.Client], httpx.Response], n: int, clients: int
-) -> dict[str, float]:
+def _sqs(action: str, params: dict[str, Any]) -> Request:
+    body = json.dumps(params).encode()
+    return ("POST", "/", body, {**SQS_JSON, "X-Amz-Target": f"AmazonSQS.{action}"})
+
+
+# case -> (app, the request it repeats)
+CASES: dict[str, tuple[str, Request]] = {
+    "bare JSON route": ("bare", ("GET", "/hello", b"", {})),
+    "Zaqar GET /v2 (no store)": ("deadletter", ("GET", "/v2", b"", CLIENT)),
+    "Zaqar POST 1 message (commit)": (
+        "deadletter",
+        (
+            "POST",
+            "/v2/queues/fw/messages",
+            json.dumps({"messages": [{"body": json.loads(BODY), "ttl": 3600}]}).encode(),
+            CLIENT,
+        ),
+    ),
+    "SQS SendMessage JSON (commit)": (
+        "deadletter",
+        _sqs("SendMessage", {"QueueUrl": "fw-sqs", "MessageBody": BODY}),
+    ),
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _call(conn: http.client.HTTPConnection, req: Request) -> tuple[int, bytes]:
+    method, path, body, headers = req
+    conn.request(method, path, body=body or None, headers=headers)
+    r = conn.getresponse()
+    return r.status, r.read()
+
+
+class Served:
+    """One HTTP server process serving one app."""
+
+    def __init__(self, server: str, app: str, db: Path) -> None:
+        self.port = _free_port()
+        env = {**os.environ, "DEADLETTER_BENCH_DB": str(db), "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen(
+            SERVERS[server](app, self.port),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise RuntimeError(f"{server} exited: {err[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"{server} did not listen within 30 s")
+
+    def call(self, req: Request) -> bytes:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            status, data = _call(conn, req)
+        finally:
+            conn.close()
+        if status >= 300:
+            raise RuntimeError(f"{req[0]} {req[1]}: {status} {data[:300]!r}")
+        return data
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def load(port: int, req: Request, n: int, clients: int) -> dict[str, float]:
+    """`n` requests from `clients` threads, each on its own keep-alive connection."""
     latencies: list[float] = []
+    failures: list[str] = []
     lock = threading.Lock()
-    headers = {"Client-ID": str(uuid.uuid4())}
 
     def run() -> None:
-        mine = []
-        with httpx.Client(base_url=url, headers=headers) as c:
+        mine: list[float] = []
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
             for _ in range(n // clients):
                 start = time.perf_counter()
-                r = call(c)
+                status, data = _call(conn, req)
                 mine.append(time.perf_counter() - start)
-                assert r.status_code < 300, r.text
+                if status >= 300:
+                    failures.append(f"{status} {data[:200]!r}")
+                    return
+        finally:
+            conn.close()
         with lock:
             latencies.extend(mine)
 
@@ -75,40 +206,187 @@ def measure(
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(failures[0])
     latencies.sort()
     return {
         "req_per_s": len(latencies) / elapsed,
         "p50_ms": statistics.median(latencies) * 1000,
-        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000,
     }
+
+
+def measure_servers(
+    servers: list[str], n: int, clients: int, runs: int, tmp: Path
+) -> dict[str, dict[str, list[dict[str, float]]]]:
+    """{case: {server: [one result per run]}}; servers interleaved within each run."""
+    out: dict[str, dict[str, list[dict[str, float]]]] = {c: {s: [] for s in servers} for c in CASES}
+    by_app: dict[str, list[str]] = {}
+    for case, (app, _) in CASES.items():
+        by_app.setdefault(app, []).append(case)
+    for run in range(runs):
+        for server in servers:
+            for app, cases in by_app.items():
+                served = Served(server, app, tmp / f"{uuid.uuid4().hex[:8]}.db")
+                try:
+                    if app == "deadletter":
+                        served.call(_sqs("CreateQueue", {"QueueName": "fw-sqs"}))
+                    for case in cases:
+                        req = CASES[case][1]
+                        load(served.port, req, min(200, n), clients)  # warm-up
+                        before = cpu_seconds(served.proc.pid) or 0.0
+                        m = load(served.port, req, n, clients)
+                        after = cpu_seconds(served.proc.pid) or 0.0
+                        m["server_cpu_per_1k"] = (after - before) * 1000 / (n // clients * clients)
+                        out[case][server].append(m)
+                        print(
+                            f"run {run + 1} {server:28} {case:32} {m['req_per_s']:7.0f} req/s"
+                            f" {m['server_cpu_per_1k']:.3f} CPU s/1k",
+                            file=sys.stderr,
+                        )
+                finally:
+                    served.stop()
+    return out
+
+
+# JSON ------------------------------------------------------------------------------------
+
+
+def real_documents(tmp: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """(answers as Python values, requests as bytes), taken from the real app."""
+    served = Served("uvicorn httptools + uvloop", "deadletter", tmp / "shapes.db")
+    try:
+        post = json.dumps({"messages": [{"body": json.loads(BODY), "ttl": 3600}] * 10}).encode()
+        served.call(("POST", "/v2/queues/shapes/messages", post, CLIENT))
+        claim = served.call(
+            ("POST", "/v2/queues/shapes/claims?limit=10", b'{"ttl":60,"grace":60}', CLIENT)
+        )
+        served.call(_sqs("CreateQueue", {"QueueName": "shapes-sqs"}))
+        entries = [
+            {
+                "Id": f"m{i}",
+                "MessageBody": BODY,
+                "MessageAttributes": {"kind": {"DataType": "String", "StringValue": "order"}},
+            }
+            for i in range(10)
+        ]
+        batch = _sqs("SendMessageBatch", {"QueueUrl": "shapes-sqs", "Entries": entries})
+        sent = served.call(batch)
+        receive = served.call(
+            _sqs(
+                "ReceiveMessage",
+                {
+                    "QueueUrl": "shapes-sqs",
+                    "MaxNumberOfMessages": 10,
+                    "AttributeNames": ["All"],
+                    "MessageAttributeNames": ["All"],
+                },
+            )
+        )
+    finally:
+        served.stop()
+    answers = {
+        "Zaqar claim of 10": json.loads(claim),
+        "SQS ReceiveMessage of 10": json.loads(receive),
+        "SQS SendMessageBatch result": json.loads(sent),
+    }
+    return answers, {"Zaqar post of 10": post, "SQS SendMessageBatch of 10": batch[2]}
+
+
+def _stdlib_dumps(value: Any) -> bytes:  # what Starlette's JSONResponse does
+    return json.dumps(
+        value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode("utf-8")
+
+
+ENCODERS: dict[str, Callable[[Any], bytes]] = {
+    "stdlib json": _stdlib_dumps,
+    "orjson": orjson.dumps,
+    "msgspec": msgspec.json.encode,
+}
+DECODERS: dict[str, Callable[[bytes], Any]] = {
+    "strict_json (stdlib)": strict_json.loads,
+    "orjson": orjson.loads,
+    "msgspec": msgspec.json.decode,
+}
+
+
+def _per_call_us(fn: Callable[[], Any]) -> float:
+    timer = timeit.Timer(fn)
+    count, _ = timer.autorange()
+    return min(timer.repeat(5, count)) / count * 1e6
+
+
+def measure_json(tmp: Path) -> dict[str, dict[str, float]]:
+    answers, requests = real_documents(tmp)
+    out: dict[str, dict[str, float]] = {}
+    for name, value in answers.items():
+        out[f"encode {name}"] = {lib: _per_call_us(lambda f=f: f(value)) for lib, f in ENCODERS.items()}
+    for name, raw in requests.items():
+        out[f"parse {name}"] = {lib: _per_call_us(lambda f=f: f(raw)) for lib, f in DECODERS.items()}
+    return out
+
+
+# Report ----------------------------------------------------------------------------------
+
+
+def render(
+    servers: dict[str, dict[str, list[dict[str, float]]]],
+    codecs: dict[str, dict[str, float]],
+    args: argparse.Namespace,
+) -> str:
+    load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines = [
+        f"Framework benchmark: {args.n} requests per case from {args.clients} clients,"
+        f" {args.runs} runs (medians); {os.cpu_count()} CPUs, Python {sys.version.split()[0]};"
+        f" load average at the end {load_avg}; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}.",
+        "",
+        "| case | server | req/s | server CPU s / 1,000 req | p50 ms |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for case, by_server in servers.items():
+        for server, results in by_server.items():
+            if not results:
+                continue
+            rps = statistics.median(r["req_per_s"] for r in results)
+            cpu = statistics.median(r["server_cpu_per_1k"] for r in results)
+            p50 = statistics.median(r["p50_ms"] for r in results)
+            lines.append(f"| {case} | {server} | {rps:,.0f} | {cpu:.3f} | {p50:.2f} |")
+    if codecs:
+        libs = list(next(iter(codecs.values())))
+        lines += ["", "JSON, microseconds per document (best of 5):", ""]
+        lines += ["| document | " + " | ".join(libs) + " |", "|---|" + "---:|" * len(libs)]
+        for name, row in codecs.items():
+            lines.append(f"| {name} | " + " | ".join(f"{v:,.1f}" for v in row.values()) + " |")
+        lines += [
+            "",
+            "The parse columns are the decoders' raw speed; `strict_json` also refuses NaN,",
+            "Infinity, out-of-range numbers, lone surrogates and deep nesting.",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="./dev bench framework", description=__doc__)
     ap.add_argument("-n", type=int, default=2000, help="requests per case")
     ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=3, help="runs, servers interleaved in each")
+    ap.add_argument("--servers", default=",".join(SERVERS), help="comma-separated")
+    ap.add_argument("--no-json", action="store_true", help="skip the JSON libraries")
+    ap.add_argument("--out", default=str(RESULTS / "framework"), help="results path, no suffix")
     args = ap.parse_args(argv)
-    body = {"messages": [{"body": {"event": "order.created", "id": 42}}]}
+    servers = [s for s in args.servers.split(",") if s]
+    unknown = [s for s in servers if s not in SERVERS]
+    if unknown:
+        ap.error(f"unknown servers {unknown}; they are: {', '.join(SERVERS)}")
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_store(f"sqlite:///{Path(tmp) / 'bench.db'}")
-        try:
-            app = build_app(Engine(store))
-            cases: list[tuple[str, Starlette, Callable[[httpx.Client], httpx.Response]]] = [
-                ("starlette bare JSON route", bare_app(), lambda c: c.get("/hello")),
-                ("deadletter GET /v2 (JSON home)", app, lambda c: c.get("/v2")),
-                ("deadletter GET /v2/queues (store read)", app, lambda c: c.get("/v2/queues")),
-                (
-                    "deadletter POST message (SQLite commit)",
-                    app,
-                    lambda c: c.post("/v2/queues/bench/messages", json=body),
-                ),
-            ]
-            print(f"{'case':45} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
-            for name, case_app, call in cases:
-                with serving(case_app) as url:
-                    measure(url, call, min(200, args.n), args.clients)  # warm-up
-                    m = measure(url, call, args.n, args.clients)
-                print(f"{name:45} {m['req_per_s']:8.0f} {m['p50_ms']:8.2f} {m['p99_ms']:8.2f}")
-        finally:
-            store.close()
+        by_case = measure_servers(servers, args.n, args.clients, args.runs, Path(tmp))
+        codecs = {} if args.no_json else measure_json(Path(tmp))
+    text = render(by_case, codecs, args)
+    print(text)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(text)
+    out.with_suffix(".json").write_text(
+        json.dumps({"servers": by_case, "json": codecs, "args": vars(args)}, indent=1)
+    )
     return 0

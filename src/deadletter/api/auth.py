@@ -15,9 +15,10 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.sqs.errors import SqsError
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.domain import errors

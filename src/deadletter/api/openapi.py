@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.routes import ROUTES
 
 # handler name -> (summary, query parameters, success status, request body schema or None)

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.errors import SqsError
 from deadletter.api.sqs.routes import TARGET_PREFIX

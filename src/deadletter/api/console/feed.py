@@ -16,8 +16,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.errors import ZaqarError
 from deadletter.engine.events import EngineListener
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.parse import PAGE_LIMIT, claim_times, tag_param
 from deadletter.domain import errors

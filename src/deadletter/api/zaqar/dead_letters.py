@@ -3,8 +3,9 @@ its source queues, redrive tasks, and the failure patterns the analysis stores."
 
 from __future__ import annotations
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range
 from deadletter.api.zaqar.parse import (

@@ -10,8 +10,7 @@ import json
 import logging
 from typing import Any
 
-from starlette.responses import JSONResponse
-
+from deadletter.api.json_response import JSONResponse
 from deadletter.domain import errors
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar import metadata as meta
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+import msgspec
+
+from deadletter.api.json_response import dumps
 from deadletter.domain.model import Message, RedriveTask
 
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at"})
@@ -18,14 +20,20 @@ def iso(ts: float) -> str:
 
 
 def encode_body(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    """A message body as it is stored: compact JSON, as the faces write their answers."""
+    return dumps(body)
+
+
+_decode = msgspec.json.Decoder().decode
 
 
 def decode_body(raw: bytes) -> Any:
-    """The parsed JSON when the bytes are JSON (Zaqar's own messages), else the text."""
+    """The parsed JSON when the bytes are JSON (Zaqar's own messages), else the text: also
+    for text that only Python's `json` would read as a number (`NaN`, `1e400`), which no
+    answer could carry."""
     try:
-        return json.loads(raw)
-    except ValueError:
+        return _decode(raw)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return raw.decode("utf-8", errors="replace")
 
 

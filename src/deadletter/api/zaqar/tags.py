@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import optional_text, text, time_value

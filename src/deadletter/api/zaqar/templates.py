@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request, shown
 from deadletter.domain import errors
