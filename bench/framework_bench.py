@@ -320,9 +320,13 @@ def measure_json(tmp: Path) -> dict[str, dict[str, float]]:
     answers, requests = real_documents(tmp)
     out: dict[str, dict[str, float]] = {}
     for name, value in answers.items():
-        out[f"encode {name}"] = {lib: _per_call_us(lambda f=f: f(value)) for lib, f in ENCODERS.items()}
+        out[f"encode {name}"] = {
+            lib: _per_call_us(lambda f=f, v=value: f(v)) for lib, f in ENCODERS.items()
+        }
     for name, raw in requests.items():
-        out[f"parse {name}"] = {lib: _per_call_us(lambda f=f: f(raw)) for lib, f in DECODERS.items()}
+        out[f"parse {name}"] = {
+            lib: _per_call_us(lambda f=f, r=raw: f(r)) for lib, f in DECODERS.items()
+        }
     return out
 
 
@@ -335,10 +339,11 @@ def render(
     args: argparse.Namespace,
 ) -> str:
     load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     lines = [
         f"Framework benchmark: {args.n} requests per case from {args.clients} clients,"
         f" {args.runs} runs (medians); {os.cpu_count()} CPUs, Python {sys.version.split()[0]};"
-        f" load average at the end {load_avg}; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}.",
+        f" load average at the end {load_avg}; {when}.",
         "",
         "| case | server | req/s | server CPU s / 1,000 req | p50 ms |",
         "|---|---|---:|---:|---:|",

@@ -43,6 +43,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="record deadletter's server with py-spy during each workload (bench/work/profiles)",
     )
+    ap.add_argument(
+        "--profile-rate", type=int, default=50, help="py-spy samples per second (--profile)"
+    )
     ap.add_argument("--out", default=str(RESULTS / "peers"), help="results path without suffix")
     ap.add_argument(
         "--keep",
@@ -87,7 +90,7 @@ def machine() -> dict[str, Any]:
 class Profiler:
     """py-spy recording the deadletter server for one workload run."""
 
-    def __init__(self, pid: int, path: Path) -> None:
+    def __init__(self, pid: int, path: Path, rate: int = 50) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.proc = subprocess.Popen(
@@ -99,7 +102,10 @@ class Profiler:
                 "--format",
                 "raw",
                 "--rate",
-                "50",
+                str(rate),
+                # Only the thread holding the GIL: where the server's CPU goes, not where
+                # its threads wait for a lock or a commit.
+                "--gil",
                 "-o",
                 str(path),
             ],
@@ -171,7 +177,9 @@ def run_system(
                     prof = None
                     if args.profile and pid:
                         prof = Profiler(
-                            pid, sysmod.WORK / "profiles" / f"{name}-{workload}-{run + 1}.txt"
+                            pid,
+                            sysmod.WORK / "profiles" / f"{name}-{workload}-{run + 1}.txt",
+                            args.profile_rate,
                         )
                     cpu_before = cpu_seconds(pid) if pid else None
                     try:

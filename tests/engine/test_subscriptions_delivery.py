@@ -12,6 +12,7 @@ from deadletter.clock import ManualClock
 from deadletter.domain.model import Reason
 from deadletter.engine.deliveries import Deliveries, DeliverySettings
 from deadletter.engine.engine import Engine
+from deadletter.engine.events import EngineListener
 from deadletter.engine.subscriptions import RetryPolicy
 from tests.engine.helpers import P, send, with_dlq
 from tests.support.receivers import WAIT, receiving
@@ -157,3 +158,33 @@ def test_what_is_owed_survives_a_restart(
             restarted.stop()
         assert hook.wait_for(1)
     assert engine.subscriptions.pending(P, "q") == []
+
+
+class Due(EngineListener):
+    def __init__(self) -> None:
+        self.due: list[tuple[str, int]] = []
+
+    def notifications_due(self, project: str, queue: str, count: int) -> None:
+        self.due.append((queue, count))
+
+
+def test_only_a_send_that_stores_notifications_wakes_the_sender(
+    engine: Engine, runner: Deliveries
+) -> None:
+    # Given a queue without subscriptions and one with two, and the sender not running
+    engine.create_queue(P, "quiet")
+    engine.create_queue(P, "watched")
+    due = Due()
+    engine.add_listener(due)
+    with receiving() as hook:
+        engine.subscriptions.create(P, "watched", hook.url, 600, {})
+        engine.subscriptions.create(P, "watched", hook.url + "/2", 600, {})
+        # When messages go to the quiet queue, nothing is announced and the sender sleeps on
+        # (a round would take the store's write path for nothing)
+        send(engine, "quiet", "a", "b")
+        assert due.due == []
+        assert not runner._wake.is_set()
+        # and when three go to the watched one, its six notifications wake the sender
+        send(engine, "watched", "a", "b", "c")
+        assert due.due == [("watched", 6)]
+        assert runner._wake.is_set()

@@ -41,7 +41,8 @@ class Deliveries(EngineListener):
 
     Notifications are rows: a taken one is leased in the store, so if this process dies with
     it in flight it is sent again when the lease ends (delivery is at least once). A send
-    wakes the loop at once; other processes' sends are found at the next tick.
+    that stores notifications wakes the loop at once; other processes' are found at the
+    next tick.
     """
 
     def __init__(
@@ -63,7 +64,8 @@ class Deliveries(EngineListener):
         self._next_sweep = 0.0
         engine.add_listener(self)
 
-    def sent(self, project: str, queue: str, count: int) -> None:
+    def notifications_due(self, project: str, queue: str, count: int) -> None:
+        # Not on every send: a round takes the store's write path even when nothing is due.
         self._wake.set()
 
     def start(self) -> None:

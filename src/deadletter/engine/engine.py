@@ -177,9 +177,13 @@ class Engine(DeadLetterOperations, TagOperations):
                 )
                 built.append(fifo.enqueued(new, m, s))
             stored, enqueued = fifo.stored(tx, project, s, built, now)  # FIFO: no duplicates
-            fan_out(tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation)
+            due = fan_out(
+                tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation
+            )
             pending.available.add((project, queue_name))
             pending.calls.append(lambda lst: lst.sent(project, queue_name, len(enqueued)))
+            if due:
+                pending.calls.append(lambda lst: lst.notifications_due(project, queue_name, due))
             return queue, stored
 
         return self._run(work)

@@ -12,6 +12,9 @@ class EngineListener:
     def sent(self, project: str, queue: str, count: int) -> None:
         """`count` messages were sent to `queue`."""
 
+    def notifications_due(self, project: str, queue: str, count: int) -> None:
+        """`count` notifications to `queue`'s subscribers were stored, due now."""
+
     def claimed(self, project: str, queue: str, count: int) -> None:
         """`count` messages were handed to a consumer."""
 

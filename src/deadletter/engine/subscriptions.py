@@ -123,32 +123,33 @@ def fan_out(
     messages: Sequence[Message],
     now: float,
     confirmed_only: bool = False,
-) -> None:
-    """The notifications `messages`, just sent to `queue`, owe its live subscriptions (only
-    the confirmed ones where the server requires confirmation)."""
+) -> int:
+    """Store the notifications `messages`, just sent to `queue`, owe its live subscriptions
+    (only the confirmed ones where the server requires confirmation); returns how many."""
     subscribed = tx.list_subscriptions(project, queue, now, None, None)
     if confirmed_only:
         subscribed = [s for s in subscribed if s.confirmed]
-    if subscribed:
-        tx.insert_deliveries(
-            [
-                Delivery(
-                    id=new_id(),
-                    project=project,
-                    queue=queue,
-                    subscription_id=s.id,
-                    subscriber=s.subscriber,
-                    options=s.options,
-                    message_id=m.id,
-                    body=m.body,
-                    ttl=m.ttl(),
-                    enqueued_at=m.enqueued_at,
-                    due_at=now,
-                )
-                for m in messages
-                for s in subscribed
-            ]
+    if not subscribed:
+        return 0
+    deliveries = [
+        Delivery(
+            id=new_id(),
+            project=project,
+            queue=queue,
+            subscription_id=s.id,
+            subscriber=s.subscriber,
+            options=s.options,
+            message_id=m.id,
+            body=m.body,
+            ttl=m.ttl(),
+            enqueued_at=m.enqueued_at,
+            due_at=now,
         )
+        for m in messages
+        for s in subscribed
+    ]
+    tx.insert_deliveries(deliveries)
+    return len(deliveries)
 
 
 def give_up(tx: Transaction, pending: Pending, d: Delivery, failures: int, now: float) -> None:

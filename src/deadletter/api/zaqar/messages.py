@@ -13,38 +13,45 @@ from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import PAGE_LIMIT, message_ids, new_message, tag_param
 from deadletter.api.zaqar.serialize import message_href, next_link
 from deadletter.domain import errors
-from deadletter.domain.model import DEFAULT_MESSAGE_SIZE, ListQuery
+from deadletter.domain.model import DEFAULT_MESSAGE_SIZE, ListQuery, NewMessage
 
 
 def post_messages(ctx: Ctx) -> Response:
-    queue = ctx.engine.find_queue(ctx.project, ctx.queue)
-    if queue is None:  # the post creates it; an existing queue may have an SQS-length name
-        meta.check_queue_name(ctx.queue)
-    queue_max = queue.settings.max_message_size if queue else DEFAULT_MESSAGE_SIZE
-    limit = min(DEFAULT_MESSAGE_SIZE, queue_max)
-    if len(ctx.body) > limit:
-        raise bad_request(f"The request body may not be larger than {limit} bytes.")
-    doc = ctx.json()
-    messages = doc.get("messages") if isinstance(doc, dict) else None
-    if not isinstance(messages, list) or not messages:
-        raise bad_request('The body must be {"messages": [...]} with at least one message.')
-    if queue is None:
-        template = ctx.engine.templates.for_queue(ctx.project, ctx.queue)
-        min_ttl = template.settings.min_ttl if template else None
-    else:
-        min_ttl = queue.settings.min_ttl
-    news = [new_message(m, meta.ttl_floor(min_ttl)) for m in messages]
-    if queue is None:
+    try:
+        # The queue's limits are checked in the send's own transaction, which reads the queue.
+        _, sent = ctx.engine.send_prepared(
+            ctx.project,
+            ctx.queue,
+            lambda q: _posted(ctx, q.settings.max_message_size, q.settings.min_ttl),
+            client_id=ctx.client_id,
+        )
+    except errors.QueueNotFound:
         # Zaqar creates a queue on its first message, from the template its name matches.
+        meta.check_queue_name(ctx.queue)  # an existing queue may have an SQS-length name
+        template = ctx.engine.templates.for_queue(ctx.project, ctx.queue)
+        news = _posted(ctx, DEFAULT_MESSAGE_SIZE, template.settings.min_ttl if template else None)
         with contextlib.suppress(errors.QueueAlreadyExists):
             ctx.engine.templates.create_queue(ctx.project, ctx.queue, base=meta.ZAQAR_DEFAULTS)
-    sent = ctx.engine.send(ctx.project, ctx.queue, news, client_id=ctx.client_id)
+        sent = ctx.engine.send(ctx.project, ctx.queue, news, client_id=ctx.client_id)
     ids = ",".join(m.id for m in sent)
     return JSONResponse(
         {"resources": [message_href(ctx.queue, m.id) for m in sent]},
         status_code=201,
         headers={"Location": f"/v2/queues/{ctx.queue}/messages?ids={ids}"},
     )
+
+
+def _posted(ctx: Ctx, max_message_size: int, min_ttl: int | None) -> list[NewMessage]:
+    """The posted messages, checked against the queue's (or its template's) limits."""
+    limit = min(DEFAULT_MESSAGE_SIZE, max_message_size)
+    if len(ctx.body) > limit:
+        raise bad_request(f"The request body may not be larger than {limit} bytes.")
+    doc = ctx.json()
+    messages = doc.get("messages") if isinstance(doc, dict) else None
+    if not isinstance(messages, list) or not messages:
+        raise bad_request('The body must be {"messages": [...]} with at least one message.')
+    floor = meta.ttl_floor(min_ttl)
+    return [new_message(m, floor) for m in messages]
 
 
 def list_messages(ctx: Ctx) -> Response:
