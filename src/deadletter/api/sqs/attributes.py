@@ -444,6 +444,11 @@ def md5_of_body(body: str) -> str:
     return hashlib.md5(body.encode()).hexdigest()
 
 
+def md5_of_bytes(body: bytes) -> str:
+    """`md5_of_body` of a body already encoded as UTF-8."""
+    return hashlib.md5(body).hexdigest()
+
+
 def md5_of_attributes(attributes: dict[str, Attribute]) -> str | None:
     """AWS's digest: for each name in order, length-prefixed name, type, a transport byte
     (1 string, 2 binary) and length-prefixed value."""

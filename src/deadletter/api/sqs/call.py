@@ -39,7 +39,8 @@ class Call:
     project: str
     account: str
     region: str
-    base_url: str
+    # The request's own base URL, for the queue URLs an answer shows (built only then).
+    request_base: Callable[[], str]
     path_queue: str | None = None  # the query protocol may POST to the queue's URL
     # The server's home region: its queue URLs have no region part, another region's have.
     home_region: str = ""
@@ -92,6 +93,10 @@ class Call:
         if len(parts) >= 2 and parts[-2] != self.account:
             raise queue_does_not_exist(url)
         return parts[-1]
+
+    @property
+    def base_url(self) -> str:
+        return self.request_base()
 
     def url(self, name: str) -> str:
         if self.home_region and self.region != self.home_region:

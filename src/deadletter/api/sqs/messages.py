@@ -118,7 +118,7 @@ def _check_body(body: str) -> None:
 def _sent(m: Message, s: QueueSettings) -> dict[str, Any]:
     out: dict[str, Any] = {
         "MessageId": m.id,
-        "MD5OfMessageBody": attrs.md5_of_body(m.body.decode()),
+        "MD5OfMessageBody": attrs.md5_of_bytes(m.body),
     }
     user, system = system_attrs.split(m.attributes)
     digest = attrs.md5_of_attributes(user)
@@ -253,11 +253,15 @@ def _parse_handle(handle: Any) -> tuple[str, str, str | None]:
 def _received(
     call: Call, m: Message, claim_id: str, system: list[str], user: list[str], tag: str | None
 ) -> Any:
-    body = m.body.decode("utf-8", errors="replace")
+    try:
+        body, body_digest = m.body.decode(), attrs.md5_of_bytes(m.body)
+    except UnicodeDecodeError:  # not from SQS, whose bodies are text: the digest of what is shown
+        body = m.body.decode("utf-8", errors="replace")
+        body_digest = attrs.md5_of_body(body)
     out: dict[str, Any] = {
         "MessageId": m.id,
         "ReceiptHandle": _handle(claim_id, m.id, tag),
-        "MD5OfBody": attrs.md5_of_body(body),
+        "MD5OfBody": body_digest,
         "Body": body,
     }
     available = {
@@ -298,17 +302,20 @@ async def receive_message(call: Call) -> dict[str, Any]:
     system = call.names("AttributeNames") + call.names("MessageSystemAttributeNames")
     user = call.names("MessageAttributeNames")
     assert limit is not None
-    queue = await run_in_threadpool(call.engine.get_queue, call.project, name)
-    wait = queue.settings.receive_wait if wait is None else wait
     loop_time = asyncio.get_running_loop().time
-    deadline = loop_time() + wait
+    start = loop_time()
     async with call.notifier.watching(call.project, name) as arrived:
         while True:
             claim = await run_in_threadpool(
                 partial(call.engine.claim, tag=tag), call.project, name, limit, visibility
             )
-            remaining = deadline - loop_time()
-            if claim.messages or remaining <= 0:
+            if claim.messages:
+                break
+            if wait is None:  # the queue's own wait, read only when a receive must wait
+                queue = await run_in_threadpool(call.engine.get_queue, call.project, name)
+                wait = queue.settings.receive_wait
+            remaining = start + wait - loop_time()
+            if remaining <= 0:
                 break
             # New messages announce themselves (`arrived`); a message whose visibility
             # timeout or delay ends does not, so the wait also ends when the first one does,

@@ -106,7 +106,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                 project=project,
                 account=account,
                 region=region,
-                base_url=str(request.base_url).rstrip("/"),
+                request_base=lambda: str(request.base_url).rstrip("/"),
                 path_queue=request.path_params.get("queue"),
                 home_region=options.region,
             )

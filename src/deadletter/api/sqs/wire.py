@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import uuid
 from typing import Any
@@ -131,6 +132,25 @@ def bad_character(text: str) -> str | None:
 def check_text(params: Any, path: str = "") -> None:
     """Refuse parameters (names and values, at any depth) holding characters SQS cannot
     carry; message bodies are left to SendMessage."""
+    if _clean(params):
+        return
+    _refuse_text(params, path)
+
+
+def _clean(params: Any) -> bool:
+    """Whether no name or value in `params` holds a character SQS refuses (the common case,
+    checked without building the parameters' names)."""
+    if isinstance(params, str):
+        return _NOT_XML.search(params) is None
+    if isinstance(params, dict):
+        return all(_clean(k) and (k == MESSAGE_BODY or _clean(v)) for k, v in params.items())
+    if isinstance(params, list):
+        return all(_clean(value) for value in params)
+    return True
+
+
+def _refuse_text(params: Any, path: str) -> None:
+    """Raise for the first name or value that `check_text` refuses, named by its path."""
     if isinstance(params, str):
         char = bad_character(params)
         if char is not None:
@@ -142,12 +162,12 @@ def check_text(params: Any, path: str = "") -> None:
     elif isinstance(params, dict):
         for key, value in params.items():
             name = f"{path}.{key}" if path else str(key)
-            check_text(key, name)
+            _refuse_text(key, name)
             if key != MESSAGE_BODY:
-                check_text(value, name)
+                _refuse_text(value, name)
     elif isinstance(params, list):
         for index, value in enumerate(params, 1):
-            check_text(value, f"{path}.{index}")
+            _refuse_text(value, f"{path}.{index}")
 
 
 # XML results ---------------------------------------------------------------------------
@@ -219,10 +239,16 @@ _NO_RESULT = frozenset(
 )
 
 
+# Request ids: a random UUID-shaped prefix per process and a counter, unique without the
+# random bytes and formatting of a uuid4 on every request.
+_REQUEST_PREFIX = str(uuid.uuid4())[:24]
+_request_numbers = itertools.count(1)
+
+
 def new_request_id() -> str:
     """The id of one answer, sent as `x-amzn-RequestId` and, in XML, as its RequestId, so
     that an SDK's `ResponseMetadata.RequestId` is set whichever protocol it speaks."""
-    return str(uuid.uuid4())
+    return f"{_REQUEST_PREFIX}{next(_request_numbers) % 16**12:012x}"
 
 
 REQUEST_ID_HEADER = "x-amzn-RequestId"

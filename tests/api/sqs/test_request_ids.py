@@ -1,0 +1,15 @@
+"""Every answer carries its own request id, shaped as AWS's (a UUID), in either protocol."""
+
+from __future__ import annotations
+
+import re
+
+from deadletter.api.sqs.wire import new_request_id
+
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def test_request_ids_are_distinct_uuids() -> None:
+    ids = [new_request_id() for _ in range(10_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(UUID.match(i) for i in ids)
