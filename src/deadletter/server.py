@@ -151,8 +151,17 @@ def _app(
     return build_app(engine, options, background=background, limits=limits)
 
 
+# The HTTP server that costs the least CPU per request on both faces (`./dev bench framework`,
+# docs/benchmarks.md): uvicorn with httptools and uvloop, named so that a missing one fails
+# at start instead of falling back to the slower h11 and asyncio.
+HTTP_PARSER = "httptools"
+EVENT_LOOP = "uvloop"
+
+
 def _uvicorn_options(config: ServerConfig) -> dict[str, Any]:
     return {
+        "http": HTTP_PARSER,
+        "loop": EVENT_LOOP,
         "host": config.host,
         "port": config.port,
         "log_config": None,

@@ -11,9 +11,15 @@ import uuid
 from pathlib import Path
 
 import httpx
+import uvicorn
+import uvloop
 from click.testing import CliRunner
+from starlette.applications import Starlette
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from deadletter.cli.main import main
+from deadletter.config import ServerConfig
+from deadletter.server import _uvicorn_options
 from tests.api.serve_process import start, stop
 
 
@@ -107,3 +113,18 @@ def test_the_servers_worker_runs_redrive_tasks(tmp_path: Path) -> None:
             assert c.get("/v2/queues/src/stats").json()["messages"]["free"] == 1
     finally:
         stop(proc)
+
+
+def test_the_server_runs_uvicorn_on_httptools_and_uvloop() -> None:
+    """The stack that costs the least CPU per request (`./dev bench framework`), named, so
+    that a missing parser or loop fails at start instead of falling back to h11 or asyncio."""
+    settings = uvicorn.Config(Starlette(), **_uvicorn_options(ServerConfig()))
+    settings.load()
+    assert settings.http_protocol_class is HttpToolsProtocol
+    factory = settings.get_loop_factory()
+    assert factory is not None
+    loop = factory()
+    try:
+        assert isinstance(loop, uvloop.Loop)
+    finally:
+        loop.close()

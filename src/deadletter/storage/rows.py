@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Protocol
 
 from deadletter.domain.model import (
@@ -147,10 +148,18 @@ def queue_from(row: Row) -> Queue:
     return Queue(
         project=row["project"],
         name=row["name"],
-        settings=QueueSettings.from_dict(json.loads(row["settings"])),
+        settings=settings_from(row["settings"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+@lru_cache(maxsize=256)
+def settings_from(text: str) -> QueueSettings:
+    """A queue's settings from their stored text. Every operation reads its queue's row, and
+    the text rarely changes, so each text is parsed once: settings are never changed in place
+    (a change is a new QueueSettings, written as a new text)."""
+    return QueueSettings.from_dict(json.loads(text))
 
 
 def dead_letter_target(settings: QueueSettings) -> str | None:
