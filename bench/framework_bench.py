@@ -33,7 +33,6 @@ from typing import Any
 import msgspec
 import orjson
 
-from bench.peers_bench import cpu_seconds
 from deadletter.api import strict_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,6 +117,30 @@ CASES: dict[str, tuple[str, Request]] = {
         _sqs("SendMessage", {"QueueUrl": "fw-sqs", "MessageBody": BODY}),
     ),
 }
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of `pid` and the processes below it (granian's worker)."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, tuple[float, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        times[int(entry.name)] = (int(fields[11]) / tick, int(fields[12]) / tick)
+    user = system = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        u, s = times.get(p, (0.0, 0.0))
+        user, system = user + u, system + s
+        todo += children.get(p, [])
+    return user, system
 
 
 def _free_port() -> int:
@@ -233,10 +256,12 @@ def measure_servers(
                     for case in cases:
                         req = CASES[case][1]
                         load(served.port, req, min(200, n), clients)  # warm-up
-                        before = cpu_seconds(served.proc.pid) or 0.0
+                        before = cpu_split(served.proc.pid)
                         m = load(served.port, req, n, clients)
-                        after = cpu_seconds(served.proc.pid) or 0.0
-                        m["server_cpu_per_1k"] = (after - before) * 1000 / (n // clients * clients)
+                        after = cpu_split(served.proc.pid)
+                        per_1k = 1000 / (n // clients * clients)
+                        m["server_cpu_per_1k"] = (sum(after) - sum(before)) * per_1k
+                        m["server_system_per_1k"] = (after[1] - before[1]) * per_1k
                         out[case][server].append(m)
                         print(
                             f"run {run + 1} {server:28} {case:32} {m['req_per_s']:7.0f} req/s"
@@ -345,8 +370,8 @@ def render(
         f" {args.runs} runs (medians); {os.cpu_count()} CPUs, Python {sys.version.split()[0]};"
         f" load average at the end {load_avg}; {when}.",
         "",
-        "| case | server | req/s | server CPU s / 1,000 req | p50 ms |",
-        "|---|---|---:|---:|---:|",
+        "| case | server | req/s | server CPU s / 1,000 req | of which system | p50 ms |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for case, by_server in servers.items():
         for server, results in by_server.items():
@@ -354,8 +379,11 @@ def render(
                 continue
             rps = statistics.median(r["req_per_s"] for r in results)
             cpu = statistics.median(r["server_cpu_per_1k"] for r in results)
+            system = statistics.median(r["server_system_per_1k"] for r in results)
             p50 = statistics.median(r["p50_ms"] for r in results)
-            lines.append(f"| {case} | {server} | {rps:,.0f} | {cpu:.3f} | {p50:.2f} |")
+            lines.append(
+                f"| {case} | {server} | {rps:,.0f} | {cpu:.3f} | {system:.3f} | {p50:.2f} |"
+            )
     if codecs:
         libs = list(next(iter(codecs.values())))
         lines += ["", "JSON, microseconds per document (best of 5):", ""]
