@@ -99,23 +99,99 @@ def _sqs(action: str, params: dict[str, Any]) -> Request:
     return ("POST", "/", body, {**SQS_JSON, "X-Amz-Target": f"AmazonSQS.{action}"})
 
 
-# case -> (app, the request it repeats)
-CASES: dict[str, tuple[str, Request]] = {
-    "bare JSON route": ("bare", ("GET", "/hello", b"", {})),
-    "Zaqar GET /v2 (no store)": ("deadletter", ("GET", "/v2", b"", CLIENT)),
+Step = Callable[[http.client.HTTPConnection], int]  # one step of a client: units it did
+BATCH = 10
+
+
+def _one(req: Request) -> Step:
+    """A step of one request; the unit is the request."""
+
+    def step(conn: http.client.HTTPConnection) -> int:
+        _ok(conn, req)
+        return 1
+
+    return step
+
+
+def _ok(conn: http.client.HTTPConnection, req: Request) -> bytes:
+    status, data = _call(conn, req)
+    if status >= 300:
+        raise RuntimeError(f"{req[0]} {req[1]}: {status} {data[:200]!r}")
+    return data
+
+
+ZAQAR_BATCH = json.dumps({"messages": [{"body": json.loads(BODY), "ttl": 3600}] * BATCH}).encode()
+
+
+def _zaqar_cycle(conn: http.client.HTTPConnection) -> int:
+    """Post ten messages, claim ten, delete what was claimed, as the peers bench's Zaqar
+    driver does; the unit is a message deleted."""
+    _ok(conn, ("POST", "/v2/queues/fw-cycle/messages", ZAQAR_BATCH, CLIENT))
+    claim = ("POST", f"/v2/queues/fw-cycle/claims?limit={BATCH}", b'{"ttl":60,"grace":60}', CLIENT)
+    status, data = _call(conn, claim)
+    if status == 204:
+        return 0
+    if status != 201:
+        raise RuntimeError(f"claim: {status} {data[:200]!r}")
+    hrefs = [m["href"] for m in json.loads(data)["messages"]]
+    ids = ",".join(h.split("?")[0].rsplit("/", 1)[1] for h in hrefs)
+    claim_id = hrefs[0].split("claim_id=")[1]
+    _ok(
+        conn,
+        ("DELETE", f"/v2/queues/fw-cycle/messages?ids={ids}&claim_ids={claim_id}", b"", CLIENT),
+    )
+    return len(hrefs)
+
+
+SQS_BATCH = _sqs(
+    "SendMessageBatch",
+    {
+        "QueueUrl": "fw-cycle",
+        "Entries": [{"Id": str(i), "MessageBody": BODY} for i in range(BATCH)],
+    },
+)
+SQS_RECEIVE = _sqs(
+    "ReceiveMessage",
+    {"QueueUrl": "fw-cycle", "MaxNumberOfMessages": BATCH, "WaitTimeSeconds": 0,
+     "VisibilityTimeout": 30},
+)  # fmt: skip
+
+
+def _sqs_cycle(conn: http.client.HTTPConnection) -> int:
+    """SendMessageBatch of ten, ReceiveMessage of ten, DeleteMessageBatch of what came, as
+    the peers bench's SQS driver does (without its long poll); the unit is a message deleted."""
+    _ok(conn, SQS_BATCH)
+    received = json.loads(_ok(conn, SQS_RECEIVE)).get("Messages", [])
+    if not received:
+        return 0
+    entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(received)]
+    _ok(conn, _sqs("DeleteMessageBatch", {"QueueUrl": "fw-cycle", "Entries": entries}))
+    return len(received)
+
+
+# case -> (app, its step, the unit of its figures: "req" or "msg")
+CASES: dict[str, tuple[str, Step, str]] = {
+    "bare JSON route": ("bare", _one(("GET", "/hello", b"", {})), "req"),
+    "Zaqar GET /v2 (no store)": ("deadletter", _one(("GET", "/v2", b"", CLIENT)), "req"),
     "Zaqar POST 1 message (commit)": (
         "deadletter",
-        (
-            "POST",
-            "/v2/queues/fw/messages",
-            json.dumps({"messages": [{"body": json.loads(BODY), "ttl": 3600}]}).encode(),
-            CLIENT,
+        _one(
+            (
+                "POST",
+                "/v2/queues/fw/messages",
+                json.dumps({"messages": [{"body": json.loads(BODY), "ttl": 3600}]}).encode(),
+                CLIENT,
+            )
         ),
+        "req",
     ),
     "SQS SendMessage JSON (commit)": (
         "deadletter",
-        _sqs("SendMessage", {"QueueUrl": "fw-sqs", "MessageBody": BODY}),
+        _one(_sqs("SendMessage", {"QueueUrl": "fw-sqs", "MessageBody": BODY})),
+        "req",
     ),
+    "Zaqar post 10, claim 10, delete 10": ("deadletter", _zaqar_cycle, "msg"),
+    "SQS send 10, receive 10, delete 10 (JSON)": ("deadletter", _sqs_cycle, "msg"),
 }
 
 
@@ -200,27 +276,29 @@ class Served:
             self.proc.wait()
 
 
-def load(port: int, req: Request, n: int, clients: int) -> dict[str, float]:
-    """`n` requests from `clients` threads, each on its own keep-alive connection."""
+def load(port: int, step: Step, n: int, clients: int) -> dict[str, float]:
+    """`n` steps from `clients` threads, each on its own keep-alive connection."""
     latencies: list[float] = []
+    units: list[int] = []
     failures: list[str] = []
     lock = threading.Lock()
 
     def run() -> None:
         mine: list[float] = []
+        done = 0
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         try:
             for _ in range(n // clients):
                 start = time.perf_counter()
-                status, data = _call(conn, req)
+                done += step(conn)
                 mine.append(time.perf_counter() - start)
-                if status >= 300:
-                    failures.append(f"{status} {data[:200]!r}")
-                    return
+        except Exception as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
         finally:
             conn.close()
         with lock:
             latencies.extend(mine)
+            units.append(done)
 
     threads = [threading.Thread(target=run) for _ in range(clients)]
     start = time.perf_counter()
@@ -233,7 +311,8 @@ def load(port: int, req: Request, n: int, clients: int) -> dict[str, float]:
         raise RuntimeError(failures[0])
     latencies.sort()
     return {
-        "req_per_s": len(latencies) / elapsed,
+        "units": sum(units),
+        "per_s": sum(units) / elapsed,
         "p50_ms": statistics.median(latencies) * 1000,
     }
 
@@ -244,7 +323,7 @@ def measure_servers(
     """{case: {server: [one result per run]}}; servers interleaved within each run."""
     out: dict[str, dict[str, list[dict[str, float]]]] = {c: {s: [] for s in servers} for c in CASES}
     by_app: dict[str, list[str]] = {}
-    for case, (app, _) in CASES.items():
+    for case, (app, _, _) in CASES.items():
         by_app.setdefault(app, []).append(case)
     for run in range(runs):
         for server in servers:
@@ -252,20 +331,22 @@ def measure_servers(
                 served = Served(server, app, tmp / f"{uuid.uuid4().hex[:8]}.db")
                 try:
                     if app == "deadletter":
-                        served.call(_sqs("CreateQueue", {"QueueName": "fw-sqs"}))
+                        for queue in ("fw-sqs", "fw-cycle"):
+                            served.call(_sqs("CreateQueue", {"QueueName": queue}))
                     for case in cases:
-                        req = CASES[case][1]
-                        load(served.port, req, min(200, n), clients)  # warm-up
+                        _, step, unit = CASES[case]
+                        steps = n if unit == "req" else n // BATCH  # about n messages
+                        load(served.port, step, min(200, steps), clients)  # warm-up
                         before = cpu_split(served.proc.pid)
-                        m = load(served.port, req, n, clients)
+                        m = load(served.port, step, steps, clients)
                         after = cpu_split(served.proc.pid)
-                        per_1k = 1000 / (n // clients * clients)
+                        per_1k = 1000 / max(1, m["units"])
                         m["server_cpu_per_1k"] = (sum(after) - sum(before)) * per_1k
                         m["server_system_per_1k"] = (after[1] - before[1]) * per_1k
                         out[case][server].append(m)
                         print(
-                            f"run {run + 1} {server:28} {case:32} {m['req_per_s']:7.0f} req/s"
-                            f" {m['server_cpu_per_1k']:.3f} CPU s/1k",
+                            f"run {run + 1} {server:28} {case:42} {m['per_s']:7.0f} {unit}/s"
+                            f" {m['server_cpu_per_1k']:.3f} CPU s/1k {unit}",
                             file=sys.stderr,
                         )
                 finally:
@@ -370,19 +451,20 @@ def render(
         f" {args.runs} runs (medians); {os.cpu_count()} CPUs, Python {sys.version.split()[0]};"
         f" load average at the end {load_avg}; {when}.",
         "",
-        "| case | server | req/s | server CPU s / 1,000 req | of which system | p50 ms |",
+        "| case | server | per s | server CPU s / 1,000 | of which system | p50 ms |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for case, by_server in servers.items():
         for server, results in by_server.items():
             if not results:
                 continue
-            rps = statistics.median(r["req_per_s"] for r in results)
+            unit = "messages" if CASES[case][2] == "msg" else "requests"
+            rps = statistics.median(r["per_s"] for r in results)
             cpu = statistics.median(r["server_cpu_per_1k"] for r in results)
             system = statistics.median(r["server_system_per_1k"] for r in results)
             p50 = statistics.median(r["p50_ms"] for r in results)
             lines.append(
-                f"| {case} | {server} | {rps:,.0f} | {cpu:.3f} | {system:.3f} | {p50:.2f} |"
+                f"| {case} | {server} | {rps:,.0f} {unit} | {cpu:.3f} | {system:.3f} | {p50:.2f} |"
             )
     if codecs:
         libs = list(next(iter(codecs.values())))
