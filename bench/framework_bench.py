@@ -2,9 +2,11 @@
 
 Each HTTP server serves, in a process of its own, a bare Starlette route and deadletter's real
 app (both faces, SQLite); one load generator (threads of keep-alive `http.client`
-connections, in this process) drives every case with the same clients. A case reports
-requests per second and the server process's CPU seconds per 1,000 requests, which does not
-depend on how much CPU the load generator leaves it. Servers are interleaved within each run.
+connections, in this process) drives every case with the same clients: single requests, and
+on each face a cycle of ten messages sent, received and deleted. A case reports requests (or
+messages) per second and the server process's CPU seconds, user and system, per 1,000 of
+them, which does not depend on how much CPU the load generator leaves it. Servers are
+interleaved within each run.
 
 Then JSON: encoding the faces' real answers (taken from the server: a Zaqar claim of ten
 messages, an SQS ReceiveMessage of ten, a SendMessageBatch result) and parsing their real
