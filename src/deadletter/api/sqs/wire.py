@@ -139,13 +139,21 @@ def check_text(params: Any, path: str = "") -> None:
 
 def _clean(params: Any) -> bool:
     """Whether no name or value in `params` holds a character SQS refuses (the common case,
-    checked without building the parameters' names)."""
-    if isinstance(params, str):
-        return _NOT_XML.search(params) is None
-    if isinstance(params, dict):
-        return all(_clean(k) and (k == MESSAGE_BODY or _clean(v)) for k, v in params.items())
-    if isinstance(params, list):
-        return all(_clean(value) for value in params)
+    checked without building the parameters' names, in a loop rather than recursion)."""
+    search = _NOT_XML.search
+    todo = [params]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, str):
+            if search(node) is not None:
+                return False
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                todo.append(key)
+                if key != MESSAGE_BODY:
+                    todo.append(value)
+        elif isinstance(node, list):
+            todo.extend(node)
     return True
 
 
