@@ -264,18 +264,18 @@ def _received(
         "MD5OfBody": body_digest,
         "Body": body,
     }
-    available = {
-        "ApproximateReceiveCount": str(m.claim_count),
-        "ApproximateFirstReceiveTimestamp": str(int((m.first_claimed_at or 0) * 1000)),
-        "SentTimestamp": str(int(m.enqueued_at * 1000)),
-        "SenderId": m.client_id or call.account,
-    }
-    if m.provenance is not None:
-        available["DeadLetterQueueSourceArn"] = call.arn(m.provenance.source_queue)
-    available.update(sqs_fifo.system_attributes(m))
     stored, set_by_sender = system_attrs.split(m.attributes)
-    available.update({k: a.value for k, a in set_by_sender.items()})
-    if system:
+    if system:  # built only when asked for, as most receives do not
+        available = {
+            "ApproximateReceiveCount": str(m.claim_count),
+            "ApproximateFirstReceiveTimestamp": str(int((m.first_claimed_at or 0) * 1000)),
+            "SentTimestamp": str(int(m.enqueued_at * 1000)),
+            "SenderId": m.client_id or call.account,
+        }
+        if m.provenance is not None:
+            available["DeadLetterQueueSourceArn"] = call.arn(m.provenance.source_queue)
+        available.update(sqs_fifo.system_attributes(m))
+        available.update({k: a.value for k, a in set_by_sender.items()})
         every = "All" in system
         out["Attributes"] = {k: v for k, v in available.items() if every or k in system}
     # The reserved DLQ.* attributes are shown through DeadLetterQueueSourceArn instead.
