@@ -63,6 +63,16 @@ from deadletter.cli.config import resolve, unreachable_hint
     help="With --queue, store the patterns on the server for `redrive start --pattern`.",
 )
 @click.option(
+    "--engine",
+    type=click.Choice(["auto", "spark", "local"]),
+    envvar="DEADLETTER_ANALYZE_ENGINE",
+    show_envvar=True,
+    default="auto",
+    show_default=True,
+    help="local: in this process, no Spark (JSON-lines --input only); auto: local for a "
+    "JSON-lines file up to 32 MB that it reads exactly as Spark does, else Spark.",
+)
+@click.option(
     "--verbose",
     is_flag=True,
     help="Show Spark's own log and warnings on the terminal (otherwise in OUT/spark.log).",
@@ -79,6 +89,7 @@ def analyze(
     partitions: int,
     threshold: float,
     post: bool,
+    engine: str,
     verbose: bool,
 ) -> None:
     """Group dead letters into failure patterns and write a report.
@@ -106,12 +117,38 @@ def analyze(
     project = None if unstated else server.project.value
     try:
         from deadletter.pipeline.analysis import analyze as run
+        from deadletter.pipeline.local import NotLocal, analyze_local, suits
         from deadletter.pipeline.remote import put_patterns
-        from deadletter.pipeline.report import label
         from deadletter.pipeline.schema import session
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from exc
     say = Progress()
+    poster = (
+        partial(put_patterns, url, queue, project=project, credential=credential)
+        if post and queue
+        else None
+    )
+    if engine == "local" and (input_path is None or not suits(input_path)):
+        raise click.UsageError(
+            "--engine local reads a JSON-lines --input file (up to 32 MB); use --engine spark"
+        )
+    if input_path is not None and engine != "spark" and suits(input_path):
+        try:
+            say("analysing in this process (a small export: no Spark)")
+            result = analyze_local(
+                input_path, out_dir, threshold=threshold, post=poster, progress=say
+            )
+        except NotLocal as exc:
+            if engine == "local":
+                raise click.ClickException(f"{input_path}: {exc}; use --engine spark") from exc
+            say(f"the export holds {exc}: Spark reads it")
+        except httpx.TransportError as exc:
+            raise click.ClickException(
+                f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
+            ) from exc
+        else:
+            _done(say, result, out_dir)
+            return
     with warnings.catch_warnings():
         if not verbose:
             # pyspark's own advice (pandas versions, deprecations) is not the user's business.
@@ -124,11 +161,6 @@ def analyze(
             raise click.ClickException(str(exc)) from exc
         if not verbose:
             spark.sparkContext.setLogLevel("ERROR")
-        poster = (
-            partial(put_patterns, url, queue, project=project, credential=credential)
-            if post and queue
-            else None
-        )
         source: Any = str(input_path)
         if input_path is None:
             assert queue is not None
@@ -147,6 +179,12 @@ def analyze(
             raise click.ClickException(
                 f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
             ) from exc
+    _done(say, result, out_dir)
+
+
+def _done(say: Progress, result: Any, out_dir: Path) -> None:
+    from deadletter.pipeline.report import label
+
     say("done")
     click.echo(f"{result.total} dead letters, {len(result.patterns)} patterns -> {out_dir}")
     for p in result.patterns[:10]:
