@@ -1,0 +1,177 @@
+"""The in-process path of `deadletter analyze`: the same outputs as the Spark job, without
+Spark, and Spark whenever a line might be read otherwise."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from deadletter.cli.analyze import analyze as analyze_command
+from deadletter.pipeline.local import NotLocal, analyze_local, row_of
+from tests.pipeline.conftest import PANDAS_WARNING
+from tests.pipeline.test_grouping_quality import read_log
+
+SAME_BYTES = ["patterns.json", "patterns.parquet", "report.html"]
+
+
+def _mixed_export(path: Path, corpus_path: Path) -> None:
+    """The generated corpus as `deadletter dlq export` writes it (spaced, UTF-8), plus real
+    log lines as descriptions, and the forms an export may hold: plain attribute values,
+    nulls, times with an offset or none, non-ASCII bodies, bodies that are text or arrays."""
+    rng = random.Random(3)
+    records = [json.loads(line) for line in corpus_path.read_text().splitlines()]
+    contents = read_log("OpenStack")[0] + read_log("Apache")[0]
+    for i, content in enumerate(contents):
+        records.append(
+            {
+                "message_id": f"log-{i:04d}",
+                "source_queue": rng.choice(["ingest", "billing"]),
+                "reason": "rejected",
+                "description": content,
+                "error": None,
+                "dead_lettered_at": f"2026-11-21T{rng.randrange(24):02d}:{i % 60:02d}:07+02:00",
+                "claim_count": None,
+                "body": rng.choice(
+                    [{"café": "é", "n": [1, {"k": None}]}, "plain text", [1, 2], None]
+                ),
+                "attributes": {"zone": rng.choice(["eu", "us"]), "tier": {"value": "gold"}},
+                "enqueued_at": None if i % 3 else "2026-11-21 07:00:00",
+            }
+        )
+    records[5]["dead_lettered_at"] = None
+    records[6]["attributes"] = None
+    records[7]["attributes"] = {"empty": None}
+    with path.open("w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings(PANDAS_WARNING)
+def test_the_in_process_path_writes_what_the_spark_job_writes(
+    spark: Any, corpus_path: Path, tmp_path: Path
+) -> None:
+    from deadletter.pipeline.analysis import analyze
+
+    # Given an export of generated dead letters and real log lines, in every form it may take
+    export = tmp_path / "export.jsonl"
+    _mixed_export(export, corpus_path)
+    # When both paths analyse it
+    on_spark = analyze(str(export), tmp_path / "spark", spark=spark)
+    here = analyze_local(export, tmp_path / "local")
+    # I expect the same bytes in the summary files and the same assignment of every letter
+    assert here.total == on_spark.total == len(export.read_text().splitlines())
+    assert len(here.patterns) > 20
+    for name in SAME_BYTES:
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "spark" / name).read_bytes()
+    lines = {
+        side: sorted((tmp_path / side / "assignments.jsonl").read_text().splitlines())
+        for side in ("spark", "local")
+    }
+    assert lines["local"] == lines["spark"]
+    tables = {
+        side: sorted(
+            spark.read.parquet(str(tmp_path / side / "assignments.parquet")).collect(),
+            key=tuple,
+        )
+        for side in ("spark", "local")
+    }
+    assert tables["local"] == tables["spark"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"message_id": "a", "body": {"price": 1.50}}',  # Spark keeps the text, 1.50
+        '{"message_id": "a", "body": {"a": 1, "a": 2}}',  # Spark keeps both keys
+        '{"message_id": "a", "claim_count": "7"}',  # Spark reads null
+        '{"message_id": "a", "dead_lettered_at": "2026-11-20T07:32:56.1234567Z"}',
+        '{"message_id": "a", "dead_lettered_at": 1700000000}',
+        '{"message_id": "a", "attributes": {"n": 5}}',
+        '{"message_id": "a", "attributes": {"n": {"type": "Number", "value": 5}}}',
+        '{"message_id": "a", "error": {"type": "KeyError"}}',
+        '{"message_id": null}',
+        "not json",
+        "[1, 2]",
+    ],
+)
+def test_a_line_spark_may_read_otherwise_is_left_to_spark(line: str) -> None:
+    with pytest.raises(NotLocal):
+        row_of(line)
+
+
+def test_a_line_as_the_export_writes_it_is_read_as_spark_reads_it() -> None:
+    line = json.dumps(
+        {
+            "message_id": "m-1",
+            "dead_lettered_at": "2026-11-20T09:32:56.365+02:00",
+            "claim_count": 5,
+            "body": {"to": "ana@example.org", "vars": {"name": "Ana"}},
+            "attributes": {"tenant": {"type": "String", "value": "t-1"}, "plain": "x"},
+            "history": [],
+        }
+    )
+    row = row_of(line)
+    assert row["body"] == '{"to": "ana@example.org", "vars": {"name": "Ana"}}'
+    assert row["attributes"] == {"tenant": "t-1", "plain": "x"}
+    assert str(row["dead_lettered_at"]) == "2026-11-20 07:32:56.365000"
+    assert row["description"] is None
+
+
+def test_a_small_export_is_answered_without_starting_spark(
+    corpus_path: Path, tmp_path: Path
+) -> None:
+    # Given a small export, when `deadletter analyze` runs on it in a fresh interpreter
+    script = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from deadletter.cli.analyze import analyze\n"
+        f"r = CliRunner().invoke(analyze, ['--input', {str(corpus_path)!r}, "
+        f"'--out', {str(tmp_path / 'out')!r}])\n"
+        "print(r.exit_code, 'pyspark' in sys.modules)\n"
+        "print(r.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    status, stages = done.stdout.split("\n", 1)
+    # I expect the answer, told stage by stage, with PySpark never imported
+    assert status == "0 False"
+    assert "analysing in this process" in stages
+    assert "3,000 dead letters masked" in stages
+    assert json.loads((tmp_path / "out" / "patterns.json").read_text())["total"] == 3000
+
+
+def test_engine_local_refuses_a_line_it_cannot_read_exactly(tmp_path: Path) -> None:
+    export = tmp_path / "export.jsonl"
+    export.write_text('{"message_id": "a", "body": {"price": 1.50}}\n')
+    result = CliRunner().invoke(
+        analyze_command, ["--input", str(export), "--out", str(tmp_path / "r"), "--engine", "local"]
+    )
+    assert result.exit_code != 0
+    assert "use --engine spark" in result.output
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings(PANDAS_WARNING)
+def test_auto_hands_an_export_it_cannot_read_exactly_to_spark(spark: Any, tmp_path: Path) -> None:
+    # Given a small export whose body Spark keeps as written (1.50, not 1.5)
+    export = tmp_path / "export.jsonl"
+    export.write_text(
+        '{"message_id": "a", "description": "timeout after 5 ms", "body": {"price": 1.50}}\n'
+    )
+    # When `deadletter analyze` runs on it
+    result = CliRunner().invoke(analyze_command, ["--input", str(export), "--out", str(tmp_path)])
+    # I expect Spark to answer it, and the body to be shown as written
+    assert result.exit_code == 0, result.output
+    assert "Spark reads it" in result.stderr
+    assert "starting Spark" in result.stderr
+    (pattern,) = json.loads((tmp_path / "patterns.json").read_text())["patterns"]
+    assert pattern["example"]["body"] == '{"price": 1.50}'
