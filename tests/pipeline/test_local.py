@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from deadletter.cli.analyze import analyze as analyze_command
-from deadletter.pipeline.local import NotLocal, analyze_local, row_of
+from deadletter.pipeline.local import NotLocal, analyze_local, row_of_line
 from tests.pipeline.conftest import PANDAS_WARNING
 from tests.pipeline.test_grouping_quality import read_log
 
@@ -104,7 +104,7 @@ def test_the_in_process_path_writes_what_the_spark_job_writes(
 )
 def test_a_line_spark_may_read_otherwise_is_left_to_spark(line: str) -> None:
     with pytest.raises(NotLocal):
-        row_of(line)
+        row_of_line(line)
 
 
 def test_a_line_as_the_export_writes_it_is_read_as_spark_reads_it() -> None:
@@ -118,7 +118,7 @@ def test_a_line_as_the_export_writes_it_is_read_as_spark_reads_it() -> None:
             "history": [],
         }
     )
-    row = row_of(line)
+    row = row_of_line(line)
     assert row["body"] == '{"to": "ana@example.org", "vars": {"name": "Ana"}}'
     assert row["attributes"] == {"tenant": "t-1", "plain": "x"}
     assert str(row["dead_lettered_at"]) == "2026-11-20 07:32:56.365000"
@@ -175,3 +175,40 @@ def test_auto_hands_an_export_it_cannot_read_exactly_to_spark(spark: Any, tmp_pa
     assert "starting Spark" in result.stderr
     (pattern,) = json.loads((tmp_path / "patterns.json").read_text())["patterns"]
     assert pattern["example"]["body"] == '{"price": 1.50}'
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings(PANDAS_WARNING)
+def test_a_small_dlq_is_read_and_analysed_in_process_as_the_spark_job_does(
+    spark: Any, tmp_path: Path
+) -> None:
+    from deadletter.pipeline.analysis import analyze
+    from deadletter.pipeline.corpus import generate
+    from tests.pipeline.stub import ContractStub, as_api_message
+    from tests.support.servers import serving
+
+    # Given a DLQ on a server
+    records = list(generate(400, seed=11))
+    server = ContractStub([as_api_message(r) for r in records])
+    with serving(server.app) as url:
+        # When the Spark job reads it through the data source, and the command reads it
+        df = spark.read.format("deadletter").option("url", url).option("queue", "dlq").load()
+        analyze(df, tmp_path / "spark")
+        result = CliRunner().invoke(
+            analyze_command,
+            ["--url", url, "--queue", "dlq", "--no-post", "--out", str(tmp_path / "local")],
+        )
+        # I expect the command to answer without Spark, with the same outputs
+        assert result.exit_code == 0, result.output
+        assert "dlq in this process" in result.stderr
+        assert "starting Spark" not in result.stderr
+        for name in SAME_BYTES:
+            assert (tmp_path / "local" / name).read_bytes() == (
+                tmp_path / "spark" / name
+            ).read_bytes()
+        # and a DLQ larger than the in-process limit to be left to Spark
+        from deadletter.pipeline.local import read_dlq
+
+        with pytest.raises(NotLocal, match="more than 399"):
+            read_dlq({"url": url, "queue": "dlq"}, max_rows=399)
+        assert len(read_dlq({"url": url, "queue": "dlq"}, max_rows=400)) == 400

@@ -69,8 +69,9 @@ from deadletter.cli.config import resolve, unreachable_hint
     show_envvar=True,
     default="auto",
     show_default=True,
-    help="local: in this process, no Spark (JSON-lines --input only); auto: local for a "
-    "JSON-lines file up to 32 MB that it reads exactly as Spark does, else Spark.",
+    help="local: in this process, no Spark; auto: local for a JSON-lines --input file of up "
+    "to 64 MB or a DLQ of up to 80,000 dead letters, when it reads every one exactly as Spark "
+    "does, else Spark.",
 )
 @click.option(
     "--verbose",
@@ -117,31 +118,31 @@ def analyze(
     project = None if unstated else server.project.value
     try:
         from deadletter.pipeline.analysis import analyze as run
-        from deadletter.pipeline.local import NotLocal, analyze_local, suits
+        from deadletter.pipeline.local import NotLocal, suits
         from deadletter.pipeline.remote import put_patterns
         from deadletter.pipeline.schema import session
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from exc
     say = Progress()
+    options = {"url": url, "queue": queue or "", "project": project or ""}
+    if credential is not None:
+        options.update(key_id=credential[0], secret=credential[1])
     poster = (
         partial(put_patterns, url, queue, project=project, credential=credential)
         if post and queue
         else None
     )
-    if engine == "local" and (input_path is None or not suits(input_path)):
+    if engine == "local" and input_path is not None and not suits(input_path):
         raise click.UsageError(
-            "--engine local reads a JSON-lines --input file (up to 32 MB); use --engine spark"
+            "--engine local reads a JSON-lines --input file of up to 64 MB; use --engine spark"
         )
-    if input_path is not None and engine != "spark" and suits(input_path):
+    if engine != "spark" and (input_path is None or suits(input_path)):
         try:
-            say("analysing in this process (a small export: no Spark)")
-            result = analyze_local(
-                input_path, out_dir, threshold=threshold, post=poster, progress=say
-            )
+            result = _in_process(input_path, queue, out_dir, threshold, poster, say, options)
         except NotLocal as exc:
             if engine == "local":
-                raise click.ClickException(f"{input_path}: {exc}; use --engine spark") from exc
-            say(f"the export holds {exc}: Spark reads it")
+                raise click.ClickException(f"{exc}; use --engine spark") from exc
+            say(f"{exc}: Spark reads it")
         except httpx.TransportError as exc:
             raise click.ClickException(
                 f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
@@ -180,6 +181,28 @@ def analyze(
                 f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
             ) from exc
     _done(say, result, out_dir)
+
+
+def _in_process(
+    input_path: Path | None,
+    queue: str | None,
+    out_dir: Path,
+    threshold: float,
+    poster: Any,
+    say: Progress,
+    options: dict[str, str],
+) -> Any:
+    """The analysis without Spark: a small export file, or a DLQ read page by page until it
+    proves too large (NotLocal: Spark takes over)."""
+    from deadletter.pipeline.local import LOCAL_MAX_ROWS, analyze_local, analyze_rows, read_dlq
+
+    if input_path is not None:
+        say("analysing in this process (a small export: no Spark)")
+        return analyze_local(input_path, out_dir, threshold=threshold, post=poster, progress=say)
+    say(f"reading {queue} in this process (no Spark up to {LOCAL_MAX_ROWS:,} dead letters)")
+    rows = read_dlq(options)
+    say(f"{len(rows):,} dead letters read; masking")
+    return analyze_rows(rows, out_dir, threshold=threshold, post=poster, say=say)
 
 
 def _done(say: Progress, result: Any, out_dir: Path) -> None:

@@ -23,7 +23,10 @@ from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_conte
 
 # Above this size an export goes to Spark: by then its parallel masking has paid for its
 # start (docs/pipeline.md, "Small inputs").
-LOCAL_MAX_BYTES = 32 * 1024 * 1024
+LOCAL_MAX_BYTES = 64 * 1024 * 1024
+# The same for a DLQ read from the server, whose size shows only while reading: about the
+# dead letters of such a file. Memory grows by about 4.5 KB per dead letter.
+LOCAL_MAX_ROWS = 80_000
 
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
 _TEXT_COLUMNS = ("message_id", "source_queue", "reason", "description", "error")
@@ -81,7 +84,7 @@ def _attribute(value: Any) -> str | None:
     raise NotLocal(f"an attribute value Spark may read otherwise: {value!r}")
 
 
-def row_of(line: str) -> dict[str, Any]:
+def row_of_line(line: str) -> dict[str, Any]:
     """One export line as a row in SCHEMA, or NotLocal."""
     try:
         record = json.loads(line)
@@ -117,18 +120,47 @@ def row_of(line: str) -> dict[str, Any]:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every dead letter of a JSON-lines export, in SCHEMA, or NotLocal."""
     rows = []
-    seen: set[str] = set()
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             line = line.rstrip("\r\n")
             if not line:
                 continue
-            row = row_of(line)
-            if row["message_id"] in seen:
-                raise NotLocal(f"message id {row['message_id']!r} twice")
-            seen.add(row["message_id"])
-            rows.append(row)
+            rows.append(row_of_line(line))
+    return _unique(rows)
+
+
+def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows`, when every one has a message id of its own (a pattern's example is found by
+    it); else NotLocal."""
+    seen: set[str] = set()
+    for row in rows:
+        mid = row["message_id"]
+        if mid is None or mid in seen:
+            raise NotLocal(f"message id {mid!r} missing or twice")
+        seen.add(mid)
     return rows
+
+
+def read_dlq(options: dict[str, str], max_rows: int = LOCAL_MAX_ROWS) -> list[dict[str, Any]]:
+    """Every dead letter of a DLQ (the data source's options: url, queue, project, key_id,
+    secret), read as the data source reads it; NotLocal past `max_rows`."""
+    from deadletter.pipeline.messages import client_of, row_of
+
+    rows: list[dict[str, Any]] = []
+    with client_of(options) as client:
+        for message in client.dead_letters(options["queue"], 1000):
+            if len(rows) == max_rows:
+                raise NotLocal(f"more than {max_rows:,} dead letters")
+            row = dict(zip(COLUMNS, row_of(message), strict=True))
+            for name in ("dead_lettered_at", "enqueued_at"):
+                if row[name] is not None:
+                    # As Spark hands a timestamp back in a UTC session: naive, UTC.
+                    row[name] = row[name].astimezone(UTC).replace(tzinfo=None)
+            rows.append(row)
+    for row in rows:
+        if any(ord(c) < 0x20 for c in row["message_id"] or ""):
+            raise NotLocal("a message id that holds control characters")
+    return _unique(rows)
 
 
 def analyze_local(
@@ -142,15 +174,30 @@ def analyze_local(
 ) -> Result:
     """`analysis.analyze` of a JSON-lines export, in this process: the same patterns.json,
     patterns.parquet, report.html and assignments (in input order)."""
+    say = progress or (lambda _stage: None)
+    say("reading and masking the dead letters")
+    rows = read_jsonl(Path(path))
+    return analyze_rows(
+        rows, out_dir, threshold=threshold, keep_assignments=keep_assignments, post=post, say=say
+    )
+
+
+def analyze_rows(
+    rows: list[dict[str, Any]],
+    out_dir: str | Path,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    keep_assignments: bool = False,
+    post: Callable[[list[dict[str, Any]]], None] | None = None,
+    say: Callable[[str], None] = lambda _stage: None,
+) -> Result:
+    """The analysis of dead letters already read (dicts in SCHEMA, message ids unique)."""
     import pandas as pd
 
     from deadletter.pipeline import batches
     from deadletter.pipeline.text import key_paths
 
-    say = progress or (lambda _stage: None)
     out = Path(out_dir)
-    say("reading and masking the dead letters")
-    rows = read_jsonl(Path(path))
     out.mkdir(parents=True, exist_ok=True)
     masked = batches.masked(
         pd.Series([r["error"] for r in rows], dtype=object),
