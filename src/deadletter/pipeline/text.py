@@ -10,8 +10,9 @@ from deadletter.pipeline import rules
 
 # The rules (rules.py) compiled once; see there for what each one is for.
 DIGIT = rules.DIGIT
-_MASKS: list[tuple[re.Pattern[str], str, str]] = [
-    (re.compile(pattern), placeholder, needs) for pattern, placeholder, needs in rules.MASKS
+_MASKS: list[tuple[re.Pattern[str], str, str, re.Pattern[str] | None]] = [
+    (re.compile(pattern), placeholder, needs, re.compile(gate) if gate else None)
+    for pattern, placeholder, needs, gate in rules.MASKS
 ]
 _QUOTED = re.compile(rules.QUOTED)
 _QUOTED_KEPT = re.compile(rules.QUOTED_KEPT)
@@ -37,8 +38,10 @@ def _mask_quoted(match: re.Match[str]) -> str:
 def mask(text: str) -> str:
     """Replace the variable parts of an error text with typed placeholders."""
     has_digit = _HAS_DIGIT.search(text) is not None
-    for pattern, placeholder, needs in _MASKS:
-        if has_digit if needs == DIGIT else needs in text:
+    for pattern, placeholder, needs, gate in _MASKS:
+        if (has_digit if needs == DIGIT else needs in text) and (
+            gate is None or gate.search(text) is not None
+        ):
             text = pattern.sub(placeholder, text)
     if "'" in text or '"' in text:
         text = _QUOTED.sub(_mask_quoted, text)
