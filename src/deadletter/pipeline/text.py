@@ -70,13 +70,25 @@ def tokenize(text: str) -> list[str]:
     same event keeps one token count (as Loghub-2.0 does when it compares templates).
     """
     out: list[str] = []
+    seen = _TOKENS_SEEN
     for raw in _TOKEN_SPLIT.split(mask(text)):
-        token = raw.strip(_EDGE_PUNCT) or raw
-        if token:
-            token = _mask_token(token)
-            if not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
-                out.append(token)
+        token = seen.get(raw)
+        if token is None:
+            token = raw.strip(_EDGE_PUNCT) or raw
+            if token:
+                token = _mask_token(token)
+            if len(seen) >= _TOKENS_KEPT:
+                seen.clear()
+            seen[raw] = token
+        if token and not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
+            out.append(token)
     return out
+
+
+# Each raw token's masked form: words repeat across messages far more than messages do, and
+# the per-token rules cost more than a lookup. Bounded: cleared when full.
+_TOKENS_SEEN: dict[str, str] = {}
+_TOKENS_KEPT = 200_000
 
 
 # Exception signatures -----------------------------------------------------------------
