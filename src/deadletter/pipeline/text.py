@@ -126,9 +126,18 @@ def exception_signature(error: str | None) -> tuple[str, str]:
         return "", ""
     # Only the last traceback of a chain ("During handling of the above exception...")
     # names the failure that killed the message.
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+    # The substring tests skip line-by-line scans that cannot match (most errors are one line).
+    starts = (
+        [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+        if "Traceback (most recent" in error
+        else []
+    )
     tail = lines[starts[-1] :] if starts else lines
-    py_frames = [(i, m) for i, m in enumerate(_PY_FRAME.match(line) for line in tail) if m]
+    py_frames = (
+        [(i, m) for i, m in enumerate(_PY_FRAME.match(line) for line in tail) if m]
+        if 'File "' in error
+        else []
+    )
     if py_frames:
         last = py_frames[-1][0]
         # The exception line is the first unindented line after the innermost frame.
@@ -139,7 +148,9 @@ def exception_signature(error: str | None) -> tuple[str, str]:
         frames = [f"{_module_of(m.group(1))}:{m.group(2)}" for _, m in py_frames[-TOP_FRAMES:]]
         frames.reverse()  # innermost first, as in Java
         return f"{exc_type} @ {' < '.join(frames)}", headline
-    java_frames = [m for m in (_JAVA_FRAME.match(line) for line in lines) if m]
+    java_frames = (
+        [m for m in (_JAVA_FRAME.match(line) for line in lines) if m] if "at " in error else []
+    )
     if java_frames:
         # The root cause is the last "Caused by"; its frames follow it.
         start = 0
