@@ -212,3 +212,11 @@ def test_a_small_dlq_is_read_and_analysed_in_process_as_the_spark_job_does(
         with pytest.raises(NotLocal, match="more than 399"):
             read_dlq({"url": url, "queue": "dlq"}, max_rows=399)
         assert len(read_dlq({"url": url, "queue": "dlq"}, max_rows=400)) == 400
+
+
+def test_the_help_states_the_limits_the_code_applies() -> None:
+    from deadletter.pipeline.local import LOCAL_MAX_BYTES, LOCAL_MAX_ROWS
+
+    shown = " ".join(CliRunner().invoke(analyze_command, ["--help"]).output.split())
+    assert f"up to {LOCAL_MAX_BYTES // 2**20} MB" in shown
+    assert f"up to {LOCAL_MAX_ROWS:,} dead letters" in shown
