@@ -196,10 +196,17 @@ def test_a_small_dlq_is_read_and_analysed_in_process_as_the_spark_job_does(
         analyze(df, tmp_path / "spark")
         result = CliRunner().invoke(
             analyze_command,
-            ["--url", url, "--queue", "dlq", "--no-post", "--out", str(tmp_path / "local")],
+            ["--url", url, "--queue", "dlq", "--out", str(tmp_path / "local")],
         )
         # I expect the command to answer without Spark, with the same outputs
         assert result.exit_code == 0, result.output
+        stored = server.patterns["dlq"]
+        written = json.loads((tmp_path / "local" / "patterns.json").read_text())["patterns"]
+        assert [p["id"] for p in stored] == [p["id"] for p in written]
+        assert all(p["message_ids"] == sorted(p["message_ids"]) for p in stored)
+        assert sorted(m for p in stored for m in p["message_ids"]) == sorted(
+            r["message_id"] for r in records
+        )
         assert "dlq in this process" in result.stderr
         assert "starting Spark" not in result.stderr
         for name in SAME_BYTES:

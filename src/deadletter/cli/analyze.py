@@ -139,6 +139,10 @@ def analyze(
     if engine != "spark" and (input_path is None or suits(input_path)):
         try:
             result = _in_process(input_path, queue, out_dir, threshold, poster, say, options)
+        except ImportError as exc:
+            raise click.ClickException(
+                f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
+            ) from exc
         except NotLocal as exc:
             if engine == "local":
                 raise click.ClickException(f"{exc}; use --engine spark") from exc

@@ -121,11 +121,14 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every dead letter of a JSON-lines export, in SCHEMA, or NotLocal."""
     rows = []
     with path.open(encoding="utf-8") as fh:
-        for line in fh:
+        for number, line in enumerate(fh, 1):
             line = line.rstrip("\r\n")
             if not line:
                 continue
-            rows.append(row_of_line(line))
+            try:
+                rows.append(row_of_line(line))
+            except NotLocal as exc:
+                raise NotLocal(f"line {number} holds {exc}") from exc
     return _unique(rows)
 
 
@@ -150,7 +153,7 @@ def read_dlq(options: dict[str, str], max_rows: int = LOCAL_MAX_ROWS) -> list[di
     with client_of(options) as client:
         for message in client.dead_letters(options["queue"], 1000):
             if len(rows) == max_rows:
-                raise NotLocal(f"more than {max_rows:,} dead letters")
+                raise NotLocal(f"the DLQ holds more than {max_rows:,} dead letters")
             row = dict(zip(COLUMNS, row_of(message), strict=True))
             for name in ("dead_lettered_at", "enqueued_at"):
                 if row[name] is not None:
