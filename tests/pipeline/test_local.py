@@ -227,3 +227,35 @@ def test_the_help_states_the_limits_the_code_applies() -> None:
     shown = " ".join(CliRunner().invoke(analyze_command, ["--help"]).output.split())
     assert f"up to {LOCAL_MAX_BYTES // 2**20} MB" in shown
     assert f"up to {LOCAL_MAX_ROWS:,} dead letters" in shown
+
+
+def test_a_dlq_larger_than_the_limit_is_left_to_spark_before_its_pages_are_read(
+    tmp_path: Path,
+) -> None:
+    from deadletter.api.app import build_app
+    from deadletter.clock import ManualClock
+    from deadletter.engine.engine import Engine
+    from deadletter.pipeline.local import read_dlq
+    from deadletter.storage import open_store
+    from tests.pipeline.test_datasource import _dead_letter_queue
+    from tests.support.servers import serving
+
+    # Given a real server whose DLQ holds six dead letters
+    clock = ManualClock()
+    engine = Engine(open_store(f"sqlite:///{tmp_path / 'dl.db'}"), clock)
+    _dead_letter_queue(engine, clock)
+    app = build_app(engine)
+    paths: list[str] = []
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            paths.append(scope["path"])
+        await app(scope, receive, send)
+
+    with serving(recording) as url:
+        # When the in-process path may hold five, I expect it to say so from the DLQ's stats
+        with pytest.raises(NotLocal, match="6 messages, more than 5"):
+            read_dlq({"url": url, "queue": "dlq"}, max_rows=5)
+        assert not any(p.endswith("/dead_letters") for p in paths)
+        # and to read all six when it may hold six
+        assert len(read_dlq({"url": url, "queue": "dlq"}, max_rows=6)) == 6

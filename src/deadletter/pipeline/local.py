@@ -147,10 +147,19 @@ def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_dlq(options: dict[str, str], max_rows: int = LOCAL_MAX_ROWS) -> list[dict[str, Any]]:
     """Every dead letter of a DLQ (the data source's options: url, queue, project, key_id,
     secret), read as the data source reads it; NotLocal past `max_rows`."""
+    from deadletter.client import ApiError
     from deadletter.pipeline.messages import client_of, row_of
 
     rows: list[dict[str, Any]] = []
     with client_of(options) as client:
+        # The DLQ's message count, when the server gives it, spares reading most of a DLQ
+        # only to hand it to Spark; the count of rows read below is what decides.
+        try:
+            total = client.stats(options["queue"])["messages"]["total"]
+        except (ApiError, KeyError, TypeError):
+            total = None
+        if isinstance(total, int) and total > max_rows:
+            raise NotLocal(f"the DLQ holds {total:,} messages, more than {max_rows:,}")
         for message in client.dead_letters(options["queue"], 1000):
             if len(rows) == max_rows:
                 raise NotLocal(f"the DLQ holds more than {max_rows:,} dead letters")
