@@ -259,3 +259,12 @@ def test_a_dlq_larger_than_the_limit_is_left_to_spark_before_its_pages_are_read(
         assert not any(p.endswith("/dead_letters") for p in paths)
         # and to read all six when it may hold six
         assert len(read_dlq({"url": url, "queue": "dlq"}, max_rows=6)) == 6
+
+
+def test_an_export_with_bytes_that_are_not_utf8_is_left_to_spark(tmp_path: Path) -> None:
+    from deadletter.pipeline.local import read_jsonl
+
+    export = tmp_path / "export.jsonl"
+    export.write_bytes(b'{"message_id": "a"}\n{"message_id": "b", "error": "caf\xe9"}\n')
+    with pytest.raises(NotLocal, match="not UTF-8"):
+        read_jsonl(export)

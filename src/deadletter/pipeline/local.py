@@ -120,15 +120,19 @@ def row_of_line(line: str) -> dict[str, Any]:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every dead letter of a JSON-lines export, in SCHEMA, or NotLocal."""
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            line = line.rstrip("\r\n")
-            if not line:
-                continue
-            try:
-                rows.append(row_of_line(line))
-            except NotLocal as exc:
-                raise NotLocal(f"line {number} holds {exc}") from exc
+    number = 0
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                number += 1
+                line = line.rstrip("\r\n")
+                if line:
+                    rows.append(row_of_line(line))
+    except NotLocal as exc:
+        raise NotLocal(f"line {number} holds {exc}") from exc
+    except UnicodeDecodeError as exc:
+        # Spark reads such bytes as replacement characters.
+        raise NotLocal(f"bytes that are not UTF-8 after line {number}") from exc
     return _unique(rows)
 
 
