@@ -1,4 +1,5 @@
-"""`deadletter analyze`: find failure patterns in dead letters with Spark; `analyze generate`."""
+"""`deadletter analyze`: failure patterns of dead letters (Spark, or in this process for small
+inputs); `analyze generate`."""
 
 from __future__ import annotations
 
