@@ -1,7 +1,13 @@
 """Dead letters per second through the whole analysis job on Spark, and drain3 for comparison.
 
     ./dev bench pipeline [--sizes 100000,1000000] [--master local[2]] [--seed 1] [--no-drain3]
+                         [--local-up-to 100000]
     ./dev bench pipeline --real [--tuning-only]
+    ./dev bench pipeline --first-run
+
+`--first-run` times `deadletter analyze` as a person runs it, one fresh process per run, on
+0, 100 and 5,000 dead letters with each engine (in this process, and Spark): the whole
+command, imports and JVM start included.
 
 `--real` measures grouping quality instead, on real labelled log lines that no one here wrote
 (tests/data/logs, from Loghub): see `run_real`.
@@ -94,6 +100,90 @@ def run_spark(spark: Any, path: Path, truth: dict[str, str]) -> dict[str, Any]:
         "accuracy": round(grouping_accuracy(truth, assignments), 4),
         "stages": stages,
     }
+
+
+def run_local(path: Path, truth: dict[str, str]) -> dict[str, Any]:
+    """The in-process path on the same file (one thread, whole job, every output)."""
+    from deadletter.pipeline.local import analyze_local
+
+    out = WORK / f"local-{path.stem}"
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    result = analyze_local(path, out)
+    seconds = time.perf_counter() - started
+    assignments = read_assignments(out / "assignments.jsonl")
+    return {
+        "seconds": round(seconds, 2),
+        "per_second": round(len(truth) / seconds),
+        "patterns": len(result.patterns),
+        "accuracy": round(grouping_accuracy(truth, assignments), 4),
+    }
+
+
+FIRST_RUN_SIZES = (0, 100, 5000)
+
+
+def main_first_run(seed: int) -> int:
+    """Each size and engine as a fresh `deadletter analyze` process, timed from outside."""
+    import subprocess
+    import sys
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    load = list(os.getloadavg())
+    rows = []
+    for size in FIRST_RUN_SIZES:
+        path = WORK / f"dead-{size}-{seed}.jsonl"
+        if not path.exists():
+            write_jsonl(path, size, seed)
+        row: dict[str, Any] = {"size": size}
+        for engine in ("local", "spark"):
+            out = WORK / f"first-run-{engine}-{size}"
+            shutil.rmtree(out, ignore_errors=True)
+            started = time.perf_counter()
+            done = subprocess.run(
+                [
+                    *(sys.executable, "-m", "deadletter", "analyze", "--input", str(path)),
+                    *("--out", str(out), "--engine", engine, "--master", "local[2]"),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            row[engine] = round(time.perf_counter() - started, 2)
+            row[f"{engine}_stages"] = done.stderr.splitlines()
+            print(f"{size:>6} {engine:<5} {row[engine]} s", flush=True)
+        same = all(
+            (WORK / f"first-run-local-{size}" / name).read_bytes()
+            == (WORK / f"first-run-spark-{size}" / name).read_bytes()
+            for name in ("patterns.json", "patterns.parquet", "report.html")
+        )
+        row["same_outputs"] = same
+        rows.append(row)
+    load += list(os.getloadavg())
+    lines = [
+        f"`deadletter analyze --input FILE` as a fresh process (Python {platform.python_version()},"
+        f" {os.cpu_count()} CPUs, Spark local[2]), seconds from start to exit:",
+        "",
+        "| dead letters | in this process | Spark | same patterns.json, .parquet, report.html |",
+        "|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        same = "yes" if r["same_outputs"] else "NO"
+        lines.append(f"| {r['size']:,} | {r['local']} | {r['spark']} | {same} |")
+    spark_stages = rows[-1]["spark_stages"]
+    lines += ["", f"Spark's stages at {rows[-1]['size']:,}:", "", "```", *spark_stages, "```"]
+    lines += [
+        "",
+        "Load average (1, 5, 15 min) before and after: "
+        + ", ".join(f"{x:.2f}" for x in load)
+        + ".",
+    ]
+    text = "\n".join(lines) + "\n"
+    (RESULTS / "pipeline-first-run.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (RESULTS / "pipeline-first-run.md").write_text(text)
+    print(text)
+    return 0
 
 
 def run_drain3(path: Path, truth: dict[str, str]) -> dict[str, Any]:
@@ -247,15 +337,15 @@ def markdown(report: dict[str, Any]) -> str:
         "| dead letters | engine | seconds | dead letters/s | patterns | grouping accuracy |",
         "|---:|---|---:|---:|---:|---:|",
     ]
+    names = {
+        "spark": f"deadletter analyze (Spark {report['master']}, whole job)",
+        "local": "deadletter analyze (in this process, 1 thread, whole job)",
+        "drain3": "drain3 0.9 (1 thread, mining only)",
+    }
     for row in report["runs"]:
-        for engine in ("spark", "drain3"):
+        for engine, name in names.items():
             r = row.get(engine)
             if r:
-                name = (
-                    f"deadletter analyze (Spark {report['master']}, whole job)"
-                    if engine == "spark"
-                    else "drain3 0.9 (1 thread, mining only)"
-                )
                 lines.append(
                     f"| {row['size']:,} | {name} | {r['seconds']} | {r['per_second']:,} | "
                     f"{r['patterns']} | {r['accuracy']:.2%} |"
@@ -283,6 +373,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-drain3", action="store_true", help="skip the drain3 baseline")
+    parser.add_argument(
+        "--local-up-to",
+        type=int,
+        default=100_000,
+        help="also run the in-process path on sizes up to this (0: never)",
+    )
+    parser.add_argument("--first-run", action="store_true", help="fresh `deadletter analyze` runs")
     parser.add_argument("--real", action="store_true", help="grouping quality on real logs")
     parser.add_argument(
         "--tuning-only", action="store_true", help="with --real: the tuning systems alone"
@@ -290,6 +387,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.real:
         return main_real(args.tuning_only)
+    if args.first_run:
+        return main_first_run(args.seed)
     sizes = [int(s) for s in args.sizes.split(",") if s]
 
     from deadletter.pipeline.schema import session
@@ -329,6 +428,9 @@ def main(argv: list[str]) -> int:
                 warnings.simplefilter("ignore", FutureWarning)
                 row["spark"] = run_spark(spark, path, truth)
             print(f"{size:>9} spark  {row['spark']}", flush=True)
+            if size <= args.local_up_to:
+                row["local"] = run_local(path, truth)
+                print(f"{size:>9} local  {row['local']}", flush=True)
             if not args.no_drain3:
                 row["drain3"] = run_drain3(path, truth)
                 print(f"{size:>9} drain3 {row['drain3']}", flush=True)

@@ -57,7 +57,7 @@ def test_analyze_an_export_file_writes_the_report(spark: Any, tmp_path: Path) ->
     write_jsonl(tmp_path / "dead.jsonl", 300, seed=5)
     out = tmp_path / "report"
     result = CliRunner().invoke(
-        analyze, ["--input", str(tmp_path / "dead.jsonl"), "--out", str(out)]
+        analyze, ["--input", str(tmp_path / "dead.jsonl"), "--out", str(out), "--engine", "spark"]
     )
     assert result.exit_code == 0, result.output
     assert "300 dead letters" in result.output
@@ -75,7 +75,15 @@ def test_analyze_tells_its_stages_on_stderr_and_keeps_stdout_for_the_result(
 
     write_jsonl(tmp_path / "dead.jsonl", 120, seed=6)
     result = CliRunner().invoke(
-        analyze, ["--input", str(tmp_path / "dead.jsonl"), "--out", str(tmp_path / "r")]
+        analyze,
+        [
+            "--input",
+            str(tmp_path / "dead.jsonl"),
+            "--out",
+            str(tmp_path / "r"),
+            "--engine",
+            "spark",
+        ],
     )
     assert result.exit_code == 0, result.output
     stages = result.stderr.splitlines()

@@ -49,3 +49,41 @@ def test_a_pattern_without_error_text_is_labelled_by_its_reasons() -> None:
     assert label(p) == "(no error text: max_claims)"
     assert "(no error text: max_claims)" in render([p], 3)
     assert label(_pattern()) == "KeyError <QUOTED>"
+
+
+def test_a_report_of_one_busy_hour_from_the_command_shows_bodies_once_encoded(
+    tmp_path: Any,
+) -> None:
+    from click.testing import CliRunner
+
+    from deadletter.cli.analyze import analyze
+
+    # Given an export as `deadletter dlq export` writes it, every dead letter within one hour
+    export = tmp_path / "dead.jsonl"
+    with export.open("w", encoding="utf-8") as fh:
+        for i in range(12):
+            record = {
+                "message_id": f"m-{i:02d}",
+                "source_queue": "orders",
+                "reason": "rejected",
+                "description": "handler raised",
+                "error": f"KeyError: 'customer' in order ord-{i}",
+                "dead_lettered_at": f"2026-11-20T10:{i * 4:02d}:00.000Z",
+                "body": {"order": {"id": f"o-{i}", "note": "café"}},
+                "attributes": {"tenant": {"type": "String", "value": "t-1"}},
+            }
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    # When the command analyses it (a small export: in this process)
+    result = CliRunner().invoke(analyze, ["--input", str(export), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    # I expect the hour drawn as a peak between two quiet hours
+    (points,) = re.findall(r'<polyline[^>]*points="([^"]+)"', html)
+    assert len({xy.split(",")[0] for xy in points.split()}) == 3
+    assert "2026-11-20T09:00:00.000Z" in html and "2026-11-20T11:00:00.000Z" in html
+    # and the example's body as JSON once: an object in the page, JSON text in patterns.json
+    assert "&quot;order&quot;: {" in html and "café" in html
+    assert "\\&quot;" not in html
+    (pattern,) = json.loads((tmp_path / "r" / "patterns.json").read_text())["patterns"]
+    assert pattern["hourly_counts"] == [["2026-11-20T10:00:00.000Z", 12]]
+    assert json.loads(pattern["example"]["body"]) == {"order": {"id": "o-0", "note": "café"}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from deadletter.pipeline.mining import group_key, mine, mine_all, pattern_id, with_context
 from deadletter.pipeline.text import (
@@ -259,3 +260,55 @@ def test_words_that_alternate_in_several_events_are_a_variable() -> None:
         "Failed password for <*> from <IP> port <NUM>",
         "authentication failure rhost <IP> user <*>",
     }
+
+
+def _real_lines() -> list[str]:
+    import csv
+    from pathlib import Path
+
+    lines = []
+    for path in sorted((Path(__file__).parent.parent / "data" / "logs").glob("*.csv")):
+        with path.open(newline="", encoding="utf-8") as fh:
+            lines += [row["Content"] for row in csv.DictReader(fh)]
+    return lines
+
+
+CORNERS = [
+    "12:30 done",
+    "a:1 b",
+    "fe80::1:2:3:4 up",
+    "host-a.example:8080 refused",
+    "10 B sent, 2 KB (2.0 KB) kept, 3 bytes",
+    "5 s, <1 sec, 3µs, 7 h, 2m",
+    "Thu Aug 04 15:29:45 PDT 2005 x",
+    "aa:bb:cc:dd:ee:ff",
+    "2026-11-22 15:04 start",
+]
+
+
+def test_a_mask_is_skipped_only_where_it_could_not_match() -> None:
+    import re
+
+    from deadletter.pipeline import rules
+
+    # Given every mask that has a gate, and real lines plus corner cases
+    gated = [(re.compile(p), re.compile(g)) for p, _, _, g in rules.MASKS if g]
+    assert len(gated) >= 8
+    # I expect each text a mask matches to hold a match of its gate: skipping is then exact
+    for text in _real_lines() + CORNERS:
+        for pattern, gate in gated:
+            if pattern.search(text):
+                assert gate.search(text), (pattern.pattern, gate.pattern, text)
+
+
+def test_the_token_cache_changes_no_token_even_when_it_fills_up(monkeypatch: Any) -> None:
+    from deadletter.pipeline import text
+
+    lines = _real_lines()[:3000] + CORNERS
+    text._TOKENS_SEEN.clear()
+    expected = [tokenize(line) for line in lines]
+    # When the cache holds three tokens at most, it is cleared over and over
+    monkeypatch.setattr(text, "_TOKENS_KEPT", 3)
+    text._TOKENS_SEEN.clear()
+    assert [tokenize(line) for line in lines] == expected
+    assert len(text._TOKENS_SEEN) <= 3

@@ -1,4 +1,5 @@
-"""`deadletter analyze`: find failure patterns in dead letters with Spark; `analyze generate`."""
+"""`deadletter analyze`: failure patterns of dead letters (Spark, or in this process for small
+inputs); `analyze generate`."""
 
 from __future__ import annotations
 
@@ -63,6 +64,17 @@ from deadletter.cli.config import resolve, unreachable_hint
     help="With --queue, store the patterns on the server for `redrive start --pattern`.",
 )
 @click.option(
+    "--engine",
+    type=click.Choice(["auto", "spark", "local"]),
+    envvar="DEADLETTER_ANALYZE_ENGINE",
+    show_envvar=True,
+    default="auto",
+    show_default=True,
+    help="local: in this process, no Spark; auto: local for a JSON-lines --input file of up "
+    "to 64 MB or a DLQ of up to 80,000 dead letters, when it reads every one exactly as Spark "
+    "does, else Spark.",
+)
+@click.option(
     "--verbose",
     is_flag=True,
     help="Show Spark's own log and warnings on the terminal (otherwise in OUT/spark.log).",
@@ -79,6 +91,7 @@ def analyze(
     partitions: int,
     threshold: float,
     post: bool,
+    engine: str,
     verbose: bool,
 ) -> None:
     """Group dead letters into failure patterns and write a report.
@@ -106,12 +119,42 @@ def analyze(
     project = None if unstated else server.project.value
     try:
         from deadletter.pipeline.analysis import analyze as run
+        from deadletter.pipeline.local import NotLocal, suits
         from deadletter.pipeline.remote import put_patterns
-        from deadletter.pipeline.report import label
         from deadletter.pipeline.schema import session
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from exc
     say = Progress()
+    options = {"url": url, "queue": queue or "", "project": project or ""}
+    if credential is not None:
+        options.update(key_id=credential[0], secret=credential[1])
+    poster = (
+        partial(put_patterns, url, queue, project=project, credential=credential)
+        if post and queue
+        else None
+    )
+    if engine == "local" and input_path is not None and not suits(input_path):
+        raise click.UsageError(
+            "--engine local reads a JSON-lines --input file of up to 64 MB; use --engine spark"
+        )
+    if engine != "spark" and (input_path is None or suits(input_path)):
+        try:
+            result = _in_process(input_path, queue, out_dir, threshold, poster, say, options)
+        except ImportError as exc:
+            raise click.ClickException(
+                f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
+            ) from exc
+        except NotLocal as exc:
+            if engine == "local":
+                raise click.ClickException(f"{exc}; use --engine spark") from exc
+            say(f"{exc}: Spark reads it")
+        except httpx.TransportError as exc:
+            raise click.ClickException(
+                f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
+            ) from exc
+        else:
+            _done(say, result, out_dir)
+            return
     with warnings.catch_warnings():
         if not verbose:
             # pyspark's own advice (pandas versions, deprecations) is not the user's business.
@@ -124,11 +167,6 @@ def analyze(
             raise click.ClickException(str(exc)) from exc
         if not verbose:
             spark.sparkContext.setLogLevel("ERROR")
-        poster = (
-            partial(put_patterns, url, queue, project=project, credential=credential)
-            if post and queue
-            else None
-        )
         source: Any = str(input_path)
         if input_path is None:
             assert queue is not None
@@ -147,6 +185,34 @@ def analyze(
             raise click.ClickException(
                 f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
             ) from exc
+    _done(say, result, out_dir)
+
+
+def _in_process(
+    input_path: Path | None,
+    queue: str | None,
+    out_dir: Path,
+    threshold: float,
+    poster: Any,
+    say: Progress,
+    options: dict[str, str],
+) -> Any:
+    """The analysis without Spark: a small export file, or a DLQ read page by page until it
+    proves too large (NotLocal: Spark takes over)."""
+    from deadletter.pipeline.local import LOCAL_MAX_ROWS, analyze_local, analyze_rows, read_dlq
+
+    if input_path is not None:
+        say("analysing in this process (a small export: no Spark)")
+        return analyze_local(input_path, out_dir, threshold=threshold, post=poster, progress=say)
+    say(f"reading {queue} in this process (no Spark up to {LOCAL_MAX_ROWS:,} dead letters)")
+    rows = read_dlq(options)
+    say(f"{len(rows):,} dead letters read; masking")
+    return analyze_rows(rows, out_dir, threshold=threshold, post=poster, say=say)
+
+
+def _done(say: Progress, result: Any, out_dir: Path) -> None:
+    from deadletter.pipeline.report import label
+
     say("done")
     click.echo(f"{result.total} dead letters, {len(result.patterns)} patterns -> {out_dir}")
     for p in result.patterns[:10]:

@@ -7,24 +7,16 @@ Chain: `df.transform(with_mining_text).transform(with_body_shape).transform(with
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deadletter.pipeline import require_pyspark
-from deadletter.pipeline.columns import iso
+from deadletter.pipeline import require_pyspark, summary
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD
-from deadletter.pipeline.outputs import members_of, read_assignments, write_jsonl, write_patterns
+from deadletter.pipeline.outputs import members_of, read_assignments, write_jsonl
 from deadletter.pipeline.schema import read_export, require_columns, session, to_schema
-
-SAMPLES = 5
-MISSING_BASELINE = 0.5  # a key path "usually there" is in half the pattern's queues' messages
-LIFT_MIN_SHARE = 0.5  # an attribute value must mark at least half of a pattern
-LIFT_MIN = 1.5
-MAX_ATTRIBUTE_FINDINGS = 5
 
 
 def _pandas_udf(func: Callable[..., Any], return_type: str) -> Any:
@@ -124,21 +116,6 @@ def patterns_of(df: Any, threshold: float = DEFAULT_THRESHOLD) -> Any:
     )
 
 
-def _example(row: Any) -> dict[str, Any]:
-    return {
-        "message_id": row["message_id"],
-        "source_queue": row["source_queue"],
-        "reason": row["reason"],
-        "description": row["description"],
-        "error": row["error"],
-        "dead_lettered_at": iso(row["dead_lettered_at"]),
-        "claim_count": row["claim_count"],
-        "body": row["body"],
-        "attributes": dict(row["attributes"] or {}),
-        "enqueued_at": iso(row["enqueued_at"]),
-    }
-
-
 NARROW = [
     "message_id",
     "source_queue",
@@ -156,17 +133,17 @@ def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
     `mined` needs the narrow columns only; each pattern's example is read from
     `examples_from` (the dead letters in SCHEMA; by default `mined` itself). Counts, times,
     queues, reasons, hours and body shapes come from one aggregation, collected: a pattern
-    has few queues, reasons, hours and shapes, so its rows are few.
+    has few queues, reasons, hours and shapes, so its rows are few. The figures are then
+    put together by `summary`, as the in-process path does.
     """
     need = ["pattern_id", "template", *NARROW]
     require_columns(mined, need, "summarize")
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    base: dict[str, dict[str, Any]] = {}
-    hourly_counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    shaped: list[tuple[str, str, str | None, int]] = []
-    for r in (
+    from deadletter.pipeline.shape import key_paths_of_shape
+
+    groups = (
         mined.groupBy(
             "pattern_id",
             "template",
@@ -182,66 +159,23 @@ def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
             F.max("dead_lettered_at").alias("last_seen"),
         )
         .collect()
-    ):
-        b = base.setdefault(
-            r["pattern_id"],
-            {
-                "count": 0,
-                "template": r["template"],
-                "signature": r["signature"],
-                "source_queues": set(),
-                "reasons": set(),
-                "first_seen": None,
-                "last_seen": None,
-            },
-        )
-        b["count"] += r["count"]
-        b["source_queues"].add(r["source_queue"])
-        b["reasons"].add(r["reason"])
-        for key, pick in (("first_seen", min), ("last_seen", max)):
-            if r[key] is not None:
-                b[key] = r[key] if b[key] is None else pick(b[key], r[key])
-        if r["hour"] is not None:
-            hourly_counts[r["pattern_id"]][iso(r["hour"])] += r["count"]
-        shaped.append((r["pattern_id"], r["source_queue"], r["body_shape"], r["count"]))
+    )
+    folded = summary.Folded(tuple(r) for r in groups)
     # The window sorts two columns only; the few first samples are then joined back whole.
     ranked = (
         mined.select("pattern_id", "message_id")
         .withColumn(
             "_rn", F.row_number().over(Window.partitionBy("pattern_id").orderBy("message_id"))
         )
-        .where(F.col("_rn") <= SAMPLES)
+        .where(F.col("_rn") <= summary.SAMPLES)
     )
     samples: dict[str, list[str]] = defaultdict(list)
     for r in ranked.orderBy("pattern_id", "_rn").collect():
         samples[r["pattern_id"]].append(r["message_id"])
     examples = _examples(mined if examples_from is None else examples_from, samples)
-    shapes = _shape_findings(shaped, base)
-    attrs = _attribute_findings(mined, {pid: b["count"] for pid, b in base.items()})
-
-    patterns = []
-    for pid, r in base.items():
-        shape = shapes.get(pid, {})
-        patterns.append(
-            {
-                "id": pid,
-                "template": r["template"] or "",
-                "signature": r["signature"] or "",
-                "count": r["count"],
-                "source_queues": sorted(q for q in r["source_queues"] if q is not None),
-                "reasons": sorted(q for q in r["reasons"] if q is not None),
-                "first_seen": iso(r["first_seen"]),
-                "last_seen": iso(r["last_seen"]),
-                "hourly_counts": [[h, c] for h, c in sorted(hourly_counts[pid].items())],
-                "sample_message_ids": samples.get(pid, []),
-                "example": examples.get(pid),
-                "key_paths_in_all": shape.get("in_all", []),
-                "key_paths_missing": shape.get("missing", []),
-                "overrepresented_attributes": attrs.get(pid, []),
-            }
-        )
-    patterns.sort(key=lambda p: (-p["count"], p["id"]))
-    return patterns
+    shapes = summary.shape_findings(folded.shaped, folded.base, key_paths_of_shape)
+    attrs = _attribute_findings(mined, folded.sizes())
+    return summary.assemble(folded, samples, examples, shapes, attrs)
 
 
 def _examples(rows: Any, samples: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
@@ -252,52 +186,8 @@ def _examples(rows: Any, samples: dict[str, list[str]]) -> dict[str, dict[str, A
     found: dict[str, dict[str, Any]] = {}
     if first:
         for r in rows.where(F.col("message_id").isin(*sorted(first))).collect():
-            found.setdefault(first[r["message_id"]], _example(r))
+            found.setdefault(first[r["message_id"]], summary.example_of(r))
     return found
-
-
-def _shape_findings(
-    shaped: list[tuple[str, str, str | None, int]], base: dict[str, dict[str, Any]]
-) -> dict[str, dict[str, list[str]]]:
-    """Key paths every message of a pattern has, and those present in at least half of the
-    dead letters of the pattern's source queues but in none of the pattern's own, from the
-    (pattern, queue, body shape, count) rows of the summary's aggregation."""
-    from deadletter.pipeline.shape import key_paths_of_shape
-
-    per_queue_total: dict[str, int] = defaultdict(int)
-    per_pattern_queue: dict[tuple[str, str], int] = defaultdict(int)
-    path_in_queue: dict[tuple[str, str], int] = defaultdict(int)
-    path_in_pattern: dict[tuple[str, str], int] = defaultdict(int)
-    paths_of: dict[str | None, list[str]] = {}
-    for pid, q, shape, n in shaped:
-        per_queue_total[q] += n
-        per_pattern_queue[(pid, q)] += n
-        if shape not in paths_of:
-            paths_of[shape] = key_paths_of_shape(shape)
-        for path in paths_of[shape]:
-            path_in_queue[(q, path)] += n
-            path_in_pattern[(pid, path)] += n
-    queue_paths: dict[str, set[str]] = defaultdict(set)
-    for q, path in path_in_queue:
-        queue_paths[q].add(path)
-
-    out: dict[str, dict[str, list[str]]] = {}
-    for pid, row in base.items():
-        n = row["count"]
-        queues = [q for (p, q) in per_pattern_queue if p == pid]
-        in_all = sorted(path for (p, path), c in path_in_pattern.items() if p == pid and c == n)
-        baseline_n = sum(per_queue_total[q] for q in queues)
-        missing: list[str] = []
-        if baseline_n > 0:
-            candidates = set().union(*(queue_paths[q] for q in queues)) if queues else set()
-            for path in sorted(candidates):
-                if path_in_pattern.get((pid, path), 0):
-                    continue
-                in_baseline = sum(path_in_queue.get((q, path), 0) for q in queues)
-                if in_baseline / baseline_n >= MISSING_BASELINE:
-                    missing.append(path)
-        out[pid] = {"in_all": in_all, "missing": missing}
-    return out
 
 
 def _attribute_findings(mined: Any, sizes: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
@@ -310,7 +200,6 @@ def _attribute_findings(mined: Any, sizes: dict[str, int]) -> dict[str, list[dic
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    total = sum(sizes.values())
     if not sizes:
         return {}
     size_df = mined.sparkSession.createDataFrame(
@@ -323,31 +212,11 @@ def _attribute_findings(mined: Any, sizes: dict[str, int]) -> dict[str, list[dic
         .agg(F.count("*").alias("n"))
         .withColumn("corpus_count", F.sum("n").over(Window.partitionBy("key", "value")))
         .join(F.broadcast(size_df), "pattern_id")
-        .where(F.col("n") >= F.col("size") * LIFT_MIN_SHARE)
+        .where(F.col("n") >= F.col("size") * summary.LIFT_MIN_SHARE)
         .select("pattern_id", "key", "value", "n", "corpus_count")
         .collect()
     )
-    found_all = []
-    for r in candidates:
-        share = r["n"] / sizes[r["pattern_id"]]
-        corpus_count = r["corpus_count"]
-        lift = share / (corpus_count / total)
-        if lift >= LIFT_MIN:
-            found_all.append((r["pattern_id"], -lift, r["key"], r["value"], share, corpus_count))
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for pid, neg_lift, key, value, share, corpus_count in sorted(found_all):
-        found = out[pid]
-        if len(found) < MAX_ATTRIBUTE_FINDINGS:
-            found.append(
-                {
-                    "name": key,
-                    "value": value,
-                    "share": round(share, 4),
-                    "corpus_share": round(corpus_count / total, 4),
-                    "lift": round(-neg_lift, 2),
-                }
-            )
-    return out
+    return summary.attribute_findings((tuple(r) for r in candidates), sizes)
 
 
 @dataclass
@@ -421,14 +290,7 @@ def analyze(
         members = members_of(mined) if post is not None else {}
     finally:
         tokens.unpersist()
-    total = sum(p["count"] for p in patterns)
-    (out / "patterns.json").write_text(
-        json.dumps({"total": total, "patterns": patterns}, indent=2) + "\n"
-    )
-    write_patterns(patterns, out / "patterns.parquet")
-    from deadletter.pipeline.report import render
-
-    (out / "report.html").write_text(render(patterns, total))
+    total = summary.write_summary(patterns, out)
     if post is not None:
         say("storing the patterns on the server")
         post([{**p, "message_ids": members.get(p["id"], [])} for p in patterns])

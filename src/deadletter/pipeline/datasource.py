@@ -28,8 +28,8 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from deadletter.client import DEFAULT_PROJECT, Client
 from deadletter.pipeline.columns import SCHEMA_DDL, iso, parse_time
+from deadletter.pipeline.messages import client_of, row_of
 
 MAX_PAGE = 1000
 POST_BATCH = 20  # Zaqar's default _max_messages_post_size count limit
@@ -73,44 +73,6 @@ class Slice(InputPartition):
     index: int
     since: datetime | None
     until: datetime | None
-
-
-def client_of(options: dict[str, str]) -> Client:
-    """A client made from the data source's options; each executor task opens its own.
-    With `key_id` and `secret` (a server with credentials required), an unstated project is
-    the credential's own."""
-    credential = (options["key_id"], options["secret"]) if options.get("key_id") else None
-    return Client(
-        options["url"],
-        project=options.get("project") or (None if credential else DEFAULT_PROJECT),
-        client_id=options.get("client_id") or None,
-        timeout=float(options.get("timeout", "30")),
-        credential=credential,
-    )
-
-
-def row_of(message: dict[str, Any]) -> tuple[Any, ...]:
-    """One API message -> a row in SCHEMA's column order."""
-    prov = message.get("provenance") or {}
-    body = message.get("body")
-    body_text = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))
-    attributes = {
-        name: str(attr.get("value")) if isinstance(attr, dict) else str(attr)
-        for name, attr in (message.get("attributes") or {}).items()
-    }
-    claim_count = prov.get("claim_count", message.get("claim_count"))
-    return (
-        message.get("id"),
-        prov.get("source_queue"),
-        prov.get("reason"),
-        prov.get("description"),
-        prov.get("error"),
-        parse_time(prov.get("dead_lettered_at")),
-        int(claim_count) if claim_count is not None else None,
-        body_text,
-        attributes,
-        parse_time(prov.get("original_enqueued_at") or message.get("enqueued_at")),
-    )
 
 
 class DeadLetterReader(DataSourceReader):

@@ -11,25 +11,30 @@ Python's `re` can run them; they use only lookarounds and classes that Java's re
 from __future__ import annotations
 
 # Masks ---------------------------------------------------------------------------------
-# (pattern, replacement, needs): applied in order; a text that lacks `needs` skips the
-# pattern (DIGIT: any digit), which saves most of the masking time on short lines. Longer,
+# (pattern, replacement, needs, gate): applied in order; a text that lacks `needs` skips the
+# pattern (DIGIT: any digit), which saves most of the masking time on short lines, and so does
+# a text without a match of `gate` (a regular expression that every match of the pattern
+# contains; checked on the text as masked so far): most error lines hold a colon, few a
+# colon between digits. Neither changes what is masked, only what is tried. Longer,
 # more specific shapes come first so that a URL is not eaten as a path and a timestamp is not
 # cut into numbers. Every placeholder is typed so that templates stay readable.
 DIGIT = "0-9"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
-MASKS: list[tuple[str, str, str]] = [
-    (r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+", "<URL>", "://"),
-    (r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "<EMAIL>", "@"),
+MASKS: list[tuple[str, str, str, str]] = [
+    (r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+", "<URL>", "://", ""),
+    (r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "<EMAIL>", "@", ""),
     (
         r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
         "<UUID>",
         "-",
+        "",
     ),
     (
         r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
         "<TS>",
         ":",
+        r"\d:\d",
     ),
     # A date as C's ctime() and Java's Date.toString() write it, one variable however many
     # words: "Fri Jul  1 07:57:30 2005", "Thu Aug 04 15:29:45 PDT 2005". Left alone, its
@@ -39,19 +44,30 @@ MASKS: list[tuple[str, str, str]] = [
         r"(?:\s+[A-Z]{3,4})?(?:\s+\d{4})?\b",
         "<TS>",
         ":",
+        r"\d:\d",
     ),
-    (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<TS>", ":"),
+    (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<TS>", ":", r"\d:\d"),
     # IPv6 addresses and MAC addresses: four or more hex groups joined by colons.
-    (r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){3,}[0-9a-fA-F]{1,4}(?![\w:])", "<IP>", ":"),
-    (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b", "<IP>", "."),
+    (
+        r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){3,}[0-9a-fA-F]{1,4}(?![\w:])",
+        "<IP>",
+        ":",
+        "[0-9a-fA-F]:[0-9a-fA-F]",
+    ),
+    (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b", "<IP>", ".", ""),
     # host:port, a host name with a dot or a dash (a bare word before a colon is a label).
-    (r"(?<![\w.:/-])[A-Za-z][\w-]*(?:[.-][\w-]+)+:\d{2,5}\b", "<IP>", ":"),
+    (r"(?<![\w.:/-])[A-Za-z][\w-]*(?:[.-][\w-]+)+:\d{2,5}\b", "<IP>", ":", r":\d"),
     # An HTTP request line keeps its method, a constant that tells the event apart.
-    (r"\b(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) /\S*(?: HTTP/\d(?:\.\d)?)?", r"\1 <PATH>", " /"),
-    (r"(?<![\w.])(?:/[\w.@%+-]+){2,}/?", "<PATH>", "/"),
-    (r"\b[A-Za-z]:(?:\\[\w.$ -]+)+", "<PATH>", "\\"),
-    (r"\b0x[0-9a-fA-F]+\b", "<HEX>", "0x"),
-    (r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", "<HEX>", DIGIT),
+    (
+        r"\b(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) /\S*(?: HTTP/\d(?:\.\d)?)?",
+        r"\1 <PATH>",
+        " /",
+        "",
+    ),
+    (r"(?<![\w.])(?:/[\w.@%+-]+){2,}/?", "<PATH>", "/", ""),
+    (r"\b[A-Za-z]:(?:\\[\w.$ -]+)+", "<PATH>", "\\", ""),
+    (r"\b0x[0-9a-fA-F]+\b", "<HEX>", "0x", ""),
+    (r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", "<HEX>", DIGIT, ""),
     # A size with its unit, and the rounded size some loggers add in parentheses, is one
     # variable however many tokens it spans: "1190 bytes (1.16 KB)".
     (
@@ -59,15 +75,17 @@ MASKS: list[tuple[str, str, str]] = [
         r"(?:\s\(\d+(?:\.\d+)?\s?[KMGT]i?B\))?",
         "<SIZE>",
         DIGIT,
+        r"\d\s?[bKMGTB]",
     ),
     (
         r"(?<![\w.])[<>]?\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?"
         r"|h|hours?)\b",
         "<DUR>",
         DIGIT,
+        r"\d\s?[muµnsh]",
     ),
     # A clock duration ("lifetime 02:19"), after the timestamps took the hh:mm:ss ones.
-    (r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])", "<DUR>", ":"),
+    (r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])", "<DUR>", ":", r"\d:\d"),
 ]
 
 # Quoted text is masked unless it is a bare identifier or key path ('customer.id') or a

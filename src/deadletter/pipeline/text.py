@@ -10,8 +10,9 @@ from deadletter.pipeline import rules
 
 # The rules (rules.py) compiled once; see there for what each one is for.
 DIGIT = rules.DIGIT
-_MASKS: list[tuple[re.Pattern[str], str, str]] = [
-    (re.compile(pattern), placeholder, needs) for pattern, placeholder, needs in rules.MASKS
+_MASKS: list[tuple[re.Pattern[str], str, str, re.Pattern[str] | None]] = [
+    (re.compile(pattern), placeholder, needs, re.compile(gate) if gate else None)
+    for pattern, placeholder, needs, gate in rules.MASKS
 ]
 _QUOTED = re.compile(rules.QUOTED)
 _QUOTED_KEPT = re.compile(rules.QUOTED_KEPT)
@@ -37,8 +38,10 @@ def _mask_quoted(match: re.Match[str]) -> str:
 def mask(text: str) -> str:
     """Replace the variable parts of an error text with typed placeholders."""
     has_digit = _HAS_DIGIT.search(text) is not None
-    for pattern, placeholder, needs in _MASKS:
-        if has_digit if needs == DIGIT else needs in text:
+    for pattern, placeholder, needs, gate in _MASKS:
+        if (has_digit if needs == DIGIT else needs in text) and (
+            gate is None or gate.search(text) is not None
+        ):
             text = pattern.sub(placeholder, text)
     if "'" in text or '"' in text:
         text = _QUOTED.sub(_mask_quoted, text)
@@ -67,13 +70,25 @@ def tokenize(text: str) -> list[str]:
     same event keeps one token count (as Loghub-2.0 does when it compares templates).
     """
     out: list[str] = []
+    seen = _TOKENS_SEEN
     for raw in _TOKEN_SPLIT.split(mask(text)):
-        token = raw.strip(_EDGE_PUNCT) or raw
-        if token:
-            token = _mask_token(token)
-            if not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
-                out.append(token)
+        token = seen.get(raw)
+        if token is None:
+            token = raw.strip(_EDGE_PUNCT) or raw
+            if token:
+                token = _mask_token(token)
+            if len(seen) >= _TOKENS_KEPT:
+                seen.clear()
+            seen[raw] = token
+        if token and not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
+            out.append(token)
     return out
+
+
+# Each raw token's masked form: words repeat across messages far more than messages do, and
+# the per-token rules cost more than a lookup. Bounded: cleared when full.
+_TOKENS_SEEN: dict[str, str] = {}
+_TOKENS_KEPT = 200_000
 
 
 # Exception signatures -----------------------------------------------------------------
@@ -111,9 +126,18 @@ def exception_signature(error: str | None) -> tuple[str, str]:
         return "", ""
     # Only the last traceback of a chain ("During handling of the above exception...")
     # names the failure that killed the message.
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+    # The substring tests skip line-by-line scans that cannot match (most errors are one line).
+    starts = (
+        [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+        if "Traceback (most recent" in error
+        else []
+    )
     tail = lines[starts[-1] :] if starts else lines
-    py_frames = [(i, m) for i, m in enumerate(_PY_FRAME.match(line) for line in tail) if m]
+    py_frames = (
+        [(i, m) for i, m in enumerate(_PY_FRAME.match(line) for line in tail) if m]
+        if 'File "' in error
+        else []
+    )
     if py_frames:
         last = py_frames[-1][0]
         # The exception line is the first unindented line after the innermost frame.
@@ -124,7 +148,9 @@ def exception_signature(error: str | None) -> tuple[str, str]:
         frames = [f"{_module_of(m.group(1))}:{m.group(2)}" for _, m in py_frames[-TOP_FRAMES:]]
         frames.reverse()  # innermost first, as in Java
         return f"{exc_type} @ {' < '.join(frames)}", headline
-    java_frames = [m for m in (_JAVA_FRAME.match(line) for line in lines) if m]
+    java_frames = (
+        [m for m in (_JAVA_FRAME.match(line) for line in lines) if m] if "at " in error else []
+    )
     if java_frames:
         # The root cause is the last "Caused by"; its frames follow it.
         start = 0
