@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from deadletter.domain.model import Message
 from deadletter.storage.rows import message_from
 from deadletter.storage.sql.dialect import Dialect
+from deadletter.storage.sql.queries import HIDDEN_OF
 
 
 class Cursor(Protocol):
@@ -30,6 +31,9 @@ class Executor:
     def __init__(self, cursor: Cursor, dialect: Dialect) -> None:
         self.cur = cursor
         self.d = dialect
+        # The class (`hidden`, migration 0013) of each message row this transaction read or
+        # wrote, as it is now, so that a write of delivery state knows what it changes.
+        self._classes: dict[str, int] = {}
 
     # Running statements
 
@@ -53,4 +57,17 @@ class Executor:
         return self.cur.fetchall()
 
     def _messages(self, sql: str, params: Mapping[str, Any]) -> list[Message]:
-        return [message_from(r) for r in self.all(sql, params)]
+        return [self._message(r) for r in self.all(sql, params)]
+
+    def _message(self, row: Any) -> Message:
+        self._classes[row["id"]] = int(row["hidden"])
+        return message_from(row)
+
+    def hidden_before(self, project: str, ids: Sequence[str]) -> dict[str, int]:
+        """The class of each message of `ids` as it is now: as this transaction read it
+        (rows a write changes were read, locked, by the same transaction), else read now."""
+        missing = [i for i in ids if i not in self._classes]
+        if missing:
+            rows = self.all(HIDDEN_OF, {"project": project, "ids": missing})
+            self._classes.update((r["id"], int(r["hidden"])) for r in rows)
+        return {i: self._classes[i] for i in ids if i in self._classes}
