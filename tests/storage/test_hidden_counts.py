@@ -6,11 +6,14 @@ expiry, redrive, purge and queue deletion, with or without a sweep in between.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from deadletter.clock import ManualClock
+from deadletter.domain.errors import DeadletterError
 from deadletter.domain.model import DeadLetterFilter, NewMessage
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
@@ -176,3 +179,61 @@ def test_two_servers_claiming_and_sweeping_one_queue_keep_the_counts(
         clock.advance(3)
         (second_engine if i % 2 else engine).sweep_expired()
         check(engine, store, clock)
+
+
+def test_consumers_racing_on_one_queue_and_one_claim_keep_the_counts(
+    engine: Engine, store: Store, clock: ManualClock
+) -> None:
+    """Consumers claim, give back, acknowledge and renew at once, two of them on the very
+    same claim, while the sweep settles: what each write changes is the class the row has
+    when it writes, not the one it had when it was first read."""
+    engine.create_queue(P, SRC)
+    engine.create_queue(P, DLQ)
+    send(engine, SRC, *[f"m{i}" for i in range(300)])
+    errors: list[BaseException] = []
+
+    def refused_or_done(work: Callable[..., object], *args: object) -> None:
+        """Run `work`; a claim that lapsed or was given back meanwhile is refused, as it may."""
+        try:
+            work(*args)
+        except DeadletterError:
+            pass
+        except BaseException as exc:  # reported below, in the test's own thread
+            errors.append(exc)
+
+    def consumer(k: int) -> None:
+        for j in range(8):
+            claim = engine.claim(P, SRC, 6, ttl=20 + k)
+            for n, m in enumerate(claim.messages):
+                if n % 3 == 0:
+                    refused_or_done(engine.release_message, P, SRC, m.id, claim.id, 10 * (j % 2))
+                elif n % 3 == 1:
+                    refused_or_done(engine.delete_message, P, SRC, m.id, claim.id, False)
+            # The claim's holder renews it while another gives it back
+            racers = [
+                threading.Thread(
+                    target=refused_or_done, args=(engine.renew_claim, P, SRC, claim.id, 40)
+                ),
+                threading.Thread(
+                    target=refused_or_done, args=(engine.release_claim, P, SRC, claim.id)
+                ),
+            ]
+            for t in racers:
+                t.start()
+            for t in racers:
+                t.join()
+            refused_or_done(engine.sweep_expired)
+
+    threads = [threading.Thread(target=consumer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for _ in range(4):
+        clock.advance(15)
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    check(engine, store, clock)
+    clock.advance(60)
+    engine.sweep_expired()
+    check(engine, store, clock)

@@ -57,15 +57,20 @@ class Executor:
         return self.cur.fetchall()
 
     def _messages(self, sql: str, params: Mapping[str, Any]) -> list[Message]:
-        return [self._message(r) for r in self.all(sql, params)]
+        rows = self.all(sql, params)
+        if self.d.serial or " FOR UPDATE" in sql:
+            return [self._locked_message(r) for r in rows]
+        return [message_from(r) for r in rows]
 
-    def _message(self, row: Any) -> Message:
+    def _locked_message(self, row: Any) -> Message:
+        """A message read with its row locked (or on a store whose writers are serial): no
+        other transaction changes it before this one ends, so its class is known."""
         self._classes[row["id"]] = int(row["hidden"])
         return message_from(row)
 
     def hidden_before(self, project: str, ids: Sequence[str]) -> dict[str, int]:
-        """The class of each message of `ids` as it is now: as this transaction read it
-        (rows a write changes were read, locked, by the same transaction), else read now."""
+        """The class of each message of `ids` as it is now, for a write that changes it: as
+        this transaction read it locked, else read now, locking the rows."""
         missing = [i for i in ids if i not in self._classes]
         if missing:
             rows = self.all(HIDDEN_OF, {"project": project, "ids": missing})

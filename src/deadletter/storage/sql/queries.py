@@ -202,7 +202,7 @@ PLACES = (
     f" WHERE id = ANY(:ids) AND {_OF_PROJECT} GROUP BY queue, COALESCE(dl_source, ''), hidden"
 )
 # The class of messages a write was not given as read (see `Executor.hidden_before`).
-HIDDEN_OF = f"SELECT id, hidden FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_PROJECT}"
+HIDDEN_OF = f"SELECT id, hidden FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_PROJECT} FOR UPDATE"
 # Found through the partial index on claim_id (migration 0002): without statistics SQLite
 # would rather walk the whole queue in seq order than sort the few messages of one claim.
 CLAIMED_BY = (

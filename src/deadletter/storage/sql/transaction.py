@@ -318,11 +318,11 @@ class SQLTransaction(
 
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
         rows = self.all(q.EXPIRED, {"now": now, "limit": limit})
-        return [(r["project"], self._message(r)) for r in rows]
+        return [(r["project"], self._locked_message(r)) for r in rows]
 
     def due_dead_letters(self, now: float, limit: int) -> list[tuple[str, Message]]:
         rows = self.all(q.DUE_DEAD_LETTERS, {"now": now, "limit": limit})
-        return [(r["project"], self._message(r)) for r in rows]
+        return [(r["project"], self._locked_message(r)) for r in rows]
 
     # Claims
 
