@@ -237,3 +237,50 @@ def test_consumers_racing_on_one_queue_and_one_claim_keep_the_counts(
     clock.advance(60)
     engine.sweep_expired()
     check(engine, store, clock)
+
+
+# The schema as it was before migration 0013, for a store that holds messages already.
+BEFORE_0013 = (
+    "DROP INDEX messages_ready",
+    "DROP INDEX messages_hidden",
+    "DROP TABLE queue_hidden",
+    "ALTER TABLE messages DROP COLUMN hidden",
+    "CREATE INDEX messages_ready ON messages (project, queue, seq)"
+    " WHERE claim_id IS NULL AND visible_at <= COALESCE(dl_at, enqueued_at)",
+    "CREATE INDEX messages_hidden ON messages (project, queue, visible_at)"
+    " WHERE claim_id IS NOT NULL OR visible_at > COALESCE(dl_at, enqueued_at)",
+    "DELETE FROM schema_version WHERE version = 13",
+)
+
+
+def test_migration_0013_classes_and_counts_the_messages_a_store_holds(
+    store_url: str, clock: ManualClock
+) -> None:
+    # Given a store of the schema before 0013 with claimed, delayed, lapsed, ready and
+    # dead-lettered messages
+    store = open_store(store_url)
+    engine = Engine(store, clock)
+    with_dlq(engine, SRC, DLQ, max_claims=1)
+    send(engine, SRC, *[f"m{i}" for i in range(12)])
+    engine.send(P, SRC, [NewMessage(body=b"later", delay=30)] * 2)
+    first = engine.claim(P, SRC, 3, ttl=60)
+    engine.release_message(P, SRC, first.messages[0].id, first.id, delay=100)  # to the DLQ
+    engine.claim(P, SRC, 2, ttl=5)
+    clock.advance(10)  # that claim lapsed: its messages are visible, and due for the DLQ
+    engine.claim(P, SRC, 2, ttl=60)  # which this claim moves before taking two more
+    expected = {queue: counted(store, queue, clock.now()) for queue in (SRC, DLQ)}
+    with store.transaction() as tx:
+        assert isinstance(tx, SQLTransaction)
+        for statement in BEFORE_0013:
+            tx.run(statement)
+    store.close()
+    # When it opens, migrated
+    store = open_store(store_url)
+    try:
+        engine = Engine(store, clock)
+        # Then every message has its class, the counts are kept, and stats are unchanged
+        assert {queue: counted(store, queue, clock.now()) for queue in (SRC, DLQ)} == expected
+        check(engine, store, clock)
+        assert kept_and_classes(store)[0] == {(SRC, 1): 2, (SRC, 2): 4}
+    finally:
+        store.close()
