@@ -51,7 +51,7 @@ def sqlite_plan(store: SQLiteStore, sql: str) -> list[str]:
             "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)",
         ),
         (q.SETTLE_HIDDEN, "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)"),
-        (q.HIDDEN_OF, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
+        (q.PLACES_OF, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
         (q.DEPTHS, "USING INDEX sqlite_autoindex_queue_depths_1 (project=? AND queue=?)"),
         (q.HIDDEN_COUNTS, "USING INDEX sqlite_autoindex_queue_hidden_1 (project=? AND queue=?)"),
         (q.EXPIRED_DEPTHS, "USING INDEX messages_expiry (expires_at<?)"),
@@ -141,7 +141,7 @@ def test_claims_and_listings_skip_a_busy_head_on_each_store(store: Store) -> Non
 @pytest.mark.parametrize(
     "sql",
     [
-        q.GET_MESSAGES, q.DELETE_MESSAGES, q.PLACES, q.HIDDEN_OF, q.CLAIMABLE_HIDDEN,
+        q.GET_MESSAGES, q.DELETE_MESSAGES, q.PLACES_OF, q.CLAIMABLE_HIDDEN,
         q.LIST_HIDDEN, q.CLAIMED_BY, q.SHOWN_SINCE_SETTLED, q.SETTLE_HIDDEN,
     ],
 )  # fmt: skip

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from deadletter.storage.base import MessageCounts
 from deadletter.storage.rows import Row, message_from
 from deadletter.storage.sql import queries as q
-from deadletter.storage.sql.executor import Executor
+from deadletter.storage.sql.executor import Executor, Place
 
 
 class CountStatements(Executor):
@@ -53,15 +53,15 @@ class CountStatements(Executor):
     def _move_counts(
         self,
         project: str,
-        places: Iterable[Row],
+        before: Iterable[Place],
         depths: Counter[tuple[str, str]],
         hidden: Counter[tuple[str, int]],
     ) -> None:
         """Change the counts by what moved in (`depths` and `hidden`, the counts of the
-        rewritten rows) less where they were (`places`, rows of PLACES read before)."""
-        for r in places:
-            depths[(r["queue"], r["source"])] -= int(r["n"])
-            hidden[(r["queue"], int(r["hidden"]))] -= int(r["n"])
+        rewritten rows) less where the rows were `before`."""
+        for queue, source, cls in before:
+            depths[(queue, source)] -= 1
+            hidden[(queue, cls)] -= 1
         self._add_depths(project, depths)
         self._add_hidden(project, hidden)
 
@@ -83,7 +83,8 @@ class CountStatements(Executor):
         for place in self.all(q.HIDDEN_QUEUES, {}):
             key = {"project": place["project"], "queue": place["queue"]}
             rows = self.all(q.SETTLE_HIDDEN, {**key, "now": now, "limit": limit - settled})
-            self._classes.update((r["id"], 0) for r in rows)
+            for r in rows:  # read anew by a later write of this transaction
+                self._places.pop(r["id"], None)
             shown = Counter((place["queue"], int(r["hidden"])) for r in rows)
             self._add_hidden(place["project"], {k: -n for k, n in shown.items()})
             settled += len(rows)

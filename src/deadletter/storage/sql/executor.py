@@ -9,7 +9,10 @@ from typing import Any, Protocol
 from deadletter.domain.model import Message
 from deadletter.storage.rows import message_from
 from deadletter.storage.sql.dialect import Dialect
-from deadletter.storage.sql.queries import HIDDEN_OF
+from deadletter.storage.sql.queries import PLACES_OF
+
+# Where a message row is: (queue, dead-letter source or '', class).
+Place = tuple[str, str, int]
 
 
 class Cursor(Protocol):
@@ -31,9 +34,10 @@ class Executor:
     def __init__(self, cursor: Cursor, dialect: Dialect) -> None:
         self.cur = cursor
         self.d = dialect
-        # The class (`hidden`, migration 0013) of each message row this transaction read or
-        # wrote, as it is now, so that a write of delivery state knows what it changes.
-        self._classes: dict[str, int] = {}
+        # Where each message row this transaction read locked or wrote is now: (queue,
+        # dead-letter source or '', class of migration 0013), so that a write knows which
+        # counts it changes without reading the rows again.
+        self._places: dict[str, Place] = {}
 
     # Running statements
 
@@ -64,15 +68,21 @@ class Executor:
 
     def _locked_message(self, row: Any) -> Message:
         """A message read with its row locked (or on a store whose writers are serial): no
-        other transaction changes it before this one ends, so its class is known."""
-        self._classes[row["id"]] = int(row["hidden"])
+        other transaction changes it before this one ends, so where it is is known."""
+        self._note_place(row)
         return message_from(row)
 
-    def hidden_before(self, project: str, ids: Sequence[str]) -> dict[str, int]:
-        """The class of each message of `ids` as it is now, for a write that changes it: as
-        this transaction read it locked, else read now, locking the rows."""
-        missing = [i for i in ids if i not in self._classes]
+    def _note_place(self, row: Any) -> None:
+        """Note where the row `row` (id, queue, dl_source, hidden), read locked or just
+        written, is."""
+        self._places[row["id"]] = (row["queue"], row["dl_source"] or "", int(row["hidden"]))
+
+    def places_before(self, project: str, ids: Sequence[str]) -> dict[str, Place]:
+        """Where each message of `ids` is now, for a write that changes it: as this
+        transaction read it locked, else read now, locking the rows; those that do not
+        exist are left out."""
+        missing = [i for i in ids if i not in self._places]
         if missing:
-            rows = self.all(HIDDEN_OF, {"project": project, "ids": missing})
-            self._classes.update((r["id"], int(r["hidden"])) for r in rows)
-        return {i: self._classes[i] for i in ids if i in self._classes}
+            for r in self.all(PLACES_OF, {"project": project, "ids": missing}):
+                self._note_place(r)
+        return {i: self._places[i] for i in ids if i in self._places}

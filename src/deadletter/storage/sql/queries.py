@@ -176,7 +176,7 @@ DEAD_LETTERS = (
 )
 DEAD_LETTERS_LOCKED = DEAD_LETTERS + " FOR UPDATE SKIP LOCKED"
 DEAD_LETTER_SOURCES_LOCKED = DEAD_LETTERS_LOCKED.replace(
-    "SELECT *", "SELECT id, seq, dl_source, dl_tag"
+    "SELECT *", "SELECT id, queue, seq, dl_source, dl_tag, hidden"
 )
 COUNT_DEAD_LETTERS = (
     "SELECT COUNT(*) AS n FROM messages WHERE project = :project AND queue = :queue"
@@ -196,13 +196,12 @@ _GONE = " RETURNING COALESCE(dl_source, '') AS source, hidden"
 DELETE_MESSAGES = f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE}" + _GONE
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
 PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue" + _GONE
-# Where the messages a move overwrites are now, counted by queue, source and class.
-PLACES = (
-    f"SELECT queue, COALESCE(dl_source, '') AS source, hidden, COUNT(*) AS n FROM {_BY_ID}"
-    f" WHERE id = ANY(:ids) AND {_OF_PROJECT} GROUP BY queue, COALESCE(dl_source, ''), hidden"
+# Where the messages a write changes are, when the transaction did not read them locked
+# (`Executor.places_before`): their queue, dead-letter source and class, which the counts go by.
+PLACES_OF = (
+    f"SELECT id, queue, dl_source, hidden FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_PROJECT}"
+    " FOR UPDATE"
 )
-# The class of messages a write was not given as read (see `Executor.hidden_before`).
-HIDDEN_OF = f"SELECT id, hidden FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_PROJECT} FOR UPDATE"
 # Found through the partial index on claim_id (migration 0002): without statistics SQLite
 # would rather walk the whole queue in seq order than sort the few messages of one claim.
 CLAIMED_BY = (

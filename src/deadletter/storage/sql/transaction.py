@@ -131,6 +131,7 @@ class SQLTransaction(
         for sql in (*q.DELETE_QUEUE_ROWS, *q.DELETE_QUEUE_SUBSCRIPTIONS):
             self.run(sql, key)
         self.d.forget_queue(self, project, name)
+        self._forget_places(name)
         return gone > 0
 
     def list_queues(
@@ -160,7 +161,8 @@ class SQLTransaction(
         self.run_many(q.INSERT_MESSAGE, rows)
         self._add_depths(project, Counter((m.queue, _source(m)) for m in stored))
         self._add_hidden(project, Counter((r["queue"], r["hidden"]) for r in rows))
-        self._classes.update((r["id"], r["hidden"]) for r in rows)
+        for r in rows:
+            self._note_place(r)
         return stored
 
     def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
@@ -237,6 +239,8 @@ class SQLTransaction(
         params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq,
                   "after_seq": after_seq, "limit": limit, **_filter_params(where)}  # fmt: skip
         rows = self.all(_narrowed(q.DEAD_LETTER_SOURCES_LOCKED, params), params)
+        for r in rows:
+            self._note_place(r)
         return [(r["id"], int(r["seq"]), r["dl_source"], r["dl_tag"]) for r in rows]
 
     def redrive_messages(
@@ -251,7 +255,7 @@ class SQLTransaction(
     ) -> None:
         if not ids:
             return
-        places = self.all(q.PLACES, {"project": project, "ids": list(ids)})
+        before = self.places_before(project, ids)
         # A tag's redriven dead letter is done for the untagged consumers from the start.
         visible_at = now if only_tag is None else DEFAULT_DONE_AT
         params = {"project": project, "queue": destination, "expires_at": expires_at,
@@ -261,7 +265,11 @@ class SQLTransaction(
         hidden = 0 if only_tag is None else 1
         self.d.redrive_in_place(self, project, ids, {**params, "hidden": hidden})
         depths = Counter({(destination, ""): len(ids)})
-        self._move_counts(project, places, depths, Counter({(destination, hidden): len(ids)}))
+        self._move_counts(
+            project, before.values(), depths, Counter({(destination, hidden): len(ids)})
+        )
+        for i in ids:  # they have new ids now
+            self._places.pop(i, None)
 
     def count_dead_letters(
         self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
@@ -277,16 +285,17 @@ class SQLTransaction(
     def update_messages(self, project: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        before = self.hidden_before(project, [m.id for m in messages])
+        before = self.places_before(project, [m.id for m in messages])
         rows = [_delivery_params(m) for m in messages]
         self.run_many(q.UPDATE_MESSAGE, rows)
         changes: Counter[tuple[str, int]] = Counter()
         for m, r in zip(messages, rows, strict=True):
-            was, now = before.get(m.id), r["hidden"]
-            if was is not None and was != now:  # None: no such row, nothing written
-                changes[(m.queue, was)] -= 1
-                changes[(m.queue, now)] += 1
-                self._classes[m.id] = now
+            place = before.get(m.id)
+            if place is not None and place[2] != r["hidden"]:  # None: no such row, not written
+                queue, source, was = place
+                changes[(queue, was)] -= 1
+                changes[(queue, r["hidden"])] += 1
+                self._places[m.id] = (queue, source, r["hidden"])
         self._add_hidden(project, changes)
 
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
@@ -294,22 +303,31 @@ class SQLTransaction(
             return
         moved = self.d.numbered(self, project, messages)
         ids = [m.id for m in moved]
-        places = self.all(q.PLACES, {"project": project, "ids": ids})
+        before = self.places_before(project, ids)
         rows = [message_params(project, m) for m in moved]
         self.run_many(q.MOVE_MESSAGE, rows)
-        self._classes.update((r["id"], r["hidden"]) for r in rows)
-        depths = Counter((m.queue, _source(m)) for m in moved)
-        self._move_counts(project, places, depths, Counter((r["queue"], r["hidden"]) for r in rows))
+        for r in rows:
+            self._note_place(r)
+        depths = Counter((m.queue, _source(m)) for m in moved if m.id in before)
+        hidden = Counter((r["queue"], r["hidden"]) for r in rows if r["id"] in before)
+        self._move_counts(project, before.values(), depths, hidden)
 
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
         rows = self.all(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
+        for i in ids:
+            self._places.pop(i, None)
         return self._remove_depths(project, queue, rows)
 
     def purge(self, project: str, queue: str) -> int:
         key = {"project": project, "queue": queue}
         self.run(q.PURGE_CLAIMS, key)
         self.run(PURGE_TAG_STATES, key)
+        self._forget_places(queue)
         return self._remove_depths(project, queue, self.all(q.PURGE_MESSAGES, key))
+
+    def _forget_places(self, queue: str) -> None:
+        """Forget the rows of a queue emptied (of any project: a later write reads anew)."""
+        self._places = {i: p for i, p in self._places.items() if p[0] != queue}
 
     def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]:
         return self._messages(
@@ -402,6 +420,7 @@ class SQLTransaction(
         for table in q.SUBSCRIPTION_TABLES:
             self.run(f"DELETE FROM {table}")
         self.d.wipe(self)
+        self._places.clear()
 
     # FIFO queues
 
