@@ -45,9 +45,10 @@ class CountStatements(Executor):
         counts; how many."""
         rows = list(gone)
         sources = Counter((queue, str(r["source"])) for r in rows)
-        self._add_depths(project, {key: -n for key, n in sources.items()})
         hidden = Counter((queue, int(r["hidden"])) for r in rows)
-        self._add_hidden(project, {key: -n for key, n in hidden.items()})
+        with self.together():
+            self._add_depths(project, {key: -n for key, n in sources.items()})
+            self._add_hidden(project, {key: -n for key, n in hidden.items()})
         return sources.total()
 
     def _move_counts(
@@ -62,8 +63,9 @@ class CountStatements(Executor):
         for queue, source, cls in before:
             depths[(queue, source)] -= 1
             hidden[(queue, cls)] -= 1
-        self._add_depths(project, depths)
-        self._add_hidden(project, hidden)
+        with self.together():
+            self._add_depths(project, depths)
+            self._add_hidden(project, hidden)
 
     def _depths(
         self, project: str, queue: str, now: float, hidden: Counter[int] | None = None

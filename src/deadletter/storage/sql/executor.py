@@ -4,6 +4,7 @@ what every part of `SQLTransaction` builds on."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 from deadletter.domain.model import Message
@@ -51,6 +52,11 @@ class Executor:
         if rows:
             statement = self.d.compile(sql)
             self.cur.executemany(statement.text, [self.d.bind(statement, r) for r in rows])
+
+    def together(self) -> AbstractContextManager[Any]:
+        """Statements run inside, whose results nobody reads, go to the database together
+        (PostgreSQL's pipeline: one round trip); elsewhere one after the other."""
+        return nullcontext()
 
     def one(self, sql: str, params: Mapping[str, Any]) -> Any:
         self.run(sql, params)

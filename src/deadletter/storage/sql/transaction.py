@@ -158,9 +158,10 @@ class SQLTransaction(
             return []
         stored = self.d.numbered(self, project, messages)
         rows = [message_params(project, m) for m in stored]
-        self.run_many(q.INSERT_MESSAGE, rows)
-        self._add_depths(project, Counter((m.queue, _source(m)) for m in stored))
-        self._add_hidden(project, Counter((r["queue"], r["hidden"]) for r in rows))
+        with self.together():
+            self.run_many(q.INSERT_MESSAGE, rows)
+            self._add_depths(project, Counter((m.queue, _source(m)) for m in stored))
+            self._add_hidden(project, Counter((r["queue"], r["hidden"]) for r in rows))
         for r in rows:
             self._note_place(r)
         return stored
@@ -287,7 +288,6 @@ class SQLTransaction(
             return
         before = self.places_before(project, [m.id for m in messages])
         rows = [_delivery_params(m) for m in messages]
-        self.run_many(q.UPDATE_MESSAGE, rows)
         changes: Counter[tuple[str, int]] = Counter()
         for m, r in zip(messages, rows, strict=True):
             place = before.get(m.id)
@@ -296,7 +296,9 @@ class SQLTransaction(
                 changes[(queue, was)] -= 1
                 changes[(queue, r["hidden"])] += 1
                 self._places[m.id] = (queue, source, r["hidden"])
-        self._add_hidden(project, changes)
+        with self.together():
+            self.run_many(q.UPDATE_MESSAGE, rows)
+            self._add_hidden(project, changes)
 
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
         if not messages:
