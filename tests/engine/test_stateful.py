@@ -2,7 +2,9 @@
 
 After every step, every message ever sent is in exactly one place: its queue, the DLQ,
 acknowledged, or expired and dropped (counted) - or expired and awaiting the sweep, which no
-read returns - and each live message has the claim count the model expects.
+read returns - and each live message has the claim count the model expects; the stats of
+both queues count their free, claimed and delayed messages as the model does, whether or not
+a sweep has passed since claims lapsed and delays ended.
 """
 
 from __future__ import annotations
@@ -184,6 +186,12 @@ def run_machine(store: Store) -> None:
 
         # Time, expiry, redrive
 
+        @rule(seconds=st.sampled_from([5, 30]))
+        def advance(self, seconds: int) -> None:
+            """Time passes between sweeps: claims lapse and delays end unnoticed."""
+            self.clock.advance(seconds)
+            self.model.now = self.clock.now()
+
         @rule(seconds=st.sampled_from([5, 30, 120]))
         def advance_and_sweep(self, seconds: int) -> None:
             self.clock.advance(seconds)
@@ -255,6 +263,12 @@ def run_machine(store: Store) -> None:
             assert src.expired_dropped == self.model.dropped.get(SRC, 0)
             assert dlq.expired_dropped == self.model.dropped.get(DLQ, 0)
             assert src.dropped == self.model.lost
+            for queue, stats in ((SRC, src), (DLQ, dlq)):
+                live = [m for m in self.model.alive(queue) if m.expires > now]
+                claimed = [m for m in live if m.claim and m.claim_until > now]
+                delayed = [m for m in live if m.visible > now and m not in claimed]
+                expected = (len(live) - len(claimed) - len(delayed), len(claimed), len(delayed))
+                assert (stats.free, stats.claimed, stats.delayed) == expected, queue
 
     run = Machine.TestCase
     run.settings = settings(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 from deadletter.clock import ManualClock
 from deadletter.domain.model import TaskStatus
 from deadletter.engine.engine import Engine
+from deadletter.engine.events import EngineListener
 from deadletter.engine.worker import UNLIMITED_BATCH, Worker
 from tests.engine.helpers import P, fail, send, with_dlq
 
@@ -35,3 +39,30 @@ def test_the_sweep_runs_on_its_interval(engine: Engine, clock: ManualClock) -> N
     clock.advance(5)
     assert Worker(engine, sweep_interval=0).run_once() is False
     assert engine.stats(P, "q").expired_dropped == 1
+
+
+def test_a_task_started_in_this_process_is_stepped_without_waiting_for_the_tick(
+    engine: Engine,
+) -> None:
+    # Given a running worker that has gone idle with an hour to wait before its next round
+    with_dlq(engine, "a", "dlq", max_claims=1)
+    send(engine, "a", "x", "y")
+    fail(engine, "a", 1)
+    engine.claim(P, "a", 10)
+    done = threading.Event()
+
+    class Done(EngineListener):
+        def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
+            done.set()
+
+    engine.add_listener(Done())
+    worker = Worker(engine, sweep_interval=3600, tick=3600)
+    worker.start()
+    time.sleep(0.5)  # its first round found nothing to do
+    try:
+        # When a redrive starts, the worker wakes and completes it
+        task = engine.start_redrive(P, "dlq")
+        assert done.wait(30), "the worker waited for its tick"
+    finally:
+        worker.stop()
+    assert engine.get_task(P, "dlq", task.id).moved == 2

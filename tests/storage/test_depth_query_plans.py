@@ -46,8 +46,14 @@ def sqlite_plan(store: SQLiteStore, sql: str) -> list[str]:
         (q.LIST_HIDDEN, "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)"),
         (q.GET_MESSAGES, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
         (q.DELETE_MESSAGES, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
-        (q.COUNT_HIDDEN, "USING INDEX messages_hidden (project=? AND queue=? AND visible_at>?)"),
+        (
+            q.SHOWN_SINCE_SETTLED,
+            "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)",
+        ),
+        (q.SETTLE_HIDDEN, "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)"),
+        (q.PLACES_OF, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
         (q.DEPTHS, "USING INDEX sqlite_autoindex_queue_depths_1 (project=? AND queue=?)"),
+        (q.HIDDEN_COUNTS, "USING INDEX sqlite_autoindex_queue_hidden_1 (project=? AND queue=?)"),
         (q.EXPIRED_DEPTHS, "USING INDEX messages_expiry (expires_at<?)"),
     ],
 )
@@ -96,7 +102,8 @@ def removed_by_filter(node: dict[str, Any]) -> int:
 
 @pytest.mark.postgres
 @pytest.mark.parametrize(
-    "sql", [q.CLAIMABLE_READY, q.CLAIMABLE_HIDDEN, q.LIST_READY, q.LIST_HIDDEN, q.COUNT_HIDDEN]
+    "sql",
+    [q.CLAIMABLE_READY, q.CLAIMABLE_HIDDEN, q.LIST_READY, q.LIST_HIDDEN, q.SHOWN_SINCE_SETTLED],
 )
 def test_postgres_statements_never_filter_out_the_busy_head(sql: str) -> None:
     """Whatever plan PostgreSQL picks for a queue of 400 claimed and delayed messages ahead of
@@ -133,8 +140,11 @@ def test_claims_and_listings_skip_a_busy_head_on_each_store(store: Store) -> Non
 @pytest.mark.parametrize("analyzed", [False, True], ids=["fresh", "analyzed"])
 @pytest.mark.parametrize(
     "sql",
-    [q.GET_MESSAGES, q.DELETE_MESSAGES, q.PLACES, q.CLAIMABLE_HIDDEN, q.LIST_HIDDEN, q.CLAIMED_BY],
-)
+    [
+        q.GET_MESSAGES, q.DELETE_MESSAGES, q.PLACES_OF, q.CLAIMABLE_HIDDEN,
+        q.LIST_HIDDEN, q.CLAIMED_BY, q.SHOWN_SINCE_SETTLED, q.SETTLE_HIDDEN,
+    ],
+)  # fmt: skip
 def test_postgres_never_walks_a_deep_queue_whatever_its_statistics(
     sql: str, analyzed: bool
 ) -> None:

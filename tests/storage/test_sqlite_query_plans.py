@@ -24,7 +24,7 @@ def test_a_redrive_in_place_finds_each_message_by_its_id(tmp_path: Path) -> None
     store = SQLiteStore(tmp_path / "plans.db")
     sql = SQLITE.compile(REDRIVE_IN_PLACE).text
     params = {"queue": "q", "now": 1.0, "expires_at": 2.0, "event": "{}", "ids": "[]",
-              "visible_at": 1.0, "only_tag": None,
+              "visible_at": 1.0, "only_tag": None, "hidden": 0,
               "first": 1, "project": "p"}  # fmt: skip
     try:
         plan = [row[3] for row in store._conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]

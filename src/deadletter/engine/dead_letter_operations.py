@@ -32,11 +32,13 @@ class DeadLetterOperations:
         """Start moving dead letters back: to each one's source queue, or to `destination`."""
         filter_ = where or DeadLetterFilter()
         validation.check_redrive(filter_, rate)
-        return self._runner.run(
-            lambda tx, _: redrive.start(
-                tx, project, dlq, destination, filter_, rate, self.clock.now()
-            )
-        )
+
+        def work(tx: Transaction, pending: Pending) -> RedriveTask:
+            task = redrive.start(tx, project, dlq, destination, filter_, rate, self.clock.now())
+            pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
+            return task
+
+        return self._runner.run(work)
 
     def redrive_step(self, task_id: str, budget: int) -> RedriveTask:
         """Move up to `budget` messages of a running task, atomically with its progress.

@@ -31,6 +31,9 @@ class EngineListener:
         """`count` messages of `queue` went past the limit of `reason` (max_claims, expired)
         but were not eligible for the DLQ, so were dropped."""
 
+    def redrive_started(self, project: str, dlq: str, task_id: str) -> None:
+        """A redrive task of `dlq` was started (the worker of this process steps it at once)."""
+
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
         """A redrive task moved `count` messages out of `dlq`."""
 

@@ -20,8 +20,9 @@ STALE_CLAIM_AGE = 3600
 
 
 def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
-    """Handle up to `limit` expired messages and up to `limit` lapsed last claims; how many
-    were found of the larger kind (`limit` means there may be more)."""
+    """Handle up to `limit` expired messages, up to `limit` lapsed last claims and up to
+    `limit` hidden messages become visible; how many were found of the largest kind (`limit`
+    means there may be more)."""
     found = tx.expired(now, limit)
     for (project, name), messages in _by_queue(found).items():
         queue = tx.get_queue(project, name)
@@ -41,8 +42,10 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
     due = tx.due_dead_letters(now, limit)
     for (project, name), messages in _by_queue(due).items():
         _lapsed_last_claims(tx, pending, project, name, messages, now)
+    # Claims that lapsed and delays that ended are noted, so that stats stay flat.
+    settled = tx.settle_hidden(now, limit)
     tx.delete_stale_claims(now - STALE_CLAIM_AGE)
-    return max(len(found), len(due))
+    return max(len(found), len(due), settled)
 
 
 def _lapsed_last_claims(

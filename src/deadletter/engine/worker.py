@@ -8,6 +8,7 @@ import time
 
 from deadletter.domain.model import TaskStatus
 from deadletter.engine.engine import Engine
+from deadletter.engine.events import EngineListener
 from deadletter.engine.expiry import SWEEP_BATCH
 
 log = logging.getLogger("deadletter.worker")
@@ -26,8 +27,12 @@ class Worker:
         self.sweep_interval = sweep_interval
         self.tick = tick
         self._stop = threading.Event()
+        # Set by a stop, or by a task started in this process: its first step need not wait
+        # for the next tick.
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_sweep = 0.0
+        engine.add_listener(_WakeOnStart(self._wake))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="deadletter-worker", daemon=True)
@@ -35,6 +40,7 @@ class Worker:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
 
@@ -47,7 +53,8 @@ class Worker:
                 log.exception("background step failed; retrying")
                 self._stop.wait(1.0)
             if not busy:  # an unlimited task with more to move goes on without a pause
-                self._stop.wait(self.tick)
+                self._wake.wait(self.tick)
+                self._wake.clear()
 
     def run_once(self) -> bool:
         """One round of work; True when an unlimited task has more to move right away."""
@@ -92,3 +99,11 @@ class Worker:
             )
             return False
         return task.rate is None
+
+
+class _WakeOnStart(EngineListener):
+    def __init__(self, wake: threading.Event) -> None:
+        self._event = wake
+
+    def redrive_started(self, project: str, dlq: str, task_id: str) -> None:
+        self._event.set()

@@ -194,7 +194,15 @@ class Transaction(TagTransaction):
         locked."""
 
     @abc.abstractmethod
-    def counts(self, project: str, queue: str, now: float) -> MessageCounts: ...
+    def settle_hidden(self, now: float, limit: int) -> int:
+        """Note, for up to `limit` claimed or delayed messages that have become visible by
+        `now`, that they are visible (so that `counts` need not look at them again); how many.
+        Nothing a reader sees changes."""
+
+    @abc.abstractmethod
+    def counts(self, project: str, queue: str, now: float) -> MessageCounts:
+        """What `queue` holds at `now`; it costs the same at any depth (the sweep settles
+        what time has changed)."""
 
     @abc.abstractmethod
     def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]: ...

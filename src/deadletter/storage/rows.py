@@ -88,7 +88,17 @@ def message_params(project: str, m: Message) -> dict[str, Any]:
         "ready_at": m.ready_at,
         "only_tag": m.only_tag,
         "dl_tag": p.source_tag if p else None,
+        "hidden": hidden_class(m),
     }
+
+
+def hidden_class(m: Message) -> int:
+    """The class `m` is written in (migration 0013): 2 claimed, 1 hidden without a claim
+    (visible later than the moment it got its place in the queue), 0 ready."""
+    if m.claim_id is not None:
+        return 2
+    placed = m.provenance.dead_lettered_at if m.provenance else m.enqueued_at
+    return 1 if m.visible_at > placed else 0
 
 
 def message_from(row: Row) -> Message:

@@ -23,7 +23,7 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import psycopg
@@ -120,6 +120,10 @@ POSTGRES = PostgresDialect()
 
 
 class PostgresTransaction(SQLTransaction):
+    def together(self) -> AbstractContextManager[Any]:
+        connection: psycopg.Connection[Any] = self.cur.connection  # type: ignore[attr-defined]
+        return connection.pipeline()
+
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery
     ) -> list[Message]:

@@ -40,6 +40,8 @@ class Statement:
 class Dialect(abc.ABC):
     # The base class of the driver's errors, which `domain_error` translates.
     driver_error: type[Exception]
+    # Whether a writing transaction holds the whole database (nothing it reads changes under it).
+    serial = False
 
     def __init__(self) -> None:
         self._compiled: dict[str, Statement] = {}

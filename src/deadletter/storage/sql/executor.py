@@ -4,11 +4,16 @@ what every part of `SQLTransaction` builds on."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 from deadletter.domain.model import Message
 from deadletter.storage.rows import message_from
 from deadletter.storage.sql.dialect import Dialect
+from deadletter.storage.sql.queries import PLACES_OF
+
+# Where a message row is: (queue, dead-letter source or '', class).
+Place = tuple[str, str, int]
 
 
 class Cursor(Protocol):
@@ -30,6 +35,10 @@ class Executor:
     def __init__(self, cursor: Cursor, dialect: Dialect) -> None:
         self.cur = cursor
         self.d = dialect
+        # Where each message row this transaction read locked or wrote is now: (queue,
+        # dead-letter source or '', class of migration 0013), so that a write knows which
+        # counts it changes without reading the rows again.
+        self._places: dict[str, Place] = {}
 
     # Running statements
 
@@ -44,6 +53,11 @@ class Executor:
             statement = self.d.compile(sql)
             self.cur.executemany(statement.text, [self.d.bind(statement, r) for r in rows])
 
+    def together(self) -> AbstractContextManager[Any]:
+        """Statements run inside, whose results nobody reads, go to the database together
+        (PostgreSQL's pipeline: one round trip); elsewhere one after the other."""
+        return nullcontext()
+
     def one(self, sql: str, params: Mapping[str, Any]) -> Any:
         self.run(sql, params)
         return self.cur.fetchone()
@@ -53,4 +67,28 @@ class Executor:
         return self.cur.fetchall()
 
     def _messages(self, sql: str, params: Mapping[str, Any]) -> list[Message]:
-        return [message_from(r) for r in self.all(sql, params)]
+        rows = self.all(sql, params)
+        if self.d.serial or " FOR UPDATE" in sql:
+            return [self._locked_message(r) for r in rows]
+        return [message_from(r) for r in rows]
+
+    def _locked_message(self, row: Any) -> Message:
+        """A message read with its row locked (or on a store whose writers are serial): no
+        other transaction changes it before this one ends, so where it is is known."""
+        self._note_place(row)
+        return message_from(row)
+
+    def _note_place(self, row: Any) -> None:
+        """Note where the row `row` (id, queue, dl_source, hidden), read locked or just
+        written, is."""
+        self._places[row["id"]] = (row["queue"], row["dl_source"] or "", int(row["hidden"]))
+
+    def places_before(self, project: str, ids: Sequence[str]) -> dict[str, Place]:
+        """Where each message of `ids` is now, for a write that changes it: as this
+        transaction read it locked, else read now, locking the rows; those that do not
+        exist are left out."""
+        missing = [i for i in ids if i not in self._places]
+        if missing:
+            for r in self.all(PLACES_OF, {"project": project, "ids": missing}):
+                self._note_place(r)
+        return {i: self._places[i] for i in ids if i in self._places}

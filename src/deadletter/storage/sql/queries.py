@@ -21,7 +21,7 @@ MESSAGE_FIELDS = (
     "id", "project", "queue", "seq", "body", "attributes", "enqueued_at", "expires_at",
     "visible_at", "claim_id", "claim_expires_at", "claim_count", "first_claimed_at", "client_id",
     "dl_eligible", "provenance", "dl_source", "dl_reason", "dl_at", "history", "dl_due_at",
-    "group_id", "dedup_id", "ready_at", "only_tag", "dl_tag",
+    "group_id", "dedup_id", "ready_at", "only_tag", "dl_tag", "hidden",
 )  # fmt: skip
 TASK_FIELDS = (
     "id", "project", "dlq", "destination", "filter", "rate", "status", "moved", "to_move",
@@ -59,6 +59,7 @@ DELETE_QUEUE = "DELETE FROM queues WHERE project = :project AND name = :name"
 DELETE_QUEUE_ROWS = (
     "DELETE FROM messages WHERE project = :project AND queue = :name",
     "DELETE FROM queue_depths WHERE project = :project AND queue = :name",
+    "DELETE FROM queue_hidden WHERE project = :project AND queue = :name",
     "DELETE FROM claims WHERE project = :project AND queue = :name",
     "DELETE FROM counters WHERE project = :project AND queue = :name",
     "DELETE FROM tasks WHERE project = :project AND dlq = :name",
@@ -99,17 +100,18 @@ REDRIVEN_COLUMNS = (
     " ready_at = :now, only_tag = :only_tag,"
     " claim_id = NULL, claim_expires_at = NULL, claim_count = 0, first_claimed_at = NULL,"
     " provenance = NULL, dl_source = NULL, dl_reason = NULL, dl_at = NULL, dl_due_at = NULL,"
-    " dl_tag = NULL"
+    " dl_tag = NULL, hidden = :hidden"
 )
 # By primary key: without statistics SQLite would rather walk the whole queue in seq order.
 _BY_ID = "messages /* indexed by sqlite_autoindex_messages_1 */"
 GET_MESSAGES = f"SELECT * FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE} ORDER BY seq"
-# The two classes of message of migration 0005, each spelled as its partial index's predicate
-# (SQLite uses a partial index only for a query that repeats its WHERE term word for word).
-# A claimed message becomes visible when its claim expires (`visible_at = claim_expires_at`),
-# so a hidden message is visible, claimed or not, exactly when `visible_at <= :now`.
-READY = "claim_id IS NULL AND visible_at <= COALESCE(dl_at, enqueued_at)"
-HIDDEN = "(claim_id IS NOT NULL OR visible_at > COALESCE(dl_at, enqueued_at))"
+# The two classes of message of migrations 0005 and 0013, each spelled as its partial index's
+# predicate (SQLite uses a partial index only for a query that repeats its WHERE term word for
+# word). A claimed message becomes visible when its claim expires (`visible_at =
+# claim_expires_at`), so a hidden message is visible, claimed or not, exactly when
+# `visible_at <= :now`; a ready one is always visible.
+READY = "hidden = 0"
+HIDDEN = "hidden > 0"
 # A claim takes the oldest of both kinds (transaction.py merges them): ready messages in seq
 # order from the head, and hidden ones whose time has come, by time then sorted; neither
 # steps over the claimed or delayed messages in front of the ready ones.
@@ -174,7 +176,7 @@ DEAD_LETTERS = (
 )
 DEAD_LETTERS_LOCKED = DEAD_LETTERS + " FOR UPDATE SKIP LOCKED"
 DEAD_LETTER_SOURCES_LOCKED = DEAD_LETTERS_LOCKED.replace(
-    "SELECT *", "SELECT id, seq, dl_source, dl_tag"
+    "SELECT *", "SELECT id, queue, seq, dl_source, dl_tag, hidden"
 )
 COUNT_DEAD_LETTERS = (
     "SELECT COUNT(*) AS n FROM messages WHERE project = :project AND queue = :queue"
@@ -186,23 +188,19 @@ MAX_SEQ = (
 UPDATE_MESSAGE = (
     "UPDATE messages SET visible_at = :visible_at, claim_id = :claim_id,"
     " claim_expires_at = :claim_expires_at, claim_count = :claim_count,"
-    " first_claimed_at = :first_claimed_at, expires_at = :expires_at, dl_due_at = :dl_due_at"
-    " WHERE id = :id"
+    " first_claimed_at = :first_claimed_at, expires_at = :expires_at, dl_due_at = :dl_due_at,"
+    " hidden = :hidden WHERE id = :id"
 )
-# Deletions return the dead-letter source of each row, which the depth counts go by.
-DELETE_MESSAGES = (
-    f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE}"
-    " RETURNING COALESCE(dl_source, '') AS source"
-)
+# Deletions return the dead-letter source and class of each row, which the counts go by.
+_GONE = " RETURNING COALESCE(dl_source, '') AS source, hidden"
+DELETE_MESSAGES = f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE}" + _GONE
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
-PURGE_MESSAGES = (
-    "DELETE FROM messages WHERE project = :project AND queue = :queue"
-    " RETURNING COALESCE(dl_source, '') AS source"
-)
-# Where the messages a move overwrites are now, counted by queue and source.
-PLACES = (
-    f"SELECT queue, COALESCE(dl_source, '') AS source, COUNT(*) AS n FROM {_BY_ID}"
-    f" WHERE id = ANY(:ids) AND {_OF_PROJECT} GROUP BY queue, COALESCE(dl_source, '')"
+PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue" + _GONE
+# Where the messages a write changes are, when the transaction did not read them locked
+# (`Executor.places_before`): their queue, dead-letter source and class, which the counts go by.
+PLACES_OF = (
+    f"SELECT id, queue, dl_source, hidden FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_PROJECT}"
+    " FOR UPDATE"
 )
 # Found through the partial index on claim_id (migration 0002): without statistics SQLite
 # would rather walk the whole queue in seq order than sort the few messages of one claim.
@@ -228,26 +226,43 @@ ADD_DEPTH = (
     " VALUES (:project, :queue, :source, pg_backend_pid() % 16, :n)"
     " ON CONFLICT (project, queue, source, shard) DO UPDATE SET n = queue_depths.n + excluded.n"
 )
-# Stats read the counts of queue_depths, less what has expired and waits
-# for the sweeper (found through the expiry index, so bounded by the sweeper's backlog), and
-# count only the claimed and delayed messages, which are the hidden ones not yet visible.
+# How many messages of a queue are hidden, by class (migration 0013), kept as the depths are.
+ADD_HIDDEN = (
+    "INSERT INTO queue_hidden (project, queue, hidden, shard, n)"
+    " VALUES (:project, :queue, :hidden, pg_backend_pid() % 16, :n)"
+    " ON CONFLICT (project, queue, hidden, shard) DO UPDATE SET n = queue_hidden.n + excluded.n"
+)
+# Stats read the counts of queue_depths and queue_hidden, less what has expired and waits for
+# the sweep (found through the expiry index, so bounded by the sweep's backlog), and less the
+# hidden messages that have become visible since the sweep last settled them (found through
+# messages_hidden by time, so bounded by what became visible in one sweep interval).
 DEPTHS = (
     "SELECT source, SUM(n) AS n FROM queue_depths WHERE project = :project AND queue = :queue"
     " GROUP BY source"
 )
 EXPIRED_DEPTHS = (
-    "SELECT COALESCE(dl_source, '') AS source, COUNT(*) AS n"
+    "SELECT COALESCE(dl_source, '') AS source, hidden, COUNT(*) AS n"
     " FROM messages /* indexed by messages_expiry */"
     f" WHERE expires_at <= :now AND {_OF_QUEUE}"
-    " GROUP BY COALESCE(dl_source, '')"
+    " GROUP BY COALESCE(dl_source, ''), hidden"
 )
-COUNT_HIDDEN = (
-    "SELECT"
-    " COUNT(*) FILTER (WHERE claim_id IS NOT NULL AND claim_expires_at > :now) AS claimed,"
-    " COUNT(*) FILTER (WHERE NOT (claim_id IS NOT NULL AND claim_expires_at > :now)) AS delayed"
-    " FROM messages /* indexed by messages_hidden */"
+HIDDEN_COUNTS = (
+    "SELECT hidden, SUM(n) AS n FROM queue_hidden WHERE project = :project AND queue = :queue"
+    " GROUP BY hidden"
+)
+SHOWN_SINCE_SETTLED = (
+    "SELECT hidden, COUNT(*) AS n FROM messages /* indexed by messages_hidden */"
     f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
-    " AND visible_at > :now AND expires_at > :now"
+    " AND visible_at <= :now AND expires_at > :now GROUP BY hidden"
+)
+# The sweep's settling: queues that may hold hidden messages, then in each the hidden ones
+# that have become visible, back to the ready class (the class they return is the old one).
+HIDDEN_QUEUES = "SELECT project, queue FROM queue_hidden GROUP BY project, queue HAVING SUM(n) > 0"
+SETTLE_HIDDEN = (
+    "UPDATE messages SET hidden = 0 WHERE id IN (SELECT id FROM messages"
+    f" /* indexed by messages_hidden */ WHERE project = :project AND queue = :queue AND {HIDDEN}"
+    " AND visible_at <= :now LIMIT :limit FOR UPDATE SKIP LOCKED)"
+    " RETURNING id, CASE WHEN claim_id IS NULL THEN 1 ELSE 2 END AS hidden"
 )
 NEXT_VISIBLE = (
     "SELECT MIN(visible_at) AS at FROM messages /* indexed by messages_hidden */"
@@ -304,7 +319,7 @@ GET_PATTERNS = "SELECT patterns FROM patterns WHERE project = :project AND dlq =
 
 # Every table of data, children before parents (the numbering tables are the dialect's).
 TABLES: tuple[str, ...] = (
-    "queue_depths", "messages", "claims", "counters", "tasks", "patterns", "queues",
+    "queue_depths", "queue_hidden", "messages", "claims", "counters", "tasks", "patterns", "queues",
     "fifo_groups", "fifo_dedup", "tag_states", "tags",
 )  # fmt: skip
 

@@ -153,7 +153,7 @@ class TagStatements(Executor):
             self.run(t.FORGET_TAG_STATES, {"ids": list(ids)})
 
     def lock_messages(self, ids: Sequence[str]) -> list[Message]:
-        return [message_from(r) for r in self.all(t.LOCK_MESSAGES, {"ids": sorted(ids)})]
+        return [self._locked_message(r) for r in self.all(t.LOCK_MESSAGES, {"ids": sorted(ids)})]
 
     def tag_counts(self, tag: ConsumerTag, now: float) -> tuple[int, int]:
         params = {**self._unseen_params(tag), "now": now}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deadletter.domain.model import (
@@ -20,11 +20,11 @@ from deadletter.domain.model import (
     RedriveTask,
 )
 from deadletter.domain.tags import DEFAULT_DONE_AT
-from deadletter.storage.base import ClaimRecord, MessageCounts, Transaction
+from deadletter.storage.base import ClaimRecord, Transaction
 from deadletter.storage.rows import (
     Row,
     dead_letter_target,
-    message_from,
+    hidden_class,
     message_params,
     queue_from,
     task_from,
@@ -32,6 +32,7 @@ from deadletter.storage.rows import (
 )
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.administration import AdministrationStatements
+from deadletter.storage.sql.counts import CountStatements
 from deadletter.storage.sql.subscriptions import SubscriptionStatements
 from deadletter.storage.sql.tag_queries import PURGE_TAG_STATES
 from deadletter.storage.sql.tags import TagStatements
@@ -64,6 +65,7 @@ def _delivery_params(m: Message) -> dict[str, Any]:
         "first_claimed_at": m.first_claimed_at,
         "expires_at": m.expires_at,
         "dl_due_at": m.dead_letter_due_at,
+        "hidden": hidden_class(m),
         "id": m.id,
     }
 
@@ -79,13 +81,13 @@ def _claim_from(r: Row) -> ClaimRecord:
     )
 
 
-class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatements, Transaction):
-    """The one `Transaction` of both SQL stores; consumer tags, subscriptions, credentials and
-    templates are in their own parts (`tags`, `subscriptions`, `administration`).
-
-    The depths of queues (table `queue_depths`) are kept here, once per statement that adds
-    or removes messages, rather than by a trigger on every row: every statement that does is
-    in this class and goes through `_add_depths`."""
+class SQLTransaction(
+    CountStatements, TagStatements, SubscriptionStatements, AdministrationStatements, Transaction
+):
+    """The one `Transaction` of both SQL stores; the counts and stats, consumer tags,
+    subscriptions, credentials and templates are in their own parts (`counts`, `tags`,
+    `subscriptions`, `administration`). Every statement here that adds, moves, hides, shows
+    or removes messages changes the counts of `counts` in the same transaction."""
 
     # Queues
 
@@ -129,6 +131,7 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
         for sql in (*q.DELETE_QUEUE_ROWS, *q.DELETE_QUEUE_SUBSCRIPTIONS):
             self.run(sql, key)
         self.d.forget_queue(self, project, name)
+        self._forget_places(name)
         return gone > 0
 
     def list_queues(
@@ -154,25 +157,14 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
         if not messages:
             return []
         stored = self.d.numbered(self, project, messages)
-        self.run_many(q.INSERT_MESSAGE, [message_params(project, m) for m in stored])
-        self._add_depths(project, Counter((m.queue, _source(m)) for m in stored))
+        rows = [message_params(project, m) for m in stored]
+        with self.together():
+            self.run_many(q.INSERT_MESSAGE, rows)
+            self._add_depths(project, Counter((m.queue, _source(m)) for m in stored))
+            self._add_hidden(project, Counter((r["queue"], r["hidden"]) for r in rows))
+        for r in rows:
+            self._note_place(r)
         return stored
-
-    def _add_depths(self, project: str, changes: Mapping[tuple[str, str], int]) -> None:
-        """Change the depth of each (queue, source) by its count; in key order, so that two
-        transactions never wait for each other's rows in turn."""
-        rows = [
-            {"project": project, "queue": queue, "source": source, "n": n}
-            for (queue, source), n in sorted(changes.items())
-            if n
-        ]
-        self.run_many(q.ADD_DEPTH, rows)
-
-    def _remove_depths(self, project: str, queue: str, sources: Iterable[Row]) -> int:
-        """Take the rows a deletion returned (`source` each) off `queue`'s depths; how many."""
-        gone = Counter((queue, str(r["source"])) for r in sources)
-        self._add_depths(project, {key: -n for key, n in gone.items()})
-        return gone.total()
 
     def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
         return self._messages(
@@ -248,6 +240,8 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
         params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq,
                   "after_seq": after_seq, "limit": limit, **_filter_params(where)}  # fmt: skip
         rows = self.all(_narrowed(q.DEAD_LETTER_SOURCES_LOCKED, params), params)
+        for r in rows:
+            self._note_place(r)
         return [(r["id"], int(r["seq"]), r["dl_source"], r["dl_tag"]) for r in rows]
 
     def redrive_messages(
@@ -262,16 +256,21 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
     ) -> None:
         if not ids:
             return
-        places = self.all(q.PLACES, {"project": project, "ids": list(ids)})
+        before = self.places_before(project, ids)
         # A tag's redriven dead letter is done for the untagged consumers from the start.
         visible_at = now if only_tag is None else DEFAULT_DONE_AT
         params = {"project": project, "queue": destination, "expires_at": expires_at,
                   "event": json.dumps(event), "now": now, "visible_at": visible_at,
                   "only_tag": only_tag}  # fmt: skip
-        self.d.redrive_in_place(self, project, ids, params)
-        changes = Counter({(destination, ""): len(ids)})
-        changes.subtract({(r["queue"], r["source"]): int(r["n"]) for r in places})
-        self._add_depths(project, changes)
+        # A tag's redriven dead letter is hidden from the untagged consumers (class 1).
+        hidden = 0 if only_tag is None else 1
+        self.d.redrive_in_place(self, project, ids, {**params, "hidden": hidden})
+        depths = Counter({(destination, ""): len(ids)})
+        self._move_counts(
+            project, before.values(), depths, Counter({(destination, hidden): len(ids)})
+        )
+        for i in ids:  # they have new ids now
+            self._places.pop(i, None)
 
     def count_dead_letters(
         self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
@@ -285,28 +284,52 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
         return int(self.one(q.MAX_SEQ, {"project": project, "queue": queue})["n"])
 
     def update_messages(self, project: str, messages: Sequence[Message]) -> None:
-        self.run_many(q.UPDATE_MESSAGE, [_delivery_params(m) for m in messages])
+        if not messages:
+            return
+        before = self.places_before(project, [m.id for m in messages])
+        rows = [_delivery_params(m) for m in messages]
+        changes: Counter[tuple[str, int]] = Counter()
+        for m, r in zip(messages, rows, strict=True):
+            place = before.get(m.id)
+            if place is not None and place[2] != r["hidden"]:  # None: no such row, not written
+                queue, source, was = place
+                changes[(queue, was)] -= 1
+                changes[(queue, r["hidden"])] += 1
+                self._places[m.id] = (queue, source, r["hidden"])
+        with self.together():
+            self.run_many(q.UPDATE_MESSAGE, rows)
+            self._add_hidden(project, changes)
 
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
         moved = self.d.numbered(self, project, messages)
         ids = [m.id for m in moved]
-        places = self.all(q.PLACES, {"project": project, "ids": ids})
-        self.run_many(q.MOVE_MESSAGE, [message_params(project, m) for m in moved])
-        changes = Counter((m.queue, _source(m)) for m in moved)
-        changes.subtract({(r["queue"], r["source"]): int(r["n"]) for r in places})
-        self._add_depths(project, changes)
+        before = self.places_before(project, ids)
+        rows = [message_params(project, m) for m in moved]
+        self.run_many(q.MOVE_MESSAGE, rows)
+        for r in rows:
+            self._note_place(r)
+        depths = Counter((m.queue, _source(m)) for m in moved if m.id in before)
+        hidden = Counter((r["queue"], r["hidden"]) for r in rows if r["id"] in before)
+        self._move_counts(project, before.values(), depths, hidden)
 
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
         rows = self.all(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
+        for i in ids:
+            self._places.pop(i, None)
         return self._remove_depths(project, queue, rows)
 
     def purge(self, project: str, queue: str) -> int:
         key = {"project": project, "queue": queue}
         self.run(q.PURGE_CLAIMS, key)
         self.run(PURGE_TAG_STATES, key)
+        self._forget_places(queue)
         return self._remove_depths(project, queue, self.all(q.PURGE_MESSAGES, key))
+
+    def _forget_places(self, queue: str) -> None:
+        """Forget the rows of a queue emptied (of any project: a later write reads anew)."""
+        self._places = {i: p for i, p in self._places.items() if p[0] != queue}
 
     def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]:
         return self._messages(
@@ -315,41 +338,11 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
 
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
         rows = self.all(q.EXPIRED, {"now": now, "limit": limit})
-        return [(r["project"], message_from(r)) for r in rows]
-
-    def _depths(self, project: str, queue: str, now: float) -> dict[str, int]:
-        """Unexpired messages of `queue` by dead-letter source ('' for none)."""
-        key = {"project": project, "queue": queue, "now": now}
-        depths = {r["source"]: int(r["n"]) for r in self.all(q.DEPTHS, key)}
-        for r in self.all(q.EXPIRED_DEPTHS, key):
-            depths[r["source"]] = depths.get(r["source"], 0) - int(r["n"])
-        return depths
+        return [(r["project"], self._locked_message(r)) for r in rows]
 
     def due_dead_letters(self, now: float, limit: int) -> list[tuple[str, Message]]:
         rows = self.all(q.DUE_DEAD_LETTERS, {"now": now, "limit": limit})
-        return [(r["project"], message_from(r)) for r in rows]
-
-    def counts(self, project: str, queue: str, now: float) -> MessageCounts:
-        key = {"project": project, "queue": queue, "now": now}
-        row = self.one(q.COUNT_HIDDEN, key)
-        oldest, newest = self.one(q.OLDEST_MESSAGE, key), self.one(q.NEWEST_MESSAGE, key)
-        claimed, delayed = int(row["claimed"]), int(row["delayed"])
-        total = sum(self._depths(project, queue, now).values())
-        return MessageCounts(
-            free=total - claimed - delayed,
-            claimed=claimed,
-            delayed=delayed,
-            oldest=message_from(oldest) if oldest else None,
-            newest=message_from(newest) if newest else None,
-        )
-
-    def next_visible(self, project: str, queue: str, now: float) -> float | None:
-        row = self.one(q.NEXT_VISIBLE, {"project": project, "queue": queue, "now": now})
-        return None if row is None or row["at"] is None else float(row["at"])
-
-    def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]:
-        depths = self._depths(project, dlq, now)
-        return {source: n for source, n in sorted(depths.items()) if source and n > 0}
+        return [(r["project"], self._locked_message(r)) for r in rows]
 
     # Claims
 
@@ -429,6 +422,7 @@ class SQLTransaction(TagStatements, SubscriptionStatements, AdministrationStatem
         for table in q.SUBSCRIPTION_TABLES:
             self.run(f"DELETE FROM {table}")
         self.d.wipe(self)
+        self._places.clear()
 
     # FIFO queues
 

@@ -74,6 +74,7 @@ class SQLiteDialect(Dialect):
     locked against every other writer until it commits, `FOR UPDATE` rows included."""
 
     driver_error = sqlite3.Error
+    serial = True
 
     def _spell(self, sql: str) -> str:
         # One JSON parameter instead of one per id: a list may hold any number of ids.
