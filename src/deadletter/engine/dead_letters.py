@@ -47,12 +47,17 @@ def move(
         if source.settings.consumer_tags:
             tx.forget_tag_states([m.id for m in messages])
     tx.bump_counter(source.project, source.name, counters.dead_lettered(reason), len(moved))
-    pending.available.add((source.project, dlq.name))
-    project, count = source.project, len(moved)
-    pending.calls.append(
-        lambda lst: lst.dead_lettered(project, source.name, dlq.name, reason.value, count)
-    )
+    announce(pending, source.project, source.name, dlq.name, reason, len(moved))
     return moved
+
+
+def announce(
+    pending: Pending, project: str, source: str, dlq: str, reason: Reason, count: int
+) -> None:
+    """Once committed, `count` new dead letters in `dlq` wake its consumers and are told to
+    the listeners."""
+    pending.available.add((project, dlq))
+    pending.calls.append(lambda lst: lst.dead_lettered(project, source, dlq, reason.value, count))
 
 
 def past_limit(

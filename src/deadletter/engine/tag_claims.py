@@ -14,7 +14,7 @@ from dataclasses import replace
 from deadletter.domain import errors
 from deadletter.domain.model import Claim, Message, Queue, Reason
 from deadletter.domain.tags import ConsumerTag, TagState
-from deadletter.engine import tags, transitions
+from deadletter.engine import dead_letters, tags, transitions
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import held_by, live_claim, require_queue
 from deadletter.engine.transactions import Pending
@@ -108,11 +108,7 @@ def dead_letter(
     tags.settle(tx, queue, [m.id for m in messages])
     _tag_event(pending, queue, tag.name, "dead_lettered", len(messages))
     if copies:
-        pending.available.add((project, dlq.name))
-        count = len(copies)
-        pending.calls.append(
-            lambda lst: lst.dead_lettered(project, queue.name, dlq.name, reason.value, count)
-        )
+        dead_letters.announce(pending, project, queue.name, dlq.name, reason, len(copies))
     return copies
 
 
