@@ -288,13 +288,16 @@ def write(args: argparse.Namespace, doc: dict[str, Any]) -> tuple[Path, Path]:
 
 
 def update_docs(md: str) -> None:
-    """Copy the latest table into docs/benchmarks.md, below its results marker."""
+    """Copy the latest table into docs/benchmarks.md, below its results marker; the table
+    runs to the next section heading, and the sections after it are kept."""
     if not DOCS.exists():
         return
     text = DOCS.read_text()
-    head, marker, _ = text.partition(RESULTS_MARKER)
+    head, marker, rest = text.partition(RESULTS_MARKER)
     if marker:
-        DOCS.write_text(head + marker + "\n\n" + md)
+        _, heading, sections = rest.partition("\n## ")
+        after = "\n## " + sections if heading else ""
+        DOCS.write_text(head + marker + "\n\n" + md.rstrip("\n") + "\n" + after)
 
 
 def keep_previous(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
