@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from bench.peers_bench import notes_for, summarize_system
+import pytest
+from bench.peers_bench import notes_for, summarize_system, update_docs
 
 
 def runs_of(**workloads: list[dict[str, Any]]) -> dict[str, Any]:
@@ -37,3 +39,19 @@ def test_a_client_side_redrive_is_said_so() -> None:
 def test_w1_runs_that_consumed_more_than_they_sent_report_duplicate_deliveries() -> None:
     data = runs_of(w1=[{"n": 10, "consumed": 10, "e2e": 1.0}, {"n": 10, "consumed": 12}])
     assert "W1 duplicate deliveries per run [0, 2]" in notes_for("x", data)
+
+
+def test_the_latest_table_replaces_only_the_old_one_in_the_docs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a benchmarks page whose results table is followed by other sections
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text("# Benchmarks\n\n<!-- results -->\n\n| old | table |\n\n## Depth\n\nkept\n")
+    monkeypatch.setattr("bench.peers_bench.DOCS", docs)
+    # When a new table is copied in, twice
+    update_docs("| new | table |\n")
+    update_docs("| new | table |\n")
+    # I expect the new table in place of the old one, and the sections after it kept
+    assert docs.read_text() == (
+        "# Benchmarks\n\n<!-- results -->\n\n| new | table |\n\n## Depth\n\nkept\n"
+    )
