@@ -202,8 +202,26 @@ def worker_app() -> Starlette:
     lifespan closes the store last, after the background worker has stopped."""
     config = config_from_json(os.environ[CONFIG_ENV])
     configure_logging(config.log_level)
+    _stop_when_orphaned(os.getppid())
     store = open_store(config.database_url)
     return _app(config, store, config.auth_required, first=[_Closing(store)])
+
+
+ORPHAN_CHECK_SECONDS = 1.0
+
+
+def _stop_when_orphaned(supervisor: int) -> None:
+    """Stop this worker gracefully once its supervisor is gone. A supervisor killed outright
+    (`kill -9`, the OOM killer) cannot stop its workers, and an orphaned worker would go on
+    serving the inherited socket, so that a restarted `serve` could not bind the port."""
+
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(ORPHAN_CHECK_SECONDS)
+        log.warning("supervisor gone; stopping this worker", extra={"supervisor": supervisor})
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="deadletter-orphan-watch", daemon=True).start()
 
 
 class _Closing:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -68,6 +69,59 @@ def test_two_workers_share_queues_and_wake_each_others_long_polls(tmp_path: Path
             assert waited < LONG_POLL
         finally:
             stop(proc)
+
+
+@pytest.mark.postgres
+def test_workers_whose_supervisor_is_killed_stop_and_free_the_port(tmp_path: Path) -> None:
+    with postgres_schema() as db:
+        proc, url = start(db, tmp_path, "--workers", "2")
+        started = children_of(proc.pid)  # the two workers and multiprocessing's tracker
+        try:
+            assert sum("spawn_main" in cmdline(pid) for pid in started) == 2
+            # When the supervisor is killed outright, with no chance to stop its workers
+            proc.kill()
+            proc.wait(timeout=30)
+            # I expect everything it started to stop by itself, and the port to be free again
+            deadline = time.monotonic() + 30
+            while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert [pid for pid in started if alive(pid)] == []
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", urlsplit(url).port or 0))
+        finally:
+            stop(proc)
+            for pid in started:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux's /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def sqs(conn: http.client.HTTPConnection, action: str, **params: Any) -> Any:
