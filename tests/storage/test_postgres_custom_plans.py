@@ -1,5 +1,5 @@
-"""PostgreSQL plans every statement with its values, also once psycopg has prepared it: a
-generic plan of a listing, made without them, walks a deep queue (see `_plan_each_execution`)."""
+"""PostgreSQL plans a statement with optional filters with its values every time: a generic
+plan of a prepared listing, made without them, walks a deep queue (`PostgresTransaction.run`)."""
 
 from __future__ import annotations
 
@@ -15,17 +15,20 @@ from tests.services import postgres_schema
 pytestmark = pytest.mark.postgres
 
 
-def test_statements_run_many_times_keep_plans_made_with_their_values() -> None:
+def test_a_listing_run_many_times_is_never_prepared_while_the_claims_are() -> None:
     with postgres_schema() as url:
         store = PostgresStore(url, pool_size=1)  # one session, whose prepared statements we read
         try:
             engine = Engine(store)
-            # Given a queue, listed many more times than psycopg needs to prepare the listing
+            # Given a queue, listed and claimed many more times than psycopg needs to prepare
             engine.create_queue("p", "q")
-            engine.send("p", "q", [NewMessage(body=b"{}")] * 20)
+            engine.send("p", "q", [NewMessage(body=b"{}")] * 40)
             for _ in range(30):
                 assert len(engine.list_messages("p", "q", ListQuery(limit=10))) == 10
-            # I expect the prepared listing to have been planned each time with its values
+            for _ in range(8):
+                engine.claim("p", "q", 1, ttl=60)
+            # I expect the listing never prepared (planned with its values each time), and
+            # the claim's statements prepared as before
             with store.read() as tx:
                 prepared: list[dict[str, Any]] = tx.all(  # type: ignore[attr-defined]
                     "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements",
@@ -33,6 +36,5 @@ def test_statements_run_many_times_keep_plans_made_with_their_values() -> None:
                 )
         finally:
             store.close()
-    listings = [p for p in prepared if "ORDER BY seq LIMIT" in p["statement"]]
-    assert listings and all(p["custom_plans"] >= 5 for p in listings)
-    assert [p["statement"] for p in prepared if p["generic_plans"]] == []
+    assert [p["statement"] for p in prepared if "IS NULL" in p["statement"]] == []
+    assert any("SKIP LOCKED" in p["statement"] for p in prepared)

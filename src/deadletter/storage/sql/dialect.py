@@ -29,12 +29,18 @@ PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 ID_LIST = re.compile(r"(\w+) = ANY\(:(\w+)\)")
 
 
+# `(col = :x OR :x IS NULL)`: a filter that a NULL parameter turns off (queries.py).
+OPTIONAL_FILTER = re.compile(r":\w+ IS NULL\b")
+
+
 @dataclass(frozen=True)
 class Statement:
-    """A statement in the driver's own spelling; `lists` names the parameters that are lists."""
+    """A statement in the driver's own spelling; `lists` names the parameters that are lists,
+    `optional_filters` says whether parameters turn some of its filters off."""
 
     text: str
     lists: frozenset[str]
+    optional_filters: bool = False
 
 
 class Dialect(abc.ABC):
@@ -65,7 +71,8 @@ class Dialect(abc.ABC):
         statement = self._compiled.get(sql)
         if statement is None:
             lists = frozenset(m.group(2) for m in ID_LIST.finditer(sql))
-            statement = self._compiled[sql] = Statement(self._spell(sql), lists)
+            optional = OPTIONAL_FILTER.search(sql) is not None
+            statement = self._compiled[sql] = Statement(self._spell(sql), lists, optional)
         return statement
 
     @abc.abstractmethod
