@@ -1,5 +1,5 @@
 """PostgreSQL plans a statement with optional filters with its values every time: a generic
-plan of a prepared listing, made without them, walks a deep queue (`PostgresTransaction.run`)."""
+plan of a prepared listing, made without them, walks a deep queue (`PostgresDialect.execute`)."""
 
 from __future__ import annotations
 

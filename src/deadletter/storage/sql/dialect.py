@@ -79,6 +79,10 @@ class Dialect(abc.ABC):
     def _spell(self, sql: str) -> str:
         """Rewrite the constructs listed in queries.py's docstring and the parameter style."""
 
+    def execute(self, cursor: Any, statement: Statement, params: Mapping[str, Any]) -> None:
+        """Run `statement` on the driver's `cursor`."""
+        cursor.execute(statement.text, self.bind(statement, params))
+
     def bind(self, statement: Statement, params: Mapping[str, Any]) -> Mapping[str, Any]:
         """Parameters as the driver takes them (by name on both drivers)."""
         return params

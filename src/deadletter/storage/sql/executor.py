@@ -44,8 +44,7 @@ class Executor:
 
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         """Execute one statement; returns the number of rows it changed."""
-        statement = self.d.compile(sql)
-        self.cur.execute(statement.text, self.d.bind(statement, params or {}))
+        self.d.execute(self.cur, self.d.compile(sql), params or {})
         return self.cur.rowcount
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
