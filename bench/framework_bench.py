@@ -35,6 +35,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from bench.peers_bench import cpu_split
 from deadletter.api import strict_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,30 +198,6 @@ CASES: dict[str, tuple[str, Step, str]] = {
 }
 
 
-def cpu_split(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds of `pid` and the processes below it (granian's worker)."""
-    children: dict[int, list[int]] = {}
-    times: dict[int, tuple[float, float]] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-        times[int(entry.name)] = (int(fields[11]) / tick, int(fields[12]) / tick)
-    user = system = 0.0
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        u, s = times.get(p, (0.0, 0.0))
-        user, system = user + u, system + s
-        todo += children.get(p, [])
-    return user, system
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -339,9 +316,9 @@ def measure_servers(
                         _, step, unit = CASES[case]
                         steps = n if unit == "req" else n // BATCH  # about n messages
                         load(served.port, step, min(200, steps), clients)  # warm-up
-                        before = cpu_split(served.proc.pid)
+                        before = cpu_split(served.proc.pid) or (0.0, 0.0)
                         m = load(served.port, step, steps, clients)
-                        after = cpu_split(served.proc.pid)
+                        after = cpu_split(served.proc.pid) or (0.0, 0.0)
                         per_1k = 1000 / max(1, m["units"])
                         m["server_cpu_per_1k"] = (sum(after) - sum(before)) * per_1k
                         m["server_system_per_1k"] = (after[1] - before[1]) * per_1k

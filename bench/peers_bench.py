@@ -123,10 +123,11 @@ class Profiler:
                 self.proc.wait()
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system) of `pid` and every process below it (a server's workers)."""
+def cpu_split(pid: int) -> tuple[float, float] | None:
+    """(user, system) CPU seconds of `pid` and every process below it (a server's workers);
+    None when `pid` is gone."""
     children: dict[int, list[int]] = {}
-    times: dict[int, float] = {}
+    times: dict[int, tuple[float, float]] = {}
     tick = os.sysconf("SC_CLK_TCK")
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -137,15 +138,23 @@ def cpu_seconds(pid: int) -> float | None:
             continue
         me = int(entry.name)
         children.setdefault(int(fields[1]), []).append(me)
-        times[me] = (int(fields[11]) + int(fields[12])) / tick
+        times[me] = (int(fields[11]) / tick, int(fields[12]) / tick)
     if pid not in times:
         return None
-    total, todo = 0.0, [pid]
+    user = system = 0.0
+    todo = [pid]
     while todo:
         p = todo.pop()
-        total += times.get(p, 0.0)
+        u, s = times.get(p, (0.0, 0.0))
+        user, system = user + u, system + s
         todo += children.get(p, [])
-    return total
+    return user, system
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) of `pid` and every process below it (a server's workers)."""
+    split = cpu_split(pid)
+    return None if split is None else sum(split)
 
 
 def with_server_cpu(result: dict[str, Any], before: float | None, pid: int | None) -> None:
