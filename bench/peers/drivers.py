@@ -432,7 +432,7 @@ class SqsDriver(Driver):
                 if task["Status"] != "COMPLETED":
                     self.notes.append(f"move task ended {task['Status']}")
                 return int(task.get("ApproximateNumberOfMessagesMoved", 0))
-            time.sleep(0.05)
+            time.sleep(0.02)  # as often as the Zaqar driver polls its task
         return count - self.depth(dlq)
 
 

@@ -13,10 +13,6 @@ from deadletter.engine.expiry import SWEEP_BATCH
 
 log = logging.getLogger("deadletter.worker")
 
-# A task without a rate moves this many messages per transaction.
-UNLIMITED_BATCH = 500
-
-
 class Worker:
     """Runs in one thread per server process. Tasks survive restarts: they live in the store,
     and every step commits its moves together with the task's progress, so a step interrupted
@@ -91,7 +87,7 @@ class Worker:
         The engine paces a task with a rate (in the task's row, so several server processes
         stepping it keep to the rate together); here every task gets a step each tick.
         """
-        task = self.engine.redrive_step(task_id, UNLIMITED_BATCH)
+        task = self.engine.redrive_step(task_id, self.engine.store.redrive_batch)
         if task.status is not TaskStatus.RUNNING:
             log.info(
                 "redrive task finished",
