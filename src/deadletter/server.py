@@ -203,11 +203,33 @@ def worker_app() -> Starlette:
     config = config_from_json(os.environ[CONFIG_ENV])
     configure_logging(config.log_level)
     _stop_when_orphaned(os.getppid())
-    store = open_store(config.database_url)
+    store = _open_when_reachable(config.database_url)
     return _app(config, store, config.auth_required, first=[_Closing(store)])
 
 
 ORPHAN_CHECK_SECONDS = 1.0
+# A worker that cannot open its store tries again after these many seconds, doubled each
+# time up to the last.
+STORE_RETRY_SECONDS = (0.5, 30.0)
+
+
+def _open_when_reachable(url: str) -> Store:
+    """The worker's store, once the database lets it open. The supervisor opened it at start,
+    so a failure here is the database's state (a restart, a failover, a dropped schema), not
+    the configuration's. A worker that died of it would be replaced at once by uvicorn's
+    supervisor, which does so twice a second, for as long as the database stays away; so
+    it waits instead, backing off, and serves once the database is back."""
+    delay, longest = STORE_RETRY_SECONDS
+    while True:
+        try:
+            return open_store(url)
+        except Exception as exc:
+            log.warning(
+                "cannot open the store; retrying",
+                extra={"store": _redacted(url), "error": str(exc), "retry_in": delay},
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, longest)
 
 
 def _stop_when_orphaned(supervisor: int) -> None:

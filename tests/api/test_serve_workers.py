@@ -14,14 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
+import psycopg
 import pytest
 from click.testing import CliRunner
 
 from deadletter.cli.main import main
 from tests.api.serve_process import start, stop
-from tests.services import postgres_schema
+from tests.services import POSTGRES_URL, postgres_schema
 
 LONG_POLL = 20  # seconds; a receive that waits this long was not woken
 
@@ -93,6 +94,46 @@ def test_workers_whose_supervisor_is_killed_stop_and_free_the_port(tmp_path: Pat
             for pid in started:
                 if alive(pid):
                     os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.postgres
+def test_a_worker_replaced_while_its_database_is_away_waits_for_it(tmp_path: Path) -> None:
+    with postgres_schema() as db:
+        proc, url = start(db, tmp_path, "--workers", "2")
+        schema = unquote(db).rsplit("search_path=", 1)[1]
+        try:
+            (first, _) = workers_of(proc.pid)
+            # Given the database's schema gone away, and a worker that dies meanwhile
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+                conn.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{schema}_away"')
+            os.kill(first, signal.SIGKILL)
+            # I expect one replacement that waits, not one replacement after another
+            seen = {first}
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                seen.update(workers_of(proc.pid))
+                time.sleep(0.05)
+            assert len(seen - {first}) == 2  # the other worker and one replacement
+            # and, once the schema is back, both processes serving again
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+                conn.execute(f'ALTER SCHEMA "{schema}_away" RENAME TO "{schema}"')
+            deadline = time.monotonic() + 30  # the replacement's next try comes within 8 s
+            while True:
+                try:
+                    with connections_to_two_processes(url) as (a, b):
+                        queue = sqs(a, "CreateQueue", QueueName="back")["QueueUrl"]
+                        sqs(b, "SendMessage", QueueUrl=queue, MessageBody="served")
+                    break
+                except AssertionError:  # only one process serves yet
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
+        finally:
+            stop(proc)
+
+
+def workers_of(supervisor: int) -> list[int]:
+    return [pid for pid in children_of(supervisor) if "spawn_main" in cmdline(pid)]
 
 
 def children_of(pid: int) -> list[int]:

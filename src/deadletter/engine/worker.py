@@ -13,6 +13,7 @@ from deadletter.engine.expiry import SWEEP_BATCH
 
 log = logging.getLogger("deadletter.worker")
 
+
 class Worker:
     """Runs in one thread per server process. Tasks survive restarts: they live in the store,
     and every step commits its moves together with the task's progress, so a step interrupted
