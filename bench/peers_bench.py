@@ -157,11 +157,21 @@ def cpu_seconds(pid: int) -> float | None:
     return None if split is None else sum(split)
 
 
-def with_server_cpu(result: dict[str, Any], before: float | None, pid: int | None) -> None:
+def with_server_cpu(
+    result: dict[str, Any], before: float | None, pid: int | None, client_before: float
+) -> None:
     """Server CPU seconds per 1,000 messages of the run (W1, W2: its N messages, each sent,
-    received and deleted), apart from the load generator's own CPU."""
+    received and deleted), and apart from it the load generator's: this process, whose
+    threads share one interpreter lock, so that it can use at most about one core."""
+    if "error" in result:
+        return
+    client = time.process_time() - client_before
+    result["client_cpu_seconds"] = client
+    result["client_cores"] = client / result["seconds"] if result.get("seconds") else None
+    if result.get("n"):
+        result["client_cpu"] = client * 1000 / result["n"]
     after = cpu_seconds(pid) if pid else None
-    if before is None or after is None or "error" in result:
+    if before is None or after is None:
         return
     result["server_cpu_seconds"] = after - before
     if result.get("n"):
@@ -191,6 +201,7 @@ def run_system(
                             args.profile_rate,
                         )
                     cpu_before = cpu_seconds(pid) if pid else None
+                    client_before = time.process_time()
                     try:
                         result = WORKLOADS[workload](driver, params)
                     except Exception as exc:
@@ -200,7 +211,7 @@ def run_system(
                         if prof:
                             prof.stop()
                     if workload in ("w1", "w2"):
-                        with_server_cpu(result, cpu_before, pid)
+                        with_server_cpu(result, cpu_before, pid, client_before)
                     if prof and prof.path.exists():
                         text = profile.report(prof.path)
                         out.setdefault("profiles", {})[f"{workload}-{run + 1}"] = text

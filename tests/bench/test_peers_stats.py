@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 import pytest
 from bench.peers.stats import (
     BODY_SIZE,
+    METRICS,
     key_of,
     make_body,
     parse_body,
@@ -115,7 +117,7 @@ def test_a_multiline_note_with_pipes_stays_in_its_cell() -> None:
         {"s": {}}, baseline="s", notes={"s": ["error: <html>\n<p>a | b</p>\n" + "x" * 300]}
     )
     row = table.splitlines()[2]
-    assert row.count("|") == 12  # 11 columns
+    assert row.count("|") == len(METRICS) + 3  # the system, each metric and the notes
     assert row.endswith("... |")
 
 
@@ -139,9 +141,15 @@ def test_server_cpu_is_counted_over_a_process_and_its_children() -> None:
             alone = cpu_seconds(child.pid)
         parent = cpu_seconds(os.getpid())
         assert parent is not None and parent >= alone  # the child's time counts for us
-        result: dict[str, object] = {"n": 2000}
-        with_server_cpu(result, 0.0, child.pid)
+        result: dict[str, object] = {"n": 2000, "seconds": 1.0}
+        client_before = time.process_time()
+        while time.process_time() - client_before < 0.2:  # the load generator's own work
+            pass
+        with_server_cpu(result, 0.0, child.pid, client_before)
         assert result["server_cpu"] == pytest.approx(result["server_cpu_seconds"] / 2)  # type: ignore[operator]
+        # and, apart, this process's (the load generator's) CPU
+        assert result["client_cpu_seconds"] >= 0.2  # type: ignore[operator]
+        assert result["client_cpu"] == pytest.approx(result["client_cpu_seconds"] / 2)  # type: ignore[operator]
     finally:
         child.kill()
         child.wait()
