@@ -14,7 +14,7 @@ import pytest
 from deadletter.domain.model import ListQuery, NewMessage
 from deadletter.engine import transitions
 from deadletter.storage.base import Store
-from deadletter.storage.postgres.backend import POSTGRES, PostgresStore
+from deadletter.storage.postgres.backend import POSTGRES, PostgresStore, PostgresTransaction
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sqlite.backend import SQLITE, SQLiteStore
 from tests.services import postgres_schema
@@ -169,3 +169,47 @@ def test_postgres_never_walks_a_deep_queue_whatever_its_statistics(
     plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
     assert removed_by_filter(plan[0]["Plan"]) == 0, json.dumps(plan, indent=1)
     assert "messages_queue_seq" not in json.dumps(plan)
+
+
+# A small queue costed as PostgreSQL costs a queue of a million messages, thresholds at 0:
+# there it estimates the hidden messages that have become visible (none, once the sweep has
+# settled them) from each column alone, 140,000 rows of 3,000,000, and the plan's cost passes
+# the thresholds of JIT compilation and of parallel workers.
+DEEP_QUEUE_COSTS = (
+    "jit_above_cost", "parallel_setup_cost", "parallel_tuple_cost",
+    "min_parallel_index_scan_size", "min_parallel_table_scan_size",
+)  # fmt: skip
+
+
+def plan_nodes(node: dict[str, Any]) -> list[str]:
+    return [node["Node Type"], *(t for child in node.get("Plans", []) for t in plan_nodes(child))]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "sql",
+    [q.CLAIMABLE_READY, q.CLAIMABLE_HIDDEN, q.LIST_READY, q.LIST_HIDDEN, q.SHOWN_SINCE_SETTLED],
+)
+def test_postgres_sessions_never_compile_nor_parallelise_a_statement_costed_deep(
+    sql: str,
+) -> None:
+    """On the store's own connections, a statement that PostgreSQL costs as if it read a deep
+    queue is neither compiled by JIT (5-8 ms) nor given parallel workers (5-20 ms): it reads
+    a few rows through its index in 0.1 ms."""
+    with postgres_schema() as url:
+        store = PostgresStore(url)
+        try:
+            fill_busy_head(store, 400, 400)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("ANALYZE messages")
+            with store.transaction() as tx:
+                assert isinstance(tx, PostgresTransaction)
+                for setting in DEEP_QUEUE_COSTS:
+                    tx.run(f"SET LOCAL {setting} = 0")
+                row = tx.one(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", PARAMS)
+        finally:
+            store.close()
+    plan = row["QUERY PLAN"]
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+    assert "JIT" not in plan[0], json.dumps(plan, indent=1)
+    assert not any("Gather" in n for n in plan_nodes(plan[0]["Plan"])), json.dumps(plan, indent=1)

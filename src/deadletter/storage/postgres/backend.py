@@ -60,6 +60,15 @@ CLEAR_LANE = f"SELECT pg_advisory_xact_lock{_LANE}"
 # a claim that finds senders there leaves it for a later claim rather than wait.
 TRY_CLEAR_LANE = f"SELECT pg_try_advisory_xact_lock{_LANE} AS cleared"
 NOTIFY = "SELECT pg_notify(:channel, :payload)"
+# Every session of the pool: no JIT compilation, no parallel workers. Each statement reads a
+# few rows through an index made for it, but PostgreSQL may cost some as if they read a deep
+# queue: it estimates the hidden messages that have become visible (none once the sweep has
+# settled them) from each column alone, 140,000 rows of a table of 3,000,000. Past a plan cost
+# of 100,000 (`jit_above_cost`) it would compile the statement with LLVM (5-8 ms) and, past a
+# lower one, start parallel workers (5-20 ms on a busy host): 25-60 ms for 0.1 ms of work. The
+# statement that reads a whole queue, a count of a DLQ's dead letters by filter, took as long
+# without workers as with them at a million (540 ms on two cores).
+SESSION_SETTINGS = "SET jit = off; SET max_parallel_workers_per_gather = 0"
 # A redrive in place (`redrive_in_place`): each id of `:ids` with its number of `:seqs`.
 REDRIVE_IN_PLACE = (
     "UPDATE messages AS m SET " + q.REDRIVEN_COLUMNS + ","
@@ -158,6 +167,7 @@ class PostgresStore(Store):
             min_size=1,
             max_size=pool_size,
             kwargs={"row_factory": dict_row},
+            configure=_configure,
             open=True,
             name="deadletter",
         )
@@ -209,6 +219,12 @@ class PostgresStore(Store):
         if self._listener is not None:
             self._listener.stop()
         self._pool.close()
+
+
+def _configure(conn: Conn) -> None:
+    """A new connection of the pool gets `SESSION_SETTINGS` (they stay after the commit)."""
+    conn.execute(SESSION_SETTINGS)
+    conn.commit()
 
 
 class _Listener:
