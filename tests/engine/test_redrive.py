@@ -79,6 +79,23 @@ def test_filters_select_what_moves(two_sources: Engine) -> None:
     ] == ["b"]
 
 
+def test_to_move_counts_what_the_task_walks(two_sources: Engine, clock: ManualClock) -> None:
+    engine = two_sources
+    send(engine, "dlq", "sent here directly")  # walked, and skipped: it has no source
+    send(engine, "dlq", "expired, not yet swept", ttl=60)
+    clock.advance(60)
+    whole = engine.start_redrive(P, "dlq")
+    assert whole.to_move == 4
+    _run(engine, whole.id)
+    done = engine.get_task(P, "dlq", whole.id)
+    assert (done.moved, done.skipped) == (3, 1)
+    _kill(engine, "a", "a3")  # a1 and a2, back in a, die again with it
+    _kill(engine, "b", "b2")
+    from_a = DeadLetterFilter(source_queue="a")
+    assert len(engine.list_dead_letters(P, "dlq", from_a)) == 3
+    assert engine.start_redrive(P, "dlq", where=from_a).to_move == 3
+
+
 def test_a_filter_with_thousands_of_ids(engine: Engine) -> None:
     with_dlq(engine, "a", "dlq", max_claims=1)
     bodies = [str(i) for i in range(2500)]
