@@ -373,13 +373,14 @@ class Engine(DeadLetterOperations, TagOperations):
         def work(tx: Transaction, pending: Pending) -> int:
             source = require_queue(tx, project, queue)
             now = self.clock.now()
-            if tx.get_claim(project, queue, claim_id) is None:
+            # Locked, as its messages are: a renewal of the claim waits, or is waited for.
+            if tx.get_claim(project, queue, claim_id, lock=True) is None:
                 raise errors.ClaimNotFound(f"claim {claim_id!r} does not exist")
             if tag is not None:
-                held = tag_claims.live_messages(tx, source, tag, claim_id, now)
+                held = tag_claims.live_messages(tx, source, tag, claim_id, now, lock=True)
                 tag_claims.given_back(tx, pending, source, tag, held, now)
             else:
-                held = live_messages(tx, project, queue, claim_id, now)
+                held = live_messages(tx, project, queue, claim_id, now, lock=True)
                 claims.given_back(tx, pending, source, held, now)
             tx.delete_claim(project, queue, claim_id)
             return len(held)
