@@ -91,12 +91,12 @@ def renew(
     now: float,
 ) -> Claim:
     """The claim's messages held `ttl` seconds from now, with the claim's grace or `grace`."""
-    record = live_claim(tx, project, queue, claim_id, now)
+    record = live_claim(tx, project, queue, claim_id, now, lock=True)
     new_grace = record.grace if grace is None else grace
     expires = now + ttl
     renewed = [
         transitions.renewed(m, expires, new_grace)
-        for m in live_messages(tx, project, queue, claim_id, now)
+        for m in live_messages(tx, project, queue, claim_id, now, lock=True)
     ]
     tx.update_messages(project, renewed)
     tx.update_claim(replace(record, ttl=ttl, grace=new_grace, expires_at=expires))

@@ -4,11 +4,11 @@
 operations are inherited from `dead_letter_operations`). Each operation runs as one transaction (see
 `transactions`), a read-only one where it only reads; the rules it applies live beside it:
 `validation` checks what comes in, `transitions` moves a message from one state to the next,
-and `queues`, `claims`, `dead_letters`, `expiry` and `redrive` do the work inside the
-transaction, given the `tx`.
+and `queues`, `claims`, `visibility`, `dead_letters`, `expiry` and `redrive` do the work
+inside the transaction, given the `tx`.
 None of them opens a transaction of its own: an operation that builds on another
-(`get_message`, `delete_message`, `list_dead_letters`, `pattern_message_ids`) calls it
-outside any transaction.
+(`get_message`, `delete_message`, `change_visibility`, `list_dead_letters`,
+`pattern_message_ids`) calls it outside any transaction.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from deadletter.engine import (
     templates,
     transitions,
     validation,
+    visibility,
 )
 from deadletter.engine.dead_letter_operations import DeadLetterOperations
 from deadletter.engine.events import EngineListener
@@ -373,13 +374,14 @@ class Engine(DeadLetterOperations, TagOperations):
         def work(tx: Transaction, pending: Pending) -> int:
             source = require_queue(tx, project, queue)
             now = self.clock.now()
-            if tx.get_claim(project, queue, claim_id) is None:
+            # Locked, as its messages are: a renewal of the claim waits, or is waited for.
+            if tx.get_claim(project, queue, claim_id, lock=True) is None:
                 raise errors.ClaimNotFound(f"claim {claim_id!r} does not exist")
             if tag is not None:
-                held = tag_claims.live_messages(tx, source, tag, claim_id, now)
+                held = tag_claims.live_messages(tx, source, tag, claim_id, now, lock=True)
                 tag_claims.given_back(tx, pending, source, tag, held, now)
             else:
-                held = live_messages(tx, project, queue, claim_id, now)
+                held = live_messages(tx, project, queue, claim_id, now, lock=True)
                 claims.given_back(tx, pending, source, held, now)
             tx.delete_claim(project, queue, claim_id)
             return len(held)
@@ -425,24 +427,23 @@ class Engine(DeadLetterOperations, TagOperations):
         """Extend or shorten one message's claim; 0 makes it visible now (a nack: at its
         delivery limit it goes to the DLQ at once)."""
         validation.check_range("visibility timeout", timeout, 0, MAX_CLAIM_TTL)
+        (changed,) = self.change_visibilities(
+            project, queue, [(message_id, claim_id, timeout, tag)]
+        )
+        if isinstance(changed, errors.DeadletterError):
+            raise changed
+        return changed
 
-        def work(tx: Transaction, pending: Pending) -> Message:
-            now = self.clock.now()
-            if tag is not None:
-                source = require_queue(tx, project, queue)
-                held = tag_claims.held_message(tx, source, tag, message_id, claim_id, now)
-                if timeout == 0:
-                    (back,) = tag_claims.given_back(tx, pending, source, tag, [held], now)
-                    return back
-                return tag_claims.visibility_changed(tx, source, tag, held, now, timeout)
-            message = held_message(tx, project, queue, message_id, claim_id, now)
-            if timeout == 0:
-                source = require_queue(tx, project, queue)
-                (changed,) = claims.given_back(tx, pending, source, [message], now) or [message]
-                return changed
-            changed = transitions.visibility_changed(message, now, timeout)
-            tx.update_messages(project, [changed])
-            return changed
+    def change_visibilities(
+        self, project: str, queue: str, changes: Sequence[visibility.VisibilityChange]
+    ) -> list[Message | errors.DeadletterError]:
+        """Several `change_visibility` calls, (message id, claim id, timeout, tag) each, in
+        one transaction; per change, the message as changed or why it was refused (a refused
+        change writes nothing, the others are written)."""
+
+        def work(tx: Transaction, pending: Pending) -> list[Message | errors.DeadletterError]:
+            source = require_queue(tx, project, queue)
+            return visibility.change(tx, pending, source, changes, self.clock.now())
 
         return self._run(work)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from deadletter.domain import errors
 from deadletter.domain.model import Message, Queue
 from deadletter.storage.base import ClaimRecord, Transaction
@@ -17,10 +19,18 @@ def require_queue(tx: Transaction, project: str, name: str, lock: bool = False) 
 def held_message(
     tx: Transaction, project: str, queue: str, message_id: str, claim_id: str, now: float
 ) -> Message:
-    """An unexpired message of `queue` that `claim_id` holds right now."""
+    """An unexpired message of `queue` that `claim_id` holds right now, its row locked for
+    the write that follows (a give-back and a renewal of one claim take turns)."""
     require_queue(tx, project, queue)
-    found = [m for m in tx.get_messages(project, queue, [message_id]) if m.expires_at > now]
-    return held_by(found, message_id, claim_id, now)
+    return held_by(held_rows(tx, project, queue, [message_id], now), message_id, claim_id, now)
+
+
+def held_rows(
+    tx: Transaction, project: str, queue: str, ids: Sequence[str], now: float
+) -> list[Message]:
+    """The unexpired messages of `queue` among `ids`, locked for a write that starts from
+    them, oldest first (the order every locking read takes them in)."""
+    return [m for m in tx.get_messages(project, queue, ids, lock=True) if m.expires_at > now]
 
 
 def held_by(found: list[Message], message_id: str, claim_id: str, now: float) -> Message:
@@ -35,15 +45,21 @@ def held_by(found: list[Message], message_id: str, claim_id: str, now: float) ->
     return message
 
 
-def live_claim(tx: Transaction, project: str, queue: str, claim_id: str, now: float) -> ClaimRecord:
-    record = tx.get_claim(project, queue, claim_id)
+def live_claim(
+    tx: Transaction, project: str, queue: str, claim_id: str, now: float, lock: bool = False
+) -> ClaimRecord:
+    """With `lock`, for a write: its row stays locked, and so a renewal and a release of one
+    claim take turns."""
+    record = tx.get_claim(project, queue, claim_id, lock=lock)
     if record is None or record.expires_at <= now:
         raise errors.ClaimNotFound(f"claim {claim_id!r} does not exist or has expired")
     return record
 
 
 def live_messages(
-    tx: Transaction, project: str, queue: str, claim_id: str, now: float
+    tx: Transaction, project: str, queue: str, claim_id: str, now: float, lock: bool = False
 ) -> list[Message]:
-    """The messages `claim_id` still holds: those claimed since by another are left out."""
-    return [m for m in tx.claimed_by(project, queue, claim_id) if m.is_claimed(now)]
+    """The messages `claim_id` still holds: those claimed since by another are left out.
+    With `lock`, for a write: their rows stay locked until it commits."""
+    found = tx.claimed_by(project, queue, claim_id, lock=lock)
+    return [m for m in found if m.is_claimed(now)]

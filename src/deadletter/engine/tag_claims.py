@@ -147,10 +147,11 @@ def acknowledge(
 def held_message(
     tx: Transaction, queue: Queue, tag: str, message_id: str, claim_id: str, now: float
 ) -> Message:
-    """An unexpired message that `claim_id` holds for `tag` right now, as the tag sees it."""
+    """An unexpired message that `claim_id` holds for `tag` right now, as the tag sees it;
+    the tag's state of it stays locked for the write that follows."""
     found = [
         m
-        for m, state in tx.tag_messages(queue.project, queue.name, tag, [message_id])
+        for m, state in tx.tag_messages(queue.project, queue.name, tag, [message_id], lock=True)
         if m.expires_at > now and state is TagState.LIVE
     ]
     return held_by(found, message_id, claim_id, now)
@@ -187,11 +188,11 @@ def visibility_changed(
 
 
 def live_messages(
-    tx: Transaction, queue: Queue, tag: str, claim_id: str, now: float
+    tx: Transaction, queue: Queue, tag: str, claim_id: str, now: float, lock: bool = False
 ) -> list[Message]:
-    return [
-        m for m in tx.tag_claimed_by(queue.project, queue.name, tag, claim_id) if m.is_claimed(now)
-    ]
+    """As `lookups.live_messages`, for one tag; `lock` locks the tag's states of them."""
+    found = tx.tag_claimed_by(queue.project, queue.name, tag, claim_id, lock=lock)
+    return [m for m in found if m.is_claimed(now)]
 
 
 def get(tx: Transaction, queue: Queue, tag: str, claim_id: str, now: float) -> Claim:
@@ -214,12 +215,12 @@ def renew(
     now: float,
 ) -> Claim:
     tags.require_tag(tx, queue.project, queue.name, tag)
-    record = live_claim(tx, queue.project, queue.name, claim_id, now)
+    record = live_claim(tx, queue.project, queue.name, claim_id, now, lock=True)
     new_grace = record.grace if grace is None else grace
     expires = now + ttl
     renewed = [
         transitions.renewed(m, expires, new_grace)
-        for m in live_messages(tx, queue, tag, claim_id, now)
+        for m in live_messages(tx, queue, tag, claim_id, now, lock=True)
     ]
     tx.save_tag_states(queue.project, queue.name, tag, renewed, TagState.LIVE)
     tx.update_claim(replace(record, ttl=ttl, grace=new_grace, expires_at=expires))

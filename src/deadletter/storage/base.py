@@ -63,7 +63,11 @@ class MessageCounts:
 
 
 class Transaction(TagTransaction):
-    """One unit of work against the store. Methods take the project explicitly."""
+    """One unit of work against the store. Methods take the project explicitly.
+
+    A read that a write of the same transaction starts from passes `lock`: on PostgreSQL
+    (READ COMMITTED) another transaction could change the rows between the read and the write,
+    which would then put back the state it read. SQLite's writer holds the whole database."""
 
     # Queues
     @abc.abstractmethod
@@ -102,7 +106,11 @@ class Transaction(TagTransaction):
         """Store new messages; the store assigns each its sequence number."""
 
     @abc.abstractmethod
-    def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]: ...
+    def get_messages(
+        self, project: str, queue: str, ids: Sequence[str], lock: bool = False
+    ) -> list[Message]:
+        """With `lock`, the rows stay locked until this transaction ends (waiting for others),
+        for a write that starts from what was read (`Transaction` docstring)."""
 
     @abc.abstractmethod
     def claimable(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
@@ -182,7 +190,10 @@ class Transaction(TagTransaction):
     def purge(self, project: str, queue: str) -> int: ...
 
     @abc.abstractmethod
-    def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]: ...
+    def claimed_by(
+        self, project: str, queue: str, claim_id: str, lock: bool = False
+    ) -> list[Message]:
+        """Oldest first; `lock` as in `get_messages`."""
 
     @abc.abstractmethod
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
@@ -217,7 +228,10 @@ class Transaction(TagTransaction):
     def insert_claim(self, claim: ClaimRecord) -> None: ...
 
     @abc.abstractmethod
-    def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord | None: ...
+    def get_claim(
+        self, project: str, queue: str, claim_id: str, lock: bool = False
+    ) -> ClaimRecord | None:
+        """`lock` as in `get_messages`."""
 
     @abc.abstractmethod
     def update_claim(self, claim: ClaimRecord) -> None: ...

@@ -45,13 +45,18 @@ class TagTransaction(abc.ABC):
 
     @abc.abstractmethod
     def tag_messages(
-        self, project: str, queue: str, tag: str, ids: Sequence[str]
+        self, project: str, queue: str, tag: str, ids: Sequence[str], lock: bool = False
     ) -> list[tuple[Message, TagState | None]]:
-        """Messages of `queue` among `ids` as `tag` sees them, with its state of each."""
+        """Messages of `queue` among `ids` as `tag` sees them, with its state of each. With
+        `lock`, only those the tag has a state of, whose state rows stay locked until this
+        transaction ends (`Transaction`): a message the tag never touched has none to lock."""
 
     @abc.abstractmethod
-    def tag_claimed_by(self, project: str, queue: str, tag: str, claim_id: str) -> list[Message]:
-        """As `tag` sees them, the messages whose state for it names `claim_id`."""
+    def tag_claimed_by(
+        self, project: str, queue: str, tag: str, claim_id: str, lock: bool = False
+    ) -> list[Message]:
+        """As `tag` sees them, the messages whose state for it names `claim_id`; with `lock`,
+        their state rows stay locked until this transaction ends."""
 
     @abc.abstractmethod
     def save_tag_states(

@@ -39,6 +39,7 @@ from deadletter.domain.model import (
     QueueSettings,
 )
 from deadletter.domain.tags import TAG_NAME
+from deadletter.engine.visibility import VisibilityChange
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
 # A long poll looks at its queue again at least this often (seconds), and this long after a
@@ -373,7 +374,8 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
     return {"Successful": successful, "Failed": failed}
 
 
-def _change_visibility(call: Call, name: str, params: dict[str, Any]) -> None:
+def _visibility_change(params: dict[str, Any]) -> VisibilityChange:
+    """(message id, claim id, timeout, consumer tag) of one change, checked as SQS checks it."""
     claim_id, message_id, tag = _parse_handle(params.get("ReceiptHandle"))
     raw = params.get("VisibilityTimeout")
     if raw is None or raw == "":
@@ -386,22 +388,42 @@ def _change_visibility(call: Call, name: str, params: dict[str, Any]) -> None:
         raise invalid_value(
             timeout, "VisibilityTimeout", f"Must be between 0 and {MAX_CLAIM_TTL}, if provided."
         )
-    call.engine.change_visibility(call.project, name, message_id, claim_id, timeout, tag)
+    return message_id, claim_id, timeout, tag
 
 
 def change_message_visibility(call: Call) -> dict[str, Any]:
-    _change_visibility(call, _tagged(call.queue())[0], call.params)
+    name, _ = _tagged(call.queue())
+    message_id, claim_id, timeout, tag = _visibility_change(call.params)
+    call.engine.change_visibility(call.project, name, message_id, claim_id, timeout, tag)
     return {}
 
 
 def change_message_visibility_batch(call: Call) -> dict[str, Any]:
+    """Every entry is checked first; those that pass change in one transaction, each
+    succeeding or failing alone. A missing queue refuses the whole request, before anything
+    about its entries (read on its own only when no entry reaches the engine)."""
     name, _ = _tagged(call.queue())
-    call.engine.get_queue(call.project, name)
-    successful, failed = [], []
-    for e in batch_entries(call, "ChangeMessageVisibilityBatch"):
+    try:
+        entries = batch_entries(call, "ChangeMessageVisibilityBatch")
+    except SqsError:
+        call.engine.get_queue(call.project, name)
+        raise
+    outcomes: dict[str, SqsError | None] = {}
+    valid: list[tuple[str, VisibilityChange]] = []
+    for e in entries:
         try:
-            _change_visibility(call, name, e)
-            successful.append({"Id": e["Id"]})
-        except (SqsError, errors.DeadletterError) as exc:
-            failed.append(entry_failure(e["Id"], from_exception(exc)))
+            valid.append((e["Id"], _visibility_change(e)))
+            outcomes[e["Id"]] = None
+        except SqsError as exc:
+            outcomes[e["Id"]] = exc
+    if valid:
+        changes = [change for _, change in valid]
+        results = call.engine.change_visibilities(call.project, name, changes)
+        for (entry_id, _), result in zip(valid, results, strict=True):
+            if isinstance(result, errors.DeadletterError):
+                outcomes[entry_id] = from_exception(result)
+    else:
+        call.engine.get_queue(call.project, name)
+    successful = [{"Id": entry_id} for entry_id, error in outcomes.items() if error is None]
+    failed = [entry_failure(i, error) for i, error in outcomes.items() if error is not None]
     return {"Successful": successful, "Failed": failed}

@@ -4,7 +4,7 @@ The text is PostgreSQL's where the two dialects differ; `Dialect.compile` rewrit
 constructs SQLite spells otherwise (see `deadletter.storage.sqlite.backend.SQLiteDialect`):
 
 - `col = ANY(:ids)`: an id list, given as a Python list;
-- `FOR UPDATE` and `FOR UPDATE SKIP LOCKED`: row locks, which SQLite does not need;
+- `FOR UPDATE` (and `OF t`, `SKIP LOCKED`): row locks, which SQLite does not need;
 - `starts_with(col, :prefix)`: prefix matching;
 - `/* indexed by name */` after a table: an index SQLite must use (PostgreSQL has statistics);
 - `IS NOT DISTINCT FROM`: SQLite's `IS`;
@@ -208,6 +208,10 @@ CLAIMED_BY = (
     "SELECT * FROM messages /* indexed by messages_claim */"
     f" WHERE {_OF_QUEUE} AND claim_id = :claim_id {BY_SEQ_SORTED}"
 )
+# Reads a write starts from (a renewal, a give-back): the rows they return stay locked, so that
+# no concurrent change between the read and the write is written over (`Transaction`).
+GET_MESSAGES_LOCKED = GET_MESSAGES + " FOR UPDATE"
+CLAIMED_BY_LOCKED = CLAIMED_BY + " FOR UPDATE"
 EXPIRED = (
     "SELECT * FROM messages WHERE expires_at <= :now ORDER BY expires_at, seq LIMIT :limit"
     " FOR UPDATE SKIP LOCKED"
@@ -279,6 +283,7 @@ INSERT_CLAIM = _insert(
     "claims", ("id", "project", "queue", "ttl", "grace", "created_at", "expires_at")
 )
 GET_CLAIM = "SELECT * FROM claims WHERE project = :project AND queue = :queue AND id = :id"
+GET_CLAIM_LOCKED = GET_CLAIM + " FOR UPDATE"  # a renewal and a release take turns
 UPDATE_CLAIM = (
     "UPDATE claims SET ttl = :ttl, grace = :grace, expires_at = :expires_at WHERE id = :id"
 )

@@ -61,6 +61,12 @@ TAG_CLAIMED_BY = (
     " JOIN messages m ON m.id = s.message_id WHERE s.project = :project"
     " AND s.queue = :queue AND s.tag = :tag AND s.claim_id = :claim_id ORDER BY s.seq"
 )
+# Reads a write of the tag's states starts from lock the states they return (a message's own
+# row is the untagged consumers' and other tags' too, and stays free).
+TAG_CLAIMED_BY_LOCKED = TAG_CLAIMED_BY + " FOR UPDATE OF s"
+TAG_VIEWS_LOCKED = (
+    TAG_VIEWS.replace("LEFT JOIN tag_states s", "JOIN tag_states s") + " FOR UPDATE OF s"
+)
 SAVE_TAG_STATE = (
     "INSERT INTO tag_states (message_id, tag, project, queue, seq, state, claim_id,"
     " claim_expires_at, visible_at, claim_count, first_claimed_at) VALUES (:message_id, :tag,"

@@ -109,14 +109,17 @@ class TagStatements(Executor):
                                         "name": tag.name, "cursor_seq": cursor})  # fmt: skip
 
     def tag_messages(
-        self, project: str, queue: str, tag: str, ids: Sequence[str]
+        self, project: str, queue: str, tag: str, ids: Sequence[str], lock: bool = False
     ) -> list[tuple[Message, TagState | None]]:
         params = {"project": project, "queue": queue, "tag": tag, "ids": list(ids)}
-        return [_view(r) for r in self.all(t.TAG_VIEWS, params)]
+        return [_view(r) for r in self.all(t.TAG_VIEWS_LOCKED if lock else t.TAG_VIEWS, params)]
 
-    def tag_claimed_by(self, project: str, queue: str, tag: str, claim_id: str) -> list[Message]:
+    def tag_claimed_by(
+        self, project: str, queue: str, tag: str, claim_id: str, lock: bool = False
+    ) -> list[Message]:
         params = {"project": project, "queue": queue, "tag": tag, "claim_id": claim_id}
-        return [_view(r)[0] for r in self.all(t.TAG_CLAIMED_BY, params)]
+        sql = t.TAG_CLAIMED_BY_LOCKED if lock else t.TAG_CLAIMED_BY
+        return [_view(r)[0] for r in self.all(sql, params)]
 
     def save_tag_states(
         self, project: str, queue: str, tag: str, messages: Sequence[Message], state: TagState

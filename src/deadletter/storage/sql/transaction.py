@@ -166,9 +166,12 @@ class SQLTransaction(
             self._note_place(r)
         return stored
 
-    def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
+    def get_messages(
+        self, project: str, queue: str, ids: Sequence[str], lock: bool = False
+    ) -> list[Message]:
         return self._messages(
-            q.GET_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)}
+            q.GET_MESSAGES_LOCKED if lock else q.GET_MESSAGES,
+            {"project": project, "queue": queue, "ids": list(ids)},
         )
 
     def _oldest_of_both(
@@ -339,9 +342,12 @@ class SQLTransaction(
         """Forget the rows of a queue emptied (of any project: a later write reads anew)."""
         self._places = {i: p for i, p in self._places.items() if p[0] != queue}
 
-    def claimed_by(self, project: str, queue: str, claim_id: str) -> list[Message]:
+    def claimed_by(
+        self, project: str, queue: str, claim_id: str, lock: bool = False
+    ) -> list[Message]:
         return self._messages(
-            q.CLAIMED_BY, {"project": project, "queue": queue, "claim_id": claim_id}
+            q.CLAIMED_BY_LOCKED if lock else q.CLAIMED_BY,
+            {"project": project, "queue": queue, "claim_id": claim_id},
         )
 
     def expired(self, now: float, limit: int) -> list[tuple[str, Message]]:
@@ -368,8 +374,11 @@ class SQLTransaction(
             },
         )
 
-    def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord | None:
-        r = self.one(q.GET_CLAIM, {"project": project, "queue": queue, "id": claim_id})
+    def get_claim(
+        self, project: str, queue: str, claim_id: str, lock: bool = False
+    ) -> ClaimRecord | None:
+        key = {"project": project, "queue": queue, "id": claim_id}
+        r = self.one(q.GET_CLAIM_LOCKED if lock else q.GET_CLAIM, key)
         return _claim_from(r) if r else None
 
     def update_claim(self, claim: ClaimRecord) -> None:

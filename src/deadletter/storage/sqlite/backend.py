@@ -63,7 +63,7 @@ REDRIVE_IN_PLACE = (
     " FROM json_each(:ids) AS j) AS b"
     " WHERE messages.id = b.old AND messages.project = :project"
 )
-ROW_LOCK = re.compile(r"\s*FOR UPDATE( SKIP LOCKED)?")
+ROW_LOCK = re.compile(r"\s*FOR UPDATE( OF \w+)?( SKIP LOCKED)?")
 STARTS_WITH = re.compile(r"starts_with\((\w+), :(\w+)\)")
 INDEX_HINT = re.compile(r"/\* indexed by (\w+) \*/")
 

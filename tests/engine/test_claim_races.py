@@ -1,0 +1,173 @@
+"""A give-back (release, nack) racing a renewal or a visibility change of the same claim on
+PostgreSQL: whichever reads the message first holds it until it commits, so neither writes
+over the other with a state it read before the other committed.
+
+Each race is played in one order, deliberately: the renewal (or visibility change) reads the
+claim's messages in its transaction and stops there; the give-back starts in another
+transaction, and once it has either committed or is waiting for a row the first holds, the
+first goes on. Before the first's reads locked what they read, the give-back committed
+in between and the first then wrote the claim back over it. SQLite needs no such test: its
+writers are serial.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from deadletter.domain.model import NewMessage
+from deadletter.engine.engine import Engine
+from deadletter.storage import open_store
+from deadletter.storage.base import Store, Transaction
+from tests.engine.helpers import P
+from tests.services import POSTGRES_URL, postgres_schema
+
+pytestmark = pytest.mark.postgres
+
+TAGS = [pytest.param(None, id="untagged"), pytest.param("billing", id="tag")]
+
+
+@pytest.fixture
+def stores() -> Iterator[tuple[Store, Store]]:
+    """Two stores on one PostgreSQL schema: two pools, as two server processes have."""
+    with postgres_schema() as url:
+        first, second = open_store(url), open_store(url)
+        try:
+            yield first, second
+        finally:
+            first.close()
+            second.close()
+
+
+class Pause:
+    """Stops the first transaction of `store` that calls `method`, right after that read,
+    until `go` is set; `pid` is then its PostgreSQL backend."""
+
+    def __init__(self, store: Store, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reached = threading.Event()
+        self.go = threading.Event()
+        self.pid = 0
+        original = store.transaction
+
+        @contextmanager
+        def transaction() -> Iterator[Transaction]:
+            with original() as tx:
+                if not self.reached.is_set():
+                    self._stop_after(tx, method)
+                yield tx
+
+        monkeypatch.setattr(store, "transaction", transaction)
+
+    def _stop_after(self, tx: Any, method: str) -> None:
+        read = getattr(tx, method)
+
+        def read_then_wait(*args: Any, **kwargs: Any) -> Any:
+            result = read(*args, **kwargs)
+            if not self.reached.is_set():
+                self.pid = int(tx.one("SELECT pg_backend_pid() AS pid", {})["pid"])
+                self.reached.set()
+                self.go.wait()
+            return result
+
+        setattr(tx, method, read_then_wait)
+
+
+def _blocked_by(pid: int) -> bool:
+    """Whether some backend waits for a lock that `pid` holds."""
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid)))",
+            (pid,),
+        ).fetchone()
+        return bool(row and row[0])
+
+
+def race(pause: Pause, first: Callable[[], object], second: Callable[[], object]) -> list[str]:
+    """Run `first` up to its pause, then `second` until it has committed or waits for the
+    first; then let the first go on and wait for both. The errors each raised, by name."""
+    failures: list[str] = []
+
+    def run(work: Callable[[], object]) -> None:
+        try:
+            work()
+        except Exception as exc:
+            failures.append(type(exc).__name__)
+
+    one = threading.Thread(target=run, args=(first,))
+    one.start()
+    pause.reached.wait()
+    two = threading.Thread(target=run, args=(second,))
+    two.start()
+    while two.is_alive() and not _blocked_by(pause.pid):
+        time.sleep(0.01)
+    pause.go.set()
+    one.join()
+    two.join()
+    return failures
+
+
+def _claimed(engine: Engine, tag: str | None) -> tuple[str, str]:
+    """(message id, claim id) of a message sent to a new queue `q` and claimed for a minute."""
+    engine.create_queue(P, "q")
+    if tag is not None:
+        engine.create_tag(P, "q", tag)
+    (sent,) = engine.send(P, "q", [NewMessage(body=b"x")])
+    claim = engine.claim(P, "q", 1, ttl=60, tag=tag)
+    assert [m.id for m in claim.messages] == [sent.id]
+    return sent.id, claim.id
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_a_claim_released_while_it_is_renewed_stays_released(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch, tag: str | None
+) -> None:
+    renewing, releasing = Engine(stores[0]), Engine(stores[1])
+    message_id, claim_id = _claimed(releasing, tag)
+    # Given a renewal that has read the claim's messages
+    pause = Pause(stores[0], "claimed_by" if tag is None else "tag_claimed_by", monkeypatch)
+    # when the claim is released meanwhile
+    failures = race(
+        pause,
+        lambda: renewing.renew_claim(P, "q", claim_id, ttl=600, tag=tag),
+        lambda: releasing.release_claim(P, "q", claim_id, tag=tag),
+    )
+    # I expect both to have happened, one after the other: the message is free again
+    assert failures == []
+    again = releasing.claim(P, "q", 1, ttl=60, tag=tag)
+    assert [(m.id, m.claim_count) for m in again.messages] == [(message_id, 2)]
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_a_message_given_back_and_claimed_again_while_its_visibility_changes_keeps_its_new_claim(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch, tag: str | None
+) -> None:
+    changing, other = Engine(stores[0]), Engine(stores[1])
+    message_id, claim_id = _claimed(other, tag)
+    taken: list[str] = []
+
+    def give_back_and_claim_again() -> None:
+        other.release_message(P, "q", message_id, claim_id, tag=tag)
+        again = other.claim(P, "q", 1, ttl=600, tag=tag)
+        assert [(m.id, m.claim_count) for m in again.messages] == [(message_id, 2)]
+        taken.append(again.id)
+
+    # Given a visibility change that has read the message
+    pause = Pause(stores[0], "get_messages" if tag is None else "tag_messages", monkeypatch)
+    # when the message is given back and claimed by another consumer meanwhile
+    failures = race(
+        pause,
+        lambda: changing.change_visibility(P, "q", message_id, claim_id, 300, tag=tag),
+        give_back_and_claim_again,
+    )
+    # I expect the new claim to hold the message, its delivery counted
+    assert failures == []
+    assert len(taken) == 1
+    if tag is None:
+        assert other.get_message(P, "q", message_id).claim_count == 2
+    assert other.delete_message(P, "q", message_id, taken[0], tag=tag)
