@@ -171,3 +171,30 @@ def test_a_message_given_back_and_claimed_again_while_its_visibility_changes_kee
     if tag is None:
         assert other.get_message(P, "q", message_id).claim_count == 2
     assert other.delete_message(P, "q", message_id, taken[0], tag=tag)
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_a_delete_racing_a_give_back_and_a_new_claim_never_deletes_the_new_claims_message(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch, tag: str | None
+) -> None:
+    deleting, other = Engine(stores[0]), Engine(stores[1])
+    message_id, claim_id = _claimed(other, tag)
+    taken: list[str] = []
+
+    def give_back_and_claim_again() -> None:
+        other.release_message(P, "q", message_id, claim_id, tag=tag)
+        taken.append(other.claim(P, "q", 1, ttl=600, tag=tag).id)
+
+    # Given a delete under the claim that has read the message
+    pause = Pause(stores[0], "get_messages" if tag is None else "tag_messages", monkeypatch)
+    # when the message is given back and claimed by another consumer meanwhile
+    failures = race(
+        pause,
+        lambda: deleting.delete_message(P, "q", message_id, claim_id, tag=tag),
+        give_back_and_claim_again,
+    )
+    # I expect the delete to come first, whole: the give-back then finds the message gone,
+    # and no consumer was handed a message that a stale claim then deleted
+    assert len(failures) == 1
+    assert taken == []
+    assert other.claim(P, "q", 10, ttl=60, tag=tag).messages == ()

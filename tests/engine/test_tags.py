@@ -117,6 +117,16 @@ def test_a_message_stays_until_every_group_acknowledged_it(engine: Engine) -> No
     assert engine.get_tag(P, "q", "a").counts.acknowledged == 1
 
 
+def test_a_tag_acknowledges_a_message_it_never_claimed(engine: Engine) -> None:
+    engine.create_queue(P, "q")
+    engine.create_tag(P, "q", "a")
+    (m,) = send(engine, "q", "x")
+    # Without a claim, as an unclaimed message is deleted
+    assert engine.delete_message(P, "q", m.id, None, tag="a") is True
+    assert engine.claim(P, "q", 10, tag="a").messages == ()
+    assert engine.get_tag(P, "q", "a").counts.acknowledged == 1
+
+
 def test_deleting_a_tag_releases_what_only_it_still_needed(engine: Engine) -> None:
     engine.create_queue(P, "q")
     engine.create_tag(P, "q", "a")

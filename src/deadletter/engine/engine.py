@@ -251,11 +251,12 @@ class Engine(DeadLetterOperations, TagOperations):
             now = self.clock.now()
             if tag is not None:
                 return tag_claims.acknowledge(tx, pending, source, tag, held, now, strict)
+            # Locked: a give-back and a new claim committed meanwhile must not be deleted
+            # under the claim this read saw.
+            ids = [mid for mid, _ in held]
             found = {
                 m.id: m
-                for m in tags.not_done_by_default(
-                    tx.get_messages(project, queue, [mid for mid, _ in held])
-                )
+                for m in tags.not_done_by_default(tx.get_messages(project, queue, ids, lock=True))
                 if m.expires_at > now
             }
             results = [
