@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from deadletter.domain.model import NewMessage
+from deadletter.domain.model import Claim, NewMessage
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.base import Store, Transaction
@@ -123,6 +123,18 @@ def _claimed(engine: Engine, tag: str | None) -> tuple[str, str]:
     return sent.id, claim.id
 
 
+# The read of a claim's messages by id, untagged (True) or for a tag (False).
+_MESSAGES_READ = {True: "get_messages", False: "tag_messages"}
+
+
+def _give_back_and_claim_again(
+    engine: Engine, message_id: str, claim_id: str, tag: str | None, taken: list[Claim]
+) -> None:
+    """Another consumer's turn: the message given back, then claimed anew (into `taken`)."""
+    engine.release_message(P, "q", message_id, claim_id, tag=tag)
+    taken.append(engine.claim(P, "q", 1, ttl=600, tag=tag))
+
+
 @pytest.mark.parametrize("tag", TAGS)
 def test_a_claim_released_while_it_is_renewed_stays_released(
     stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch, tag: str | None
@@ -149,28 +161,22 @@ def test_a_message_given_back_and_claimed_again_while_its_visibility_changes_kee
 ) -> None:
     changing, other = Engine(stores[0]), Engine(stores[1])
     message_id, claim_id = _claimed(other, tag)
-    taken: list[str] = []
-
-    def give_back_and_claim_again() -> None:
-        other.release_message(P, "q", message_id, claim_id, tag=tag)
-        again = other.claim(P, "q", 1, ttl=600, tag=tag)
-        assert [(m.id, m.claim_count) for m in again.messages] == [(message_id, 2)]
-        taken.append(again.id)
-
+    taken: list[Claim] = []
     # Given a visibility change that has read the message
-    pause = Pause(stores[0], "get_messages" if tag is None else "tag_messages", monkeypatch)
+    pause = Pause(stores[0], _MESSAGES_READ[tag is None], monkeypatch)
     # when the message is given back and claimed by another consumer meanwhile
     failures = race(
         pause,
         lambda: changing.change_visibility(P, "q", message_id, claim_id, 300, tag=tag),
-        give_back_and_claim_again,
+        lambda: _give_back_and_claim_again(other, message_id, claim_id, tag, taken),
     )
     # I expect the new claim to hold the message, its delivery counted
     assert failures == []
-    assert len(taken) == 1
+    (again,) = taken
+    assert [(m.id, m.claim_count) for m in again.messages] == [(message_id, 2)]
     if tag is None:
         assert other.get_message(P, "q", message_id).claim_count == 2
-    assert other.delete_message(P, "q", message_id, taken[0], tag=tag)
+    assert other.delete_message(P, "q", message_id, again.id, tag=tag)
 
 
 @pytest.mark.parametrize("tag", TAGS)
@@ -179,19 +185,14 @@ def test_a_delete_racing_a_give_back_and_a_new_claim_never_deletes_the_new_claim
 ) -> None:
     deleting, other = Engine(stores[0]), Engine(stores[1])
     message_id, claim_id = _claimed(other, tag)
-    taken: list[str] = []
-
-    def give_back_and_claim_again() -> None:
-        other.release_message(P, "q", message_id, claim_id, tag=tag)
-        taken.append(other.claim(P, "q", 1, ttl=600, tag=tag).id)
-
+    taken: list[Claim] = []
     # Given a delete under the claim that has read the message
-    pause = Pause(stores[0], "get_messages" if tag is None else "tag_messages", monkeypatch)
+    pause = Pause(stores[0], _MESSAGES_READ[tag is None], monkeypatch)
     # when the message is given back and claimed by another consumer meanwhile
     failures = race(
         pause,
         lambda: deleting.delete_message(P, "q", message_id, claim_id, tag=tag),
-        give_back_and_claim_again,
+        lambda: _give_back_and_claim_again(other, message_id, claim_id, tag, taken),
     )
     # I expect the delete to come first, whole: the give-back then finds the message gone,
     # and no consumer was handed a message that a stale claim then deleted
