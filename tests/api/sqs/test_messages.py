@@ -131,6 +131,19 @@ def test_delete_and_delete_batch(sqs: Any, make_queue: Any) -> None:
     assert [m["Body"] for m in left] == ["m2"]
 
 
+@pytest.mark.parametrize("action", ["delete_message_batch", "change_message_visibility_batch"])
+def test_a_batch_of_bad_handles_on_a_missing_queue_names_the_queue(
+    sqs: Any, make_queue: Any, action: str
+) -> None:
+    url = make_queue("gone")
+    sqs.delete_queue(QueueUrl=url)
+    entry = {"Id": "a", "ReceiptHandle": "not-a-handle", "VisibilityTimeout": 0}
+    if action == "delete_message_batch":
+        del entry["VisibilityTimeout"]
+    with pytest.raises(sqs.exceptions.QueueDoesNotExist):
+        getattr(sqs, action)(QueueUrl=url, Entries=[entry])
+
+
 def test_a_stale_receipt_handle_deletes_nothing(sqs: Any, make_queue: Any) -> None:
     url = make_queue("orders", VisibilityTimeout="0")
     sqs.send_message(QueueUrl=url, MessageBody="x")

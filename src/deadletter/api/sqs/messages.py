@@ -346,22 +346,30 @@ def _delete(call: Call, name: str, claim_id: str, message_id: str, tag: str | No
 
 
 def delete_message_batch(call: Call) -> dict[str, Any]:
-    """All valid entries are deleted in one transaction."""
+    """All valid entries are deleted in one transaction (one per consumer tag their handles
+    name). A missing queue refuses the whole request, as for the visibility batch."""
     name, _ = _tagged(call.queue())
+    try:
+        entries = batch_entries(call, "DeleteMessageBatch")
+    except SqsError:
+        call.engine.get_queue(call.project, name)
+        raise
     failed = []
     # (entry id, message id, claim id) by the consumer tag of their handles
     valid: dict[str | None, list[tuple[str, str, str]]] = {}
-    for e in batch_entries(call, "DeleteMessageBatch"):
+    for e in entries:
         try:
             claim_id, message_id, tag = _parse_handle(e.get("ReceiptHandle"))
             valid.setdefault(tag, []).append((e["Id"], message_id, claim_id))
         except SqsError as exc:
             failed.append(entry_failure(e["Id"], exc))
     outcomes: list[tuple[str, bool | errors.DeadletterError]] = []
-    for tag, entries in valid.items():
-        held: list[tuple[str, str | None]] = [(mid, cid) for _, mid, cid in entries]
+    for tag, named in valid.items():
+        held: list[tuple[str, str | None]] = [(mid, cid) for _, mid, cid in named]
         results = call.engine.delete_held(call.project, name, held, strict=False, tag=tag)
-        outcomes += [(e[0], r) for e, r in zip(entries, results, strict=True)]
+        outcomes += [(e[0], r) for e, r in zip(named, results, strict=True)]
+    if not valid:
+        call.engine.get_queue(call.project, name)
     successful = []
     for entry_id, result in outcomes:
         # A stale handle or a message already gone is no error on SQS either.
