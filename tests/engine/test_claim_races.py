@@ -8,6 +8,8 @@ transaction, and once it has either committed or is waiting for a row the first 
 first goes on. Before the first's reads locked what they read, the give-back committed
 in between and the first then wrote the claim back over it. SQLite needs no such test: its
 writers are serial.
+
+A sweep that settles messages become visible does not make a claim beside it skip them.
 """
 
 from __future__ import annotations
@@ -199,3 +201,24 @@ def test_a_delete_racing_a_give_back_and_a_new_claim_never_deletes_the_new_claim
     assert len(failures) == 1
     assert taken == []
     assert other.claim(P, "q", 10, ttl=60, tag=tag).messages == ()
+
+
+def test_a_message_given_back_with_no_delay_is_claimed_again_beside_the_sweep(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sweeping, consumer = Engine(stores[0]), Engine(stores[1])
+    consumer.create_queue(P, "q")
+    (sent,) = consumer.send(P, "q", [NewMessage(body=b"x")])
+    # Given a message received with a visibility of 0 (SQS's way to give it back at once)
+    assert [m.id for m in consumer.claim(P, "q", 1, ttl=0).messages] == [sent.id]
+    taken: list[Claim] = []
+    # When the sweep settles what has become visible, in a transaction still open
+    pause = Pause(stores[0], "settle_hidden", monkeypatch)
+    failures = race(
+        pause,
+        sweeping.sweep_expired,
+        lambda: taken.append(consumer.claim(P, "q", 1, ttl=0)),
+    )
+    # I expect the next receive to get it, not to skip it as locked by the sweep
+    assert failures == []
+    assert [[m.id for m in claim.messages] for claim in taken] == [[sent.id]]

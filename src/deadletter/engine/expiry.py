@@ -17,6 +17,12 @@ from deadletter.storage.base import Transaction
 SWEEP_BATCH = 1000
 # Claim records are kept this long past their expiry, then deleted.
 STALE_CLAIM_AGE = 3600
+# A claimed or delayed message is settled as visible once it has been visible this long.
+# Settling locks the row, and a consumer's claim skips a locked row: a message given back
+# with no delay and claimed again at once (SQS's visibility 0) would come back empty whenever
+# a sweep held it. Left alone for a second, it is the consumers' first; stats count it as
+# visible meanwhile (`counts`), from the kept counts less those not yet settled.
+SETTLE_AFTER = 1.0
 
 
 def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
@@ -43,7 +49,7 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
     for (project, name), messages in _by_queue(due).items():
         _lapsed_last_claims(tx, pending, project, name, messages, now)
     # Claims that lapsed and delays that ended are noted, so that stats stay flat.
-    settled = tx.settle_hidden(now, limit)
+    settled = tx.settle_hidden(now - SETTLE_AFTER, limit)
     tx.delete_stale_claims(now - STALE_CLAIM_AGE)
     return max(len(found), len(due), settled)
 
