@@ -177,6 +177,7 @@ def _run_workers(config: ServerConfig) -> None:
     Multiprocess: SIGTERM or SIGINT stops each gracefully, a dead one is replaced)."""
     open_store(config.database_url).close()  # migrate once, and fail here if unreachable
     os.environ[CONFIG_ENV] = config_to_json(config)
+    os.environ[SUPERVISOR_ENV] = str(os.getpid())
     settings = uvicorn.Config(
         f"{__name__}:worker_app", factory=True, workers=config.workers, **_uvicorn_options(config)
     )
@@ -202,48 +203,73 @@ def worker_app() -> Starlette:
     lifespan closes the store last, after the background worker has stopped."""
     config = config_from_json(os.environ[CONFIG_ENV])
     configure_logging(config.log_level)
-    _stop_when_orphaned(os.getppid())
-    store = _open_when_reachable(config.database_url)
+    orphaned = _stop_when_orphaned(int(os.environ[SUPERVISOR_ENV]))
+    store = _open_when_reachable(config.database_url, orphaned)
     return _app(config, store, config.auth_required, first=[_Closing(store)])
 
 
 ORPHAN_CHECK_SECONDS = 1.0
+# The supervisor's pid, left in its workers' environment: a worker that starts after the
+# supervisor died has been given another parent already, and must know it is orphaned.
+SUPERVISOR_ENV = "DEADLETTER_SUPERVISOR_PID"
 # A worker that cannot open its store tries again after these many seconds, doubled each
 # time up to the last.
 STORE_RETRY_SECONDS = (0.5, 30.0)
 
 
-def _open_when_reachable(url: str) -> Store:
+def _open_when_reachable(url: str, stop: threading.Event) -> Store:
     """The worker's store, once the database lets it open. The supervisor opened it at start,
     so a failure here is the database's state (a restart, a failover, a dropped schema), not
     the configuration's. A worker that died of it would be replaced at once by uvicorn's
     supervisor, which does so twice a second, for as long as the database stays away; so
-    it waits instead, backing off, and serves once the database is back."""
-    delay, longest = STORE_RETRY_SECONDS
-    while True:
-        try:
-            return open_store(url)
-        except Exception as exc:
-            log.warning(
-                "cannot open the store; retrying",
-                extra={"store": _redacted(url), "error": str(exc), "retry_in": delay},
-            )
-        time.sleep(delay)
-        delay = min(delay * 2, longest)
+    it waits instead, backing off, and serves once the database is back.
+
+    uvicorn has not started serving yet, so its handlers of SIGTERM and SIGINT would only
+    note a stop for later: while waiting, a stop (the supervisor's, or `stop` set once the
+    supervisor is gone) ends the wait and the process instead."""
+    stopping = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOP_SIGNALS}
+    try:
+        delay, longest = STORE_RETRY_SECONDS
+        while not stop.is_set():
+            try:
+                store = open_store(url)
+            except Exception as exc:
+                log.warning(
+                    "cannot open the store; retrying",
+                    extra={"store": _redacted(url), "error": str(exc), "retry_in": delay},
+                )
+                stop.wait(delay)
+                delay = min(delay * 2, longest)
+                continue
+            if not stop.is_set():
+                return store
+            store.close()
+        log.info("stopped while waiting for the store")
+        raise SystemExit(0)
+    finally:
+        for sig, handler in stopping.items():
+            signal.signal(sig, handler)
 
 
-def _stop_when_orphaned(supervisor: int) -> None:
-    """Stop this worker gracefully once its supervisor is gone. A supervisor killed outright
-    (`kill -9`, the OOM killer) cannot stop its workers, and an orphaned worker would go on
-    serving the inherited socket, so that a restarted `serve` could not bind the port."""
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _stop_when_orphaned(supervisor: int) -> threading.Event:
+    """Stop this worker gracefully once its supervisor is gone; the event returned is set
+    then. A supervisor killed outright (`kill -9`, the OOM killer) cannot stop its workers,
+    and an orphaned worker would go on serving the inherited socket, so that a restarted
+    `serve` could not bind the port."""
+    orphaned = threading.Event()
 
     def watch() -> None:
         while os.getppid() == supervisor:
             time.sleep(ORPHAN_CHECK_SECONDS)
         log.warning("supervisor gone; stopping this worker", extra={"supervisor": supervisor})
+        orphaned.set()
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="deadletter-orphan-watch", daemon=True).start()
+    return orphaned
 
 
 class _Closing:

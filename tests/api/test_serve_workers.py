@@ -132,6 +132,45 @@ def test_a_worker_replaced_while_its_database_is_away_waits_for_it(tmp_path: Pat
             stop(proc)
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("stop_with", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill"])
+def test_a_worker_waiting_for_its_database_stops_with_its_supervisor(
+    tmp_path: Path, stop_with: signal.Signals
+) -> None:
+    with postgres_schema() as db:
+        proc, _ = start(db, tmp_path, "--workers", "2")
+        schema = unquote(db).rsplit("search_path=", 1)[1]
+        everything = set(children_of(proc.pid))
+        try:
+            # Given a replacement worker waiting for the database's schema to come back
+            (first, _) = workers_of(proc.pid)
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+                conn.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{schema}_away"')
+            os.kill(first, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while len(workers_of(proc.pid)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            everything |= set(children_of(proc.pid))
+            # When the supervisor is stopped (or killed outright)
+            os.kill(proc.pid, stop_with)
+            proc.wait(timeout=60)
+            # I expect every process it started to end, the waiting one too
+            deadline = time.monotonic() + 30
+            while any(alive(pid) for pid in everything) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert [cmdline(pid) for pid in everything if alive(pid)] == []
+        finally:
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+                away = f"{schema}_away"
+                named = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
+                if conn.execute(named, (away,)).fetchone():
+                    conn.execute(f'ALTER SCHEMA "{away}" RENAME TO "{schema}"')
+            stop(proc)
+            for pid in everything:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
 def workers_of(supervisor: int) -> list[int]:
     return [pid for pid in children_of(supervisor) if "spawn_main" in cmdline(pid)]
 
