@@ -45,7 +45,7 @@ from deadletter.engine import (
 from deadletter.engine.dead_letter_operations import DeadLetterOperations
 from deadletter.engine.events import EngineListener
 from deadletter.engine.ids import new_id
-from deadletter.engine.lookups import held_message, live_messages, require_queue
+from deadletter.engine.lookups import held_message, held_rows, live_messages, require_queue
 from deadletter.engine.subscriptions import Subscriptions, fan_out
 from deadletter.engine.tag_operations import TagOperations
 from deadletter.engine.transactions import Pending, Runner
@@ -255,9 +255,7 @@ class Engine(DeadLetterOperations, TagOperations):
             # under the claim this read saw.
             ids = [mid for mid, _ in held]
             found = {
-                m.id: m
-                for m in tags.not_done_by_default(tx.get_messages(project, queue, ids, lock=True))
-                if m.expires_at > now
+                m.id: m for m in tags.not_done_by_default(held_rows(tx, project, queue, ids, now))
             }
             results = [
                 transitions.may_delete(found.get(mid), mid, cid, now, strict) for mid, cid in held

@@ -112,18 +112,6 @@ def dead_letter(
     return copies
 
 
-def _views_locked(
-    tx: Transaction, queue: Queue, tag: str, ids: Sequence[str]
-) -> list[tuple[Message, TagState | None]]:
-    """The tag's view of each message, its state locked where it has one: a give-back and a
-    new claim committed meanwhile must not be acknowledged under the claim this read saw. A
-    message the tag never claimed has no state to lock, and is read as it is."""
-    views = tx.tag_messages(queue.project, queue.name, tag, ids, lock=True)
-    seen = {m.id for m, _ in views}
-    rest = [i for i in ids if i not in seen]
-    return views + tx.tag_messages(queue.project, queue.name, tag, rest) if rest else views
-
-
 def acknowledge(
     tx: Transaction,
     pending: Pending,
@@ -139,7 +127,9 @@ def acknowledge(
     ids = [mid for mid, _ in held]
     found = {
         m.id: m
-        for m, state in _views_locked(tx, queue, tag.name, ids)
+        # Locked: a give-back and a new claim committed meanwhile must not be acknowledged
+        # under the claim this read saw.
+        for m, state in tx.tag_messages(queue.project, queue.name, tag.name, ids, lock=True)
         if m.expires_at > now and (state is None or not state.final) and tag.sees(m)
     }
     results = [transitions.may_delete(found.get(mid), mid, cid, now, strict) for mid, cid in held]

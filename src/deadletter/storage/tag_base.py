@@ -47,9 +47,9 @@ class TagTransaction(abc.ABC):
     def tag_messages(
         self, project: str, queue: str, tag: str, ids: Sequence[str], lock: bool = False
     ) -> list[tuple[Message, TagState | None]]:
-        """Messages of `queue` among `ids` as `tag` sees them, with its state of each. With
-        `lock`, only those the tag has a state of, whose state rows stay locked until this
-        transaction ends (`Transaction`): a message the tag never touched has none to lock."""
+        """Messages of `queue` among `ids` as `tag` sees them, with its state of each, oldest
+        first. With `lock`, the states stay locked until this transaction ends
+        (`Transaction`); a message the tag never touched has none to lock."""
 
     @abc.abstractmethod
     def tag_claimed_by(

@@ -112,7 +112,16 @@ class TagStatements(Executor):
         self, project: str, queue: str, tag: str, ids: Sequence[str], lock: bool = False
     ) -> list[tuple[Message, TagState | None]]:
         params = {"project": project, "queue": queue, "tag": tag, "ids": list(ids)}
-        return [_view(r) for r in self.all(t.TAG_VIEWS_LOCKED if lock else t.TAG_VIEWS, params)]
+        if not lock:
+            return [_view(r) for r in self.all(t.TAG_VIEWS, params)]
+        # Only a state can be locked (a lock on the outer join's nullable side is refused):
+        # the messages the tag has none of are read as they are.
+        views = [_view(r) for r in self.all(t.TAG_VIEWS_LOCKED, params)]
+        seen = {m.id for m, _ in views}
+        rest = [i for i in ids if i not in seen]
+        if rest:
+            views += [_view(r) for r in self.all(t.TAG_VIEWS, {**params, "ids": rest})]
+        return sorted(views, key=lambda view: view[0].seq)
 
     def tag_claimed_by(
         self, project: str, queue: str, tag: str, claim_id: str, lock: bool = False
