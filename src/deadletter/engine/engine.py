@@ -251,21 +251,28 @@ class Engine(DeadLetterOperations, TagOperations):
             now = self.clock.now()
             if tag is not None:
                 return tag_claims.acknowledge(tx, pending, source, tag, held, now, strict)
+            deleted: set[str] = set()
+            claims = {cid for _, cid in held}
+            if len(claims) == 1 and None not in claims and not source.settings.consumer_tags:
+                # The common acknowledgement, a batch under one claim, in one statement; only
+                # what it leaves is read, to say why.
+                ids = [mid for mid, _ in held]
+                deleted = set(tx.delete_held(project, queue, ids, str(*claims), now, strict))
+            rest = [(mid, cid) for mid, cid in held if mid not in deleted]
             # Locked: a give-back and a new claim committed meanwhile must not be deleted
             # under the claim this read saw.
-            ids = [mid for mid, _ in held]
-            found = {
-                m.id: m for m in tags.not_done_by_default(held_rows(tx, project, queue, ids, now))
-            }
-            results = [
-                transitions.may_delete(found.get(mid), mid, cid, now, strict) for mid, cid in held
+            rows = held_rows(tx, project, queue, [mid for mid, _ in rest], now) if rest else []
+            found = {m.id: m for m in tags.not_done_by_default(rows)}
+            verdicts = [
+                transitions.may_delete(found.get(mid), mid, cid, now, strict) for mid, cid in rest
             ]
-            gone = [mid for (mid, _), ok in zip(held, results, strict=True) if ok is True]
-            if gone:
-                count = self._acknowledged(tx, source, [found[mid] for mid in gone])
+            gone = [found[mid] for (mid, _), ok in zip(rest, verdicts, strict=True) if ok is True]
+            count = len(deleted) + (self._acknowledged(tx, source, gone) if gone else 0)
+            if count:
                 tx.bump_counter(project, queue, counters.ACKNOWLEDGED, count)
                 pending.calls.append(lambda lst: lst.acknowledged(project, queue, count))
-            return results
+            answers = iter(verdicts)
+            return [True if mid in deleted else next(answers) for mid, _ in held]
 
         return self._run(work)
 

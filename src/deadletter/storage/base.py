@@ -187,6 +187,13 @@ class Transaction(TagTransaction):
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int: ...
 
     @abc.abstractmethod
+    def delete_held(
+        self, project: str, queue: str, ids: Sequence[str], claim_id: str, now: float, live: bool
+    ) -> list[str]:
+        """Delete the unexpired messages among `ids` whose claim is `claim_id` (and, with
+        `live`, has not lapsed): an acknowledgement in one statement. The ids deleted."""
+
+    @abc.abstractmethod
     def purge(self, project: str, queue: str) -> int: ...
 
     @abc.abstractmethod

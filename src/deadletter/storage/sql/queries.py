@@ -194,6 +194,14 @@ UPDATE_MESSAGE = (
 # Deletions return the dead-letter source and class of each row, which the counts go by.
 _GONE = " RETURNING COALESCE(dl_source, '') AS source, hidden"
 DELETE_MESSAGES = f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE}" + _GONE
+# An acknowledgement in one statement (`SQLTransaction.delete_held`): what `held_rows`,
+# `tags.not_done_by_default` and `transitions.may_delete` would let the claim delete.
+DELETE_HELD = (
+    f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE} AND claim_id = :claim"
+    " AND expires_at > :now AND (:lapsed OR claim_expires_at > :now)"
+    " AND only_tag IS NULL AND visible_at < :done"
+    " RETURNING id, COALESCE(dl_source, '') AS source, hidden"
+)
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
 PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue" + _GONE
 # Where the messages a write changes are, when the transaction did not read them locked

@@ -331,6 +331,19 @@ class SQLTransaction(
             self._places.pop(i, None)
         return self._remove_depths(project, queue, rows)
 
+    def delete_held(
+        self, project: str, queue: str, ids: Sequence[str], claim_id: str, now: float, live: bool
+    ) -> list[str]:
+        key = {"project": project, "queue": queue, "ids": list(ids), "claim": claim_id}
+        rows = self.all(
+            q.DELETE_HELD, {**key, "now": now, "lapsed": not live, "done": DEFAULT_DONE_AT}
+        )
+        gone = [str(r["id"]) for r in rows]
+        for i in gone:
+            self._places.pop(i, None)
+        self._remove_depths(project, queue, rows)
+        return gone
+
     def purge(self, project: str, queue: str) -> int:
         key = {"project": project, "queue": queue}
         self.run(q.PURGE_CLAIMS, key)
