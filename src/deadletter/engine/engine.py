@@ -29,6 +29,7 @@ from deadletter.domain.model import (
     QueueStats,
 )
 from deadletter.engine import (
+    acknowledgements,
     claims,
     counters,
     dead_letters,
@@ -45,7 +46,7 @@ from deadletter.engine import (
 from deadletter.engine.dead_letter_operations import DeadLetterOperations
 from deadletter.engine.events import EngineListener
 from deadletter.engine.ids import new_id
-from deadletter.engine.lookups import held_message, held_rows, live_messages, require_queue
+from deadletter.engine.lookups import held_message, live_messages, require_queue
 from deadletter.engine.subscriptions import Subscriptions, fan_out
 from deadletter.engine.tag_operations import TagOperations
 from deadletter.engine.transactions import Pending, Runner
@@ -245,34 +246,33 @@ class Engine(DeadLetterOperations, TagOperations):
         """Acknowledge several (message id, claim id) pairs in one transaction, each by the
         rules of `delete_message`; per pair, whether it was deleted or why it was refused.
         With `tag`, for that consumer tag only."""
+        return self.acknowledge(project, queue, [(mid, cid, tag) for mid, cid in held], strict)
+
+    def acknowledge(
+        self,
+        project: str,
+        queue: str,
+        held: Sequence[tuple[str, str | None, str | None]],
+        strict: bool = True,
+    ) -> list[bool | errors.DeadletterError]:
+        """`delete_held` of (message id, claim id, consumer tag) triples, each for its tag
+        (None: the untagged consumers), all in one transaction."""
 
         def work(tx: Transaction, pending: Pending) -> list[bool | errors.DeadletterError]:
             source = require_queue(tx, project, queue)
             now = self.clock.now()
-            if tag is not None:
-                return tag_claims.acknowledge(tx, pending, source, tag, held, now, strict)
-            deleted: set[str] = set()
-            claims = {cid for _, cid in held}
-            if len(claims) == 1 and None not in claims and not source.settings.consumer_tags:
-                # The common acknowledgement, a batch under one claim, in one statement; only
-                # what it leaves is read, to say why.
-                ids = [mid for mid, _ in held]
-                deleted = set(tx.delete_held(project, queue, ids, str(*claims), now, strict))
-            rest = [(mid, cid) for mid, cid in held if mid not in deleted]
-            # Locked: a give-back and a new claim committed meanwhile must not be deleted
-            # under the claim this read saw.
-            rows = held_rows(tx, project, queue, [mid for mid, _ in rest], now) if rest else []
-            found = {m.id: m for m in tags.not_done_by_default(rows)}
-            verdicts = [
-                transitions.may_delete(found.get(mid), mid, cid, now, strict) for mid, cid in rest
-            ]
-            gone = [found[mid] for (mid, _), ok in zip(rest, verdicts, strict=True) if ok is True]
-            count = len(deleted) + (self._acknowledged(tx, source, gone) if gone else 0)
-            if count:
-                tx.bump_counter(project, queue, counters.ACKNOWLEDGED, count)
-                pending.calls.append(lambda lst: lst.acknowledged(project, queue, count))
-            answers = iter(verdicts)
-            return [True if mid in deleted else next(answers) for mid, _ in held]
+            by_tag: dict[str | None, list[int]] = {}
+            for i, (_, _, tag) in enumerate(held):
+                by_tag.setdefault(tag, []).append(i)
+            results: dict[int, bool | errors.DeadletterError] = {}
+            for tag, where in by_tag.items():
+                pairs = [(held[i][0], held[i][1]) for i in where]
+                if tag is None:
+                    got = acknowledgements.acknowledge(tx, pending, source, pairs, now, strict)
+                else:
+                    got = tag_claims.acknowledge(tx, pending, source, tag, pairs, now, strict)
+                results.update(zip(where, got, strict=True))
+            return [results[i] for i in range(len(held))]
 
         return self._run(work)
 
@@ -283,7 +283,7 @@ class Engine(DeadLetterOperations, TagOperations):
             source = require_queue(tx, project, queue)
             if source.settings.consumer_tags:
                 found = tags.not_done_by_default(tx.get_messages(project, queue, ids))
-                gone = self._acknowledged(tx, source, found)
+                gone = acknowledgements.finished(tx, source, found)
             else:
                 gone = tx.delete_messages(project, queue, ids)
             if gone:
@@ -300,21 +300,12 @@ class Engine(DeadLetterOperations, TagOperations):
             source = require_queue(tx, project, queue)
             taken = fifo.claimable(tx, source, self.clock.now(), limit)
             if taken:
-                self._acknowledged(tx, source, taken)
+                acknowledgements.finished(tx, source, taken)
                 tx.bump_counter(project, queue, counters.ACKNOWLEDGED, len(taken))
                 pending.calls.append(lambda lst: lst.acknowledged(project, queue, len(taken)))
             return taken
 
         return self._run(work)
-
-    @staticmethod
-    def _acknowledged(tx: Transaction, queue: Queue, messages: Sequence[Message]) -> int:
-        """The untagged consumers are done with `messages`: they leave the queue, or, on a
-        queue with tags, stay until the tags are done too."""
-        if queue.settings.consumer_tags:
-            tags.finish_default(tx, queue, messages)
-            return len({m.id for m in messages})
-        return tx.delete_messages(queue.project, queue.name, [m.id for m in messages])
 
     # Claims
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from deadletter.client import Client
+
 
 def test_send_and_send_batch_run_one_transaction_each(
     sqs: Any, make_queue: Callable[..., str], counted: list[str]
@@ -92,3 +94,31 @@ def test_visibility_and_delete_batches_run_one_transaction_each(
     assert counted == ["write"]
     assert [e["Id"] for e in answer["Successful"]] == ["a", "c"]
     assert [e["Id"] for e in answer["Failed"]] == ["garbage"]
+
+
+def test_a_delete_batch_of_handles_of_several_consumer_tags_is_one_transaction(
+    sqs: Any, make_queue: Callable[..., str], counted: list[str], server_url: str
+) -> None:
+    url = make_queue("one-tx-tags")
+    with Client(server_url) as native:
+        native.create_tag("one-tx-tags", "billing")
+    sqs.send_message(QueueUrl=url, MessageBody="order")
+    # Given the message received by the untagged consumers and by billing
+    (mine,) = sqs.receive_message(QueueUrl=url, VisibilityTimeout=300)["Messages"]
+    (billing,) = sqs.receive_message(QueueUrl=url + ":billing", VisibilityTimeout=300)["Messages"]
+    # When one batch deletes it with both handles
+    counted.clear()
+    answer = sqs.delete_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": "mine", "ReceiptHandle": mine["ReceiptHandle"]},
+            {"Id": "billing", "ReceiptHandle": billing["ReceiptHandle"]},
+        ],
+    )
+    # I expect one transaction, each entry done: everyone is done with it, so it is gone
+    assert counted == ["write"]
+    assert [e["Id"] for e in answer["Successful"]] == ["mine", "billing"]
+    assert answer.get("Failed", []) == []
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "0"

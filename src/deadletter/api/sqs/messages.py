@@ -346,8 +346,8 @@ def _delete(call: Call, name: str, claim_id: str, message_id: str, tag: str | No
 
 
 def delete_message_batch(call: Call) -> dict[str, Any]:
-    """All valid entries are deleted in one transaction (one per consumer tag their handles
-    name). A missing queue refuses the whole request, as for the visibility batch."""
+    """All valid entries are deleted in one transaction, whichever consumer tags their
+    handles name. A missing queue refuses the whole request, as for the visibility batch."""
     name, _ = _tagged(call.queue())
     try:
         entries = batch_entries(call, "DeleteMessageBatch")
@@ -355,21 +355,22 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
         call.engine.get_queue(call.project, name)
         raise
     failed = []
-    # (entry id, message id, claim id) by the consumer tag of their handles
-    valid: dict[str | None, list[tuple[str, str, str]]] = {}
+    named: list[str] = []  # the entry ids of `held`
+    held: list[tuple[str, str | None, str | None]] = []  # (message id, claim id, tag)
     for e in entries:
         try:
             claim_id, message_id, tag = _parse_handle(e.get("ReceiptHandle"))
-            valid.setdefault(tag, []).append((e["Id"], message_id, claim_id))
         except SqsError as exc:
             failed.append(entry_failure(e["Id"], exc))
-    outcomes: list[tuple[str, bool | errors.DeadletterError]] = []
-    for tag, named in valid.items():
-        held: list[tuple[str, str | None]] = [(mid, cid) for _, mid, cid in named]
-        results = call.engine.delete_held(call.project, name, held, strict=False, tag=tag)
-        outcomes += [(e[0], r) for e, r in zip(named, results, strict=True)]
-    if not valid:
+            continue
+        named.append(e["Id"])
+        held.append((message_id, claim_id, tag))
+    if held:
+        results = call.engine.acknowledge(call.project, name, held, strict=False)
+    else:
         call.engine.get_queue(call.project, name)
+        results = []
+    outcomes = list(zip(named, results, strict=True))
     successful = []
     for entry_id, result in outcomes:
         # A stale handle or a message already gone is no error on SQS either.
