@@ -352,6 +352,7 @@ class SqsDriver(Driver):
         self.redrive_mode = "native" if native_redrive else "client-side"
         self.wait = wait
         self._urls: dict[str, str] = {}
+        self._arns: dict[str, str] = {}
         self._lock = threading.Lock()
         self._admin = self.client()
 
@@ -375,8 +376,15 @@ class SqsDriver(Driver):
             return self._urls[name]
 
     def arn(self, name: str) -> str:
+        """A queue's ARN, asked once: a move task's polling names it each time, and asking
+        anew each time would put a request of its own in the W3 timing."""
+        with self._lock:
+            if name in self._arns:
+                return self._arns[name]
         r = self._admin.get_queue_attributes(QueueUrl=self.url(name), AttributeNames=["QueueArn"])
         arn: str = r["Attributes"]["QueueArn"]
+        with self._lock:
+            self._arns[name] = arn
         return arn
 
     def session(self) -> Session:
