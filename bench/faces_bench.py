@@ -60,7 +60,7 @@ def server_cpu_ns(pid: int) -> int:
 
 
 class Connection:
-    """One keep-alive HTTP/1.1 connection; each request answers (status, body)."""
+    """One keep-alive HTTP/1.1 connection; a request answers its body, or raises on an error."""
 
     def __init__(self, port: int) -> None:
         self.http = http.client.HTTPConnection("127.0.0.1", port)

@@ -199,8 +199,7 @@ DELETE_MESSAGES = f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE}" +
 DELETE_HELD = (
     f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE} AND claim_id = :claim"
     " AND expires_at > :now AND (:lapsed OR claim_expires_at > :now)"
-    " AND only_tag IS NULL AND visible_at < :done"
-    " RETURNING id, COALESCE(dl_source, '') AS source, hidden"
+    " AND only_tag IS NULL AND visible_at < :done" + _GONE + ", id"
 )
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
 PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue" + _GONE

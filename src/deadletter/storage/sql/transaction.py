@@ -334,10 +334,9 @@ class SQLTransaction(
     def delete_held(
         self, project: str, queue: str, ids: Sequence[str], claim_id: str, now: float, live: bool
     ) -> list[str]:
-        key = {"project": project, "queue": queue, "ids": list(ids), "claim": claim_id}
-        rows = self.all(
-            q.DELETE_HELD, {**key, "now": now, "lapsed": not live, "done": DEFAULT_DONE_AT}
-        )
+        of_queue = {"project": project, "queue": queue, "ids": list(ids)}
+        held = {"claim": claim_id, "now": now, "lapsed": not live, "done": DEFAULT_DONE_AT}
+        rows = self.all(q.DELETE_HELD, {**of_queue, **held})
         gone = [str(r["id"]) for r in rows]
         for i in gone:
             self._places.pop(i, None)
