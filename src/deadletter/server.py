@@ -220,14 +220,17 @@ STORE_RETRY_SECONDS = (0.5, 30.0)
 def _open_when_reachable(url: str, stop: threading.Event) -> Store:
     """The worker's store, once the database lets it open. The supervisor opened it at start,
     so a failure here is the database's state (a restart, a failover, a dropped schema), not
-    the configuration's. A worker that died of it would be replaced at once by uvicorn's
-    supervisor, which does so twice a second, for as long as the database stays away; so
-    it waits instead, backing off, and serves once the database is back.
+    the configuration's. A worker that died of it would be replaced by uvicorn's supervisor
+    within seconds, again and again for as long as the database stays away; so it waits
+    instead, backing off, and serves once the database is back.
 
     uvicorn has not started serving yet, so its handlers of SIGTERM and SIGINT would only
     note a stop for later: while waiting, a stop (the supervisor's, or `stop` set once the
-    supervisor is gone) ends the wait and the process instead."""
+    supervisor is gone) ends the wait and the process instead. So does a stop that uvicorn
+    noted while this process was still loading the app, before the wait began."""
     stopping = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOP_SIGNALS}
+    if any(_noted_a_stop(handler) for handler in stopping.values()):
+        stop.set()
     try:
         delay, longest = STORE_RETRY_SECONDS
         while not stop.is_set():
@@ -252,6 +255,13 @@ def _open_when_reachable(url: str, stop: threading.Event) -> Store:
 
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _noted_a_stop(handler: object) -> bool:
+    """Whether `handler` is a uvicorn server's signal handler (`Server.handle_exit`) and that
+    server has been told to stop."""
+    server = getattr(handler, "__self__", None)
+    return isinstance(server, uvicorn.Server) and server.should_exit
 
 
 def _stop_when_orphaned(supervisor: int) -> threading.Event:

@@ -10,7 +10,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,12 @@ from urllib.parse import unquote, urlsplit
 
 import psycopg
 import pytest
+import uvicorn
 from click.testing import CliRunner
 
+from deadletter import server
 from deadletter.cli.main import main
+from deadletter.storage.base import Store
 from tests.api.serve_process import start, stop
 from tests.services import POSTGRES_URL, postgres_schema
 
@@ -102,22 +105,28 @@ def test_a_worker_replaced_while_its_database_is_away_waits_for_it(tmp_path: Pat
         proc, url = start(db, tmp_path, "--workers", "2")
         schema = unquote(db).rsplit("search_path=", 1)[1]
         try:
-            (first, _) = workers_of(proc.pid)
+            with connections_to_two_processes(url):
+                pass  # both workers serve, so neither is still starting when one dies
+            (first, other) = workers_of(proc.pid)
             # Given the database's schema gone away, and a worker that dies meanwhile
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                conn.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{schema}_away"')
-            os.kill(first, signal.SIGKILL)
-            # I expect one replacement that waits, not one replacement after another
-            seen = {first}
-            deadline = time.monotonic() + 4
-            while time.monotonic() < deadline:
-                seen.update(workers_of(proc.pid))
-                time.sleep(0.05)
-            assert len(seen - {first}) == 2  # the other worker and one replacement
-            # and, once the schema is back, both processes serving again
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                conn.execute(f'ALTER SCHEMA "{schema}_away" RENAME TO "{schema}"')
-            deadline = time.monotonic() + 30  # the replacement's next try comes within 8 s
+            with schema_away(schema) as come_back:
+                os.kill(first, signal.SIGKILL)
+                # I expect one replacement that waits, not one replacement after another.
+                # uvicorn's supervisor notices a death within one check of every worker (a
+                # check waits up to 5 s for a busy worker's answer) ...
+                replacements = wait_for(lambda: set(workers_of(proc.pid)) - {first, other}, 30)
+                # ... and would replace a worker that died of the missing schema again within
+                # 6 s (the check of a dying worker waits out those 5 s): this watches for 10.
+                seen = set(replacements)
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    seen.update(workers_of(proc.pid))
+                    time.sleep(0.05)
+                assert seen - {other} == replacements and len(replacements) == 1
+                assert alive(other)
+                # and, once the schema is back, both processes serving again
+                come_back()
+            deadline = time.monotonic() + 30  # the replacement's next try comes within 16 s
             while True:
                 try:
                     with connections_to_two_processes(url) as (a, b):
@@ -132,43 +141,93 @@ def test_a_worker_replaced_while_its_database_is_away_waits_for_it(tmp_path: Pat
             stop(proc)
 
 
+def test_a_stop_that_came_while_a_worker_loaded_its_app_ends_its_wait_for_the_database(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stop = threading.Event()
+    tries: list[str] = []
+
+    def database_away(url: str) -> Store:
+        tries.append(url)
+        stop.set()  # so that a wait which missed the stop ends after one try, not never
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(server, "open_store", database_away)
+    # Given uvicorn's handlers, which only note a stop for later, in place while a worker
+    # loads its app, and the supervisor's SIGTERM arriving then
+    uvicorn_server = uvicorn.Server(uvicorn.Config("deadletter.server:worker_app"))
+    previous = signal.signal(signal.SIGTERM, uvicorn_server.handle_exit)
+    try:
+        signal.raise_signal(signal.SIGTERM)
+        # When the app then waits for its database
+        with pytest.raises(SystemExit):
+            server._open_when_reachable("postgresql://away/db", stop)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    # I expect it to stop at once, without trying the database
+    assert tries == []
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("stop_with", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill"])
 def test_a_worker_waiting_for_its_database_stops_with_its_supervisor(
     tmp_path: Path, stop_with: signal.Signals
 ) -> None:
     with postgres_schema() as db:
-        proc, _ = start(db, tmp_path, "--workers", "2")
+        proc, url = start(db, tmp_path, "--workers", "2")
         schema = unquote(db).rsplit("search_path=", 1)[1]
+        with connections_to_two_processes(url):
+            pass  # both workers serve, so neither is still starting when one dies
         everything = set(children_of(proc.pid))
         try:
             # Given a replacement worker waiting for the database's schema to come back
-            (first, _) = workers_of(proc.pid)
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                conn.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{schema}_away"')
-            os.kill(first, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-            while len(workers_of(proc.pid)) < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            everything |= set(children_of(proc.pid))
-            # When the supervisor is stopped (or killed outright)
-            os.kill(proc.pid, stop_with)
-            proc.wait(timeout=60)
-            # I expect every process it started to end, the waiting one too
-            deadline = time.monotonic() + 30
-            while any(alive(pid) for pid in everything) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert [cmdline(pid) for pid in everything if alive(pid)] == []
+            (first, other) = workers_of(proc.pid)
+            with schema_away(schema):
+                os.kill(first, signal.SIGKILL)
+                everything |= wait_for(lambda: set(workers_of(proc.pid)) - {first, other}, 30)
+                # When the supervisor is stopped (or killed outright)
+                os.kill(proc.pid, stop_with)
+                proc.wait(timeout=60)
+                # I expect every process it started to end, the waiting one too
+                deadline = time.monotonic() + 30
+                while any(alive(pid) for pid in everything) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert [cmdline(pid) for pid in everything if alive(pid)] == []
         finally:
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                away = f"{schema}_away"
-                named = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
-                if conn.execute(named, (away,)).fetchone():
-                    conn.execute(f'ALTER SCHEMA "{away}" RENAME TO "{schema}"')
             stop(proc)
             for pid in everything:
                 if alive(pid):
                     os.kill(pid, signal.SIGKILL)
+
+
+@contextmanager
+def schema_away(schema: str) -> Iterator[Callable[[], None]]:
+    """The database's `schema` renamed away, as a dropped or not yet restored schema looks to
+    a server; it comes back when the block calls the function given, or at the latest when
+    the block ends (so that the schema can be dropped afterwards)."""
+    away = f"{schema}_away"
+
+    def come_back() -> None:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            named = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
+            if conn.execute(named, (away,)).fetchone():
+                conn.execute(f'ALTER SCHEMA "{away}" RENAME TO "{schema}"')
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'ALTER SCHEMA "{schema}" RENAME TO "{away}"')
+    try:
+        yield come_back
+    finally:
+        come_back()
+
+
+def wait_for(found: Callable[[], set[int]], seconds: float) -> set[int]:
+    """What `found` returns once it is not empty; fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not (result := found()):
+        assert time.monotonic() < deadline, f"nothing found within {seconds} s"
+        time.sleep(0.05)
+    return result
 
 
 def workers_of(supervisor: int) -> list[int]:
