@@ -24,7 +24,7 @@ PARAMS: dict[str, Any] = {
     "project": "p", "queue": "q", "now": NOW, "limit": 10, "ids": ["a", "b"],
     "after_seq": 0, "max_seq": None, "include_claimed": False, "include_delayed": False,
     "exclude_client_id": None, "dl_source": None, "dl_reason": None, "dl_since": None,
-    "dl_until": None, "dl_ids": None,
+    "dl_until": None, "dl_ids": None, "claim": "c", "lapsed": False, "done": NOW + 3600,
 }  # fmt: skip
 
 
@@ -46,6 +46,7 @@ def sqlite_plan(store: SQLiteStore, sql: str) -> list[str]:
         (q.LIST_HIDDEN, "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)"),
         (q.GET_MESSAGES, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
         (q.DELETE_MESSAGES, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
+        (q.DELETE_HELD, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
         (
             q.SHOWN_SINCE_SETTLED,
             "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)",
@@ -141,7 +142,7 @@ def test_claims_and_listings_skip_a_busy_head_on_each_store(store: Store) -> Non
 @pytest.mark.parametrize(
     "sql",
     [
-        q.GET_MESSAGES, q.DELETE_MESSAGES, q.PLACES_OF, q.CLAIMABLE_HIDDEN,
+        q.GET_MESSAGES, q.DELETE_MESSAGES, q.DELETE_HELD, q.PLACES_OF, q.CLAIMABLE_HIDDEN,
         q.LIST_HIDDEN, q.CLAIMED_BY, q.SHOWN_SINCE_SETTLED, q.SETTLE_HIDDEN,
     ],
 )  # fmt: skip

@@ -193,21 +193,40 @@ UPDATE_MESSAGE = (
 )
 # Deletions return the dead-letter source and class of each row, which the counts go by.
 _GONE = " RETURNING COALESCE(dl_source, '') AS source, hidden"
-DELETE_MESSAGES = f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE}" + _GONE
+
+
+def _deleted_in_seq_order(where: str) -> str:
+    """A delete of the messages `where` picks, locking them in `seq` order (see PLACES_OF)
+    where a plain DELETE would lock them in the order its scan finds them."""
+    return (
+        "DELETE FROM messages WHERE id IN"
+        f" (SELECT id FROM {_BY_ID} WHERE {where} ORDER BY seq FOR UPDATE)" + _GONE
+    )
+
+
+DELETE_MESSAGES = _deleted_in_seq_order(f"id = ANY(:ids) AND {_OF_QUEUE}")
 # An acknowledgement in one statement (`SQLTransaction.delete_held`): what `held_rows`,
 # `tags.not_done_by_default` and `transitions.may_delete` would let the claim delete.
 DELETE_HELD = (
-    f"DELETE FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE} AND claim_id = :claim"
-    " AND expires_at > :now AND (:lapsed OR claim_expires_at > :now)"
-    " AND only_tag IS NULL AND visible_at < :done" + _GONE + ", id"
+    _deleted_in_seq_order(
+        f"id = ANY(:ids) AND {_OF_QUEUE} AND claim_id = :claim"
+        " AND expires_at > :now AND (:lapsed OR claim_expires_at > :now)"
+        " AND only_tag IS NULL AND visible_at < :done"
+    )
+    + ", id"
 )
 PURGE_CLAIMS = "DELETE FROM claims WHERE project = :project AND queue = :queue"
 PURGE_MESSAGES = "DELETE FROM messages WHERE project = :project AND queue = :queue" + _GONE
 # Where the messages a write changes are, when the transaction did not read them locked
 # (`Executor.places_before`): their queue, dead-letter source and class, which the counts go by.
+#
+# Every read or delete that locks several messages locks them in `seq` order, as a claim
+# finds them: two writes on the same messages, a delete batch and a visibility batch of one
+# receive say, then never each hold one that the other waits for (a deadlock, which
+# PostgreSQL breaks only after `deadlock_timeout`, a second by default).
 PLACES_OF = (
     f"SELECT id, queue, dl_source, hidden FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_PROJECT}"
-    " FOR UPDATE"
+    " ORDER BY seq FOR UPDATE"
 )
 # Found through the partial index on claim_id (migration 0002): without statistics SQLite
 # would rather walk the whole queue in seq order than sort the few messages of one claim.

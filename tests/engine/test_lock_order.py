@@ -1,0 +1,128 @@
+"""A write that takes several messages by id on PostgreSQL locks them in `seq` order, as a
+claim and the locked reads do, whatever order the ids come in or an index finds them: two
+writes on the same messages never each hold one that the other waits for (a deadlock, which
+PostgreSQL breaks only after a second). SQLite needs no such test: its writers are serial.
+
+Each write is given two claimed messages whose ids sort the other way round from their
+`seq`, while another transaction holds the later one. The write must then wait for it
+holding the earlier one already: it took them in `seq` order. Its store finds a few ids by
+walking the primary key, as PostgreSQL does once the table's statistics are known and a
+bitmap of the table's pages is not worth building; a plain DELETE then locks in id order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from deadletter.domain.model import NewMessage
+from deadletter.engine.engine import Engine
+from deadletter.storage import open_store
+from tests.engine.helpers import P
+from tests.services import postgres_schema
+
+pytestmark = pytest.mark.postgres
+
+# Enough 1 KiB messages that PostgreSQL finds a few of them by index, in id order, rather
+# than by reading the whole table in the order it was written.
+DEPTH = 400
+
+Write = Callable[[Engine, list[str], str], object]
+WRITES = [
+    pytest.param(lambda e, ids, _: e.delete_messages(P, "q", ids), id="delete-by-ids"),
+    pytest.param(
+        lambda e, ids, claim: e.delete_held(P, "q", [(i, claim) for i in ids]),
+        id="delete-under-a-claim",
+    ),
+    pytest.param(
+        lambda e, ids, claim: e.delete_held(
+            P, "q", [*((i, claim) for i in ids), (ids[0], "0" * 24)]
+        ),
+        id="delete-under-several-claims",
+    ),
+]
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with postgres_schema() as url:
+        yield url
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_a_write_of_several_messages_locks_them_in_seq_order(url: str, write: Write) -> None:
+    store = open_store(url + quote(" -cenable_bitmapscan=off"))
+    try:
+        engine = Engine(store)
+        engine.create_queue(P, "q")
+        engine.send(P, "q", [NewMessage(body=b"x" * 1024) for _ in range(DEPTH)])
+        claim = engine.claim(P, "q", 10, ttl=600)
+        while engine.claim(P, "q", 20, ttl=600).messages:
+            pass  # all claimed: the claim's index narrows a delete no better than its ids
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ANALYZE messages")
+        # Given two claimed messages whose ids sort the other way round from their seq
+        earlier, later = crosswise([m.id for m in claim.messages], url)
+        with psycopg.connect(url) as holder:
+            # and another transaction that holds the later one
+            holder.execute("SELECT 1 FROM messages WHERE id = %s FOR UPDATE", (later,))
+            failures: list[BaseException] = []
+
+            def run() -> None:
+                try:
+                    write(engine, [later, earlier], claim.id)
+                except BaseException as exc:
+                    failures.append(exc)
+
+            writing = threading.Thread(target=run)
+            writing.start()
+            try:
+                # When the write waits for it
+                wait_until_blocked_by(holder, url)
+                # I expect the write to hold the earlier one already
+                locked = "SELECT 1 FROM messages WHERE id = %s FOR UPDATE NOWAIT"
+                with (
+                    psycopg.connect(url, autocommit=True) as probe,
+                    pytest.raises(psycopg.errors.LockNotAvailable),
+                ):
+                    probe.execute(locked, (earlier,))
+            finally:
+                holder.rollback()
+                writing.join(30)
+        # and, once the other transaction is gone, to delete both
+        assert failures == []
+        assert engine.get_messages(P, "q", [earlier, later]) == []
+    finally:
+        store.close()
+
+
+def crosswise(in_seq_order: list[str], url: str) -> tuple[str, str]:
+    """Two ids of `in_seq_order`, in that order, that PostgreSQL's index (its collation)
+    sorts the other way round."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT id FROM messages WHERE id = ANY(%s) ORDER BY id", (in_seq_order,)
+        )
+        rank = {row[0]: i for i, row in enumerate(rows)}
+    for i, earlier in enumerate(in_seq_order):
+        for later in in_seq_order[i + 1 :]:
+            if rank[later] < rank[earlier]:
+                return earlier, later
+    raise AssertionError("the ids sort in seq order: no pair to test with")
+
+
+def wait_until_blocked_by(holder: psycopg.Connection, url: str) -> None:
+    """Return once some session waits for a lock that `holder` holds."""
+    blocking = (
+        "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid)))"
+    )
+    deadline = time.monotonic() + 30
+    with psycopg.connect(url, autocommit=True) as conn:
+        while not conn.execute(blocking, (holder.info.backend_pid,)).fetchone()[0]:  # type: ignore[index]
+            assert time.monotonic() < deadline, "the write never waited for the held message"
+            time.sleep(0.01)
