@@ -56,3 +56,23 @@ def test_redriven_messages_are_new_messages_of_their_source_with_their_body_and_
                          "task_id": task.id}  # fmt: skip
     assert len({m.id for m in back}) == 5
     assert engine.stats(P, "a").total == 5 and engine.stats(P, "dlq").total == 0
+
+
+def test_a_message_sent_straight_to_a_dlq_comes_back_with_its_attributes_and_one_event(
+    engine: Engine, clock: ManualClock
+) -> None:
+    with_dlq(engine, "a", "dlq")
+    # Given messages sent to the DLQ itself, with no history, one with "DLQ." in a value
+    attributes = [{}, {"note": Attribute("String", 'moved by "DLQ.sourceQueue" rules')}]
+    engine.send(P, "dlq", [NewMessage(body=b"x", attributes=a) for a in attributes])
+    clock.advance(10)
+    # When they are redriven to a queue
+    task = engine.start_redrive(P, "dlq", destination="a")
+    while engine.redrive_step(task.id, 10).status is TaskStatus.RUNNING:
+        pass
+    # I expect their attributes as they were, and the redrive as their one event
+    back = engine.list_messages(P, "a", ListQuery(limit=10))
+    assert [m.attributes for m in back] == attributes
+    event = {"event": "redriven", "at": clock.now(), "dlq": "dlq", "queue": "a",
+             "task_id": task.id}  # fmt: skip
+    assert [m.history for m in back] == [(event,), (event,)]

@@ -70,13 +70,19 @@ NOTIFY = "SELECT pg_notify(:channel, :payload)"
 # without workers as with them at a million (540 ms on two cores).
 SESSION_SETTINGS = "SET jit = off; SET max_parallel_workers_per_gather = 0"
 # A redrive in place (`redrive_in_place`): each id of `:ids` with its number of `:seqs`.
+# Attributes and history are JSON text written by json.dumps or by this statement, neither
+# of which escapes an ASCII letter: attributes without the text `"dlq.` (any case) hold no
+# reserved key and stay as they are, and the event is appended to the history's array as text.
+# Parsing both as jsonb for every message took 13% of the statement's time (2,000 messages).
 REDRIVE_IN_PLACE = (
     "UPDATE messages AS m SET " + q.REDRIVEN_COLUMNS + ","
     " id = gen_random_uuid()::text, seq = b.seq,"
-    " attributes = COALESCE((SELECT jsonb_object_agg(a.key, a.value)"
+    " attributes = CASE WHEN m.attributes NOT ILIKE '%\"dlq.%' THEN m.attributes"
+    " ELSE COALESCE((SELECT jsonb_object_agg(a.key, a.value)"
     " FROM jsonb_each(m.attributes::jsonb) AS a WHERE upper(a.key) NOT LIKE 'DLQ.%'),"
-    " '{}'::jsonb)::text,"
-    " history = (COALESCE(m.history, '[]')::jsonb || jsonb_build_array(:event::jsonb))::text"
+    " '{}'::jsonb)::text END,"
+    " history = CASE WHEN m.history IS NULL OR m.history = '[]' THEN '[' || :event || ']'"
+    " ELSE left(m.history, -1) || ',' || :event || ']' END"
     " FROM unnest(:ids::text[], :seqs::bigint[]) AS b(old, seq)"
     " WHERE m.id = b.old AND m.project IS NOT DISTINCT FROM :project"
 )
