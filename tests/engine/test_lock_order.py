@@ -23,7 +23,7 @@ import pytest
 from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
-from tests.engine.helpers import P
+from tests.engine.helpers import P, with_dlq
 from tests.services import postgres_schema
 
 pytestmark = pytest.mark.postgres
@@ -45,6 +45,10 @@ WRITES = [
         ),
         id="delete-under-several-claims",
     ),
+    pytest.param(
+        lambda e, ids, claim: e.dead_letter(P, "q", [(i, claim) for i in ids]),
+        id="dead-letter-by-the-consumer",
+    ),
 ]
 
 
@@ -59,7 +63,7 @@ def test_a_write_of_several_messages_locks_them_in_seq_order(url: str, write: Wr
     store = open_store(url + quote(" -cenable_bitmapscan=off"))
     try:
         engine = Engine(store)
-        engine.create_queue(P, "q")
+        with_dlq(engine, "q", "dlq")
         engine.send(P, "q", [NewMessage(body=b"x" * 1024) for _ in range(DEPTH)])
         claim = engine.claim(P, "q", 10, ttl=600)
         while engine.claim(P, "q", 20, ttl=600).messages:

@@ -9,7 +9,7 @@ from deadletter.domain import errors
 from deadletter.domain.model import Message, Queue, Reason
 from deadletter.engine import counters, tags, transitions
 from deadletter.engine.ids import new_id
-from deadletter.engine.lookups import held_message, require_queue
+from deadletter.engine.lookups import each_held, held_rows, require_queue
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
 
@@ -121,5 +121,6 @@ def reject(
         )
     # A pair listed twice is one message: moved, and counted, once.
     pairs = dict.fromkeys(held)
-    messages = [held_message(tx, project, queue_name, mid, cid, now) for mid, cid in pairs]
+    found = held_rows(tx, project, queue_name, [mid for mid, _ in pairs], now)
+    messages = each_held(found, pairs, now)
     return move(tx, pending, queue, messages, Reason.REJECTED, now, description, error)

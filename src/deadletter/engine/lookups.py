@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from deadletter.domain import errors
 from deadletter.domain.model import Message, Queue
@@ -31,6 +31,16 @@ def held_rows(
     """The unexpired messages of `queue` among `ids`, locked for a write that starts from
     them, oldest first (the order every locking read takes them in)."""
     return [m for m in tx.get_messages(project, queue, ids, lock=True) if m.expires_at > now]
+
+
+def each_held(
+    found: Sequence[Message], pairs: Iterable[tuple[str, str]], now: float
+) -> list[Message]:
+    """`held_by` of each (message id, claim id) pair, among `found`: the messages of all the
+    pairs, read and locked together, oldest first. Read one pair at a time, in the order
+    given, two writes on the same messages could each hold one that the other waits for."""
+    by_id = {m.id: m for m in found}
+    return [held_by([by_id[m]] if m in by_id else [], m, c, now) for m, c in pairs]
 
 
 def held_by(found: list[Message], message_id: str, claim_id: str, now: float) -> Message:

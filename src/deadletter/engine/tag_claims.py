@@ -16,7 +16,7 @@ from deadletter.domain.model import Claim, Message, Queue, Reason
 from deadletter.domain.tags import ConsumerTag, TagState
 from deadletter.engine import dead_letters, tags, transitions
 from deadletter.engine.ids import new_id
-from deadletter.engine.lookups import held_by, live_claim, require_queue
+from deadletter.engine.lookups import each_held, held_by, live_claim, require_queue
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import ClaimRecord, Transaction
 
@@ -248,5 +248,11 @@ def reject(
             f"queue {queue.name!r} has no active dead-letter policy"
         )
     pairs = dict.fromkeys(held)
-    messages = [held_message(tx, queue, tag.name, mid, cid, now) for mid, cid in pairs]
+    ids = [mid for mid, _ in pairs]
+    found = [
+        m
+        for m, state in tx.tag_messages(queue.project, queue.name, tag.name, ids, lock=True)
+        if m.expires_at > now and state is TagState.LIVE
+    ]
+    messages = each_held(found, pairs, now)
     return dead_letter(tx, pending, queue, tag, messages, Reason.REJECTED, now, description, error)
