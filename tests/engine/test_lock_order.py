@@ -8,6 +8,7 @@ Each write is given two claimed messages whose ids sort the other way round from
 holding the earlier one already: it took them in `seq` order. Its store finds a few ids by
 walking the primary key, as PostgreSQL does once the table's statistics are known and a
 bitmap of the table's pages is not worth building; a plain DELETE then locks in id order.
+A consumer tag's writes lock the tag's states of the messages, in the same order.
 """
 
 from __future__ import annotations
@@ -33,23 +34,45 @@ pytestmark = pytest.mark.postgres
 DEPTH = 400
 
 Write = Callable[[Engine, list[str], str], object]
+# A consumer tag's writes lock the tag's states of the messages, not the messages.
+TAG = "billing"
 WRITES = [
-    pytest.param(lambda e, ids, _: e.delete_messages(P, "q", ids), id="delete-by-ids"),
+    pytest.param(lambda e, ids, _: e.delete_messages(P, "q", ids), None, id="delete-by-ids"),
     pytest.param(
         lambda e, ids, claim: e.delete_held(P, "q", [(i, claim) for i in ids]),
+        None,
         id="delete-under-a-claim",
     ),
     pytest.param(
         lambda e, ids, claim: e.delete_held(
             P, "q", [*((i, claim) for i in ids), (ids[0], "0" * 24)]
         ),
+        None,
         id="delete-under-several-claims",
     ),
     pytest.param(
         lambda e, ids, claim: e.dead_letter(P, "q", [(i, claim) for i in ids]),
+        None,
         id="dead-letter-by-the-consumer",
     ),
+    pytest.param(
+        lambda e, ids, claim: e.delete_held(P, "q", [(i, claim) for i in ids], tag=TAG),
+        TAG,
+        id="tag-delete",
+    ),
+    pytest.param(
+        lambda e, ids, claim: e.change_visibilities(P, "q", [(i, claim, 60, TAG) for i in ids]),
+        TAG,
+        id="tag-visibility-batch",
+    ),
+    pytest.param(
+        lambda e, ids, claim: e.dead_letter(P, "q", [(i, claim) for i in ids], tag=TAG),
+        TAG,
+        id="tag-dead-letter-by-the-consumer",
+    ),
 ]
+LOCK_MESSAGE = "SELECT 1 FROM messages WHERE id = %s FOR UPDATE"
+LOCK_TAG_STATE = f"SELECT 1 FROM tag_states WHERE message_id = %s AND tag = '{TAG}' FOR UPDATE"
 
 
 @pytest.fixture
@@ -58,15 +81,20 @@ def url() -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("write", WRITES)
-def test_a_write_of_several_messages_locks_them_in_seq_order(url: str, write: Write) -> None:
+@pytest.mark.parametrize(("write", "tag"), WRITES)
+def test_a_write_of_several_messages_locks_them_in_seq_order(
+    url: str, write: Write, tag: str | None
+) -> None:
     store = open_store(url + quote(" -cenable_bitmapscan=off"))
+    lock = LOCK_MESSAGE if tag is None else LOCK_TAG_STATE
     try:
         engine = Engine(store)
         with_dlq(engine, "q", "dlq")
+        if tag is not None:
+            engine.create_tag(P, "q", tag)
         engine.send(P, "q", [NewMessage(body=b"x" * 1024) for _ in range(DEPTH)])
-        claim = engine.claim(P, "q", 10, ttl=600)
-        while engine.claim(P, "q", 20, ttl=600).messages:
+        claim = engine.claim(P, "q", 10, ttl=600, tag=tag)
+        while engine.claim(P, "q", 20, ttl=600, tag=tag).messages:
             pass  # all claimed: the claim's index narrows a delete no better than its ids
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("ANALYZE messages")
@@ -74,7 +102,7 @@ def test_a_write_of_several_messages_locks_them_in_seq_order(url: str, write: Wr
         earlier, later = crosswise([m.id for m in claim.messages], url)
         with psycopg.connect(url) as holder:
             # and another transaction that holds the later one
-            holder.execute("SELECT 1 FROM messages WHERE id = %s FOR UPDATE", (later,))
+            holder.execute(lock, (later,))
             failures: list[BaseException] = []
 
             def run() -> None:
@@ -89,18 +117,18 @@ def test_a_write_of_several_messages_locks_them_in_seq_order(url: str, write: Wr
                 # When the write waits for it
                 wait_until_blocked_by(holder, url)
                 # I expect the write to hold the earlier one already
-                locked = "SELECT 1 FROM messages WHERE id = %s FOR UPDATE NOWAIT"
                 with (
                     psycopg.connect(url, autocommit=True) as probe,
                     pytest.raises(psycopg.errors.LockNotAvailable),
                 ):
-                    probe.execute(locked, (earlier,))
+                    probe.execute(lock + " NOWAIT", (earlier,))
             finally:
                 holder.rollback()
                 writing.join(30)
-        # and, once the other transaction is gone, to delete both
+        # and, once the other transaction is gone, to write both
         assert failures == []
-        assert engine.get_messages(P, "q", [earlier, later]) == []
+        if tag is None:
+            assert engine.get_messages(P, "q", [earlier, later]) == []
     finally:
         store.close()
 

@@ -61,6 +61,7 @@ def change(
     message, a message gone). A refused change writes nothing; a timeout of 0 gives the
     message back (at its delivery limit it goes to the DLQ at once)."""
     batch = _Batch(tx, queue, [mid for mid, _, _, tag in changes if tag is None], now)
+    _lock_tag_states(tx, queue, changes)
     results: list[Message | errors.DeadletterError] = []
     for message_id, claim_id, timeout, tag in changes:
         try:  # everything that may refuse the change comes before its first write
@@ -87,3 +88,14 @@ def change(
             results.append(tag_claims.visibility_changed(tx, queue, tag, held, now, timeout))
     batch.flush()
     return results
+
+
+def _lock_tag_states(tx: Transaction, queue: Queue, changes: Sequence[VisibilityChange]) -> None:
+    """Lock each tag's states of the batch's messages together, oldest first, as `_Batch`
+    locks the untagged ones; each change then reads its own again, already held."""
+    by_tag: dict[str, list[str]] = {}
+    for message_id, _, _, tag in changes:
+        if tag is not None:
+            by_tag.setdefault(tag, []).append(message_id)
+    for tag, ids in sorted(by_tag.items()):
+        tx.tag_messages(queue.project, queue.name, tag, ids, lock=True)
