@@ -151,12 +151,19 @@ def held_message(
 ) -> Message:
     """An unexpired message that `claim_id` holds for `tag` right now, as the tag sees it;
     the tag's state of it stays locked for the write that follows."""
-    found = [
+    return held_by(held_rows(tx, queue, tag, [message_id], now), message_id, claim_id, now)
+
+
+def held_rows(
+    tx: Transaction, queue: Queue, tag: str, ids: Sequence[str], now: float
+) -> list[Message]:
+    """The unexpired messages among `ids` that `tag` holds live, their states locked for a
+    write that starts from them, oldest first (`lookups.held_rows` for a tag)."""
+    return [
         m
-        for m, state in tx.tag_messages(queue.project, queue.name, tag, [message_id], lock=True)
+        for m, state in tx.tag_messages(queue.project, queue.name, tag, ids, lock=True)
         if m.expires_at > now and state is TagState.LIVE
     ]
-    return held_by(found, message_id, claim_id, now)
 
 
 def given_back(
@@ -248,11 +255,6 @@ def reject(
             f"queue {queue.name!r} has no active dead-letter policy"
         )
     pairs = dict.fromkeys(held)
-    ids = [mid for mid, _ in pairs]
-    found = [
-        m
-        for m, state in tx.tag_messages(queue.project, queue.name, tag.name, ids, lock=True)
-        if m.expires_at > now and state is TagState.LIVE
-    ]
+    found = held_rows(tx, queue, tag.name, [mid for mid, _ in pairs], now)
     messages = each_held(found, pairs, now)
     return dead_letter(tx, pending, queue, tag, messages, Reason.REJECTED, now, description, error)
