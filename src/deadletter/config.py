@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from deadletter.domain.model import DEFAULT_QUEUE_QUOTA
+
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 # Where `serve --workers` leaves its configuration for the worker processes it starts.
 CONFIG_ENV = "DEADLETTER_SERVE_CONFIG"
@@ -27,6 +29,8 @@ class ServerConfig:
     test_mode: bool = False
     # The largest request body either face reads (docs/limits.md).
     max_body_bytes: int = 4 * 1024 * 1024
+    # The most queues one project may hold; 0: no limit (docs/limits.md).
+    max_queues: int = DEFAULT_QUEUE_QUOTA
     auth: str | None = None  # "required" or "off"; None: off on loopback, else required
     insecure_no_auth: bool = False
     master_key_file: Path | None = None

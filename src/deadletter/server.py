@@ -132,7 +132,7 @@ def _app(
     config: ServerConfig, store: Store, auth_required: bool, first: Sequence[Background] = ()
 ) -> Starlette:
     """The app of one process on `store`; `first` starts before its worker, stops after."""
-    engine = Engine(store)
+    engine = Engine(store, queue_quota=config.max_queues or None)
     worker = Worker(engine, sweep_interval=config.sweep_interval)
     authority = None
     if auth_required:

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from zaqarclient.queues import client as zaqar_client
 
+from deadletter.auth.roles import Action, Role, allowed
 from deadletter.engine.deliveries import Deliveries, DeliverySettings
 from deadletter.storage.base import Store
 from tests.auth.live import Live, live_server, zaqar
@@ -185,3 +186,27 @@ def test_a_subscriber_confirms_with_the_signed_url_it_is_sent(store: Store) -> N
             assert hook.bodies[1]["body"] == {"n": 1}
         finally:
             deliveries.stop()
+
+
+@pytest.mark.parametrize("role", [r.value for r in Role if r is not Role.OPERATOR])
+def test_a_post_creates_a_missing_queue_only_for_a_role_that_creates_queues(
+    live: Live, role: str
+) -> None:
+    # Given a credential of `role` that may send messages (or not),
+    credential, secret = live.issue("alpha", role)
+    token = f"{credential.key_id}:{secret}"
+    post = {"messages": [{"body": 1}]}
+    # when it posts to a queue that does not exist,
+    answer = zaqar(live.url, "POST", "/v2/queues/fresh/messages", token=token, json=post)
+    created = live.engine.find_queue("alpha", "fresh") is not None
+    # the queue comes into being only if the role may both send and create queues.
+    may_create = allowed(Role(role), Action.QUEUE_CREATE)
+    may_send = allowed(Role(role), Action.MESSAGE_SEND)
+    assert created == (may_create and may_send)
+    if created:
+        assert answer.status_code == 201
+    elif may_send:
+        assert answer.status_code == 404
+        assert "may not create queues" in answer.json()["description"]
+    else:
+        assert answer.status_code == 403

@@ -48,6 +48,7 @@ SQS_EXPECTED: dict[type[errors.DeadletterError], tuple[str, str, int]] = {
     errors.TaskNotRunning: UNSUPPORTED,
     errors.ClaimMismatch: NOT_INFLIGHT,
     errors.MessageClaimed: NOT_INFLIGHT,
+    errors.QueueQuotaExceeded: ("OverLimit", "OverLimit", 403),
     errors.DeadletterError: ("InternalFailure", "InternalFailure", 500),
 }
 

@@ -68,6 +68,17 @@ def acting_project(credential: Credential, named: str | None) -> str:
     raise forbidden("X-Project-ID names another project than the credential's.")
 
 
+def zaqar_may(
+    authority: Authority, headers: Mapping[str, str], project: str, action: Action
+) -> bool:
+    """Whether the caller of a Zaqar request, already let in, may also do `action` in
+    `project`: a second right that one request needs only sometimes (a post to a queue that
+    does not exist creates it). A signed URL grants only what it names."""
+    if is_signed_url(headers):
+        return False
+    return token_credential(authority, headers).may(action, project)
+
+
 def zaqar_project(
     authority: Authority,
     method: str,

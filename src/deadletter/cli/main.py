@@ -16,6 +16,7 @@ from deadletter.cli.redrive import redrive
 from deadletter.cli.store import store_options
 from deadletter.cli.tags import tag
 from deadletter.cli.templates import template
+from deadletter.domain.model import DEFAULT_QUEUE_QUOTA
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -114,6 +115,16 @@ def _region(value: str) -> str:
     help="Largest request body read; larger ones are refused with 413 (docs/limits.md).",
 )
 @click.option(
+    "--max-queues",
+    envvar="DEADLETTER_MAX_QUEUES",
+    show_envvar=True,
+    type=click.IntRange(min=0),
+    default=DEFAULT_QUEUE_QUOTA,
+    show_default=True,
+    help="Most queues one project may hold (0: no limit); a create beyond is refused with"
+    " 403 / OverLimit (docs/limits.md).",
+)
+@click.option(
     "--subscription-confirmation",
     envvar="DEADLETTER_SUBSCRIPTION_CONFIRMATION",
     show_envvar=True,
@@ -149,6 +160,7 @@ def serve(
     ssl_certfile: Path | None,
     ssl_keyfile: Path | None,
     max_body_bytes: int,
+    max_queues: int,
     subscription_confirmation: str,
     region: str,
 ) -> None:
@@ -173,6 +185,7 @@ def serve(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
         max_body_bytes=max_body_bytes,
+        max_queues=max_queues,
         workers=workers,
         subscription_confirmation=subscription_confirmation == "required",
         region=region,

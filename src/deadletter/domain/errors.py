@@ -18,6 +18,7 @@
     ├── InvalidInput
     │   ├── ReservedAttribute
     │   └── MessageTooLarge
+    ├── QueueQuotaExceeded       (the project holds as many queues as it may)
     └── DeadLetterPolicyError
         ├── DeadLetterChainRefused
         ├── DeadLetterTargetMissing
@@ -99,6 +100,10 @@ class ReservedAttribute(InvalidInput):
 
 class MessageTooLarge(InvalidInput):
     """The message is larger than the queue allows."""
+
+
+class QueueQuotaExceeded(DeadletterError):
+    """The project already holds as many queues as the server allows one project."""
 
 
 class DeadLetterPolicyError(DeadletterError):

@@ -19,6 +19,7 @@ from dataclasses import replace
 from deadletter.clock import Clock, SystemClock
 from deadletter.domain import errors
 from deadletter.domain.model import (
+    DEFAULT_QUEUE_QUOTA,
     MAX_CLAIM_TTL,
     Claim,
     ListQuery,
@@ -59,13 +60,16 @@ class Engine(DeadLetterOperations, TagOperations):
         store: Store,
         clock: Clock | None = None,
         listeners: Iterable[EngineListener] = (),
+        queue_quota: int | None = DEFAULT_QUEUE_QUOTA,
     ) -> None:
+        """`queue_quota`: the most queues one project may hold (None: no limit)."""
         self.store = store
         self.clock = clock or SystemClock()
+        self.queue_quota = queue_quota
         self._runner = Runner(store, listeners)
         self.listeners: list[EngineListener] = self._runner.listeners
         self._run = self._runner.run
-        self.templates = templates.Templates(self._runner, self.clock)
+        self.templates = templates.Templates(self._runner, self.clock, queue_quota)
         self._read = self._runner.read
         store.on_messages_available(self._runner.available)
         self.subscriptions = Subscriptions(self._run, self.clock)
@@ -82,7 +86,11 @@ class Engine(DeadLetterOperations, TagOperations):
 
     def create_queue(self, project: str, name: str, settings: QueueSettings | None = None) -> Queue:
         checked = settings or QueueSettings()
-        return self._run(lambda tx, _: queues.create(tx, project, name, checked, self.clock.now()))
+        return self._run(
+            lambda tx, _: queues.create(
+                tx, project, name, checked, self.clock.now(), self.queue_quota
+            )
+        )
 
     def get_queue(self, project: str, name: str) -> Queue:
         return self._read(lambda tx: require_queue(tx, project, name))

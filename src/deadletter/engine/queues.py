@@ -6,15 +6,34 @@ from __future__ import annotations
 from dataclasses import replace
 
 from deadletter.domain import errors
-from deadletter.domain.model import DEFAULT_DEAD_LETTER_QUEUE, Queue, QueueSettings, QueueStats
+from deadletter.domain.model import (
+    DEFAULT_DEAD_LETTER_QUEUE,
+    DEFAULT_QUEUE_QUOTA,
+    Queue,
+    QueueSettings,
+    QueueStats,
+)
 from deadletter.engine import counters, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.storage.base import Transaction
 
 
-def create(tx: Transaction, project: str, name: str, settings: QueueSettings, now: float) -> Queue:
+def create(
+    tx: Transaction,
+    project: str,
+    name: str,
+    settings: QueueSettings,
+    now: float,
+    quota: int | None = DEFAULT_QUEUE_QUOTA,
+) -> Queue:
+    """Create a queue; `quota` is the most queues the project may hold (None: no limit)."""
     if tx.get_queue(project, name) is not None:
         raise errors.QueueAlreadyExists(f"queue {name!r} already exists")
+    if quota is not None and tx.count_queues(project) >= quota:
+        raise errors.QueueQuotaExceeded(
+            f"project {project!r} already holds {quota} queues, the most one project may hold;"
+            " delete one first, or ask the operator to raise the limit (serve --max-queues)"
+        )
     # A new queue has no consumer tags, whatever settings it was given.
     settings = replace(settings, consumer_tags=())
     queue = Queue(project, name, checked(tx, project, name, settings, now), now, now)

@@ -78,9 +78,10 @@ def applied(t: TemplateSettings, base: QueueSettings, queue: str, is_dlq: bool) 
 class Templates:
     """The engine's template operations (`engine.templates`), each one transaction."""
 
-    def __init__(self, runner: Runner, clock: Clock) -> None:
+    def __init__(self, runner: Runner, clock: Clock, queue_quota: int | None) -> None:
         self._run = runner.run
         self._clock = clock
+        self._queue_quota = queue_quota
 
     def create(
         self, project: str, name: str, pattern: str, settings: TemplateSettings
@@ -145,7 +146,8 @@ class Templates:
                 settings = applied(template.settings, settings, name, is_dlq)
             if build is not None:
                 settings = build(settings)
-            return queues.create(tx, project, name, settings, self._clock.now())
+            now = self._clock.now()
+            return queues.create(tx, project, name, settings, now, self._queue_quota)
 
         return self._run(work)
 

@@ -75,6 +75,11 @@ class Transaction(TagTransaction):
         """With `lock`, concurrent transactions that lock the same queue wait for this one."""
 
     @abc.abstractmethod
+    def count_queues(self, project: str) -> int:
+        """How many queues the project holds. Concurrent counts of one project wait for one
+        another until each transaction ends, so a count followed by an insert is exact."""
+
+    @abc.abstractmethod
     def insert_queue(self, queue: Queue) -> None:
         """When (project, name) is taken the transaction fails with QueueAlreadyExists."""
 

@@ -170,6 +170,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.ReservedAttribute: invalid_parameter,
     errors.MessageTooLarge: invalid_parameter,
     errors.InvalidInput: invalid_parameter,
+    errors.QueueQuotaExceeded: lambda message: SqsError("OverLimit", message),
     errors.DeadLetterChainRefused: invalid_parameter,
     errors.DeadLetterTargetMissing: invalid_parameter,
     errors.RedriveNotAllowed: invalid_parameter,

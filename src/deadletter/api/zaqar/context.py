@@ -18,10 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from deadletter.api import strict_json
-from deadletter.api.auth import zaqar_project
+from deadletter.api.auth import zaqar_may, zaqar_project
 from deadletter.api.options import AppOptions
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.api.zaqar.serialize import message_json
+from deadletter.auth.roles import Action
 from deadletter.domain.model import Message
 from deadletter.engine.engine import Engine
 
@@ -38,6 +39,7 @@ class Ctx:
     client_id: str | None
     body: bytes
     params: dict[str, str] = field(default_factory=dict)
+    options: AppOptions | None = None
 
     @property
     def path(self) -> dict[str, str]:
@@ -46,6 +48,13 @@ class Ctx:
     @property
     def queue(self) -> str:
         return str(self.request.path_params["queue"])
+
+    def may(self, action: Action) -> bool:
+        """Whether the caller may also do `action` here (every caller, with auth off)."""
+        authority = self.options.authority if self.options else None
+        if authority is None:
+            return True
+        return zaqar_may(authority, self.request.headers, self.project, action)
 
     def now(self) -> float:
         return self.engine.clock.now()
@@ -171,7 +180,8 @@ def endpoint(
                     request.url.path, request.headers, dict(request.query_params), project,
                 )  # fmt: skip
             body = await request.body()
-            ctx = Ctx(request, engine, project, cid, body, dict(request.query_params))
+            params = dict(request.query_params)
+            ctx = Ctx(request, engine, project, cid, body, params, options)
             return await run_in_threadpool(handler, ctx)
         except Exception as exc:
             return response_for(exc, f"{request.method} {request.url.path}")

@@ -69,6 +69,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.ReservedAttribute: (400, "Invalid message attribute"),
     errors.MessageTooLarge: (400, "Invalid request body"),
     errors.InvalidInput: (400, "Invalid API request"),
+    errors.QueueQuotaExceeded: (403, "Queue quota exceeded"),
     errors.DeadLetterChainRefused: (400, "Invalid dead-letter policy"),
     errors.DeadLetterTargetMissing: (400, "Invalid dead-letter policy"),
     errors.RedriveNotAllowed: (400, "Invalid dead-letter policy"),

@@ -12,6 +12,7 @@ from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import PAGE_LIMIT, message_ids, new_message, tag_param
 from deadletter.api.zaqar.serialize import message_href, next_link
+from deadletter.auth.roles import Action
 from deadletter.domain import errors
 from deadletter.domain.model import DEFAULT_MESSAGE_SIZE, ListQuery, NewMessage
 
@@ -26,8 +27,14 @@ def post_messages(ctx: Ctx) -> Response:
             client_id=ctx.client_id,
         )
     except errors.QueueNotFound:
-        # Zaqar creates a queue on its first message, from the template its name matches.
+        # Zaqar creates a queue on its first message, from the template its name matches;
+        # only a caller who may create queues creates one so.
         meta.check_queue_name(ctx.queue)  # an existing queue may have an SQS-length name
+        if not ctx.may(Action.QUEUE_CREATE):
+            raise errors.QueueNotFound(
+                f"queue {ctx.queue!r} does not exist, and this credential may not create"
+                " queues: an admin creates it first"
+            ) from None
         template = ctx.engine.templates.for_queue(ctx.project, ctx.queue)
         news = _posted(ctx, DEFAULT_MESSAGE_SIZE, template.settings.min_ttl if template else None)
         with contextlib.suppress(errors.QueueAlreadyExists):

@@ -59,6 +59,11 @@ CLEAR_LANE = f"SELECT pg_advisory_xact_lock{_LANE}"
 # A tag's cursor moves only while no sender is in flight (it would step over their numbers);
 # a claim that finds senders there leaves it for a later claim rather than wait.
 TRY_CLEAR_LANE = f"SELECT pg_try_advisory_xact_lock{_LANE} AS cleared"
+# A project's queue creations, one at a time: a count of its queues then stays true until
+# the creating transaction ends, so a quota holds exactly between server processes.
+PROJECT_QUEUES_LOCK = (
+    "SELECT pg_advisory_xact_lock(x'7071'::int, hashtext(current_schema() || '/' || :project))"
+)
 NOTIFY = "SELECT pg_notify(:channel, :payload)"
 # Every session of the pool: no JIT compilation, no parallel workers. Each statement reads a
 # few rows through an index made for it, but PostgreSQL may cost some as if they read a deep
@@ -148,6 +153,10 @@ class PostgresTransaction(SQLTransaction):
     def together(self) -> AbstractContextManager[Any]:
         connection: psycopg.Connection[Any] = self.cur.connection  # type: ignore[attr-defined]
         return connection.pipeline()
+
+    def count_queues(self, project: str) -> int:
+        self.run(PROJECT_QUEUES_LOCK, {"project": project})
+        return super().count_queues(project)
 
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery

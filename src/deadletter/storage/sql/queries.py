@@ -69,6 +69,7 @@ DELETE_QUEUE_ROWS = (
     "DELETE FROM tag_states WHERE project = :project AND queue = :name",
     "DELETE FROM tags WHERE project = :project AND queue = :name",
 )
+COUNT_QUEUES = "SELECT count(*) AS n FROM queues WHERE project = :project"
 LIST_QUEUES = (
     "SELECT * FROM queues WHERE project = :project AND name > :after"
     " AND (starts_with(name, :prefix) OR :prefix IS NULL)"

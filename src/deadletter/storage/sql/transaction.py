@@ -100,6 +100,10 @@ class SQLTransaction(
         self._note_subscriptions(project, name, int(row["subscriptions"]))
         return queue_from(row)
 
+    def count_queues(self, project: str) -> int:
+        # SQLite's writer holds the whole database: no other count runs beside this one.
+        return int(self.one(q.COUNT_QUEUES, {"project": project})["n"])
+
     def insert_queue(self, queue: Queue) -> None:
         self.run(
             q.INSERT_QUEUE,
