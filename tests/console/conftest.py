@@ -25,6 +25,8 @@ from tests.support.servers import serving
 CHROMIUM = os.environ.get("DEADLETTER_CHROMIUM", "/usr/bin/chromium")
 CLIENT_ID = "5b0c3f59-7d8e-4b1a-9c2d-3e4f5a6b7c8d"
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+# The screen the console is checked on (and docs/console/ is drawn at): a laptop's browser.
+VIEWPORT = {"width": 1400, "height": 900}
 
 
 class Api:
@@ -105,7 +107,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any, server: str) -> Iterator[Any]:
     """A fresh tab; any script error on the page fails the test."""
-    context = browser.new_context(base_url=server, viewport={"width": 1360, "height": 900})
+    context = browser.new_context(base_url=server, viewport=VIEWPORT)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -115,7 +117,8 @@ def page(browser: Any, server: str) -> Iterator[Any]:
 
 
 def screenshot(page: Any, name: str) -> None:
-    """Saved to docs/console/ only when DEADLETTER_SCREENSHOTS=1, so test runs leave no files."""
+    """Saved to docs/console/ only when DEADLETTER_SCREENSHOTS=1, so test runs leave no files.
+    What the viewport shows, as a person opening the page sees it (not the whole page)."""
     if os.environ.get("DEADLETTER_SCREENSHOTS") == "1":
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"))

@@ -187,10 +187,25 @@ export async function deadLetterMessage(el, dlq, id) {
   const p = m.provenance || {};
   const attrs = Object.entries(m.attributes || {}).map(([k, a]) => [k, `${a.type}: ${a.value}`]);
   const panel = api.session.canChange
-    ? redrivePanel(dlq, { defaults: {}, selected: () => [id], label: "Redrive this message", onDone: () => {} })
+    ? redrivePanel(dlq, { messageId: id, label: "Redrive this message…", onDone: onRedriven })
     : null;
-  add(el, 
+  // Once moved, the message is no longer in the DLQ: the page says where it went.
+  function onRedriven(task) {
+    if (task.status !== "COMPLETED" || !task.moved) return;
+    const to = task.destination || p.source_queue;
+    done.replaceChildren(h("p", { id: "redriven", role: "status" }, "Redriven to ",
+      h("a", { href: `#/queues/${encodeURIComponent(to)}`, text: to }), " as a new message."));
+  }
+  const done = h("div");
+  const del = api.session.canChange ? h("button", { type: "button", class: "danger", id: "delete-message", text: "Delete this dead letter",
+    onclick: async () => {
+      if (!(await confirmAction("Delete this dead letter for good?"))) return;
+      try { await api.deleteMessages(dlq, [id]); location.hash = `#/dlq/${encodeURIComponent(dlq)}`; } catch (err) { problems.replaceChildren(errorBox(err)); }
+    } }) : null;
+  add(el,
     h("h1", { text: `Dead letter ${id}` }),
+    panel ? h("div", { class: "message-actions" }, panel.element, del) : null,
+    done,
     h("section", { class: "card" }, h("h2", { text: "Provenance" }), table([
       ["source queue", p.source_queue], ["reason", p.reason], ["description", p.description],
       ["error", p.error ? h("pre", { class: "error-detail", text: p.error }) : ""],
@@ -203,13 +218,6 @@ export async function deadLetterMessage(el, dlq, id) {
       (m.history || []).length
         ? h("ol", { class: "history" }, m.history.map((e) => h("li", {}, `${when(e.at)} · ${e.event}`,
           ` · ${Object.entries(e).filter(([k]) => k !== "at" && k !== "event" && e[k] !== null).map(([k, v]) => `${k} ${v}`).join(", ")}`)))
-        : h("p", { class: "muted", text: "none" })),
-    panel ? panel.element : null,
-    api.session.canChange ? h("button", { type: "button", class: "danger", id: "delete-message", text: "Delete this dead letter",
-      onclick: async () => {
-        if (!(await confirmAction("Delete this dead letter for good?"))) return;
-        try { await api.deleteMessages(dlq, [id]); location.hash = `#/dlq/${encodeURIComponent(dlq)}`; } catch (err) { problems.replaceChildren(errorBox(err)); }
-      } }) : null);
-  if (panel) panel.open({ selected: true });
+        : h("p", { class: "muted", text: "none" })));
   return { dispose: () => { if (panel) panel.dispose(); } };
 }

@@ -60,11 +60,6 @@ export function pretty(value) {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
 }
 
-export function preview(value, n = 14) {
-  const text = typeof value === "string" ? value : JSON.stringify(value);
-  return text.length > n ? text.slice(0, n - 1) + "…" : text;
-}
-
 export function shortId(id) {
   return id.length > 8 ? id.slice(-6) : id;
 }

@@ -1,34 +1,78 @@
-// Page 4: the failure patterns `deadletter analyze` stored for a DLQ; browse or redrive one.
+// Page 4: the failure patterns `deadletter analyze --queue` stored for a DLQ; browse or redrive one.
 
 import * as api from "./api.js";
-import { add, h, pretty } from "./dom.js";
+import { add, h, pretty, shortId, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
 
-const KNOWN = new Set(["id", "template", "count", "message_ids"]);
+// Shown in their own columns, or used by the links.
+const SHOWN = new Set(["id", "template", "count", "message_ids", "signature"]);
+
+function list(value) {
+  return Array.isArray(value) ? value.map((v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))).join(", ") : String(value);
+}
+
+function fact(name, ...value) {
+  return h("div", { class: "fact" }, h("span", { class: "fact-name", text: name }), " ", ...value);
+}
+
+// The fields `analyze` adds (docs/pipeline.md) in words; any other field by its name, with a
+// nested value folded away rather than printed as JSON inline.
+function facts(p, dlq) {
+  const out = [];
+  const rest = Object.entries(p).filter(([k, v]) => !SHOWN.has(k) && v !== null && v !== undefined);
+  for (const [key, value] of rest) {
+    if (Array.isArray(value) && !value.length) continue;
+    if (key === "source_queues") out.push(fact("from", list(value)));
+    else if (key === "reasons") out.push(fact("reason", list(value)));
+    else if (key === "first_seen") out.push(fact("seen", `${when(value)}${p.last_seen ? " – " + when(p.last_seen) : ""}`));
+    else if (key === "last_seen") { if (!p.first_seen) out.push(fact("last seen", when(value))); }
+    else if (key === "key_paths_missing") out.push(fact("lacks", list(value)));
+    else if (key === "key_paths_in_all") out.push(fact("all have", list(value)));
+    else if (key === "overrepresented_attributes" && Array.isArray(value)) {
+      out.push(fact("mostly", value.map((a) => `${a.name}=${a.value}` +
+        (a.share !== undefined ? ` (${Math.round(a.share * 100)}%, lift ${a.lift})` : "")).join(", ")));
+    } else if (key === "hourly_counts" && Array.isArray(value)) {
+      const counts = value.map((pair) => Number(pair[1]) || 0);
+      out.push(fact("per hour", `${counts.length} ${counts.length === 1 ? "hour" : "hours"}, at most ${Math.max(...counts)} in one`));
+    } else if (key === "sample_message_ids" && Array.isArray(value)) {
+      out.push(fact("samples", ...value.flatMap((id, i) => [i ? ", " : "",
+        h("a", { href: `#/dlq/${encodeURIComponent(dlq)}/messages/${encodeURIComponent(id)}`, title: id, text: `…${shortId(id)}` })])));
+    } else if (value !== null && typeof value === "object" && !(Array.isArray(value) && value.every((v) => typeof v !== "object" || v === null))) {
+      out.push(h("details", { class: "fact" }, h("summary", { text: key.replace(/_/g, " ") }), h("pre", { text: pretty(value) })));
+    } else {
+      out.push(fact(key.replace(/_/g, " "), list(value)));
+    }
+  }
+  return out;
+}
 
 export async function patternsPage(el, dlq) {
-  const list = await api.patterns(dlq);
+  const patterns = await api.patterns(dlq);
   const panel = api.session.canChange
-    ? redrivePanel(dlq, { defaults: {}, patterns: list, label: "Redrive…", onDone: () => {} })
+    ? redrivePanel(dlq, { defaults: {}, patterns, label: "Redrive…", onDone: () => {} })
     : null;
   const base = `#/dlq/${encodeURIComponent(dlq)}`;
-  add(el, 
+  const command = h("code", { text: `deadletter analyze --queue ${dlq}` });
+  add(el,
     h("p", { class: "crumbs" }, h("a", { href: "#/", text: "Queues" }), " / ",
       h("a", { href: base, text: dlq }), " / patterns"),
     h("h1", { text: `Failure patterns in ${dlq}` }),
-    h("p", { class: "muted", text: "Stored by `deadletter analyze --url`; counts are as of that analysis." }),
-    list.length ? h("table", { class: "grid", id: "patterns" },
+    patterns.length
+      ? h("p", { class: "muted", id: "patterns-note" }, "Stored by ", command, "; counts are as of that analysis.")
+      : h("p", { class: "muted", id: "patterns-note" }, "No patterns stored for this DLQ. Run ", command, " to find them and store them here."),
+    patterns.length ? h("table", { class: "grid", id: "patterns" },
       h("thead", {}, h("tr", {}, ["pattern", "count", "template", "more", ""].map((t) => h("th", { text: t })))),
-      h("tbody", {}, list.map((p) => h("tr", { "data-pattern": p.id },
-        h("td", { text: p.id }),
+      h("tbody", {}, patterns.map((p) => h("tr", { "data-pattern": p.id },
+        h("td", { class: "pattern-id" }, h("code", { text: p.id })),
         h("td", { class: "num", text: p.count ?? (p.message_ids || []).length }),
-        h("td", {}, h("code", { text: p.template || "" })),
-        h("td", { class: "muted small", text: Object.entries(p).filter(([k]) => !KNOWN.has(k)).map(([k, v]) => `${k}: ${pretty(v)}`).join("; ") }),
-        h("td", {},
+        h("td", { class: "template" }, h("code", { text: p.template || "" }),
+          p.signature ? h("div", { class: "muted small-note", text: p.signature }) : null),
+        h("td", { class: "more" }, facts(p, dlq)),
+        h("td", { class: "actions" },
           h("a", { href: `${base}?pattern=${encodeURIComponent(p.id)}`, text: "browse" }),
           panel ? h("button", { type: "button", class: "small", text: "redrive these",
             onclick: () => panel.open({ pattern: p.id, source: "", reason: "", since: "", until: "" }) }) : null)))))
-      : h("p", { class: "muted", text: "No patterns stored for this DLQ. Run `deadletter analyze --url ...`." }),
+      : null,
     panel ? panel.element : null);
   return { dispose: () => { if (panel) panel.dispose(); } };
 }

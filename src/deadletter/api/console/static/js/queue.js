@@ -2,10 +2,36 @@
 // badges and the max-claims threshold between them, updated live.
 
 import * as api from "./api.js";
-import { add, age, clear, errorBox, h, preview, shortId } from "./dom.js";
+import { add, age, clear, errorBox, h, pretty, shortId } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
+import { distinguish, summarize } from "./summary.js";
 
 const WINDOW = 50;   // cells drawn per strip; the rest is summarised
+const TITLE_BODY = 2000;   // characters of a body in a cell's tooltip
+
+// Every colour of the picture, each drawn with the very classes the picture uses, so the
+// legend cannot drift from what it explains.
+const LEGEND = [
+  ["cell", "waiting: free for the next claim"],
+  ["cell claimed", "claimed: held by a consumer, with the seconds left on its claim"],
+  ["cell dead", "dead letter: in the DLQ, which no consumer takes from"],
+  ["cell fresh-mark", "just arrived (the cell flashes once)"],
+  ["badge", "times delivered (claim_count)"],
+  ["badge hot", "reached maxClaimCount: the next claim moves it to the DLQ"],
+  ["strip-mark quarantine", "the DLQ strip: quarantine"],
+];
+
+function legend() {
+  return h("ul", { class: "legend", id: "legend", "aria-label": "legend" },
+    LEGEND.map(([classes, text]) => h("li", {},
+      h("span", { class: `swatch ${classes}`, "aria-hidden": "true", text: classes.startsWith("badge") ? "2" : "" }),
+      h("span", { text }))));
+}
+
+function bodyTitle(body) {
+  const text = pretty(body);
+  return text.length > TITLE_BODY ? text.slice(0, TITLE_BODY - 1) + "…" : text;
+}
 
 export async function queuePicture(el, name, params) {
   const meta = await api.queue(name);
@@ -21,22 +47,31 @@ export async function queuePicture(el, name, params) {
   const dlqStrip = h("div", { class: "strip quarantine", id: "dlq-strip" });
   const dlqDepth = h("span", { class: "depth", id: "dlq-depth" });
   const dlqMore = h("span", { class: "more", id: "dlq-more" });
-  const legend = h("span", { class: "muted", id: "main-legend" });
+  const counts = h("span", { class: "muted", id: "main-legend" });
+  const consumerCount = h("span", { class: "depth", id: "consumer-count" });
+  const consumerList = h("div", { class: "consumer-list", id: "consumer-list" });
+  const consumerNote = h("p", { class: "muted small-note", id: "consumer-note" });
+  const detail = h("section", { class: "card detail", id: "cell-detail" },
+    h("p", { class: "muted", text: "Point at a cell or focus it (Tab) to see its whole message here." }));
   let seen = new Set();
   let claimsLeft = new Map();   // claim id -> seconds left when last read
   let readAt = Date.now();
+  let inspected = null;         // id of the message shown in the detail card
 
-  add(el, 
+  add(el,
     h("p", { class: "crumbs" }, h("a", { href: "#/", text: "Queues" }), " / ", name),
     h("h1", {}, name, isDlq ? h("span", { class: "tag dlq", text: "DLQ" }) : null),
     problems,
     h("section", { class: "picture" },
+      legend(),
       h("div", { class: "lane" },
         h("div", { class: "lane-head" },
-          h("strong", { text: isDlq ? "DEAD-LETTER QUEUE" : "MAIN QUEUE" }), " ", mainDepth, " ", legend),
+          h("strong", { text: isDlq ? "DEAD-LETTER QUEUE" : "MAIN QUEUE" }), " ", mainDepth, " ", counts),
         h("div", { class: "row" },
           h("span", { class: "end-label", text: "head →" }), mainStrip, mainMore,
-          h("span", { class: "end-label", text: isDlq ? "no workers" : "→ consumers" }))),
+          h("aside", { class: "consumers", id: "consumers", "aria-label": "consumers" },
+            h("div", { class: "lane-head" }, h("strong", { text: "→ CONSUMERS" }), " ", consumerCount),
+            consumerList, consumerNote))),
       dlq ? h("div", { class: "threshold", id: "threshold" },
         h("span", { class: "arrow", "aria-hidden": "true", text: "↓" }),
         h("span", { text: `maxClaimCount = ${maxClaims}` }),
@@ -50,6 +85,7 @@ export async function queuePicture(el, name, params) {
         h("div", { class: "row" }, dlqStrip, dlqMore))
         : null,
       !dlq && !isDlq ? h("p", { class: "muted", text: "No dead-letter policy: messages are never moved." }) : null),
+    detail,
     isDlq ? h("p", {}, h("a", { href: `#/dlq/${encodeURIComponent(name)}`, text: "Browse these dead letters" }),
       " · sources: ", srcs.map((s) => s.name).join(", ")) : null);
 
@@ -58,24 +94,89 @@ export async function queuePicture(el, name, params) {
     : null;
   if (panel) el.append(panel.element);
 
-  function cell(m, { claimsLimit, inDlq }) {
-    const left = m.claim_id && claimsLeft.has(m.claim_id)
-      ? Math.max(0, claimsLeft.get(m.claim_id) - (Date.now() - readAt) / 1000) : null;
+  function secondsLeft(claimId) {
+    const left = claimsLeft.get(claimId);
+    return left === undefined ? null : Math.max(0, Math.ceil(left - (Date.now() - readAt) / 1000));
+  }
+
+  function timerText(timer) {
+    const left = secondsLeft(timer.dataset.claim);
+    if (timer.classList.contains("left")) return left === null ? "" : `${left}s left`;
+    return left === null ? "claimed" : `claim ${left}s`;
+  }
+
+  function timer(claimId, cls) {
+    const t = h("span", { class: cls, "data-claim": claimId });
+    t.textContent = timerText(t);
+    return t;
+  }
+
+  function inspect(m, where) {
+    inspected = m.id;
+    const p = m.provenance;
+    const facts = [
+      `${where} · delivered ${m.claim_count}× · age ${age(m.age)}`,
+      m.claim_id ? `claimed (claim ${m.claim_id})` : null,
+      p ? `from ${p.source_queue} (${p.reason})${p.error ? ": " + p.error : ""}` : null,
+    ].filter(Boolean).join(" · ");
+    detail.replaceChildren(
+      h("h2", {}, "Message ", h("code", { id: "cell-detail-id", text: m.id })),
+      h("p", { class: "muted", text: facts }),
+      h("pre", { id: "cell-detail-body", class: "body", text: pretty(m.body) }));
+  }
+
+  function cell(m, { claimsLimit, inDlq, context }) {
     const classes = ["cell"];
     if (m.claim_id) classes.push("claimed");
+    if (inDlq) classes.push("dead");
     if (!seen.has(m.id)) classes.push("fresh");
-    if (claimsLimit && m.claim_count >= claimsLimit) classes.push("hot");
+    const hot = claimsLimit && m.claim_count >= claimsLimit;
     const link = inDlq ? `#/dlq/${encodeURIComponent(dlq || name)}/messages/${encodeURIComponent(m.id)}` : null;
-    const label = h(link ? "a" : "span", { class: "cell-label", href: link, text: preview(m.body) });
-    return h("div", {
+    const summary = summarize(m.body, context);
+    const label = h(link ? "a" : "span", { class: "cell-label", href: link, text: summary });
+    const where = inDlq ? `in ${dlq}` : `in ${name}`;
+    const box = h("div", {
       class: classes.join(" "), "data-id": m.id, "data-claims": m.claim_count,
+      // The DLQ cell's link takes the focus; a main cell takes it itself.
+      tabindex: link ? null : "0",
+      "aria-label": `message …${shortId(m.id)}: ${summary}`,
       title: `${m.id}\nage ${age(m.age)}, delivered ${m.claim_count}×` +
-        (m.provenance ? `\nfrom ${m.provenance.source_queue} (${m.provenance.reason})` : ""),
+        (m.provenance ? `\nfrom ${m.provenance.source_queue} (${m.provenance.reason})` : "") +
+        `\n\n${bodyTitle(m.body)}`,
     },
-    h("span", { class: "badge", text: m.claim_count }),
+    h("span", { class: hot ? "badge hot" : "badge", text: m.claim_count }),
     label,
-    h("span", { class: "cell-id", text: shortId(m.id) }),
-    m.claim_id ? h("span", { class: "timer", "data-claim": m.claim_id, text: left === null ? "claimed" : `claim ${Math.ceil(left)}s` }) : null);
+    h("span", { class: "cell-id", text: `…${shortId(m.id)}` }),
+    m.claim_id ? timer(m.claim_id, "timer") : null);
+    box.addEventListener("mouseenter", () => inspect(m, where));
+    box.addEventListener("focusin", () => inspect(m, where));
+    return box;
+  }
+
+  // One consumer per claim: the public API names claims (id, ttl, age, messages), not the
+  // client that made them.
+  function consumers(claims, claimedTotal, context) {
+    const held = claims.reduce((n, c) => n + c.messages.length, 0);
+    consumerCount.textContent = `${claims.length} ${claims.length === 1 ? "claim" : "claims"}`;
+    clear(consumerList).append(...claims.map((c) => h("div", { class: "consumer", "data-claim": c.id },
+      h("div", { class: "consumer-head" },
+        h("span", { class: "claim-id", title: c.id, text: `claim …${shortId(c.id)}` }), " ",
+        timer(c.id, "left"), " ",
+        h("span", { class: "muted", text: `holds ${c.messages.length}` })),
+      h("ul", { class: "held-list" }, c.messages.map((m) => h("li", {
+        class: "held", "data-id": m.id, title: `${m.id}\n\n${bodyTitle(m.body)}`,
+      }, h("span", { class: "cell-id", text: `…${shortId(m.id)}` }), " ", summarize(m.body, context)))))));
+    if (!claims.length) consumerList.append(h("p", { class: "empty", text: "no message is claimed" }));
+    const beyond = claimedTotal - held;
+    consumerNote.textContent = beyond > 0
+      ? `+${beyond} claimed by claims that hold none of the first ${WINDOW} cells`
+      : "one row per claim; the API names claims, not the client that made them";
+  }
+
+  function focusedCell() {
+    const active = document.activeElement;
+    const box = active && active.closest ? active.closest(".cell") : null;
+    return box && el.contains(box) ? box.dataset.id : null;
   }
 
   async function refresh() {
@@ -86,38 +187,49 @@ export async function queuePicture(el, name, params) {
       dlq ? api.deadLetters(dlq, {}, null, WINDOW) : null,
     ]);
     const claimIds = [...new Set(window.map((m) => m.claim_id).filter(Boolean))];
-    const claims = await Promise.all(claimIds.map((id) => api.claim(name, id).catch(() => null)));
-    claimsLeft = new Map(claimIds.map((id, i) => [id, claims[i] ? claims[i].ttl - claims[i].age : 0]));
+    const read = await Promise.all(claimIds.map((id) => api.claim(name, id).catch(() => null)));
+    // A claim that ended between the two reads is simply not shown.
+    const claims = claimIds.map((id, i) => (read[i] ? { id, ...read[i] } : null)).filter(Boolean);
+    claimsLeft = new Map(claims.map((c) => [c.id, c.ttl - c.age]));
     readAt = Date.now();
+    const focused = focusedCell();
+    const cells = dlq ? dlqWindow.messages : [];
 
     const m = stats.messages || {};
     mainDepth.textContent = `depth = ${m.total ?? 0}`;
-    legend.textContent = `free ${m.free ?? 0} · in flight ${m.claimed ?? 0} · delayed ${m.delayed ?? 0}`;
-    clear(mainStrip).append(...window.map((msg) => cell(msg, { claimsLimit: maxClaims })));
+    counts.textContent = `free ${m.free ?? 0} · in flight ${m.claimed ?? 0} · delayed ${m.delayed ?? 0}`;
+    const mainContext = distinguish(window.map((x) => x.body));
+    clear(mainStrip).append(...window.map((msg) => cell(msg, { claimsLimit: maxClaims, context: mainContext })));
     if (!window.length) mainStrip.append(h("span", { class: "empty", text: "empty" }));
     const rest = (m.total ?? 0) - window.length;
     mainMore.textContent = rest > 0 ? `+${rest} more` : "";
+    consumers(claims, m.claimed ?? 0, mainContext);
 
     if (dlq) {
       const d = dlqStats.messages || {};
       dlqDepth.textContent = `depth = ${d.total ?? 0}`;
-      const cells = dlqWindow.messages;
-      clear(dlqStrip).append(...cells.map((msg) => cell(msg, { inDlq: true })));
+      const context = distinguish(cells.map((x) => x.body));
+      clear(dlqStrip).append(...cells.map((msg) => cell(msg, { inDlq: true, context })));
       if (!cells.length) dlqStrip.append(h("span", { class: "empty", text: "empty" }));
       const restDlq = (d.total ?? 0) - cells.length;
       dlqMore.textContent = restDlq > 0 ? `+${restDlq} more` : "";
-      seen = new Set([...window, ...cells].map((x) => x.id));
-    } else {
-      seen = new Set(window.map((x) => x.id));
+    }
+    seen = new Set([...window, ...cells].map((x) => x.id));
+    const shown = window.find((x) => x.id === inspected);
+    const shownDead = cells.find((x) => x.id === inspected);
+    if (shown) inspect(shown, `in ${name}`);
+    else if (shownDead) inspect(shownDead, `in ${dlq}`);
+    // Redrawing must not take the keyboard focus away from the cell being read.
+    if (focused) {
+      const again = el.querySelector(`.cell[data-id="${CSS.escape(focused)}"]`);
+      const target = again && (again.querySelector("a") || again);
+      if (target) target.focus({ preventScroll: true });
     }
     problems.replaceChildren();
   }
 
   function tick() {
-    for (const timer of el.querySelectorAll(".timer[data-claim]")) {
-      const left = claimsLeft.get(timer.dataset.claim);
-      if (left !== undefined) timer.textContent = `claim ${Math.max(0, Math.ceil(left - (Date.now() - readAt) / 1000))}s`;
-    }
+    for (const t of el.querySelectorAll("[data-claim].timer, [data-claim].left")) t.textContent = timerText(t);
   }
 
   await refresh();

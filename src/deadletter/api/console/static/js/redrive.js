@@ -1,13 +1,17 @@
 // Page 5's panel: start a redrive with filters, follow its task to the end, cancel it.
 
 import * as api from "./api.js";
-import { errorBox, h, isoToLocal, localToIso } from "./dom.js";
+import { confirmAction, errorBox, h, isoToLocal, localToIso } from "./dom.js";
 
 const POLL_MS = 500;
 const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 
-// options: defaults {source, reason, since, until, pattern}, selected() -> ids, label, onDone()
+const FILTERS = ["source_queue", "reason", "since", "until", "pattern_id", "message_ids"];
+
+// options: defaults {source, reason, since, until, pattern}, selected() -> ids, label, onDone();
+// or messageId: the panel redrives that one message, and the filters do not apply.
 export function redrivePanel(dlq, options = {}) {
+  const single = options.messageId || null;
   const d = options.defaults || {};
   const source = h("input", { id: "redrive-source", placeholder: "any source", value: d.source || "" });
   const reason = h("select", { id: "redrive-reason" },
@@ -26,18 +30,23 @@ export function redrivePanel(dlq, options = {}) {
   const cancel = h("button", { id: "redrive-cancel", type: "button", text: "Cancel", hidden: true });
   const problems = h("div");
   const progress = h("div", { class: "progress", id: "redrive-progress", hidden: true }, bar, percent, status, cancel);
-  const form = h("form", { id: "redrive-form", class: "redrive", hidden: !options.open },
-    h("div", { class: "fields" },
-      h("label", {}, "source", source),
-      h("label", {}, "reason", reason),
-      h("label", {}, "since", since),
-      h("label", {}, "until", until),
-      h("label", {}, "pattern", pattern),
-      options.selected ? h("label", { class: "inline" }, onlySelected, " only the selected messages") : null,
-      h("label", {}, "destination", destination),
-      h("label", {}, "rate (msg/s)", rate)),
-    h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts." }),
-    start);
+  const form = single
+    ? h("form", { id: "redrive-form", class: "redrive", hidden: true },
+      h("div", { class: "fields" }, h("label", {}, "destination", destination)),
+      h("p", { class: "muted", text: "Moves this message back, with a fresh delivery count, to its source queue or to the destination given." }),
+      start)
+    : h("form", { id: "redrive-form", class: "redrive", hidden: !options.open },
+      h("div", { class: "fields" },
+        h("label", {}, "source", source),
+        h("label", {}, "reason", reason),
+        h("label", {}, "since", since),
+        h("label", {}, "until", until),
+        h("label", {}, "pattern", pattern),
+        options.selected ? h("label", { class: "inline" }, onlySelected, " only the selected messages") : null,
+        h("label", {}, "destination", destination),
+        h("label", {}, "rate (msg/s)", rate)),
+      h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts (after a confirmation)." }),
+      start);
   const toggle = h("button", { id: "redrive-button", type: "button", class: "primary",
     text: options.label || "Redrive…", onclick: () => { form.hidden = !form.hidden; } });
   const element = h("section", { class: "card" }, h("div", { class: "lane-head" }, toggle), form, progress, problems);
@@ -47,7 +56,7 @@ export function redrivePanel(dlq, options = {}) {
   let stopped = false;
 
   let wantedPattern = d.pattern || "";
-  const patternsLoaded = (options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
+  const patternsLoaded = (single ? Promise.resolve([]) : options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
     .then((list) => {
       for (const p of list) pattern.append(h("option", { value: p.id, text: `${p.id}: ${p.template || ""} (${p.count ?? "?"})` }));
       pattern.value = wantedPattern;
@@ -86,18 +95,24 @@ export function redrivePanel(dlq, options = {}) {
     event.preventDefault();
     problems.replaceChildren();
     const body = {};
-    if (source.value.trim()) body.source_queue = source.value.trim();
-    if (reason.value) body.reason = reason.value;
-    if (localToIso(since.value)) body.since = localToIso(since.value);
-    if (localToIso(until.value)) body.until = localToIso(until.value);
-    if (pattern.value) body.pattern_id = pattern.value;
-    if (onlySelected.checked && options.selected) {
-      const ids = options.selected();
-      if (!ids.length) { problems.replaceChildren(errorBox({ title: "Redrive", description: "No message is selected." })); return; }
-      body.message_ids = ids;
+    if (single) {
+      body.message_ids = [single];
+    } else {
+      if (source.value.trim()) body.source_queue = source.value.trim();
+      if (reason.value) body.reason = reason.value;
+      if (localToIso(since.value)) body.since = localToIso(since.value);
+      if (localToIso(until.value)) body.until = localToIso(until.value);
+      if (pattern.value) body.pattern_id = pattern.value;
+      if (onlySelected.checked && options.selected) {
+        const ids = options.selected();
+        if (!ids.length) { problems.replaceChildren(errorBox({ title: "Redrive", description: "No message is selected." })); return; }
+        body.message_ids = ids;
+      }
+      if (rate.value) body.rate = Number(rate.value);
     }
     if (destination.value.trim()) body.destination = destination.value.trim();
-    if (rate.value) body.rate = Number(rate.value);
+    // Without a filter the task takes the whole DLQ: ask first, as for a purge.
+    if (!FILTERS.some((k) => k in body) && !(await confirmEverything())) return;
     try {
       draw(await api.startRedrive(dlq, body));
       clearTimeout(timer);
@@ -106,6 +121,14 @@ export function redrivePanel(dlq, options = {}) {
       problems.replaceChildren(errorBox(err));
     }
   });
+
+  async function confirmEverything() {
+    let total = null;
+    try { total = ((await api.stats(dlq)).messages || {}).total; } catch { /* ask without the count */ }
+    const what = total === null || total === undefined ? "every dead letter" : `all ${total} dead letters`;
+    const where = destination.value.trim() ? `to ${destination.value.trim()}` : "to their source queues";
+    return confirmAction(`Redrive ${what} in ${dlq} ${where}? No filter is set.`);
+  }
 
   cancel.addEventListener("click", async () => {
     try {
