@@ -6,20 +6,25 @@ import { redrivePanel } from "./redrive.js";
 
 // Shown in their own columns, or used by the links.
 const SHOWN = new Set(["id", "template", "count", "message_ids", "signature"]);
+// The order the facts are read in: where and when first, the evidence last.
+const ORDER = ["source_queues", "reasons", "first_seen", "last_seen", "hourly_counts", "key_paths_missing",
+  "overrepresented_attributes", "key_paths_in_all", "sample_message_ids", "example"];
 
 function list(value) {
   return Array.isArray(value) ? value.map((v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))).join(", ") : String(value);
 }
 
 function fact(name, ...value) {
-  return h("div", { class: "fact" }, h("span", { class: "fact-name", text: name }), " ", ...value);
+  return h("div", { class: "fact" }, h("span", { class: "fact-name", text: `${name}:` }), " ", ...value);
 }
 
 // The fields `analyze` adds (docs/pipeline.md) in words; any other field by its name, with a
 // nested value folded away rather than printed as JSON inline.
 function facts(p, dlq) {
   const out = [];
-  const rest = Object.entries(p).filter(([k, v]) => !SHOWN.has(k) && v !== null && v !== undefined);
+  const rank = (k) => (ORDER.includes(k) ? ORDER.indexOf(k) : ORDER.length);
+  const rest = Object.entries(p).filter(([k, v]) => !SHOWN.has(k) && v !== null && v !== undefined)
+    .sort(([a], [b]) => rank(a) - rank(b));
   for (const [key, value] of rest) {
     if (Array.isArray(value) && !value.length) continue;
     if (key === "source_queues") out.push(fact("from", list(value)));

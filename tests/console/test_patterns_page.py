@@ -1,0 +1,107 @@
+"""The failure patterns page: facts in words, ids on one line, and a redrive of everything
+only after a confirmation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import expect
+
+from tests.console.conftest import Api, screenshot
+from tests.console.test_pages import DLQ, dead_letter_mix
+
+
+def analysed(api: Api, ids: dict[str, list[str]]) -> None:
+    """Patterns as `deadletter analyze --queue` stores them (docs/pipeline.md's fields)."""
+    common = {
+        "reasons": ["rejected"],
+        "first_seen": "2026-11-22T15:04:05.000Z",
+        "last_seen": "2026-11-22T16:09:05.000Z",
+        "hourly_counts": [["2026-11-22T15:00:00.000Z", 1], ["2026-11-22T16:00:00.000Z", 1]],
+        "key_paths_in_all": ["n", "q"],
+    }
+    patterns = [
+        {
+            "id": "p-fcd39ef3032a",
+            "template": "timeout after <*> ms",
+            "signature": "TimeoutError",
+            "count": 2,
+            "message_ids": ids["timeout"],
+            "source_queues": ["orders"],
+            "sample_message_ids": ids["timeout"],
+            "key_paths_missing": ["customer.id"],
+            "overrepresented_attributes": [
+                {"name": "producer_version", "value": "2.4.0", "share": 1.0, "lift": 6.9}
+            ],
+            "example": {"message_id": ids["timeout"][0], "body": {"q": "orders", "n": 1}},
+            **common,
+        },
+        {
+            "id": "p-0a7e5d21b9c4",
+            "template": "negative total <*>",
+            "signature": "ValueError",
+            "count": 2,
+            "message_ids": ids["negative"],
+            "source_queues": ["payments"],
+            "sample_message_ids": ids["negative"],
+            "key_paths_missing": [],
+            "overrepresented_attributes": [],
+            "example": {"message_id": ids["negative"][0], "body": {"q": "payments", "n": 1}},
+            **common,
+        },
+    ]
+    api.request("PUT", f"/v2/queues/{DLQ}/patterns", json={"patterns": patterns})
+
+
+def test_patterns_read_as_words_with_ids_on_one_line_and_the_right_command(
+    api: Api, page: Any
+) -> None:
+    analysed(api, dead_letter_mix(api))
+    page.goto(f"/console/#/dlq/{DLQ}/patterns")
+    rows = page.locator("#patterns tr[data-pattern]")
+    expect(rows).to_have_count(2)
+    # The "more" column says what analyze found, in words, not as JSON
+    more = page.locator("#patterns tr[data-pattern='p-fcd39ef3032a'] td.more")
+    expect(more).to_contain_text("from: orders")
+    expect(more).to_contain_text("lacks: customer.id")
+    expect(more).to_contain_text("producer_version=2.4.0 (100%, lift 6.9)")
+    expect(more).to_contain_text("per hour: 2 hours, at most 1 in one")
+    for text in page.locator("#patterns td.more").all_inner_texts():
+        assert not any(mark in text for mark in ('{"', '["', '":')), text
+    # Each pattern id stays on one line
+    for pattern_id in page.locator("#patterns td.pattern-id code").all():
+        assert pattern_id.evaluate("e => e.getClientRects().length") == 1
+    # The note names the command that stores patterns, as code, with no Markdown left in it
+    note = page.locator("#patterns-note")
+    expect(note.locator("code")).to_have_text(f"deadletter analyze --queue {DLQ}")
+    assert "`" not in page.locator("main").inner_text()
+    assert "--url" not in page.locator("main").inner_text()
+    screenshot(page, "patterns")
+
+
+def test_redriving_everything_asks_first_cancel_moves_nothing_confirm_moves_all(
+    api: Api, page: Any
+) -> None:
+    ids = dead_letter_mix(api)
+    analysed(api, ids)
+    page.goto(f"/console/#/dlq/{DLQ}/patterns")
+    expect(page.locator("#patterns tr[data-pattern]")).to_have_count(2)
+    # When the operator starts a redrive with no filter at all
+    page.click("#redrive-button")
+    page.click("#redrive-start")
+    # I expect a confirmation that says it is everything, and Cancel to move nothing
+    expect(page.locator("#confirm")).to_be_visible()
+    expect(page.locator("#confirm-text")).to_contain_text(f"all 5 dead letters in {DLQ}")
+    page.click("#confirm button[value='cancel']")
+    expect(page.locator("#confirm")).to_be_hidden()
+    expect(page.locator("#redrive-progress")).to_be_hidden()
+    assert api.request("GET", f"/v2/queues/{DLQ}/redrives").json()["redrives"] == []
+    assert len(api.dead_letters(DLQ)) == 5
+    # and Confirm to move every one
+    page.click("#redrive-start")
+    page.click("#confirm-ok")
+    expect(page.locator("#redrive-progress")).to_have_attribute("data-status", "COMPLETED")
+    expect(page.locator("#redrive-status")).to_contain_text("5 of 5 moved")
+    assert api.dead_letters(DLQ) == []
+    # A filtered redrive (one pattern) is not asked about: it cannot take everything
+    api.send("orders", {"q": "orders", "n": 9})
