@@ -72,7 +72,7 @@ export async function patternsPage(el, dlq) {
         h("td", { class: "num", text: p.count ?? (p.message_ids || []).length }),
         h("td", { class: "template" }, h("code", { text: p.template || "" }),
           p.signature ? h("div", { class: "muted small-note", text: p.signature }) : null),
-        h("td", { class: "more" }, facts(p, dlq)),
+        h("td", { class: "facts" }, facts(p, dlq)),
         h("td", { class: "actions" },
           h("a", { href: `${base}?pattern=${encodeURIComponent(p.id)}`, text: "browse" }),
           panel ? h("button", { type: "button", class: "small", text: "redrive these",
