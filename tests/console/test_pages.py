@@ -70,7 +70,6 @@ def test_a_message_failing_past_max_claims_climbs_its_badge_and_moves_to_the_dlq
     claim_id, held = api.claim("orders")
     assert claim_id is not None and held[0]["id"] == first
     expect(cell(page, "main-strip", first).locator(".badge")).to_have_text("2")
-    screenshot(page, "queue")
     # And gives it back at its limit: the message goes down to the DLQ at once (seed 004's
     # nack), the others stay
     api.release("orders", claim_id)
@@ -144,7 +143,6 @@ def test_the_dead_letter_browser_filters_by_source_reason_and_error_text(
     page.click(f"#dead-letters tr[data-id='{ids['timeout'][0]}'] a")
     expect(page.locator("#message-body")).to_contain_text('"q": "orders"')
     expect(page.locator("main")).to_contain_text("timeout after 30 ms")
-    screenshot(page, "dead-letter")
 
 
 def test_the_redrive_button_moves_the_dead_letters_back_and_the_bar_reaches_100(
@@ -197,7 +195,6 @@ def test_a_pattern_redrives_only_its_messages(api: Api, page: Any) -> None:
     )
     page.goto(f"/console/#/dlq/{DLQ}/patterns")
     expect(page.locator("#patterns tr[data-pattern]")).to_have_count(2)
-    screenshot(page, "patterns")
     # Browse one pattern's messages
     page.click("#patterns tr[data-pattern='p1'] a")
     expect(page.locator("#dead-letters tr[data-id]")).to_have_count(2)

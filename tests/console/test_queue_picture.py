@@ -78,9 +78,7 @@ def test_every_colour_of_the_picture_is_explained_by_the_legend(api: Api, page: 
     expect(cell(page, "main-strip", first).locator(".badge")).to_have_text("2")
     # I expect every cell colour and every badge colour drawn to be one the legend explains
     drawn = set(
-        page.locator("#main-strip .cell, #dlq-strip .cell, #consumers .held").evaluate_all(
-            COLOURS
-        )
+        page.locator("#main-strip .cell, #dlq-strip .cell, #consumers .held").evaluate_all(COLOURS)
     )
     badges = set(page.locator(".strip .cell .badge").evaluate_all(COLOURS))
     explained = set(page.locator("#legend .swatch.cell").evaluate_all(COLOURS))
@@ -93,9 +91,7 @@ def test_every_colour_of_the_picture_is_explained_by_the_legend(api: Api, page: 
         assert item.inner_text().strip()
 
 
-def test_the_consumers_show_each_claim_and_the_messages_it_holds_live(
-    api: Api, page: Any
-) -> None:
+def test_the_consumers_show_each_claim_and_the_messages_it_holds_live(api: Api, page: Any) -> None:
     # Given a queue with a dead letter already and five messages waiting
     orders_with_dlq(api, max_claims=3)
     (poison,) = api.send("orders", {"type": "order.created", "order": 999, "sku": "X-0"})
@@ -124,6 +120,8 @@ def test_the_consumers_show_each_claim_and_the_messages_it_holds_live(
             expect(consumer.locator(f".held[data-id='{m['id']}']")).to_contain_text(
                 f"order={m['body']['order']}"
             )
+    cell(page, "main-strip", held_first[0]["id"]).hover()
+    expect(page.locator("#cell-detail-id")).to_have_text(held_first[0]["id"])
     screenshot(page, "queue")
     # When the first consumer gives its messages back, it is gone from the picture
     api.release("orders", first)
