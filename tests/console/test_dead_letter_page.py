@@ -27,7 +27,7 @@ def test_a_dead_letter_opens_at_its_header_and_redrives_alone_without_filters(
     # I expect the page at its top: the header in view, the redrive form folded away
     assert page.evaluate("window.scrollY") == 0
     box = header.bounding_box()
-    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= VIEWPORT["height"]
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= VIEWPORT["height"]
     expect(page.locator("#redrive-form")).to_be_hidden()
     expect(page.locator("#redrive-button")).to_be_in_viewport()
     screenshot(page, "dead-letter")

@@ -34,8 +34,7 @@ def test_each_cell_shows_what_tells_its_message_apart_and_the_whole_body_on_focu
     assert [label.split()[0] for label in labels] == [f"order={b['order']}" for b in BODIES]
     # and each cell to end with the tail of its id
     tails = page.locator("#main-strip .cell .cell-id").all_inner_texts()
-    assert all(tail.lstrip("…") == i[-len(tail.lstrip("…")) :] for tail, i in zip(tails, ids))
-    assert len(set(tails)) == len(ids)
+    assert tails == [f"…{i[-6:]}" for i in ids]
     # Focusing a cell (keyboard) shows its whole body, pointing at one does too
     cell(page, "main-strip", ids[1]).focus()
     expect(page.locator("#cell-detail-id")).to_have_text(ids[1])
