@@ -78,6 +78,8 @@ def test_patterns_read_as_words_with_ids_on_one_line_and_the_right_command(
     expect(note.locator("code")).to_have_text(f"deadletter analyze --queue {DLQ}")
     assert "`" not in page.locator("main").inner_text()
     assert "--url" not in page.locator("main").inner_text()
+    # The page does not follow the feed, and the header says so rather than "connecting"
+    expect(page.locator("#live")).to_have_text("not live")
     screenshot(page, "patterns")
 
 

@@ -57,6 +57,9 @@ export async function render() {
       if (current && current.onEvent) current.onEvent(event);
       refresh();
     }, setLive);
+  } else {
+    // A page without a refresh does not follow the feed; the badge must not say it does.
+    setLive("not live");
   }
   showWho();
 }

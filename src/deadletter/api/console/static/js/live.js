@@ -9,13 +9,15 @@ const POLLS_BEFORE_RETRY = 5;
 export function follow(queues, onEvent, onStatus) {
   let stopped = false;
   let controller = null;
+  // Once stopped, the next page owns the badge.
+  const status = (s) => { if (!stopped) onStatus(s); };
 
   async function stream() {
     controller = new AbortController();
     const response = await fetch(url("/console/events", { queue: queues }), {
       headers: headers({ Accept: "text/event-stream" }), signal: controller.signal, cache: "no-store" });
     if (!response.ok || !response.body) throw new Error(`live feed: ${response.status}`);
-    onStatus("live");
+    status("live");
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let buffer = "";
@@ -53,7 +55,7 @@ export function follow(queues, onEvent, onStatus) {
         await stream();  // ends when the server closes the stream; reconnect at once
       } catch {
         if (stopped) return;
-        onStatus("polling");
+        status("polling");
         for (let i = 0; i < POLLS_BEFORE_RETRY && !stopped; i++) {
           onEvent({ type: "poll" });
           await sleep(POLL_MS);
