@@ -127,3 +127,15 @@ def test_the_consumers_show_each_claim_and_the_messages_it_holds_live(api: Api, 
     expect(page.locator("#consumers .consumer")).to_have_count(1)
     expect(page.locator(f"#consumers .consumer[data-claim='{second}']")).to_have_count(1)
     expect(page.locator("#dlq-strip .cell")).to_have_count(1)
+
+
+def test_text_bodies_that_start_alike_are_labelled_by_what_follows(api: Api, page: Any) -> None:
+    # Given text messages that share their first 25 characters
+    api.queue("payments")
+    texts = [f"payment failed for order {1001 + n}: card declined" for n in range(4)]
+    api.send("payments", *texts)
+    page.goto("/console/#/queues/payments")
+    expect(page.locator("#main-strip .cell")).to_have_count(len(texts))
+    # I expect the labels to start where they differ
+    labels = page.locator("#main-strip .cell .cell-label").all_inner_texts()
+    assert [label.split(":")[0] for label in labels] == [f"…{1001 + n}" for n in range(4)]
