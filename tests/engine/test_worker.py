@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from deadletter.clock import ManualClock
 from deadletter.domain.model import TaskStatus
@@ -57,9 +56,18 @@ def test_a_task_started_in_this_process_is_stepped_without_waiting_for_the_tick(
             done.set()
 
     engine.add_listener(Done())
-    worker = Worker(engine, sweep_interval=3600, tick=3600)
+    first_round = threading.Event()
+
+    class Watched(Worker):
+        def run_once(self) -> bool:
+            busy = super().run_once()
+            first_round.set()
+            return busy
+
+    worker = Watched(engine, sweep_interval=3600, tick=3600)
     worker.start()
-    time.sleep(0.5)  # its first round found nothing to do
+    # Only after its first round (which found nothing): the task cannot be found by it.
+    assert first_round.wait(30)
     try:
         # When a redrive starts, the worker wakes and completes it
         task = engine.start_redrive(P, "dlq")

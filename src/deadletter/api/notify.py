@@ -31,6 +31,11 @@ class Notifier(EngineListener):
         for loop, event in waiters:
             loop.call_soon_threadsafe(event.set)
 
+    def waiting(self, project: str, queue: str) -> int:
+        """How many long polls wait on `queue` now."""
+        with self._lock:
+            return len(self._waiters.get((project, queue), ()))
+
     @asynccontextmanager
     async def watching(self, project: str, queue: str) -> AsyncIterator[asyncio.Event]:
         """An event set whenever `queue` gets messages while the block runs.

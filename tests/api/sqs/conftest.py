@@ -26,8 +26,14 @@ _QUERY_MODELS: list[Path] = []
 
 
 @pytest.fixture
-def server_url(store: Store) -> Iterator[str]:
-    engine = Engine(store)
+def sqs_engine(store: Store) -> Engine:
+    """The engine behind `server_url`, for a test that must watch the server's own state."""
+    return Engine(store)
+
+
+@pytest.fixture
+def server_url(sqs_engine: Engine) -> Iterator[str]:
+    engine = sqs_engine
     worker = Worker(engine, sweep_interval=0.2)
     app = build_app(engine, AppOptions(test_mode=True), background=[worker])
     with serving(app) as url:

@@ -16,9 +16,17 @@ import pytest
 from deadletter.api.app import AppOptions, build_app
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
+from tests.services import missing
 from tests.support.servers import serving
 
 AWS = Path(sys.executable).parent / "aws"
+
+
+@pytest.fixture
+def aws_cli() -> None:
+    """The AWS CLI beside the test's Python (`./dev test` installs it); CI fails without it."""
+    if not AWS.exists():
+        missing(f"the awscli package is not installed ({AWS} is missing)")
 
 
 def _aws(url: str, tmp_path: Path, *args: str, key: tuple[str, str] = ("test", "test")) -> Any:
@@ -41,7 +49,7 @@ def _aws(url: str, tmp_path: Path, *args: str, key: tuple[str, str] = ("test", "
     return json.loads(done.stdout) if done.stdout.strip() else None
 
 
-@pytest.mark.skipif(not AWS.exists(), reason="the awscli package is not installed")
+@pytest.mark.usefixtures("aws_cli")
 def test_basic_flow(server_url: str, tmp_path: Path) -> None:
     url = _aws(server_url, tmp_path, "create-queue", "--queue-name", "cli")["QueueUrl"]
     _aws(server_url, tmp_path, "send-message", "--queue-url", url, "--message-body", "hi")
@@ -73,7 +81,7 @@ def test_reset_exists_only_in_test_mode(store: Store) -> None:
         assert r.status_code == 400
 
 
-@pytest.mark.skipif(not AWS.exists(), reason="the awscli package is not installed")
+@pytest.mark.usefixtures("aws_cli")
 def test_with_credentials_required_a_real_key_pair_works_and_a_wrong_one_fails(
     store: Store, tmp_path: Path
 ) -> None:

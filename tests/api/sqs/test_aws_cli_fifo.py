@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.sqs.test_aws_cli import AWS, _aws
+from tests.api.sqs.test_aws_cli import _aws, aws_cli  # noqa: F401 (the fixture)
 
-pytestmark = pytest.mark.skipif(not AWS.exists(), reason="the awscli package is not installed")
+pytestmark = pytest.mark.usefixtures("aws_cli")
 
 
 def _send(url: str, tmp_path: Path, queue: str, body: str, group: str, dedup: str) -> str:

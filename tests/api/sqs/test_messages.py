@@ -10,7 +10,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from deadletter.api.sqs import messages as sqs_messages
-from tests.api.sqs.conftest import client
+from deadletter.engine.engine import Engine
+from tests.api.sqs.conftest import ACCOUNT, client
+from tests.support.polls import until_polling
 
 
 def test_send_and_receive_with_attributes_and_digests(sqs: Any, make_queue: Any) -> None:
@@ -194,13 +196,16 @@ def test_purge(sqs: Any, make_queue: Any) -> None:
 
 
 def test_long_poll_returns_when_a_message_arrives(
-    sqs: Any, make_queue: Any, server_url: str
+    sqs: Any, make_queue: Any, server_url: str, sqs_engine: Engine, monkeypatch: Any
 ) -> None:
+    # The poll's own periodic look would find the message too: only the wake-up may.
+    monkeypatch.setattr(sqs_messages, "RECHECK", 60.0)
     url = make_queue("orders")
     sender = client(server_url)
 
     def send_soon() -> None:
-        time.sleep(0.5)
+        # Only once the receive waits: a message sent earlier would be found, not awaited.
+        until_polling(sqs_engine, ACCOUNT, "orders")
         sender.send_message(QueueUrl=url, MessageBody="woke")
 
     thread = threading.Thread(target=send_soon)
@@ -223,7 +228,9 @@ def test_long_poll_waits_when_nothing_arrives(sqs: Any, make_queue: Any) -> None
 
 
 @pytest.mark.postgres
-def test_long_poll_wakes_on_a_send_through_another_server_process(tmp_path: Any) -> None:
+def test_long_poll_wakes_on_a_send_through_another_server_process(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
     """Two servers on one PostgreSQL database: a send through one wakes a receive waiting on
     the other (LISTEN/NOTIFY), well before the wait ends."""
     from deadletter.api.app import AppOptions, build_app
@@ -232,18 +239,20 @@ def test_long_poll_wakes_on_a_send_through_another_server_process(tmp_path: Any)
     from tests.services import postgres_schema
     from tests.support.servers import serving
 
+    monkeypatch.setattr(sqs_messages, "RECHECK", 60.0)  # only the wake-up may find it
     with postgres_schema() as db:
         first, second = open_store(db), open_store(db)
+        engine_a = Engine(first)
         try:
             with (
-                serving(build_app(Engine(first), AppOptions())) as url_a,
+                serving(build_app(engine_a, AppOptions())) as url_a,
                 serving(build_app(Engine(second), AppOptions())) as url_b,
             ):
                 waiting, sending = client(url_a), client(url_b)
                 queue = waiting.create_queue(QueueName="shared")["QueueUrl"]
 
                 def send_soon() -> None:
-                    time.sleep(0.5)
+                    until_polling(engine_a, ACCOUNT, "shared")
                     sending.send_message(QueueUrl="shared", MessageBody="from b")
 
                 thread = threading.Thread(target=send_soon)

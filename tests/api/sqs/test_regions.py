@@ -72,6 +72,7 @@ def test_a_dead_letter_queue_of_another_region_is_refused(home: Any, abroad: Any
     with pytest.raises(ClientError) as exc:
         home.create_queue(QueueName="work", Attributes={"RedrivePolicy": json.dumps(policy)})
     assert exc.value.response["Error"]["Code"] == "InvalidParameterValue"
+    assert "QueueUrls" not in home.list_queues()  # the refused queue was not created
 
 
 def test_the_native_api_sees_another_region_under_its_project(abroad: Any, server_url: str) -> None:

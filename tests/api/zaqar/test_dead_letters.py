@@ -147,6 +147,9 @@ def test_explicit_dead_letter_of_one_claimed_message(api: ApiClient) -> None:
         api.post(href + "?claim_id=00000000-0000-4000-8000-000000000000", json={}).status_code
         == 400
     )
+    # Neither refusal moved it: it is still in its queue, under its claim.
+    assert dead_letters(api, "orders-dlq") == []
+    assert api.get(f"/v2/queues/orders/claims/{cid}").json()["messages"][0]["id"] == mid
     r = api.post(f"{href}?claim_id={cid}", json={"description": "bad input", "error": "Traceback"})
     assert r.status_code == 200, r.text
     m = r.json()["message"]
@@ -168,8 +171,11 @@ def test_explicit_dead_letter_in_a_batch(api: ApiClient) -> None:
     assert len(r.json()["messages"]) == 2
     assert api.get("/v2/queues/orders/stats").json()["messages"]["total"] == 1
     assert api.post("/v2/queues/orders/dead_letter", json={"messages": []}).status_code == 400
-    missing_claim = {"messages": [{"id": messages[0]["id"]}]}
+    _, kept = claim(api, "orders")
+    missing_claim = {"messages": [{"id": kept[0]["id"]}]}
     assert api.post("/v2/queues/orders/dead_letter", json=missing_claim).status_code == 403
+    assert len(dead_letters(api, "orders-dlq")) == 2
+    assert api.get("/v2/queues/orders/stats").json()["messages"]["total"] == 1
 
 
 def test_explicit_dead_letter_without_a_policy_or_on_a_dlq_is_409(api: ApiClient) -> None:
@@ -180,6 +186,8 @@ def test_explicit_dead_letter_without_a_policy_or_on_a_dlq_is_409(api: ApiClient
         cid, _ = claim(api, queue)
         r = api.post(f"/v2/queues/{queue}/messages/{mid}/dead_letter?claim_id={cid}", json={})
         assert r.status_code == 409, r.text
+        # The refused message stays where it was, claimed; nothing reached a DLQ.
+        assert api.get(f"/v2/queues/{queue}/claims/{cid}").json()["messages"][0]["id"] == mid
 
 
 def test_on_expiry_only_eligible_messages_are_dead_lettered(
@@ -208,6 +216,8 @@ def test_release_makes_a_message_visible_again_after_its_delay(
     href = f"/v2/queues/q/messages/{mid}/release"
     assert api.post(href, json={}).status_code == 403
     assert api.post(f"{href}?claim_id={cid}", json={"delay": -1}).status_code == 400
+    # Neither refusal released it: it is still under its claim.
+    assert api.get(f"/v2/queues/q/claims/{cid}").json()["messages"][0]["id"] == mid
     assert api.post(f"{href}?claim_id={cid}", json={"delay": 30}).status_code == 204
     assert claim(api, "q") == (None, [])
     clock.advance(31)
@@ -323,11 +333,14 @@ def test_invalid_redrives_are_refused(api: ApiClient, body: dict[str, Any]) -> N
     with_dlq(api)
     r = api.post("/v2/queues/orders-dlq/redrives", json=body)
     assert r.status_code in (400, 404), r.text
+    # A refused redrive leaves no task behind.
+    assert api.get("/v2/queues/orders-dlq/redrives").json()["redrives"] == []
 
 
 def test_redrive_of_a_queue_that_is_no_dlq_and_unknown_tasks(api: ApiClient) -> None:
     make_queue(api, "plain")
     assert api.post("/v2/queues/plain/redrives", json={}).status_code == 400
+    assert api.get("/v2/queues/plain/redrives").json()["redrives"] == []
     assert api.get("/v2/queues/plain/redrives/nope").status_code == 404
     assert api.delete("/v2/queues/plain/redrives/nope").status_code == 404
 
@@ -349,6 +362,7 @@ def test_patterns_are_stored_and_pick_a_redrive(
         api.put("/v2/queues/orders-dlq/patterns", json={"patterns": [{"x": 1}]}).status_code == 400
     )
     assert api.post("/v2/queues/orders-dlq/redrives", json={"pattern_id": "zz"}).status_code == 404
+    assert api.get("/v2/queues/orders-dlq/redrives").json()["redrives"] == []
     r = api.post("/v2/queues/orders-dlq/redrives", json={"pattern_id": "p1"})
     task = r.json()
     assert task["filter"]["pattern_id"] == "p1" and sorted(task["filter"]["message_ids"]) == sorted(

@@ -176,9 +176,11 @@ def test_deleting_a_claimed_message_needs_its_live_claim(
     href = f"/v2/queues/q/messages/{mid}"
     assert api.delete(href).status_code == 403
     assert api.delete(href + "?claim_id=00000000-0000-4000-8000-000000000000").status_code == 400
+    assert api.get(href).json()["body"] == "job"  # neither refusal deleted it
     clock.advance(61)
     # the claim expired: its id no longer deletes
     assert api.delete(f"{href}?claim_id={cid}").status_code == 400
+    assert api.get(href).json()["body"] == "job"
     cid2, _ = claim(api, "q", ttl=60)
     assert api.delete(f"{href}?claim_id={cid2}").status_code == 204
     assert api.get(href).status_code == 404

@@ -45,10 +45,27 @@ def test_form_encoded_body_is_refused(api: ApiClient) -> None:
     assert set(r.json()) == {"title", "description"}
 
 
-def test_projects_are_isolated_and_default_to_the_default_project(api: ApiClient) -> None:
+def test_projects_are_isolated_and_default_to_the_default_project(
+    api: ApiClient, engine: Engine
+) -> None:
     make_queue(api, "shared")
-    assert api.get("/v2/queues/shared", headers={"X-Project-ID": "other"}).status_code == 404
+    (mid,) = post(api, "shared", "mine")
+    other = {"X-Project-ID": "other"}
+    assert api.get("/v2/queues/shared", headers=other).status_code == 404
     assert api.get("/v2/queues/shared", headers={"X-Project-ID": "123456789012"}).status_code == 200
+    # Nothing another project does reaches the queue or its message:
+    assert api.get("/v2/queues", headers=other).json()["queues"] == []
+    assert api.get(f"/v2/queues/shared/messages/{mid}", headers=other).status_code == 404
+    assert api.post("/v2/queues/shared/claims", headers=other, json={}).status_code == 204
+    assert api.delete(f"/v2/queues/shared/messages/{mid}", headers=other).status_code == 204
+    assert api.post("/v2/queues/shared/purge", headers=other, json={}).status_code == 404
+    assert api.delete("/v2/queues/shared", headers=other).status_code == 204
+    # its post made a queue of its own, of the same name, beside ours.
+    sent = api.post("/v2/queues/shared/messages", headers=other, json={"messages": [{"body": 2}]})
+    assert sent.status_code == 201
+    assert [m.body for m in engine.claim("other", "shared", 10).messages] == [b"2"]
+    assert engine.stats("123456789012", "shared").total == 1
+    assert [m.id for m in engine.claim("123456789012", "shared", 10).messages] == [mid]
 
 
 def test_put_creates_then_answers_204_without_changing_metadata(api: ApiClient) -> None:
@@ -253,11 +270,16 @@ def test_list_queues_pages_with_next_links_detail_and_count(api: ApiClient) -> N
     assert api.get("/v2/queues?limit=21").status_code == 400
 
 
-def test_delete_queue(api: ApiClient) -> None:
+def test_delete_queue(api: ApiClient, engine: Engine) -> None:
     make_queue(api, "q")
+    post(api, "q", "gone with it")
     assert api.delete("/v2/queues/q").status_code == 204
     assert api.get("/v2/queues/q").status_code == 404
+    assert engine.find_queue("123456789012", "q") is None
     assert api.delete("/v2/queues/q").status_code == 204
+    # A queue made again under the name starts empty: the messages went with the queue.
+    make_queue(api, "q")
+    assert api.get("/v2/queues/q/stats").json()["messages"]["total"] == 0
 
 
 def test_stats_count_messages_and_purge_empties_the_queue(api: ApiClient) -> None:

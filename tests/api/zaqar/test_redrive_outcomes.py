@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from deadletter.domain.model import DeadLetterPolicy, QueueSettings
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient, claim, make_queue, post, with_dlq
+
+P = "123456789012"
 
 
 def _run(api: ApiClient, engine: Engine, href: str) -> dict[str, Any]:
@@ -37,6 +40,36 @@ def test_a_redrive_skips_what_it_cannot_send_back(api: ApiClient, engine: Engine
     assert done["failure_reason"] is None
     listed = api.get("/v2/queues/d/messages?echo=true").json()["messages"]
     assert [m["id"] for m in listed] == [direct]
+
+
+def test_a_redrive_names_each_reason_it_skipped_a_dead_letter_for(
+    api: ApiClient, engine: Engine
+) -> None:
+    # Given a DLQ holding one dead letter of each kind that cannot go back:
+    with_dlq(api, "gone", "d", n=1)
+    for source in ("now-a-dlq", "fine"):
+        make_queue(api, source, _max_claim_count=1, _dead_letter_queue="d")
+    (direct,) = post(api, "d", "sent straight to the DLQ")  # no source at all
+    _kill(api, "gone", "g")
+    _kill(api, "now-a-dlq", "n")
+    _kill(api, "fine", "f")
+    assert api.delete("/v2/queues/gone").status_code == 204  # its source deleted
+    # its source has since become a DLQ itself (a redrive there would start a chain)
+    engine.update_queue(P, "now-a-dlq", QueueSettings())
+    engine.create_queue(P, "x", QueueSettings(dead_letter=DeadLetterPolicy("now-a-dlq", 3)))
+    by_body = {m["body"]: m["id"] for m in api.get("/v2/queues/d/dead_letters").json()["messages"]}
+    # When everything is redriven,
+    done = _run(api, engine, api.post("/v2/queues/d/redrives", json={}).headers["Location"])
+    # only the one with a live source goes back, and each other says why it stayed.
+    assert (done["status"], done["moved"], done["skipped"]) == ("COMPLETED", 1, 3)
+    assert sorted(done["skipped_messages"], key=lambda s: s["reason"]) == [
+        {"id": direct, "reason": "no_source"},
+        {"id": by_body["g"], "reason": "source_deleted"},
+        {"id": by_body["n"], "reason": "source_is_dlq"},
+    ]
+    assert [m["body"] for m in claim(api, "fine")[1]] == ["f"]
+    left = {m["id"] for m in api.get("/v2/queues/d/messages?echo=true").json()["messages"]}
+    assert left == {direct, by_body["g"], by_body["n"]}
 
 
 def test_stranded_dead_letters_go_to_a_named_queue(api: ApiClient, engine: Engine) -> None:

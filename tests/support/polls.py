@@ -1,0 +1,17 @@
+"""Waiting, in a test, until a long poll is really waiting on the server, so that a send made
+afterwards can only reach it through the wake-up and not be found by its first look."""
+
+from __future__ import annotations
+
+import time
+
+from deadletter.api.notify import Notifier
+from deadletter.engine.engine import Engine
+
+
+def until_polling(engine: Engine, project: str, queue: str, timeout: float = 30.0) -> None:
+    (notifier,) = (n for n in engine.listeners if isinstance(n, Notifier))
+    deadline = time.monotonic() + timeout
+    while notifier.waiting(project, queue) == 0:
+        assert time.monotonic() < deadline, f"no long poll started waiting on {queue!r}"
+        time.sleep(0.01)
