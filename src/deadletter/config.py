@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -41,6 +42,8 @@ class ServerConfig:
     subscription_confirmation: bool = False
     # The SQS home region: its queues are the projects' own, another region's are apart.
     region: str = "us-east-1"
+    # Networks webhooks may reach although they are not public (`--webhook-allow`, CIDRs).
+    webhook_allow: tuple[str, ...] = ()
 
     def check_workers(self) -> None:
         """ConfigError for several worker processes on SQLite."""
@@ -50,6 +53,14 @@ class ServerConfig:
                 " a SQLite file takes one writing process, and one process already shares each"
                 " commit among concurrent requests. Use --workers 1 with SQLite."
             )
+
+    @property
+    def webhook_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        """ConfigError for a --webhook-allow that is not a CIDR."""
+        try:
+            return tuple(ipaddress.ip_network(a.strip(), strict=False) for a in self.webhook_allow)
+        except ValueError as exc:
+            raise ConfigError(f"--webhook-allow takes networks such as 10.0.0.0/8: {exc}") from None
 
     @property
     def loopback(self) -> bool:
@@ -115,4 +126,5 @@ def config_from_json(text: str) -> ServerConfig:
     for name in paths:
         if raw.get(name) is not None:
             raw[name] = Path(raw[name])
+    raw["webhook_allow"] = tuple(raw.get("webhook_allow", ()))
     return ServerConfig(**raw)

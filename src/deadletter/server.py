@@ -25,6 +25,7 @@ import uvicorn
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
+from deadletter.adapters.webhooks import HttpxSender
 from deadletter.api.app import AppOptions, Background, Limits, build_app
 from deadletter.auth.credentials import (
     MASTER_KEY_ENV,
@@ -43,6 +44,7 @@ from deadletter.config import (
 )
 from deadletter.engine.credentials import Authority, Role, reseal_all
 from deadletter.engine.deliveries import Deliveries
+from deadletter.engine.destinations import Destinations
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage import open_store
@@ -145,9 +147,11 @@ def _app(
     if config.subscription_confirmation:
         engine.subscriptions.require_confirmation = True
         engine.subscriptions.signer = authority.sign if authority is not None else None
+    destinations = Destinations(config.webhook_networks)
+    engine.subscriptions.destinations = destinations
     options = AppOptions(test_mode=config.test_mode, authority=authority, region=config.region)
     limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
-    background = [*first, worker, Deliveries(engine)]
+    background = [*first, worker, Deliveries(engine, HttpxSender(destinations))]
     return build_app(engine, options, background=background, limits=limits)
 
 

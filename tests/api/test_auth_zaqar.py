@@ -14,7 +14,7 @@ from deadletter.auth.roles import Action, Role, allowed
 from deadletter.engine.deliveries import Deliveries, DeliverySettings
 from deadletter.storage.base import Store
 from tests.auth.live import Live, live_server, zaqar
-from tests.support.receivers import WAIT, receiving
+from tests.support.receivers import WAIT, allow_local, receiving
 
 
 @pytest.fixture
@@ -150,7 +150,8 @@ def test_a_subscriber_confirms_with_the_signed_url_it_is_sent(store: Store) -> N
     with live_server(store) as live, receiving() as hook:
         live.engine.subscriptions.require_confirmation = True
         live.engine.subscriptions.signer = live.authority.sign
-        deliveries = Deliveries(live.engine, DeliverySettings(timeout=WAIT, tick=0.01))
+        sender = allow_local(live.engine)
+        deliveries = Deliveries(live.engine, sender, DeliverySettings(timeout=WAIT, tick=0.01))
         deliveries.start()
         try:
             credential, secret = live.issue("alpha", "admin")

@@ -9,7 +9,23 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from deadletter.adapters.webhooks import HttpxSender
+from deadletter.engine.destinations import Destinations
+from deadletter.engine.engine import Engine
+
 WAIT = 30.0  # a deadlock guard, never a measure: every wait ends as soon as its event happens
+
+
+# The receivers listen on loopback, which webhooks reach only where the operator allows it
+# (`serve --webhook-allow 127.0.0.0/8`): the tests that use them allow it the same way.
+ALLOW_LOCAL = ("127.0.0.0/8",)
+
+
+def allow_local(engine: Engine) -> HttpxSender:
+    """Let `engine`'s subscriptions reach the receivers; the sender to deliver to them."""
+    destinations = Destinations(ALLOW_LOCAL)
+    engine.subscriptions.destinations = destinations
+    return HttpxSender(destinations)
 
 
 class Receiver:

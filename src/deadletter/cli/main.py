@@ -145,6 +145,15 @@ def _region(value: str) -> str:
     help="The SQS home region: its queues are each project's own; requests signed for another"
     " region see that region's queues, kept apart (docs/sqs.md).",
 )
+@click.option(
+    "--webhook-allow",
+    envvar="DEADLETTER_WEBHOOK_ALLOW",
+    show_envvar=True,
+    multiple=True,
+    metavar="CIDR",
+    help="A network webhooks may reach although it is not public (loopback, private,"
+    " link-local...); repeatable, or space-separated in the variable (docs/security.md).",
+)
 def serve(
     host: str,
     port: int,
@@ -163,6 +172,7 @@ def serve(
     max_queues: int,
     subscription_confirmation: str,
     region: str,
+    webhook_allow: tuple[str, ...],
 ) -> None:
     """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
     from deadletter.auth.errors import MasterKeyError
@@ -189,9 +199,11 @@ def serve(
         workers=workers,
         subscription_confirmation=subscription_confirmation == "required",
         region=region,
+        webhook_allow=webhook_allow,
     )
     try:
         config.check_workers()
+        config.webhook_networks  # noqa: B018 (refuses a malformed CIDR before starting)
         config.auth_required  # noqa: B018 (refuses auth off on an open host before starting)
         run(config)
     except (ConfigError, MasterKeyError) as exc:

@@ -1,5 +1,6 @@
-"""The background sender of notifications: takes due ones from the store, POSTs them with
-bounded concurrency, and records each outcome (delivered, retry later, or given up)."""
+"""The background sender of notifications: takes due ones from the store, hands them to the
+webhook sender (`notifier.WebhookSender`, wired in by the server) with bounded concurrency,
+and records each outcome (delivered, retry later, or given up)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,10 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import httpx
-
 from deadletter.domain.subscriptions import Delivery
-from deadletter.engine import notifier
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
+from deadletter.engine.notifier import WebhookSender
 from deadletter.engine.subscriptions import RetryPolicy
 
 log = logging.getLogger("deadletter.deliveries")
@@ -48,12 +47,12 @@ class Deliveries(EngineListener):
     def __init__(
         self,
         engine: Engine,
+        sender: WebhookSender,
         settings: DeliverySettings | None = None,
-        client: httpx.Client | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings or DeliverySettings()
-        self._client = client or httpx.Client(follow_redirects=False)
+        self._sender = sender
         self._pool = ThreadPoolExecutor(self.settings.concurrency, "deadletter-notify")
         self._in_flight: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -80,7 +79,7 @@ class Deliveries(EngineListener):
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._pool.shutdown(wait=True)
-        self._client.close()
+        self._sender.close()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -137,7 +136,7 @@ class Deliveries(EngineListener):
 
     def _send(self, d: Delivery) -> None:
         try:
-            outcome = notifier.post(self._client, d, self.settings.timeout)
+            outcome = self._sender.send(d, self.settings.timeout)
             if outcome.ok:
                 self.engine.subscriptions.delivered(d.id)
             else:

@@ -27,8 +27,14 @@ from deadletter.domain.subscriptions import (
     Subscription,
 )
 from deadletter.engine import counters, transitions
+from deadletter.engine.destinations import (
+    DestinationRefused,
+    Destinations,
+    DestinationUnresolved,
+)
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
+from deadletter.engine.notifier import check_options
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
 
@@ -74,6 +80,23 @@ def check_subscriber(subscriber: str) -> str:
             " of subscriber (mailto:, trust+http:) are not supported"
         )
     return subscriber
+
+
+def check_destination(destinations: Destinations, subscriber: str) -> None:
+    """InvalidInput where the subscriber's host resolves to an address webhooks may not reach.
+    A host that does not resolve now is accepted (DNS may be down, or the name not published
+    yet): the sender checks again before every POST, and records "dns" until it resolves."""
+    try:
+        destinations.check(subscriber)
+    except DestinationUnresolved:
+        pass
+    except DestinationRefused as exc:
+        # The kind of address only: the address itself would tell the caller what a name
+        # resolves to inside the server's network.
+        raise errors.InvalidInput(
+            f"subscriber resolves to a {exc.kind} address, which webhooks may not reach"
+            " (the server's operator may allow a network with --webhook-allow)"
+        ) from None
 
 
 def check_ttl(ttl: int) -> int:
@@ -216,6 +239,8 @@ class Subscriptions:
         self.clock = clock
         self.require_confirmation = False
         self.signer: Signer | None = None
+        # Where webhooks may go; the server sets the operator's allow-list.
+        self.destinations = Destinations()
 
     def _ask_confirmation(self, tx: Transaction, s: Subscription, now: float) -> None:
         """A durable notification of its own, so a restart still sends it."""
@@ -238,6 +263,8 @@ class Subscriptions:
         send the confirmation again); a confirmed one is a Conflict."""
         check_subscriber(subscriber)
         check_ttl(ttl)
+        check_options(options)
+        check_destination(self.destinations, subscriber)
 
         def work(tx: Transaction, _: Pending) -> tuple[Subscription, bool]:
             require_queue(tx, project, queue, lock=True)  # serialises subscribers of a queue
@@ -294,6 +321,10 @@ class Subscriptions:
             check_subscriber(subscriber)
         if ttl is not None:
             check_ttl(ttl)
+        if options is not None:
+            check_options(options)
+        if subscriber is not None:
+            check_destination(self.destinations, subscriber)
 
         def work(tx: Transaction, _: Pending) -> Subscription:
             require_queue(tx, project, queue, lock=True)

@@ -18,7 +18,7 @@ from deadletter.engine.engine import Engine
 from deadletter.engine.subscriptions import RetryPolicy
 from deadletter.storage.base import Store
 from tests.api.zaqar.conftest import CLIENT_ID
-from tests.support.receivers import WAIT, receiving
+from tests.support.receivers import WAIT, allow_local, receiving
 from tests.support.servers import serving
 
 # Real time, so retries come quickly: 10 ms, then 20 ms.
@@ -28,7 +28,7 @@ FAST = DeliverySettings(retry=RetryPolicy(retries=2, backoff=0.01), timeout=WAIT
 @pytest.fixture
 def server(store: Store) -> Iterator[tuple[str, Deliveries]]:
     engine = Engine(store)
-    deliveries = Deliveries(engine, FAST)
+    deliveries = Deliveries(engine, allow_local(engine), FAST)
     with serving(build_app(engine, background=[deliveries])) as url:
         yield url, deliveries
 

@@ -1,0 +1,1 @@
+"""I/O the engine needs, behind the interfaces it owns, wired in by `deadletter.server`."""
