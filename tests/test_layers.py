@@ -133,11 +133,43 @@ RULES = {
     "api": Rule(
         D + "api", allowed=(D + "engine", D + "domain", D + "auth", D + "clock", D + "config")
     ),
+    # I/O behind the interfaces the engine owns (the webhook sender), wired in by the server.
+    "adapters": Rule(D + "adapters", allowed=(D + "engine", D + "domain", D + "clock")),
     "client": Rule(D + "client", forbidden=SERVER_SIDE),
     "cli": Rule(D + "cli", forbidden=(*SERVER_SIDE, D + "config"), excused=_cli_serve),
     "pipeline": Rule(D + "pipeline", forbidden=(*SERVER_SIDE, D + "config")),
     # deadletter.server is the composition root: it may import anything.
 }
+
+
+# The engine defines what it needs from the network (`engine.notifier.WebhookSender`); an
+# adapter outside it makes the calls.
+HTTP_CLIENTS = frozenset(
+    {"httpx", "httpcore", "requests", "urllib3", "aiohttp", "h11", "h2", "pycurl",
+     "http.client", "urllib.request", "xmlrpc.client", "websockets"}
+)  # fmt: skip
+
+
+def outside_imports(source: str, module: str) -> list[Import]:
+    """Every import of a module's text that is not deadletter's, at any depth."""
+    found: list[Import] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [Import(module, alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append(Import(module, node.module, node.lineno))
+            found += [Import(module, f"{node.module}.{a.name}", node.lineno) for a in node.names]
+    return [i for i in found if not within(i.target, PACKAGE)]
+
+
+def http_client_imports(modules: Iterable[tuple[str, str]]) -> list[Import]:
+    """The imports of an HTTP client among `modules` (name, source)."""
+    return [
+        i
+        for name, source in modules
+        for i in outside_imports(source, name)
+        if any(within(i.target, client) for client in HTTP_CLIENTS)
+    ]
 
 
 def cycles(graph: Iterable[Import], deferred: bool = False) -> list[list[Import]]:
@@ -215,6 +247,16 @@ def test_the_faces_import_the_engine_never_storage_pipeline_or_cli(graph: list[I
     check("api", graph)
 
 
+def test_adapters_import_only_the_engine_and_the_domain(graph: list[Import]) -> None:
+    check("adapters", graph)
+
+
+def test_the_engine_imports_no_http_client() -> None:
+    paths = sorted((ROOT / PACKAGE / "engine").rglob("*.py"))
+    found = http_client_imports((module_name(p), p.read_text()) for p in paths)
+    assert not found, "the engine calls HTTP itself:\n" + "\n".join(f"  {i}" for i in found)
+
+
 def test_the_client_imports_nothing_server_side(graph: list[Import]) -> None:
     check("client", graph)
 
@@ -272,6 +314,28 @@ def test_only_the_cli_serve_command_may_import_the_server() -> None:
     assert [str(i) for i in RULES["cli"].offences(graph)] == [
         "deadletter.cli.dlq:7 imports deadletter.server",
         "deadletter.cli.main:82 imports deadletter.engine.engine (in serve())",
+    ]
+
+
+def test_an_http_client_imported_anywhere_in_an_engine_module_is_reported() -> None:
+    source = (
+        "import json, urllib.request\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from httpx import Client\n"
+        "def later():\n"
+        "    import requests.adapters\n"
+        "    from deadletter.engine import notifier\n"
+        "    from httpcore import ConnectionPool\n"
+    )
+    found = http_client_imports([("deadletter.engine.hooks", source)])
+    assert [str(i) for i in found] == [
+        "deadletter.engine.hooks:1 imports urllib.request",
+        "deadletter.engine.hooks:4 imports httpx",
+        "deadletter.engine.hooks:4 imports httpx.Client",
+        "deadletter.engine.hooks:6 imports requests.adapters",
+        "deadletter.engine.hooks:8 imports httpcore",
+        "deadletter.engine.hooks:8 imports httpcore.ConnectionPool",
     ]
 
 
