@@ -29,11 +29,20 @@ def allow_local(engine: Engine) -> HttpxSender:
 
 
 class Receiver:
-    """Answers every POST with `status`; with a `gate`, holds each answer until it is set."""
+    """Answers every POST with `status` (and `reply` as its body, `headers` among its
+    headers); with a `gate`, holds each answer until it is set."""
 
-    def __init__(self, status: int = 200, gate: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        status: int = 200,
+        gate: threading.Event | None = None,
+        reply: bytes = b"",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.status = status
         self.gate = gate
+        self.reply = reply
+        self.headers = headers or {}
         self.posts: list[tuple[dict[str, str], Any]] = []
         self.arrived = threading.Condition()
         self.url = ""
@@ -55,8 +64,13 @@ class Receiver:
 
 
 @contextmanager
-def receiving(status: int = 200, gate: threading.Event | None = None) -> Iterator[Receiver]:
-    receiver = Receiver(status, gate)
+def receiving(
+    status: int = 200,
+    gate: threading.Event | None = None,
+    reply: bytes = b"",
+    headers: dict[str, str] | None = None,
+) -> Iterator[Receiver]:
+    receiver = Receiver(status, gate, reply, headers)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -65,8 +79,11 @@ def receiving(status: int = 200, gate: threading.Event | None = None) -> Iterato
             if receiver.gate is not None:
                 receiver.gate.wait(WAIT)
             self.send_response(receiver.status)
-            self.send_header("Content-Length", "0")
+            for name, value in receiver.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(receiver.reply)))
             self.end_headers()
+            self.wfile.write(receiver.reply)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

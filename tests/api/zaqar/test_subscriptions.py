@@ -104,3 +104,28 @@ def test_purging_subscriptions_removes_them(api: ApiClient) -> None:
     r = api.post("/v2/queues/q/purge", json={"resource_types": ["subscriptions"]})
     assert r.status_code == 204
     assert api.get(SUBS).json()["subscriptions"] == []
+
+
+def test_inside_destinations_and_owned_headers_are_refused_with_zaqar_errors(
+    api: ApiClient,
+) -> None:
+    # Given a server whose operator allows no private network
+    make_queue(api, "q")
+    refused = [
+        {"subscriber": "http://169.254.169.254/latest/meta-data/"},
+        {"subscriber": "http://2130706433:8080/"},  # 127.0.0.1
+        {"subscriber": "http://[::ffff:10.0.0.1]/"},
+        {"subscriber": HOOK, "options": {"post_headers": {"Host": "metadata.internal"}}},
+        {"subscriber": HOOK, "options": {"post_headers": {"transfer-encoding": "chunked"}}},
+        {"subscriber": HOOK, "options": {"post_headers": {"X-A": "a\r\nB: b"}}},
+    ]
+    for doc in refused:
+        r = api.post(SUBS, json={"ttl": 600, **doc})
+        assert r.status_code == 400, (doc, r.text)
+        assert set(r.json()) == {"title", "description"}
+    # nothing was made, and a subscription cannot be changed into one of them either
+    assert api.get(SUBS).json()["subscriptions"] == []
+    sid = subscribe(api)
+    for doc in refused:
+        assert api.patch(f"{SUBS}/{sid}", json=doc).status_code == 400, doc
+    assert api.get(f"{SUBS}/{sid}").json()["subscriber"] == HOOK

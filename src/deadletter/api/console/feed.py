@@ -15,6 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -32,6 +33,8 @@ ProjectOf = Callable[[Mapping[str, str]], str]
 KEEPALIVE_SECONDS = 5.0
 RETRY_MS = 1000
 MAX_SUBSCRIBERS = 200
+# One project's share, so that one project cannot hold every feed and leave others to poll.
+MAX_PER_PROJECT = 20
 # A page that falls this far behind is told to reload its view instead of replaying events.
 BACKLOG = 500
 MAX_FILTER_QUEUES = 20
@@ -120,7 +123,8 @@ class Feed(EngineListener):
         the `project` parameter), for those queues or, without `queue`, all of them."""
         if self.project_of is not None:
             try:
-                project = self.project_of(request.headers)
+                # The token is looked up in the store: a blocking call, kept off the loop.
+                project = await run_in_threadpool(self.project_of, request.headers)
             except ZaqarError as exc:
                 return _error(exc.status, exc.description)
         else:
@@ -135,6 +139,10 @@ class Feed(EngineListener):
         with self._lock:
             if len(self._subscribers) >= MAX_SUBSCRIBERS:
                 return _error(503, "Too many live feeds are open; the console polls instead.")
+            if sum(s.project == project for s in self._subscribers) >= MAX_PER_PROJECT:
+                return _error(
+                    503, "Too many live feeds are open for this project; the console polls instead."
+                )
             sub = _Subscriber(project, queues)
             self._subscribers.add(sub)
         return StreamingResponse(

@@ -14,25 +14,39 @@ from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import PAGE_LIMIT, is_int_in, text
 from deadletter.api.zaqar.serialize import next_link
+from deadletter.auth.roles import Action
 from deadletter.domain import errors
 from deadletter.domain.subscriptions import DEFAULT_SUBSCRIPTION_TTL, Subscription
 
 # Options are the subscriber's (post_headers, post_data...): kept whole, up to this size.
 MAX_OPTIONS_BYTES = 65_536
 FIELDS = ("subscriber", "ttl", "options")
+# What a header's value reads as to whoever may read a subscription but not make one: the
+# values of `post_headers` are often the subscriber's secrets (a token, a signature key).
+REDACTED = "<redacted>"
 
 
-def subscription_json(s: Subscription, now: float) -> dict[str, Any]:
-    """Zaqar's fields exactly: python-zaqarclient builds its objects from them."""
+def subscription_json(s: Subscription, now: float, secrets: bool = True) -> dict[str, Any]:
+    """Zaqar's fields exactly: python-zaqarclient builds its objects from them. Without
+    `secrets`, the values of `post_headers` are redacted (their names stay)."""
+    options = s.options
+    headers = options.get("post_headers")
+    if not secrets and isinstance(headers, dict):
+        options = {**options, "post_headers": dict.fromkeys(headers, REDACTED)}
     return {
         "id": s.id,
         "source": s.queue,
         "subscriber": s.subscriber,
         "ttl": s.ttl,
         "age": max(0, int(now - s.created_at)),
-        "options": s.options,
+        "options": options,
         "confirmed": s.confirmed,
     }
+
+
+def _sees_secrets(ctx: Ctx) -> bool:
+    """Only a role that may make subscriptions sees what it would write into one."""
+    return ctx.may(Action.SUBSCRIPTION_MANAGE)
 
 
 def _fields(doc: dict[str, Any]) -> tuple[str | None, int | None, dict[str, Any] | None]:
@@ -81,21 +95,21 @@ def create_subscription(ctx: Ctx) -> Response:
 
 def get_subscription(ctx: Ctx) -> Response:
     found = ctx.engine.subscriptions.get(ctx.project, ctx.queue, ctx.path["subscription_id"])
-    return JSONResponse(subscription_json(found, ctx.now()))
+    return JSONResponse(subscription_json(found, ctx.now(), _sees_secrets(ctx)))
 
 
 def list_subscriptions(ctx: Ctx) -> Response:
     limit = ctx.int_param("limit", 10, 1, PAGE_LIMIT)
     marker = ctx.params.get("marker") or None
     found = ctx.engine.subscriptions.list_page(ctx.project, ctx.queue, marker, limit)
-    now = ctx.now()
+    now, secrets = ctx.now(), _sees_secrets(ctx)
     links: list[dict[str, str]] = []
     if found:
         links = next_link(
             f"/v2/queues/{ctx.queue}/subscriptions", {"marker": found[-1].id, "limit": limit}
         )
     return JSONResponse(
-        {"subscriptions": [subscription_json(s, now) for s in found], "links": links}
+        {"subscriptions": [subscription_json(s, now, secrets) for s in found], "links": links}
     )
 
 
