@@ -255,16 +255,21 @@ class Subscriptions:
             ]
         )  # fmt: skip
 
+    def check_new(self, subscriber: str, ttl: int, options: dict[str, Any]) -> None:
+        """InvalidInput for a subscription that `create` would refuse, before anything is
+        written (a face that creates the queue first asks this first)."""
+        check_subscriber(subscriber)
+        check_ttl(ttl)
+        check_options(options)
+        check_destination(self.destinations, subscriber)
+
     def create(
         self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any]
     ) -> tuple[Subscription, bool]:
         """The subscription and whether it is new. As in Zaqar, subscribing a subscriber
         again while its subscription is unconfirmed answers that subscription (Zaqar would
         send the confirmation again); a confirmed one is a Conflict."""
-        check_subscriber(subscriber)
-        check_ttl(ttl)
-        check_options(options)
-        check_destination(self.destinations, subscriber)
+        self.check_new(subscriber, ttl, options)
 
         def work(tx: Transaction, _: Pending) -> tuple[Subscription, bool]:
             require_queue(tx, project, queue, lock=True)  # serialises subscribers of a queue

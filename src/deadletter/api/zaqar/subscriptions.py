@@ -77,15 +77,17 @@ def create_subscription(ctx: Ctx) -> Response:
     subscriber, ttl, options = _fields(doc)
     if not subscriber:
         raise bad_request("Missing parameter subscriber in body.")
+    ttl = DEFAULT_SUBSCRIPTION_TTL if ttl is None else ttl
     if ctx.engine.find_queue(ctx.project, ctx.queue) is None:
-        # As a first message does, a first subscription creates the queue.
+        # As a first message does, a first subscription creates the queue: only once the
+        # subscription is known to be acceptable, so a refused one leaves no queue behind.
         meta.check_queue_name(ctx.queue)
+        ctx.engine.subscriptions.check_new(subscriber, ttl, options or {})
         with contextlib.suppress(errors.QueueAlreadyExists):
             ctx.engine.create_queue(ctx.project, ctx.queue, meta.ZAQAR_DEFAULTS)
     subscription, _ = ctx.engine.subscriptions.create(
-        ctx.project, ctx.queue, subscriber, DEFAULT_SUBSCRIPTION_TTL if ttl is None else ttl,
-        options or {},
-    )  # fmt: skip
+        ctx.project, ctx.queue, subscriber, ttl, options or {}
+    )
     return JSONResponse(
         {"subscription_id": subscription.id},
         status_code=201,
