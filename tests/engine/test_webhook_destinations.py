@@ -9,6 +9,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -290,6 +291,48 @@ def runner_with(engine: Engine) -> Iterator[Callable[[Destinations], Deliveries]
 def round_(runner: Deliveries) -> None:
     runner.run_once()
     assert runner.drain(WAIT)
+
+
+class Recording:
+    """A transport that answers 204 to every request and keeps them."""
+
+    def __init__(self) -> None:
+        self.requests: list[httpx.Request] = []
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(transport=httpx.MockTransport(self.answer))
+
+    def answer(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return httpx.Response(204)
+
+
+@settings(UNTIMED)
+@given(refused, st.sampled_from(["http", "https"]))
+def test_at_delivery_no_refused_address_is_contacted(ip: IPAddress, scheme: str) -> None:
+    # A name that passed at subscription and resolves, at delivery, to an inside address
+    wire = Recording()
+    sender = HttpxSender(Destinations(resolve=Resolver(str(ip))), wire.client())
+    outcome = sender.send(delivery(f"{scheme}://hook.test/n"), WAIT)
+    assert outcome == notifier.Outcome(False, notifier.FORBIDDEN, final=True)
+    assert wire.requests == []
+
+
+@settings(UNTIMED)
+@given(public, st.sampled_from(["http", "https"]), st.sampled_from(["", ":8443"]))
+def test_at_delivery_the_request_goes_to_the_address_checked(
+    ip: IPAddress, scheme: str, port: str
+) -> None:
+    wire = Recording()
+    sender = HttpxSender(Destinations(resolve=Resolver(str(ip))), wire.client())
+    assert sender.send(delivery(f"{scheme}://hook.test{port}/n?a=1"), WAIT).ok
+    (sent,) = wire.requests
+    assert ipaddress.ip_address(sent.url.host) == ip
+    assert (sent.url.scheme, sent.url.raw_path, sent.headers["host"]) == (
+        scheme, b"/n?a=1", f"hook.test{port}"
+    )  # fmt: skip
+    if scheme == "https":  # the certificate is checked against the name, not the address
+        assert sent.extensions["sni_hostname"] == "hook.test"
 
 
 def test_a_name_that_turns_private_after_creation_is_not_contacted(
