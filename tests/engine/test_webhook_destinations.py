@@ -67,7 +67,14 @@ refused_carried = st.one_of(
     refused_v4.map(lambda a: ipaddress.IPv6Address(f"64:ff9b::{a}")),
 )
 refused = st.one_of(refused_plain, refused_carried)
-public = st.sampled_from(PUBLIC).flatmap(in_network)
+public_plain = st.sampled_from(PUBLIC).flatmap(in_network)
+# A public IPv4 address reached through its IPv4-mapped IPv6 spelling is as public.
+public = st.one_of(
+    public_plain,
+    public_plain.filter(lambda a: a.version == 4).map(
+        lambda a: ipaddress.IPv6Address(f"::ffff:{a}")
+    ),
+)
 
 
 def spellings(ip: ipaddress.IPv4Address) -> list[str]:
