@@ -5,15 +5,17 @@ from __future__ import annotations
 import click
 
 from deadletter.cli.output import (
+    Failure,
     brief,
     json_option,
+    no_such_queue,
     print_json,
     print_table,
     server_options,
     short_id,
     wide_option,
 )
-from deadletter.client import Client, parse_body
+from deadletter.client import ApiError, Client, QueueNotFound, parse_body
 from deadletter.domain.model import MAX_DELAY
 
 
@@ -22,11 +24,29 @@ from deadletter.domain.model import MAX_DELAY
 @click.argument("bodies", nargs=-1, required=True)
 @click.option("--ttl", type=click.IntRange(min=1), help="Message TTL (s).")
 @click.option("--delay", type=click.IntRange(0, MAX_DELAY), help="Delay before delivery (s).")
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Create QUEUE if it does not exist (with its template's settings); else refused.",
+)
 @server_options
 def send(
-    client: Client, queue: str, bodies: tuple[str, ...], ttl: int | None, delay: int | None
+    client: Client,
+    queue: str,
+    bodies: tuple[str, ...],
+    ttl: int | None,
+    delay: int | None,
+    create: bool,
 ) -> None:
-    """Send messages to QUEUE; each BODY is JSON if it parses, else text. Prints their ids."""
+    """Send messages to QUEUE; each BODY is JSON if it parses, else text. Prints their ids.
+
+    A QUEUE that does not exist is refused (a typo would make a queue nobody reads) unless
+    --create is given."""
+    if not create:
+        try:
+            client.get_queue(queue)  # the server creates a queue on a first send (Zaqar's way)
+        except QueueNotFound:
+            raise no_such_queue(client, queue, f"deadletter send {queue} --create ...") from None
     for message_id in client.send(queue, [parse_body(b) for b in bodies], ttl, delay):
         click.echo(message_id)
 
@@ -43,6 +63,8 @@ def peek(
 ) -> None:
     """Show QUEUE's messages without consuming them."""
     messages = client.peek(queue, limit, include_claimed)
+    if not messages:
+        client.get_queue(queue)  # a missing queue lists as empty (Zaqar's way): say so
     if as_json:
         print_json(messages)
         return
@@ -88,6 +110,8 @@ def claim(
     """Claim messages from QUEUE. A message past its queue's max claims moves to the DLQ
     instead of being delivered (with --tag, for that tag only)."""
     claim_id, messages = client.claim(queue, limit, ttl, tag)
+    if not messages:
+        client.get_queue(queue)  # a missing queue has nothing to claim (Zaqar's way): say so
     if as_json:
         print_json({"claim_id": claim_id, "messages": messages})
     elif quiet:
@@ -96,13 +120,13 @@ def claim(
     elif not messages:
         click.echo("nothing to claim")
     else:
+        # The ids are what `ack`, `nack` and `reject` take: whole, and the claim's on a line
+        # of its own so that no terminal wraps it.
+        click.echo(f"claim {claim_id}")
         print_table(
-            f"claim {claim_id}",
-            ["id", "claims", "body"],
-            (
-                (short_id(m["id"], wide), m.get("claim_count"), brief(m.get("body"), 200))
-                for m in messages
-            ),
+            None,
+            ["message", "claims", "body"],
+            ((m["id"], m.get("claim_count"), brief(m.get("body"), 200)) for m in messages),
             wide=wide,
             flexible=("body",),
         )
@@ -123,6 +147,22 @@ tag_option = click.option(
 @server_options
 def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | None) -> None:
     """Acknowledge (delete) a claimed message: it was processed."""
+    # Zaqar answers a delete of an unknown message with 204 whatever the claim, so the claim
+    # is looked up first: a mistyped id is an error, not "acknowledged".
+    try:
+        held = client.get_claim(queue, claim_id, tag)
+    except ApiError as exc:
+        if exc.status != 404 or exc.title != "Claim not found":
+            raise
+        raise Failure(
+            f"claim {claim_id!r} is not a live claim on {queue!r} (expired, released, or"
+            f" mistyped); claim the message again: deadletter claim {queue}"
+        ) from None
+    if message_id not in {m["id"] for m in held.get("messages", [])}:
+        raise Failure(
+            f"message {message_id!r} is not held by claim {claim_id!r} (acknowledged already,"
+            " or mistyped); `deadletter claim --quiet` prints each claim id with its message ids"
+        )
     client.ack(queue, message_id, claim_id, tag)
     click.echo(f"acknowledged {message_id}")
 

@@ -3,9 +3,9 @@ table that fits the terminal or, with --json, as JSON for scripts."""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -17,12 +17,53 @@ from rich.console import Console
 from rich.table import Table
 
 from deadletter.cli.config import CONFIG_ENV, PROJECT_ENV, URL_ENV, resolve, unreachable_hint
-from deadletter.client import DEFAULT_PROJECT, DEFAULT_URL, ApiError, Client, Unreachable
+from deadletter.client import (
+    DEFAULT_PROJECT,
+    DEFAULT_URL,
+    ApiError,
+    Client,
+    QueueNotFound,
+    Unreachable,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 MIN_FLEXIBLE = 10  # free text narrower than this says nothing
 SHORT_ID = 8  # a uuid's first 8 hex digits: unique enough to read a table by, not to script with
+
+
+# Exit codes (docs/cli.md): 1 the server refused, or what was named does not exist or is not
+# what the command needs; 2 a usage error (click's own) or no server answering.
+REFUSED = 1
+UNREACHABLE = 2
+
+
+class Failure(click.ClickException):
+    """A command that cannot do what was asked: one line saying what went wrong and, where
+    there is one, what to do instead."""
+
+    def __init__(self, message: str, exit_code: int = REFUSED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def no_such_queue(client: Client, name: str, make: str | None = None) -> Failure:
+    """A queue that does not exist, with the nearest name the project has; `make` says how
+    the command itself would make it."""
+    try:
+        names = [q["name"] for q in client.list_queues()]
+    except (ApiError, Unreachable):
+        names = []
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if near:
+        also = f"; {make} makes it" if make else ""
+        hint = f"did you mean {near[0]!r}? (deadletter queue list{also})"
+    else:
+        hint = f"see deadletter queue list, or make it: {make or f'deadletter queue create {name}'}"
+    return Failure(f"queue {name!r} does not exist; {hint}")
 
 
 def server_options(command: F) -> F:
@@ -51,12 +92,12 @@ def server_options(command: F) -> F:
         with Client(server.url.value, project, credential=server.credential) as client:
             try:
                 return command(*args, client=client, **kwargs)
+            except QueueNotFound as exc:
+                raise no_such_queue(client, exc.queue) from None
             except ApiError as exc:
-                click.echo(f"error: {exc.title}: {exc.description}", err=True)
-                sys.exit(1)
+                raise Failure(f"{exc.title}: {exc.description}") from None
             except Unreachable as exc:
-                click.echo(f"error: {exc}\n{unreachable_hint(server.url)}", err=True)
-                sys.exit(2)
+                raise Failure(f"{exc}\n{unreachable_hint(server.url)}", UNREACHABLE) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -77,16 +118,33 @@ def print_table(
     rows: Iterable[Sequence[Any]],
     wide: bool = False,
     flexible: Sequence[str] = (),
+    optional: Sequence[str] = (),
 ) -> None:
     """A table that fits the terminal: every column keeps its values whole and on one line
     except the `flexible` ones (free text), which share what is left and are cut with an
-    ellipsis. With `wide`, nothing is cut and the table is as wide as its content."""
+    ellipsis. `optional` columns (details) are left out, the rightmost first, while the rest
+    would not fit, and a line after the table names them. With `wide`, nothing is cut or left
+    out and the table is as wide as its content."""
+    columns = list(columns)
     cells = [["" if v is None else str(v) for v in row] for row in rows]
     console = Console()
     widths = [max([cell_len(c), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    cut = [c in flexible and not wide for c in columns]
-    # Each column costs its width plus two: a separator and a space (collapsed padding).
-    fixed = sum(w + 2 for w, flex in zip(widths, cut, strict=True) if not flex)
+
+    def needed(keep: list[int]) -> int:
+        # Each column costs its width plus two: a separator and a space (collapsed padding).
+        flex = [i for i in keep if columns[i] in flexible]
+        return sum(widths[i] + 2 for i in keep if i not in flex) + len(flex) * (MIN_FLEXIBLE + 2)
+
+    keep = list(range(len(columns)))
+    left_out: list[str] = []
+    for i in reversed(range(len(columns))):
+        if wide or needed(keep) <= console.width:
+            break
+        if columns[i] in optional:
+            keep.remove(i)
+            left_out.insert(0, columns[i])
+    cut = [columns[i] in flexible and not wide for i in keep]
+    fixed = sum(widths[i] + 2 for i, flex in zip(keep, cut, strict=True) if not flex)
     share = max(MIN_FLEXIBLE, (console.width - fixed) // max(1, sum(cut)) - 2)
     table = Table(
         title=title,
@@ -95,15 +153,17 @@ def print_table(
         collapse_padding=True,
         title_justify="left",
     )
-    for column, flex in zip(columns, cut, strict=True):
+    for i, flex in zip(keep, cut, strict=True):
         table.add_column(
-            column, no_wrap=True, overflow="ellipsis", max_width=share if flex else None
+            columns[i], no_wrap=True, overflow="ellipsis", max_width=share if flex else None
         )
     for row in cells:
-        table.add_row(*row)
+        table.add_row(*(row[i] for i in keep))
     if wide:
         console = Console(width=max(console.width, fixed + 2))
     console.print(table)
+    if left_out:
+        console.print(f"(--wide shows {', '.join(left_out)} too)", highlight=False)
 
 
 def brief(value: Any, width: int = 60) -> str:

@@ -1,87 +1,257 @@
-"""`deadletter queue ...`: create, list, show and delete queues."""
+"""`deadletter queue ...`: create, update, list, show and delete queues."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import click
 
-from deadletter.cli.output import json_option, print_json, print_table, server_options
+from deadletter.cli.output import Failure, json_option, print_json, print_table, server_options
 from deadletter.client import Client
 from deadletter.domain.model import MAX_CLAIM_COUNT, MAX_DELAY, MIN_DLQ_MESSAGE_TTL
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
 def queue() -> None:
-    """Create, list, show and delete queues."""
+    """Create, update, list, show and delete queues."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A queue setting as the command line names it, its metadata key and how `queue show`
+    says its value."""
+
+    option: str
+    key: str
+    label: str
+    unit: str = ""
+
+
+# Every setting `queue create` and `queue update` take, in the order `queue show` lists them.
+SETTINGS = (
+    Setting("dlq", "_dead_letter_queue", "dead-letter queue"),
+    Setting("max_claims", "_max_claim_count", "deliveries before the DLQ"),
+    Setting("dlq_ttl", "_dead_letter_queue_messages_ttl", "TTL in the DLQ", "s"),
+    Setting("dead_letter_on_expiry", "_dead_letter_on_expiry", "expired messages to the DLQ"),
+    Setting("default_dlq", "_dead_letter_default", "the project's default DLQ if none named"),
+    Setting("redrive_allow", "_redrive_allow", "may be the DLQ of"),
+    Setting("ttl", "_default_message_ttl", "default message TTL", "s"),
+    Setting("max_ttl", "_max_message_ttl", "maximum message TTL", "s"),
+    Setting("min_ttl", "_min_message_ttl", "minimum message TTL", "s"),
+    Setting("respect_ttl", "_respect_ttl", "respect each message's TTL"),
+    Setting("claim_ttl", "_default_claim_ttl", "default claim TTL", "s"),
+    Setting("delay", "_default_message_delay", "default delivery delay", "s"),
+)
+BY_OPTION = {s.option: s for s in SETTINGS}
+# What `queue show` also says, read-only here.
+SHOWN = (
+    Setting("", "_dead_letter_policy_active", "dead-letter policy active"),
+    Setting("", "_dead_letter_eligible", "messages may be dead-lettered"),
+    Setting("", "_max_messages_post_size", "largest message", "bytes"),
+    Setting("", "_fifo", "FIFO"),
+    Setting("", "_content_based_deduplication", "deduplication by content"),
+)
+# The keys a dead-letter policy is made of: `--no-dlq` removes them together.
+POLICY = ("dlq", "max_claims", "dlq_ttl", "dead_letter_on_expiry", "default_dlq")
+# Settings `--reset` returns to their defaults (the policy's go with --no-dlq).
+RESETTABLE = ("redrive_allow", "ttl", "max_ttl", "min_ttl", "respect_ttl", "claim_ttl", "delay")
+
+
+def _redrive_allow(value: str | None) -> dict[str, Any] | None:
+    """`any`, `none` or a comma-separated list of queues, as Zaqar's _redrive_allow."""
+    if value is None:
+        return None
+    if value == "any":
+        return {"permission": "allowAll", "sources": []}
+    if value == "none":
+        return {"permission": "denyAll", "sources": []}
+    sources = [q.strip() for q in value.split(",") if q.strip()]
+    if not sources:
+        raise click.BadParameter("any, none, or queue names separated by commas")
+    return {"permission": "byQueue", "sources": sources}
+
+
+def policy_options(command: F) -> F:
+    """The options `queue create` and `queue update` share."""
+    options = [
+        click.option("--dlq", help="The dead-letter queue (it must exist)."),
+        click.option(
+            "--max-claims",
+            type=click.IntRange(1, MAX_CLAIM_COUNT),
+            help="Deliveries before a message moves to the DLQ.",
+        ),
+        click.option(
+            "--dlq-ttl",
+            type=click.IntRange(min=MIN_DLQ_MESSAGE_TTL),
+            help="TTL of messages once in the DLQ (s).",
+        ),
+        click.option("--ttl", type=click.IntRange(min=1), help="Default message TTL (s)."),
+        click.option("--claim-ttl", type=click.IntRange(min=0), help="Default claim TTL (s)."),
+        click.option(
+            "--delay", type=click.IntRange(0, MAX_DELAY), help="Default delivery delay (s)."
+        ),
+        click.option("--max-ttl", type=click.IntRange(min=1), help="Maximum message TTL (s)."),
+        click.option("--min-ttl", type=click.IntRange(min=1), help="Minimum message TTL (s)."),
+        click.option(
+            "--respect-ttl/--no-respect-ttl",
+            default=None,
+            help="Expire messages by their TTL capped at --max-ttl, or never.",
+        ),
+        click.option(
+            "--redrive-allow",
+            metavar="any|none|Q1,Q2",
+            help="Which queues may name this one as their DLQ (SQS's redrive-allow policy).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _check_policy(dlq: str | None, max_claims: int | None, default_dlq: bool | None) -> None:
+    if dlq is not None and max_claims is None:
+        raise click.UsageError("--dlq needs --max-claims: the deliveries before the DLQ.")
+    if max_claims is not None and dlq is None and not default_dlq:
+        raise click.UsageError(
+            "--max-claims needs --dlq QUEUE (or --default-dlq): where the messages go."
+        )
+
+
+def _metadata(values: dict[str, Any]) -> dict[str, Any]:
+    """The metadata keys of the options given (left-out options are not in it)."""
+    out = {}
+    for option, value in values.items():
+        if option in BY_OPTION and value is not None:
+            if option == "redrive_allow":
+                value = _redrive_allow(value)
+            out[BY_OPTION[option].key] = value
+    return out
 
 
 @queue.command()
 @click.argument("name")
-@click.option("--dlq", help="The dead-letter queue (it must exist).")
-@click.option(
-    "--max-claims",
-    type=click.IntRange(1, MAX_CLAIM_COUNT),
-    help="Deliveries before a message moves to the DLQ.",
-)
-@click.option(
-    "--dlq-ttl",
-    type=click.IntRange(min=MIN_DLQ_MESSAGE_TTL),
-    help="TTL of messages once in the DLQ (s).",
-)
+@policy_options
 @click.option("--dead-letter-on-expiry", is_flag=True, help="Move expired messages to the DLQ.")
-@click.option("--ttl", type=click.IntRange(min=1), help="Default message TTL (s).")
-@click.option("--claim-ttl", type=click.IntRange(min=0), help="Default claim TTL (s).")
-@click.option("--delay", type=click.IntRange(0, MAX_DELAY), help="Default delivery delay (s).")
 @click.option(
     "--default-dlq",
     is_flag=True,
     help="Without --dlq, dead-letter to the project's default DLQ.",
 )
-@click.option("--max-ttl", type=click.IntRange(min=1), help="Maximum message TTL (s).")
-@click.option("--min-ttl", type=click.IntRange(min=1), help="Minimum message TTL (s).")
+@server_options
+def create(client: Client, name: str, **values: Any) -> None:
+    """Create queue NAME, optionally with a dead-letter policy; settings left out come from
+    the template its name matches.
+
+    A queue that exists already is left as it is: with the same settings that is no error
+    (as `aws sqs create-queue`), with others it is one; `queue update` changes them."""
+    _check_policy(values["dlq"], values["max_claims"], values["default_dlq"])
+    values["dead_letter_on_expiry"] = values["dead_letter_on_expiry"] or None
+    values["default_dlq"] = values["default_dlq"] or None
+    metadata = _metadata(values)
+    if client.create_queue(name, metadata):
+        click.echo(f"created {name}")
+        return
+    current = client.get_queue(name)
+    differ = [s for s in SETTINGS if s.key in metadata and current.get(s.key) != metadata[s.key]]
+    if not differ:
+        click.echo(f"{name} exists already, with these settings")
+        return
+    said = "; ".join(
+        f"{s.label} is {_said(s, current.get(s.key))}, not {_said(s, metadata[s.key])}"
+        for s in differ
+    )
+    raise Failure(
+        f"queue {name!r} exists with other settings ({said}); to change them:"
+        f" deadletter queue update {name} ..."
+    )
+
+
+@queue.command()
+@click.argument("name")
+@policy_options
 @click.option(
-    "--respect-ttl/--no-respect-ttl",
+    "--dead-letter-on-expiry/--no-dead-letter-on-expiry",
     default=None,
-    help="Expire messages by their TTL capped at --max-ttl, or never.",
+    help="Move expired messages to the DLQ, or drop them.",
+)
+@click.option(
+    "--default-dlq/--no-default-dlq",
+    default=None,
+    help="Without --dlq, dead-letter to the project's default DLQ.",
+)
+@click.option(
+    "--no-dlq",
+    is_flag=True,
+    help="Remove the dead-letter policy (DLQ, max claims, DLQ TTL, on expiry).",
+)
+@click.option(
+    "--reset",
+    "reset",
+    multiple=True,
+    type=click.Choice([o.replace("_", "-") for o in RESETTABLE]),
+    help="Return a setting to its default (repeatable).",
 )
 @server_options
-def create(
-    client: Client,
-    name: str,
-    dlq: str | None,
-    max_claims: int | None,
-    dlq_ttl: int | None,
-    dead_letter_on_expiry: bool,
-    ttl: int | None,
-    claim_ttl: int | None,
-    delay: int | None,
-    default_dlq: bool,
-    max_ttl: int | None,
-    min_ttl: int | None,
-    respect_ttl: bool | None,
-) -> None:
-    """Create queue NAME, optionally with a dead-letter policy; settings left out come from
-    the template its name matches."""
-    if (max_claims is None and dlq is not None) or (
-        max_claims is not None and not (dlq or default_dlq)
-    ):
-        raise click.UsageError("--max-claims goes with --dlq or --default-dlq.")
-    metadata: dict[str, Any] = {
-        "_dead_letter_queue": dlq,
-        "_max_claim_count": max_claims,
-        "_dead_letter_queue_messages_ttl": dlq_ttl,
-        "_dead_letter_on_expiry": dead_letter_on_expiry or None,
-        "_default_message_ttl": ttl,
-        "_default_claim_ttl": claim_ttl,
-        "_default_message_delay": delay,
-        "_dead_letter_default": default_dlq or None,
-        "_max_message_ttl": max_ttl,
-        "_min_message_ttl": min_ttl,
-        "_respect_ttl": respect_ttl,
-    }
-    client.create_queue(name, {k: v for k, v in metadata.items() if v is not None})
-    click.echo(f"created {name}")
+def update(client: Client, name: str, no_dlq: bool, reset: tuple[str, ...], **values: Any) -> None:
+    """Change settings of queue NAME; those not given stay as they are.
+
+    \b
+    deadletter queue update orders --dlq orders-dlq --max-claims 5
+    deadletter queue update orders --no-dlq
+    deadletter queue update orders-dlq --redrive-allow orders,payments
+    deadletter queue update orders --reset max-ttl --ttl 600
+    """
+    current = client.get_queue(name)
+    given = {k for k, v in values.items() if v is not None}
+    if no_dlq and given & set(POLICY):
+        raise click.UsageError("--no-dlq removes the policy: give no other DLQ option with it.")
+    if given & {"dlq", "max_claims"}:
+        # Either one changes a policy the queue may have already: the other is kept.
+        if values["dlq"] is None and not values["default_dlq"]:
+            values["dlq"] = current.get("_dead_letter_queue")
+        if values["max_claims"] is None:
+            values["max_claims"] = current.get("_max_claim_count")
+        _check_policy(values["dlq"], values["max_claims"], values["default_dlq"])
+    operations = [
+        {"op": "add", "path": f"/metadata/{key}", "value": value}
+        for key, value in _metadata(values).items()
+    ]
+    removed = [BY_OPTION[o].key for o in POLICY] if no_dlq else []
+    removed += [BY_OPTION[o.replace("-", "_")].key for o in reset]
+    # Only keys that are there are removed: Zaqar refuses to remove a missing one.
+    operations += [
+        {"op": "remove", "path": f"/metadata/{key}"}
+        for key in removed
+        if current.get(key) not in (None, False)
+    ]
+    if not operations:
+        click.echo(f"{name}: nothing to change")
+        return
+    client.update_queue(name, operations)
+    click.echo(f"updated {name}")
+
+
+def _said(setting: Setting, value: Any) -> str:
+    """A setting's value in words."""
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if setting.key == "_redrive_allow" and isinstance(value, dict):
+        permission = value.get("permission")
+        if permission == "allowAll":
+            return "any queue"
+        if permission == "denyAll":
+            return "no queue"
+        return ", ".join(value.get("sources") or []) or "no queue"
+    if setting.unit:
+        return f"{value} {setting.unit}"
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 @queue.command(name="list")
@@ -118,7 +288,14 @@ def show(client: Client, name: str, as_json: bool) -> None:
     if as_json:
         print_json({"name": name, "metadata": settings, "stats": stats})
         return
-    print_table(f"{name}: settings", ["setting", "value"], sorted(settings.items()))
+    known = {s.key for s in (*SETTINGS, *SHOWN)} | {"_enable_encrypt_messages"}
+    rows = [(s.label, _said(s, settings.get(s.key))) for s in (*SETTINGS, *SHOWN)]
+    rows += [
+        (f"metadata {key}", _said(Setting("", key, key), value))
+        for key, value in sorted(settings.items())
+        if key not in known
+    ]
+    print_table(f"{name}: settings", ["setting", "value"], rows, flexible=("value",))
     counts = stats["messages"]
     dead = stats.get("dead_letter", {})
     rows = [(k, counts.get(k)) for k in ("free", "claimed", "delayed", "total")]
@@ -130,9 +307,7 @@ def show(client: Client, name: str, as_json: bool) -> None:
         ("expired and dropped", dead.get("expired_dropped")),
     ]
     rows += [(f"from {source}", n) for source, n in dead.get("by_source", {}).items()]
-    if dead.get("policy_active") is not None:
-        rows.append(("dead-letter policy active", dead["policy_active"]))
-    print_table(f"{name}: messages", ["count", "value"], rows)
+    print_table(f"{name}: messages", ["messages", "count"], rows)
 
 
 @queue.command()

@@ -23,6 +23,14 @@ class ApiError(Exception):
         self.description = description
 
 
+class QueueNotFound(ApiError):
+    """The server has no queue of that name in the project; `queue` names it."""
+
+    def __init__(self, status: int, title: str, description: str, queue: str) -> None:
+        super().__init__(status, title, description)
+        self.queue = queue
+
+
 class Unreachable(Exception):
     """No server answered at the URL."""
 
@@ -74,6 +82,9 @@ class Client:
                 title, description = str(doc.get("title", "")), str(doc.get("description", ""))
             except (ValueError, AttributeError):
                 title, description = response.reason_phrase, response.text[:200]
+            if response.status_code == 404 and title == "Queue not found":
+                queue = path.split("/")[3] if path.startswith("/v2/queues/") else ""
+                raise QueueNotFound(404, title, description, queue)
             raise ApiError(response.status_code, title or response.reason_phrase, description)
         return response
 
@@ -83,8 +94,20 @@ class Client:
 
     # Queues
 
-    def create_queue(self, name: str, metadata: dict[str, Any] | None = None) -> None:
-        self._call("PUT", f"/v2/queues/{name}", json=metadata or {})
+    def create_queue(self, name: str, metadata: dict[str, Any] | None = None) -> bool:
+        """Whether the queue was created; False when it existed already (it is then left as
+        it was, whatever `metadata` says: Zaqar's PUT)."""
+        return self._call("PUT", f"/v2/queues/{name}", json=metadata or {}).status_code == 201
+
+    def update_queue(self, name: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+        """Apply JSON-patch operations to the queue's metadata; the metadata after them."""
+        doc: dict[str, Any] = self._json(
+            "PATCH",
+            f"/v2/queues/{name}",
+            content=json.dumps(operations),
+            headers={"Content-Type": "application/openstack-messaging-v2.0-json-patch"},
+        )
+        return doc
 
     def get_queue(self, name: str) -> dict[str, Any]:
         doc: dict[str, Any] = self._json("GET", f"/v2/queues/{name}")
@@ -146,6 +169,13 @@ class Client:
             return None, []
         claim_id = response.headers["Location"].rsplit("/", 1)[1]
         return claim_id, list(response.json()["messages"])
+
+    def get_claim(self, queue: str, claim_id: str, tag: str | None = None) -> dict[str, Any]:
+        """A live claim with its messages (404 once it expired or was released)."""
+        doc: dict[str, Any] = self._json(
+            "GET", f"/v2/queues/{queue}/claims/{claim_id}", params=_tagged(tag)
+        )
+        return doc
 
     def ack(self, queue: str, message_id: str, claim_id: str, tag: str | None = None) -> None:
         params = {"claim_id": claim_id, **_tagged(tag)}
