@@ -3,6 +3,7 @@ inputs); `analyze generate`."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import warnings
@@ -14,6 +15,12 @@ import click
 import httpx
 
 from deadletter.cli.config import resolve, unreachable_hint
+from deadletter.cli.output import UNREACHABLE, Failure, no_such_queue
+from deadletter.client import ApiError, Client, QueueNotFound, Unreachable
+
+# Lines of a large export read before Spark starts: a wrong file is wrong from its first line.
+CHECKED_LINES = 1000
+EXPORT_HELP = "--input takes what `deadletter dlq export` writes (a JSON object a line, or Parquet)"
 
 
 @click.group(invoke_without_command=True)
@@ -117,6 +124,103 @@ def analyze(
     # With a credential, an unstated project is the credential's own (the server knows it).
     unstated = credential is not None and server.project.origin == "the default"
     project = None if unstated else server.project.value
+    if input_path is not None:
+        check_input(input_path)
+    if queue:
+        _check_queue(url, project, credential, queue, server.url)
+    try:
+        _analyze(
+            input_path, queue, out_dir, master, partitions, threshold, post, engine, verbose,
+            url, project, credential,
+        )  # fmt: skip
+    except QueueNotFound as exc:
+        with Client(url, project, credential=credential) as client:
+            raise no_such_queue(client, exc.queue) from None
+    except ApiError as exc:
+        raise Failure(f"{exc.title}: {exc.description}") from None
+    except (Unreachable, httpx.TransportError) as exc:
+        raise Failure(
+            f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}", UNREACHABLE
+        ) from None
+
+
+def _check_queue(
+    url: str, project: str | None, credential: tuple[str, str] | None, queue: str, origin: Any
+) -> None:
+    """The DLQ exists and the server answers, before anything starts."""
+    with Client(url, project, credential=credential) as client:
+        try:
+            client.get_queue(queue)
+        except QueueNotFound:
+            raise no_such_queue(client, queue) from None
+        except ApiError as exc:
+            raise Failure(f"{exc.title}: {exc.description}") from None
+        except Unreachable as exc:
+            raise Failure(f"{exc}\n{unreachable_hint(origin)}", UNREACHABLE) from None
+
+
+def check_input(path: Path) -> None:
+    """Failure unless `path` looks like an export: Parquet with a message_id column, or JSON
+    lines each an object with a message id (every line of a file the in-process path takes,
+    the first CHECKED_LINES of a larger one, the first file of a folder)."""
+    if path.is_dir():
+        parts = sorted(
+            p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_"))
+        )
+        if not parts:
+            raise Failure(f"{path} holds no files; {EXPORT_HELP}")
+        path = parts[0]
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    if path.suffix == ".parquet" or head == b"PAR1":
+        _check_parquet(path)
+        return
+    from deadletter.pipeline.local import suits
+
+    limit = None if suits(path) else CHECKED_LINES
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if limit is not None and number > limit:
+                return
+            if not raw.strip():
+                continue
+            try:
+                doc = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                raise Failure(f"{path} line {number} is not JSON; {EXPORT_HELP}") from None
+            if not isinstance(doc, dict):
+                raise Failure(f"{path} line {number} is not a JSON object; {EXPORT_HELP}")
+            if not isinstance(doc.get("message_id"), str) or not doc["message_id"]:
+                raise Failure(f"{path} line {number} has no message_id; {EXPORT_HELP}")
+
+
+def _check_parquet(path: Path) -> None:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return  # Spark reads it, or says that the extra is missing
+    try:
+        names = pq.read_schema(path).names
+    except Exception as exc:  # pyarrow raises several kinds for a file that is not Parquet
+        raise Failure(f"{path} is not a Parquet file ({exc}); {EXPORT_HELP}") from None
+    if "message_id" not in names:
+        raise Failure(f"{path} has no message_id column; {EXPORT_HELP}")
+
+
+def _analyze(
+    input_path: Path | None,
+    queue: str | None,
+    out_dir: Path,
+    master: str | None,
+    partitions: int,
+    threshold: float,
+    post: bool,
+    engine: str,
+    verbose: bool,
+    url: str,
+    project: str | None,
+    credential: tuple[str, str] | None,
+) -> None:
     try:
         from deadletter.pipeline.analysis import analyze as run
         from deadletter.pipeline.local import NotLocal, suits
@@ -148,10 +252,6 @@ def analyze(
             if engine == "local":
                 raise click.ClickException(f"{exc}; use --engine spark") from exc
             say(f"{exc}: Spark reads it")
-        except httpx.TransportError as exc:
-            raise click.ClickException(
-                f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
-            ) from exc
         else:
             _done(say, result, out_dir)
             return
@@ -177,14 +277,7 @@ def analyze(
             if credential is not None:
                 source = source.option("key_id", credential[0]).option("secret", credential[1])
             source = source.load()
-        try:
-            result = run(
-                source, out_dir, spark=spark, threshold=threshold, post=poster, progress=say
-            )
-        except httpx.TransportError as exc:
-            raise click.ClickException(
-                f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}"
-            ) from exc
+        result = run(source, out_dir, spark=spark, threshold=threshold, post=poster, progress=say)
     _done(say, result, out_dir)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from deadletter.cli.output import (
+    Failure,
     brief,
     json_option,
     print_json,
@@ -65,6 +66,13 @@ def list_(
         found.append(message)
         if len(found) >= limit:
             break
+    if not any(m.get("provenance") for m in found) and not client.dead_letter_sources(name):
+        # The route lists any queue's messages; one no queue dead-letters to is not a DLQ.
+        raise Failure(
+            f"{name!r} is not a dead-letter queue: no queue names it as its DLQ and it holds"
+            f" no dead letters; its messages: deadletter peek {name}; to make it one:"
+            f" deadletter queue update SOURCE --dlq {name} --max-claims N"
+        )
     if as_json:
         print_json(found)
         return
@@ -85,7 +93,14 @@ def list_(
         )
     columns = ["id", "source", "reason", "claims", "dead-lettered"]
     columns += ["description", "error"] if wide else ["why"]
-    print_table(name, columns, rows, wide=wide, flexible=("why",))
+    if found:
+        print_table(name, columns, rows, wide=wide, flexible=("why",))
+    total = client.stats(name)["messages"]["total"]
+    filtered = any((source, source_tag, reason, since, until))
+    if filtered or len(found) < total:
+        click.echo(f"{len(found)} shown; {total} dead letters in {name} in all")
+    else:
+        click.echo(f"{total} dead letters in {name}")
 
 
 def _last_line(error: str | None) -> str:

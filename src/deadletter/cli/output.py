@@ -44,7 +44,7 @@ class Failure(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = REFUSED) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click's is a class default
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.message}", err=True)

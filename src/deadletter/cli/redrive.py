@@ -14,7 +14,6 @@ from deadletter.cli.output import (
     print_json,
     print_table,
     server_options,
-    short_id,
     when,
     wide_option,
 )
@@ -120,12 +119,13 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
     if as_json:
         print_json(tasks)
         return
+    # The task id is what `status` and `cancel` take: whole; the details give way instead.
     print_table(
         dlq,
         ["task", "status", "moved", "skipped", "to move", "destination", "rate", "started"],
         (
             (
-                short_id(t["id"], wide),
+                t["id"],
                 t["status"],
                 t["moved"],
                 t.get("skipped", 0),
@@ -137,6 +137,7 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
             for t in tasks
         ),
         wide=wide,
+        optional=("destination", "rate", "started"),
     )
     if task_id:
         _echo_skipped(tasks[0])

@@ -17,8 +17,13 @@ def label(pattern: dict[str, Any]) -> str:
     claims, say) a label naming why they were dead-lettered."""
     if pattern.get("template"):
         return str(pattern["template"])
-    reasons = ", ".join(pattern.get("reasons") or []) or "unknown reason"
+    reasons = ", ".join(_texts(pattern.get("reasons"))) or "unknown reason"
     return f"(no error text: {reasons})"
+
+
+def _texts(values: list[Any] | None) -> list[str]:
+    """A list's values as text, without the nulls a malformed input row leaves."""
+    return [str(v) for v in values or [] if v is not None]
 
 
 def _shown(example: dict[str, Any] | None) -> Any:
@@ -120,7 +125,7 @@ def _time_chart(patterns: list[dict[str, Any]]) -> str:
 
 
 def _cell_list(values: list[Any]) -> str:
-    return "<br>".join(escape(str(v)) for v in values) or "&ndash;"
+    return "<br>".join(escape(v) for v in _texts(values)) or "&ndash;"
 
 
 def _row(p: dict[str, Any]) -> str:
@@ -131,11 +136,11 @@ def _row(p: dict[str, Any]) -> str:
     return (
         f'<tr id="{escape(p["id"])}"><td><code>{escape(p["id"])}</code></td>'
         f"<td>{p['count']}</td><td><code>{escape(label(p))}</code>"
-        f"<br><small>{escape(p['signature'])}</small></td>"
+        f"<br><small>{escape(p.get('signature') or '')}</small></td>"
         f"<td>{_cell_list(p['source_queues'])}</td><td>{_cell_list(p['reasons'])}</td>"
         f"<td>{escape(p['first_seen'] or '')}<br>{escape(p['last_seen'] or '')}</td>"
         f"<td>{_cell_list(p['key_paths_missing'])}</td><td>{_cell_list(attrs)}</td>"
-        f"<td><details><summary>{escape(', '.join(p['sample_message_ids'][:2]))}</summary>"
+        f"<td><details><summary>{escape(', '.join(_texts(p['sample_message_ids'])[:2]))}</summary>"
         f"<pre>{escape(example)}</pre></details></td></tr>"
     )
 
