@@ -27,6 +27,10 @@ class ServerConfig:
     data_dir: Path = Path("data")
     sweep_interval: float = 1.0
     log_level: str = "info"
+    # auto: text on a terminal, JSON otherwise (docs/cli.md, "Serving").
+    log_format: str = "auto"
+    # One line per request, off unless asked for (secret query parameters redacted).
+    access_log: bool = False
     test_mode: bool = False
     # The largest request body either face reads (docs/limits.md).
     max_body_bytes: int = 4 * 1024 * 1024

@@ -9,11 +9,11 @@ step), and LISTEN/NOTIFY wakes a long poll in one process for a send handled by 
 
 from __future__ import annotations
 
-import json
+import errno
 import logging
 import os
 import signal
-import sys
+import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -37,6 +37,7 @@ from deadletter.auth.credentials import (
 from deadletter.auth.errors import MasterKeyError
 from deadletter.config import (
     CONFIG_ENV,
+    ConfigError,
     ServerConfig,
     config_from_json,
     config_to_json,
@@ -47,49 +48,22 @@ from deadletter.engine.deliveries import Deliveries
 from deadletter.engine.destinations import Destinations
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
+from deadletter.logs import configure_logging
 from deadletter.storage import open_store
 from deadletter.storage.base import Store
 
 log = logging.getLogger("deadletter.server")
 
-# Attributes every LogRecord has; anything else came in through `extra=` and is logged too.
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line, so logs can be shipped and queried without parsing text."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        for key, value in vars(record).items():
-            if key not in _STANDARD and key != "color_message" and not key.startswith("_"):
-                out[key] = value
-        if record.exc_info:
-            out["exception"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
-
-
-def configure_logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    # uvicorn's loggers propagate to the root so that they are JSON too.
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-        logging.getLogger(name).handlers.clear()
-        logging.getLogger(name).propagate = True
-
 
 class _Server(uvicorn.Server):
     """uvicorn re-raises SIGTERM/SIGINT once it has shut down, which would kill the process
     before the store is closed; here the signal only starts the graceful shutdown."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        # uvicorn says where it listens only for a socket it bound itself.
+        if self.started and sockets is not None:
+            log.info(f"listening on {_url(self.config)} (Ctrl+C stops)")
 
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -108,26 +82,58 @@ class _Server(uvicorn.Server):
 def run(config: ServerConfig) -> None:
     """Serve until SIGTERM or SIGINT; uvicorn then finishes in-flight requests, the lifespan
     stops the worker, and the store is closed (every acknowledged write is already committed)."""
-    configure_logging(config.log_level)
+    configure_logging(config.log_level, config.log_format)
     config.check_workers()
     auth_required = config.auth_required
     if config.uses_data_dir:
         config.data_dir.mkdir(parents=True, exist_ok=True)
-    if config.workers > 1:
-        _run_workers(config)
-        return
-    store = open_store(config.database_url)
+    # The port first: a busy one is said before anything starts, not after uvicorn's startup.
+    sock = listen(config.host, config.port)
     try:
-        app = _app(config, store, auth_required)
-        server = _Server(uvicorn.Config(app, **_uvicorn_options(config)))
-        log.info(
-            "starting",
-            extra={"host": config.host, "port": config.port, "store": _redacted(store.url)},
-        )
-        server.run()
+        if config.workers > 1:
+            _run_workers(config, sock)
+            return
+        store = open_store(config.database_url)
+        try:
+            app = _app(config, store, auth_required)
+            server = _Server(uvicorn.Config(app, **_uvicorn_options(config)))
+            log.info(
+                "starting",
+                extra={"host": config.host, "port": config.port, "store": _redacted(store.url)},
+            )
+            server.run(sockets=[sock])
+        finally:
+            store.close()
+            log.info("stopped")
     finally:
-        store.close()
-        log.info("stopped")
+        sock.close()
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound as uvicorn binds one; ConfigError when the
+    address cannot be had, a port in use saying how to choose another."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} is in use; choose another with --port or DEADLETTER_PORT"
+            ) from None
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; choose another --host or --port"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(config: uvicorn.Config) -> str:
+    scheme = "https" if config.ssl_certfile else "http"
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    return f"{scheme}://{host}:{config.port}"
 
 
 def _app(
@@ -170,14 +176,15 @@ def _uvicorn_options(config: ServerConfig) -> dict[str, Any]:
         "port": config.port,
         "log_config": None,
         "log_level": config.log_level.lower(),
+        "access_log": config.access_log,
         "timeout_graceful_shutdown": 30,
         "ssl_certfile": config.ssl_certfile,
         "ssl_keyfile": config.ssl_keyfile,
     }
 
 
-def _run_workers(config: ServerConfig) -> None:
-    """Bind the port and supervise `config.workers` processes that serve it (uvicorn's
+def _run_workers(config: ServerConfig, sock: socket.socket) -> None:
+    """Supervise `config.workers` processes that serve the bound `sock` (uvicorn's
     Multiprocess: SIGTERM or SIGINT stops each gracefully, a dead one is replaced)."""
     open_store(config.database_url).close()  # migrate once, and fail here if unreachable
     os.environ[CONFIG_ENV] = config_to_json(config)
@@ -185,7 +192,6 @@ def _run_workers(config: ServerConfig) -> None:
     settings = uvicorn.Config(
         f"{__name__}:worker_app", factory=True, workers=config.workers, **_uvicorn_options(config)
     )
-    sock = settings.bind_socket()
     log.info(
         "starting",
         extra={
@@ -198,7 +204,6 @@ def _run_workers(config: ServerConfig) -> None:
     try:
         Multiprocess(settings, sockets=[sock]).run()
     finally:
-        sock.close()
         log.info("stopped")
 
 
@@ -206,7 +211,7 @@ def worker_app() -> Starlette:
     """The app of one worker process of `--workers`, built from the supervisor's config; its
     lifespan closes the store last, after the background worker has stopped."""
     config = config_from_json(os.environ[CONFIG_ENV])
-    configure_logging(config.log_level)
+    configure_logging(config.log_level, config.log_format)
     orphaned = _stop_when_orphaned(int(os.environ[SUPERVISOR_ENV]))
     store = _open_when_reachable(config.database_url, orphaned)
     return _app(config, store, config.auth_required, first=[_Closing(store)])

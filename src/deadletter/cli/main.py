@@ -52,7 +52,14 @@ def _region(value: str) -> str:
 @click.option(
     "--host", envvar="DEADLETTER_HOST", show_envvar=True, default="127.0.0.1", show_default=True
 )
-@click.option("--port", envvar="DEADLETTER_PORT", show_envvar=True, default=8888, show_default=True)
+@click.option(
+    "--port",
+    envvar="DEADLETTER_PORT",
+    show_envvar=True,
+    type=click.IntRange(0, 65535),
+    default=8888,
+    show_default=True,
+)
 @store_options
 @click.option(
     "--sweep-interval",
@@ -70,6 +77,24 @@ def _region(value: str) -> str:
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
     default="info",
     show_default=True,
+)
+@click.option(
+    "--log-format",
+    envvar="DEADLETTER_LOG_FORMAT",
+    show_envvar=True,
+    type=click.Choice(["auto", "text", "json"]),
+    default="auto",
+    show_default=True,
+    help="auto: lines for people on a terminal, JSON objects (one a line) otherwise.",
+)
+@click.option(
+    "--access-log/--no-access-log",
+    envvar="DEADLETTER_ACCESS_LOG",
+    show_envvar=True,
+    default=False,
+    show_default=True,
+    help="Log one line per request (query parameters that carry signatures or credentials"
+    " redacted).",
 )
 @click.option(
     "--test-mode",
@@ -161,6 +186,8 @@ def serve(
     data_dir: Path,
     sweep_interval: float,
     log_level: str,
+    log_format: str,
+    access_log: bool,
     test_mode: bool,
     auth: str | None,
     insecure_no_auth: bool,
@@ -188,6 +215,8 @@ def serve(
         data_dir=data_dir,
         sweep_interval=sweep_interval,
         log_level=log_level,
+        log_format=log_format,
+        access_log=access_log,
         test_mode=test_mode,
         auth=auth,
         insecure_no_auth=insecure_no_auth,
