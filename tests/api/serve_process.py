@@ -31,11 +31,17 @@ def start(db_url: str, data_dir: Path, *extra: str) -> tuple[subprocess.Popen[by
             env={**os.environ, "DEADLETTER_DATA_DIR": str(data_dir)},
         )
     url = f"http://127.0.0.1:{port}"
+    wait_for_ping(url, proc)
+    return proc, url
+
+
+def wait_for_ping(url: str, proc: subprocess.Popen[bytes]) -> None:
+    """Return once the server at `url` answers ping; RuntimeError if `proc` ends first."""
     deadline = time.monotonic() + 30
     while True:
         try:
             if httpx.get(f"{url}/v2/ping", timeout=1).status_code == 204:
-                return proc, url
+                return
         except httpx.TransportError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:

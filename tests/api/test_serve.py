@@ -20,7 +20,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from deadletter.cli.main import main
 from deadletter.config import ServerConfig
 from deadletter.server import _uvicorn_options
-from tests.api.serve_process import start, stop
+from tests.api.serve_process import free_port, start, stop, wait_for_ping
 
 
 def test_help_lists_every_flag_with_its_environment_variable() -> None:
@@ -71,22 +71,23 @@ def test_serve_answers_logs_json_and_stops_gracefully_on_sigterm(tmp_path: Path)
 
 
 def test_default_database_lives_in_the_data_dir(tmp_path: Path) -> None:
-    # The store is opened before the socket is bound, so an unusable host still leaves the file.
+    port = free_port()
     proc = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "deadletter"),
             "serve",
             "--port",
-            "1",
+            str(port),
             "--data-dir",
             str(tmp_path / "data"),
-            "--host",
-            "256.0.0.1",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    proc.wait(timeout=30)
+    try:
+        wait_for_ping(f"http://127.0.0.1:{port}", proc)
+    finally:
+        stop(proc)
     assert (tmp_path / "data" / "deadletter.db").exists()
 
 

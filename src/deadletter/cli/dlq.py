@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -66,7 +67,7 @@ def list_(
         found.append(message)
         if len(found) >= limit:
             break
-    if not any(m.get("provenance") for m in found) and not client.dead_letter_sources(name):
+    if not any(m.get("provenance") for m in found) and not _sources(client, name):
         # The route lists any queue's messages; one no queue dead-letters to is not a DLQ.
         raise Failure(
             f"{name!r} is not a dead-letter queue: no queue names it as its DLQ and it holds"
@@ -103,6 +104,13 @@ def list_(
         click.echo(f"{total} dead letters in {name}")
 
 
+def _sources(client: Client, name: str) -> list[dict[str, Any]]:
+    """The queues that dead-letter to NAME; QueueNotFound when there is no NAME (the routes
+    of a DLQ answer a missing one as an empty one, Zaqar's way)."""
+    client.get_queue(name)
+    return client.dead_letter_sources(name)
+
+
 def _last_line(error: str | None) -> str:
     """A traceback's last line names the exception; the rest is for --json."""
     lines = [line for line in (error or "").splitlines() if line.strip()]
@@ -115,7 +123,7 @@ def _last_line(error: str | None) -> str:
 @server_options
 def sources(client: Client, name: str, as_json: bool) -> None:
     """The queues whose dead-letter queue is NAME."""
-    found = client.dead_letter_sources(name)
+    found = _sources(client, name)
     if as_json:
         print_json(found)
         return
@@ -145,6 +153,7 @@ def export(
     client: Client, name: str, out: Path, fmt: str, source: str | None, reason: str | None
 ) -> None:
     """Write every dead letter of NAME to a file that `deadletter analyze --input` reads."""
+    client.get_queue(name)  # a missing queue exports as an empty one otherwise
     records = (
         export_record(m) for m in client.dead_letters(name, source_queue=source, reason=reason)
     )

@@ -11,6 +11,7 @@ from deadletter.cli.analyze import analyze
 from deadletter.cli.credentials import credentials
 from deadletter.cli.dlq import dlq
 from deadletter.cli.messages import ack, claim, nack, peek, reject, send
+from deadletter.cli.output import Failure
 from deadletter.cli.queues import queue
 from deadletter.cli.redrive import redrive
 from deadletter.cli.store import store_options
@@ -236,7 +237,7 @@ def serve(
         config.auth_required  # noqa: B018 (refuses auth off on an open host before starting)
         run(config)
     except (ConfigError, MasterKeyError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Failure(str(exc)) from None
 
 
 for command in (queue, send, peek, claim, ack, nack, reject, dlq, redrive, analyze, credentials):

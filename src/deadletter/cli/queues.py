@@ -315,5 +315,6 @@ def show(client: Client, name: str, as_json: bool) -> None:
 @server_options
 def delete(client: Client, name: str) -> None:
     """Delete queue NAME and its messages."""
+    client.get_queue(name)  # Zaqar deletes a missing queue without a word: a typo must show
     client.delete_queue(name)
     click.echo(f"deleted {name}")
