@@ -13,7 +13,8 @@ from starlette.routing import Route
 
 class ContractStub:
     """The native API's dead-letter browsing, message posting and pattern storing, exactly as
-    the contract states them, over an in-memory list; it records what it was asked."""
+    the contract states them, over an in-memory list; it records what it was asked. Every
+    queue it is asked about exists (`deadletter analyze --queue` looks first)."""
 
     def __init__(self, dead_letters: list[dict[str, Any]]) -> None:
         self.dead_letters = sorted(dead_letters, key=lambda m: m["provenance"]["dead_lettered_at"])
@@ -22,11 +23,15 @@ class ContractStub:
         self.patterns: dict[str, list[dict[str, Any]]] = {}
         self.app = Starlette(
             routes=[
+                Route("/v2/queues/{q}", self.queue, methods=["GET"]),
                 Route("/v2/queues/{q}/dead_letters", self.browse, methods=["GET"]),
                 Route("/v2/queues/{q}/messages", self.post, methods=["POST"]),
                 Route("/v2/queues/{q}/patterns", self.put_patterns, methods=["PUT"]),
             ]
         )
+
+    async def queue(self, request: Request) -> Response:
+        return JSONResponse({})
 
     async def browse(self, request: Request) -> Response:
         params = dict(request.query_params)

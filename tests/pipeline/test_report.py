@@ -87,3 +87,13 @@ def test_a_report_of_one_busy_hour_from_the_command_shows_bodies_once_encoded(
     (pattern,) = json.loads((tmp_path / "r" / "patterns.json").read_text())["patterns"]
     assert pattern["hourly_counts"] == [["2026-11-20T10:00:00.000Z", 12]]
     assert json.loads(pattern["example"]["body"]) == {"order": {"id": "o-0", "note": "café"}}
+
+
+def test_a_pattern_of_rows_without_ids_or_reasons_still_renders() -> None:
+    # Rows Spark made of lines that were no dead letters carry nulls where text was expected.
+    p = _pattern(
+        sample_message_ids=[None, "m-2"], reasons=[None], source_queues=[None], signature=None
+    )
+    html = render([p], 3)
+    assert "<summary>m-2</summary>" in html
+    assert label(_pattern(template="", reasons=[None])) == "(no error text: unknown reason)"
