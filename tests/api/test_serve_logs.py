@@ -132,3 +132,16 @@ def test_a_busy_port_is_said_before_startup_with_the_flag_to_change_it(tmp_path:
     )
     assert "Application startup complete" not in done.stderr
     assert not (tmp_path / "deadletter.db").exists()  # nothing was opened
+
+
+def test_help_names_the_log_flags_with_their_environment_variables() -> None:
+    from click.testing import CliRunner
+
+    from deadletter.cli.main import main
+
+    shown = CliRunner().invoke(main, ["serve", "--help"], terminal_width=200).output
+    for flag, env in (
+        ("--log-format", "DEADLETTER_LOG_FORMAT"),
+        ("--access-log", "DEADLETTER_ACCESS_LOG"),
+    ):
+        assert flag in shown and env in shown

@@ -272,3 +272,18 @@ def test_unreachable_and_refused_exit_codes_are_the_documented_ones(url: str) ->
         assert result.output.startswith(f"error: cannot reach the server at {dead}")
     doc = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
     assert "| 1 |" in doc and "| 2 |" in doc
+
+
+def test_queue_update_takes_a_templates_settings_under_the_options_given(
+    url: str,  # noqa: F811
+) -> None:
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "queue", "create", "jobs")
+    ok(url, "template", "create", "strict", "--pattern", "strict-*", "--max-claims", "3",
+       "--dlq", "orders-dlq", "--max-ttl", "600")  # fmt: skip
+    ok(url, "queue", "update", "jobs", "--template", "strict", "--ttl", "300", "--max-claims", "2")
+    meta = json.loads(ok(url, "queue", "show", "jobs", "--json"))["metadata"]
+    assert (meta["_dead_letter_queue"], meta["_max_claim_count"]) == ("orders-dlq", 2)
+    assert (meta["_max_message_ttl"], meta["_default_message_ttl"]) == (600, 300)
+    result = run(url, "queue", "update", "jobs", "--template", "nosuch")
+    assert result.exit_code == 1 and "template 'nosuch' does not exist" in result.output

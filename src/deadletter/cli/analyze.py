@@ -126,7 +126,7 @@ def analyze(
     project = None if unstated else server.project.value
     if input_path is not None:
         check_input(input_path)
-    if queue:
+    if queue and (input_path is None or post):
         _check_queue(url, project, credential, queue, server.url)
     try:
         _analyze(
@@ -141,6 +141,16 @@ def analyze(
     except (Unreachable, httpx.TransportError) as exc:
         raise Failure(
             f"cannot reach the server at {url}: {exc}\n{unreachable_hint(server.url)}", UNREACHABLE
+        ) from None
+    except Exception as exc:
+        # Spark's own failures (a job that died, a reader that gave up) in one line; their
+        # Java side is in OUT/spark.log, and --verbose shows everything here.
+        if verbose or not type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise Failure(
+            f"Spark failed: {type(exc).__name__}: {first} (see {out_dir / 'spark.log'},"
+            " or run again with --verbose)"
         ) from None
 
 

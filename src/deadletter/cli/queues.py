@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from deadletter.cli.output import Failure, json_option, print_json, print_table, server_options
+from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
 from deadletter.client import Client
 from deadletter.domain.model import MAX_CLAIM_COUNT, MAX_DELAY, MIN_DLQ_MESSAGE_TTL
 
@@ -46,12 +47,12 @@ SETTINGS = (
     Setting("respect_ttl", "_respect_ttl", "respect each message's TTL"),
     Setting("claim_ttl", "_default_claim_ttl", "default claim TTL", "s"),
     Setting("delay", "_default_message_delay", "default delivery delay", "s"),
+    Setting("eligible", "_dead_letter_eligible", "messages may be dead-lettered"),
 )
 BY_OPTION = {s.option: s for s in SETTINGS}
 # What `queue show` also says, read-only here.
 SHOWN = (
     Setting("", "_dead_letter_policy_active", "dead-letter policy active"),
-    Setting("", "_dead_letter_eligible", "messages may be dead-lettered"),
     Setting("", "_max_messages_post_size", "largest message", "bytes"),
     Setting("", "_fifo", "FIFO"),
     Setting("", "_content_based_deduplication", "deduplication by content"),
@@ -59,7 +60,9 @@ SHOWN = (
 # The keys a dead-letter policy is made of: `--no-dlq` removes them together.
 POLICY = ("dlq", "max_claims", "dlq_ttl", "dead_letter_on_expiry", "default_dlq")
 # Settings `--reset` returns to their defaults (the policy's go with --no-dlq).
-RESETTABLE = ("redrive_allow", "ttl", "max_ttl", "min_ttl", "respect_ttl", "claim_ttl", "delay")
+RESETTABLE = (
+    "redrive_allow", "ttl", "max_ttl", "min_ttl", "respect_ttl", "claim_ttl", "delay", "eligible"
+)  # fmt: skip
 
 
 def _redrive_allow(value: str | None) -> dict[str, Any] | None:
@@ -101,6 +104,11 @@ def policy_options(command: F) -> F:
             "--respect-ttl/--no-respect-ttl",
             default=None,
             help="Expire messages by their TTL capped at --max-ttl, or never.",
+        ),
+        click.option(
+            "--eligible/--not-eligible",
+            default=None,
+            help="Whether messages go to the DLQ unless the sender says otherwise.",
         ),
         click.option(
             "--redrive-allow",
@@ -190,6 +198,11 @@ def create(client: Client, name: str, **values: Any) -> None:
     help="Remove the dead-letter policy (DLQ, max claims, DLQ TTL, on expiry).",
 )
 @click.option(
+    "--template",
+    "template",
+    help="Take the settings of this queue template (deadletter template); options given win.",
+)
+@click.option(
     "--reset",
     "reset",
     multiple=True,
@@ -197,7 +210,14 @@ def create(client: Client, name: str, **values: Any) -> None:
     help="Return a setting to its default (repeatable).",
 )
 @server_options
-def update(client: Client, name: str, no_dlq: bool, reset: tuple[str, ...], **values: Any) -> None:
+def update(
+    client: Client,
+    name: str,
+    no_dlq: bool,
+    template: str | None,
+    reset: tuple[str, ...],
+    **values: Any,
+) -> None:
     """Change settings of queue NAME; those not given stay as they are.
 
     \b
@@ -205,8 +225,11 @@ def update(client: Client, name: str, no_dlq: bool, reset: tuple[str, ...], **va
     deadletter queue update orders --no-dlq
     deadletter queue update orders-dlq --redrive-allow orders,payments
     deadletter queue update orders --reset max-ttl --ttl 600
+    deadletter queue update orders --template orders
     """
     current = client.get_queue(name)
+    if template is not None:
+        _take_template(client.template(template), values)
     given = {k for k, v in values.items() if v is not None}
     if no_dlq and given & set(POLICY):
         raise click.UsageError("--no-dlq removes the policy: give no other DLQ option with it.")
@@ -234,6 +257,16 @@ def update(client: Client, name: str, no_dlq: bool, reset: tuple[str, ...], **va
         return
     client.update_queue(name, operations)
     click.echo(f"updated {name}")
+
+
+def _take_template(doc: dict[str, Any], values: dict[str, Any]) -> None:
+    """The template's settings as the options that were not given; a template with max claims
+    and no DLQ dead-letters to the project's default DLQ."""
+    for option, key in TEMPLATE_KEYS.items():
+        if doc.get(key) is not None and values.get(option) is None:
+            values[option] = doc[key]
+    if doc.get("max_claims") is not None and doc.get("dlq") is None and values["dlq"] is None:
+        values["default_dlq"] = True
 
 
 def _said(setting: Setting, value: Any) -> str:
