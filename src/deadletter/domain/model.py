@@ -62,6 +62,9 @@ class TaskStatus(enum.StrEnum):
     CANCELLING = "CANCELLING"
     CANCELLED = "CANCELLED"
     FAILED = "FAILED"
+    # Stopped by its canary: too many of the sample died again. It moves nothing more; the
+    # rest stays in the DLQ for a new redrive once the cause is fixed.
+    PAUSED = "PAUSED"
 
 
 class RedrivePermission(enum.StrEnum):
@@ -398,6 +401,71 @@ class QueueStats:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
+# A canary keeps at most this many of its sample's ids; its `sample` count is exact.
+MAX_CANARY_IDS_RECORDED = 1000
+MAX_CANARY_WATCH = 86_400
+
+
+class CanaryDecision(enum.StrEnum):
+    CONTINUED = "continued"
+    PAUSED = "paused"
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A redrive that checks itself: it moves a sample first (`count` dead letters, or
+    `percent` of those it selects), watches `watch` seconds whether they come back dead into
+    its DLQ, then goes on with the rest, or pauses when more than `max_redeath` percent of the
+    sample died again. The fields after `max_redeath` are its progress and outcome."""
+
+    count: int | None = None
+    percent: float | None = None
+    watch: float = 60.0
+    max_redeath: float = 0.0
+    # The failure pattern the task's dead letters were selected by, named in its verdict.
+    pattern_id: str | None = None
+    # How many the sample takes (fixed when the task starts), how many of it moved so far and
+    # (the first MAX_CANARY_IDS_RECORDED of) their ids as dead letters, before the move.
+    size: int = 0
+    sample: int = 0
+    sample_ids: tuple[str, ...] = ()
+    # Set when the whole sample has moved: the watch ends then.
+    watch_until: float | None = None
+    # Sample messages seen back in the DLQ, and the DLQ's numbering read so far for them.
+    redeaths: int = 0
+    seen_seq: int = 0
+    decision: CanaryDecision | None = None
+    decided_at: float | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "percent": self.percent,
+            "watch": self.watch,
+            "max_redeath": self.max_redeath,
+            "pattern_id": self.pattern_id,
+            "size": self.size,
+            "sample": self.sample,
+            "sample_ids": list(self.sample_ids),
+            "watch_until": self.watch_until,
+            "redeaths": self.redeaths,
+            "seen_seq": self.seen_seq,
+            "decision": self.decision.value if self.decision else None,
+            "decided_at": self.decided_at,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Canary:
+        decision = data.get("decision")
+        return cls(
+            **{k: v for k, v in data.items() if k not in ("sample_ids", "decision")},
+            sample_ids=tuple(data.get("sample_ids", ())),
+            decision=CanaryDecision(decision) if decision else None,
+        )
+
+
 @dataclass(frozen=True)
 class RedriveTask:
     id: str
@@ -419,6 +487,7 @@ class RedriveTask:
     skipped_messages: tuple[tuple[str, SkipReason], ...] = ()
     # The highest sequence number the task has examined: it goes on after it.
     cursor_seq: int = 0
+    canary: Canary | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deadletter.clock import Clock
-from deadletter.domain.model import DeadLetterFilter, ListQuery, Message, Queue, RedriveTask
+from deadletter.domain.model import Canary, DeadLetterFilter, ListQuery, Message, Queue, RedriveTask
 from deadletter.engine import patterns, redrive, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.transactions import Pending, Runner
@@ -28,13 +28,18 @@ class DeadLetterOperations:
         destination: str | None = None,
         where: DeadLetterFilter | None = None,
         rate: float | None = None,
+        canary: Canary | None = None,
     ) -> RedriveTask:
-        """Start moving dead letters back: to each one's source queue, or to `destination`."""
+        """Start moving dead letters back: to each one's source queue, or to `destination`;
+        with a `canary`, a sample first, and the rest only if the sample stays alive."""
         filter_ = where or DeadLetterFilter()
         validation.check_redrive(filter_, rate)
+        if canary is not None:
+            redrive.check_canary(canary)
 
         def work(tx: Transaction, pending: Pending) -> RedriveTask:
-            task = redrive.start(tx, project, dlq, destination, filter_, rate, self.clock.now())
+            now = self.clock.now()
+            task = redrive.start(tx, project, dlq, destination, filter_, rate, now, canary)
             pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
             return task
 

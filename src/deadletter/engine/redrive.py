@@ -7,13 +7,20 @@ the DLQ untouched and recorded with the task; the task walks the DLQ once, in se
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from deadletter.domain import errors
 from deadletter.domain.model import (
+    MAX_CANARY_IDS_RECORDED,
+    MAX_CANARY_WATCH,
     MAX_SKIPPED_RECORDED,
+    Canary,
+    CanaryDecision,
     DeadLetterFilter,
+    ListQuery,
     Queue,
     RedriveTask,
     SkipReason,
@@ -39,6 +46,7 @@ def start(
     where: DeadLetterFilter,
     rate: float | None,
     now: float,
+    canary: Canary | None = None,
 ) -> RedriveTask:
     """A new running task over the dead letters `dlq` holds now (those sent later stay).
 
@@ -60,6 +68,9 @@ def start(
     if any(t.dlq == dlq for t in active_tasks(tx, project)):
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
     max_seq = tx.max_seq(project, dlq)
+    to_move = tx.count_dead_letters(project, dlq, now, where, max_seq)
+    if canary is not None:
+        canary = replace(canary, size=canary_size(canary, to_move), seen_seq=max_seq)
     task = RedriveTask(
         id=new_id(),
         project=project,
@@ -69,13 +80,38 @@ def start(
         rate=rate,
         status=TaskStatus.RUNNING,
         moved=0,
-        to_move=tx.count_dead_letters(project, dlq, now, where, max_seq),
+        to_move=to_move,
         max_seq=max_seq,
         started_at=now,
         updated_at=now,
+        canary=canary,
     )
     tx.insert_task(task)
     return task
+
+
+def check_canary(canary: Canary) -> None:
+    """A canary's request is whole and in range before a task is written."""
+    if (canary.count is None) == (canary.percent is None):
+        raise errors.InvalidInput("a canary is a number of dead letters or a percentage of them")
+    if canary.count is not None and not 1 <= canary.count <= 1_000_000:
+        raise errors.InvalidInput("a canary takes 1 to 1000000 dead letters")
+    if canary.percent is not None and not 0 < canary.percent <= 100:
+        raise errors.InvalidInput("a canary's percentage is more than 0 and at most 100")
+    if not 0 < canary.watch <= MAX_CANARY_WATCH:
+        raise errors.InvalidInput(
+            f"a canary's watch is more than 0 and at most {MAX_CANARY_WATCH} s"
+        )
+    if not 0 <= canary.max_redeath <= 100:
+        raise errors.InvalidInput("a canary's max_redeath is a percentage, 0 to 100")
+
+
+def canary_size(canary: Canary, to_move: int) -> int:
+    """How many dead letters the sample takes, at most all the task selects: a percentage
+    rounds up, so it is never empty."""
+    if canary.count is not None:
+        return min(canary.count, to_move)
+    return math.ceil(to_move * (canary.percent or 0) / 100)
 
 
 def is_redrive_source(tx: Transaction, project: str, name: str, now: float) -> bool:
@@ -99,13 +135,27 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         return task
     if task.status is not TaskStatus.RUNNING or budget <= 0:
         return task
+    canary = task.canary
+    if canary is not None and watching(task):
+        task = _watch(tx, task, canary, now)
+        if watching(task) or task.status is not TaskStatus.RUNNING:
+            return task
+        canary = task.canary
+    sampling = canary is not None and canary.decision is None
     allowed, paced_to = paced(task, now, budget)
+    if sampling and canary is not None:
+        allowed = min(allowed, canary.size - canary.sample)
+        if canary.size - canary.sample <= 0:
+            return _start_watch(tx, task, canary, now)
     if allowed == 0:
         return task
     batch = tx.dead_letter_sources(
         task.project, task.dlq, now, task.filter, task.max_seq, allowed, task.cursor_seq
     )
     if not batch:
+        if sampling and canary is not None and canary.sample:
+            # The selection ran out inside the sample: the sample is all there is to watch.
+            return _start_watch(tx, task, canary, now)
         task = replace(task, status=TaskStatus.COMPLETED, updated_at=now)
         tx.update_task(task)
         return task
@@ -125,6 +175,14 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         project, dlq = task.project, task.dlq
         pending.calls.append(lambda lst: lst.redriven(project, dlq, task_id, count))
     room = MAX_SKIPPED_RECORDED - len(task.skipped_messages)
+    if sampling and canary is not None:
+        moved_ids = [mid for _, ids in fresh.values() for mid in ids]
+        kept = MAX_CANARY_IDS_RECORDED - len(canary.sample_ids)
+        canary = replace(
+            canary,
+            sample=canary.sample + count,
+            sample_ids=canary.sample_ids + tuple(moved_ids[: max(kept, 0)]),
+        )
     task = replace(
         task,
         moved=task.moved + count,
@@ -132,9 +190,66 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         skipped_messages=task.skipped_messages + tuple(skipped[: max(room, 0)]),
         cursor_seq=batch[-1][1],
         updated_at=paced_to(count),
+        canary=canary,
     )
+    if sampling and canary is not None and canary.sample >= canary.size:
+        return _start_watch(tx, task, canary, now)
     tx.update_task(task)
     return task
+
+
+# How many of the DLQ's new arrivals one watching step reads for the sample's re-deaths.
+WATCH_BATCH = 500
+
+
+def _start_watch(tx: Transaction, task: RedriveTask, canary: Canary, now: float) -> RedriveTask:
+    """The whole sample has moved: the watch runs from now (by the engine's clock)."""
+    task = replace(task, canary=replace(canary, watch_until=now + canary.watch))
+    tx.update_task(task)
+    return task
+
+
+def _watch(tx: Transaction, task: RedriveTask, canary: Canary, now: float) -> RedriveTask:
+    """Count the sample's messages that came back dead into the DLQ since the last look (a
+    message redriven by this task carries the task's id in its history), and decide: pause
+    as soon as too many died again, go on with the rest once the watch is over."""
+    redeaths, seen = canary.redeaths, canary.seen_seq
+    while True:
+        query = ListQuery(after_seq=seen, limit=WATCH_BATCH, include_claimed=True,
+                          include_delayed=True)  # fmt: skip
+        arrived = tx.list_messages(task.project, task.dlq, now, query)
+        redeaths += sum(1 for m in arrived if _redriven_by(m.history, task.id))
+        if arrived:
+            seen = arrived[-1].seq
+        if len(arrived) < WATCH_BATCH:
+            break
+    canary = replace(canary, redeaths=redeaths, seen_seq=seen)
+    if redeaths * 100 > canary.max_redeath * canary.sample:
+        reason = f"{redeaths} of {canary.sample} canaries died again" + (
+            f": pattern {canary.pattern_id} still failing" if canary.pattern_id else ""
+        )
+        canary = replace(canary, decision=CanaryDecision.PAUSED, decided_at=now, reason=reason)
+        task = replace(task, status=TaskStatus.PAUSED, canary=canary, updated_at=now)
+    elif now >= (canary.watch_until or now):
+        canary = replace(canary, decision=CanaryDecision.CONTINUED, decided_at=now)
+        # The rest is paced from now, not from before the watch.
+        task = replace(task, canary=canary, updated_at=max(task.updated_at, now))
+    elif canary == task.canary:
+        return task
+    else:
+        task = replace(task, canary=canary)
+    tx.update_task(task)
+    return task
+
+
+def _redriven_by(history: tuple[dict[str, Any], ...], task_id: str) -> bool:
+    return any(e.get("event") == "redriven" and e.get("task_id") == task_id for e in history)
+
+
+def watching(task: RedriveTask) -> bool:
+    """Whether a task waits for its canary's verdict: its sample moved, the rest waits."""
+    c = task.canary
+    return c is not None and c.decision is None and c.watch_until is not None
 
 
 # (queue name, consumer tag or None) -> (the queue, the ids that go back to it)
@@ -192,8 +307,13 @@ def fail(tx: Transaction, task_id: str, reason: str, now: float) -> RedriveTask 
 
 
 def cancel(tx: Transaction, project: str, dlq: str, task_id: str, now: float) -> RedriveTask:
-    """Ask a running task to stop; its next step marks it cancelled."""
+    """Ask a running task to stop; its next step marks it cancelled. A paused one is
+    cancelled at once."""
     task = owned(tx.get_task(task_id, lock=True), project, dlq, task_id)
+    if task.status is TaskStatus.PAUSED:  # no step will come for it: it ends here
+        task = replace(task, status=TaskStatus.CANCELLED, updated_at=now)
+        tx.update_task(task)
+        return task
     if task.status is not TaskStatus.RUNNING:
         raise errors.TaskNotRunning(f"redrive task {task_id!r} is {task.status.value}, not RUNNING")
     task = replace(task, status=TaskStatus.CANCELLING, updated_at=now)

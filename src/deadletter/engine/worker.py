@@ -7,6 +7,7 @@ import threading
 import time
 
 from deadletter.domain.model import TaskStatus
+from deadletter.engine import redrive
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
 from deadletter.engine.expiry import SWEEP_BATCH
@@ -92,10 +93,12 @@ class Worker:
         if task.status is not TaskStatus.RUNNING:
             log.info(
                 "redrive task finished",
-                extra={"task": task_id, "status": task.status.value, "moved": task.moved},
+                extra={"task": task_id, "status": task.status.value, "moved": task.moved}
+                | ({"canary": task.canary.reason} if task.canary and task.canary.reason else {}),
             )
             return False
-        return task.rate is None
+        # A task watching its canary waits for time to pass: it is looked at each tick.
+        return task.rate is None and not redrive.watching(task)
 
 
 class _WakeOnStart(EngineListener):

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from deadletter.domain.model import (
     Attribute,
+    Canary,
     DeadLetterFilter,
     Message,
     Provenance,
@@ -194,6 +195,7 @@ def task_params(t: RedriveTask) -> dict[str, Any]:
         "skipped": t.skipped,
         "skipped_ids": json.dumps([[mid, reason.value] for mid, reason in t.skipped_messages]),
         "cursor_seq": t.cursor_seq,
+        "canary": json.dumps(t.canary.to_dict()) if t.canary is not None else None,
     }
 
 
@@ -217,6 +219,7 @@ def task_from(row: Row) -> RedriveTask:
             (mid, SkipReason(reason)) for mid, reason in json.loads(row["skipped_ids"])
         ),
         cursor_seq=row["cursor_seq"],
+        canary=Canary.from_dict(json.loads(row["canary"])) if row["canary"] else None,
     )
 
 

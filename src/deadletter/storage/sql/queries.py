@@ -26,7 +26,7 @@ MESSAGE_FIELDS = (
 TASK_FIELDS = (
     "id", "project", "dlq", "destination", "filter", "rate", "status", "moved", "to_move",
     "max_seq", "started_at", "updated_at", "failure_reason", "skipped", "skipped_ids",
-    "cursor_seq",
+    "cursor_seq", "canary",
 )  # fmt: skip
 
 
