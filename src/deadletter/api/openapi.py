@@ -75,7 +75,7 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
     "start_redrive": ("Start a redrive task", [], "201", "Redrive"),
     "list_redrives": ("Redrive tasks of a DLQ, newest first", [], "200", None),
     "get_redrive": ("One redrive task", [], "200", None),
-    "cancel_redrive": ("Cancel a running redrive task (202)", [], "202", None),
+    "cancel_redrive": ("Cancel a running or paused redrive task (202)", [], "202", None),
     "put_patterns": ("Store failure patterns found by the analysis", [], "204", "Patterns"),
     "get_patterns": ("Stored failure patterns", [], "200", None),
     "list_templates": ("Queue templates of the project, by name", [], "200", None),
@@ -302,6 +302,29 @@ SCHEMAS: dict[str, Any] = {
             "message_ids": {"type": "array", "items": STR, "maxItems": 10_000},
             "pattern_id": STR,
             "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6},
+            "canary": {
+                "description": "Move this many dead letters first (or this percentage of those"
+                ' selected, as "10%"), watch them, then the rest or a pause',
+                "oneOf": [
+                    {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+                    {"type": "string", "pattern": "^([0-9]{1,7}|[0-9]{1,3}(\\.[0-9]{1,6})?%)$"},
+                ],
+            },
+            "watch": {
+                "description": "Seconds to watch the canary for re-deaths (with canary only)",
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 86_400,
+                "default": 60,
+            },
+            "max_redeath": {
+                "description": "The percentage of the canary that may die again and the task"
+                " still go on (with canary only)",
+                "type": "number",
+                "minimum": 0,
+                "maximum": 100,
+                "default": 0,
+            },
         },
     },
     "Task": {
@@ -313,12 +336,15 @@ SCHEMAS: dict[str, Any] = {
             "destination": STR,
             "filter": OBJ,
             "rate": {"type": "number"},
-            "status": {"enum": ["RUNNING", "COMPLETED", "CANCELLING", "CANCELLED", "FAILED"]},
+            "status": {
+                "enum": ["RUNNING", "COMPLETED", "CANCELLING", "CANCELLED", "FAILED", "PAUSED"]
+            },
             "moved": INT,
             "to_move": INT,
             "started_at": TIME,
             "updated_at": TIME,
             "failure_reason": STR,
+            "canary": OBJ,
         },
     },
     "Confirmation": {

@@ -19,7 +19,7 @@ from deadletter.cli.output import (
 )
 from deadletter.client import Client
 
-ACTIVE = ("RUNNING", "CANCELLING")
+ACTIVE = ("RUNNING", "CANCELLING")  # a PAUSED task moves nothing more
 
 
 @click.group()
@@ -41,6 +41,22 @@ def redrive() -> None:
     "--pattern", help="Only the dead letters of this failure pattern (deadletter analyze)."
 )
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Messages per second.")
+@click.option(
+    "--canary",
+    metavar="N|P%",
+    help="Move N dead letters (or P% of those selected) first and watch them;"
+    " the rest follows only if few enough die again.",
+)
+@click.option(
+    "--watch",
+    type=click.FloatRange(min=0, min_open=True, max=86_400),
+    help="Seconds to watch the canary (default 60).",
+)
+@click.option(
+    "--max-redeath",
+    metavar="P%",
+    help="The share of the canary that may die again, the task still going on (default 0%).",
+)
 @click.option("--wait", is_flag=True, help="Show progress until the task ends.")
 @json_option
 @server_options
@@ -55,10 +71,15 @@ def start(
     until: str | None,
     pattern: str | None,
     rate: float | None,
+    canary: str | None,
+    watch: float | None,
+    max_redeath: str | None,
     wait: bool,
     as_json: bool,
 ) -> None:
     """Move dead letters of DLQ back to where they came from."""
+    if (watch is not None or max_redeath is not None) and canary is None:
+        raise click.UsageError("--watch and --max-redeath go with --canary.")
     task = client.start_redrive(
         dlq,
         destination=destination,
@@ -69,6 +90,9 @@ def start(
         until=until,
         pattern_id=pattern,
         rate=rate,
+        canary=canary,
+        watch=watch,
+        max_redeath=_percent(max_redeath),
     )
     if wait:
         task = _follow(client, dlq, task, quiet=as_json)
@@ -80,9 +104,36 @@ def start(
             + (f", skipped {task['skipped']}" if task.get("skipped") else "")
         )
         _echo_skipped(task)
+        if task.get("canary"):
+            _echo_canary(task["canary"])
     if task["status"] == "FAILED":
         click.echo(f"failed: {task.get('failure_reason')}", err=True)
         raise SystemExit(1)
+    if task["status"] == "PAUSED":
+        click.echo(f"paused: {task['canary']['reason']}", err=True)
+        raise SystemExit(1)
+
+
+def _percent(value: str | None) -> float | None:
+    """A share given as "5%" or "5"; the server checks its range."""
+    if value is None:
+        return None
+    try:
+        return float(value.removesuffix("%"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a percentage", param_hint="--max-redeath"
+        ) from None
+
+
+def _echo_canary(canary: dict[str, Any]) -> None:
+    verdict = canary["decision"] or (
+        f"watching until {canary['watch_until']}" if canary["watch_until"] else "sampling"
+    )
+    click.echo(
+        f"canary: {canary['sample']} of {canary['size']} moved,"
+        f" {canary['redeaths']} died again: {verdict}"
+    )
 
 
 def _echo_skipped(task: dict[str, Any]) -> None:

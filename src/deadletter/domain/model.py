@@ -404,6 +404,7 @@ class QueueStats:
 # A canary keeps at most this many of its sample's ids; its `sample` count is exact.
 MAX_CANARY_IDS_RECORDED = 1000
 MAX_CANARY_WATCH = 86_400
+DEFAULT_CANARY_WATCH = 60.0
 
 
 class CanaryDecision(enum.StrEnum):
@@ -420,7 +421,7 @@ class Canary:
 
     count: int | None = None
     percent: float | None = None
-    watch: float = 60.0
+    watch: float = DEFAULT_CANARY_WATCH
     max_redeath: float = 0.0
     # The failure pattern the task's dead letters were selected by, named in its verdict.
     pattern_id: str | None = None

@@ -82,7 +82,7 @@ def list_message_move_tasks(call: Call) -> dict[str, Any]:
     results = []
     for task in call.engine.list_tasks(call.project, dlq, limit):
         entry: dict[str, Any] = {
-            "Status": task.status.value,
+            "Status": _sqs_status(task.status),
             "SourceArn": source_arn,
             "ApproximateNumberOfMessagesMoved": task.moved,
             "ApproximateNumberOfMessagesToMove": task.to_move,
@@ -96,5 +96,13 @@ def list_message_move_tasks(call: Call) -> dict[str, Any]:
             entry["MaxNumberOfMessagesPerSecond"] = int(task.rate)
         if task.failure_reason:
             entry["FailureReason"] = task.failure_reason
+        elif task.status is TaskStatus.PAUSED and task.canary is not None:
+            entry["FailureReason"] = f"paused by its canary: {task.canary.reason}"
         results.append(entry)
     return {"Results": results}
+
+
+def _sqs_status(status: TaskStatus) -> str:
+    """SQS knows no paused task (a native redrive's canary pauses it): it stopped moving with
+    a reason, which SQS calls FAILED."""
+    return "FAILED" if status is TaskStatus.PAUSED else status.value

@@ -9,6 +9,7 @@ from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range
 from deadletter.api.zaqar.parse import (
+    canary_value,
     is_int_in,
     optional_text,
     parse_time,
@@ -140,7 +141,8 @@ def start_redrive(ctx: Ctx) -> Response:
         message_ids=ids,
         source_tag=optional_text(doc, "source_tag"),
     )
-    task = ctx.engine.start_redrive(ctx.project, ctx.queue, destination, where, rate)
+    canary = canary_value(doc, pattern_id)
+    task = ctx.engine.start_redrive(ctx.project, ctx.queue, destination, where, rate, canary)
     return JSONResponse(
         task_json(task, pattern_id), status_code=201, headers={"Location": task_href(task)}
     )

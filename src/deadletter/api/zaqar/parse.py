@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,10 +13,12 @@ from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range, shown
 from deadletter.api.zaqar.serialize import encode_body
 from deadletter.domain.model import (
+    DEFAULT_CANARY_WATCH,
     MAX_CLAIM_TTL,
     MAX_DELAY,
     MAX_TTL,
     Attribute,
+    Canary,
     NewMessage,
     Reason,
 )
@@ -222,3 +225,41 @@ def tag_param(ctx: Ctx) -> str | None:
     if not TAG_NAME.match(value):
         raise bad_request(f"tag must be a tag name (1-64 of A-Z a-z 0-9 - _), not {shown(value)}.")
     return value
+
+
+def canary_value(doc: dict[str, Any], pattern_id: str | None) -> Canary | None:
+    """A redrive's canary from its body: `canary` is a number of dead letters (an integer, or
+    a string of one) or a percentage of them ("10%"); `watch` (seconds) and `max_redeath` (a
+    percentage) come with it only. The engine checks the ranges, before anything is written."""
+    size = doc.get("canary")
+    if size is None:
+        for key in ("watch", "max_redeath"):
+            if doc.get(key) is not None:
+                raise bad_request(f"{key} is given with canary only.")
+        return None
+    count: int | None = None
+    percent: float | None = None
+    if isinstance(size, int) and not isinstance(size, bool):
+        count = size
+    elif isinstance(size, str) and re.fullmatch(r"\d{1,7}", size):
+        count = int(size)
+    elif isinstance(size, str) and re.fullmatch(r"\d{1,3}(\.\d{1,6})?%", size):
+        percent = float(size[:-1])
+    else:
+        raise bad_request('canary must be a number of dead letters (10) or a percentage ("10%").')
+    watch = doc.get("watch", DEFAULT_CANARY_WATCH)
+    max_redeath = doc.get("max_redeath", 0)
+    for key, value in (("watch", watch), ("max_redeath", max_redeath)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise bad_request(f"{key} must be a number.")
+    return Canary(
+        count=count,
+        percent=percent,
+        watch=float(watch),
+        max_redeath=float(max_redeath),
+        pattern_id=pattern_id,
+    )

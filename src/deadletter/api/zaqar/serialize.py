@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import msgspec
 
 from deadletter.api.json_response import dumps
-from deadletter.domain.model import Message, RedriveTask
+from deadletter.domain.model import Canary, Message, RedriveTask
 
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at"})
 
@@ -113,7 +113,8 @@ def task_json(task: RedriveTask, pattern_id: str | None = None) -> dict[str, Any
             "since": iso(f.since) if f.since is not None else None,
             "until": iso(f.until) if f.until is not None else None,
             "message_ids": list(f.message_ids) if f.message_ids is not None else None,
-            "pattern_id": pattern_id,
+            # Kept with a canary, which names it in its verdict.
+            "pattern_id": pattern_id or (task.canary.pattern_id if task.canary else None),
         },
         "rate": task.rate,
         "status": task.status.value,
@@ -124,4 +125,22 @@ def task_json(task: RedriveTask, pattern_id: str | None = None) -> dict[str, Any
         "failure_reason": task.failure_reason,
         "skipped": task.skipped,
         "skipped_messages": [{"id": mid, "reason": r.value} for mid, r in task.skipped_messages],
+        **({"canary": canary_json(task.canary)} if task.canary is not None else {}),
+    }
+
+
+def canary_json(c: Canary) -> dict[str, Any]:
+    """What a task's canary asked for and what became of it."""
+    return {
+        "size": c.size,
+        "requested": f"{c.percent:g}%" if c.percent is not None else c.count,
+        "watch": c.watch,
+        "max_redeath": c.max_redeath,
+        "sample": c.sample,
+        "sample_ids": list(c.sample_ids),
+        "watch_until": iso(c.watch_until) if c.watch_until is not None else None,
+        "redeaths": c.redeaths,
+        "decision": c.decision.value if c.decision is not None else None,
+        "decided_at": iso(c.decided_at) if c.decided_at is not None else None,
+        "reason": c.reason,
     }

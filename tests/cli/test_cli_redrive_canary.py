@@ -1,0 +1,99 @@
+"""`deadletter redrive start --canary`: the options reach the server, and go together."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner, Result
+
+from deadletter.api.app import AppOptions, build_app
+from deadletter.cli.main import main
+from deadletter.clock import ManualClock
+from deadletter.engine.engine import Engine
+from deadletter.engine.worker import Worker
+from deadletter.storage.base import Store
+from tests.support.servers import serving
+
+
+@pytest.fixture
+def url(store: Store) -> Iterator[str]:
+    # A clock that stands still: the canary's watch never ends on its own.
+    engine = Engine(store, clock=ManualClock())
+    app = build_app(engine, AppOptions(), background=[Worker(engine, sweep_interval=3600)])
+    with serving(app) as base:
+        yield base
+
+
+def run(url: str, *args: str) -> Result:
+    return CliRunner().invoke(main, list(args), env={"DEADLETTER_URL": url}, catch_exceptions=False)
+
+
+def ok(url: str, *args: str) -> str:
+    result = run(url, *args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def dead(url: str) -> str:
+    """Given "orders" whose DLQ "orders-dlq" holds four of its dead letters."""
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "queue", "create", "orders", "--dlq", "orders-dlq", "--max-claims", "1")
+    for body in ("a", "b", "c", "d"):
+        ok(url, "send", "orders", body)
+        claim_id, message_id = ok(url, "claim", "orders", "--quiet").split()
+        ok(url, "reject", "orders", message_id, "--claim", claim_id, "--reason", "bad")
+    return url
+
+
+def test_a_canary_redrive_starts_with_its_sample_watch_and_threshold(dead: str) -> None:
+    task = json.loads(
+        ok(
+            dead,
+            "redrive",
+            "start",
+            "orders-dlq",
+            "--reason",
+            "rejected",
+            "--canary",
+            "50%",
+            "--watch",
+            "30",
+            "--max-redeath",
+            "25%",
+            "--json",
+        )
+    )
+    canary = task["canary"]
+    assert (canary["requested"], canary["size"], canary["watch"], canary["max_redeath"]) == (
+        "50%", 2, 30, 25)  # fmt: skip
+    assert task["filter"]["reason"] == "rejected"
+
+
+def test_the_canary_is_shown_in_words(dead: str) -> None:
+    out = ok(dead, "redrive", "start", "orders-dlq", "--canary", "1")
+    assert "canary: " in out and "of 1 moved" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--watch", "30"),
+        ("--max-redeath", "10%"),
+        ("--canary", "1", "--max-redeath", "lots"),
+        ("--canary", "1", "--watch", "0"),
+    ],
+)
+def test_canary_options_go_together_and_are_checked_before_the_server(
+    dead: str, args: tuple[str, ...]
+) -> None:
+    assert run(dead, "redrive", "start", "orders-dlq", *args).exit_code == 2
+    assert json.loads(ok(dead, "redrive", "status", "orders-dlq", "--json")) == []
+
+
+def test_a_canary_the_server_refuses_exits_non_zero_with_its_words(dead: str) -> None:
+    result = run(dead, "redrive", "start", "orders-dlq", "--canary", "0")
+    assert result.exit_code != 0
+    assert "canary" in result.output
