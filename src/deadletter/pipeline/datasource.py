@@ -3,7 +3,9 @@
 Python Data Source API (Spark 4), no JVM jars. Reading splits the dead-lettered time range
 into partitions that each page through `GET /v2/queues/{dlq}/dead_letters` with their own
 `since`/`until` slice; equality on source_queue/reason and bounds on dead_lettered_at are
-pushed down to the server. Writing posts rows as messages, 20 per request.
+pushed down to the server. Writing posts rows as messages, 20 per request. Streaming reads
+the DLQ in its own numbering: a micro-batch's offset is the `marker` of the last dead letter
+it took, which Spark checkpoints, so a restarted query goes on after it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pyspark.sql.datasource import (
     InputPartition,
     LessThan,
     LessThanOrEqual,
+    SimpleDataSourceStreamReader,
     WriterCommitMessage,
 )
 
@@ -32,6 +35,8 @@ from deadletter.pipeline.columns import SCHEMA_DDL, iso, parse_time
 from deadletter.pipeline.messages import client_of, row_of
 
 MAX_PAGE = 1000
+# The most dead letters one micro-batch takes unless the option `max_per_batch` says otherwise.
+MAX_PER_BATCH = 10_000
 POST_BATCH = 20  # Zaqar's default _max_messages_post_size count limit
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -219,8 +224,67 @@ class DeadLetterWriter(DataSourceWriter):
         return message
 
 
+class DeadLetterStreamReader(SimpleDataSourceStreamReader):
+    """`spark.readStream.format("deadletter")`: the dead letters that reach a DLQ, each once.
+
+    The offset is `{"marker": n}`: every dead letter numbered above n is still to come. The
+    DLQ numbers what it receives in commit order (a move that commits late is never numbered
+    below one already listed), and a dead letter that comes back after a redrive is numbered
+    anew, so it counts again, as a new death. Dead letters redriven or removed before a batch
+    reads them are not seen. Options as for reading, but for `since`/`until` and the pushdown:
+    `source_queue`, `source_tag`, `reason`; `starting_marker` (default 0, the whole DLQ) and
+    `max_per_batch`."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.filters = {
+            "source_queue": options.get("source_queue") or None,
+            "source_tag": options.get("source_tag") or None,
+            "reason": options.get("reason") or None,
+        }
+        self.max_per_batch = max(1, int(options.get("max_per_batch", str(MAX_PER_BATCH))))
+        self.page_size = min(MAX_PAGE, max(1, int(options.get("page_size", str(MAX_PAGE)))))
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"marker": int(self.options.get("starting_marker", "0"))}
+
+    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
+        """The dead letters after `start` (at most `max_per_batch`), and the offset after them."""
+        rows, end = self._between(start["marker"], None, self.max_per_batch)
+        return iter(rows), {"marker": end}
+
+    def readBetweenOffsets(
+        self, start: dict[str, int], end: dict[str, int]
+    ) -> Iterator[tuple[Any, ...]]:
+        """A batch again, after a restart: the same range of the numbering."""
+        rows, _ = self._between(start["marker"], end["marker"], None)
+        return iter(rows)
+
+    def _between(
+        self, after: int, upto: int | None, most: int | None
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        rows: list[tuple[Any, ...]] = []
+        last = after
+        page_size = self.page_size if most is None else min(self.page_size, most)
+        with client_of(self.options) as client:
+            pages = client.dead_letter_pages(
+                self.options["queue"], page_size, marker=str(after), **self.filters
+            )
+            for page in pages:
+                for message in page:
+                    marker = int(message["marker"])
+                    if upto is not None and marker > upto:
+                        return rows, last
+                    rows.append(row_of(message))
+                    last = marker
+                    if most is not None and len(rows) >= most:
+                        return rows, last
+        return rows, last
+
+
 class DeadLetterDataSource(DataSource):
-    """`spark.read.format("deadletter")` / `df.write.format("deadletter")`."""
+    """`spark.read.format("deadletter")` / `spark.readStream.format("deadletter")` /
+    `df.write.format("deadletter")`."""
 
     @classmethod
     def name(cls) -> str:
@@ -232,6 +296,10 @@ class DeadLetterDataSource(DataSource):
     def reader(self, schema: Any) -> DeadLetterReader:
         self._check("url", "queue")
         return DeadLetterReader(dict(self.options))
+
+    def simpleStreamReader(self, schema: Any) -> DeadLetterStreamReader:
+        self._check("url", "queue")
+        return DeadLetterStreamReader(dict(self.options))
 
     def writer(self, schema: Any, overwrite: bool) -> DeadLetterWriter:
         self._check("url", "queue")

@@ -99,7 +99,10 @@ def list_dead_letters(ctx: Ctx) -> Response:
             f"/v2/queues/{ctx.queue}/dead_letters",
             {**params, "marker": found[-1].seq, "limit": limit},
         )
-    return JSONResponse({"messages": [ctx.message(m, now) for m in found], "links": links})
+    # Each dead letter's `marker` is its place in the DLQ's numbering: a reader that keeps the
+    # last one it took (a streaming query's offset) goes on after it with `?marker=`.
+    messages = [{**ctx.message(m, now), "marker": m.seq} for m in found]
+    return JSONResponse({"messages": messages, "links": links})
 
 
 def dead_letter_sources(ctx: Ctx) -> Response:
