@@ -197,6 +197,16 @@ def test_a_sample_larger_than_the_selection_is_the_whole_selection(
     assert task.canary is not None and task.canary.reason == "10 of 10 canaries died again"
 
 
+def test_a_canary_over_an_empty_selection_completes_without_watching(
+    ten_dead: Engine,
+) -> None:
+    engine = ten_dead
+    where = DeadLetterFilter(source_queue="elsewhere")
+    task = engine.start_redrive(P, "dlq", where=where, canary=Canary(percent=10, watch=WATCH))
+    assert task.to_move == 0
+    assert _step(engine, task).status is TaskStatus.COMPLETED
+
+
 def test_the_verdict_names_the_pattern(ten_dead: Engine) -> None:
     engine = ten_dead
     canary = Canary(count=1, watch=WATCH, pattern_id="p-123")

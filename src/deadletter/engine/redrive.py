@@ -71,6 +71,8 @@ def start(
     to_move = tx.count_dead_letters(project, dlq, now, where, max_seq)
     if canary is not None:
         canary = replace(canary, size=canary_size(canary, to_move), seen_seq=max_seq)
+        if canary.size == 0:  # nothing selected, nothing to watch: the task ends at its step
+            canary = replace(canary, decision=CanaryDecision.CONTINUED, decided_at=now)
     task = RedriveTask(
         id=new_id(),
         project=project,
