@@ -230,17 +230,17 @@ def test_role_by_route_answers_as_the_role_table_says(server: Server) -> None:
 
 # Spellings of role names: each character in any case, full-width or a look-alike from another
 # script, with whitespace, NUL or invisible characters around or inside.
-LOOK_ALIKES = {
-    "a": "а",
-    "e": "е",
-    "o": "о",
-    "p": "р",
-    "c": "с",
-    "r": "г",
-    "i": "ı",
-    "s": "ſ",
-    "k": "K",
-    "d": "ԁ",
+LOOK_ALIKES = {  # Cyrillic, dotless i, long s (upper-cases to S), Kelvin sign (lower: k)
+    "a": "\u0430",
+    "e": "\u0435",
+    "o": "\u043e",
+    "p": "\u0440",
+    "c": "\u0441",
+    "r": "\u0433",
+    "i": "\u0131",
+    "s": "\u017f",
+    "k": "\u212a",
+    "d": "\u0501",
 }
 NOISE = [" ", "\t", "\n", "\r", "\x00", "\u00a0", "\u200b", "\u3000", "\ufeff", "\x0b"]
 
