@@ -291,3 +291,45 @@ def test_no_spelling_of_a_role_escalates(server: Server, spelling: str) -> None:
         assert (stored.role, stored.project) == (named, PROJECT)
     after = {c.key_id for c in server.authority.list_for(None) if c.role is Role.OPERATOR}
     assert after == operators, spelling
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"expires": "9999-12-31T00:00:00"}, "at most"),
+        ({"methods": ["GET", "FLY"]}, "Unknown method"),
+        ({"methods": [" post"]}, "Unknown method"),
+        ({"methods": "GET"}, "list of strings"),
+    ],
+)
+def test_a_share_is_refused_with_a_clear_400(server: Server, body: dict, words: str) -> None:
+    answer = server.call("POST", "/v2/queues/jobs/share", "admin", json=body)
+    assert answer.status_code == 400, answer.text
+    assert words in answer.json()["description"]
+
+
+def _projects_in(text: str) -> set[str]:
+    return set(re.findall(r'project="([^"]*)"', text))
+
+
+def test_metrics_show_an_admin_its_own_project_and_the_operator_all(server: Server) -> None:
+    server.call("PUT", "/v2/queues/secret-plans", "beta-admin", project="beta", json={})
+    posted = server.call(
+        "POST",
+        "/v2/queues/secret-plans/messages",
+        "beta-admin",
+        project="beta",
+        json={"messages": [{"body": 1}]},
+    )
+    assert posted.status_code == 201
+    everything = server.call("GET", "/metrics", "operator")
+    assert _projects_in(everything.text) == {"alpha", "beta"}
+    assert "deadletter_http_request_duration_seconds" in everything.text
+    own = server.call("GET", "/metrics", "admin")
+    assert own.status_code == 200
+    assert _projects_in(own.text) == {"alpha"}
+    assert "secret-plans" not in own.text
+    # Request latency is every project's traffic together: the operator's only.
+    assert "deadletter_http_request_duration_seconds" not in own.text
+    for who in ["producer", "consumer", "reader", None]:
+        assert server.call("GET", "/metrics", who).status_code in (401, 403), who
