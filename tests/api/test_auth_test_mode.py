@@ -38,8 +38,11 @@ def test_test_mode_on_loopback_without_auth_starts() -> None:
     assert ServerConfig(test_mode=True, auth="off", host="localhost").auth_required is False
 
 
-def test_serve_says_why_it_refuses() -> None:
+def test_serve_says_why_it_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[ServerConfig] = []
+    monkeypatch.setattr("deadletter.server.run", served.append)  # never a real server here
     result = CliRunner().invoke(main, ["serve", "--test-mode", "--auth", "required"])
+    assert served == []
     assert result.exit_code != 0
     assert "--test-mode and --auth required exclude each other" in result.output
 
