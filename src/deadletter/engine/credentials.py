@@ -117,14 +117,20 @@ class Authority:
 
         A caller that decides who may issue `role` parses it first (`parse_role`) and passes
         the Role, so the role stored is the role that was checked."""
-        if not project or len(project) > 256:
-            raise errors.InvalidInput("A credential needs a project of 1 to 256 characters.")
+        if not project or len(project) > 256 or "\x00" in project:
+            raise errors.InvalidInput(
+                "A credential needs a project of 1 to 256 characters, without NUL."
+            )
         chosen = role if isinstance(role, Role) else parse_role(role)
         credential, secret = issue(self.master, project, chosen, self.now())
         self.engine.add_credential(lambda tx: insert(tx, credential))
         return credential, secret
 
     def get(self, key_id: str) -> Credential | None:
+        # Every lookup by a client's key id (token, KEYID:SECRET, SigV4, admin routes) comes
+        # here: a NUL names no credential, and PostgreSQL text cannot even be asked for one.
+        if "\x00" in key_id:
+            return None
         record = self.engine.credential(key_id)
         return credential_of(record) if record else None
 
@@ -135,6 +141,8 @@ class Authority:
         return found
 
     def list_for(self, project: str | None) -> list[Credential]:
+        if project is not None and "\x00" in project:
+            return []
         return [credential_of(r) for r in self.engine.credentials(project)]
 
     def project_of_account(self, account: str) -> str:
