@@ -48,6 +48,10 @@ class ServerConfig:
     region: str = "us-east-1"
     # Networks webhooks may reach although they are not public (`--webhook-allow`, CIDRs).
     webhook_allow: tuple[str, ...] = ()
+    # The longest lifetime of a Zaqar signed URL, in seconds (docs/security.md).
+    signed_url_max_lifetime: int = 7 * 24 * 3600
+    # Per project, how many queue names /metrics labels (docs/security.md#metrics).
+    metrics_queues: int = 100
 
     def check_workers(self) -> None:
         """ConfigError for several worker processes on SQLite."""
@@ -73,10 +77,13 @@ class ServerConfig:
     @property
     def auth_required(self) -> bool:
         """Whether requests must authenticate; ConfigError for auth off on a non-loopback
-        host without --insecure-no-auth."""
+        host without --insecure-no-auth, and for test mode anywhere but on a loopback host
+        without authentication."""
         chosen = self.auth or ("off" if self.loopback else "required")
         if chosen not in ("required", "off"):
             raise ConfigError(f"--auth must be required or off, not {chosen!r}.")
+        if self.test_mode:
+            self._check_test_mode(chosen)
         if chosen == "off" and not self.loopback and not self.insecure_no_auth:
             raise ConfigError(
                 f"Refusing to serve {self.host} with authentication off: anyone who reaches"
@@ -84,6 +91,22 @@ class ServerConfig:
                 " or add --insecure-no-auth if this network is trusted."
             )
         return chosen == "required"
+
+    def _check_test_mode(self, auth: str) -> None:
+        # Test mode adds an unauthenticated route that wipes every queue: it is for a test
+        # suite on this machine, never for a server anyone else can reach or that holds
+        # credentials worth checking.
+        if not self.loopback:
+            raise ConfigError(
+                f"Refusing --test-mode on {self.host}: test mode adds POST /moto-api/reset,"
+                " which wipes every queue without a credential. Serve it on 127.0.0.1"
+                " (see docs/security.md)."
+            )
+        if auth == "required":
+            raise ConfigError(
+                "--test-mode and --auth required exclude each other: test mode is for test"
+                " suites on a loopback host without credentials (see docs/security.md)."
+            )
 
     @property
     def key_file(self) -> Path | None:

@@ -144,7 +144,9 @@ def _app(
     worker = Worker(engine, sweep_interval=config.sweep_interval)
     authority = None
     if auth_required:
-        authority = Authority(engine, load_master_key(config.key_file))
+        authority = Authority(
+            engine, load_master_key(config.key_file), config.signed_url_max_lifetime
+        )
         log.info("auth is required")
     elif config.loopback:
         log.info("auth is off", extra={"host": config.host})
@@ -155,7 +157,12 @@ def _app(
         engine.subscriptions.signer = authority.sign if authority is not None else None
     destinations = Destinations(config.webhook_networks)
     engine.subscriptions.destinations = destinations
-    options = AppOptions(test_mode=config.test_mode, authority=authority, region=config.region)
+    options = AppOptions(
+        test_mode=config.test_mode,
+        authority=authority,
+        region=config.region,
+        metrics_queues=config.metrics_queues,
+    )
     limits = Limits(zaqar_body=config.max_body_bytes, sqs_body=config.max_body_bytes)
     background = [*first, worker, Deliveries(engine, HttpxSender(destinations))]
     return build_app(engine, options, background=background, limits=limits)

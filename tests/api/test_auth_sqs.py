@@ -98,10 +98,11 @@ def test_a_role_limits_the_actions(live: Live) -> None:
     assert _code(lambda: sqs.delete_queue(QueueUrl=url)) == "AccessDenied"
 
 
-def test_test_mode_accepts_any_sqs_credentials(store: Store) -> None:
-    with live_server(store, test_mode=True) as live:
-        sqs = boto(live.url, "test", "test")
-        assert "QueueUrl" in sqs.create_queue(QueueName="jobs")
+def test_test_mode_never_comes_with_authentication(store: Store) -> None:
+    """Test mode once turned SQS authentication off under --auth required; the two now
+    exclude each other wherever an app is built."""
+    with pytest.raises(ValueError, match="exclude each other"), live_server(store, test_mode=True):
+        pass
 
 
 def test_a_credential_keeps_its_regions_apart(live: Live) -> None:

@@ -127,3 +127,49 @@ def test_an_expired_url_is_refused(headers: dict[str, str]) -> None:
 def test_missing_headers_are_refused() -> None:
     with pytest.raises(SignedUrlRefused):
         verify_signed_request(KEY, "GET", MESSAGES, {"URL-Signature": "x"}, NOW)
+
+
+WEEK = 7 * 24 * 3600
+
+
+def test_expires_is_bounded_by_the_maximum_lifetime() -> None:
+    """`9999-12-31` was once accepted: a URL nobody can revoke, valid forever."""
+    for far in ["9999-12-31", "2030-01-08T12:00:01", "2031-01-01T00:00:00"]:
+        with pytest.raises(ValueError, match="at most 604800 seconds"):
+            create_signed_url(KEY, [MESSAGES], "p1", NOW, expires=far)
+    assert create_signed_url(KEY, [MESSAGES], "p1", NOW, expires="2030-01-08T12:00:00")
+    with pytest.raises(ValueError, match="at most 3600 seconds"):
+        share(KEY, "p1", "orders", NOW, expires=EXPIRES, max_ttl=3600)
+    # The default lifetime (a day) never passes a shorter limit.
+    short = create_signed_url(KEY, [MESSAGES], "p1", NOW, max_ttl=600)
+    assert short.expires == "2030-01-01T12:10:00"
+
+
+def test_a_url_longer_than_the_limit_is_refused_when_used() -> None:
+    """Lowering the limit ends the URLs issued under a higher one."""
+    doc = create_signed_url(KEY, [MESSAGES], "p1", NOW, ["GET"], "2030-01-05T12:00:00")
+    headers = client_headers(doc.as_json())
+    assert verify_signed_request(KEY, "GET", MESSAGES, headers, NOW, max_ttl=WEEK)
+    with pytest.raises(SignedUrlRefused, match="longer than"):
+        verify_signed_request(KEY, "GET", MESSAGES, headers, NOW, max_ttl=24 * 3600)
+
+
+@pytest.mark.parametrize(
+    ("given", "methods"),
+    [(["get", "Post"], ["GET", "POST"]), (["GET", "get"], ["GET"]), (None, ["GET"])],
+)
+def test_methods_are_parsed_into_one_spelling(given: list[str] | None, methods: list[str]) -> None:
+    assert create_signed_url(KEY, [MESSAGES], "p1", NOW, given).methods == methods
+
+
+@pytest.mark.parametrize(
+    "method",
+    ["FOO", " GET", "GET\x00", "ＧＥＴ", "G E T", "", "HEAD", "OPTIONS"],  # noqa: RUF001
+)
+def test_an_unknown_method_is_refused(method: str) -> None:
+    with pytest.raises(ValueError, match="Unknown method"):
+        create_signed_url(KEY, [MESSAGES], "p1", NOW, [method])
+
+
+def test_head_is_granted_with_get(headers: dict[str, str]) -> None:
+    assert verify_signed_request(KEY, "HEAD", MESSAGES, headers, NOW)

@@ -325,3 +325,46 @@ def test_canonical_path_matches_botocore() -> None:
     signer = SigV4Auth(Credentials(KEY_ID, SECRET), "sqs", "us-east-1")
     for path in ["/", "", "/a/./b/../c/", "//a//b", "/123/q%20x", "/~a/b-c_d.e"]:
         assert canonical_path(path) == signer._normalize_url_path(path), path
+
+
+def _with_signature(wire: Wire, change: Any) -> Wire:
+    """`wire` with its Authorization header's signature replaced by change(signature)."""
+    header = dict((k.lower(), v) for k, v in wire.headers)["authorization"]
+    head, _, signature = header.rpartition("Signature=")
+    return wire.header("Authorization", head + "Signature=" + change(signature))
+
+
+def _with_query_signature(wire: Wire, change: Any) -> Wire:
+    pairs = [p.split("=", 1) for p in wire.query.split("&")]
+    query = "&".join(f"{k}={change(v) if k == 'X-Amz-Signature' else v}" for k, v in pairs)
+    return replace(wire, query=query)
+
+
+# A prefix of the right signature (1, 8, 63 hex digits) or the right one with more after it
+# (65): a comparison over only as many characters as were sent, or as are expected, passes
+# one of them.
+CUTS = [
+    pytest.param(lambda s: s[:1], id="1"),
+    pytest.param(lambda s: s[:8], id="8"),
+    pytest.param(lambda s: s[:63], id="63"),
+    pytest.param(lambda s: s + "0", id="65"),
+    pytest.param(lambda s: s + s, id="128"),
+    pytest.param(lambda s: "", id="0"),
+]
+
+
+@pytest.mark.parametrize("cut", CUTS)
+def test_a_truncated_or_extended_signature_is_refused(cut: Any) -> None:
+    wire = signed(json_request())
+    check(wire)  # the whole signature verifies
+    tampered = _with_signature(wire, cut)
+    with pytest.raises(errors.SigV4Error):
+        check(tampered)
+
+
+@pytest.mark.parametrize("cut", CUTS)
+def test_a_truncated_or_extended_presigned_signature_is_refused(cut: Any) -> None:
+    wire = presigned(query_get())
+    check(wire)
+    with pytest.raises(errors.SigV4Error):
+        check(_with_query_signature(wire, cut))

@@ -20,6 +20,7 @@ from starlette.types import Scope
 from deadletter.api import openapi, refusals
 from deadletter.api.auth import admin_routes, feed_project, guarded
 from deadletter.api.console import Console
+from deadletter.api.head import HeadWithoutBody
 from deadletter.api.limits import BodyLimit, Limits
 from deadletter.api.metrics import LatencyMiddleware, Metrics
 from deadletter.api.options import AppOptions
@@ -51,7 +52,7 @@ def build_app(
     def body_limit(scope: Scope) -> int:
         return limits.zaqar_body if refusals.is_zaqar(scope["path"]) else limits.sqs_body
 
-    metrics = Metrics()
+    metrics = Metrics(options.metrics_queues)
     engine.add_listener(metrics)
     authority = options.authority
     console = Console(
@@ -72,7 +73,7 @@ def build_app(
             for job in reversed(started):
                 job.stop()
 
-    metrics_endpoint = guarded(authority, metrics.endpoint) if authority else metrics.endpoint
+    metrics_endpoint = guarded(authority, metrics.response) if authority else metrics.endpoint
     routes: list[BaseRoute] = [
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi.endpoint, methods=["GET"]),
@@ -86,6 +87,7 @@ def build_app(
         middleware=[
             Middleware(BodyLimit, limit_for=body_limit, refuse=refusals.too_large),
             Middleware(LatencyMiddleware, metrics=metrics),
+            Middleware(HeadWithoutBody),
         ],
         exception_handlers={HTTPException: refusals.http_error},
         lifespan=lifespan,

@@ -9,7 +9,6 @@ authentication is off (`AppOptions.authority` is None).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from deadletter.api import strict_json
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.sqs.errors import SqsError
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
@@ -30,6 +30,7 @@ from deadletter.engine.credentials import (
     Role,
     auth_errors,
     is_signed_url,
+    parse_role,
     zaqar_action,
 )
 
@@ -156,17 +157,22 @@ def _access_denied(message: str) -> SqsError:
     return SqsError("AccessDenied", message, status=403)
 
 
-def guarded(authority: Authority, inner: Endpoint) -> Endpoint:
-    """`inner` for operators and project admins only (`/metrics`)."""
+def guarded(authority: Authority, inner: Callable[[str | None], Response]) -> Endpoint:
+    """`/metrics`: `inner(None)` (every project) for an operator, `inner(project)` for a
+    project's admin, which sees its own project's queues only; 403 for any other role."""
 
     async def call(request: Request) -> Response:
         try:
             credential = await run_in_threadpool(token_credential, authority, request.headers)
-            if credential.role not in (Role.OPERATOR, Role.ADMIN):
+            if credential.role is Role.OPERATOR:
+                project = None
+            elif credential.role is Role.ADMIN:
+                project = credential.project
+            else:
                 raise forbidden("Only an operator or admin credential may read the metrics.")
         except Exception as exc:
             return response_for(exc, f"{request.method} {request.url.path}")
-        return await inner(request)
+        return await run_in_threadpool(inner, project)
 
     return call
 
@@ -177,12 +183,16 @@ Handler = Callable[[Authority, Request, bytes], Response]
 
 
 def _json_body(body: bytes) -> dict[str, Any]:
+    """The body as every other Zaqar route reads it (strict_json: bounded depth, finite
+    numbers, valid Unicode), so no body can make these routes fail with a 500."""
     if not body.strip():
         return {}
     try:
-        doc = json.loads(body)
-    except ValueError:
-        raise ZaqarError(400, "Malformed JSON", "The request body is not JSON.") from None
+        doc = strict_json.loads(body)
+    except strict_json.InvalidJson as exc:
+        raise ZaqarError(
+            400, "Malformed JSON", f"The request body could not be parsed as JSON: {exc}."
+        ) from None
     if not isinstance(doc, dict):
         raise bad_request("The request body must be a JSON object.")
     return doc
@@ -245,15 +255,15 @@ def issue_token(authority: Authority, request: Request, body: bytes) -> Response
 
 def create_credential(authority: Authority, request: Request, body: bytes) -> Response:
     doc = _json_body(body)
-    role = _text(doc, "role")
     caller = _manager(authority, request, _text(doc, "project", required=False))
+    # Parsed before any decision on it: the role checked below is the role stored.
+    role = parse_role(_text(doc, "role"))
     project = (
         _text(doc, "project", required=False)
         or request.headers.get("x-project-id")
         or caller.project
     )
-    assert role is not None
-    if role == Role.OPERATOR.value and caller.role is not Role.OPERATOR:
+    if role is Role.OPERATOR and caller.role is not Role.OPERATOR:
         raise forbidden("Only an operator creates operator credentials.")
     if project != caller.project and caller.role is not Role.OPERATOR:
         raise forbidden("Only an operator creates credentials of another project.")

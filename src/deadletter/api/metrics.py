@@ -1,22 +1,43 @@
-"""Prometheus metrics: engine events counted by a listener, request latency by a middleware."""
+"""Prometheus metrics: engine events counted by a listener, request latency by a middleware.
+
+Two bounds keep the exposition safe to show and cheap to scrape (docs/security.md#metrics):
+
+- Cardinality: each project gets its own `queue` (and `source`, `dlq`, `tag`) label values
+  for its first `max_queues` names only; later names are counted under `OTHER`. First come,
+  not top-N by volume: a counter series must never go down, and a queue moving into or out
+  of a top-N would move its count between series.
+- Visibility: `exposition(project)` keeps only the samples of one project (and of its SQS
+  regions, `<project>@<region>`), for a project's admin; the operator sees everything.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import Metric
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deadletter.engine.events import EngineListener
 
+# The label value of a project's queues past its first `max_queues` (a queue name cannot
+# hold `~`, on either face).
+OTHER = "~other"
+DEFAULT_MAX_QUEUES = 100
+
 
 class Metrics(EngineListener):
     """One registry per app, so several apps in one process never share counters."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_queues: int = DEFAULT_MAX_QUEUES) -> None:
+        self.max_queues = max_queues
+        self._named: dict[tuple[str, str], set[str]] = {}
+        self._lock = threading.Lock()
         self.registry = CollectorRegistry()
         r = self.registry
         self.sent_total = Counter(
@@ -71,32 +92,81 @@ class Metrics(EngineListener):
             registry=r,
         )
 
+    def _q(self, project: str, name: str, kind: str = "queue") -> str:
+        """`name` as a label value: itself while the project has fewer than `max_queues`
+        names of this kind, OTHER after that."""
+        with self._lock:
+            named = self._named.setdefault((project, kind), set())
+            if name in named:
+                return name
+            if len(named) < self.max_queues:
+                named.add(name)
+                return name
+        return OTHER
+
     def sent(self, project: str, queue: str, count: int) -> None:
-        self.sent_total.labels(project, queue).inc(count)
+        self.sent_total.labels(project, self._q(project, queue)).inc(count)
 
     def claimed(self, project: str, queue: str, count: int) -> None:
-        self.claimed_total.labels(project, queue).inc(count)
+        self.claimed_total.labels(project, self._q(project, queue)).inc(count)
 
     def acknowledged(self, project: str, queue: str, count: int) -> None:
-        self.acknowledged_total.labels(project, queue).inc(count)
+        self.acknowledged_total.labels(project, self._q(project, queue)).inc(count)
 
     def dead_lettered(self, project: str, source: str, dlq: str, reason: str, count: int) -> None:
-        self.dead_lettered_total.labels(project, source, dlq, reason).inc(count)
+        self.dead_lettered_total.labels(
+            project, self._q(project, source), self._q(project, dlq), reason
+        ).inc(count)
 
     def expired(self, project: str, queue: str, count: int) -> None:
-        self.expired_total.labels(project, queue).inc(count)
+        self.expired_total.labels(project, self._q(project, queue)).inc(count)
 
     def dropped(self, project: str, queue: str, reason: str, count: int) -> None:
-        self.dropped_total.labels(project, queue, reason).inc(count)
+        self.dropped_total.labels(project, self._q(project, queue), reason).inc(count)
 
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
-        self.redriven_total.labels(project, dlq).inc(count)
+        self.redriven_total.labels(project, self._q(project, dlq)).inc(count)
 
     def tag_delivery(self, project: str, queue: str, tag: str, event: str, count: int) -> None:
-        self.tag_messages_total.labels(project, queue, tag, event).inc(count)
+        self.tag_messages_total.labels(
+            project, self._q(project, queue), self._q(project, tag, "tag"), event
+        ).inc(count)
+
+    def exposition(self, project: str | None = None) -> bytes:
+        """Every metric (`project` None: the operator's view), or only one project's samples;
+        a family without a project label (HTTP latency, all projects' traffic together) is
+        the operator's only."""
+        if project is None:
+            return generate_latest(self.registry)
+        return generate_latest(_OneProject(self.registry, project))
 
     async def endpoint(self, request: Request) -> Response:
-        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+        return self.response(None)
+
+    def response(self, project: str | None) -> Response:
+        return Response(self.exposition(project), media_type=CONTENT_TYPE_LATEST)
+
+
+class _OneProject:
+    """The registry's families with only the samples of one project (a collector in
+    prometheus_client's sense: anything with `collect`)."""
+
+    def __init__(self, registry: CollectorRegistry, project: str) -> None:
+        self.registry = registry
+        self.project = project
+
+    def _own(self, labels: dict[str, str]) -> bool:
+        project = labels.get("project")
+        return project is not None and (
+            project == self.project or project.startswith(self.project + "@")
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            kept = Metric(family.name, family.documentation, family.type, family.unit)
+            kept.samples = [s for s in family.samples if self._own(s.labels)]
+            if kept.samples:
+                yield kept
 
 
 class LatencyMiddleware:

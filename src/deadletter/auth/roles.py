@@ -8,7 +8,36 @@ name, a Zaqar route); both are mapped here onto one `Action`, so a rule is writt
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
+from typing import TypeVar
+
+E = TypeVar("E", bound=StrEnum)
+
+# The one spelling rule for every enum-like value that gates access (roles, signed-URL
+# methods): printable ASCII letters and hyphens, compared without case. Anything else
+# (whitespace, NUL, full-width or other look-alike letters) is refused, never folded: a
+# folding rule that differs between where a value is stored and where it is checked is how
+# "OPERATOR" once became an operator nobody had granted.
+_CHOICE = re.compile(r"[A-Za-z][A-Za-z-]*")
+
+
+class UnknownChoice(ValueError):
+    """The text names none of a closed set of values."""
+
+
+def parse_choice(kind: type[E], text: object, what: str) -> E:
+    """The member of `kind` that `text` names, whatever the case; UnknownChoice otherwise.
+
+    Every place that stores or compares such a value parses it here first and then works
+    with the member only, so a check and the store can never disagree about a spelling.
+    """
+    if isinstance(text, str) and _CHOICE.fullmatch(text):
+        for member in kind:
+            if member.value.lower() == text.lower():
+                return member
+    names = ", ".join(m.value for m in kind)
+    raise UnknownChoice(f"Unknown {what} {text!r}; the {what}s are {names}.")
 
 
 class Role(StrEnum):
@@ -17,6 +46,10 @@ class Role(StrEnum):
     CONSUMER = "consumer"
     READER = "reader"
     OPERATOR = "operator"
+
+
+def parse_role(text: object) -> Role:
+    return parse_choice(Role, text, "role")
 
 
 class Action(StrEnum):
@@ -191,6 +224,13 @@ PUBLIC_ZAQAR_ROUTES = frozenset(
 )
 
 
+def as_get(method: str) -> str:
+    """The method whose rules a request follows: HEAD is GET without the body (RFC 9110
+    9.3.2), so it needs exactly what GET needs."""
+    upper = method.upper()
+    return "GET" if upper == "HEAD" else upper
+
+
 def zaqar_action(method: str, template: str, params: dict[str, str]) -> Action | None:
     """The action of a Zaqar request, or None for a public route.
 
@@ -201,7 +241,7 @@ def zaqar_action(method: str, template: str, params: dict[str, str]) -> Action |
     `DELETE .../messages?pop=N` takes messages (a claim), `GET .../messages?ids=` reads
     chosen messages (a peek).
     """
-    key = (method.upper(), template)
+    key = (as_get(method), template)
     if key in PUBLIC_ZAQAR_ROUTES:
         return None
     action = ZAQAR_ROUTES[key]

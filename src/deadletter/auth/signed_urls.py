@@ -22,13 +22,35 @@ import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 
 from deadletter.auth.errors import SignedUrlRefused
+from deadletter.auth.roles import as_get, parse_choice
 
 DATE_FORMAT = "%Y-%m-%dT%H:%M:%S"
 DEFAULT_TTL = 24 * 3600
+# The longest a signed URL may live (`--signed-url-max-lifetime`): it cannot be revoked on its
+# own, so a leaked one must end by itself.
+MAX_TTL = 7 * 24 * 3600
 # What a share may name, as in Zaqar (`subscriptions` has no meaning here).
 SHAREABLE = frozenset({"messages", "claims"})
+
+
+class Method(StrEnum):
+    """What a signed URL may grant (HEAD goes with GET)."""
+
+    GET = "GET"
+    POST = "POST"
+    PUT = "PUT"
+    PATCH = "PATCH"
+    DELETE = "DELETE"
+
+
+def parse_methods(methods: list[str] | None) -> list[str]:
+    """The methods of a share, each parsed as every access-gating value is (roles.parse_choice:
+    any case, nothing else), canonical, once each; GET when none are named, as in Zaqar."""
+    chosen = {parse_choice(Method, m, "method") for m in methods or ["GET"]}
+    return sorted(m.value for m in chosen)
 
 
 @dataclass(frozen=True)
@@ -58,21 +80,27 @@ def create_signed_url(
     now: float,
     methods: list[str] | None = None,
     expires: str | None = None,
+    max_ttl: int = MAX_TTL,
 ) -> SignedUrl:
     """Zaqar's `create_signed_url`: ValueError for what Zaqar refuses (no paths, an integer
-    or past `expires`)."""
+    or past `expires`), and for what it does not: an unknown method, or an `expires` more
+    than `max_ttl` seconds ahead."""
     if not paths:
         raise ValueError("`paths` must be a non-empty list")
-    methods = sorted(methods or ["GET"])
+    methods = parse_methods(methods)
     paths = sorted(paths)
+    start = datetime.fromtimestamp(now, UTC).replace(tzinfo=None)
     if expires is None:
-        when = datetime.fromtimestamp(now, UTC).replace(tzinfo=None) + timedelta(
-            seconds=DEFAULT_TTL
-        )
+        when = start + timedelta(seconds=min(DEFAULT_TTL, max_ttl))
     else:
         when = _parse_expires(expires)
-    if when <= datetime.fromtimestamp(now, UTC).replace(tzinfo=None):
+    if when <= start:
         raise ValueError("`expires` is lower than the current time")
+    if when > start + timedelta(seconds=max_ttl):
+        raise ValueError(
+            f"`expires` may be at most {max_ttl} seconds from now"
+            f" ({(start + timedelta(seconds=max_ttl)).strftime(DATE_FORMAT)})"
+        )
     expires_text = when.strftime(DATE_FORMAT)
     return SignedUrl(
         paths=paths,
@@ -91,6 +119,7 @@ def share(
     names: list[str] | None = None,
     methods: list[str] | None = None,
     expires: str | None = None,
+    max_ttl: int = MAX_TTL,
 ) -> SignedUrl:
     """What `POST /v2/queues/{queue}/share` does with its body `{paths, methods, expires}`:
     each path is a resource name under the queue; none means its messages."""
@@ -99,7 +128,7 @@ def share(
     if unknown:
         raise ValueError(f"Invalid paths: {sorted(unknown)}")
     paths = [f"/v2/queues/{queue}/{name}" for name in names]
-    return create_signed_url(key, paths, project, now, methods=methods, expires=expires)
+    return create_signed_url(key, paths, project, now, methods, expires, max_ttl)
 
 
 def is_signed(headers: Mapping[str, str]) -> bool:
@@ -107,9 +136,17 @@ def is_signed(headers: Mapping[str, str]) -> bool:
 
 
 def verify_signed_request(
-    key: bytes, method: str, path: str, headers: Mapping[str, str], now: float
+    key: bytes,
+    method: str,
+    path: str,
+    headers: Mapping[str, str],
+    now: float,
+    max_ttl: int = MAX_TTL,
 ) -> SignedUrl:
-    """The grant a request's `URL-*` headers carry, if it covers this method and path."""
+    """The grant a request's `URL-*` headers carry, if it covers this method and path.
+
+    A URL that expires later than `max_ttl` from now is refused as well: lowering the limit
+    ends the URLs issued under a higher one."""
     fields = {name.lower(): value for name, value in headers.items()}
     signature = fields.get("url-signature", "")
     project = fields.get("x-project-id", "")
@@ -118,7 +155,7 @@ def verify_signed_request(
     paths = [p for p in fields.get("url-paths", "").split(",") if p]
     if not (signature and project and expires and methods and paths):
         raise SignedUrlRefused("The signed URL headers are incomplete.")
-    if method.upper() not in methods:
+    if as_get(method) not in methods:
         raise SignedUrlRefused("The signed URL does not allow this method.")
     if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in paths):
         raise SignedUrlRefused("The signed URL does not cover this path.")
@@ -126,8 +163,11 @@ def verify_signed_request(
         when = _parse_expires(expires)
     except ValueError:
         raise SignedUrlRefused("URL-Expires is not a valid time.") from None
-    if when <= datetime.fromtimestamp(now, UTC).replace(tzinfo=None):
+    start = datetime.fromtimestamp(now, UTC).replace(tzinfo=None)
+    if when <= start:
         raise SignedUrlRefused("The signed URL has expired.")
+    if when > start + timedelta(seconds=max_ttl):
+        raise SignedUrlRefused("The signed URL lives longer than this server allows.")
     methods, paths = sorted(methods), sorted(paths)
     expected = _sign(key, paths, methods, project, when.strftime(DATE_FORMAT))
     if not hmac.compare_digest(expected.encode(), signature.encode()):

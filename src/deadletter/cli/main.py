@@ -103,8 +103,8 @@ def _region(value: str) -> str:
     show_envvar=True,
     is_flag=True,
     default=False,
-    help="Enable test-only endpoints (never in production); the SQS face then accepts"
-    " any credentials.",
+    help="Enable test-only endpoints (POST /moto-api/reset wipes every queue): only on a"
+    " loopback host with authentication off.",
 )
 @click.option(
     "--auth",
@@ -180,6 +180,24 @@ def _region(value: str) -> str:
     help="A network webhooks may reach although it is not public (loopback, private,"
     " link-local...); repeatable, or space-separated in the variable (docs/security.md).",
 )
+@click.option(
+    "--signed-url-max-lifetime",
+    envvar="DEADLETTER_SIGNED_URL_MAX_LIFETIME",
+    show_envvar=True,
+    type=click.IntRange(min=60),
+    default=7 * 24 * 3600,
+    show_default=True,
+    help="Seconds a Zaqar signed URL may live at most; longer `expires` are refused.",
+)
+@click.option(
+    "--metrics-queues",
+    envvar="DEADLETTER_METRICS_QUEUES",
+    show_envvar=True,
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Per project, how many queue names /metrics labels; the rest count as ~other.",
+)
 def serve(
     host: str,
     port: int,
@@ -201,6 +219,8 @@ def serve(
     subscription_confirmation: str,
     region: str,
     webhook_allow: tuple[str, ...],
+    signed_url_max_lifetime: int,
+    metrics_queues: int,
 ) -> None:
     """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
     from deadletter.auth.errors import MasterKeyError
@@ -230,6 +250,8 @@ def serve(
         subscription_confirmation=subscription_confirmation == "required",
         region=region,
         webhook_allow=webhook_allow,
+        signed_url_max_lifetime=signed_url_max_lifetime,
+        metrics_queues=metrics_queues,
     )
     try:
         config.check_workers()

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from deadletter.auth import errors as auth_errors
-from deadletter.auth import signed_urls, sigv4, tokens
+from deadletter.auth import roles, signed_urls, sigv4, tokens
 from deadletter.auth.credentials import Credential, MasterKey, account_id_for, issue, reseal
 from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
@@ -27,6 +27,7 @@ __all__ = [
     "Credential",
     "Role",
     "auth_errors",
+    "parse_role",
     "zaqar_action",
 ]
 
@@ -55,12 +56,12 @@ def credential_of(record: CredentialRecord) -> Credential:
     )
 
 
-def parse_role(text: str) -> Role:
+def parse_role(text: object) -> Role:
+    """A role as a client spells it (roles.parse_role), or InvalidInput."""
     try:
-        return Role(text.lower())
-    except ValueError:
-        names = ", ".join(r.value for r in Role)
-        raise errors.InvalidInput(f"Unknown role {text!r}; the roles are {names}.") from None
+        return roles.parse_role(text)
+    except roles.UnknownChoice as exc:
+        raise errors.InvalidInput(str(exc)) from None
 
 
 def insert(tx: Transaction, credential: Credential) -> None:
@@ -99,9 +100,12 @@ def reseal_all(engine: Engine, old: MasterKey, new: MasterKey) -> int:
 class Authority:
     """The stored credentials, opened with the server's master key."""
 
-    def __init__(self, engine: Engine, master: MasterKey) -> None:
+    def __init__(
+        self, engine: Engine, master: MasterKey, signed_url_max_ttl: int = signed_urls.MAX_TTL
+    ) -> None:
         self.engine = engine
         self.master = master
+        self.signed_url_max_ttl = signed_url_max_ttl
 
     def now(self) -> float:
         return self.engine.clock.now()
@@ -109,15 +113,24 @@ class Authority:
     # Management
 
     def create(self, project: str, role: Role | str) -> tuple[Credential, str]:
-        """A new credential and its secret (shown once; only the sealed form is kept)."""
-        if not project or len(project) > 256:
-            raise errors.InvalidInput("A credential needs a project of 1 to 256 characters.")
+        """A new credential and its secret (shown once; only the sealed form is kept).
+
+        A caller that decides who may issue `role` parses it first (`parse_role`) and passes
+        the Role, so the role stored is the role that was checked."""
+        if not project or len(project) > 256 or "\x00" in project:
+            raise errors.InvalidInput(
+                "A credential needs a project of 1 to 256 characters, without NUL."
+            )
         chosen = role if isinstance(role, Role) else parse_role(role)
         credential, secret = issue(self.master, project, chosen, self.now())
         self.engine.add_credential(lambda tx: insert(tx, credential))
         return credential, secret
 
     def get(self, key_id: str) -> Credential | None:
+        # Every lookup by a client's key id (token, KEYID:SECRET, SigV4, admin routes) comes
+        # here: a NUL names no credential, and PostgreSQL text cannot even be asked for one.
+        if "\x00" in key_id:
+            return None
         record = self.engine.credential(key_id)
         return credential_of(record) if record else None
 
@@ -128,6 +141,8 @@ class Authority:
         return found
 
     def list_for(self, project: str | None) -> list[Credential]:
+        if project is not None and "\x00" in project:
+            return []
         return [credential_of(r) for r in self.engine.credentials(project)]
 
     def project_of_account(self, account: str) -> str:
@@ -210,21 +225,33 @@ class Authority:
         expires: str | None,
     ) -> signed_urls.SignedUrl:
         return signed_urls.share(
-            self.master.signed_url_key, project, queue, self.now(), names, methods, expires
+            self.master.signed_url_key,
+            project,
+            queue,
+            self.now(),
+            names,
+            methods,
+            expires,
+            self.signed_url_max_ttl,
         )
 
     def sign(self, project: str, path: str, methods: list[str]) -> signed_urls.SignedUrl:
-        """A signed URL for one path, valid for signed_urls.DEFAULT_TTL (a subscription's
-        confirmation link)."""
+        """A signed URL for one path, valid for signed_urls.DEFAULT_TTL or the server's
+        limit if shorter (a subscription's confirmation link)."""
         return signed_urls.create_signed_url(
-            self.master.signed_url_key, [path], project, self.now(), methods=methods
+            self.master.signed_url_key,
+            [path],
+            project,
+            self.now(),
+            methods=methods,
+            max_ttl=self.signed_url_max_ttl,
         )
 
     def check_signed_url(
         self, method: str, path: str, headers: Mapping[str, str]
     ) -> signed_urls.SignedUrl:
         return signed_urls.verify_signed_request(
-            self.master.signed_url_key, method, path, headers, self.now()
+            self.master.signed_url_key, method, path, headers, self.now(), self.signed_url_max_ttl
         )
 
 

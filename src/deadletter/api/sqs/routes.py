@@ -83,7 +83,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
                 account = request.path_params["account"]
             wire.check_text([account, request.path_params.get("queue", "")], "QueueUrl")
             project = account
-            if options.authority is not None and not options.test_mode:
+            if options.authority is not None:
                 body = await request.body()
                 project, account, region = await run_in_threadpool(
                     sqs_account, options.authority, request, body, action
@@ -137,6 +137,8 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
         Route("/{account}/{queue}", endpoint, methods=["POST"]),
         Route("/{region}/{account}/{queue}", endpoint, methods=["POST"]),
     ]
+    # moto's reset, for test suites: it wipes every queue with no credential, so it exists
+    # only in test mode, which the server allows only on loopback without auth (config.py).
     if options.test_mode:
         routes.insert(0, Route("/moto-api/reset", reset, methods=["POST"]))
     return routes
