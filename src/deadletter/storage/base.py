@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from deadletter.domain.errors import DeadletterError
+from deadletter.domain.errors import DeadletterError, StoreUnavailable
 from deadletter.domain.model import (
     DeadLetterFilter,
     ListQuery,
@@ -26,6 +26,7 @@ from deadletter.domain.model import (
     RedriveTask,
 )
 from deadletter.domain.subscriptions import Delivery, Subscription
+from deadletter.storage.availability import Availability
 from deadletter.storage.tag_base import TagTransaction
 
 
@@ -68,6 +69,9 @@ class Transaction(TagTransaction):
     A read that a write of the same transaction starts from passes `lock`: on PostgreSQL
     (READ COMMITTED) another transaction could change the rows between the read and the write,
     which would then put back the state it read. SQLite's writer holds the whole database."""
+
+    # Whether the transaction changed rows; a store that cannot tell leaves it True.
+    changed = True
 
     # Queues
     @abc.abstractmethod
@@ -448,6 +452,8 @@ _open_transactions: ContextVar[frozenset[int]] = ContextVar(
 
 class Store(abc.ABC):
     url: str
+    # Every transaction's outcome, so that an outage is logged once (storage/availability.py).
+    availability: Availability
     # How many messages a redrive task without a rate moves in one transaction. On SQLite a
     # step holds the one write lock, which every producer waits for: 500 take about 10 ms.
     redrive_batch = 500
@@ -455,7 +461,7 @@ class Store(abc.ABC):
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """One transaction; it commits when the block ends and rolls back if it raises."""
-        with self._unnested(self._transaction) as tx:
+        with self._unnested(self._transaction, writes=True) as tx:
             yield tx
 
     @contextmanager
@@ -464,12 +470,12 @@ class Store(abc.ABC):
         and waits for no commit, so reads go on while writers queue up; anything it tries to
         write fails. Inside a write, read through the write's own transaction instead (it sees
         its own changes): opening a read there is refused like a nested transaction."""
-        with self._unnested(self._read) as tx:
+        with self._unnested(self._read, writes=False) as tx:
             yield tx
 
     @contextmanager
     def _unnested(
-        self, opening: Callable[[], AbstractContextManager[Transaction]]
+        self, opening: Callable[[], AbstractContextManager[Transaction]], writes: bool
     ) -> Iterator[Transaction]:
         open_now = _open_transactions.get()
         if id(self) in open_now:
@@ -478,6 +484,10 @@ class Store(abc.ABC):
         try:
             with opening() as tx:
                 yield tx
+            self.availability.succeeded(wrote=writes and tx.changed)
+        except StoreUnavailable as exc:
+            self.availability.failed(exc)
+            raise
         finally:
             _open_transactions.reset(token)
 
