@@ -51,8 +51,7 @@ from deadletter.engine.lookups import held_message, live_messages, require_queue
 from deadletter.engine.subscriptions import Subscriptions, fan_out
 from deadletter.engine.tag_operations import TagOperations
 from deadletter.engine.transactions import Pending, Runner
-from deadletter.storage.availability import Outage
-from deadletter.storage.base import Store, Transaction
+from deadletter.storage.base import Outage, Store, Transaction
 
 
 class Engine(DeadLetterOperations, TagOperations):

@@ -3,7 +3,7 @@
 Whatever the table does not answer with a 4xx (an error it maps to 500, or an exception that
 is not the domain's at all) is a 500 `{"title","description"}` and is logged with its traceback.
 A store that cannot be reached is a 503 with `Retry-After`, an answer rather than a failure:
-the store logs the outage once (storage/availability.py), not each request.
+the store logs the outage once (`storage.base.Availability`), not each request.
 """
 
 from __future__ import annotations

@@ -39,8 +39,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
 from deadletter.domain.model import ListQuery, Message
 from deadletter.domain.tags import ConsumerTag
-from deadletter.storage.availability import Availability
-from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
+from deadletter.storage.base import (
+    Availability,
+    StorageError,
+    Store,
+    Transaction,
+    TransactionConflict,
+)
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q

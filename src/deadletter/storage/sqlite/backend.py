@@ -36,8 +36,13 @@ from typing import Any
 
 from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
 from deadletter.domain.model import Message
-from deadletter.storage.availability import Availability
-from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
+from deadletter.storage.base import (
+    Availability,
+    StorageError,
+    Store,
+    Transaction,
+    TransactionConflict,
+)
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
@@ -73,7 +78,6 @@ INDEX_HINT = re.compile(r"/\* indexed by (\w+) \*/")
 UNAVAILABLE = {
     sqlite3.SQLITE_FULL: ("the disk is full", True),
     sqlite3.SQLITE_IOERR: ("the disk failed to read or write", True),
-    sqlite3.SQLITE_READONLY: ("the database file is read-only", True),
     sqlite3.SQLITE_CANTOPEN: ("the database file cannot be opened", False),
 }
 
