@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from deadletter.domain.errors import DeadletterError, StoreUnavailable
@@ -448,6 +448,14 @@ class Outage:
     since: float
     # Reads still answer (a full disk): only a write that commits ends the outage.
     reads_served: bool
+    # The latest failure (monotonic seconds): it ends SETTLE_SECONDS after it at the earliest.
+    last_failure: float
+
+
+# An outage ends at the first success this long after its latest failure, so that a burst of
+# failures (every pooled connection reset at once, then each found broken in turn) is one
+# outage and two lines, not a pair of lines per connection.
+SETTLE_SECONDS = 1.0
 
 
 class Availability:
@@ -460,10 +468,12 @@ class Availability:
         return self._outage
 
     def failed(self, exc: StoreUnavailable) -> None:
+        now = time.monotonic()
         with self._lock:
             if self._outage is not None:
+                self._outage = replace(self._outage, last_failure=now)
                 return
-            self._outage = Outage(exc.reason, time.time(), exc.reads_served)
+            self._outage = Outage(exc.reason, time.time(), exc.reads_served, now)
         cause = exc.__cause__
         log.warning(
             "store unavailable; requests are answered 503 until it is back",
@@ -473,8 +483,12 @@ class Availability:
     def succeeded(self, wrote: bool) -> None:
         """A transaction committed (`wrote`: and changed rows) or a read answered."""
         outage = self._outage
-        if outage is None or (outage.reads_served and not wrote):
+        if outage is None:
             return  # the common case reads one attribute and takes no lock
+        if outage.reads_served and not wrote:
+            return
+        if time.monotonic() - outage.last_failure < SETTLE_SECONDS:
+            return
         with self._lock:
             if self._outage is not outage:
                 return

@@ -53,6 +53,9 @@ from deadletter.storage.sql.dialect import PARAMETER, Dialect, Statement, Statem
 from deadletter.storage.sql.transaction import SQLTransaction
 
 log = logging.getLogger(__name__)
+# The pool warns of every connection it discards or fails to open, a dozen lines a second
+# during an outage; the store says it once (`Availability`). Its errors still show.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 CHANNEL = "deadletter_messages"
 POOL_SIZE = 10
@@ -67,7 +70,7 @@ POOL_SIZE = 10
 CONNECT_TIMEOUT = 5
 POOL_WAIT = 10.0
 OUTAGE_POOL_WAIT = 1.0
-RECONNECT_SECONDS = 5.0
+RECONNECT_SECONDS = 2.0
 # A transaction whose connection has not answered in this long is cut (its socket shut down):
 # a connection whose packets vanish (a dead host, a black-holed route) never fails on its own.
 # With `statement_timeout` set (the URL's `options=-c statement_timeout=...` or the role's),
@@ -419,7 +422,7 @@ class _Listener:
                             self._deliver(note.payload)
             except psycopg.Error:
                 if not lost:
-                    log.warning("notification listener lost its connection; reconnecting")
+                    log.info("notification listener lost its connection; reconnecting")
                     lost = True
                 self._stopping.wait(1.0)
 
