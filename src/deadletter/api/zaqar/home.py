@@ -64,6 +64,9 @@ def ping(ctx: Ctx) -> Response:
     return Response(status_code=204)
 
 
+RETRY = {"Retry-After": str(StoreUnavailable.retry_after)}
+
+
 def health(ctx: Ctx) -> Response:
     """`status` is `ok` (200); `degraded` (503) while reads answer but the store refuses
     writes (a full disk), or `unavailable` (503) while it answers nothing, with the `reason`
@@ -80,7 +83,7 @@ def health(ctx: Ctx) -> Response:
         outage = ctx.engine.store_outage()
         if isinstance(exc, StoreUnavailable) and outage is not None:
             body |= {"reason": outage.reason, "since": _timestamp(outage.since)}
-        return JSONResponse(body, status_code=503)
+        return JSONResponse(body, status_code=503, headers=RETRY)
     up = {"storage_reachable": True, "catalog_reachable": True}
     outage = ctx.engine.store_outage()
     if outage is not None:
@@ -92,6 +95,7 @@ def health(ctx: Ctx) -> Response:
                 "since": _timestamp(outage.since),
             },
             status_code=503,
+            headers=RETRY,
         )
     return JSONResponse({"status": "ok", **up})
 
