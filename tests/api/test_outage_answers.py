@@ -10,13 +10,21 @@ import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+import anyio.from_thread
+import httpx
 import pytest
 
+from deadletter.api.app import build_app
+from deadletter.api.options import AppOptions
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS
 from deadletter.api.zaqar.routes import ROUTES
+from deadletter.auth.credentials import MasterKey
 from deadletter.domain.errors import StoreUnavailable
+from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
+from deadletter.storage import open_store
 from deadletter.storage.base import Transaction
 from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, api
 
@@ -149,4 +157,33 @@ def test_every_sqs_action_answers_service_unavailable_and_never_500(
     assert not [a for a, (status, _) in answers.items() if status >= 500 and status != 503]
     assert all(code == "ServiceUnavailable" for status, code in answers.values() if status == 503)
     assert {a for a, (status, _) in answers.items() if status == 503} >= set(SQS_PARAMS)
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+def test_with_credentials_required_an_outage_is_503_on_the_console_feed_and_the_api(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a server that looks credentials up in its store,
+    store = open_store(f"sqlite:///{tmp_path / 'gated.db'}")
+    engine = Engine(store)
+    authority = Authority(engine, MasterKey.generate())
+    admin, secret = authority.create(ACCOUNT, "admin")
+    headers = {"X-Auth-Token": f"{admin.key_id}:{secret}", "Client-ID": str(uuid.uuid4())}
+    transport = httpx.ASGITransport(app=build_app(engine, AppOptions(authority=authority)))
+    try:
+        with anyio.from_thread.start_blocking_portal() as portal:
+            client = httpx.AsyncClient(
+                transport=transport, base_url="http://testserver", headers=headers
+            )
+            api = ApiClient(portal, client)
+            assert api.get("/v2/queues").status_code == 200
+            # when the store goes away, the console's live feed and the API answer 503.
+            with caplog.at_level(logging.INFO), unreachable(engine):
+                for path in ("/console/events", "/v2/queues"):
+                    r = api.get(path)
+                    assert r.status_code == 503, (path, r.text)
+                    assert r.headers["Retry-After"] == "5"
+            portal.call(client.aclose)
+    finally:
+        store.close()
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
