@@ -8,10 +8,14 @@ timeout so that a message whose receive answer was lost comes back within the te
 What counts:
 - a write is *acknowledged* when its answer was a 2xx (the message ids it names);
 - an acknowledged write is *lost* if no consumer ever receives its message;
-- a delete is acknowledged when its answer was a 2xx; a message is *delivered again* if a
-  receive that began after its delete was acknowledged returns it. Deliveries of messages not
-  yet acknowledged may repeat (a visibility timeout that lapsed, an answer that was lost):
-  that is at-least-once, and not counted.
+- a delete is acknowledged when its answer was a 2xx that came within the visibility timeout
+  of the receive that handed the message out (counted from when that receive began, so the
+  handle was surely still the message's own when the delete committed). SQS answers a delete
+  with a stale handle (the message was received again by then) with success too, without
+  deleting it: such late deletes are not acknowledgements, on AWS or here;
+- a message is *delivered again* if a receive that began after its delete was acknowledged
+  returns it. Deliveries of messages not yet acknowledged may repeat (a visibility timeout
+  that lapsed, an answer that was lost): that is at-least-once, and not counted.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class Ledger:
     deleted_at: dict[str, float] = field(default_factory=dict)
     # (receive began, id) of every message a receive returned
     deliveries: list[tuple[float, str]] = field(default_factory=list)
+    # 2xx deletes answered after the visibility timeout: not acknowledgements (above)
+    late_deletes: int = 0
 
     def answer(self, answer: Answer) -> None:
         with self.lock:
@@ -174,9 +180,13 @@ class Load:
                         self.ledger.deliveries.append((began, m["MessageId"]))
                 for m in messages:
                     d = self._sqs_json(c, "DeleteMessage", {"ReceiptHandle": m["ReceiptHandle"]})
+                    answered = time.time()
                     if d is not None and d.is_success:
                         with self.ledger.lock:
-                            self.ledger.deleted_at.setdefault(m["MessageId"], time.time())
+                            if answered < began + VISIBILITY:
+                                self.ledger.deleted_at.setdefault(m["MessageId"], answered)
+                            else:
+                                self.ledger.late_deletes += 1
 
     def _sqs_json(
         self, c: httpx.Client, action: str, params: dict[str, Any]

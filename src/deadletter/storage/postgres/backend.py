@@ -82,6 +82,7 @@ DEADLINE_GRACE = 2.0
 # (classes 08, 53, 57 and 58), and statements cancelled by the server: the store cannot do its
 # work now, though nothing is wrong with the request.
 UNAVAILABLE_CLASSES = ("08", "53", "57", "58")
+UNREACHABLE = "the database cannot be reached"
 # Serialises schema migrations of one schema between processes that start at the same time.
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.deadletter'))"
 # A queue's lane: advisory lock keys (class, hash of the queue) in a class of their own.
@@ -158,7 +159,7 @@ class PostgresDialect(Dialect):
         ):
             if exc.sqlstate == "53100":
                 return StoreUnavailable("the database's disk is full")
-            return StoreUnavailable("the database cannot be reached")
+            return StoreUnavailable(UNREACHABLE)
         if isinstance(exc, pg_errors.UniqueViolation) and exc.diag.table_name == "queues":
             return QueueAlreadyExists()
         if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):
@@ -264,10 +265,11 @@ class PostgresStore(Store):
 
     def _connection(self) -> AbstractContextManager[Conn]:
         """A pooled connection; while the database is known to be away a request waits for one
-        only briefly, since one that comes back is handed to a waiting request at once."""
+        only briefly, since one that comes back is handed to a waiting request at once. (A
+        pool that is only busy, all its connections working, keeps the full wait.)"""
         outage = self.availability.outage
-        wait = OUTAGE_POOL_WAIT if outage is not None and not outage.reads_served else POOL_WAIT
-        return self._pool.connection(timeout=wait)
+        away = outage is not None and outage.reason == UNREACHABLE
+        return self._pool.connection(timeout=OUTAGE_POOL_WAIT if away else POOL_WAIT)
 
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
