@@ -86,7 +86,7 @@ def run(config: ServerConfig) -> None:
     config.check_workers()
     auth_required = config.auth_required
     if config.uses_data_dir:
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the database, the key
     # The port first: a busy one is said before anything starts, not after uvicorn's startup.
     sock = listen(config.host, config.port)
     try:
@@ -328,7 +328,7 @@ def create_operator_credential(config: ServerConfig, project: str) -> tuple[Cred
     """Make an operator credential directly in the database, where no server runs yet (the
     first credential of a deployment); returns it with its secret, shown once."""
     if config.uses_data_dir:
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the database, the key
     master = _offline_master_key(config, create=True)
     store = open_store(config.database_url)
     try:

@@ -19,11 +19,12 @@
     │   ├── ReservedAttribute
     │   └── MessageTooLarge
     ├── QueueQuotaExceeded       (the project holds as many queues as it may)
-    └── DeadLetterPolicyError
-        ├── DeadLetterChainRefused
-        ├── DeadLetterTargetMissing
-        ├── RedriveNotAllowed
-        └── NoActiveDeadLetterPolicy
+    ├── DeadLetterPolicyError
+    │   ├── DeadLetterChainRefused
+    │   ├── DeadLetterTargetMissing
+    │   ├── RedriveNotAllowed
+    │   └── NoActiveDeadLetterPolicy
+    └── StoreUnavailable         (the database cannot be reached or take writes: retry later)
 
 The docstring of each class is its default message.
 """
@@ -132,3 +133,26 @@ class TagNotFound(NotFound):
 
 class TagAlreadyExists(Conflict):
     """The queue already has a consumer tag of that name."""
+
+
+class StoreUnavailable(DeadletterError):
+    """The store cannot be reached or cannot take writes now; try again later.
+
+    The store raises it for a database that went away (refused, reset or silent connections,
+    a pool that found none in time) and for a disk that is full or failing. Nothing of the
+    request is committed, so the request may be sent again as it was. `reason` says which in
+    a few words for operators (logs and `/v2/health`); the message clients see is generic."""
+
+    # Seconds a client is asked to wait before it tries again (Zaqar's `Retry-After`).
+    retry_after = 5
+
+    def __init__(
+        self, reason: str = "the database cannot be reached", reads_served: bool = False
+    ) -> None:
+        super().__init__(
+            f"The store is unavailable: {reason}. Try again in {self.retry_after} seconds."
+        )
+        self.reason = reason
+        # A full or failing disk refuses writes while reads go on: only a write that commits
+        # shows that it is over.
+        self.reads_served = reads_served

@@ -10,6 +10,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from deadletter.domain.errors import StoreUnavailable
 from deadletter.domain.subscriptions import Delivery
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
@@ -87,6 +88,8 @@ class Deliveries(EngineListener):
             try:
                 self._sweep()
                 self.run_once()
+            except StoreUnavailable:
+                self._stop.wait(1.0)  # the store logs the outage once
             except Exception:
                 log.exception("notification round failed; retrying")
                 self._stop.wait(1.0)

@@ -51,7 +51,7 @@ from deadletter.engine.lookups import held_message, live_messages, require_queue
 from deadletter.engine.subscriptions import Subscriptions, fan_out
 from deadletter.engine.tag_operations import TagOperations
 from deadletter.engine.transactions import Pending, Runner
-from deadletter.storage.base import Store, Transaction
+from deadletter.storage.base import Outage, Store, Transaction
 
 
 class Engine(DeadLetterOperations, TagOperations):
@@ -76,6 +76,10 @@ class Engine(DeadLetterOperations, TagOperations):
 
     def add_listener(self, listener: EngineListener) -> None:
         self.listeners.append(listener)
+
+    def store_outage(self) -> Outage | None:
+        """Why and since when the store has been refusing work; None while it answers."""
+        return self.store.availability.outage
 
     @property
     def listener_failures(self) -> int:

@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 
+from deadletter.domain.errors import StoreUnavailable
 from deadletter.domain.model import TaskStatus
 from deadletter.engine import redrive
 from deadletter.engine.engine import Engine
@@ -47,6 +48,8 @@ class Worker:
             busy = False
             try:
                 busy = self.run_once()
+            except StoreUnavailable:
+                self._stop.wait(1.0)  # the store logs the outage once; the work waits for it
             except Exception:
                 log.exception("background step failed; retrying")
                 self._stop.wait(1.0)
@@ -62,6 +65,8 @@ class Worker:
             try:
                 while self.engine.sweep_expired(SWEEP_BATCH) >= SWEEP_BATCH:
                     pass
+            except StoreUnavailable:
+                pass  # logged once by the store; swept again next interval
             except Exception:  # the sweep is retried next interval; tasks still get their turn
                 log.exception("expiry sweep failed; retrying at the next interval")
         busy = False
@@ -74,6 +79,8 @@ class Worker:
         share this thread, so one poisoned task must not stall them all."""
         try:
             return self._step(task_id)
+        except StoreUnavailable:
+            raise  # the store's outage, not the task's fault: it goes on once the store is back
         except Exception as exc:
             log.exception("redrive task step failed; marking it FAILED", extra={"task": task_id})
             reason = f"the task could not be stepped: {type(exc).__name__}: {exc}"

@@ -9,13 +9,16 @@ rows they return so that concurrent transactions skip them instead of handing th
 from __future__ import annotations
 
 import abc
+import logging
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from deadletter.domain.errors import DeadletterError
+from deadletter.domain.errors import DeadletterError, StoreUnavailable
 from deadletter.domain.model import (
     DeadLetterFilter,
     ListQuery,
@@ -68,6 +71,9 @@ class Transaction(TagTransaction):
     A read that a write of the same transaction starts from passes `lock`: on PostgreSQL
     (READ COMMITTED) another transaction could change the rows between the read and the write,
     which would then put back the state it read. SQLite's writer holds the whole database."""
+
+    # Whether the transaction changed rows; a store that cannot tell leaves it True.
+    changed = True
 
     # Queues
     @abc.abstractmethod
@@ -425,6 +431,79 @@ class Transaction(TagTransaction):
         """Drop the records whose interval has passed."""
 
 
+# Availability: whether a store is answering, one log line when it stops, one when it is back.
+# During an outage every request fails the same way; a traceback per request would bury the
+# one fact an operator needs. Each store notes every `StoreUnavailable` it raises and every
+# transaction that succeeds (`Store.transaction`, `Store.read`), and only the changes of state
+# are logged. `/v2/health` reads the state back (`Engine.store_outage`).
+
+log = logging.getLogger("deadletter.storage")
+
+
+@dataclass(frozen=True)
+class Outage:
+    """Since when (epoch seconds) and why the store has been refusing work."""
+
+    reason: str
+    since: float
+    # Reads still answer (a full disk): only a write that commits ends the outage.
+    reads_served: bool
+    # The latest failure (monotonic seconds): it ends SETTLE_SECONDS after it at the earliest.
+    last_failure: float
+
+
+# An outage ends at the first success this long after its latest failure, so that a burst of
+# failures (every pooled connection reset at once, then each found broken in turn) is one
+# outage and two lines, not a pair of lines per connection.
+SETTLE_SECONDS = 1.0
+
+
+class Availability:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._outage: Outage | None = None
+
+    @property
+    def outage(self) -> Outage | None:
+        return self._outage
+
+    def failed(self, exc: StoreUnavailable) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self._outage is not None:
+                self._outage = replace(self._outage, last_failure=now)
+                return
+            self._outage = Outage(exc.reason, time.time(), exc.reads_served, now)
+        cause = exc.__cause__
+        log.warning(
+            "store unavailable; requests are answered 503 until it is back",
+            extra={"reason": exc.reason, "error": _first_line(cause) if cause else exc.reason},
+        )
+
+    def succeeded(self, wrote: bool) -> None:
+        """A transaction committed (`wrote`: and changed rows) or a read answered."""
+        outage = self._outage
+        if outage is None:
+            return  # the common case reads one attribute and takes no lock
+        if outage.reads_served and not wrote:
+            return
+        if time.monotonic() - outage.last_failure < SETTLE_SECONDS:
+            return
+        with self._lock:
+            if self._outage is not outage:
+                return
+            self._outage = None
+        log.info(
+            "store available again",
+            extra={"reason": outage.reason, "seconds": round(time.time() - outage.since, 1)},
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class StorageError(DeadletterError):
     """The database failed; the transaction's work is not committed."""
 
@@ -448,6 +527,8 @@ _open_transactions: ContextVar[frozenset[int]] = ContextVar(
 
 class Store(abc.ABC):
     url: str
+    # Every transaction's outcome, so that an outage is logged once (`Availability`).
+    availability: Availability
     # How many messages a redrive task without a rate moves in one transaction. On SQLite a
     # step holds the one write lock, which every producer waits for: 500 take about 10 ms.
     redrive_batch = 500
@@ -455,7 +536,7 @@ class Store(abc.ABC):
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """One transaction; it commits when the block ends and rolls back if it raises."""
-        with self._unnested(self._transaction) as tx:
+        with self._unnested(self._transaction, writes=True) as tx:
             yield tx
 
     @contextmanager
@@ -464,12 +545,12 @@ class Store(abc.ABC):
         and waits for no commit, so reads go on while writers queue up; anything it tries to
         write fails. Inside a write, read through the write's own transaction instead (it sees
         its own changes): opening a read there is refused like a nested transaction."""
-        with self._unnested(self._read) as tx:
+        with self._unnested(self._read, writes=False) as tx:
             yield tx
 
     @contextmanager
     def _unnested(
-        self, opening: Callable[[], AbstractContextManager[Transaction]]
+        self, opening: Callable[[], AbstractContextManager[Transaction]], writes: bool
     ) -> Iterator[Transaction]:
         open_now = _open_transactions.get()
         if id(self) in open_now:
@@ -478,6 +559,10 @@ class Store(abc.ABC):
         try:
             with opening() as tx:
                 yield tx
+            self.availability.succeeded(wrote=writes and tx.changed)
+        except StoreUnavailable as exc:
+            self.availability.failed(exc)
+            raise
         finally:
             _open_transactions.reset(token)
 

@@ -20,7 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from deadletter.api.json_response import JSONResponse
-from deadletter.api.zaqar.errors import ZaqarError
+from deadletter.api.zaqar.errors import ZaqarError, response_for
+from deadletter.domain.errors import StoreUnavailable
 from deadletter.engine.events import EngineListener
 
 Event = dict[str, Any]
@@ -127,6 +128,8 @@ class Feed(EngineListener):
                 project = await run_in_threadpool(self.project_of, request.headers)
             except ZaqarError as exc:
                 return _error(exc.status, exc.description)
+            except StoreUnavailable as exc:  # the token is looked up in the store
+                return response_for(exc)
         else:
             project = (
                 request.headers.get("x-project-id")

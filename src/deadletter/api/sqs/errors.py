@@ -10,7 +10,8 @@ common errors; the messages are AWS's own wording, so that code matching on them
 
 Engine errors go through one table; what it does not answer with a 4xx (an error it maps to
 500, or an exception that is not the domain's at all) is an InternalFailure and is logged
-with its traceback.
+with its traceback. A store that cannot be reached is AWS's ServiceUnavailable (503, which
+botocore retries), an answer rather than a failure: the store logs the outage once.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ CATALOGUE: dict[str, tuple[str, int]] = {
     "RequestEntityTooLarge": ("RequestEntityTooLarge", 413),
     "AccessDenied": ("AccessDenied", 403),
     "InternalFailure": ("InternalFailure", 500),
+    "ServiceUnavailable": ("ServiceUnavailable", 503),
 }
 
 
@@ -176,6 +178,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.RedriveNotAllowed: invalid_parameter,
     errors.NoActiveDeadLetterPolicy: invalid_parameter,
     errors.DeadLetterPolicyError: invalid_parameter,
+    errors.StoreUnavailable: lambda message: SqsError("ServiceUnavailable", message),
     errors.DeadletterError: lambda message: internal_failure(),
 }
 
@@ -189,13 +192,13 @@ def from_engine(exc: errors.DeadletterError) -> SqsError:
 
 
 def from_exception(exc: BaseException, request: str = "") -> SqsError:
-    """The SQS error for anything an action raised; a 5xx is logged with its traceback."""
+    """The SQS error for anything an action raised; a 500 is logged with its traceback."""
     if isinstance(exc, SqsError):
         error = exc
     elif isinstance(exc, errors.DeadletterError):
         error = from_engine(exc)
     else:
         error = internal_failure()
-    if not error.sender_fault:
+    if error.status == 500:
         log.exception("SQS request failed: %s", request, exc_info=exc)
     return error

@@ -2,6 +2,8 @@
 
 Whatever the table does not answer with a 4xx (an error it maps to 500, or an exception that
 is not the domain's at all) is a 500 `{"title","description"}` and is logged with its traceback.
+A store that cannot be reached is a 503 with `Retry-After`, an answer rather than a failure:
+the store logs the outage once (`storage.base.Availability`), not each request.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.RedriveNotAllowed: (400, "Invalid dead-letter policy"),
     errors.NoActiveDeadLetterPolicy: (409, "No active dead-letter policy"),
     errors.DeadLetterPolicyError: (400, "Invalid dead-letter policy"),
+    errors.StoreUnavailable: (503, "Service unavailable"),
     errors.DeadletterError: INTERNAL,
 }
 
@@ -86,8 +89,12 @@ def status_of(exc: errors.DeadletterError) -> tuple[int, str]:
     return INTERNAL
 
 
-def error_response(status: int, title: str, description: str) -> JSONResponse:
-    return JSONResponse({"title": title, "description": description}, status_code=status)
+def error_response(
+    status: int, title: str, description: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"title": title, "description": description}, status_code=status, headers=headers
+    )
 
 
 def response_for(exc: Exception, request: str = "") -> JSONResponse:
@@ -96,6 +103,9 @@ def response_for(exc: Exception, request: str = "") -> JSONResponse:
         return error_response(exc.status, exc.title, exc.description)
     if isinstance(exc, errors.DeadletterError):
         status, title = status_of(exc)
+        if isinstance(exc, errors.StoreUnavailable):
+            retry = {"Retry-After": str(exc.retry_after)}
+            return error_response(status, title, exc.message, retry)
         if status < 500:
             return error_response(status, title, exc.message)
     log.exception("request failed: %s", request, exc_info=exc)

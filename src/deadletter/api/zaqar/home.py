@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from starlette.responses import Response
 
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
+from deadletter.domain.errors import StoreUnavailable
 
 
 def versions(ctx: Ctx) -> Response:
@@ -61,11 +64,41 @@ def ping(ctx: Ctx) -> Response:
     return Response(status_code=204)
 
 
+RETRY = {"Retry-After": str(StoreUnavailable.retry_after)}
+
+
 def health(ctx: Ctx) -> Response:
+    """`status` is `ok` (200); `degraded` (503) while reads answer but the store refuses
+    writes (a full disk), or `unavailable` (503) while it answers nothing, with the `reason`
+    and the time it began (`since`). Zaqar's own keys, `storage_reachable` and
+    `catalog_reachable`, say whether a read answered."""
     try:
         ctx.engine.list_queues(ctx.project, limit=1)
     except Exception as exc:
+        body: dict[str, object] = {
+            "status": "unavailable",
+            "storage_reachable": False,
+            "error": type(exc).__name__,
+        }
+        outage = ctx.engine.store_outage()
+        if isinstance(exc, StoreUnavailable) and outage is not None:
+            body |= {"reason": outage.reason, "since": _timestamp(outage.since)}
+        return JSONResponse(body, status_code=503, headers=RETRY)
+    up = {"storage_reachable": True, "catalog_reachable": True}
+    outage = ctx.engine.store_outage()
+    if outage is not None:
         return JSONResponse(
-            {"storage_reachable": False, "error": type(exc).__name__}, status_code=503
+            {
+                "status": "degraded",
+                **up,
+                "reason": outage.reason,
+                "since": _timestamp(outage.since),
+            },
+            status_code=503,
+            headers=RETRY,
         )
-    return JSONResponse({"storage_reachable": True, "catalog_reachable": True})
+    return JSONResponse({"status": "ok", **up})
+
+
+def _timestamp(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

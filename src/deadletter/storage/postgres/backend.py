@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import select
+import socket
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -28,13 +32,20 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from deadletter.domain.errors import DeadletterError, QueueAlreadyExists
+from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
 from deadletter.domain.model import ListQuery, Message
 from deadletter.domain.tags import ConsumerTag
-from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
+from deadletter.storage.base import (
+    Availability,
+    StorageError,
+    Store,
+    Transaction,
+    TransactionConflict,
+)
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
@@ -42,9 +53,36 @@ from deadletter.storage.sql.dialect import PARAMETER, Dialect, Statement, Statem
 from deadletter.storage.sql.transaction import SQLTransaction
 
 log = logging.getLogger(__name__)
+# The pool warns of every connection it discards or fails to open, a dozen lines a second
+# during an outage; the store says it once (`Availability`). Its errors still show.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 CHANNEL = "deadletter_messages"
 POOL_SIZE = 10
+# How a store notices that the database went away, and how long a request waits for it
+# (docs/outages.md). A new connection that has not finished its handshake in CONNECT_TIMEOUT
+# seconds is given up (libpq's `connect_timeout`; a URL that sets it wins). A request waits
+# POOL_WAIT seconds for a connection, OUTAGE_POOL_WAIT while the store is known to be away,
+# then answers 503. The pool retries a lost connection with a growing delay for at most
+# RECONNECT_SECONDS, then gives the slot up; the next request that finds no connection opens
+# one at once, so service comes back within about a second of the database once requests
+# are coming.
+CONNECT_TIMEOUT = 5
+POOL_WAIT = 10.0
+OUTAGE_POOL_WAIT = 1.0
+RECONNECT_SECONDS = 2.0
+# A transaction whose connection has not answered in this long is cut (its socket shut down):
+# a connection whose packets vanish (a dead host, a black-holed route) never fails on its own.
+# With `statement_timeout` set (the URL's `options=-c statement_timeout=...` or the role's),
+# the deadline is that timeout and DEADLINE_GRACE: the server would have cancelled the
+# statement by then.
+DEADLINE_SECONDS = 30.0
+DEADLINE_GRACE = 2.0
+# Connection failures, the server shutting down or refusing connections, a full disk or memory
+# (classes 08, 53, 57 and 58), and statements cancelled by the server: the store cannot do its
+# work now, though nothing is wrong with the request.
+UNAVAILABLE_CLASSES = ("08", "53", "57", "58")
+UNREACHABLE = "the database cannot be reached"
 # Serialises schema migrations of one schema between processes that start at the same time.
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.deadletter'))"
 # A queue's lane: advisory lock keys (class, hash of the queue) in a class of their own.
@@ -114,6 +152,14 @@ class PostgresDialect(Dialect):
         return PARAMETER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
     def domain_error(self, exc: Exception) -> DeadletterError:
+        if isinstance(exc, PoolTimeout):
+            return StoreUnavailable("no database connection became free in time")
+        if isinstance(exc, psycopg.OperationalError) and (
+            exc.sqlstate is None or exc.sqlstate[:2] in UNAVAILABLE_CLASSES
+        ):
+            if exc.sqlstate == "53100":
+                return StoreUnavailable("the database's disk is full")
+            return StoreUnavailable(UNREACHABLE)
         if isinstance(exc, pg_errors.UniqueViolation) and exc.diag.table_name == "queues":
             return QueueAlreadyExists()
         if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):
@@ -177,21 +223,34 @@ class PostgresStore(Store):
 
     def __init__(self, url: str, pool_size: int = POOL_SIZE) -> None:
         self.url = url
+        self.availability = Availability()
+        kwargs: dict[str, Any] = {"row_factory": dict_row, **_connect_options(url)}
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             url,
             min_size=1,
             max_size=pool_size,
-            kwargs={"row_factory": dict_row},
+            kwargs=kwargs,
             configure=_configure,
+            check=_check,
+            timeout=POOL_WAIT,
+            reconnect_timeout=RECONNECT_SECONDS,
             open=True,
             name="deadletter",
         )
-        self._schema = self._migrate()
+        self._schema, statement_timeout = self._migrate()
+        self._deadlines = _Deadlines(
+            statement_timeout + DEADLINE_GRACE if statement_timeout else DEADLINE_SECONDS
+        )
         self._listener: _Listener | None = None
 
-    def _migrate(self) -> str:
-        """Apply the migrations this schema lacks; returns the schema's name."""
+    def _migrate(self) -> tuple[str, float]:
+        """Apply the migrations this schema lacks; returns the schema's name and the sessions'
+        `statement_timeout` in seconds (0: none)."""
         with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET LOCAL statement_timeout = 0")  # a migration takes its time
+            timeout_row = conn.execute(
+                "SELECT reset_val FROM pg_settings WHERE name = 'statement_timeout'"
+            ).fetchone()
             conn.execute(MIGRATION_LOCK)
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = conn.execute("SELECT MAX(version) AS v FROM schema_version").fetchone()
@@ -201,18 +260,36 @@ class PostgresStore(Store):
                     conn.execute(sql)  # no parameters: several statements at once
                     conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
             schema_row = conn.execute("SELECT current_schema() AS s").fetchone()
-            return str(schema_row["s"]) if schema_row else "public"
+            schema = str(schema_row["s"]) if schema_row else "public"
+            return schema, int(timeout_row["reset_val"]) / 1000 if timeout_row else 0.0
+
+    def _connection(self) -> AbstractContextManager[Conn]:
+        """A pooled connection; while the database is known to be away a request waits for one
+        only briefly, since one that comes back is handed to a waiting request at once. (A
+        pool that is only busy, all its connections working, keeps the full wait.)"""
+        outage = self.availability.outage
+        away = outage is not None and outage.reason == UNREACHABLE
+        return self._pool.connection(timeout=OUTAGE_POOL_WAIT if away else POOL_WAIT)
 
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
-        with POSTGRES.translated_errors(), self._pool.connection() as conn, conn.transaction():
+        with (
+            POSTGRES.translated_errors(),
+            self._connection() as conn,
+            self._deadlines.watching(conn),
+            conn.transaction(),
+        ):
             yield PostgresTransaction(conn.cursor(), POSTGRES)
 
     @contextmanager
     def _read(self) -> Iterator[Transaction]:
         """`BEGIN READ ONLY`: psycopg spells it so while the connection is `read_only`, which
         is set back before the connection returns to the pool."""
-        with POSTGRES.translated_errors(), self._pool.connection() as conn:
+        with (
+            POSTGRES.translated_errors(),
+            self._connection() as conn,
+            self._deadlines.watching(conn),
+        ):
             conn.read_only = True
             try:
                 with conn.transaction():
@@ -233,6 +310,7 @@ class PostgresStore(Store):
     def close(self) -> None:
         if self._listener is not None:
             self._listener.stop()
+        self._deadlines.stop()
         self._pool.close()
 
 
@@ -240,6 +318,70 @@ def _configure(conn: Conn) -> None:
     """A new connection of the pool gets `SESSION_SETTINGS` (they stay after the commit)."""
     conn.execute(SESSION_SETTINGS)
     conn.commit()
+
+
+def _connect_options(url: str) -> dict[str, Any]:
+    return (
+        {} if "connect_timeout" in conninfo_to_dict(url) else {"connect_timeout": CONNECT_TIMEOUT}
+    )
+
+
+def _check(conn: Conn) -> None:
+    """A pooled connection is checked as it is handed out, without a round trip while it is
+    quiet: an idle connection has nothing to read unless the server closed it or said why it
+    is about to (a restart, a terminated backend); then a query shows whether it still works,
+    and the pool replaces one that does not."""
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        ConnectionPool.check_connection(conn)
+
+
+class _Deadlines:
+    """Cuts a connection whose transaction has run past its deadline: its socket is shut
+    down, so the statement waiting on it fails at once (and the request answers 503), and the
+    pool discards the connection. One thread per store looks at the open transactions every
+    quarter of the deadline (at most a second)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._open: dict[int, tuple[Conn, float]] = {}
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="deadletter-deadlines", daemon=True)
+        self._thread.start()
+
+    @contextmanager
+    def watching(self, conn: Conn) -> Iterator[None]:
+        key = id(conn)
+        with self._lock:
+            self._open[key] = (conn, time.monotonic() + self.seconds)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open.pop(key, None)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(min(1.0, self.seconds / 4)):
+            now = time.monotonic()
+            # Under the lock: a connection is never cut after its transaction has ended.
+            with self._lock:
+                for key, (conn, deadline) in list(self._open.items()):
+                    if now >= deadline:
+                        del self._open[key]
+                        _cut(conn)
+
+
+def _cut(conn: Conn) -> None:
+    try:
+        with socket.socket(fileno=os.dup(conn.pgconn.socket)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, psycopg.Error):
+        pass  # already closed
 
 
 class _Listener:
@@ -267,15 +409,23 @@ class _Listener:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        lost = False  # said once per outage, not once per attempt
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self._url, autocommit=True) as conn:
+                with psycopg.connect(
+                    self._url, autocommit=True, **_connect_options(self._url)
+                ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    if lost:
+                        log.info("notification listener reconnected")
+                        lost = False
                     while not self._stopping.is_set():
                         for note in conn.notifies(timeout=self.POLL_SECONDS):
                             self._deliver(note.payload)
             except psycopg.Error:
-                log.warning("notification listener lost its connection; reconnecting")
+                if not lost:
+                    log.info("notification listener lost its connection; reconnecting")
+                    lost = True
                 self._stopping.wait(1.0)
 
     def _deliver(self, payload: str) -> None:

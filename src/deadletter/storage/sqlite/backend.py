@@ -23,19 +23,26 @@ the write path.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deadletter.domain.errors import DeadletterError, QueueAlreadyExists
+from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
 from deadletter.domain.model import Message
-from deadletter.storage.base import StorageError, Store, Transaction, TransactionConflict
+from deadletter.storage.base import (
+    Availability,
+    StorageError,
+    Store,
+    Transaction,
+    TransactionConflict,
+)
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
@@ -66,6 +73,13 @@ REDRIVE_IN_PLACE = (
 ROW_LOCK = re.compile(r"\s*FOR UPDATE( OF \w+)?( SKIP LOCKED)?")
 STARTS_WITH = re.compile(r"starts_with\((\w+), :(\w+)\)")
 INDEX_HINT = re.compile(r"/\* indexed by (\w+) \*/")
+# What the file or its disk answers when the store cannot do its work now, though nothing is
+# wrong with the request (primary result codes): (reason, whether reads may still answer).
+UNAVAILABLE = {
+    sqlite3.SQLITE_FULL: ("the disk is full", True),
+    sqlite3.SQLITE_IOERR: ("the disk failed to read or write", True),
+    sqlite3.SQLITE_CANTOPEN: ("the database file cannot be opened", False),
+}
 
 
 class SQLiteDialect(Dialect):
@@ -94,6 +108,10 @@ class SQLiteDialect(Dialect):
         }
 
     def domain_error(self, exc: Exception) -> DeadletterError:
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code in UNAVAILABLE:
+            reason, reads_served = UNAVAILABLE[code]
+            return StoreUnavailable(reason, reads_served=reads_served)
         if isinstance(exc, sqlite3.IntegrityError):
             if str(exc).startswith("UNIQUE constraint failed: queues."):
                 return QueueAlreadyExists()
@@ -128,8 +146,9 @@ class SQLiteStore(Store):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
+        self.availability = Availability()
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(Path(self.path))
         self._lock = threading.Lock()  # owns the connection
         self._queue_guard = threading.Lock()  # guards `_queued`
         self._queued = 0  # transactions waiting for the connection
@@ -184,19 +203,22 @@ class SQLiteStore(Store):
             try:
                 group = self._join_group()
                 self._conn.execute("SAVEPOINT request")
+                before = self._conn.total_changes
                 try:
                     with closing(self._conn.cursor()) as cursor:
-                        yield SQLTransaction(cursor, SQLITE)
-                except BaseException:
-                    self._undo_request(group)
+                        tx = SQLTransaction(cursor, SQLITE)
+                        yield tx
+                    self._conn.execute("RELEASE request")
+                except BaseException as exc:
+                    self._undo_request(group, exc)
                     raise
-                self._conn.execute("RELEASE request")
+                tx.changed = self._conn.total_changes > before
                 group.members += 1
             finally:
                 self._release_connection()
             group.committed.wait()
             if group.error is not None:
-                raise StorageError(f"commit failed: {group.error}") from group.error
+                raise _commit_error(group.error) from group.error
 
     @contextmanager
     def _read(self) -> Iterator[Transaction]:
@@ -254,7 +276,11 @@ class SQLiteStore(Store):
             with self._queue_guard:
                 queued = self._queued
             if queued == 0 or group.members >= GROUP_COMMIT_LIMIT:
-                self._commit_group()
+                try:
+                    self._commit_group()
+                finally:
+                    self._lock.release()
+                return
         self._lock.release()
 
     def _join_group(self) -> _CommitGroup:
@@ -263,16 +289,18 @@ class SQLiteStore(Store):
             self._group = _CommitGroup()
         return self._group
 
-    def _undo_request(self, group: _CommitGroup) -> None:
+    def _undo_request(self, group: _CommitGroup, cause: BaseException) -> None:
         if self._conn.in_transaction:
-            self._conn.execute("ROLLBACK TO request")
-            self._conn.execute("RELEASE request")
-        else:
-            # SQLite itself rolled the whole transaction back (disk full, I/O error): the
-            # group's earlier members are lost with it and must not report success.
-            self._group = None
-            group.error = StorageError("the shared transaction was rolled back")
-            group.committed.set()
+            try:
+                self._conn.execute("ROLLBACK TO request")
+                self._conn.execute("RELEASE request")
+                return
+            except sqlite3.Error:
+                pass  # the request's writes cannot be undone alone: the group goes with them
+        # SQLite itself rolled the whole transaction back (disk full, I/O error), or the
+        # savepoint could not be: the group's earlier members are lost with it and must not
+        # report success.
+        self._abandon(group, cause)
 
     def _commit_group(self) -> None:
         group, self._group = self._group, None
@@ -281,9 +309,18 @@ class SQLiteStore(Store):
         try:
             self._conn.execute("COMMIT")
         except BaseException as exc:
-            if self._conn.in_transaction:
+            self._abandon(group, exc)
+            return
+        group.committed.set()
+
+    def _abandon(self, group: _CommitGroup, cause: BaseException) -> None:
+        """Roll the open group back; its members fail with `cause` (what rolled it back)."""
+        self._group = None
+        if self._conn.in_transaction:
+            # A disk that fails the rollback too: SQLite rolls the file back when next opened.
+            with suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
-            group.error = exc
+        group.error = cause
         group.committed.set()
 
     def close(self) -> None:
@@ -295,6 +332,23 @@ class SQLiteStore(Store):
         with self._lock:
             self._commit_group()
             self._conn.close()
+
+
+def _create_private(path: Path) -> None:
+    """The database's file, created readable by its owner only (0600), and its directory
+    0700 when it is made here. SQLite gives the WAL and shared-memory files it creates beside
+    the database the database file's mode, so they are private too. A file that exists keeps
+    its mode (docs/security.md)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _commit_error(cause: BaseException) -> BaseException:
+    """What a member of a group that did not commit raises: `cause` rolled the group back."""
+    if isinstance(cause, sqlite3.Error):
+        return SQLITE.domain_error(cause)
+    return StorageError(f"commit failed: {cause}")
 
 
 def _statements(script: str) -> Iterator[str]:
