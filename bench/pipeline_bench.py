@@ -10,7 +10,9 @@
 command, imports and JVM start included.
 
 `--real` measures grouping quality instead, on real labelled log lines that no one here wrote
-(tests/data/logs, from Loghub): see `run_real`.
+(tests/data/logs, from Loghub; see `run_real`) and on the real error-message formats of
+fourteen Python packages filled with values (tests/data/formats; see `run_formats`), each in
+a tuning half and a held-out half.
 
 A small job runs first and is timed on its own: it pays for the JVM warming up and the Python
 workers starting, which every fresh session (one `deadletter analyze` run) pays once. The
@@ -275,6 +277,24 @@ def run_real(systems: tuple[str, ...]) -> list[dict[str, Any]]:
     return rows
 
 
+def run_formats(half: str) -> list[dict[str, Any]]:
+    """The error-format corpus's half, one queue per package (tests/pipeline/error_formats.py)."""
+    from tests.pipeline.error_formats import generate
+
+    rows = []
+    for package, (messages, truth) in generate(half).items():
+        rows.append(
+            {
+                "system": package,
+                "lines": len(messages),
+                "events": len(set(truth)),
+                "ours": scores(truth, ours_on(messages)),
+                "drain3": scores(truth, drain3_on(messages)),
+            }
+        )
+    return rows
+
+
 def real_markdown(halves: dict[str, list[dict[str, Any]]]) -> str:
     lines = []
     for half, rows in halves.items():
@@ -307,12 +327,16 @@ def real_markdown(halves: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def main_real(tuning_only: bool) -> int:
-    halves = {"Tuning systems": run_real(TUNING)}
+    halves = {
+        "Tuning systems": run_real(TUNING),
+        "Error formats, tuning half": run_formats("tuning"),
+    }
     if not tuning_only:
         halves = {
             "Held-out systems": run_real(HELD_OUT),
             "Held-out systems added after the last change": run_real(FRESH),
             "All held-out systems": run_real(HELD_OUT + FRESH),
+            "Error formats, held-out half": run_formats("held-out"),
             **halves,
         }
     RESULTS.mkdir(parents=True, exist_ok=True)
