@@ -29,11 +29,14 @@ KEY_TOKENS = 2
 PREFIX_TOKENS = rules.PREFIX_TOKENS
 MIN_VARIABLE_WORDS = rules.MIN_VARIABLE_WORDS
 KEPT_WORDS = rules.KEPT_WORDS
+HEAD_MARK = rules.HEAD_MARK
+TAIL_MARK = rules.TAIL_MARK
+_TAIL_SEP = f" {TAIL_MARK} "
 
 
 def group_key(tokens: Sequence[str]) -> str:
     """Bucket of a token sequence: its length and its first constant tokens."""
-    constants = [t for t in tokens if t not in PLACEHOLDERS][:KEY_TOKENS]
+    constants = [t for t in tokens if t not in PLACEHOLDERS and t != TAIL_MARK][:KEY_TOKENS]
     return f"{len(tokens)}|{' '.join(constants)}"
 
 
@@ -188,7 +191,121 @@ def _collapse(template: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _split_head(text: str) -> tuple[str, str]:
+    """(leading component name with its mark, or "", the rest) of a token sequence."""
+    first, _, rest = text.partition(" ")
+    if first.endswith(HEAD_MARK) and len(first) > 1:
+        return first, rest
+    return "", text
+
+
 def mine_all(
+    sequences: Iterable[tuple[str, int]], threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, str]:
+    """Template text of every distinct space-joined token sequence, given their counts.
+
+    A leading component name (`useradd: ...`, text.tokenize) is set aside and the rest mined
+    (`_mine_rest`). Over the messages of one template, a name with at least
+    rules.MIN_HEAD_VALUES values, or with a value seen once, is the program that reported
+    the event and becomes `<*>:`; a name or two that each recur name events of their own
+    (`Error:` / `Warning:`) and split the template.
+    """
+    counts: dict[str, int] = {}
+    for text, n in sequences:
+        counts[text] = counts.get(text, 0) + int(n)
+    parts = {text: _split_head(text) for text in counts}
+    rests: dict[str, int] = {}
+    for text, (_, rest) in parts.items():
+        rests[rest] = rests.get(rest, 0) + counts[text]
+    mined = _mine_rest(rests.items(), threshold)
+    heads: dict[str, dict[str, int]] = {}
+    for text, (head, rest) in parts.items():
+        seen = heads.setdefault(mined[rest], {})
+        seen[head] = seen.get(head, 0) + counts[text]
+    out: dict[str, str] = {}
+    for text, (head, rest) in parts.items():
+        template = mined[rest]
+        seen = heads[template]
+        if _varies(seen) and _constants(template) >= 1:
+            head = WILDCARD + HEAD_MARK
+        out[text] = f"{head} {template}" if head and template else head or template
+    return out
+
+
+def _join(stem: str, tail: str) -> str:
+    """Stem and tail as one sequence, a run of variables across the seam kept as one."""
+    if not stem or not tail:
+        return stem or tail
+    first, _, rest = tail.partition(" ")
+    if first in PLACEHOLDERS and stem.rsplit(" ", 1)[-1] in PLACEHOLDERS:
+        tail = rest
+    return f"{stem} {tail}" if tail else stem
+
+
+def _mine_rest(
+    sequences: Iterable[tuple[str, int]], threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, str]:
+    """`_mine_plain` once every marked tail (text.tokenize) is resolved: the stems before it
+    are mined first, and a stem template followed by rules.MIN_TAIL_VALUES distinct tails or
+    more has one variable there (`Error in processing template files: <*>`); fewer tails are
+    words of the event and stay."""
+    counts: dict[str, int] = {}
+    for text, n in sequences:
+        counts[text] = counts.get(text, 0) + int(n)
+    cut = {text: text.partition(_TAIL_SEP) for text in counts if _TAIL_SEP in text}
+    rewritten = {text: text for text in counts}
+    if cut:
+        stems: dict[str, int] = {}
+        for text, (stem, _, _) in cut.items():
+            stems[stem] = stems.get(stem, 0) + counts[text]
+        stem_templates = _mine_plain(stems.items(), threshold)
+        tails: dict[str, dict[str, int]] = {}
+        for text, (stem, _, tail) in cut.items():
+            seen = tails.setdefault(stem_templates[stem], {})
+            seen[tail] = seen.get(tail, 0) + counts[text]
+        varies = {stem: _free_text(stem, seen) for stem, seen in tails.items()}
+        for text, (stem, _, tail) in cut.items():
+            rewritten[text] = _join(stem, WILDCARD if varies[stem_templates[stem]] else tail)
+    mined = _mine_plain(((text, n) for text, n in _count(rewritten, counts).items()), threshold)
+    return {text: mined[rewritten[text]] for text in counts}
+
+
+def _varies(values: dict[str, int]) -> bool:
+    """Whether the values one place takes over a template's messages are a variable's: many
+    (rules.MANY_VALUES), or at least rules.MIN_VARIANT_VALUES with one seen once. A few
+    values that each recur are words naming events of their own (`Error:` / `Warning:`, two
+    endings of one start), as Brain reads a word's variability from the data."""
+    if len(values) >= rules.MANY_VALUES:
+        return True
+    return len(values) >= rules.MIN_VARIANT_VALUES and min(values.values()) == 1
+
+
+def _constants(template: str) -> int:
+    return sum(1 for t in template.split(" ") if t and t not in PLACEHOLDERS and t != TAIL_MARK)
+
+
+def _free_text(stem: str, tails: dict[str, int]) -> bool:
+    """Whether the tails after one stem template are the values of a variable (`_varies`)
+    and the stem names an event without them (rules.MIN_STEM_CONSTANTS). Tails are told apart
+    by their first two tokens: the variants of one message of its own
+    (`authentication failure; ... user=root` and without the user) are one value."""
+    if _constants(stem) < rules.MIN_STEM_CONSTANTS or len(tails) < rules.MIN_VARIANT_VALUES:
+        return False
+    starts: dict[str, int] = {}
+    for tail, n in tails.items():
+        start = " ".join(tail.split(" ")[:2])
+        starts[start] = starts.get(start, 0) + n
+    return _varies(starts)
+
+
+def _count(rewritten: dict[str, str], counts: dict[str, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for text, new in rewritten.items():
+        out[new] = out.get(new, 0) + counts[text]
+    return out
+
+
+def _mine_plain(
     sequences: Iterable[tuple[str, int]], threshold: float = DEFAULT_THRESHOLD
 ) -> dict[str, str]:
     """Template text of every distinct space-joined token sequence, given their counts.

@@ -64,7 +64,14 @@ MASKS: list[tuple[str, str, str, str]] = [
         " /",
         "",
     ),
-    (r"(?<![\w.])(?:/[\w.@%+-]+){2,}/?", "<PATH>", "/", ""),
+    # A path may hold blanks inside a directory name ("/home/bob/Old Projects/api v2/"):
+    # words joined by single blanks count as one segment when a slash follows them.
+    (
+        r"(?<![\w.])(?:/[\w.@%+-]+(?: [\w.@%+-]+)*(?=/))+/[\w.@%+-]*",
+        "<PATH>",
+        "/",
+        "",
+    ),
     (r"\b[A-Za-z]:(?:\\[\w.$ -]+)+", "<PATH>", "\\", ""),
     (r"\b0x[0-9a-fA-F]+\b", "<HEX>", "0x", ""),
     (r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", "<HEX>", DIGIT, ""),
@@ -99,6 +106,17 @@ TOKEN_SPLIT = r"[\s,;=()\[\]{}|]+|::"
 EDGE_PUNCT = '.:!?"`'
 NUMBER = r"^[-+]?\d+(?:[.,]\d+)*%?$"
 
+# A leading component name, `<program>: <message>`: one word of a program's or a logger's
+# name, then a colon and a blank. It is taken off before masking and kept as one token ending in
+# HEAD_MARK; the miner decides from its values whether it names the event or the program.
+HEAD = r"^\s*([A-Za-z_][\w.-]*(?:\[\d+\])?):\s+(?=\S)"
+HEAD_MARK = ":"
+# What follows the last ": " of a message (outside quotes and brackets) is often its detail,
+# an error text or a value of several words. text.tokenize marks the place with TAIL_MARK (a
+# token the splitter can never produce) and the miner reads the tail as one variable when it
+# varies (MANY_VALUES below), as words otherwise.
+TAIL_MARK = "::"
+
 # Mining --------------------------------------------------------------------------------
 # Share of a sequence's positions that must hold its template's token to join it (Drain's
 # similarity threshold).
@@ -122,6 +140,14 @@ MAX_STATE_WORDS = 6
 # variable instead (names of users or hosts recur wherever a name goes; the words that name
 # events belong to one message).
 MIN_NAME_REUSE = 2
+# A leading component name or a tail (see HEAD, TAIL_MARK) is a variable when over one
+# template's messages it takes at least MANY_VALUES values, or at least MIN_VARIANT_VALUES
+# with one of them seen once; a few values that each recur name events (`Error:` /
+# `Warning:`; `unexpected EOF while looking for: X` / `: Y`). A tail is a variable only after
+# a stem of at least MIN_STEM_CONSTANTS words: without them the event has no name.
+MANY_VALUES = 6
+MIN_VARIANT_VALUES = 3
+MIN_STEM_CONSTANTS = 2
 WORD = r"^[A-Za-z][A-Za-z_-]*$"
 CODE_NAME = r"^'?[A-Za-z][A-Za-z_.:$-]*'?$"
 STATE_WORD = r"^[A-Z][a-z]+$"

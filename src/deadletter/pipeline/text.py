@@ -21,6 +21,9 @@ _HAS_DIGIT = re.compile(r"\d")
 _PLACEHOLDER_INSIDE = re.compile(r"<[A-Z]+>")
 _TOKEN_SPLIT = re.compile(rules.TOKEN_SPLIT)
 _EDGE_PUNCT = rules.EDGE_PUNCT
+_HEAD = re.compile(rules.HEAD)
+HEAD_MARK = rules.HEAD_MARK
+TAIL_MARK = rules.TAIL_MARK
 
 PLACEHOLDERS = frozenset(
     {"<URL>", "<EMAIL>", "<UUID>", "<TS>", "<IP>", "<PATH>", "<HEX>", "<DUR>", "<QUOTED>"}
@@ -68,8 +71,41 @@ def tokenize(text: str) -> list[str]:
     A run of variables becomes one placeholder (the first one's): a list of hosts, a size
     with its unit or a count followed by an id is one variable however long it is, so the
     same event keeps one token count (as Loghub-2.0 does when it compares templates).
+    A leading component name (`useradd: ...`) is one token ending in HEAD_MARK, and the
+    place of the last ": " outside quotes is marked with TAIL_MARK: the miner decides from the
+    data whether the name and the tail are variables (mining.mine_all).
     """
     out: list[str] = []
+    head = _HEAD.match(text) if ":" in text[:80] else None
+    if head:
+        out.append(head.group(1) + HEAD_MARK)
+        text = text[head.end() :]
+    stem, sep, tail = text.rpartition(": ")
+    if sep and stem.strip() and tail.strip() and _outside_quotes(stem):
+        _tokens_of(stem, out)
+        mark = len(out)
+        out.append(TAIL_MARK)
+        _tokens_of(tail, out)
+        # A tail of variables alone varies already: no mark, the tokens stay as they were.
+        if all(t in PLACEHOLDERS for t in out[mark + 1 :]):
+            del out[mark]
+            if mark and mark < len(out) and out[mark - 1] in PLACEHOLDERS:
+                del out[mark]
+    else:
+        _tokens_of(text, out)
+    return out
+
+
+def _outside_quotes(stem: str) -> bool:
+    """Whether a ": " after `stem` is outside quotes and brackets (`[instance: 7] Took`)."""
+    return (
+        stem.count('"') % 2 == 0
+        and stem.count("'") % 2 == 0
+        and all(stem.count(a) == stem.count(b) for a, b in ("()", "[]", "{}"))
+    )
+
+
+def _tokens_of(text: str, out: list[str]) -> None:
     seen = _TOKENS_SEEN
     for raw in _TOKEN_SPLIT.split(mask(text)):
         token = seen.get(raw)
@@ -82,7 +118,6 @@ def tokenize(text: str) -> list[str]:
             seen[raw] = token
         if token and not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
             out.append(token)
-    return out
 
 
 # Each raw token's masked form: words repeat across messages far more than messages do, and
