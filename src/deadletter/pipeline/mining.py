@@ -330,10 +330,59 @@ def _mine_plain(
     weight: dict[tuple[str, ...], int] = {}
     for text, template in mined.items():
         weight[template] = weight.get(template, 0) + counts[text]
+    across = _across_buckets(weight, threshold)
+    mined = {text: across[t] for text, t in mined.items()}
+    weight = {}
+    for text, template in mined.items():
+        weight[template] = weight.get(template, 0) + counts[text]
     chosen: dict[tuple[str, ...], tuple[str, ...]] = {}
     for template in sorted(weight, key=lambda t: (-weight[t], t)):
         chosen.setdefault(_skeleton(template), template)
     return {text: " ".join(chosen[_skeleton(t)]) for text, t in mined.items()}
+
+
+def _across_buckets(
+    weight: dict[tuple[str, ...], int], threshold: float
+) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """The templates of one length mined again together, across leading words.
+
+    The bucket's leading words keep events apart cheaply, but a variable in the first places
+    (`No <name> extension was found`, `<name> must be bytes`) puts each value in a bucket of
+    its own. Here a template joins the most similar cluster (at the same threshold) that holds
+    no template of its own bucket, so what a bucket kept apart stays apart; the cut on words
+    that name events (`_split_on_words`) keeps apart leading words that are few, and a merge
+    must keep rules.MIN_STEM_CONSTANTS constants (`boot (command <NUM>)` and
+    `halt (command <NUM>)` share too little to be one event)."""
+    by_length: dict[int, list[tuple[str, ...]]] = {}
+    for template in sorted(weight, key=lambda t: (-weight[t], t)):
+        by_length.setdefault(len(template), []).append(template)
+    out: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for templates in by_length.values():
+        clusters: list[tuple[list[str], set[str], list[tuple[str, ...]]]] = []
+        for template in templates:
+            bucket = _bucket(template)[1]
+            best, best_sim = None, -1.0
+            for cluster in clusters:
+                if bucket in cluster[1]:
+                    continue
+                sim = _similarity(cluster[0], template)
+                if sim > best_sim:
+                    best, best_sim = cluster, sim
+            if best is not None and best_sim >= threshold:
+                shared, buckets, members = best
+                for pos, token in enumerate(template):
+                    if shared[pos] != token:
+                        shared[pos] = WILDCARD
+                buckets.add(bucket)
+                members.append(template)
+            else:
+                clusters.append((list(template), {bucket}, [template]))
+        for _, _, members in clusters:
+            for part in _split_on_words(members):
+                merged = _template_of(part) if len(part) > 1 else part[0]
+                keep = _constants(" ".join(merged)) >= rules.MIN_STEM_CONSTANTS
+                out.update((t, merged if keep else t) for t in part)
+    return out
 
 
 def _mine_buckets(
