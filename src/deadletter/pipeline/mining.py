@@ -219,14 +219,21 @@ def mine_all(
         rests[rest] = rests.get(rest, 0) + counts[text]
     mined = _mine_rest(rests.items(), threshold)
     heads: dict[str, dict[str, int]] = {}
+    events_of: dict[str, set[str]] = {}
     for text, (head, rest) in parts.items():
         seen = heads.setdefault(mined[rest], {})
         seen[head] = seen.get(head, 0) + counts[text]
+        events_of.setdefault(head, set()).add(mined[rest])
     out: dict[str, str] = {}
     for text, (head, rest) in parts.items():
         template = mined[rest]
         seen = heads[template]
-        if _varies(seen) and _constants(template) >= 1:
+        # Programs report many events: names that each lead rules.MIN_NAME_REUSE templates
+        # or more are programs' even when only two of them reported this one.
+        programs = len(seen) > 1 and all(
+            h and len(events_of[h]) >= rules.MIN_NAME_REUSE for h in seen
+        )
+        if (_varies(seen) or programs) and _constants(template) >= 1:
             head = WILDCARD + HEAD_MARK
         out[text] = f"{head} {template}" if head and template else head or template
     return out
@@ -252,7 +259,7 @@ def _mine_rest(
     counts: dict[str, int] = {}
     for text, n in sequences:
         counts[text] = counts.get(text, 0) + int(n)
-    cut = {text: text.partition(_TAIL_SEP) for text in counts if _TAIL_SEP in text}
+    cut = {text: _cut_tail(text) for text in counts if TAIL_MARK in text}
     rewritten = {text: text for text in counts}
     if cut:
         stems: dict[str, int] = {}
@@ -282,6 +289,13 @@ def _varies(values: dict[str, int]) -> bool:
 
 def _constants(template: str) -> int:
     return sum(1 for t in template.split(" ") if t and t not in PLACEHOLDERS and t != TAIL_MARK)
+
+
+def _cut_tail(text: str) -> tuple[str, str, str]:
+    """(stem, mark, tail) of a sequence with a marked tail; the tail may be empty."""
+    if text.endswith(f" {TAIL_MARK}"):
+        return text[: -len(TAIL_MARK) - 1], TAIL_MARK, ""
+    return text.partition(_TAIL_SEP)
 
 
 def _free_text(stem: str, tails: dict[str, int]) -> bool:

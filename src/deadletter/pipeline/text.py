@@ -81,13 +81,16 @@ def tokenize(text: str) -> list[str]:
         out.append(head.group(1) + HEAD_MARK)
         text = text[head.end() :]
     stem, sep, tail = text.rpartition(": ")
-    if sep and stem.strip() and tail.strip() and _outside_quotes(stem):
+    if not sep and text.rstrip().endswith(":"):
+        # An empty detail (`invalid value: `) is the tail's empty value.
+        stem, sep, tail = text.rstrip()[:-1], ":", ""
+    if sep and stem.strip() and _outside_quotes(stem):
         _tokens_of(stem, out)
         mark = len(out)
         out.append(TAIL_MARK)
         _tokens_of(tail, out)
         # A tail of variables alone varies already: no mark, the tokens stay as they were.
-        if all(t in PLACEHOLDERS for t in out[mark + 1 :]):
+        if len(out) > mark + 1 and all(t in PLACEHOLDERS for t in out[mark + 1 :]):
             del out[mark]
             if mark and mark < len(out) and out[mark - 1] in PLACEHOLDERS:
                 del out[mark]
