@@ -352,7 +352,73 @@ def _mine_plain(
     chosen: dict[tuple[str, ...], tuple[str, ...]] = {}
     for template in sorted(weight, key=lambda t: (-weight[t], t)):
         chosen.setdefault(_skeleton(template), template)
-    return {text: " ".join(chosen[_skeleton(t)]) for text, t in mined.items()}
+    final: dict[tuple[str, ...], int] = {}
+    for template, n in weight.items():
+        final[chosen[_skeleton(template)]] = final.get(chosen[_skeleton(template)], 0) + n
+    framed = _free_runs(final)
+    return {text: " ".join(framed[chosen[_skeleton(t)]]) for text, t in mined.items()}
+
+
+def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Templates that differ only in a run of words between a shared start and end, where
+    that run varies (`_varies`: many values, or a few with one seen once), are one template
+    with `<*>` there: an error text or a phrase of several words quoted without quotes
+    (`Writer <*> not found. No such file or directory`). The start and the end together keep
+    rules.MIN_FRAME_CONSTANTS constants, and the start at least one, so a variable run is
+    always framed by the words that name the event. Longer frames are tried first."""
+    frames: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[tuple[str, ...], int]] = {}
+    for template, n in weight.items():
+        size = len(template)
+        for i in range(1, size):
+            prefix = template[:i]
+            if _constants(" ".join(prefix)) < 1:
+                continue
+            for j in range(size - i):
+                suffix = template[size - j :]
+                if _constants(" ".join(prefix + suffix)) < rules.MIN_FRAME_CONSTANTS:
+                    continue
+                middles = frames.setdefault((prefix, suffix), {})
+                middle = template[i : size - j]
+                middles[middle] = middles.get(middle, 0) + n
+    out = {template: template for template in weight}
+    done: set[tuple[str, ...]] = set()
+    for prefix, suffix in sorted(frames, key=lambda f: (-len(f[0]) - len(f[1]), f)):
+        middles = {
+            middle: n
+            for middle, n in frames[prefix, suffix].items()
+            if (*prefix, *middle, *suffix) not in done
+        }
+        # One word alone is the positional rules' to judge (`_split_on_words`), and runs
+        # that all hold one same word are variants of one structure (`... to build
+        # instance` / `to destroy the instance`), not free text.
+        if (
+            all(len(m) < 2 for m in middles)
+            or not _varies_freely(middles)
+            or _shared_word(list(middles))
+        ):
+            continue
+        merged = _collapse((*prefix, WILDCARD, *suffix))
+        for middle in middles:
+            template = (*prefix, *middle, *suffix)
+            out[template] = merged
+            done.add(template)
+    return out
+
+
+def _shared_word(runs: list[tuple[str, ...]]) -> bool:
+    common = {t for t in runs[0] if t not in PLACEHOLDERS}
+    for run in runs[1:]:
+        common &= set(run)
+    return bool(common)
+
+
+def _varies_freely(values: dict[tuple[str, ...], int]) -> bool:
+    """Many values, or a few of which at least half were seen once: phrases that each recur
+    (`Took <DUR> to spawn the instance` / `to build instance`) name events."""
+    if len(values) >= rules.MANY_VALUES:
+        return True
+    once = sum(1 for n in values.values() if n == 1)
+    return len(values) >= rules.MIN_VARIANT_VALUES and 2 * once >= len(values)
 
 
 def _across_buckets(

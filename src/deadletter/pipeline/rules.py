@@ -148,6 +148,9 @@ MIN_NAME_REUSE = 2
 MANY_VALUES = 6
 MIN_VARIANT_VALUES = 3
 MIN_STEM_CONSTANTS = 2
+# A run of words that varies between a shared start and end is one variable when the start
+# and the end hold at least this many constants (mining._free_runs).
+MIN_FRAME_CONSTANTS = 3
 WORD = r"^[A-Za-z][A-Za-z_-]*$"
 CODE_NAME = r"^'?[A-Za-z][A-Za-z_.:$-]*'?$"
 STATE_WORD = r"^[A-Z][a-z]+$"
