@@ -112,7 +112,7 @@ def _names_events(values: frozenset[str]) -> bool:
     if len(values) < 2:
         return False
     if len(values) < MIN_VARIABLE_WORDS and all(
-        _WORD.match(v) or (_CODE_NAME.match(v) and v != v.lower()) for v in values
+        _WORD.match(v) or (_CODE_NAME.match(v) and (v != v.lower() or v[0] == "'")) for v in values
     ):
         return True
     return len(values) <= rules.MAX_STATE_WORDS and all(_STATE_WORD.match(v) for v in values)
@@ -369,10 +369,8 @@ def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tupl
     frames: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[tuple[str, ...], int]] = {}
     for template, n in weight.items():
         size = len(template)
-        for i in range(1, size):
+        for i in range(size):
             prefix = template[:i]
-            if _constants(" ".join(prefix)) < 1:
-                continue
             for j in range(size - i):
                 suffix = template[size - j :]
                 if _constants(" ".join(prefix + suffix)) < rules.MIN_FRAME_CONSTANTS:

@@ -72,7 +72,8 @@ MASKS: list[tuple[str, str, str, str]] = [
         "/",
         "",
     ),
-    (r"\b[A-Za-z]:(?:\\[\w.$ -]+)+", "<PATH>", "\\", ""),
+    # The same on Windows: a blank inside a folder's name, not after the file's.
+    (r"\b[A-Za-z]:(?:\\[\w.$-]+(?: [\w.$-]+)*(?=\\))*\\[\w.$-]*", "<PATH>", "\\", ""),
     (r"\b0x[0-9a-fA-F]+\b", "<HEX>", "0x", ""),
     (r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", "<HEX>", DIGIT, ""),
     # A size with its unit, and the rounded size some loggers add in parentheses, is one
