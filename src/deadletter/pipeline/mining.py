@@ -57,7 +57,7 @@ def mine(
     sequences: Iterable[tuple[Sequence[str], int]],
     threshold: float = DEFAULT_THRESHOLD,
     names: frozenset[frozenset[str]] = frozenset(),
-    seen: list[frozenset[str]] | None = None,
+    seen: list[tuple[frozenset[str], tuple[str, ...]]] | None = None,
 ) -> dict[tuple[str, ...], tuple[str, ...]]:
     """Template of every distinct sequence in one bucket (same length), given their counts.
 
@@ -112,7 +112,9 @@ def _names_events(values: frozenset[str]) -> bool:
     if len(values) < 2:
         return False
     if len(values) < MIN_VARIABLE_WORDS and all(
-        _WORD.match(v) or (_CODE_NAME.match(v) and (v != v.lower() or v[0] == "'")) for v in values
+        _WORD.match(v)
+        or (_CODE_NAME.match(v) and (v != v.lower() or (v[0] == "'" and "." not in v)))
+        for v in values
     ):
         return True
     return len(values) <= rules.MAX_STATE_WORDS and all(_STATE_WORD.match(v) for v in values)
@@ -121,7 +123,7 @@ def _names_events(values: frozenset[str]) -> bool:
 def _split_on_words(
     members: list[tuple[str, ...]],
     names: frozenset[frozenset[str]] = frozenset(),
-    seen: list[frozenset[str]] | None = None,
+    seen: list[tuple[frozenset[str], tuple[str, ...]]] | None = None,
 ) -> list[list[tuple[str, ...]]]:
     """A cluster cut apart where a varying position holds words that name events.
 
@@ -131,7 +133,7 @@ def _split_on_words(
     (`_names_events`) is read as a constant, as Brain reads a word's variability from the data.
     Except the word sets in `names`: those alternate in several events (`Failed password for
     root` / `git`, `user=root` / `git`), so they are the values of a variable, a user's name.
-    Each set a cluster is cut on is added to `seen`.
+    Each set a cluster is cut on is added to `seen`, with the place it was cut in.
     """
     if len(members) < 2:
         return [members]
@@ -139,12 +141,22 @@ def _split_on_words(
         values = frozenset(m[pos] for m in members)
         if values not in names and _names_events(values):
             if seen is not None:
-                seen.append(values)
+                seen.append((values, _context(members, pos)))
             parts: dict[str, list[tuple[str, ...]]] = {}
             for m in members:
                 parts.setdefault(m[pos], []).append(m)
             return [p for v in sorted(parts) for p in _split_on_words(parts[v], names, seen)]
     return [members]
+
+
+def _context(members: list[tuple[str, ...]], pos: int) -> tuple[str, ...]:
+    """Where a cluster was cut: its template without the cut position and without the
+    bucket's leading words. Two buckets that differ only by a variable's value
+    (`No sku <*> was found`, `No user <*> was found`) are one place, not two."""
+    template = _template_of(members)
+    return tuple(
+        WILDCARD if i < PREFIX_TOKENS else token for i, token in enumerate(template) if i != pos
+    )
 
 
 def pattern_id(template: str, signature: str) -> str:
@@ -344,11 +356,16 @@ def _mine_plain(
     weight: dict[tuple[str, ...], int] = {}
     for text, template in mined.items():
         weight[template] = weight.get(template, 0) + counts[text]
-    across = _across_buckets(weight, threshold)
-    mined = {text: across[t] for text, t in mined.items()}
-    weight = {}
-    for text, template in mined.items():
-        weight[template] = weight.get(template, 0) + counts[text]
+    # Again until nothing merges: a template left alone by one pass (its cluster held its
+    # bucket already) joins the merged template in the next.
+    for _ in range(rules.MAX_PASSES):
+        across = _across_buckets(weight, threshold)
+        if all(t == m for t, m in across.items()):
+            break
+        mined = {text: across[t] for text, t in mined.items()}
+        weight = {}
+        for text, template in mined.items():
+            weight[template] = weight.get(template, 0) + counts[text]
     chosen: dict[tuple[str, ...], tuple[str, ...]] = {}
     for template in sorted(weight, key=lambda t: (-weight[t], t)):
         chosen.setdefault(_skeleton(template), template)
@@ -386,11 +403,11 @@ def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tupl
             for middle, n in frames[prefix, suffix].items()
             if (*prefix, *middle, *suffix) not in done
         }
-        # One word alone is the positional rules' to judge (`_split_on_words`), and runs
-        # that all hold one same word are variants of one structure (`... to build
+        # Runs of one length are the positional rules' to judge (`_split_on_words`), and
+        # runs that all hold one same word are variants of one structure (`... to build
         # instance` / `to destroy the instance`), not free text.
         if (
-            all(len(m) < 2 for m in middles)
+            len({len(m) for m in middles}) < 2
             or not _varies_freely(middles)
             or _shared_word(list(middles))
         ):
@@ -472,12 +489,15 @@ def _mine_buckets(
     second pass keeps such sets as variables."""
     names: frozenset[frozenset[str]] = frozenset()
     while True:
-        seen: list[frozenset[str]] = []
+        seen: list[tuple[frozenset[str], tuple[str, ...]]] = []
         mined: dict[str, tuple[str, ...]] = {}
         for key in sorted(buckets):
             for seq, template in mine(buckets[key], threshold, names, seen).items():
                 mined[" ".join(seq)] = _collapse(template)
-        reused = frozenset(s for s in set(seen) if seen.count(s) >= rules.MIN_NAME_REUSE)
+        places: dict[frozenset[str], set[tuple[str, ...]]] = {}
+        for values, context in seen:
+            places.setdefault(values, set()).add(context)
+        reused = frozenset(v for v, p in places.items() if len(p) >= rules.MIN_NAME_REUSE)
         if not reused:
             return mined
         names |= reused
