@@ -382,7 +382,7 @@ def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tupl
     with `<*>` there: an error text or a phrase of several words quoted without quotes
     (`Writer <*> not found. No such file or directory`). The start and the end together keep
     rules.MIN_FRAME_CONSTANTS constants, and the start at least one, so a variable run is
-    always framed by the words that name the event. Longer frames are tried first."""
+    always framed by the words that name the event."""
     frames: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[tuple[str, ...], int]] = {}
     for template, n in weight.items():
         size = len(template)
@@ -397,7 +397,10 @@ def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tupl
                 middles[middle] = middles.get(middle, 0) + n
     out = {template: template for template in weight}
     done: set[tuple[str, ...]] = set()
-    for prefix, suffix in sorted(frames, key=lambda f: (-len(f[0]) - len(f[1]), f)):
+    # The frame shared by the most templates first (the run it leaves is the widest), then
+    # the longest: a frame that took the first words of the run would split it.
+    order = sorted(frames, key=lambda f: (-len(frames[f]), -len(f[0]) - len(f[1]), f))
+    for prefix, suffix in order:
         middles = {
             middle: n
             for middle, n in frames[prefix, suffix].items()

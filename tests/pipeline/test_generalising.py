@@ -1,0 +1,135 @@
+"""Rules of the miner that must hold on software it was not tuned on (error-message formats).
+
+Each test builds the messages of one or two events the way programs write them, with values
+drawn from generated pools, and checks which messages share a pattern. The values are
+generated (hypothesis), so a rule that holds for one spelling only fails here.
+"""
+
+from __future__ import annotations
+
+import string
+from collections import Counter
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from deadletter.pipeline.batches import assign
+from deadletter.pipeline.mining import DEFAULT_THRESHOLD
+from deadletter.pipeline.text import tokenize
+
+EXAMPLES = settings(max_examples=10, deadline=None)
+
+_word = st.text(string.ascii_lowercase, min_size=3, max_size=9)
+# Names as programs, loggers and keys are spelt: words joined by `-`, `_` or `.`.
+_name = st.builds(
+    lambda parts, sep: sep.join(parts),
+    st.lists(_word, min_size=1, max_size=3),
+    st.sampled_from(["-", "_", "."]),
+)
+# Free text: an error text, a phrase; several words, of different lengths.
+_phrase = st.lists(_word, min_size=2, max_size=6).map(" ".join)
+
+
+def _groups(lines: list[str]) -> list[set[int]]:
+    """Which lines share a pattern, as sets of line numbers."""
+    patterns = assign([None] * len(lines), lines, DEFAULT_THRESHOLD)
+    out: dict[str, set[int]] = {}
+    for i, pattern in enumerate(patterns):
+        out.setdefault(pattern, set()).add(i)
+    return sorted(out.values(), key=min)
+
+
+def _one_pattern(lines: list[str]) -> bool:
+    return len(_groups(lines)) == 1
+
+
+@EXAMPLES
+@given(st.lists(_name, min_size=6, max_size=12, unique=True), st.data())
+def test_a_program_name_in_front_does_not_split_an_event(
+    programs: list[str], data: st.DataObject
+) -> None:
+    # Given one event reported by many programs, `<program>: failed to reset ... UID <n>`
+    lines = [
+        f"{program}: failed to reset the entry of UID {data.draw(st.integers(0, 9999))}"
+        for program in programs
+    ]
+    # I expect one pattern whatever the program
+    assert _one_pattern(lines)
+
+
+def test_a_name_in_front_that_recurs_names_its_own_event() -> None:
+    # Given two leading words, each seen many times before one same message
+    lines = [
+        f"{level}: disk {n} is almost full" for level in ("Error", "Warning") for n in range(5)
+    ]
+    # I expect two patterns, one per word
+    assert _groups(lines) == [set(range(5)), set(range(5, 10))]
+
+
+@EXAMPLES
+@given(st.lists(_phrase, min_size=6, max_size=10, unique=True))
+def test_free_text_after_a_colon_is_one_variable(details: list[str]) -> None:
+    # Given one event whose detail, after the last colon, is free text of several words
+    lines = [f"Error in processing template files: {detail}" for detail in details]
+    # I expect one pattern
+    assert _one_pattern(lines)
+
+
+def test_endings_that_each_recur_are_events_of_their_own() -> None:
+    # Given one start with three endings after its colon, each seen several times
+    endings = ["matching quote", "end of here-document", "closing bracket"]
+    lines = [f"unexpected EOF while looking for: {e}" for e in endings for _ in range(4)]
+    # I expect one pattern per ending: a frequent ending does not swallow the others
+    assert _groups(lines) == [set(range(4)), set(range(4, 8)), set(range(8, 12))]
+
+
+@EXAMPLES
+@given(st.lists(_phrase, min_size=6, max_size=10, unique=True), _name)
+def test_free_text_inside_a_message_is_one_variable(phrases: list[str], name: str) -> None:
+    # Given one event whose error text, of varying length, follows a sentence, no colon:
+    # texts of different sources (one word in all of them would make them variants of one)
+    assume(not set.intersection(*(set(p.split()) for p in phrases)))
+    assume(len({len(p.split()) for p in phrases}) > 1)
+    lines = [f'Writer "{name}" not found. {phrase}' for phrase in phrases]
+    # I expect one pattern
+    assert _one_pattern(lines)
+
+
+@EXAMPLES
+@given(st.lists(_name, min_size=6, max_size=10, unique=True))
+def test_a_variable_among_the_first_words_does_not_split_an_event(names: list[str]) -> None:
+    # Given two events that differ in one word, each with many names in their second place
+    extension = [f"No {name} extension was found" for name in names]
+    attribute = [f"No {name} attribute was found" for name in names]
+    # I expect one pattern per event: the names vary, `extension` / `attribute` name events
+    n = len(names)
+    assert _groups(extension + attribute) == [set(range(n)), set(range(n, 2 * n))]
+
+
+def test_words_one_apart_that_each_recur_are_separate_events() -> None:
+    # Given `Could not set sename` / `serange` and `No such interface` / `property` / `method`
+    lines = [f"Could not set {w} for user{n}" for w in ("sename", "serange") for n in range(4)]
+    lines += [f'No such {w} "{n}"' for w in ("interface", "property") for n in ("a", "b", "c")]
+    # I expect one pattern per word
+    sizes = Counter(len(g) for g in _groups(lines))
+    assert sizes == {4: 2, 3: 2}
+
+
+@EXAMPLES
+@given(st.lists(_word, min_size=2, max_size=4), st.lists(_word, min_size=1, max_size=3))
+def test_a_path_with_blanks_in_its_folders_is_one_variable(
+    folders: list[str], spaced: list[str]
+) -> None:
+    # Given a path whose folder names hold blanks
+    path = "/" + "/".join([*folders[:-1], " ".join(spaced), *folders[-1:]]) + ".yaml"
+    # I expect one placeholder for it, and the words after it kept
+    assert tokenize(f"File at path {path} is not a file.") == [
+        "File",
+        "at",
+        "path",
+        "<PATH>",
+        "is",
+        "not",
+        "a",
+        "file",
+    ]
