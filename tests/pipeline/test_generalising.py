@@ -133,3 +133,53 @@ def test_a_path_with_blanks_in_its_folders_is_one_variable(
         "a",
         "file",
     ]
+
+
+def test_each_pattern_names_its_variables_with_values_from_its_members() -> None:
+    from deadletter.pipeline.mining import explain, with_context
+    from deadletter.pipeline.report import render
+
+    # Given one event reported by four programs, one of them three times
+    programs = ["useradd", "useradd", "useradd", "crond", "gzip", "mailer"]
+    lines = [
+        f"{p}: cannot open the lock file of queue {q}"
+        for p, q in zip(programs, "abcdef", strict=True)
+    ]
+    counts = Counter(" ".join(tokenize(line)) for line in lines)
+    rows = [(text, "", n) for text, n in counts.items()]
+    found = with_context(rows)
+    # When the pattern is explained
+    (template,) = set(found.values())
+    variables = explain(found, rows)[template]
+    # I expect each variable with its most frequent values first and how many there are
+    assert template == "<*>: cannot open the lock file of queue <*>"
+    assert variables[0] == {
+        "variable": 1,
+        "token": "<*>:",
+        "values": ["useradd", "crond", "gzip"],
+        "distinct": 4,
+    }
+    assert variables[1]["values"] == ["a", "b", "c"] and variables[1]["distinct"] == 6
+    # and the report to show them beside the template
+    page = render([_pattern(template, variables)], 6)
+    assert "<code>useradd</code>, <code>crond</code>, <code>gzip</code> &hellip; (4 values)" in page
+
+
+def _pattern(template: str, variables: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "id": "p-1",
+        "template": template,
+        "variables": variables,
+        "signature": "",
+        "count": 6,
+        "source_queues": ["q"],
+        "reasons": ["rejected"],
+        "first_seen": None,
+        "last_seen": None,
+        "hourly_counts": [],
+        "sample_message_ids": [],
+        "example": None,
+        "key_paths_in_all": [],
+        "key_paths_missing": [],
+        "overrepresented_attributes": [],
+    }

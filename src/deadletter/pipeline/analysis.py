@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from deadletter.pipeline import require_pyspark, summary
-from deadletter.pipeline.mining import DEFAULT_THRESHOLD
+from deadletter.pipeline.mining import DEFAULT_THRESHOLD, explain, with_context
 from deadletter.pipeline.outputs import members_of, read_assignments, write_jsonl
 from deadletter.pipeline.schema import read_export, require_columns, session, to_schema
 
@@ -53,7 +53,12 @@ def with_mining_text(df: Any, narrow: bool = False) -> Any:
     return df.withColumn("_m", m).select("*", *parts).drop("_m")
 
 
-def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD, counts: Any = None) -> Any:
+def with_templates(
+    df: Any,
+    threshold: float = DEFAULT_THRESHOLD,
+    counts: Any = None,
+    found: dict[tuple[str, str], str] | None = None,
+) -> Any:
     """Add `template`: distinct (text, context) sequences are counted over the whole
     DataFrame, mined together on the driver with a deterministic algorithm (one group:
     templates of different lengths merge, mining.with_context), and joined back.
@@ -61,7 +66,7 @@ def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD, counts: Any = 
     Masking leaves few distinct sequences (tens to thousands), so they are collected rather
     than shuffled to one Python worker; `counts`, the rows of
     `groupBy("tokens_text", "context_text").count()` when the caller has them already, saves
-    that job.
+    that job, and `found`, their templates when the caller mined them, the mining.
     """
     require_columns(df, ["tokens_text", "context_text"], "with_templates")
     from pyspark.sql import functions as F
@@ -70,7 +75,8 @@ def with_templates(df: Any, threshold: float = DEFAULT_THRESHOLD, counts: Any = 
 
     if counts is None:
         counts = df.groupBy("tokens_text", "context_text").count().collect()
-    found = with_context(((r[0], r[1], r[2]) for r in counts), threshold)
+    if found is None:
+        found = with_context(((r[0], r[1], r[2]) for r in counts), threshold)
     templates = df.sparkSession.createDataFrame(
         [(text, context, template) for (text, context), template in sorted(found.items())],
         TEMPLATE_TYPE,
@@ -127,7 +133,11 @@ NARROW = [
 ]
 
 
-def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
+def summarize(
+    mined: Any,
+    examples_from: Any = None,
+    variables: dict[str, list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
     """One JSON-ready dict per pattern, largest first (ties by id).
 
     `mined` needs the narrow columns only; each pattern's example is read from
@@ -175,7 +185,7 @@ def summarize(mined: Any, examples_from: Any = None) -> list[dict[str, Any]]:
     examples = _examples(mined if examples_from is None else examples_from, samples)
     shapes = summary.shape_findings(folded.shaped, folded.base, key_paths_of_shape)
     attrs = _attribute_findings(mined, folded.sizes())
-    return summary.assemble(folded, samples, examples, shapes, attrs)
+    return summary.assemble(folded, samples, examples, shapes, attrs, variables)
 
 
 def _examples(rows: Any, samples: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
@@ -275,14 +285,16 @@ def analyze(
         counts = tokens.groupBy("tokens_text", "context_text").count().collect()
         rows = sum(r["count"] for r in counts)
         say(f"{rows:,} dead letters masked; mining templates")
+        found = with_context(((r[0], r[1], r[2]) for r in counts), threshold)
         # Not cached: the broadcast join and the hash are cheap to redo from `tokens`.
         mined = (
-            tokens.transform(lambda d: with_templates(d, threshold, counts))
+            tokens.transform(lambda d: with_templates(d, threshold, counts, found))
             .transform(with_pattern_ids)
             .select("pattern_id", "template", *NARROW)
         )
         say("summarising the patterns")
-        patterns = summarize(mined, examples_from=df)
+        variables = explain(found, ((r[0], r[1], r[2]) for r in counts))
+        patterns = summarize(mined, examples_from=df, variables=variables)
         say(f"{len(patterns):,} patterns; writing the assignments")
         assigned = mined.select("message_id", "pattern_id")
         assigned.write.mode("overwrite").parquet(str(out / "assignments.parquet"))

@@ -19,7 +19,7 @@ from typing import Any
 from deadletter.pipeline import summary
 from deadletter.pipeline.analysis import Result
 from deadletter.pipeline.columns import COLUMNS, parse_time
-from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
+from deadletter.pipeline.mining import DEFAULT_THRESHOLD, explain, pattern_id, with_context
 
 # Above this size an export goes to Spark: by then its parallel masking has paid for its
 # start (docs/pipeline.md, "Small inputs").
@@ -256,7 +256,8 @@ def analyze_rows(
     examples = {pid: summary.example_of(by_id[ids_of[0]]) for pid, ids_of in samples.items()}
     shapes = summary.shape_findings(folded.shaped, folded.base, key_paths)
     attrs = summary.attribute_findings(_attribute_candidates(rows, assigned), folded.sizes())
-    patterns = summary.assemble(folded, samples, examples, shapes, attrs)
+    variables = explain(found, ((t, c, n) for (t, c), n in counts.items()))
+    patterns = summary.assemble(folded, samples, examples, shapes, attrs, variables)
     say(f"{len(patterns):,} patterns; writing the assignments")
     _write_assignments(assigned, out)
     total = summary.write_summary(patterns, out)

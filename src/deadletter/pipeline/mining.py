@@ -541,3 +541,66 @@ def with_context(
             template = f"{template}{CONTEXT_SEPARATOR}{contexts.get(context, '')}".rstrip()
         out[(text, context)] = template
     return out
+
+
+EXAMPLE_VALUES = 3
+
+
+def explain(
+    found: dict[tuple[str, str], str], counts: Iterable[tuple[str, str, int]]
+) -> dict[str, list[dict[str, object]]]:
+    """Why the members of each template belong together: for each variable of the template
+    (`<*>`, a program name `<*>:`), the values its members hold there, the most frequent
+    first (at most EXAMPLE_VALUES), and how many there are. Typed placeholders (`<PATH>`)
+    name their kind already and are left out unless their members differ in kind.
+
+    `found` is `with_context`'s answer and `counts` its input: both engines call this on the
+    same distinct pairs, so the explanations are the same too."""
+    values: dict[str, list[dict[str, int]]] = {}
+    shapes: dict[str, re.Pattern[str] | None] = {}
+    for text, context, n in counts:
+        template = found[(text, context)]
+        head = template.split(CONTEXT_SEPARATOR, 1)[0]
+        if head not in shapes:
+            aligned = shapes[head] = _alignment(head)
+            values[head] = [{} for _ in range(aligned.groups if aligned else 0)]
+        shape = shapes[head]
+        if shape is None:
+            continue
+        tokens = " ".join(t for t in text.split(" ") if t != TAIL_MARK)
+        match = shape.match(tokens)
+        if match is None:
+            continue
+        for i, value in enumerate(match.groups()):
+            seen = values[head][i]
+            seen[value] = seen.get(value, 0) + int(n)
+    out: dict[str, list[dict[str, object]]] = {}
+    for template in set(found.values()):
+        head = template.split(CONTEXT_SEPARATOR, 1)[0]
+        places = [t for t in head.split(" ") if t in PLACEHOLDERS or t == WILDCARD + HEAD_MARK]
+        variables = []
+        for position, (token, seen) in enumerate(zip(places, values.get(head, []), strict=False)):
+            if token not in (WILDCARD, WILDCARD + HEAD_MARK) and set(seen) <= {token}:
+                continue
+            top = sorted(seen, key=lambda v: (-seen[v], v))[:EXAMPLE_VALUES]
+            variables.append(
+                {"variable": position + 1, "token": token, "values": top, "distinct": len(seen)}
+            )
+        out[template] = variables
+    return out
+
+
+def _alignment(template: str) -> re.Pattern[str] | None:
+    """A regular expression that reads a member's tokens against its template: constants as
+    they are, each variable one group of one token or more."""
+    if not template:
+        return None
+    parts = []
+    for token in template.split(" "):
+        if token == WILDCARD + HEAD_MARK:
+            parts.append(r"(\S+):")
+        elif token in PLACEHOLDERS:
+            parts.append(r"(.+?)")
+        else:
+            parts.append(re.escape(token))
+    return re.compile("^" + " ".join(parts) + "$")

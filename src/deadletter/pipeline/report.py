@@ -128,6 +128,21 @@ def _cell_list(values: list[Any]) -> str:
     return "<br>".join(escape(v) for v in _texts(values)) or "&ndash;"
 
 
+def _variables(variables: list[dict[str, Any]]) -> str:
+    """Why the members are one pattern: each variable of the template with the values its
+    members hold there, so that a reader can judge the pattern before redriving it."""
+    if not variables:
+        return ""
+    items = "".join(
+        f"<li><code>{escape(str(v['token']))}</code> #{v['variable']}: "
+        + ", ".join(f"<code>{escape(str(x))}</code>" for x in v["values"])
+        + (f" &hellip; ({v['distinct']} values)" if v["distinct"] > len(v["values"]) else "")
+        + "</li>"
+        for v in variables
+    )
+    return f'<ul class="variables">{items}</ul>'
+
+
 def _row(p: dict[str, Any]) -> str:
     attrs = [
         f"{a['name']}={a['value']} (lift {a['lift']})" for a in p["overrepresented_attributes"]
@@ -136,6 +151,7 @@ def _row(p: dict[str, Any]) -> str:
     return (
         f'<tr id="{escape(p["id"])}"><td><code>{escape(p["id"])}</code></td>'
         f"<td>{p['count']}</td><td><code>{escape(label(p))}</code>"
+        f"{_variables(p.get('variables') or [])}"
         f"<br><small>{escape(p.get('signature') or '')}</small></td>"
         f"<td>{_cell_list(p['source_queues'])}</td><td>{_cell_list(p['reasons'])}</td>"
         f"<td>{escape(p['first_seen'] or '')}<br>{escape(p['last_seen'] or '')}</td>"
@@ -157,6 +173,7 @@ th, td {{ border: 1px solid #ccc; padding: 4px 6px; vertical-align: top; text-al
 th {{ background: #f3f3f3; }}
 code {{ white-space: pre-wrap; word-break: break-word; }}
 pre {{ max-width: 40em; overflow: auto; font-size: 11px; }}
+ul.variables {{ margin: 2px 0; padding-left: 1.2em; font-size: 12px; }}
 </style></head><body>
 <h1>Dead-letter failure patterns</h1>
 <p>{total} dead letters in {len(patterns)} patterns.</p>

@@ -152,8 +152,10 @@ def assemble(
     examples: dict[str, dict[str, Any]],
     shapes: dict[str, dict[str, list[str]]],
     attrs: dict[str, list[dict[str, Any]]],
+    variables: dict[str, list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One JSON-ready dict per pattern, largest first (ties by id)."""
+    """One JSON-ready dict per pattern, largest first (ties by id); `variables` by template
+    (mining.explain)."""
     patterns = []
     for pid, r in folded.base.items():
         shape = shapes.get(pid, {})
@@ -161,6 +163,7 @@ def assemble(
             {
                 "id": pid,
                 "template": r["template"] or "",
+                "variables": (variables or {}).get(r["template"] or "", []),
                 "signature": r["signature"] or "",
                 "count": r["count"],
                 "source_queues": sorted(q for q in r["source_queues"] if q is not None),
