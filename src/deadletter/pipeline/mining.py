@@ -386,11 +386,17 @@ def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tupl
     frames: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[tuple[str, ...], int]] = {}
     for template, n in weight.items():
         size = len(template)
+        # Frames cost the square of the length: long lines are logs more than messages.
+        if size > rules.MAX_FRAME_TOKENS:
+            continue
+        constant = [0]
+        for token in template:
+            constant.append(constant[-1] + (token not in PLACEHOLDERS))
         for i in range(size):
             prefix = template[:i]
             for j in range(size - i):
                 suffix = template[size - j :]
-                if _constants(" ".join(prefix + suffix)) < rules.MIN_FRAME_CONSTANTS:
+                if constant[i] + constant[size] - constant[size - j] < rules.MIN_FRAME_CONSTANTS:
                     continue
                 middles = frames.setdefault((prefix, suffix), {})
                 middle = template[i : size - j]
@@ -457,23 +463,37 @@ def _across_buckets(
     out: dict[tuple[str, ...], tuple[str, ...]] = {}
     for templates in by_length.values():
         clusters: list[tuple[list[str], set[str], list[tuple[str, ...]]]] = []
+        # Which clusters hold a token in a place: only those can reach a positive threshold,
+        # so a template is compared with them alone (the same choice as comparing with all,
+        # first cluster first on ties), not with every cluster of its length.
+        holding: dict[tuple[int, str], set[int]] = {}
         for template in templates:
             bucket = _bucket(template)[1]
-            best, best_sim = None, -1.0
-            for cluster in clusters:
-                if bucket in cluster[1]:
+            if template and threshold > 0:
+                candidates: set[int] = set()
+                for place in enumerate(template):
+                    candidates |= holding.get(place, set())
+            else:
+                candidates = set(range(len(clusters)))
+            best, best_sim = -1, -1.0
+            for i in sorted(candidates):
+                if bucket in clusters[i][1]:
                     continue
-                sim = _similarity(cluster[0], template)
+                sim = _similarity(clusters[i][0], template)
                 if sim > best_sim:
-                    best, best_sim = cluster, sim
-            if best is not None and best_sim >= threshold:
-                shared, buckets, members = best
+                    best, best_sim = i, sim
+            if best >= 0 and best_sim >= threshold:
+                shared, buckets, members = clusters[best]
                 for pos, token in enumerate(template):
                     if shared[pos] != token:
+                        holding.get((pos, shared[pos]), set()).discard(best)
                         shared[pos] = WILDCARD
                 buckets.add(bucket)
                 members.append(template)
             else:
+                for place in enumerate(template):
+                    if place[1] != WILDCARD:
+                        holding.setdefault(place, set()).add(len(clusters))
                 clusters.append((list(template), {bucket}, [template]))
         for _, _, members in clusters:
             for part in _split_on_words(members):
