@@ -377,12 +377,12 @@ def _mine_plain(
 
 
 def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Templates that differ only in a run of words between a shared start and end, where
-    that run varies (`_varies`: many values, or a few with one seen once), are one template
-    with `<*>` there: an error text or a phrase of several words quoted without quotes
-    (`Writer <*> not found. No such file or directory`). The start and the end together keep
-    rules.MIN_FRAME_CONSTANTS constants, and the start at least one, so a variable run is
-    always framed by the words that name the event."""
+    """Templates that differ only in a run of words between a shared start and end (either
+    may be empty), where that run varies freely (`_varies_freely`, in two lengths or more,
+    no word common to all), are one template with `<*>` there: an error text or a phrase of
+    several words written without quotes (`Writer "x" not found. No such file or
+    directory`). The start and the end together keep rules.MIN_FRAME_CONSTANTS constants, so
+    a variable run is always framed by the words that name the event."""
     frames: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[tuple[str, ...], int]] = {}
     for template, n in weight.items():
         size = len(template)
