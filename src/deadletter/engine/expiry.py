@@ -10,6 +10,7 @@ from dataclasses import replace
 from deadletter.domain.model import Message, Reason
 from deadletter.engine import counters, dead_letters, transitions
 from deadletter.engine.events import EngineListener
+from deadletter.engine.groups import DefaultGroup
 from deadletter.engine.transactions import Event, Pending
 from deadletter.storage.base import Transaction
 
@@ -34,9 +35,9 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
         queue = tx.get_queue(project, name)
         to_dlq, not_eligible, dropped = transitions.expiry_dead_letters(queue, messages)
         if to_dlq and queue is not None:
-            dead_letters.move(tx, pending, queue, to_dlq, Reason.EXPIRED, now)
-        if not_eligible:
-            dead_letters.drop(tx, pending, project, name, not_eligible, Reason.EXPIRED)
+            dead_letters.move(tx, pending, DefaultGroup(queue), to_dlq, Reason.EXPIRED, now)
+        if not_eligible and queue is not None:
+            DefaultGroup(queue).drop(tx, pending, not_eligible, Reason.EXPIRED)
         gone = len(dropped) + len(not_eligible)
         if dropped:
             tx.delete_messages(project, name, [m.id for m in dropped])
@@ -65,7 +66,7 @@ def _lapsed_last_claims(
     live = [m for m in messages if m.expires_at > now]
     spent = [m for m in live if transitions.poisoned(m, policy)]
     if spent and queue is not None:
-        dead_letters.past_limit(tx, pending, queue, spent, Reason.MAX_CLAIMS, now)
+        dead_letters.past_limit(tx, pending, DefaultGroup(queue), spent, Reason.MAX_CLAIMS, now)
     spent_ids = {m.id for m in spent}
     tx.update_messages(
         project, [replace(m, dead_letter_due_at=None) for m in live if m.id not in spent_ids]
