@@ -39,7 +39,7 @@ def claim(
         matching = group.skip_unmatched(tx, found)
         poisoned = [m for m in matching if transitions.poisoned(m, policy)]
         fresh = [
-            group.last_delivery(transitions.claimed(m, claim_id, now, expires, grace))
+            transitions.last_delivery(transitions.claimed(m, claim_id, now, expires, grace), policy)
             for m in matching
             if not transitions.poisoned(m, policy)
         ]

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from deadletter.domain.model import Message, Queue, Reason
 from deadletter.domain.tags import ConsumerTag, TagState
-from deadletter.engine import counters, fifo, tags, transitions
+from deadletter.engine import counters, fifo, tags
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import held_rows, live_messages
 from deadletter.engine.transactions import Pending
@@ -38,11 +38,6 @@ class ConsumerGroup(abc.ABC):
     def skip_unmatched(self, tx: Transaction, found: list[Message]) -> list[Message]:
         """The claimable messages this group delivers; those it does not are done with."""
         return found
-
-    def last_delivery(self, m: Message) -> Message:
-        """`m` just claimed, marked due for the DLQ when this was its last allowed delivery
-        and its claim lapses, where the group keeps such a mark (`expiry` sweeps them)."""
-        return m
 
     def claim_ended(self, tx: Transaction) -> None:  # noqa: B027 - optional step
         """Called once a claim has taken what it will."""
@@ -113,9 +108,6 @@ class DefaultGroup(ConsumerGroup):
 
     def claimable(self, tx: Transaction, now: float, limit: int) -> list[Message]:
         return fifo.claimable(tx, self.queue, now, limit)
-
-    def last_delivery(self, m: Message) -> Message:
-        return transitions.last_delivery(m, self.queue.settings.dead_letter)
 
     def hold(self, tx: Transaction, messages: Sequence[Message]) -> None:
         tx.update_messages(self.queue.project, messages)
@@ -211,6 +203,8 @@ class TagGroup(ConsumerGroup):
 
     def hold(self, tx: Transaction, messages: Sequence[Message]) -> None:
         self._save(tx, messages, TagState.LIVE)
+        # A claim keeps its message alive for every group, as the default group's does.
+        tx.extend_lives(self.queue.project, [m for m in messages if m.claim_id is not None])
 
     def held(self, tx: Transaction, ids: Sequence[str], now: float) -> list[Message]:
         views = self._views(tx, ids)
