@@ -123,8 +123,8 @@ def run_machine(store: Store) -> None:
                     continue
                 d.count += 1
                 d.claim, d.claim_until, d.visible = got.id, self.now + ttl, self.now + ttl
-                if group is None:  # the queue's own claims keep the message alive
-                    m.expires = max(m.expires, self.now + ttl)
+                # Every group's claims keep the message alive, for every group.
+                m.expires = max(m.expires, self.now + ttl)
                 expected.append(m.body)
             assert [x.body.decode() for x in got.messages] == expected, group
 
@@ -161,11 +161,12 @@ def run_machine(store: Store) -> None:
         def advance_and_sweep(self, seconds: int) -> None:
             self.clock.advance(seconds)
             self.engine.sweep_expired()
-            # The untagged consumers' last allowed claims that lapsed leave for the DLQ.
-            for m in self.alive(None):
-                d = m.groups[None]
-                if d.claim and d.count >= MAX_CLAIMS and d.claim_until <= self.now:
-                    d.final = "dead"
+            # Every group's last allowed claims that lapsed leave for the DLQ, each for its group.
+            for group in GROUPS:
+                for m in self.alive(group):
+                    d = m.groups[group]
+                    if d.claim and d.count >= MAX_CLAIMS and d.claim_until <= self.now:
+                        d.final = "dead"
 
         def states(self, group: str | None) -> dict[str, int]:
             out = dict.fromkeys(("ready", "claimed", "delayed", "acked", "dead", "expired"), 0)

@@ -11,6 +11,7 @@ from deadletter.domain.model import (
     SOURCE_TAG_ATTRIBUTE,
     Attribute,
     DeadLetterFilter,
+    QueueSettings,
     Reason,
     TaskStatus,
 )
@@ -232,3 +233,57 @@ def test_expiry_ends_a_message_for_every_group(engine: Engine, clock: ManualCloc
     engine.sweep_expired()
     assert engine.claim(P, "q", 10, tag="a").messages == ()
     assert engine.get_tag(P, "q", "a").counts.claimed == 0
+
+
+@pytest.mark.parametrize("tag", [None, "billing"])
+def test_a_lapsed_last_claim_is_dead_lettered_by_the_sweep_in_every_group(
+    engine: Engine, clock: ManualClock, tag: str | None
+) -> None:
+    # Given a queue with a tag, whose policy allows one claim,
+    with_dlq(engine, max_claims=1)
+    engine.create_tag(P, "orders", "billing")
+    (sent,) = send(engine, "orders", "order-1")
+    # when a group's one claim lapses unacknowledged,
+    engine.claim(P, "orders", 10, ttl=30, tag=tag)
+    clock.advance(31)
+    # the sweep moves it to the DLQ for that group, with no claim of the group to find it,
+    engine.sweep_expired()
+    (dead,) = engine.list_dead_letters(P, "orders-dlq")
+    assert dead.provenance is not None
+    assert (dead.provenance.original_message_id, dead.provenance.source_tag) == (sent.id, tag)
+    assert (dead.provenance.reason, dead.provenance.dead_lettered_at) == (
+        Reason.MAX_CLAIMS,
+        clock.now(),
+    )
+    # and the other group still receives the message.
+    other = "billing" if tag is None else None
+    assert [m.id for m in engine.claim(P, "orders", 10, tag=other).messages] == [sent.id]
+
+
+@pytest.mark.parametrize("tag", [None, "billing"])
+def test_a_claim_keeps_its_message_alive_for_every_group(
+    engine: Engine, clock: ManualClock, tag: str | None
+) -> None:
+    # Given a message that expires in 60 seconds on a queue with a tag,
+    engine.create_queue(P, "orders")
+    engine.create_tag(P, "orders", "billing")
+    (sent,) = send(engine, "orders", "order-1", ttl=60)
+    # when one group claims it for 100 seconds, with 20 seconds of grace,
+    engine.claim(P, "orders", 10, ttl=100, grace=20, tag=tag)
+    # it lives until the claim and its grace end, and the sweep leaves it to every group,
+    assert engine.get_message(P, "orders", sent.id).expires_at == clock.now() + 120
+    clock.advance(110)
+    engine.sweep_expired()
+    other = "billing" if tag is None else None
+    assert [m.id for m in engine.claim(P, "orders", 10, tag=other).messages] == [sent.id]
+    # and ends with them.
+    clock.advance(200)
+    engine.sweep_expired()
+    assert engine.get_messages(P, "orders", [sent.id]) == []
+
+
+def test_a_fifo_queue_refuses_tags_and_says_why(engine: Engine) -> None:
+    engine.create_queue(P, "q.fifo", QueueSettings(fifo=True))
+    with pytest.raises(errors.InvalidInput, match="FIFO queue of its own"):
+        engine.create_tag(P, "q.fifo", "a")
+    assert engine.list_tags(P, "q.fifo") == []

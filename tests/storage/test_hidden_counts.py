@@ -239,8 +239,12 @@ def test_consumers_racing_on_one_queue_and_one_claim_keep_the_counts(
     check(engine, store, clock)
 
 
-# The schema as it was before migration 0013, for a store that holds messages already.
+# The schema as it was before migration 0013, for a store that holds messages already (the
+# migrations after it undone first, so that the store runs them all again).
 BEFORE_0013 = (
+    "DROP INDEX tag_states_dl_due",
+    "ALTER TABLE tag_states DROP COLUMN dl_due_at",
+    "DELETE FROM schema_version WHERE version = 14",
     "DROP INDEX messages_ready",
     "DROP INDEX messages_hidden",
     "DROP TABLE queue_hidden",

@@ -93,6 +93,7 @@ class Delivery:
     visible_at: float
     claim_count: int
     first_claimed_at: float | None
+    dead_letter_due_at: float | None = None
 
 
 def seen_by_tag(m: Message, delivery: Delivery | None) -> Message:
@@ -116,5 +117,5 @@ def seen_by_tag(m: Message, delivery: Delivery | None) -> Message:
         visible_at=delivery.visible_at,
         claim_count=delivery.claim_count,
         first_claimed_at=delivery.first_claimed_at,
-        dead_letter_due_at=None,
+        dead_letter_due_at=delivery.dead_letter_due_at,
     )

@@ -1,13 +1,15 @@
-"""Claims: handing messages to a consumer, and the poisoned ones to the DLQ on the way."""
+"""Claims of any consumer group: handing messages to a consumer, the poisoned ones to the DLQ
+on the way, and giving them back."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from deadletter.domain.model import Claim, Message, Queue, Reason
-from deadletter.engine import dead_letters, fifo, transitions
+from deadletter.domain.model import Claim, Message, Reason
+from deadletter.engine import dead_letters, transitions
+from deadletter.engine.groups import ConsumerGroup
 from deadletter.engine.ids import new_id
-from deadletter.engine.lookups import live_claim, live_messages
+from deadletter.engine.lookups import live_claim
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import ClaimRecord, Transaction
 
@@ -15,45 +17,49 @@ from deadletter.storage.base import ClaimRecord, Transaction
 def claim(
     tx: Transaction,
     pending: Pending,
-    queue: Queue,
+    group: ConsumerGroup,
     limit: int,
     claim_ttl: int,
     grace: int,
     now: float,
 ) -> Claim:
-    """Claim up to `limit` messages of `queue`, oldest first; those delivered `max_claims`
-    times already move to the DLQ instead, and the claim holds only what was delivered."""
+    """Claim up to `limit` messages for `group`, oldest first; those delivered `max_claims`
+    times already move to the DLQ instead, those the group does not deliver (a tag's filter)
+    are passed over, and the claim holds only what was delivered."""
+    queue = group.queue
     project, name = queue.project, queue.name
     policy = queue.settings.dead_letter
     claim_id = new_id()
     expires = now + claim_ttl
     delivered: list[Message] = []
     while len(delivered) < limit:
-        candidates = fifo.claimable(tx, queue, now, limit - len(delivered))
-        if not candidates:
+        found = group.claimable(tx, now, limit - len(delivered))
+        if not found:
             break
-        poisoned = [m for m in candidates if transitions.poisoned(m, policy)]
+        matching = group.skip_unmatched(tx, found)
+        poisoned = [m for m in matching if transitions.poisoned(m, policy)]
         fresh = [
             transitions.last_delivery(transitions.claimed(m, claim_id, now, expires, grace), policy)
-            for m in candidates
+            for m in matching
             if not transitions.poisoned(m, policy)
         ]
-        tx.update_messages(project, fresh)
+        group.hold(tx, fresh)
         delivered += fresh
-        if not poisoned:
+        if poisoned:
+            dead_letters.past_limit(tx, pending, group, poisoned, Reason.MAX_CLAIMS, now)
+        elif len(matching) == len(found):
             break
-        dead_letters.past_limit(tx, pending, queue, poisoned, Reason.MAX_CLAIMS, now)
+    group.claim_ended(tx)
     if delivered:
         tx.insert_claim(ClaimRecord(claim_id, project, name, claim_ttl, grace, now, expires))
-        count = len(delivered)
-        pending.calls.append(lambda lst: lst.claimed(project, name, count))
+        group.claimed(pending, len(delivered))
     return Claim(claim_id, name, claim_ttl, grace, now, expires, tuple(delivered))
 
 
 def given_back(
     tx: Transaction,
     pending: Pending,
-    queue: Queue,
+    group: ConsumerGroup,
     messages: list[Message],
     now: float,
     delay: int = 0,
@@ -62,42 +68,54 @@ def given_back(
     are now: those delivered as often as the policy allows leave for the DLQ at once (or are
     dropped when not eligible) instead of waiting, visible, for another claim; the others are
     visible again after `delay` seconds."""
+    queue = group.queue
     policy = queue.settings.dead_letter
     spent = [m for m in messages if transitions.poisoned(m, policy)]
     spent_ids = {m.id for m in spent}
     back = [transitions.unclaimed(m, now, delay) for m in messages if m.id not in spent_ids]
-    tx.update_messages(queue.project, back)
+    group.hold(tx, back)
     if back and delay == 0:
         pending.available.add((queue.project, queue.name))
-    moved = dead_letters.past_limit(tx, pending, queue, spent, Reason.MAX_CLAIMS, now)
+    moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
     return back + moved
 
 
-def get(tx: Transaction, project: str, queue: str, claim_id: str, now: float) -> Claim:
-    record = live_claim(tx, project, queue, claim_id, now)
-    messages = tuple(live_messages(tx, project, queue, claim_id, now))
+def get(tx: Transaction, group: ConsumerGroup, claim_id: str, now: float) -> Claim:
+    queue = group.queue
+    record = live_claim(tx, queue.project, queue.name, claim_id, now)
+    messages = tuple(group.claimed_by(tx, claim_id, now))
     return Claim(
-        record.id, queue, record.ttl, record.grace, record.created_at, record.expires_at, messages
-    )
+        record.id, queue.name, record.ttl, record.grace, record.created_at, record.expires_at,
+        messages,
+    )  # fmt: skip
 
 
 def renew(
     tx: Transaction,
-    project: str,
-    queue: str,
+    group: ConsumerGroup,
     claim_id: str,
     ttl: int,
     grace: int | None,
     now: float,
 ) -> Claim:
     """The claim's messages held `ttl` seconds from now, with the claim's grace or `grace`."""
-    record = live_claim(tx, project, queue, claim_id, now, lock=True)
+    queue = group.queue
+    record = live_claim(tx, queue.project, queue.name, claim_id, now, lock=True)
     new_grace = record.grace if grace is None else grace
     expires = now + ttl
     renewed = [
         transitions.renewed(m, expires, new_grace)
-        for m in live_messages(tx, project, queue, claim_id, now, lock=True)
+        for m in group.claimed_by(tx, claim_id, now, lock=True)
     ]
-    tx.update_messages(project, renewed)
+    group.hold(tx, renewed)
     tx.update_claim(replace(record, ttl=ttl, grace=new_grace, expires_at=expires))
-    return Claim(claim_id, queue, ttl, new_grace, record.created_at, expires, tuple(renewed))
+    return Claim(claim_id, queue.name, ttl, new_grace, record.created_at, expires, tuple(renewed))
+
+
+def release(
+    tx: Transaction, pending: Pending, group: ConsumerGroup, claim_id: str, now: float
+) -> int:
+    """Give back every message the claim still holds; how many."""
+    held = group.claimed_by(tx, claim_id, now, lock=True)
+    given_back(tx, pending, group, held, now)
+    return len(held)

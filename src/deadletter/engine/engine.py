@@ -32,12 +32,11 @@ from deadletter.domain.model import (
 from deadletter.engine import (
     acknowledgements,
     claims,
-    counters,
     dead_letters,
     expiry,
     fifo,
+    groups,
     queues,
-    tag_claims,
     tags,
     templates,
     transitions,
@@ -47,7 +46,7 @@ from deadletter.engine import (
 from deadletter.engine.dead_letter_operations import DeadLetterOperations
 from deadletter.engine.events import EngineListener
 from deadletter.engine.ids import new_id
-from deadletter.engine.lookups import held_message, live_messages, require_queue
+from deadletter.engine.lookups import held_by, require_queue
 from deadletter.engine.subscriptions import Subscriptions, fan_out
 from deadletter.engine.tag_operations import TagOperations
 from deadletter.engine.transactions import Pending, Runner
@@ -278,11 +277,9 @@ class Engine(DeadLetterOperations, TagOperations):
                 by_tag.setdefault(tag, []).append(i)
             results: dict[int, bool | errors.DeadletterError] = {}
             for tag, where in by_tag.items():
+                group = groups.of(tx, source, tag)
                 pairs = [(held[i][0], held[i][1]) for i in where]
-                if tag is None:
-                    got = acknowledgements.acknowledge(tx, pending, source, pairs, now, strict)
-                else:
-                    got = tag_claims.acknowledge(tx, pending, source, tag, pairs, now, strict)
+                got = acknowledgements.acknowledge(tx, pending, group, pairs, now, strict)
                 results.update(zip(where, got, strict=True))
             return [results[i] for i in range(len(held))]
 
@@ -293,14 +290,10 @@ class Engine(DeadLetterOperations, TagOperations):
 
         def work(tx: Transaction, pending: Pending) -> int:
             source = require_queue(tx, project, queue)
-            if source.settings.consumer_tags:
-                found = tags.not_done_by_default(tx.get_messages(project, queue, ids))
-                gone = acknowledgements.finished(tx, source, found)
-            else:
-                gone = tx.delete_messages(project, queue, ids)
+            group = groups.DefaultGroup(source)
+            gone = group.finish(tx, tags.not_done_by_default(tx.get_messages(project, queue, ids)))
             if gone:
-                tx.bump_counter(project, queue, counters.ACKNOWLEDGED, gone)
-                pending.calls.append(lambda lst: lst.acknowledged(project, queue, gone))
+                group.acknowledged(tx, pending, gone)
             return gone
 
         return self._run(work)
@@ -309,12 +302,11 @@ class Engine(DeadLetterOperations, TagOperations):
         """Take and delete up to `limit` visible messages, oldest first."""
 
         def work(tx: Transaction, pending: Pending) -> list[Message]:
-            source = require_queue(tx, project, queue)
-            taken = fifo.claimable(tx, source, self.clock.now(), limit)
+            group = groups.DefaultGroup(require_queue(tx, project, queue))
+            taken = group.claimable(tx, self.clock.now(), limit)
             if taken:
-                acknowledgements.finished(tx, source, taken)
-                tx.bump_counter(project, queue, counters.ACKNOWLEDGED, len(taken))
-                pending.calls.append(lambda lst: lst.acknowledged(project, queue, len(taken)))
+                group.finish(tx, taken)
+                group.acknowledged(tx, pending, len(taken))
             return taken
 
         return self._run(work)
@@ -341,19 +333,15 @@ class Engine(DeadLetterOperations, TagOperations):
             queue = require_queue(tx, project, queue_name)
             claim_ttl = queue.settings.claim_ttl if ttl is None else ttl
             validation.check_range("claim TTL", claim_ttl, 0, MAX_CLAIM_TTL)
-            now = self.clock.now()
-            if tag is not None:
-                return tag_claims.claim(tx, pending, queue, tag, limit, claim_ttl, grace, now)
-            return claims.claim(tx, pending, queue, limit, claim_ttl, grace, now)
+            group = groups.of(tx, queue, tag, lock=True)
+            return claims.claim(tx, pending, group, limit, claim_ttl, grace, self.clock.now())
 
         return self._run(work)
 
     def get_claim(self, project: str, queue: str, claim_id: str, tag: str | None = None) -> Claim:
         def work(tx: Transaction) -> Claim:
-            source = require_queue(tx, project, queue)
-            if tag is not None:
-                return tag_claims.get(tx, source, tag, claim_id, self.clock.now())
-            return claims.get(tx, project, queue, claim_id, self.clock.now())
+            group = groups.of(tx, require_queue(tx, project, queue), tag)
+            return claims.get(tx, group, claim_id, self.clock.now())
 
         return self._read(work)
 
@@ -369,10 +357,8 @@ class Engine(DeadLetterOperations, TagOperations):
         validation.check_range("claim TTL", ttl, 0, MAX_CLAIM_TTL)
 
         def work(tx: Transaction, _: Pending) -> Claim:
-            source = require_queue(tx, project, queue)
-            if tag is not None:
-                return tag_claims.renew(tx, source, tag, claim_id, ttl, grace, self.clock.now())
-            return claims.renew(tx, project, queue, claim_id, ttl, grace, self.clock.now())
+            group = groups.of(tx, require_queue(tx, project, queue), tag)
+            return claims.renew(tx, group, claim_id, ttl, grace, self.clock.now())
 
         return self._run(work)
 
@@ -386,14 +372,9 @@ class Engine(DeadLetterOperations, TagOperations):
             # Locked, as its messages are: a renewal of the claim waits, or is waited for.
             if tx.get_claim(project, queue, claim_id, lock=True) is None:
                 raise errors.ClaimNotFound(f"claim {claim_id!r} does not exist")
-            if tag is not None:
-                held = tag_claims.live_messages(tx, source, tag, claim_id, now, lock=True)
-                tag_claims.given_back(tx, pending, source, tag, held, now)
-            else:
-                held = live_messages(tx, project, queue, claim_id, now, lock=True)
-                claims.given_back(tx, pending, source, held, now)
+            released = claims.release(tx, pending, groups.of(tx, source, tag), claim_id, now)
             tx.delete_claim(project, queue, claim_id)
-            return len(held)
+            return released
 
         return self._run(work)
 
@@ -412,14 +393,9 @@ class Engine(DeadLetterOperations, TagOperations):
 
         def work(tx: Transaction, pending: Pending) -> Message:
             now = self.clock.now()
-            if tag is not None:
-                source = require_queue(tx, project, queue)
-                held = tag_claims.held_message(tx, source, tag, message_id, claim_id, now)
-                (back,) = tag_claims.given_back(tx, pending, source, tag, [held], now, delay)
-                return back
-            message = held_message(tx, project, queue, message_id, claim_id, now)
-            source = require_queue(tx, project, queue)
-            (released,) = claims.given_back(tx, pending, source, [message], now, delay) or [message]
+            group = groups.named(require_queue(tx, project, queue), tag)
+            message = held_by(group.held(tx, [message_id], now), message_id, claim_id, now)
+            (released,) = claims.given_back(tx, pending, group, [message], now, delay) or [message]
             return released
 
         return self._run(work)
@@ -475,13 +451,9 @@ class Engine(DeadLetterOperations, TagOperations):
             raise errors.InvalidInput("no messages to dead-letter")
 
         def work(tx: Transaction, pending: Pending) -> list[Message]:
+            group = groups.of(tx, require_queue(tx, project, queue_name), tag)
             now = self.clock.now()
-            if tag is not None:
-                source = require_queue(tx, project, queue_name)
-                return tag_claims.reject(tx, pending, source, tag, held, now, description, error)
-            return dead_letters.reject(
-                tx, pending, project, queue_name, held, now, description, error
-            )
+            return dead_letters.reject(tx, pending, group, held, now, description, error)
 
         return self._run(work)
 

@@ -1,5 +1,5 @@
 """The expiry sweep: expired messages dropped, or dead-lettered where their queue asks for it;
-messages whose last allowed claim lapsed moved to the DLQ."""
+messages whose last allowed claim lapsed in a consumer group moved to the DLQ for it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from deadletter.domain.model import Message, Reason
-from deadletter.engine import counters, dead_letters, transitions
+from deadletter.engine import counters, dead_letters, groups, transitions
 from deadletter.engine.events import EngineListener
+from deadletter.engine.groups import ConsumerGroup, DefaultGroup
 from deadletter.engine.transactions import Event, Pending
 from deadletter.storage.base import Transaction
 
@@ -34,9 +35,9 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
         queue = tx.get_queue(project, name)
         to_dlq, not_eligible, dropped = transitions.expiry_dead_letters(queue, messages)
         if to_dlq and queue is not None:
-            dead_letters.move(tx, pending, queue, to_dlq, Reason.EXPIRED, now)
-        if not_eligible:
-            dead_letters.drop(tx, pending, project, name, not_eligible, Reason.EXPIRED)
+            dead_letters.move(tx, pending, DefaultGroup(queue), to_dlq, Reason.EXPIRED, now)
+        if not_eligible and queue is not None:
+            DefaultGroup(queue).drop(tx, pending, not_eligible, Reason.EXPIRED)
         gone = len(dropped) + len(not_eligible)
         if dropped:
             tx.delete_messages(project, name, [m.id for m in dropped])
@@ -46,8 +47,13 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
             tx.bump_counter(project, name, counters.EXPIRED_DROPPED, gone)
             pending.calls.append(_expired_event(project, name, gone))
     due = tx.due_dead_letters(now, limit)
-    for (project, name), messages in _by_queue(due).items():
-        _lapsed_last_claims(tx, pending, project, name, messages, now)
+    by_group: dict[tuple[str, str, str | None], list[Message]] = defaultdict(list)
+    for project, tag, m in due:
+        by_group[(project, m.queue, tag)].append(m)
+    for (project, name, tag), messages in by_group.items():
+        queue = tx.get_queue(project, name)
+        if queue is not None:
+            _lapsed_last_claims(tx, pending, groups.named(queue, tag), messages, now)
     # Claims that lapsed and delays that ended are noted, so that stats stay flat.
     settled = tx.settle_hidden(now - SETTLE_AFTER, limit)
     tx.delete_stale_claims(now - STALE_CLAIM_AGE)
@@ -55,21 +61,19 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
 
 
 def _lapsed_last_claims(
-    tx: Transaction, pending: Pending, project: str, name: str, messages: list[Message], now: float
+    tx: Transaction, pending: Pending, group: ConsumerGroup, messages: list[Message], now: float
 ) -> None:
-    """Messages whose last allowed claim lapsed unacknowledged go to the DLQ now, as a claim
-    would move them. Those that expired are the expiry's; those whose policy changed since
-    their claim (removed, inactive, a higher limit) lose the mark and wait for a claim."""
-    queue = tx.get_queue(project, name)
-    policy = queue.settings.dead_letter if queue is not None else None
+    """Messages whose last allowed claim in `group` lapsed unacknowledged go to the DLQ now,
+    as the group's next claim would move them. Those that expired are the expiry's; those
+    whose policy changed since their claim (removed, inactive, a higher limit) lose the mark
+    and wait for a claim."""
+    policy = group.queue.settings.dead_letter
     live = [m for m in messages if m.expires_at > now]
     spent = [m for m in live if transitions.poisoned(m, policy)]
-    if spent and queue is not None:
-        dead_letters.past_limit(tx, pending, queue, spent, Reason.MAX_CLAIMS, now)
+    if spent:
+        dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
     spent_ids = {m.id for m in spent}
-    tx.update_messages(
-        project, [replace(m, dead_letter_due_at=None) for m in live if m.id not in spent_ids]
-    )
+    group.hold(tx, [replace(m, dead_letter_due_at=None) for m in live if m.id not in spent_ids])
 
 
 def _by_queue(found: Iterable[tuple[str, Message]]) -> dict[tuple[str, str], list[Message]]:

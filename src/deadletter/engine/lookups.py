@@ -16,15 +16,6 @@ def require_queue(tx: Transaction, project: str, name: str, lock: bool = False) 
     return queue
 
 
-def held_message(
-    tx: Transaction, project: str, queue: str, message_id: str, claim_id: str, now: float
-) -> Message:
-    """An unexpired message of `queue` that `claim_id` holds right now, its row locked for
-    the write that follows (a give-back and a renewal of one claim take turns)."""
-    require_queue(tx, project, queue)
-    return held_by(held_rows(tx, project, queue, [message_id], now), message_id, claim_id, now)
-
-
 def held_rows(
     tx: Transaction, project: str, queue: str, ids: Sequence[str], now: float
 ) -> list[Message]:

@@ -1,6 +1,6 @@
 """The consumer-tag side of the engine's façade: tags as a resource of a queue. `Engine`
 inherits these; the `tag` selector of its claim and message operations is in `engine`, the
-rules in `tags` and `tag_claims`."""
+rules in `tags`, `groups` and the steps they serve."""
 
 from __future__ import annotations
 

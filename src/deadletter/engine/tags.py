@@ -60,7 +60,11 @@ def create(
     since then (older ones still in the queue included)."""
     queue = require_queue(tx, project, queue_name, lock=True)
     if queue.settings.fifo:
-        raise errors.InvalidInput("a FIFO queue has no consumer tags")
+        # Its group order is kept by what is in flight on the message rows (docs/api.md).
+        raise errors.InvalidInput(
+            "a FIFO queue has no consumer tags: it keeps each message group's order for one"
+            " consumer group; give each consumer group a FIFO queue of its own"
+        )
     if name in queue.settings.consumer_tags:
         raise errors.TagAlreadyExists(f"queue {queue_name!r} already has a tag {name!r}")
     if len(queue.settings.consumer_tags) >= MAX_TAGS_PER_QUEUE:

@@ -218,9 +218,10 @@ class Transaction(TagTransaction):
         """(project, message) pairs whose expiry has passed, across all queues, locked."""
 
     @abc.abstractmethod
-    def due_dead_letters(self, now: float, limit: int) -> list[tuple[str, Message]]:
-        """(project, message) pairs whose `dead_letter_due_at` has passed, across all queues,
-        locked."""
+    def due_dead_letters(self, now: float, limit: int) -> list[tuple[str, str | None, Message]]:
+        """(project, consumer group, message) whose `dead_letter_due_at` has passed in that
+        group (None: the untagged consumers; a tag: as it sees the message), across all
+        queues, up to `limit` of each kind, their deliveries locked."""
 
     @abc.abstractmethod
     def settle_hidden(self, now: float, limit: int) -> int:

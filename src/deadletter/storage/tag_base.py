@@ -65,6 +65,11 @@ class TagTransaction(abc.ABC):
         """`state`, with the delivery fields of each message as the tag sees it (LIVE: claim)."""
 
     @abc.abstractmethod
+    def extend_lives(self, project: str, messages: Sequence[Message]) -> None:
+        """Each message's row lives at least until the message's `expires_at`, as a tag's
+        claim set it (the row is every group's: it is only ever made to live longer)."""
+
+    @abc.abstractmethod
     def final_tag_states(self, ids: Sequence[str]) -> dict[str, set[str]]:
         """By message id, the tags done with it (acknowledged, dead-lettered, skipped)."""
 

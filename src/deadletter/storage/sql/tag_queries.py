@@ -33,7 +33,7 @@ _UNSEEN = (
 _STATE_COLUMNS = (
     "s.state AS t_state, s.claim_id AS t_claim_id, s.claim_expires_at AS t_claim_expires_at,"
     " s.visible_at AS t_visible_at, s.claim_count AS t_claim_count,"
-    " s.first_claimed_at AS t_first_claimed_at"
+    " s.first_claimed_at AS t_first_claimed_at, s.dl_due_at AS t_dl_due_at"
 )
 TAG_CLAIMABLE_NEW = (
     "SELECT m.* FROM messages m /* indexed by messages_queue_seq */ WHERE" + _UNSEEN
@@ -69,12 +69,25 @@ TAG_VIEWS_LOCKED = (
 )
 SAVE_TAG_STATE = (
     "INSERT INTO tag_states (message_id, tag, project, queue, seq, state, claim_id,"
-    " claim_expires_at, visible_at, claim_count, first_claimed_at) VALUES (:message_id, :tag,"
-    " :project, :queue, :seq, :state, :claim_id, :claim_expires_at, :visible_at, :claim_count,"
-    " :first_claimed_at) ON CONFLICT (message_id, tag) DO UPDATE SET state = excluded.state,"
-    " claim_id = excluded.claim_id, claim_expires_at = excluded.claim_expires_at,"
-    " visible_at = excluded.visible_at, claim_count = excluded.claim_count,"
-    " first_claimed_at = excluded.first_claimed_at"
+    " claim_expires_at, visible_at, claim_count, first_claimed_at, dl_due_at) VALUES"
+    " (:message_id, :tag, :project, :queue, :seq, :state, :claim_id, :claim_expires_at,"
+    " :visible_at, :claim_count, :first_claimed_at, :dl_due_at) ON CONFLICT (message_id, tag)"
+    " DO UPDATE SET state = excluded.state, claim_id = excluded.claim_id,"
+    " claim_expires_at = excluded.claim_expires_at, visible_at = excluded.visible_at,"
+    " claim_count = excluded.claim_count, first_claimed_at = excluded.first_claimed_at,"
+    " dl_due_at = excluded.dl_due_at"
+)
+# Tags' last allowed claims that lapsed, for the sweep (`DUE_DEAD_LETTERS` of tags).
+DUE_TAG_DEAD_LETTERS = (
+    f"SELECT m.*, {_STATE_COLUMNS}, s.tag AS t_tag FROM tag_states s"
+    " /* indexed by tag_states_dl_due */ JOIN messages m ON m.id = s.message_id"
+    " WHERE s.dl_due_at <= :now AND s.state = 'live' ORDER BY s.dl_due_at, s.seq LIMIT :limit"
+    " FOR UPDATE OF s SKIP LOCKED"
+)
+# One row at a time, in the order given (oldest first), so that rows are locked in `seq` order.
+EXTEND_LIFE = (
+    "UPDATE messages SET expires_at = :expires_at"
+    " WHERE id = :id AND project = :project AND expires_at < :expires_at"
 )
 FINAL_TAG_STATES = (
     "SELECT message_id, tag FROM tag_states WHERE message_id = ANY(:ids) AND state != 'live'"

@@ -54,6 +54,7 @@ def _view(r: Row) -> tuple[Message, TagState | None]:
         r["t_visible_at"],
         int(r["t_claim_count"]),
         r["t_first_claimed_at"],
+        r["t_dl_due_at"],
     )
     return seen_by_tag(message_from(r), delivery), delivery.state
 
@@ -149,10 +150,24 @@ class TagStatements(Executor):
                     "visible_at": m.visible_at,
                     "claim_count": m.claim_count,
                     "first_claimed_at": m.first_claimed_at,
+                    "dl_due_at": m.dead_letter_due_at if live else None,
                 }
                 for m in messages
             ],
         )
+
+    def due_tag_dead_letters(self, params: dict[str, Any]) -> list[tuple[str, str | None, Message]]:
+        """`Transaction.due_dead_letters` of tags: (project, tag, message as the tag sees it)."""
+        rows = self.all(t.DUE_TAG_DEAD_LETTERS, params)
+        return [(r["project"], r["t_tag"], _view(r)[0]) for r in rows]
+
+    def extend_lives(self, project: str, messages: Sequence[Message]) -> None:
+        rows = [
+            {"id": m.id, "project": project, "expires_at": m.expires_at}
+            for m in sorted(messages, key=lambda m: m.seq)
+        ]
+        if rows:
+            self.run_many(t.EXTEND_LIFE, rows)
 
     def final_tag_states(self, ids: Sequence[str]) -> dict[str, set[str]]:
         done: dict[str, set[str]] = defaultdict(set)

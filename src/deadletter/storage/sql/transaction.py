@@ -370,9 +370,13 @@ class SQLTransaction(
         rows = self.all(q.EXPIRED, {"now": now, "limit": limit})
         return [(r["project"], self._locked_message(r)) for r in rows]
 
-    def due_dead_letters(self, now: float, limit: int) -> list[tuple[str, Message]]:
-        rows = self.all(q.DUE_DEAD_LETTERS, {"now": now, "limit": limit})
-        return [(r["project"], self._locked_message(r)) for r in rows]
+    def due_dead_letters(self, now: float, limit: int) -> list[tuple[str, str | None, Message]]:
+        params = {"now": now, "limit": limit}
+        due: list[tuple[str, str | None, Message]] = [
+            (r["project"], None, self._locked_message(r))
+            for r in self.all(q.DUE_DEAD_LETTERS, params)
+        ]
+        return due + self.due_tag_dead_letters(params)
 
     # Claims
 
