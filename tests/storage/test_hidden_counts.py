@@ -244,6 +244,8 @@ def test_consumers_racing_on_one_queue_and_one_claim_keep_the_counts(
 BEFORE_0013 = (
     "DROP INDEX tag_states_dl_due",
     "ALTER TABLE tag_states DROP COLUMN dl_due_at",
+    "DELETE FROM schema_version WHERE version = 15",
+    "ALTER TABLE tasks DROP COLUMN canary",
     "DELETE FROM schema_version WHERE version = 14",
     "DROP INDEX messages_ready",
     "DROP INDEX messages_hidden",
