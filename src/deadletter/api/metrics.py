@@ -85,6 +85,13 @@ class Metrics(EngineListener):
             ["project", "queue", "tag", "event"],
             registry=r,
         )
+        # Labelled by kind only (new, rate_jump): a pattern id or a DLQ would grow without bound.
+        self.pattern_alerts_total = Counter(
+            "deadletter_pattern_alerts",
+            "Failure-pattern alerts raised when a DLQ's patterns were stored.",
+            ["kind"],
+            registry=r,
+        )
         self.request_seconds = Histogram(
             "deadletter_http_request_duration_seconds",
             "HTTP request latency.",
@@ -139,6 +146,9 @@ class Metrics(EngineListener):
         if project is None:
             return generate_latest(self.registry)
         return generate_latest(_OneProject(self.registry, project))
+
+    def pattern_alerts(self, project: str, dlq: str, kind: str, count: int) -> None:
+        self.pattern_alerts_total.labels(kind).inc(count)
 
     async def endpoint(self, request: Request) -> Response:
         return self.response(None)

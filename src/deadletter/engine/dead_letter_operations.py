@@ -11,6 +11,7 @@ from deadletter.clock import Clock
 from deadletter.domain.model import Canary, DeadLetterFilter, ListQuery, Message, Queue, RedriveTask
 from deadletter.engine import patterns, redrive, validation
 from deadletter.engine.lookups import require_queue
+from deadletter.engine.subscriptions import Subscriptions
 from deadletter.engine.transactions import Pending, Runner
 from deadletter.storage.base import CredentialRecord, Transaction
 
@@ -18,6 +19,7 @@ from deadletter.storage.base import CredentialRecord, Transaction
 class DeadLetterOperations:
     clock: Clock
     _runner: Runner
+    subscriptions: Subscriptions
 
     # Redrive
 
@@ -103,8 +105,17 @@ class DeadLetterOperations:
 
     # Failure patterns from the analysis pipeline
 
-    def save_patterns(self, project: str, dlq: str, found: list[dict[str, Any]]) -> None:
-        self._runner.run(lambda tx, _: patterns.save(tx, project, dlq, found))
+    def save_patterns(
+        self, project: str, dlq: str, found: list[dict[str, Any]]
+    ) -> list[tuple[str, str]]:
+        """Replace the DLQ's patterns; the alerts that raised, (kind, pattern id) each."""
+        patterns.check(found)
+        confirmed_only = self.subscriptions.require_confirmation
+        return self._runner.run(
+            lambda tx, pending: patterns.save(
+                tx, pending, project, dlq, found, self.clock.now(), confirmed_only
+            )
+        )
 
     def pattern_message_ids(self, project: str, dlq: str, pattern_id: str) -> tuple[str, ...]:
         return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)

@@ -40,3 +40,6 @@ class EngineListener:
     def tag_delivery(self, project: str, queue: str, tag: str, event: str, count: int) -> None:
         """`count` messages of `queue` were `event` (claimed, acknowledged, dead_lettered) by
         consumer tag `tag`; the queue-wide hooks above are called as well."""
+
+    def pattern_alerts(self, project: str, dlq: str, kind: str, count: int) -> None:
+        """Storing `dlq`'s patterns raised `count` alerts of `kind` (new, rate_jump)."""

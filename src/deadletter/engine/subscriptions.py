@@ -175,6 +175,38 @@ def fan_out(
     return len(deliveries)
 
 
+def fan_out_events(
+    tx: Transaction,
+    project: str,
+    queue: str,
+    bodies: Sequence[bytes],
+    now: float,
+    ttl: int,
+    confirmed_only: bool = False,
+) -> int:
+    """Store notifications of events on `queue` that are not messages (a pattern alert), each
+    a JSON body, for its live subscriptions, as `fan_out` does for messages; returns how many.
+    Their message id is `event-...`: they are not confirmation requests, and a notification
+    given up names it as its original."""
+    if not bodies:
+        return 0
+    subscribed = tx.list_subscriptions(project, queue, now, None, None)
+    if confirmed_only:
+        subscribed = [s for s in subscribed if s.confirmed]
+    deliveries = [
+        Delivery(
+            id=new_id(), project=project, queue=queue, subscription_id=s.id,
+            subscriber=s.subscriber, options=s.options, message_id=f"event-{new_id()}",
+            body=body, ttl=ttl, enqueued_at=now, due_at=now,
+        )
+        for body in bodies
+        for s in subscribed
+    ]  # fmt: skip
+    if deliveries:
+        tx.insert_deliveries(deliveries)
+    return len(deliveries)
+
+
 def give_up(tx: Transaction, pending: Pending, d: Delivery, failures: int, now: float) -> None:
     """A notification failed for good: into the queue's DLQ as a new message (the original may
     still be in the queue, or consumed), its provenance naming the original message."""
