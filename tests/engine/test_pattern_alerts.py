@@ -41,8 +41,9 @@ def deliver_all(engine: Engine, runner: Deliveries) -> None:
 
 
 def pattern(pid: str, count: int = 1, rate: float | None = None) -> dict[str, Any]:
+    ids = [f"m-{pid}-{i}" for i in range(count)]
     return {"id": pid, "template": f"failure {pid}", "signature": "E", "count": count,
-            "rate_per_minute": rate, "message_ids": [f"m-{pid}-{i}" for i in range(count)]}  # fmt: skip
+            "rate_per_minute": rate, "message_ids": ids}  # fmt: skip
 
 
 def test_a_new_pattern_is_posted_to_the_dlq_subscribers_once(

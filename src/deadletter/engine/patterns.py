@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from datetime import UTC, datetime
 from typing import Any
 
 from deadletter.domain import errors
 from deadletter.engine.lookups import require_queue
+from deadletter.engine.events import EngineListener
 from deadletter.engine.subscriptions import fan_out_events
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
@@ -56,10 +58,10 @@ def alert_kind(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
     if old is None:
         return NEW
     rate, before = new.get("rate_per_minute"), old.get("rate_per_minute")
-    if isinstance(rate, int | float) and isinstance(before, int | float):
-        if rate >= RATE_JUMP_MIN and rate >= RATE_JUMP_FACTOR * before and rate > before:
-            return RATE_JUMP
-    return None
+    if not isinstance(rate, int | float) or not isinstance(before, int | float):
+        return None
+    jumped = rate >= RATE_JUMP_MIN and rate >= RATE_JUMP_FACTOR * before and rate > before
+    return RATE_JUMP if jumped else None
 
 
 def alert_body(dlq: str, kind: str, p: dict[str, Any], old: dict[str, Any] | None) -> bytes:
@@ -119,12 +121,14 @@ def save(
     for kind in KINDS:
         n = sum(1 for k, _ in raised if k == kind)
         if n:
-            pending.calls.append(
-                lambda lst, kind=kind, n=n: lst.pattern_alerts(project, dlq, kind, n)
-            )
+            pending.calls.append(partial(_emit, project, dlq, kind, n))
     if due:
         pending.calls.append(lambda lst: lst.notifications_due(project, dlq, due))
     return raised
+
+
+def _emit(project: str, dlq: str, kind: str, n: int, listener: EngineListener) -> None:
+    listener.pattern_alerts(project, dlq, kind, n)
 
 
 def stored(tx: Transaction, project: str, dlq: str) -> list[dict[str, Any]]:
