@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-from functools import partial
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from deadletter.domain import errors
-from deadletter.engine.lookups import require_queue
 from deadletter.engine.events import EngineListener
+from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import fan_out_events
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
