@@ -4,6 +4,7 @@ inputs); `analyze generate`."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 import warnings
@@ -82,6 +83,26 @@ EXPORT_HELP = "--input takes what `deadletter dlq export` writes (a JSON object 
     "does, else Spark.",
 )
 @click.option(
+    "--follow",
+    is_flag=True,
+    help="With --queue: keep the DLQ's stored patterns current as dead letters arrive, until "
+    'Ctrl-C or SIGTERM (docs/pipeline.md, "Following a DLQ").',
+)
+@click.option(
+    "--checkpoint",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="With --follow: a folder for the follow's state, so that a restart goes on after "
+    "the last dead letter taken (default: none, a restart reads the whole DLQ again).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    help="With --follow: seconds between looks at a DLQ that had nothing new.",
+)
+@click.option(
     "--verbose",
     is_flag=True,
     help="Show Spark's own log and warnings on the terminal (otherwise in OUT/spark.log).",
@@ -99,6 +120,9 @@ def analyze(
     threshold: float,
     post: bool,
     engine: str,
+    follow: bool,
+    checkpoint: Path | None,
+    interval: float,
     verbose: bool,
 ) -> None:
     """Group dead letters into failure patterns and write a report.
@@ -107,9 +131,14 @@ def analyze(
     deadletter analyze --input dead.jsonl --out report/        # an export file
     deadletter analyze --queue orders-dlq --out report/        # the DLQ on the server
     deadletter analyze --input dead.jsonl --queue orders-dlq   # a file; patterns stored on the DLQ
+    deadletter analyze --queue orders-dlq --follow --checkpoint state/  # kept current
     """
     if ctx.invoked_subcommand is not None:
         return
+    if follow and (input_path is not None or not queue):
+        raise click.UsageError("--follow follows a DLQ on the server: give --queue, not --input")
+    if checkpoint is not None and not follow:
+        raise click.UsageError("--checkpoint is the state of --follow")
     if input_path is None and not queue:
         raise click.UsageError(
             "give exactly one of --input FILE (an export) or --queue DLQ (read from the server);"
@@ -128,6 +157,13 @@ def analyze(
         check_input(input_path)
     if queue and (input_path is None or post):
         _check_queue(url, project, credential, queue, server.url)
+    if follow:
+        assert queue is not None
+        _follow(
+            queue, out_dir, master, threshold, post, engine, checkpoint, interval, verbose,
+            url, project, credential,
+        )  # fmt: skip
+        return
     try:
         _analyze(
             input_path, queue, out_dir, master, partitions, threshold, post, engine, verbose,
@@ -289,6 +325,78 @@ def _analyze(
             source = source.load()
         result = run(source, out_dir, spark=spark, threshold=threshold, post=poster, progress=say)
     _done(say, result, out_dir)
+
+
+def _follow(
+    queue: str,
+    out_dir: Path,
+    master: str | None,
+    threshold: float,
+    post: bool,
+    engine: str,
+    checkpoint: Path | None,
+    interval: float,
+    verbose: bool,
+    url: str,
+    project: str | None,
+    credential: tuple[str, str] | None,
+) -> None:
+    """`--follow`: batch after batch until SIGINT or SIGTERM, which end it after the batch in
+    hand (its state saved), with status 0."""
+    import tempfile
+    import threading
+
+    try:
+        from deadletter.pipeline.follow import Follower, TooLarge, follow_local, follow_spark
+        from deadletter.pipeline.remote import put_patterns
+    except (ImportError, RuntimeError) as exc:
+        raise click.ClickException(
+            f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
+        ) from exc
+    say = Progress()
+    options = {"url": url, "queue": queue, "project": project or ""}
+    if credential is not None:
+        options.update(key_id=credential[0], secret=credential[1])
+    poster = (
+        partial(put_patterns, url, queue, project=project, credential=credential) if post else None
+    )
+    follower = Follower(out_dir, threshold=threshold, post=poster, checkpoint=checkpoint)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOPS}
+    try:
+        if engine == "spark":
+            from deadletter.pipeline.schema import session
+
+            say(f"starting Spark ({master or 'its default master'})")
+            spark = session(master, jvm_log=None if verbose else out_dir / "spark.log")
+            if not verbose:
+                spark.sparkContext.setLogLevel("ERROR")
+            with tempfile.TemporaryDirectory() as scratch:
+                state = checkpoint or Path(scratch)
+                say(f"following {queue} with a Spark streaming query (Ctrl-C stops)")
+                follow_spark(spark, options, follower, stop, interval, state, say)
+        else:
+            say(f"following {queue} in this process (Ctrl-C stops)")
+            follow_local(options, follower, stop, interval, say)
+    except TooLarge as exc:
+        raise Failure(str(exc)) from None
+    except QueueNotFound as exc:
+        with Client(url, project, credential=credential) as client:
+            raise no_such_queue(client, exc.queue) from None
+    except ApiError as exc:
+        raise Failure(f"{exc.title}: {exc.description}") from None
+    except (Unreachable, httpx.TransportError) as exc:
+        raise Failure(f"cannot reach the server at {url}: {exc}", UNREACHABLE) from None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    result = follower.result
+    say("stopped")
+    if result is not None:
+        _done(say, result, out_dir)
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _in_process(
