@@ -21,7 +21,14 @@ from deadletter.engine.deliveries import Deliveries, DeliverySettings
 from deadletter.engine.engine import Engine
 from deadletter.engine.subscriptions import RetryPolicy
 from deadletter.pipeline.datasource import DeadLetterStreamReader
-from deadletter.pipeline.follow import Follower, TooLarge, follow_local, rate_per_minute, row_dict
+from deadletter.pipeline.follow import (
+    Follower,
+    TooLarge,
+    follow_local,
+    follow_spark,
+    rate_per_minute,
+    row_dict,
+)
 from deadletter.pipeline.local import analyze_rows, read_dlq
 from deadletter.pipeline.remote import put_patterns
 from deadletter.storage import open_store
@@ -220,3 +227,35 @@ def test_the_follow_command_stops_cleanly_on_sigterm_and_leaves_its_checkpoint(
     assert "stopped" in said[-1]
     assert (checkpoint / "follow.json").exists()
     assert [p["count"] for p in engine.get_patterns(P, "dlq")] == [2]
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings(PANDAS_WARNING)
+@pytest.mark.timeout(600)  # a streaming query of several micro-batches, each a Spark job
+def test_through_a_spark_streaming_query_a_fourth_kind_is_alerted(
+    spark: Any, served: tuple[Engine, str], tmp_path: Path
+) -> None:
+    engine, url = served
+    with receiving() as hook:
+        # Given a webhook on the DLQ, three kinds of dead letters, and the streaming query
+        engine.subscriptions.create(P, "dlq", hook.url, 600, {})
+        for kind in ("timeout", "key", "refused"):
+            kill(engine, kind, 2)
+        follower = Follower(tmp_path / "out", post=poster(url), checkpoint=tmp_path / "state")
+        stop = threading.Event()
+        args = (spark, options(url), follower, stop, 0.5, tmp_path / "state")
+        loop = threading.Thread(target=follow_spark, args=args, daemon=True)
+        loop.start()
+        try:
+            assert hook.wait_for(3, timeout=300)
+            # When a fourth kind arrives while it runs
+            kill(engine, "currency", 2)
+            assert hook.wait_for(4, timeout=300)
+        finally:
+            stop.set()
+            loop.join(300)
+    # Then its pattern was alerted, and every dead letter counted once
+    alert = hook.bodies[-1]["body"]
+    assert alert["kind"] == "new" and "currency" in alert["pattern"]["template"]
+    assert sum(p["count"] for p in engine.get_patterns(P, "dlq")) == 8
+    assert follower.batch is not None

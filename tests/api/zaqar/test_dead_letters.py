@@ -357,7 +357,10 @@ def test_patterns_are_stored_and_pick_a_redrive(
         {"id": "p2", "template": "bad json", "count": 1, "message_ids": []},
     ]
     assert api.put("/v2/queues/orders-dlq/patterns", json={"patterns": patterns}).status_code == 204
-    assert api.get("/v2/queues/orders-dlq/patterns").json()["patterns"] == patterns
+    got = api.get("/v2/queues/orders-dlq/patterns").json()["patterns"]
+    # Stored as given, each stamped with the alert it raised (both new here)
+    assert [{k: v for k, v in p.items() if k != "alert"} for p in got] == patterns
+    assert [p["alert"]["kind"] for p in got] == ["new", "new"]
     assert (
         api.put("/v2/queues/orders-dlq/patterns", json={"patterns": [{"x": 1}]}).status_code == 400
     )
@@ -371,3 +374,28 @@ def test_patterns_are_stored_and_pick_a_redrive(
     assert task["to_move"] == 2
     engine.redrive_step(task["id"], 10)
     assert [m["body"] for m in dead_letters(api, "orders-dlq")] == ["bad json"]
+
+
+def test_stored_patterns_alert_once_and_count_by_kind_in_metrics(api: ApiClient) -> None:
+    with_dlq(api, n=1)
+    put = lambda *p: api.put("/v2/queues/orders-dlq/patterns", json={"patterns": list(p)})  # noqa: E731
+    assert put({"id": "p1", "rate_per_minute": 2}).status_code == 204
+    assert put({"id": "p1", "rate_per_minute": 30}, {"id": "p2"}).status_code == 204
+    assert put({"id": "p1", "rate_per_minute": 30}, {"id": "p2"}).status_code == 204
+    metrics = api.get("/metrics").text
+    assert 'deadletter_pattern_alerts_total{kind="new"} 2.0' in metrics
+    assert 'deadletter_pattern_alerts_total{kind="rate_jump"} 1.0' in metrics
+
+
+@pytest.mark.parametrize("rate", [-1, "fast", None, [1]])
+def test_a_pattern_rate_that_is_no_number_is_refused_in_zaqar_form(
+    api: ApiClient, rate: Any
+) -> None:
+    with_dlq(api, n=1)
+    doc = {"patterns": [{"id": "p1", "rate_per_minute": rate}]}
+    r = api.put("/v2/queues/orders-dlq/patterns", json=doc)
+    if rate is None:
+        assert r.status_code == 204  # no rate: nothing to compare
+        return
+    assert r.status_code == 400 and set(r.json()) == {"title", "description"}
+    assert api.get("/v2/queues/orders-dlq/patterns").json()["patterns"] == []
