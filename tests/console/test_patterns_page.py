@@ -107,3 +107,27 @@ def test_redriving_everything_asks_first_cancel_moves_nothing_confirm_moves_all(
     expect(page.locator("#redrive-progress")).to_have_attribute("data-status", "COMPLETED")
     expect(page.locator("#redrive-status")).to_contain_text("5 of 5 moved")
     assert api.dead_letters(DLQ) == []
+
+
+def test_an_alerted_pattern_has_its_line_above_the_table(api: Api, page: Any) -> None:
+    # Given patterns stored at a rate of 1 a minute, then again with one at 40 and a new one
+    analysed(api, dead_letter_mix(api))
+    stored = api.request("GET", f"/v2/queues/{DLQ}/patterns").json()["patterns"]
+    path = f"/v2/queues/{DLQ}/patterns"
+    api.request("PUT", path, json={"patterns": [{**p, "rate_per_minute": 1.0} for p in stored]})
+    faster = [
+        {**p, "rate_per_minute": 40.0 if p["id"] == "p-fcd39ef3032a" else 1.0} for p in stored
+    ]
+    newer = {"id": "p-000000000new", "template": "unknown currency <*>", "count": 1}
+    api.request("PUT", path, json={"patterns": [*faster, newer]})
+    # When the page opens
+    page.goto(f"/console/#/dlq/{DLQ}/patterns")
+    # Then each alert has its line, in words, and the rate is among the pattern's facts
+    expect(page.locator("#pattern-alerts li")).to_have_count(3)
+    line = page.locator("#pattern-alerts li[data-pattern='p-000000000new']")
+    expect(line).to_contain_text("new pattern")
+    expect(line).to_contain_text("unknown currency <*>")
+    jumped = page.locator("#pattern-alerts li[data-pattern='p-fcd39ef3032a']")
+    expect(jumped).to_contain_text("rate jumped")
+    more = page.locator("#patterns tr[data-pattern='p-fcd39ef3032a'] td.facts")
+    expect(more).to_contain_text("rate: 40 a minute")

@@ -7,7 +7,7 @@ import { redrivePanel } from "./redrive.js";
 // Shown in their own columns, or used by the links.
 const SHOWN = new Set(["id", "template", "count", "message_ids", "signature"]);
 // The order the facts are read in: where and when first, the evidence last.
-const ORDER = ["source_queues", "reasons", "first_seen", "last_seen", "hourly_counts", "key_paths_missing",
+const ORDER = ["alert", "rate_per_minute", "source_queues", "reasons", "first_seen", "last_seen", "hourly_counts", "key_paths_missing",
   "overrepresented_attributes", "key_paths_in_all", "sample_message_ids", "example"];
 
 function list(value) {
@@ -27,7 +27,9 @@ function facts(p, dlq) {
     .sort(([a], [b]) => rank(a) - rank(b));
   for (const [key, value] of rest) {
     if (Array.isArray(value) && !value.length) continue;
-    if (key === "source_queues") out.push(fact("from", list(value)));
+    if (key === "alert" && typeof value === "object") out.push(fact("alert", alertWords(value)));
+    else if (key === "rate_per_minute") out.push(fact("rate", `${value} a minute (last 5 minutes)`));
+    else if (key === "source_queues") out.push(fact("from", list(value)));
     else if (key === "reasons") out.push(fact("reason", list(value)));
     else if (key === "first_seen") out.push(fact("seen", `${when(value)}${p.last_seen ? " – " + when(p.last_seen) : ""}`));
     else if (key === "last_seen") { if (!p.first_seen) out.push(fact("last seen", when(value))); }
@@ -51,6 +53,19 @@ function facts(p, dlq) {
   return out;
 }
 
+// The alert the server raised when the pattern was stored (docs/pipeline.md, "Alerts").
+function alertWords(a) {
+  return `${a.kind === "rate_jump" ? "rate jumped" : "new pattern"} ${when(a.at)}`;
+}
+
+// One line per alerted pattern, newest first: what started or sped up, and when.
+function alertLines(patterns) {
+  const alerted = patterns.filter((p) => p.alert && p.alert.at).sort((a, b) => (a.alert.at < b.alert.at ? 1 : -1));
+  if (!alerted.length) return null;
+  return h("ul", { id: "pattern-alerts" }, alerted.slice(0, 10).map((p) => h("li", { "data-pattern": p.id },
+    `${alertWords(p.alert)}: `, h("code", { text: p.id }), ` ${p.template || ""} (${p.count ?? "?"} so far)`)));
+}
+
 export async function patternsPage(el, dlq) {
   const patterns = await api.patterns(dlq);
   const panel = api.session.canChange
@@ -65,6 +80,7 @@ export async function patternsPage(el, dlq) {
     patterns.length
       ? h("p", { class: "muted", id: "patterns-note" }, "Stored by ", command, "; counts are as of that analysis.")
       : h("p", { class: "muted", id: "patterns-note" }, "No patterns stored for this DLQ. Run ", command, " to find them and store them here."),
+    alertLines(patterns),
     patterns.length ? h("table", { class: "grid", id: "patterns" },
       h("thead", {}, h("tr", {}, ["pattern", "count", "template", "more", ""].map((t) => h("th", { text: t })))),
       h("tbody", {}, patterns.map((p) => h("tr", { "data-pattern": p.id },
