@@ -5,7 +5,9 @@
 For depths 10^2 .. --max-depth on each store, the milliseconds (median of --reps) of one
 claim of 10, one delete of 10 ids, one listing of 10 and one stats call, in three shapes of
 queue: `free` (every message visible), `busy head` (the older half of the queue claimed or
-delayed, the newer half free) and `dlq` (a dead-letter queue of that many dead letters).
+delayed, the newer half free) and `dlq` (a dead-letter queue of that many dead letters); in
+the `dlq` shape also a listing of 10 dead letters filtered by a source queue whose ten dead
+letters arrived last, behind all the others.
 A queue is filled with direct batched inserts through the store, then kept at its depth
 by sending 10 (untimed) before each claim+delete. Writes bench/results/depth.{json,md}.
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 from bench.engine_bench import BODY, P, store_url
 from deadletter.domain.model import (
+    DeadLetterFilter,
     DeadLetterPolicy,
     ListQuery,
     Message,
@@ -43,7 +46,7 @@ FILL_BATCH = 5000
 HOUR = 3600
 DAY = 86400
 SHAPES = ("free", "busy head", "dlq")
-OPERATIONS = ("claim 10", "delete 10", "list 10", "stats")
+OPERATIONS = ("claim 10", "delete 10", "list 10", "stats", "list 10 of a source")
 
 
 def fill(store: Store, queue: Queue, n: int, shape: str, source: Queue | None = None) -> None:
@@ -83,9 +86,11 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def measure(engine: Engine, queue: str, reps: int) -> dict[str, float]:
-    """Median milliseconds of each operation on `queue`, whose depth stays as it was."""
+def measure(engine: Engine, queue: str, reps: int, source: str | None = None) -> dict[str, float]:
+    """Median milliseconds of each operation on `queue`, whose depth stays as it was; the
+    listing of `source`'s dead letters only where one is given."""
     times: dict[str, list[float]] = {op: [] for op in OPERATIONS}
+    where = DeadLetterFilter(source_queue=source)
 
     def timed(op: str, work: Callable[[], Any]) -> Any:
         started = time.perf_counter()
@@ -100,7 +105,9 @@ def measure(engine: Engine, queue: str, reps: int) -> dict[str, float]:
         timed("delete 10", lambda ids=ids: engine.delete_messages(P, queue, ids))
         timed("list 10", lambda: engine.list_messages(P, queue, ListQuery(limit=10)))
         timed("stats", lambda: engine.stats(P, queue))
-    return {op: median_ms(samples) for op, samples in times.items()}
+        if source is not None:
+            timed("list 10 of a source", lambda: engine.list_dead_letters(P, queue, where, 0, 10))
+    return {op: median_ms(samples) for op, samples in times.items() if samples}
 
 
 def depths(max_depth: int) -> list[int]:
@@ -123,11 +130,13 @@ def backend_run(backend: str, max_depth: int, reps: int) -> list[dict[str, Any]]
                 fill(store, free, target - depth, "free")
                 fill(store, dlq, target - depth, "dlq", source)
                 depth = target
+                rare = engine.create_queue(P, f"rare{target}", source.settings)
+                fill(store, dlq, 10, "dlq", rare)
                 busy = engine.create_queue(P, f"busy{target}")
                 fill(store, busy, target, "busy head")
                 analyze(backend, url)
                 for shape, name in (("free", "free"), ("busy head", busy.name), ("dlq", "dlq")):
-                    ms = measure(engine, name, reps)
+                    ms = measure(engine, name, reps, rare.name if shape == "dlq" else None)
                     rows.append({"store": backend, "shape": shape, "depth": target, **ms})
                     print(f"{backend} {shape:9} {target:>9,}: " + _cells(ms), flush=True)
                 engine.delete_queue(P, busy.name)
@@ -137,7 +146,7 @@ def backend_run(backend: str, max_depth: int, reps: int) -> list[dict[str, Any]]
 
 
 def _cells(ms: dict[str, float]) -> str:
-    return "  ".join(f"{op} {ms[op]:7.2f}" for op in OPERATIONS)
+    return "  ".join(f"{op} {ms[op]:7.2f}" for op in OPERATIONS if op in ms)
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -149,7 +158,7 @@ def markdown(report: dict[str, Any]) -> str:
         "|---|---|---:|" + "---:|" * len(OPERATIONS),
     ]
     for r in report["rows"]:
-        cells = " | ".join(f"{r[op]:.2f}" for op in OPERATIONS)
+        cells = " | ".join(f"{r[op]:.2f}" if op in r else "-" for op in OPERATIONS)
         lines.append(f"| {r['store']} | {r['shape']} | {r['depth']:,} | {cells} |")
     return "\n".join(lines) + "\n"
 

@@ -53,6 +53,10 @@ def _filter_params(where: DeadLetterFilter | None) -> dict[str, Any]:
 
 
 def _narrowed(sql: str, params: Mapping[str, Any]) -> str:
+    """The variant of `sql` for the dead-letter filters given: each of source and tag has one,
+    so that the statements without them keep their plans."""
+    if params.get("dl_source") is not None:
+        sql = q.by_source(sql)
     return q.by_source_tag(sql) if "dl_tag" in params else sql
 
 
