@@ -91,11 +91,24 @@ def check_queue_reference(name: str) -> None:
 
 
 def to_metadata(queue: Queue) -> dict[str, Any]:
-    """What GET returns: user metadata plus every reserved key (null when unset)."""
-    s = queue.settings
+    """What GET returns, as Zaqar does: the user's keys, the three reserved keys Zaqar always
+    fills in, and every other reserved key whose value is not what its absence means. No key is
+    ever null: python-zaqarclient takes a null key for a present one and its
+    `metadata(new_meta=...)` would add it and then remove it, losing a DLQ policy."""
+    return {
+        **queue.settings.metadata,
+        **{
+            key: value
+            for key, value in _reserved(queue.settings).items()
+            if key in ALWAYS_SHOWN or (value is not None and value != _ABSENT[key])
+        },
+    }
+
+
+def _reserved(s: QueueSettings) -> dict[str, Any]:
+    """Every reserved key's value, None where the setting is unset."""
     policy = s.dead_letter
     return {
-        **s.metadata,
         DEFAULT_TTL: s.default_ttl,
         MAX_POST_SIZE: s.max_message_size,
         DEFAULT_DELAY: s.default_delay,
@@ -115,6 +128,13 @@ def to_metadata(queue: Queue) -> dict[str, Any]:
         FIFO: s.fifo,
         CONTENT_DEDUP: s.content_based_deduplication,
     }
+
+
+# Zaqar's GET fills in these three whether set or not.
+ALWAYS_SHOWN = frozenset({MAX_POST_SIZE, DEFAULT_TTL, DEFAULT_DELAY})
+# What each reserved key means when absent (a PATCH that removes it restores this value), so
+# GET may leave out a key holding it and a client that sends GET's keys back changes nothing.
+_ABSENT = _reserved(ZAQAR_DEFAULTS)
 
 
 def ttl_floor(min_ttl: int | None) -> int:
