@@ -142,6 +142,22 @@ def check_name(name: str) -> None:
         )
 
 
+def bare_name(name: str) -> str:
+    """An attribute name without the whitespace around it, which other SQS implementations
+    ignore and clients' suites send (docs/sqs.md); whitespace inside a name is kept."""
+    return name.strip()
+
+
+def named(attributes: dict[str, Any]) -> dict[str, Any]:
+    """An Attributes map by bare names."""
+    return {bare_name(k) if isinstance(k, str) else k: v for k, v in attributes.items()}
+
+
+def compact(doc: dict[str, Any]) -> str:
+    """JSON as AWS writes a policy attribute: no spaces."""
+    return json.dumps(doc, separators=(",", ":"))
+
+
 def _int_value(name: str, raw: Any) -> int:
     try:
         value = int(str(raw))
@@ -296,7 +312,7 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
         out["ApproximateNumberOfMessagesNotVisible"] = str(stats.claimed)
         out["ApproximateNumberOfMessagesDelayed"] = str(stats.delayed)
     if s.dead_letter is not None:
-        out["RedrivePolicy"] = json.dumps(
+        out["RedrivePolicy"] = compact(
             {
                 "deadLetterTargetArn": arn(region, account, s.dead_letter.target),
                 "maxReceiveCount": s.dead_letter.max_claims,
@@ -306,7 +322,7 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
         allow: dict[str, Any] = {"redrivePermission": s.redrive_allow.permission.value}
         if s.redrive_allow.sources:
             allow["sourceQueueArns"] = [arn(region, account, q) for q in s.redrive_allow.sources]
-        out["RedriveAllowPolicy"] = json.dumps(allow)
+        out["RedriveAllowPolicy"] = compact(allow)
     out.update(sqs_fifo.view(s))
     out.update(s.extra)
     return out
