@@ -157,8 +157,9 @@ class QueryGet(Route):
         super().__init__(path, endpoint, methods=["GET"])
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        query = scope.get("query_string", b"")
-        if scope.get("method") == "GET" and b"Action" in dict(parse_qsl(query)):
+        # The raw bytes, undecoded: a query string that is not text is the handler's to refuse.
+        fields = scope.get("query_string", b"").split(b"&")
+        if scope.get("method") == "GET" and any(f.split(b"=")[0] == b"Action" for f in fields):
             return super().matches(scope)
         return Match.NONE, {}
 
