@@ -33,12 +33,8 @@ from deadletter.api.sqs.errors import (
     missing_parameter,
 )
 from deadletter.api.strict_json import InvalidJson, loads
+from deadletter.domain import settings as declared
 from deadletter.domain.model import (
-    MAX_CLAIM_COUNT,
-    MAX_CLAIM_TTL,
-    MAX_DELAY,
-    MAX_MESSAGE_SIZE,
-    MAX_TTL,
     RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
     DeadLetterPolicy,
@@ -50,12 +46,9 @@ from deadletter.domain.model import (
 )
 
 DEFAULT_RETENTION = 345_600  # SQS's default: 4 days
-MIN_RETENTION = 60
-MIN_MESSAGE_SIZE = 1_024
-# SQS takes messages (and batches) of up to 1 MiB since 2025, as the engine does; should the
-# engine's limit ever be the smaller, it caps this face.
-SQS_MAX_MESSAGE_SIZE = 1_048_576
-MAX_SIZE = min(SQS_MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE)
+MIN_RETENTION = declared.SQS_MIN_RETENTION
+# SQS takes messages (and batches) of up to 1 MiB since 2025, as the engine does.
+SQS_MAX_MESSAGE_SIZE = declared.SQS_MAX_MESSAGE_SIZE
 MAX_POLICY = 8_192  # bytes of a queue's access policy
 MAX_OPAQUE = 2_048  # KmsMasterKeyId and the like
 MAX_ATTRIBUTE_NAME = 256
@@ -63,7 +56,7 @@ MAX_ATTRIBUTE_NAME = 256
 # `AWS.` and `Amazon.` (any case) belong to AWS.
 ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$")
 AWS_PREFIXES = ("aws.", "amazon.")
-MAX_RECEIVE_WAIT = 20
+MAX_RECEIVE_WAIT = declared.MAX_RECEIVE_WAIT
 # AWS's wording, its typographic apostrophe included.
 REDRIVE_ALLOW_FORMAT = (
     "Amazon SQS can't create the redrive allow policy, as it\u2019s in an unsupported format."
@@ -98,14 +91,17 @@ READ_ONLY = (
     "LastModifiedTimestamp",
     "QueueArn",
 )
+# The queue settings' ranges as this face takes them (docs/sqs.md), and an opaque attribute's.
 RANGES = {
-    "VisibilityTimeout": (0, MAX_CLAIM_TTL),
-    "MessageRetentionPeriod": (MIN_RETENTION, MAX_TTL),
-    "DelaySeconds": (0, MAX_DELAY),
-    "MaximumMessageSize": (MIN_MESSAGE_SIZE, MAX_SIZE),
+    **{
+        name: setting.face_range(setting.sqs)
+        for name, setting in declared.BY_SQS_NAME.items()
+        if setting.sqs is not None and "." not in name
+    },
     "KmsDataKeyReusePeriodSeconds": (60, 86_400),
-    "ReceiveMessageWaitTimeSeconds": (0, MAX_RECEIVE_WAIT),
 }
+MAX_SIZE = RANGES["MaximumMessageSize"][1]
+MAX_RECEIVE_COUNT = declared.MAX_CLAIMS
 
 
 def arn(region: str, account: str, name: str) -> str:
@@ -249,12 +245,13 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, re
         max_claims = int(str(count))
     except ValueError:
         max_claims = 0
-    if not 1 <= max_claims <= MAX_CLAIM_COUNT:
+    low, high = MAX_RECEIVE_COUNT.low, MAX_RECEIVE_COUNT.high
+    if not low <= max_claims <= high:
         raise invalid_value(
             raw,
             "RedrivePolicy",
-            f"Invalid value for maxReceiveCount: {count}, valid values are from 1 to"
-            f" {MAX_CLAIM_COUNT} both inclusive.",
+            f"Invalid value for maxReceiveCount: {count}, valid values are from {low} to"
+            f" {high} both inclusive.",
         )
     if not isinstance(target_arn, str) or len(target_arn.split(":")) != 6:
         raise invalid_value(raw, "RedrivePolicy", "Invalid value for deadLetterTargetArn.")

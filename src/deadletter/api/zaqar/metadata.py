@@ -8,11 +8,8 @@ from typing import Any
 
 from deadletter.api.zaqar.errors import bad_request, out_of_range, shown
 from deadletter.domain import model
+from deadletter.domain import settings as declared
 from deadletter.domain.model import (
-    DEFAULT_MESSAGE_SIZE,
-    MAX_CLAIM_TTL,
-    MAX_DELAY,
-    MAX_TTL,
     DeadLetterPolicy,
     Queue,
     QueueSettings,
@@ -21,7 +18,7 @@ from deadletter.domain.model import (
 )
 
 # Zaqar's own lower bounds for TTLs (the engine allows shorter ones for SQS).
-MIN_TTL = 60
+MIN_TTL = declared.ZAQAR_MIN_TTL
 # Zaqar's alphabet for the queues it creates; a queue it refers to may also have been made
 # through SQS (whose names allow up to 80 characters and a `.fifo` suffix).
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -29,14 +26,20 @@ QUEUE_REFERENCE = re.compile(r"^[a-zA-Z0-9_-]{1,80}(\.fifo)?$")
 # The user keys of a queue's metadata, as JSON.
 MAX_USER_METADATA = 65_536
 
-DEFAULT_TTL = "_default_message_ttl"
-MAX_POST_SIZE = "_max_messages_post_size"
-DEFAULT_DELAY = "_default_message_delay"
-MAX_CLAIM_COUNT = "_max_claim_count"
-DLQ = "_dead_letter_queue"
-DLQ_TTL = "_dead_letter_queue_messages_ttl"
-MAX_MESSAGE_TTL = "_max_message_ttl"
-DEFAULT_CLAIM_TTL = "_default_claim_ttl"
+
+def _key(setting: declared.Setting) -> str:
+    assert setting.zaqar is not None
+    return setting.zaqar.name
+
+
+DEFAULT_TTL = _key(declared.DEFAULT_TTL)
+MAX_POST_SIZE = _key(declared.MAX_MESSAGE_SIZE_SETTING)
+DEFAULT_DELAY = _key(declared.DEFAULT_DELAY)
+MAX_CLAIM_COUNT = _key(declared.MAX_CLAIMS)
+DLQ = declared.DLQ_TARGET.zaqar
+DLQ_TTL = _key(declared.DLQ_MESSAGE_TTL)
+MAX_MESSAGE_TTL = _key(declared.MAX_MESSAGE_TTL)
+DEFAULT_CLAIM_TTL = _key(declared.CLAIM_TTL)
 ON_EXPIRY = "_dead_letter_on_expiry"
 ELIGIBLE = "_dead_letter_eligible"
 REDRIVE_ALLOW = "_redrive_allow"
@@ -45,7 +48,7 @@ ENCRYPT = "_enable_encrypt_messages"
 # Solace's model (docs/solace-model.md): TTLs respected and capped, a lower TTL floor, and
 # dead-lettering to the project's default DLQ when none is named.
 RESPECT_TTL = "_respect_ttl"
-MIN_MESSAGE_TTL = "_min_message_ttl"
+MIN_MESSAGE_TTL = _key(declared.MIN_MESSAGE_TTL)
 DLQ_DEFAULT = "_dead_letter_default"
 # FIFO queues (fixed at creation) and whether they derive deduplication ids from the body.
 FIFO = "_fifo"
@@ -157,27 +160,26 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
 
     if get(ENCRYPT) not in (None, False):
         raise bad_request(f"{ENCRYPT}: encryption of messages is not supported.")
-    min_ttl = _optional_int(MIN_MESSAGE_TTL, get(MIN_MESSAGE_TTL), 1, MAX_TTL, base.min_ttl)
+    min_ttl = _optional_declared(declared.MIN_MESSAGE_TTL, m, base.min_ttl)
     floor = ttl_floor(min_ttl)
     respect_ttl = (
         base.respect_ttl
         if get(RESPECT_TTL) is None
         else _bool(RESPECT_TTL, get(RESPECT_TTL), False)
     )
-    max_ttl = _int(MAX_MESSAGE_TTL, get(MAX_MESSAGE_TTL), floor, MAX_TTL, base.max_ttl)
+    ttl_high = declared.MAX_MESSAGE_TTL.high
+    max_ttl = _int(MAX_MESSAGE_TTL, get(MAX_MESSAGE_TTL), floor, ttl_high, base.max_ttl)
     # Under respect-TTL the maximum caps a longer default rather than refusing it.
-    high = max_ttl if respect_ttl is None else MAX_TTL
+    high = max_ttl if respect_ttl is None else ttl_high
     default_ttl = _int(DEFAULT_TTL, get(DEFAULT_TTL), floor, high, min(base.default_ttl, high))
     dead_letter_default = _bool(DLQ_DEFAULT, get(DLQ_DEFAULT), base.dead_letter_default)
     settings = base.with_changes(
         default_ttl=default_ttl,
         max_ttl=max_ttl,
-        max_message_size=_int(
-            MAX_POST_SIZE, get(MAX_POST_SIZE), 1, DEFAULT_MESSAGE_SIZE, base.max_message_size
-        ),
-        default_delay=_int(DEFAULT_DELAY, get(DEFAULT_DELAY), 0, MAX_DELAY, base.default_delay),
-        # 0..43200 like SQS's visibility timeout, so a queue made through SQS can be patched.
-        claim_ttl=_int(DEFAULT_CLAIM_TTL, get(DEFAULT_CLAIM_TTL), 0, MAX_CLAIM_TTL, base.claim_ttl),
+        max_message_size=_declared(declared.MAX_MESSAGE_SIZE_SETTING, m, base.max_message_size),
+        default_delay=_declared(declared.DEFAULT_DELAY, m, base.default_delay),
+        # The engine's range, as SQS's visibility timeout: a queue made through SQS can be patched.
+        claim_ttl=_declared(declared.CLAIM_TTL, m, base.claim_ttl),
         dead_letter_eligible=_bool(ELIGIBLE, get(ELIGIBLE), base.dead_letter_eligible),
         redrive_allow=_redrive_allow(get(REDRIVE_ALLOW)),
         dead_letter=_policy(m, base.dead_letter, dead_letter_default),
@@ -214,13 +216,7 @@ def _policy(
     if not isinstance(target, str):
         raise bad_request(f"{DLQ} must be the name of a queue.")
     check_queue_reference(target)
-    limit = model.MAX_CLAIM_COUNT
-    if (
-        isinstance(max_claims, bool)
-        or not isinstance(max_claims, int)
-        or not 1 <= max_claims <= limit
-    ):
-        raise out_of_range(MAX_CLAIM_COUNT, 1, limit, max_claims)
+    max_claims = _declared(declared.MAX_CLAIMS, m, 0)
     ttl = m.get(DLQ_TTL)
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int)):
         raise bad_request(f"{DLQ_TTL} must be an integer number of seconds.")
@@ -262,8 +258,18 @@ def _int(key: str, value: Any, low: int, high: int, default: int) -> int:
     return value
 
 
-def _optional_int(key: str, value: Any, low: int, high: int, default: int | None) -> int | None:
-    return default if value is None else _int(key, value, low, high, low)
+def _declared(setting: declared.Setting, m: dict[str, Any], default: int) -> int:
+    """The setting's value in the metadata, within the range the Zaqar face declares for it."""
+    assert setting.zaqar is not None
+    low, high = setting.face_range(setting.zaqar)
+    return _int(setting.zaqar.name, m.get(setting.zaqar.name), low, high, default)
+
+
+def _optional_declared(
+    setting: declared.Setting, m: dict[str, Any], default: int | None
+) -> int | None:
+    assert setting.zaqar is not None
+    return default if m.get(setting.zaqar.name) is None else _declared(setting, m, 0)
 
 
 def _bool(key: str, value: Any, default: bool) -> bool:
