@@ -217,13 +217,10 @@ def _policy(
         raise bad_request(f"{DLQ} must be the name of a queue.")
     check_queue_reference(target)
     max_claims = _declared(declared.MAX_CLAIMS, m, 0)
-    ttl = m.get(DLQ_TTL)
-    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int)):
-        raise bad_request(f"{DLQ_TTL} must be an integer number of seconds.")
     return DeadLetterPolicy(
         target=target,
         max_claims=max_claims,
-        message_ttl=ttl,
+        message_ttl=_optional_declared(declared.DLQ_MESSAGE_TTL, m, None),
         on_expiry=_bool(ON_EXPIRY, m.get(ON_EXPIRY), False),
     )
 
