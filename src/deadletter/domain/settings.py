@@ -163,3 +163,36 @@ QUEUE_SETTINGS = (
 POLICY_SETTINGS = (MAX_CLAIMS, DLQ_MESSAGE_TTL)
 SETTINGS = QUEUE_SETTINGS + POLICY_SETTINGS
 BY_SQS_NAME = {s.sqs.name: s for s in SETTINGS if s.sqs is not None}
+
+
+def _declared(field: str) -> Setting | Reference:
+    if field == DLQ_TARGET.field:
+        return DLQ_TARGET
+    (setting,) = (s for s in SETTINGS if s.field == field)
+    return setting
+
+
+def zaqar_names(fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The Zaqar metadata keys of these settings."""
+    out = []
+    for field in fields:
+        declared = _declared(field)
+        name = declared.zaqar
+        assert name is not None
+        out.append(name if isinstance(name, str) else name.name)
+    return tuple(out)
+
+
+def sqs_names(fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The SQS names of these settings (`Attribute.member` for a member of a JSON attribute)."""
+    out = []
+    for field in fields:
+        declared = _declared(field)
+        name = declared.sqs
+        assert name is not None
+        out.append(name if isinstance(name, str) else name.name)
+    return tuple(out)
+
+
+# A dead-letter policy: the max claims and the settings it must come with.
+POLICY_MEMBERS = (*MAX_CLAIMS.needs, MAX_CLAIMS.field)

@@ -234,7 +234,8 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, re
     doc = _json_value("RedrivePolicy", raw)
     target_arn = doc.get("deadLetterTargetArn")
     count = doc.get("maxReceiveCount")
-    for member in ("deadLetterTargetArn", "maxReceiveCount"):
+    for name in declared.sqs_names(declared.POLICY_MEMBERS):
+        member = name.partition(".")[2]
         if doc.get(member) is None:
             raise invalid_value(
                 raw,

@@ -204,23 +204,29 @@ def _policy(
     if target is None and max_claims is None:
         for key in (DLQ_TTL, ON_EXPIRY):
             if m.get(key) not in (None, False):
-                raise bad_request(f"{key} needs {DLQ} and {MAX_CLAIM_COUNT}.")
+                needs = declared.zaqar_names(declared.DLQ_MESSAGE_TTL.needs)
+                raise bad_request(f"{key} needs {' and '.join(needs)}.")
         return base
     if target is None and to_default:
         target = model.DEFAULT_DEAD_LETTER_QUEUE
     if target is None or max_claims is None:
+        target_key, count_key = declared.zaqar_names(declared.POLICY_MEMBERS)
         raise bad_request(
-            f"{MAX_CLAIM_COUNT} and {DLQ} must be set together"
-            f" ({DLQ_DEFAULT}: true lets {MAX_CLAIM_COUNT} use the default DLQ)."
+            f"{count_key} and {target_key} must be set together"
+            f" ({DLQ_DEFAULT}: true lets {count_key} use the default DLQ)."
         )
     if not isinstance(target, str):
         raise bad_request(f"{DLQ} must be the name of a queue.")
     check_queue_reference(target)
     max_claims = _declared(declared.MAX_CLAIMS, m, 0)
+    # Its range is the engine's to check (its words name the setting, not the key).
+    ttl = m.get(DLQ_TTL)
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int)):
+        raise bad_request(f"{DLQ_TTL} must be an integer number of seconds.")
     return DeadLetterPolicy(
         target=target,
         max_claims=max_claims,
-        message_ttl=_optional_declared(declared.DLQ_MESSAGE_TTL, m, None),
+        message_ttl=ttl,
         on_expiry=_bool(ON_EXPIRY, m.get(ON_EXPIRY), False),
     )
 
