@@ -40,6 +40,8 @@ class Name:
     name: str
     low: int | None = None
     high: int | None = None
+    # Other fields the name sets to the same value.
+    also: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ DEFAULT_TTL = Setting(
     MAX_TTL,
     zaqar=Name("_default_message_ttl", low=ZAQAR_MIN_TTL),
     # Also the queue's maximum TTL: SQS has one retention period for both.
-    sqs=Name("MessageRetentionPeriod", low=SQS_MIN_RETENTION),
+    sqs=Name("MessageRetentionPeriod", low=SQS_MIN_RETENTION, also=("max_ttl",)),
 )
 MAX_MESSAGE_TTL = Setting(
     "max_ttl", "maximum message TTL", 1, MAX_TTL, zaqar=Name("_max_message_ttl", low=ZAQAR_MIN_TTL)

@@ -1,6 +1,7 @@
 """The SQS view of a queue: its attributes <-> the engine's settings, ARNs, URLs and digests.
 
-The mapping (also in docs/sqs.md):
+The mapping (also in docs/sqs.md); the integer ones, with their ranges, follow the declarations
+in domain/settings.py:
 
     VisibilityTimeout              claim TTL
     MessageRetentionPeriod         default and maximum message TTL
@@ -73,16 +74,9 @@ def arn_format(parameter: str) -> str:
 MAX_MESSAGE_ATTRIBUTES = 10
 QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$")
 OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
-SETTABLE = (
-    "VisibilityTimeout",
-    "MessageRetentionPeriod",
-    "DelaySeconds",
-    "MaximumMessageSize",
-    "ReceiveMessageWaitTimeSeconds",
-    "RedrivePolicy",
-    "RedriveAllowPolicy",
-    *OPAQUE,
-)
+# The declared settings an attribute of its own holds (domain/settings.py), one integer each.
+INTEGERS = {name: s for name, s in declared.BY_SQS_NAME.items() if "." not in name}
+SETTABLE = (*INTEGERS, "RedrivePolicy", "RedriveAllowPolicy", *OPAQUE)
 READ_ONLY = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
@@ -93,11 +87,7 @@ READ_ONLY = (
 )
 # The queue settings' ranges as this face takes them (docs/sqs.md), and an opaque attribute's.
 RANGES = {
-    **{
-        name: setting.face_range(setting.sqs)
-        for name, setting in declared.BY_SQS_NAME.items()
-        if setting.sqs is not None and "." not in name
-    },
+    **{name: s.face_range(s.sqs) for name, s in INTEGERS.items() if s.sqs is not None},
     "KmsDataKeyReusePeriodSeconds": (60, 86_400),
 }
 MAX_SIZE = RANGES["MaximumMessageSize"][1]
@@ -189,16 +179,10 @@ def apply(
             continue
         if name not in SETTABLE:
             raise invalid_attribute_name(name)
-        if name == "VisibilityTimeout":
-            changes["claim_ttl"] = _int_value(name, raw)
-        elif name == "MessageRetentionPeriod":
-            changes["default_ttl"] = changes["max_ttl"] = _int_value(name, raw)
-        elif name == "DelaySeconds":
-            changes["default_delay"] = _int_value(name, raw)
-        elif name == "MaximumMessageSize":
-            changes["max_message_size"] = _int_value(name, raw)
-        elif name == "ReceiveMessageWaitTimeSeconds":
-            changes["receive_wait"] = _int_value(name, raw)
+        setting = INTEGERS.get(name)
+        if setting is not None and setting.sqs is not None:
+            value = _int_value(name, raw)
+            changes.update(dict.fromkeys((setting.field, *setting.sqs.also), value))
         elif name == "RedrivePolicy":
             changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account, region)
         elif name == "RedriveAllowPolicy":
@@ -296,11 +280,7 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
     s = queue.settings
     out = {
         "QueueArn": arn(region, account, queue.name),
-        "VisibilityTimeout": str(s.claim_ttl),
-        "MessageRetentionPeriod": str(s.default_ttl),
-        "DelaySeconds": str(s.default_delay),
-        "MaximumMessageSize": str(s.max_message_size),
-        "ReceiveMessageWaitTimeSeconds": str(s.receive_wait),
+        **{name: str(setting.value(s)) for name, setting in INTEGERS.items()},
         "CreatedTimestamp": str(int(queue.created_at)),
         "LastModifiedTimestamp": str(int(queue.updated_at)),
         "SqsManagedSseEnabled": "false",

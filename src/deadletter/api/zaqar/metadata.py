@@ -112,21 +112,14 @@ def _reserved(s: QueueSettings) -> dict[str, Any]:
     """Every reserved key's value, None where the setting is unset."""
     policy = s.dead_letter
     return {
-        DEFAULT_TTL: s.default_ttl,
-        MAX_POST_SIZE: s.max_message_size,
-        DEFAULT_DELAY: s.default_delay,
-        MAX_MESSAGE_TTL: s.max_ttl,
-        DEFAULT_CLAIM_TTL: s.claim_ttl,
-        MAX_CLAIM_COUNT: policy.max_claims if policy else None,
+        **{d.zaqar.name: d.value(s) for d in declared.SETTINGS if d.zaqar is not None},
         DLQ: policy.target if policy else None,
-        DLQ_TTL: policy.message_ttl if policy else None,
         ON_EXPIRY: policy.on_expiry if policy else None,
         ELIGIBLE: s.dead_letter_eligible,
         REDRIVE_ALLOW: s.redrive_allow.to_dict(),
         POLICY_ACTIVE: policy.active if policy else None,
         ENCRYPT: False,
         RESPECT_TTL: s.respect_ttl,
-        MIN_MESSAGE_TTL: s.min_ttl,
         DLQ_DEFAULT: s.dead_letter_default,
         FIFO: s.fifo,
         CONTENT_DEDUP: s.content_based_deduplication,
