@@ -56,18 +56,21 @@ CONTENT_DEDUP = "_content_based_deduplication"
 
 READ_ONLY = frozenset({POLICY_ACTIVE})
 POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, DLQ, DLQ_TTL, ON_EXPIRY})
+# The declared settings whose key holds their value within the key's range, with no rule
+# between keys (the TTLs have one: a queue's floor and maximum bound its default).
+INTEGERS = tuple(
+    d
+    for d in declared.QUEUE_SETTINGS
+    if d.zaqar is not None
+    and d not in (declared.DEFAULT_TTL, declared.MAX_MESSAGE_TTL, declared.MIN_MESSAGE_TTL)
+)
 RESERVED = frozenset(
     {
-        DEFAULT_TTL,
-        MAX_POST_SIZE,
-        DEFAULT_DELAY,
-        MAX_MESSAGE_TTL,
-        DEFAULT_CLAIM_TTL,
+        *(d.zaqar.name for d in declared.SETTINGS if d.zaqar is not None),
         ELIGIBLE,
         REDRIVE_ALLOW,
         ENCRYPT,
         RESPECT_TTL,
-        MIN_MESSAGE_TTL,
         DLQ_DEFAULT,
         FIFO,
         CONTENT_DEDUP,
@@ -169,10 +172,9 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
     settings = base.with_changes(
         default_ttl=default_ttl,
         max_ttl=max_ttl,
-        max_message_size=_declared(declared.MAX_MESSAGE_SIZE_SETTING, m, base.max_message_size),
-        default_delay=_declared(declared.DEFAULT_DELAY, m, base.default_delay),
-        # The engine's range, as SQS's visibility timeout: a queue made through SQS can be patched.
-        claim_ttl=_declared(declared.CLAIM_TTL, m, base.claim_ttl),
+        # Each in the range the face declares (a claim TTL in the engine's, as SQS's visibility
+        # timeout, so that a queue made through SQS can be patched).
+        **{d.field: _declared(d, m, getattr(base, d.field)) for d in INTEGERS},
         dead_letter_eligible=_bool(ELIGIBLE, get(ELIGIBLE), base.dead_letter_eligible),
         redrive_allow=_redrive_allow(get(REDRIVE_ALLOW)),
         dead_letter=_policy(m, base.dead_letter, dead_letter_default),
