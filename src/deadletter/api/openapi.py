@@ -24,7 +24,13 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
         "201",
         "Metadata",
     ),
-    "get_queue": ("Queue metadata, every reserved key included", [], "200", None),
+    "get_queue": (
+        "Queue metadata: user keys and the reserved keys that are set (with defaults=true,"
+        " every reserved key, its default where unset)",
+        ["defaults"],
+        "200",
+        None,
+    ),
     "patch_queue": (
         "Update metadata (application/openstack-messaging-v2.0-json-patch)",
         [],
@@ -146,6 +152,7 @@ QUERY: dict[str, dict[str, Any]] = {
     "limit": {"type": "integer", "minimum": 1, "maximum": 20},
     "pop": {"type": "integer", "minimum": 1, "maximum": 20},
     "detailed": {"type": "boolean"},
+    "defaults": {"type": "boolean"},
     "with_count": {"type": "boolean"},
     "echo": {"type": "boolean"},
     "include_claimed": {"type": "boolean"},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from deadletter.api.zaqar import metadata as meta_module
 from deadletter.api.zaqar.routes import ROUTES
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, make_queue, post
@@ -95,6 +96,15 @@ def test_get_returns_the_reserved_keys_zaqar_fills_in_and_no_other_unset_one(
         "_max_messages_post_size": 262144,
         "_default_message_delay": 0,
     }
+
+
+def test_get_with_defaults_shows_every_reserved_key(api: ApiClient) -> None:
+    # What the CLI's `queue show` asks for: each setting, its default where unset.
+    make_queue(api, "q", owner="team-a")
+    meta = api.get("/v2/queues/q", params={"defaults": "true"}).json()
+    assert set(meta) == {"owner"} | meta_module.RESERVED
+    assert meta["_default_claim_ttl"] == 300 and meta["_max_message_ttl"] == 1_209_600
+    assert meta["_dead_letter_eligible"] is True and meta["_max_claim_count"] is None
 
 
 def test_get_of_a_missing_queue_is_404(api: ApiClient) -> None:

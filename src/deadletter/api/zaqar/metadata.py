@@ -96,11 +96,16 @@ def check_queue_reference(name: str) -> None:
         raise bad_request(f"{shown(name)} is not the name of a queue.")
 
 
-def to_metadata(queue: Queue) -> dict[str, Any]:
+def to_metadata(queue: Queue, every_key: bool = False) -> dict[str, Any]:
     """What GET returns, as Zaqar does: the user's keys, the three reserved keys Zaqar always
     fills in, and every other reserved key whose value is not what its absence means. No key is
     ever null: python-zaqarclient takes a null key for a present one and its
-    `metadata(new_meta=...)` would add it and then remove it, losing a DLQ policy."""
+    `metadata(new_meta=...)` would add it and then remove it, losing a DLQ policy.
+
+    With `every_key` (`?defaults=true`, for a client that shows every setting), every reserved
+    key, its default where unset and null where it has none."""
+    if every_key:
+        return {**queue.settings.metadata, **_reserved(queue.settings)}
     return {
         **queue.settings.metadata,
         **{

@@ -60,7 +60,8 @@ def create_queue(ctx: Ctx) -> Response:
 
 
 def get_queue(ctx: Ctx) -> Response:
-    return JSONResponse(meta.to_metadata(ctx.engine.get_queue(ctx.project, ctx.queue)))
+    every_key = ctx.bool_param("defaults")
+    return JSONResponse(meta.to_metadata(ctx.engine.get_queue(ctx.project, ctx.queue), every_key))
 
 
 def patch_queue(ctx: Ctx) -> Response:
