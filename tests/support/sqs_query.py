@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import botocore
 
@@ -71,3 +72,26 @@ def query_models(root: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "service-2.json").write_text(json.dumps(model))
     return root
+
+
+def send_as_get(client: Any) -> list[str]:
+    """Make a query-protocol client send each request as a GET, its fields in the query string
+    (AWS takes both); returns the methods of the requests it then sends, as a record. The
+    change is made before signing, so SigV4 signs the GET."""
+    sent: list[str] = []
+
+    def to_get(request: Any, **_: Any) -> None:
+        fields = request.data
+        assert isinstance(fields, dict), "only the query protocol's form fields move to a GET"
+        request.method = "GET"
+        request.params.update(fields)
+        request.data = b""
+        if "Content-Type" in request.headers:
+            del request.headers["Content-Type"]
+
+    def record(request: Any, **_: Any) -> None:
+        sent.append(request.method)
+
+    client.meta.events.register_first("before-sign.sqs", to_get)
+    client.meta.events.register("before-send.sqs", record)
+    return sent

@@ -24,7 +24,7 @@ from deadletter.api.head import HeadWithoutBody
 from deadletter.api.limits import BodyLimit, Limits
 from deadletter.api.metrics import LatencyMiddleware, Metrics
 from deadletter.api.options import AppOptions
-from deadletter.api.sqs.routes import sqs_routes
+from deadletter.api.sqs.routes import QueryGet, sqs_routes
 from deadletter.api.zaqar.routes import zaqar_routes
 from deadletter.engine.engine import Engine
 
@@ -81,7 +81,13 @@ def build_app(
         *console.routes(),
     ]
     zaqar = zaqar_routes(engine, options)
-    routes += [*zaqar, refusals.zaqar_fallback(zaqar), *sqs_routes(engine, options)]
+    sqs = sqs_routes(engine, options)
+    # `GET /?Action=...` is SQS's query protocol over GET, any other `GET /` Zaqar's versions
+    # document: SQS's route for it takes only the former, so it goes first. SQS's other routes
+    # come after Zaqar's fallback, which keeps every /v2 path Zaqar's.
+    root_get = [r for r in sqs if isinstance(r, QueryGet) and r.path == "/"]
+    routes += [*root_get, *zaqar, refusals.zaqar_fallback(zaqar)]
+    routes += [r for r in sqs if r not in root_get]
     app = Starlette(
         routes=routes,
         middleware=[

@@ -9,6 +9,7 @@ from starlette.requests import Request
 
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.routes import ROUTES
+from deadletter.domain import settings as declared
 
 # handler name -> (summary, query parameters, success status, request body schema or None)
 OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
@@ -23,7 +24,13 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
         "201",
         "Metadata",
     ),
-    "get_queue": ("Queue metadata, every reserved key included", [], "200", None),
+    "get_queue": (
+        "Queue metadata: user keys and the reserved keys that are set (with defaults=true,"
+        " every reserved key, its default where unset)",
+        ["defaults"],
+        "200",
+        None,
+    ),
     "patch_queue": (
         "Update metadata (application/openstack-messaging-v2.0-json-patch)",
         [],
@@ -145,6 +152,7 @@ QUERY: dict[str, dict[str, Any]] = {
     "limit": {"type": "integer", "minimum": 1, "maximum": 20},
     "pop": {"type": "integer", "minimum": 1, "maximum": 20},
     "detailed": {"type": "boolean"},
+    "defaults": {"type": "boolean"},
     "with_count": {"type": "boolean"},
     "echo": {"type": "boolean"},
     "include_claimed": {"type": "boolean"},
@@ -174,6 +182,12 @@ TTL: dict[str, Any] = {"type": "integer", "minimum": 60, "maximum": 1_209_600}
 CLAIM_TTL: dict[str, Any] = {"type": ["integer", "null"], "minimum": 60, "maximum": 43_200}
 EPOCH: dict[str, Any] = {"type": ["number", "string"], "minimum": 0, "maximum": 1e11}
 
+
+def _optional(setting: declared.Setting) -> dict[str, Any]:
+    """A queue setting a template may leave out (null), within its declared range."""
+    return {"type": ["integer", "null"], "minimum": setting.low, "maximum": setting.high}
+
+
 SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object",
@@ -191,13 +205,13 @@ SCHEMAS: dict[str, Any] = {
         " without them (docs/solace-model.md).",
         "properties": {
             "pattern": STR,
-            "max_claims": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+            "max_claims": _optional(declared.MAX_CLAIMS),
             "dlq": {"type": ["string", "null"]},
-            "dlq_message_ttl": {"type": ["integer", "null"]},
+            "dlq_message_ttl": _optional(declared.DLQ_MESSAGE_TTL),
             "on_expiry": {"type": ["boolean", "null"]},
-            "default_ttl": {"type": ["integer", "null"]},
-            "max_ttl": {"type": ["integer", "null"]},
-            "min_ttl": {"type": ["integer", "null"]},
+            "default_ttl": _optional(declared.DEFAULT_TTL),
+            "max_ttl": _optional(declared.MAX_MESSAGE_TTL),
+            "min_ttl": _optional(declared.MIN_MESSAGE_TTL),
             "respect_ttl": {"type": ["boolean", "null"]},
             "dead_letter_eligible": {"type": ["boolean", "null"]},
         },

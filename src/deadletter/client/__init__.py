@@ -110,7 +110,9 @@ class Client:
         return doc
 
     def get_queue(self, name: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{name}")
+        """The queue's metadata with every reserved key, its default where unset (a plain
+        GET, as Zaqar's, leaves out the keys that hold their default)."""
+        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{name}", params={"defaults": "true"})
         return doc
 
     def list_queues(self) -> list[dict[str, Any]]:

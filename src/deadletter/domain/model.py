@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 # Limits the engine enforces whatever the front end; faces may be narrower.
@@ -164,54 +164,43 @@ class QueueSettings:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "default_ttl": self.default_ttl,
-            "max_ttl": self.max_ttl,
-            "default_delay": self.default_delay,
-            "claim_ttl": self.claim_ttl,
-            "max_message_size": self.max_message_size,
-            "receive_wait": self.receive_wait,
-            "dead_letter_eligible": self.dead_letter_eligible,
-            "dead_letter": self.dead_letter.to_dict() if self.dead_letter else None,
-            "redrive_allow": self.redrive_allow.to_dict(),
-            "metadata": self.metadata,
-            "tags": self.tags,
-            "extra": self.extra,
-            "respect_ttl": self.respect_ttl,
-            "min_ttl": self.min_ttl,
-            "dead_letter_default": self.dead_letter_default,
-            "fifo": self.fifo,
-            "content_based_deduplication": self.content_based_deduplication,
-            "deduplication_scope": self.deduplication_scope,
-            "throughput_limit": self.throughput_limit,
-            "consumer_tags": list(self.consumer_tags),
-        }
+        """The stored form: every field by its name, in declaration order, so that a new
+        field is stored without another edit here."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = _STORED_AS.get(f.name, _same)(value)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QueueSettings:
-        dead_letter = data.get("dead_letter")
+        """Settings from their stored form; a field stored before it existed takes its
+        default."""
         return cls(
-            default_ttl=data["default_ttl"],
-            max_ttl=data["max_ttl"],
-            default_delay=data["default_delay"],
-            claim_ttl=data["claim_ttl"],
-            max_message_size=data["max_message_size"],
-            receive_wait=data.get("receive_wait", 0),
-            dead_letter_eligible=data.get("dead_letter_eligible", True),
-            dead_letter=DeadLetterPolicy.from_dict(dead_letter) if dead_letter else None,
-            redrive_allow=RedriveAllow.from_dict(data["redrive_allow"]),
-            metadata=data.get("metadata", {}),
-            tags=data.get("tags", {}),
-            extra=data.get("extra", {}),
-            respect_ttl=data.get("respect_ttl"),
-            min_ttl=data.get("min_ttl"),
-            dead_letter_default=bool(data.get("dead_letter_default", False)),
-            fifo=data.get("fifo", False),
-            content_based_deduplication=data.get("content_based_deduplication", False),
-            deduplication_scope=data.get("deduplication_scope", "queue"),
-            throughput_limit=data.get("throughput_limit", "perQueue"),
-            consumer_tags=tuple(data.get("consumer_tags", ())),
+            **{
+                f.name: _READ_AS.get(f.name, _same)(data[f.name])
+                for f in fields(cls)
+                if f.name in data
+            }
         )
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+# The fields whose stored form is not their value: written by `to_dict`, read by `from_dict`.
+_STORED_AS: dict[str, Any] = {
+    "dead_letter": lambda p: p.to_dict() if p else None,
+    "redrive_allow": lambda a: a.to_dict(),
+    "consumer_tags": list,
+}
+_READ_AS: dict[str, Any] = {
+    "dead_letter": lambda d: DeadLetterPolicy.from_dict(d) if d else None,
+    "redrive_allow": lambda d: RedriveAllow.from_dict(d),
+    "consumer_tags": tuple,
+    "dead_letter_default": bool,
+}
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,13 @@ import re
 from dataclasses import replace
 
 from deadletter.domain import errors
+from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     DEFAULT_DEAD_LETTER_QUEUE,
-    MAX_CLAIM_COUNT,
-    MAX_CLAIM_TTL,
-    MAX_DELAY,
     MAX_DESCRIPTION,
     MAX_ERROR_DETAILS,
-    MAX_MESSAGE_SIZE,
     MAX_REDRIVE_ALLOW_SOURCES,
     MAX_TTL,
-    MIN_DLQ_MESSAGE_TTL,
     RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
     DeadLetterFilter,
@@ -29,9 +25,7 @@ from deadletter.domain.model import (
 from deadletter.engine import fifo
 from deadletter.storage.base import Transaction
 
-# Engine limits the domain model does not name (yet): the longest long poll a queue may ask
-# for, and the most messages one claim hands out.
-MAX_RECEIVE_WAIT = 20
+# The most messages one claim hands out.
 MAX_CLAIM_LIMIT = 1000
 ATTRIBUTE_TYPES = ("String", "Number", "Binary")
 # A redrive's bounds: its fastest pace (messages per second), the latest time a filter may
@@ -78,7 +72,7 @@ def checked_send(new: NewMessage, s: QueueSettings) -> tuple[int, int, bool]:
         )
     ttl = effective_ttl(s.default_ttl if new.ttl is None else new.ttl, s)
     delay = s.default_delay if new.delay is None else new.delay
-    check_range("delay", delay, 0, MAX_DELAY)
+    check_range("delay", delay, declared.DEFAULT_DELAY.low, declared.DEFAULT_DELAY.high)
     eligible = new.dead_letter_eligible
     if eligible is None:
         eligible = s.dead_letter_eligible
@@ -125,7 +119,15 @@ def check_claim(limit: int, grace: int) -> None:
 
 
 def check_claim_ttl(what: str, ttl: int) -> None:
-    check_range(what, ttl, 0, MAX_CLAIM_TTL)
+    check_range(what, ttl, declared.CLAIM_TTL.low, declared.CLAIM_TTL.high)
+
+
+def check_declared(s: QueueSettings, among: tuple[declared.Setting, ...]) -> None:
+    """Each of the settings `among` that `s` sets, within its declared range."""
+    for setting in among:
+        value = setting.value(s)
+        if value is not None:
+            check_range(setting.what, value, setting.low, setting.high)
 
 
 def check_rejection(description: str | None, error: str | None) -> None:
@@ -139,19 +141,15 @@ def check_rejection(description: str | None, error: str | None) -> None:
 def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings) -> QueueSettings:
     """Validate settings against their ranges and the no-chain, no-cycle rules; a policy that
     passes is stored active."""
-    check_range("default message TTL", s.default_ttl, 1, MAX_TTL)
-    check_range("maximum message TTL", s.max_ttl, 1, MAX_TTL)
+    check_declared(s, declared.QUEUE_SETTINGS)
+    floor = declared.MIN_MESSAGE_TTL
     if s.min_ttl is not None:
-        check_range("minimum message TTL", s.min_ttl, 1, s.max_ttl)
+        check_range(floor.what, s.min_ttl, floor.low, s.max_ttl)
     # Under respect-TTL the maximum caps the default as it caps any TTL.
     if s.respect_ttl is None and s.default_ttl > s.max_ttl:
         raise errors.InvalidInput(
             f"default message TTL ({s.default_ttl}) exceeds the maximum ({s.max_ttl})"
         )
-    check_range("default delay", s.default_delay, 0, MAX_DELAY)
-    check_range("claim TTL", s.claim_ttl, 0, MAX_CLAIM_TTL)
-    check_range("maximum message size", s.max_message_size, 1, MAX_MESSAGE_SIZE)
-    check_range("receive wait time", s.receive_wait, 0, MAX_RECEIVE_WAIT)
     allow = s.redrive_allow
     if allow.permission is RedrivePermission.BY_QUEUE:
         if not 1 <= len(allow.sources) <= MAX_REDRIVE_ALLOW_SOURCES:
@@ -170,9 +168,7 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
         )
     if policy is None:
         return s
-    check_range("max claim count", policy.max_claims, 1, MAX_CLAIM_COUNT)
-    if policy.message_ttl is not None:
-        check_range("dead-letter message TTL", policy.message_ttl, MIN_DLQ_MESSAGE_TTL, MAX_TTL)
+    check_declared(s, declared.POLICY_SETTINGS)
     if policy.target == name:
         raise errors.DeadLetterChainRefused(f"queue {name!r} cannot be its own dead-letter queue")
     target = tx.get_queue(project, policy.target)
@@ -214,18 +210,17 @@ def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
         if t.dlq is not None or t.dlq_message_ttl is not None or t.on_expiry:
             raise errors.InvalidInput("a template's DLQ settings need its max claims")
     else:
-        check_range("max claim count", t.max_claims, 1, MAX_CLAIM_COUNT)
+        check_range(declared.MAX_CLAIMS.what, t.max_claims, *_range(declared.MAX_CLAIMS))
     if t.dlq is not None and not QUEUE_REFERENCE.match(t.dlq):
         raise errors.InvalidInput(f"{t.dlq!r} is not the name of a queue")
-    if t.dlq_message_ttl is not None:
-        check_range("dead-letter message TTL", t.dlq_message_ttl, MIN_DLQ_MESSAGE_TTL, MAX_TTL)
-    for what, ttl in (
-        ("default message TTL", t.default_ttl),
-        ("maximum message TTL", t.max_ttl),
-        ("minimum message TTL", t.min_ttl),
+    for setting, value in (
+        (declared.DLQ_MESSAGE_TTL, t.dlq_message_ttl),
+        (declared.DEFAULT_TTL, t.default_ttl),
+        (declared.MAX_MESSAGE_TTL, t.max_ttl),
+        (declared.MIN_MESSAGE_TTL, t.min_ttl),
     ):
-        if ttl is not None:
-            check_range(what, ttl, 1, MAX_TTL)
+        if value is not None:
+            check_range(setting.what, value, *_range(setting))
     if t.min_ttl is not None and t.max_ttl is not None and t.min_ttl > t.max_ttl:
         raise errors.InvalidInput("a template's minimum message TTL exceeds its maximum")
     for what, flag in (
@@ -235,3 +230,7 @@ def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
     ):
         if flag is not None and not isinstance(flag, bool):
             raise errors.InvalidInput(f"{what} must be true or false")
+
+
+def _range(setting: declared.Setting) -> tuple[int, int]:
+    return setting.low, setting.high

@@ -10,15 +10,22 @@ from zaqarclient.queues import client as zaqar
 from zaqarclient.queues.v2 import core
 
 from deadletter.api.app import build_app
+from deadletter.api.zaqar import metadata as meta
+from deadletter.domain.model import DeadLetterPolicy, QueueSettings, RedriveAllow, RedrivePermission
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
 from tests.support.servers import serving
 
 
 @pytest.fixture
-def cli(store: Store) -> Iterator[Any]:
-    # Real time: the flow below never waits for a TTL, it releases claims instead.
-    with serving(build_app(Engine(store))) as url:
+def engine(store: Store) -> Engine:
+    # Real time: the flows below never wait for a TTL, they release claims instead.
+    return Engine(store)
+
+
+@pytest.fixture
+def cli(engine: Engine) -> Iterator[Any]:
+    with serving(build_app(engine)) as url:
         yield zaqar.Client(
             url,
             version=2,
@@ -79,6 +86,66 @@ def test_the_real_client_replaces_metadata(cli: Any) -> None:
     q.metadata(new_meta={"owner": "me", "_default_message_ttl": 120})
     meta = q.metadata(force_reload=True)
     assert meta["owner"] == "me" and meta["_default_message_ttl"] == 120
-    assert meta["_default_claim_ttl"] == 300 and meta["_max_claim_count"] is None
+    assert "_default_claim_ttl" not in meta and "_max_claim_count" not in meta
     q.metadata(new_meta={"_default_message_ttl": 3600})
     assert "owner" not in q.metadata(force_reload=True)
+
+
+def test_the_real_client_sets_and_removes_a_dlq_policy_through_metadata(
+    cli: Any, engine: Engine
+) -> None:
+    # Given a DLQ and a queue without a policy,
+    cli.queue("d", force_create=True)
+    q = cli.queue("jobs", force_create=True)
+    # when `openstack queue set metadata` gives it one (the client patches from a GET),
+    q.metadata(new_meta={"_max_claim_count": 2, "_dead_letter_queue": "d"})
+    # the policy is set and in force
+    policy = engine.get_queue("p", "jobs").settings.dead_letter
+    assert policy is not None and (policy.target, policy.max_claims) == ("d", 2)
+    meta = q.metadata(force_reload=True)
+    assert meta["_max_claim_count"] == 2 and meta["_dead_letter_queue"] == "d"
+    assert None not in meta.values()
+    # and metadata without the policy's keys removes it.
+    q.metadata(new_meta={"owner": "me"})
+    assert engine.get_queue("p", "jobs").settings.dead_letter is None
+    meta = q.metadata(force_reload=True)
+    assert meta["owner"] == "me" and "_dead_letter_queue" not in meta
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        meta.ZAQAR_DEFAULTS,
+        # As SQS creates a queue: its own defaults, none of them Zaqar's.
+        QueueSettings(default_ttl=345_600, claim_ttl=30, receive_wait=5, tags={"team": "a"}),
+        meta.ZAQAR_DEFAULTS.with_changes(
+            dead_letter=DeadLetterPolicy("d", 3, message_ttl=600, on_expiry=True),
+            metadata={"owner": "me"},
+            max_ttl=7200,
+            min_ttl=10,
+            respect_ttl=True,
+            dead_letter_eligible=False,
+            default_delay=5,
+        ),
+        meta.ZAQAR_DEFAULTS.with_changes(
+            redrive_allow=RedriveAllow(RedrivePermission.BY_QUEUE, ("a", "b")),
+            fifo=True,
+            content_based_deduplication=True,
+            dead_letter_default=True,
+        ),
+    ],
+    ids=["zaqar", "sqs", "policy", "dlq-fifo"],
+)
+def test_sending_back_what_the_real_client_read_changes_nothing(
+    cli: Any, engine: Engine, settings: QueueSettings
+) -> None:
+    # Given a queue with these settings,
+    engine.create_queue("p", "d", meta.ZAQAR_DEFAULTS)
+    engine.create_queue("p", "q", settings)
+    q = cli.queue("q")
+    # when a client writes back the metadata it read,
+    shown = q.metadata(force_reload=True)
+    q.metadata(new_meta=shown)
+    # nothing changed, and nothing it read was null.
+    assert engine.get_queue("p", "q").settings == settings
+    assert None not in shown.values()

@@ -1,6 +1,7 @@
 """The SQS view of a queue: its attributes <-> the engine's settings, ARNs, URLs and digests.
 
-The mapping (also in docs/sqs.md):
+The mapping (also in docs/sqs.md); the integer ones, with their ranges, follow the declarations
+in domain/settings.py:
 
     VisibilityTimeout              claim TTL
     MessageRetentionPeriod         default and maximum message TTL
@@ -33,12 +34,8 @@ from deadletter.api.sqs.errors import (
     missing_parameter,
 )
 from deadletter.api.strict_json import InvalidJson, loads
+from deadletter.domain import settings as declared
 from deadletter.domain.model import (
-    MAX_CLAIM_COUNT,
-    MAX_CLAIM_TTL,
-    MAX_DELAY,
-    MAX_MESSAGE_SIZE,
-    MAX_TTL,
     RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
     DeadLetterPolicy,
@@ -50,12 +47,9 @@ from deadletter.domain.model import (
 )
 
 DEFAULT_RETENTION = 345_600  # SQS's default: 4 days
-MIN_RETENTION = 60
-MIN_MESSAGE_SIZE = 1_024
-# SQS takes messages (and batches) of up to 1 MiB since 2025, as the engine does; should the
-# engine's limit ever be the smaller, it caps this face.
-SQS_MAX_MESSAGE_SIZE = 1_048_576
-MAX_SIZE = min(SQS_MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE)
+MIN_RETENTION = declared.SQS_MIN_RETENTION
+# SQS takes messages (and batches) of up to 1 MiB since 2025, as the engine does.
+SQS_MAX_MESSAGE_SIZE = declared.SQS_MAX_MESSAGE_SIZE
 MAX_POLICY = 8_192  # bytes of a queue's access policy
 MAX_OPAQUE = 2_048  # KmsMasterKeyId and the like
 MAX_ATTRIBUTE_NAME = 256
@@ -63,7 +57,7 @@ MAX_ATTRIBUTE_NAME = 256
 # `AWS.` and `Amazon.` (any case) belong to AWS.
 ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$")
 AWS_PREFIXES = ("aws.", "amazon.")
-MAX_RECEIVE_WAIT = 20
+MAX_RECEIVE_WAIT = declared.MAX_RECEIVE_WAIT
 # AWS's wording, its typographic apostrophe included.
 REDRIVE_ALLOW_FORMAT = (
     "Amazon SQS can't create the redrive allow policy, as it\u2019s in an unsupported format."
@@ -80,16 +74,9 @@ def arn_format(parameter: str) -> str:
 MAX_MESSAGE_ATTRIBUTES = 10
 QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$")
 OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
-SETTABLE = (
-    "VisibilityTimeout",
-    "MessageRetentionPeriod",
-    "DelaySeconds",
-    "MaximumMessageSize",
-    "ReceiveMessageWaitTimeSeconds",
-    "RedrivePolicy",
-    "RedriveAllowPolicy",
-    *OPAQUE,
-)
+# The declared settings an attribute of its own holds (domain/settings.py), one integer each.
+INTEGERS = {name: s for name, s in declared.BY_SQS_NAME.items() if "." not in name}
+SETTABLE = (*INTEGERS, "RedrivePolicy", "RedriveAllowPolicy", *OPAQUE)
 READ_ONLY = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
@@ -98,14 +85,13 @@ READ_ONLY = (
     "LastModifiedTimestamp",
     "QueueArn",
 )
+# The queue settings' ranges as this face takes them (docs/sqs.md), and an opaque attribute's.
 RANGES = {
-    "VisibilityTimeout": (0, MAX_CLAIM_TTL),
-    "MessageRetentionPeriod": (MIN_RETENTION, MAX_TTL),
-    "DelaySeconds": (0, MAX_DELAY),
-    "MaximumMessageSize": (MIN_MESSAGE_SIZE, MAX_SIZE),
+    **{name: s.face_range(s.sqs) for name, s in INTEGERS.items() if s.sqs is not None},
     "KmsDataKeyReusePeriodSeconds": (60, 86_400),
-    "ReceiveMessageWaitTimeSeconds": (0, MAX_RECEIVE_WAIT),
 }
+MAX_SIZE = RANGES["MaximumMessageSize"][1]
+MAX_RECEIVE_COUNT = declared.MAX_CLAIMS
 
 
 def arn(region: str, account: str, name: str) -> str:
@@ -140,6 +126,22 @@ def check_name(name: str) -> None:
         raise invalid_parameter(
             "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"
         )
+
+
+def bare_name(name: str) -> str:
+    """An attribute name without the whitespace around it, which other SQS implementations
+    ignore and clients' suites send (docs/sqs.md); whitespace inside a name is kept."""
+    return name.strip()
+
+
+def named(attributes: dict[str, Any]) -> dict[str, Any]:
+    """An Attributes map by bare names."""
+    return {bare_name(k) if isinstance(k, str) else k: v for k, v in attributes.items()}
+
+
+def compact(doc: dict[str, Any]) -> str:
+    """JSON as AWS writes a policy attribute: no spaces."""
+    return json.dumps(doc, separators=(",", ":"))
 
 
 def _int_value(name: str, raw: Any) -> int:
@@ -177,16 +179,10 @@ def apply(
             continue
         if name not in SETTABLE:
             raise invalid_attribute_name(name)
-        if name == "VisibilityTimeout":
-            changes["claim_ttl"] = _int_value(name, raw)
-        elif name == "MessageRetentionPeriod":
-            changes["default_ttl"] = changes["max_ttl"] = _int_value(name, raw)
-        elif name == "DelaySeconds":
-            changes["default_delay"] = _int_value(name, raw)
-        elif name == "MaximumMessageSize":
-            changes["max_message_size"] = _int_value(name, raw)
-        elif name == "ReceiveMessageWaitTimeSeconds":
-            changes["receive_wait"] = _int_value(name, raw)
+        setting = INTEGERS.get(name)
+        if setting is not None and setting.sqs is not None:
+            value = _int_value(name, raw)
+            changes.update(dict.fromkeys((setting.field, *setting.sqs.also), value))
         elif name == "RedrivePolicy":
             changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account, region)
         elif name == "RedriveAllowPolicy":
@@ -222,7 +218,8 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, re
     doc = _json_value("RedrivePolicy", raw)
     target_arn = doc.get("deadLetterTargetArn")
     count = doc.get("maxReceiveCount")
-    for member in ("deadLetterTargetArn", "maxReceiveCount"):
+    for name in declared.sqs_names(declared.POLICY_MEMBERS):
+        member = name.partition(".")[2]
         if doc.get(member) is None:
             raise invalid_value(
                 raw,
@@ -233,12 +230,13 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, re
         max_claims = int(str(count))
     except ValueError:
         max_claims = 0
-    if not 1 <= max_claims <= MAX_CLAIM_COUNT:
+    low, high = MAX_RECEIVE_COUNT.low, MAX_RECEIVE_COUNT.high
+    if not low <= max_claims <= high:
         raise invalid_value(
             raw,
             "RedrivePolicy",
-            f"Invalid value for maxReceiveCount: {count}, valid values are from 1 to"
-            f" {MAX_CLAIM_COUNT} both inclusive.",
+            f"Invalid value for maxReceiveCount: {count}, valid values are from {low} to"
+            f" {high} both inclusive.",
         )
     if not isinstance(target_arn, str) or len(target_arn.split(":")) != 6:
         raise invalid_value(raw, "RedrivePolicy", "Invalid value for deadLetterTargetArn.")
@@ -282,11 +280,7 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
     s = queue.settings
     out = {
         "QueueArn": arn(region, account, queue.name),
-        "VisibilityTimeout": str(s.claim_ttl),
-        "MessageRetentionPeriod": str(s.default_ttl),
-        "DelaySeconds": str(s.default_delay),
-        "MaximumMessageSize": str(s.max_message_size),
-        "ReceiveMessageWaitTimeSeconds": str(s.receive_wait),
+        **{name: str(setting.value(s)) for name, setting in INTEGERS.items()},
         "CreatedTimestamp": str(int(queue.created_at)),
         "LastModifiedTimestamp": str(int(queue.updated_at)),
         "SqsManagedSseEnabled": "false",
@@ -296,7 +290,7 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
         out["ApproximateNumberOfMessagesNotVisible"] = str(stats.claimed)
         out["ApproximateNumberOfMessagesDelayed"] = str(stats.delayed)
     if s.dead_letter is not None:
-        out["RedrivePolicy"] = json.dumps(
+        out["RedrivePolicy"] = compact(
             {
                 "deadLetterTargetArn": arn(region, account, s.dead_letter.target),
                 "maxReceiveCount": s.dead_letter.max_claims,
@@ -306,7 +300,7 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
         allow: dict[str, Any] = {"redrivePermission": s.redrive_allow.permission.value}
         if s.redrive_allow.sources:
             allow["sourceQueueArns"] = [arn(region, account, q) for q in s.redrive_allow.sources]
-        out["RedriveAllowPolicy"] = json.dumps(allow)
+        out["RedriveAllowPolicy"] = compact(allow)
     out.update(sqs_fifo.view(s))
     out.update(s.extra)
     return out

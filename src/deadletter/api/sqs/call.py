@@ -79,6 +79,10 @@ class Call:
             raise invalid_value(value, name, "Must be a list of strings.")
         return value
 
+    def attribute_names(self, name: str) -> list[str]:
+        """A list of attribute names (queue, system or message attributes), bare."""
+        return [attrs.bare_name(v) for v in self.names(name)]
+
     def queue(self) -> str:
         """The queue's name from QueueUrl (a URL or a bare name) or the request path."""
         url = self.text("QueueUrl", required=self.path_queue is None)

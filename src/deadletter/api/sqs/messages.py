@@ -300,8 +300,10 @@ async def receive_message(call: Call) -> dict[str, Any]:
         attrs.MAX_RECEIVE_WAIT,
         reason=f"Must be >= 0 and <= {attrs.MAX_RECEIVE_WAIT}, if provided.",
     )
-    system = call.names("AttributeNames") + call.names("MessageSystemAttributeNames")
-    user = call.names("MessageAttributeNames")
+    system = call.attribute_names("AttributeNames") + call.attribute_names(
+        "MessageSystemAttributeNames"
+    )
+    user = call.attribute_names("MessageAttributeNames")
     assert limit is not None
     loop_time = asyncio.get_running_loop().time
     start = loop_time()

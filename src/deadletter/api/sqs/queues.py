@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import Any
 
 from deadletter.api.sqs import attributes as attrs
@@ -55,6 +54,7 @@ def create_queue(call: Call) -> dict[str, Any]:
     tags = _tags(call.params.get("tags") or call.params.get("Tags"), name)
     if not isinstance(given, dict):
         raise invalid_value("Attributes", "Attributes", "Must be a map.")
+    given = attrs.named(given)
     if given.get("Policy") == "":  # as AWS: an empty policy is no policy
         given = {k: v for k, v in given.items() if k != "Policy"}
     defaults = QueueSettings(
@@ -92,7 +92,7 @@ def _canonical(name: str, value: Any) -> str:
             return value
         if isinstance(doc, dict) and "maxReceiveCount" in doc:
             doc["maxReceiveCount"] = int(doc["maxReceiveCount"])
-        return json.dumps(doc)
+        return attrs.compact(doc)
     if name in sqs_fifo.ATTRIBUTES[:2] and isinstance(value, str):
         return value.lower()
     return str(value)
@@ -135,7 +135,7 @@ def get_queue_attributes(call: Call) -> dict[str, Any]:
     queue = call.engine.get_queue(call.project, name)
     stats = call.engine.stats(call.project, name)
     available = attrs.view(queue, stats, call.region, call.account)
-    return {"Attributes": attrs.select(call.names("AttributeNames"), available)}
+    return {"Attributes": attrs.select(call.attribute_names("AttributeNames"), available)}
 
 
 def set_queue_attributes(call: Call) -> dict[str, Any]:
@@ -143,6 +143,7 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
     given = call.params.get("Attributes")
     if not isinstance(given, dict) or not given:
         raise missing_parameter("Attributes")
+    given = attrs.named(given)
 
     def changed(queue: Queue) -> QueueSettings:
         settings = attrs.apply(queue.settings, given, call.region, call.account)

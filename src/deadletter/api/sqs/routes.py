@@ -1,4 +1,5 @@
-"""The SQS face: `POST /` and `POST /<account>/<queue>` in either wire protocol.
+"""The SQS face: `POST /` and `POST /<account>/<queue>` in either wire protocol, and the
+query protocol over GET too (`GET /?Action=...`), as AWS takes it.
 
 The account (the engine's project) is the access key id when that is a 12-digit account
 number, as moto does, else the server's default account; the region comes from the SigV4
@@ -14,7 +15,8 @@ from urllib.parse import parse_qsl
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
 from deadletter.api.auth import sqs_account
 from deadletter.api.json_response import JSONResponse
@@ -43,8 +45,9 @@ def regional_project(project: str, region: str, home: str) -> str:
 
 def _queue_region(params: dict[str, Any], path_region: str | None, home: str) -> str | None:
     """The region a queue URL names, which wins over the credential's as on AWS (a URL's
-    host is its region's endpoint): `/<region>/<account>/<name>`, or the home region for
-    `/<account>/<name>`; None when the request names its queue by name or not at all."""
+    host is its region's endpoint): `/<region>/<account>/<name>`; else a region named by the
+    host (`sqs.eu-west-1.amazonaws.com`, `eu-west-1.queue.amazonaws.com`); else the home
+    region. None when the request names its queue by name or not at all."""
     if path_region is not None:
         if not REGION.match(path_region):
             raise queue_does_not_exist()
@@ -52,15 +55,19 @@ def _queue_region(params: dict[str, Any], path_region: str | None, home: str) ->
     url = params.get("QueueUrl")
     if not isinstance(url, str) or "://" not in url:
         return None
-    parts = [p for p in url.split("://", 1)[1].split("/")[1:] if p]
+    host, *path = url.split("://", 1)[1].split("/")
+    parts = [p for p in path if p]
     if len(parts) >= 3 and REGION.match(parts[-3]):
         return parts[-3]
-    return home
+    named = [label for label in host.split(":")[0].split(".") if REGION.match(label)]
+    return named[0] if named else home
 
 
 def _identity(request: Request, options: AppOptions) -> tuple[str, str]:
-    """(account, region) of a request."""
-    found = _CREDENTIAL.search(request.headers.get("authorization", ""))
+    """(account, region) of a request, signed in its header or, presigned, in its query."""
+    found = _CREDENTIAL.search(request.headers.get("authorization", "")) or _CREDENTIAL.search(
+        f"Credential={request.query_params.get('X-Amz-Credential', '')},"
+    )
     if not found:
         return options.default_project, options.region
     key, region = found.groups()
@@ -132,16 +139,29 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
         await run_in_threadpool(engine.wipe)
         return JSONResponse({"status": "ok"})
 
-    routes: list[BaseRoute] = [
-        Route("/", endpoint, methods=["POST"]),
-        Route("/{account}/{queue}", endpoint, methods=["POST"]),
-        Route("/{region}/{account}/{queue}", endpoint, methods=["POST"]),
-    ]
+    routes: list[BaseRoute] = []
+    for path in ("/", "/{account}/{queue}", "/{region}/{account}/{queue}"):
+        routes += [QueryGet(path, endpoint), Route(path, endpoint, methods=["POST"])]
     # moto's reset, for test suites: it wipes every queue with no credential, so it exists
     # only in test mode, which the server allows only on loopback without auth (config.py).
     if options.test_mode:
         routes.insert(0, Route("/moto-api/reset", reset, methods=["POST"]))
     return routes
+
+
+class QueryGet(Route):
+    """A GET in the query protocol, which AWS takes beside POST: only one whose query string
+    names an Action, so that any other `GET /` stays Zaqar's versions document."""
+
+    def __init__(self, path: str, endpoint: Any) -> None:
+        super().__init__(path, endpoint, methods=["GET"])
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        # The raw bytes, undecoded: a query string that is not text is the handler's to refuse.
+        fields = scope.get("query_string", b"").split(b"&")
+        if scope.get("method") == "GET" and any(f.split(b"=")[0] == b"Action" for f in fields):
+            return super().matches(scope)
+        return Match.NONE, {}
 
 
 async def _read(request: Request, use_json: bool) -> tuple[str, dict[str, Any]]:

@@ -4,8 +4,9 @@
   the JSON body, the result is the JSON body.
 - Query protocol (older SDKs, the AWS CLI v1 with `--query-protocol`, curl): form fields such
   as `Attribute.1.Name`, `MessageAttribute.1.Value.StringValue` or
-  `SendMessageBatchRequestEntry.2.Id`; `parse_query` turns them into the JSON shape, and
-  `xml_response` writes a result in the XML botocore's query parser reads.
+  `SendMessageBatchRequestEntry.2.Id`, in a POST body or a GET's query string;
+  `parse_query` turns them into the JSON shape, and `xml_response` writes a result in the XML
+  botocore's query parser reads.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def parse_query(fields: dict[str, str]) -> tuple[str, dict[str, Any]]:
     action = fields.get("Action", "")
     tree: dict[str, Any] = {}
     for key, value in fields.items():
-        if key in ("Action", "Version"):
+        # A presigned request's X-Amz-* fields are its signature, not the action's parameters.
+        if key in ("Action", "Version") or key.startswith("X-Amz-"):
             continue
         node = tree
         parts = key.split(".")
@@ -103,11 +105,20 @@ def _normalise(tree: dict[str, Any]) -> dict[str, Any]:
             out["Tags"] = _pairs(key, value, "Key", "Value")
         elif _ENTRY.match(key) and isinstance(value, dict):
             out["Entries"] = [_normalise(e) for e in _structures(key, value)]
-        elif isinstance(value, dict) and value and all(k.isdigit() for k in value):
-            out[_LIST_NAMES.get(key, key + "s")] = _ordered(value)
+        elif _numbered(value):
+            # `AttributeName.1` (the model's flattened name) or `AttributeNames.1`
+            plural = key if key.endswith("s") else key + "s"
+            out[_LIST_NAMES.get(key, plural)] = _ordered(value)
+        elif isinstance(value, dict) and set(value) == {"member"} and _numbered(value["member"]):
+            # A list as a serializer writes one that is not flattened: `Names.member.1`.
+            out[key] = _ordered(value["member"])
         else:
             out[key] = value
     return out
+
+
+def _numbered(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(k.isdigit() for k in value)
 
 
 def _attribute_value(value: Any) -> dict[str, Any]:

@@ -8,11 +8,8 @@ from typing import Any
 
 from deadletter.api.zaqar.errors import bad_request, out_of_range, shown
 from deadletter.domain import model
+from deadletter.domain import settings as declared
 from deadletter.domain.model import (
-    DEFAULT_MESSAGE_SIZE,
-    MAX_CLAIM_TTL,
-    MAX_DELAY,
-    MAX_TTL,
     DeadLetterPolicy,
     Queue,
     QueueSettings,
@@ -21,7 +18,7 @@ from deadletter.domain.model import (
 )
 
 # Zaqar's own lower bounds for TTLs (the engine allows shorter ones for SQS).
-MIN_TTL = 60
+MIN_TTL = declared.ZAQAR_MIN_TTL
 # Zaqar's alphabet for the queues it creates; a queue it refers to may also have been made
 # through SQS (whose names allow up to 80 characters and a `.fifo` suffix).
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -29,14 +26,20 @@ QUEUE_REFERENCE = re.compile(r"^[a-zA-Z0-9_-]{1,80}(\.fifo)?$")
 # The user keys of a queue's metadata, as JSON.
 MAX_USER_METADATA = 65_536
 
-DEFAULT_TTL = "_default_message_ttl"
-MAX_POST_SIZE = "_max_messages_post_size"
-DEFAULT_DELAY = "_default_message_delay"
-MAX_CLAIM_COUNT = "_max_claim_count"
-DLQ = "_dead_letter_queue"
-DLQ_TTL = "_dead_letter_queue_messages_ttl"
-MAX_MESSAGE_TTL = "_max_message_ttl"
-DEFAULT_CLAIM_TTL = "_default_claim_ttl"
+
+def _key(setting: declared.Setting) -> str:
+    assert setting.zaqar is not None
+    return setting.zaqar.name
+
+
+DEFAULT_TTL = _key(declared.DEFAULT_TTL)
+MAX_POST_SIZE = _key(declared.MAX_MESSAGE_SIZE_SETTING)
+DEFAULT_DELAY = _key(declared.DEFAULT_DELAY)
+MAX_CLAIM_COUNT = _key(declared.MAX_CLAIMS)
+DLQ = declared.DLQ_TARGET.zaqar
+DLQ_TTL = _key(declared.DLQ_MESSAGE_TTL)
+MAX_MESSAGE_TTL = _key(declared.MAX_MESSAGE_TTL)
+DEFAULT_CLAIM_TTL = _key(declared.CLAIM_TTL)
 ON_EXPIRY = "_dead_letter_on_expiry"
 ELIGIBLE = "_dead_letter_eligible"
 REDRIVE_ALLOW = "_redrive_allow"
@@ -45,7 +48,7 @@ ENCRYPT = "_enable_encrypt_messages"
 # Solace's model (docs/solace-model.md): TTLs respected and capped, a lower TTL floor, and
 # dead-lettering to the project's default DLQ when none is named.
 RESPECT_TTL = "_respect_ttl"
-MIN_MESSAGE_TTL = "_min_message_ttl"
+MIN_MESSAGE_TTL = _key(declared.MIN_MESSAGE_TTL)
 DLQ_DEFAULT = "_dead_letter_default"
 # FIFO queues (fixed at creation) and whether they derive deduplication ids from the body.
 FIFO = "_fifo"
@@ -53,18 +56,21 @@ CONTENT_DEDUP = "_content_based_deduplication"
 
 READ_ONLY = frozenset({POLICY_ACTIVE})
 POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, DLQ, DLQ_TTL, ON_EXPIRY})
+# The declared settings whose key holds their value within the key's range, with no rule
+# between keys (the TTLs have one: a queue's floor and maximum bound its default).
+INTEGERS = tuple(
+    d
+    for d in declared.QUEUE_SETTINGS
+    if d.zaqar is not None
+    and d not in (declared.DEFAULT_TTL, declared.MAX_MESSAGE_TTL, declared.MIN_MESSAGE_TTL)
+)
 RESERVED = frozenset(
     {
-        DEFAULT_TTL,
-        MAX_POST_SIZE,
-        DEFAULT_DELAY,
-        MAX_MESSAGE_TTL,
-        DEFAULT_CLAIM_TTL,
+        *(d.zaqar.name for d in declared.SETTINGS if d.zaqar is not None),
         ELIGIBLE,
         REDRIVE_ALLOW,
         ENCRYPT,
         RESPECT_TTL,
-        MIN_MESSAGE_TTL,
         DLQ_DEFAULT,
         FIFO,
         CONTENT_DEDUP,
@@ -90,31 +96,49 @@ def check_queue_reference(name: str) -> None:
         raise bad_request(f"{shown(name)} is not the name of a queue.")
 
 
-def to_metadata(queue: Queue) -> dict[str, Any]:
-    """What GET returns: user metadata plus every reserved key (null when unset)."""
-    s = queue.settings
+def to_metadata(queue: Queue, every_key: bool = False) -> dict[str, Any]:
+    """What GET returns, as Zaqar does: the user's keys, the three reserved keys Zaqar always
+    fills in, and every other reserved key whose value is not what its absence means. No key is
+    ever null: python-zaqarclient takes a null key for a present one and its
+    `metadata(new_meta=...)` would add it and then remove it, losing a DLQ policy.
+
+    With `every_key` (`?defaults=true`, for a client that shows every setting), every reserved
+    key, its default where unset and null where it has none."""
+    if every_key:
+        return {**queue.settings.metadata, **_reserved(queue.settings)}
+    return {
+        **queue.settings.metadata,
+        **{
+            key: value
+            for key, value in _reserved(queue.settings).items()
+            if key in ALWAYS_SHOWN or (value is not None and value != _ABSENT[key])
+        },
+    }
+
+
+def _reserved(s: QueueSettings) -> dict[str, Any]:
+    """Every reserved key's value, None where the setting is unset."""
     policy = s.dead_letter
     return {
-        **s.metadata,
-        DEFAULT_TTL: s.default_ttl,
-        MAX_POST_SIZE: s.max_message_size,
-        DEFAULT_DELAY: s.default_delay,
-        MAX_MESSAGE_TTL: s.max_ttl,
-        DEFAULT_CLAIM_TTL: s.claim_ttl,
-        MAX_CLAIM_COUNT: policy.max_claims if policy else None,
+        **{d.zaqar.name: d.value(s) for d in declared.SETTINGS if d.zaqar is not None},
         DLQ: policy.target if policy else None,
-        DLQ_TTL: policy.message_ttl if policy else None,
         ON_EXPIRY: policy.on_expiry if policy else None,
         ELIGIBLE: s.dead_letter_eligible,
         REDRIVE_ALLOW: s.redrive_allow.to_dict(),
         POLICY_ACTIVE: policy.active if policy else None,
         ENCRYPT: False,
         RESPECT_TTL: s.respect_ttl,
-        MIN_MESSAGE_TTL: s.min_ttl,
         DLQ_DEFAULT: s.dead_letter_default,
         FIFO: s.fifo,
         CONTENT_DEDUP: s.content_based_deduplication,
     }
+
+
+# Zaqar's GET fills in these three whether set or not.
+ALWAYS_SHOWN = frozenset({MAX_POST_SIZE, DEFAULT_TTL, DEFAULT_DELAY})
+# What each reserved key means when absent (a PATCH that removes it restores this value), so
+# GET may leave out a key holding it and a client that sends GET's keys back changes nothing.
+_ABSENT = _reserved(ZAQAR_DEFAULTS)
 
 
 def ttl_floor(min_ttl: int | None) -> int:
@@ -137,27 +161,25 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
 
     if get(ENCRYPT) not in (None, False):
         raise bad_request(f"{ENCRYPT}: encryption of messages is not supported.")
-    min_ttl = _optional_int(MIN_MESSAGE_TTL, get(MIN_MESSAGE_TTL), 1, MAX_TTL, base.min_ttl)
+    min_ttl = _optional_declared(declared.MIN_MESSAGE_TTL, m, base.min_ttl)
     floor = ttl_floor(min_ttl)
     respect_ttl = (
         base.respect_ttl
         if get(RESPECT_TTL) is None
         else _bool(RESPECT_TTL, get(RESPECT_TTL), False)
     )
-    max_ttl = _int(MAX_MESSAGE_TTL, get(MAX_MESSAGE_TTL), floor, MAX_TTL, base.max_ttl)
+    ttl_high = declared.MAX_MESSAGE_TTL.high
+    max_ttl = _int(MAX_MESSAGE_TTL, get(MAX_MESSAGE_TTL), floor, ttl_high, base.max_ttl)
     # Under respect-TTL the maximum caps a longer default rather than refusing it.
-    high = max_ttl if respect_ttl is None else MAX_TTL
+    high = max_ttl if respect_ttl is None else ttl_high
     default_ttl = _int(DEFAULT_TTL, get(DEFAULT_TTL), floor, high, min(base.default_ttl, high))
     dead_letter_default = _bool(DLQ_DEFAULT, get(DLQ_DEFAULT), base.dead_letter_default)
     settings = base.with_changes(
         default_ttl=default_ttl,
         max_ttl=max_ttl,
-        max_message_size=_int(
-            MAX_POST_SIZE, get(MAX_POST_SIZE), 1, DEFAULT_MESSAGE_SIZE, base.max_message_size
-        ),
-        default_delay=_int(DEFAULT_DELAY, get(DEFAULT_DELAY), 0, MAX_DELAY, base.default_delay),
-        # 0..43200 like SQS's visibility timeout, so a queue made through SQS can be patched.
-        claim_ttl=_int(DEFAULT_CLAIM_TTL, get(DEFAULT_CLAIM_TTL), 0, MAX_CLAIM_TTL, base.claim_ttl),
+        # Each in the range the face declares (a claim TTL in the engine's, as SQS's visibility
+        # timeout, so that a queue made through SQS can be patched).
+        **{d.field: _declared(d, m, getattr(base, d.field)) for d in INTEGERS},
         dead_letter_eligible=_bool(ELIGIBLE, get(ELIGIBLE), base.dead_letter_eligible),
         redrive_allow=_redrive_allow(get(REDRIVE_ALLOW)),
         dead_letter=_policy(m, base.dead_letter, dead_letter_default),
@@ -182,25 +204,22 @@ def _policy(
     if target is None and max_claims is None:
         for key in (DLQ_TTL, ON_EXPIRY):
             if m.get(key) not in (None, False):
-                raise bad_request(f"{key} needs {DLQ} and {MAX_CLAIM_COUNT}.")
+                needs = declared.zaqar_names(declared.DLQ_MESSAGE_TTL.needs)
+                raise bad_request(f"{key} needs {' and '.join(needs)}.")
         return base
     if target is None and to_default:
         target = model.DEFAULT_DEAD_LETTER_QUEUE
     if target is None or max_claims is None:
+        target_key, count_key = declared.zaqar_names(declared.POLICY_MEMBERS)
         raise bad_request(
-            f"{MAX_CLAIM_COUNT} and {DLQ} must be set together"
-            f" ({DLQ_DEFAULT}: true lets {MAX_CLAIM_COUNT} use the default DLQ)."
+            f"{count_key} and {target_key} must be set together"
+            f" ({DLQ_DEFAULT}: true lets {count_key} use the default DLQ)."
         )
     if not isinstance(target, str):
         raise bad_request(f"{DLQ} must be the name of a queue.")
     check_queue_reference(target)
-    limit = model.MAX_CLAIM_COUNT
-    if (
-        isinstance(max_claims, bool)
-        or not isinstance(max_claims, int)
-        or not 1 <= max_claims <= limit
-    ):
-        raise out_of_range(MAX_CLAIM_COUNT, 1, limit, max_claims)
+    max_claims = _declared(declared.MAX_CLAIMS, m, 0)
+    # Its range is the engine's to check (its words name the setting, not the key).
     ttl = m.get(DLQ_TTL)
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int)):
         raise bad_request(f"{DLQ_TTL} must be an integer number of seconds.")
@@ -242,8 +261,18 @@ def _int(key: str, value: Any, low: int, high: int, default: int) -> int:
     return value
 
 
-def _optional_int(key: str, value: Any, low: int, high: int, default: int | None) -> int | None:
-    return default if value is None else _int(key, value, low, high, low)
+def _declared(setting: declared.Setting, m: dict[str, Any], default: int) -> int:
+    """The setting's value in the metadata, within the range the Zaqar face declares for it."""
+    assert setting.zaqar is not None
+    low, high = setting.face_range(setting.zaqar)
+    return _int(setting.zaqar.name, m.get(setting.zaqar.name), low, high, default)
+
+
+def _optional_declared(
+    setting: declared.Setting, m: dict[str, Any], default: int | None
+) -> int | None:
+    assert setting.zaqar is not None
+    return default if m.get(setting.zaqar.name) is None else _declared(setting, m, 0)
 
 
 def _bool(key: str, value: Any, default: bool) -> bool:

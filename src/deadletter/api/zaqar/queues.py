@@ -60,7 +60,8 @@ def create_queue(ctx: Ctx) -> Response:
 
 
 def get_queue(ctx: Ctx) -> Response:
-    return JSONResponse(meta.to_metadata(ctx.engine.get_queue(ctx.project, ctx.queue)))
+    every_key = ctx.bool_param("defaults")
+    return JSONResponse(meta.to_metadata(ctx.engine.get_queue(ctx.project, ctx.queue), every_key))
 
 
 def patch_queue(ctx: Ctx) -> Response:
@@ -77,15 +78,18 @@ def patch_queue(ctx: Ctx) -> Response:
         view = meta.to_metadata(queue)
         for op in ops:
             key, value = patch_op(op)
-            if key in meta.READ_ONLY and op["op"] != "remove":
+            # A read-only key sent back as GET showed it changes nothing (a client that
+            # replaces the whole metadata sends every key it read).
+            if key in meta.READ_ONLY and op["op"] != "remove" and value != view.get(key):
                 raise bad_request(f"{key} is read-only.")
             if op["op"] == "remove" and key in meta.RESERVED:
-                # A reserved key always exists (GET shows it, maybe as null): removing it restores
-                # its default. Clients that replace the whole metadata remove every key they omit.
+                # A reserved key always exists (GET leaves it out when it holds its default):
+                # removing it restores its default. Clients that replace the whole metadata
+                # remove every key they omit.
                 view[key] = None
                 continue
-            # A reserved key always exists (GET shows it, maybe as null), so replacing it is
-            # adding it; only user keys can be missing.
+            # A reserved key always exists, so replacing it is adding it; only user keys can be
+            # missing.
             missing = key not in meta.RESERVED and view.get(key) is None
             if op["op"] in ("replace", "remove") and missing:
                 raise ZaqarError(
