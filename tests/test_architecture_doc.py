@@ -249,3 +249,31 @@ def test_a_may_import_cell_is_read_as_a_rule() -> None:
     assert enforced(RULES["engine"]) != claimed("only `domain/`, `auth/`, `clock.py`")
     assert rule_of("storage/base.py") is RULES["storage"]
     assert rule_of("server.py") is None
+
+
+def folders_in_map(readme: str) -> set[str]:
+    """The folders the README's map of the code names, as paths: a line's indent says which
+    folder it is in (two spaces a level)."""
+    block = readme[readme.index("## The code") :]
+    block = block[block.index("```text\n") + len("```text\n") :]
+    path: list[str] = []
+    found = set()
+    for line in block[: block.index("```")].splitlines():
+        name = line.split()[0] if line.strip() else ""
+        if not name.endswith("/"):
+            continue
+        depth = (len(line) - len(line.lstrip())) // 2
+        path = [*path[:depth], name.removesuffix("/")]
+        found.add("/".join(path) + "/")
+    return found
+
+
+def test_the_readme_maps_every_folder_of_the_code() -> None:
+    readme = (DOC.parent.parent / "README.md").read_text()
+    folders = {f"src/deadletter/{m.rpartition('/')[0]}/" for m in modules() if "/" in m}
+    assert folders <= folders_in_map(readme), sorted(folders - folders_in_map(readme))
+
+
+def test_the_map_reads_nested_folders_by_indent() -> None:
+    readme = "## The code\n```text\nsrc/\n  a/     x\n    b/   y\n  c.py   z\n  d/\ndocs/\n```\n"
+    assert folders_in_map(readme) == {"src/", "src/a/", "src/a/b/", "src/d/", "docs/"}
