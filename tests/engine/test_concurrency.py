@@ -143,7 +143,7 @@ def test_concurrent_settings_changes_keep_every_tag(engine: Engine) -> None:
     `change_settings` reads and writes in one transaction. The former pattern loses updates:
 
         q = engine.get_queue(P, "q")
-        engine.update_queue(P, "q", q.settings.with_changes(tags={**q.settings.tags, tag: "x"}))
+        engine.update_queue(P, "q", q.settings.with_changes(labels={**q.settings.labels, tag: "x"}))
 
     Two threads read the same tags and the later write drops the earlier one's tag; this test
     written that way fails on both stores, with a single tag of the 16 left.
@@ -157,7 +157,7 @@ def test_concurrent_settings_changes_keep_every_tag(engine: Engine) -> None:
     def tag(i: int) -> None:
         start.wait()
         engine.change_settings(
-            P, "q", lambda q: q.settings.with_changes(tags={**q.settings.tags, f"t{i}": "x"})
+            P, "q", lambda q: q.settings.with_changes(labels={**q.settings.labels, f"t{i}": "x"})
         )
 
     threads = [threading.Thread(target=tag, args=(i,)) for i in range(TAGGERS)]
@@ -165,5 +165,5 @@ def test_concurrent_settings_changes_keep_every_tag(engine: Engine) -> None:
         t.start()
     for t in threads:
         t.join()
-    tags = engine.get_queue(P, "q").settings.tags
+    tags = engine.get_queue(P, "q").settings.labels
     assert sorted(tags) == sorted(f"t{i}" for i in range(TAGGERS))

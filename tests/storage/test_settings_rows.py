@@ -17,3 +17,11 @@ def test_the_same_text_is_parsed_once_and_a_changed_text_anew() -> None:
     assert settings_from(text) is first  # no second parse of an unchanged row
     changed = json.dumps(replace(settings, claim_ttl=90).to_dict())
     assert settings_from(changed).claim_ttl == 90
+
+
+def test_sqs_labels_stored_under_their_old_name_read_back_as_labels() -> None:
+    # A row written before SQS queue tags were named `labels` keeps them under "tags".
+    old = {**QueueSettings().to_dict(), "tags": {"team": "orders"}}
+    del old["labels"]
+    assert settings_from(json.dumps(old)).labels == {"team": "orders"}
+    assert "tags" not in QueueSettings(labels={"a": "b"}).to_dict()

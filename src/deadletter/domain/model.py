@@ -136,9 +136,10 @@ class QueueSettings:
     dead_letter_eligible: bool = True
     dead_letter: DeadLetterPolicy | None = None
     redrive_allow: RedriveAllow = field(default_factory=RedriveAllow)
-    # Free-form data owned by the faces: Zaqar's user metadata, SQS tags and its opaque Policy.
+    # Free-form data owned by the faces: Zaqar's user metadata, the SQS queue's labels (what
+    # TagQueue sets; not consumer tags, below) and its opaque Policy.
     metadata: dict[str, Any] = field(default_factory=dict)
-    tags: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
     # Solace's TTL model. None: the message's TTL is kept and one above max_ttl is refused
     # (Zaqar and SQS); True: it is kept but capped at max_ttl, never refused; False: it is
@@ -176,6 +177,8 @@ class QueueSettings:
     def from_dict(cls, data: dict[str, Any]) -> QueueSettings:
         """Settings from their stored form; a field stored before it existed takes its
         default."""
+        if "tags" in data and "labels" not in data:  # stored before SQS tags were `labels`
+            data = {**data, "labels": data["tags"]}
         return cls(
             **{
                 f.name: _READ_AS.get(f.name, _same)(data[f.name])

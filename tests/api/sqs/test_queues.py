@@ -121,7 +121,7 @@ def test_bad_queue_names_are_refused(sqs: Any) -> None:
     assert exc.value.response["Error"]["Code"] == "InvalidParameterValue"
 
 
-def test_tags(sqs: Any) -> None:
+def test_queue_labels_through_tag_queue_and_list_queue_tags(sqs: Any) -> None:
     url = sqs.create_queue(QueueName="tagged", tags={"team": "payments"})["QueueUrl"]
     sqs.tag_queue(QueueUrl=url, Tags={"env": "test"})
     assert sqs.list_queue_tags(QueueUrl=url)["Tags"] == {"team": "payments", "env": "test"}

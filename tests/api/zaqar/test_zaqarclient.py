@@ -117,7 +117,7 @@ def test_the_real_client_sets_and_removes_a_dlq_policy_through_metadata(
     [
         meta.ZAQAR_DEFAULTS,
         # As SQS creates a queue: its own defaults, none of them Zaqar's.
-        QueueSettings(default_ttl=345_600, claim_ttl=30, receive_wait=5, tags={"team": "a"}),
+        QueueSettings(default_ttl=345_600, claim_ttl=30, receive_wait=5, labels={"team": "a"}),
         meta.ZAQAR_DEFAULTS.with_changes(
             dead_letter=DeadLetterPolicy("d", 3, message_ttl=600, on_expiry=True),
             metadata={"owner": "me"},

@@ -64,7 +64,7 @@ def create_queue(call: Call) -> dict[str, Any]:
     )
     settings = attrs.apply(defaults, given, call.region, call.account)
     sqs_fifo.check(name, None, settings, given)
-    settings = settings.with_changes(tags=tags)
+    settings = settings.with_changes(labels=tags)
     existing = call.engine.find_queue(call.project, name)
     if existing is not None:
         current = attrs.view(existing, None, call.region, call.account)
@@ -159,10 +159,10 @@ def tag_queue(call: Call) -> dict[str, Any]:
     added = _tags(call.params.get("Tags"), name, required=True)
 
     def tagged(queue: Queue) -> QueueSettings:
-        merged = {**queue.settings.tags, **added}
+        merged = {**queue.settings.labels, **added}
         if len(merged) > MAX_TAGS:
             raise invalid_parameter(f"Too many tags added for queue {name}.")
-        return queue.settings.with_changes(tags=merged)
+        return queue.settings.with_changes(labels=merged)
 
     call.engine.change_settings(call.project, name, tagged)
     return {}
@@ -177,7 +177,7 @@ def untag_queue(call: Call) -> dict[str, Any]:
         call.project,
         name,
         lambda q: q.settings.with_changes(
-            tags={k: v for k, v in q.settings.tags.items() if k not in keys}
+            labels={k: v for k, v in q.settings.labels.items() if k not in keys}
         ),
     )
     return {}
@@ -185,7 +185,7 @@ def untag_queue(call: Call) -> dict[str, Any]:
 
 def list_queue_tags(call: Call) -> dict[str, Any]:
     queue = call.engine.get_queue(call.project, call.queue())
-    return {"Tags": dict(queue.settings.tags)} if queue.settings.tags else {}
+    return {"Tags": dict(queue.settings.labels)} if queue.settings.labels else {}
 
 
 def purge_queue(call: Call) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def patch_queue(ctx: Ctx) -> Response:
                 view[key] = value
         s = queue.settings
         base = meta.ZAQAR_DEFAULTS.with_changes(
-            tags=s.tags,
+            labels=s.labels,
             extra=s.extra,
             receive_wait=s.receive_wait,
             deduplication_scope=s.deduplication_scope,
