@@ -34,26 +34,26 @@ class _Threads:
     def __init__(self, size: int) -> None:
         self.size = size
         self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self.lock = threading.Lock()
+        # One entry per thread waiting for a job that no call has counted on yet; a call takes
+        # one or starts a thread, so a job never waits behind another while a thread could
+        # be started. `list.append` and `list.pop` are atomic, and cost less than a lock.
+        self.idle: list[None] = []
+        self.lock = threading.Lock()  # only to start a thread
         self.started = 0
-        self.idle = 0
 
     def submit(self, job: _Job) -> None:
         self.jobs.put(job)
-        # Unlocked read: at worst one more thread starts, or a call waits for a busy one.
-        if self.idle == 0 and self.started < self.size:
+        try:
+            self.idle.pop()
+        except IndexError:
             with self.lock:
-                if self.started < self.size:
+                if self.started < self.size:  # else the job waits for the first thread free
                     self.started += 1
                     threading.Thread(target=self._run, name="deadletter-api", daemon=True).start()
 
     def _run(self) -> None:
         while True:
-            with self.lock:
-                self.idle += 1
             loop, future, call = self.jobs.get()
-            with self.lock:
-                self.idle -= 1
             result: Any = None
             error: BaseException | None = None
             try:
@@ -64,6 +64,7 @@ class _Threads:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_settle, future, result, error)
             del loop, future, call, result, error  # hold nothing while idle
+            self.idle.append(None)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
