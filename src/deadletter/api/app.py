@@ -21,6 +21,7 @@ from deadletter.api import openapi, refusals
 from deadletter.api.auth import admin_routes, feed_project, guarded
 from deadletter.api.console import Console
 from deadletter.api.head import HeadWithoutBody
+from deadletter.api.hot import HotRoutes, hot_routes
 from deadletter.api.limits import BodyLimit, Limits
 from deadletter.api.metrics import LatencyMiddleware, Metrics
 from deadletter.api.options import AppOptions
@@ -94,6 +95,7 @@ def build_app(
             Middleware(BodyLimit, limit_for=body_limit, refuse=refusals.too_large),
             Middleware(LatencyMiddleware, metrics=metrics),
             Middleware(HeadWithoutBody),
+            Middleware(HotRoutes, routes=hot_routes(routes)),
         ],
         exception_handlers={HTTPException: refusals.http_error},
         lifespan=lifespan,

@@ -185,6 +185,9 @@ class LatencyMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
         self.metrics = metrics
+        # `labels()` takes a lock and builds its key on every call; the series are few
+        # (method x route x status) and this runs on the event loop only.
+        self.series: dict[tuple[str, str, str], Histogram] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -204,6 +207,8 @@ class LatencyMiddleware:
         finally:
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
-            self.metrics.request_seconds.labels(scope["method"], template, str(status)).observe(
-                time.perf_counter() - start
-            )
+            key = (scope["method"], template, str(status))
+            series = self.series.get(key)
+            if series is None:
+                series = self.series[key] = self.metrics.request_seconds.labels(*key)
+            series.observe(time.perf_counter() - start)

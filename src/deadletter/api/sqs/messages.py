@@ -10,8 +10,6 @@ import re
 from functools import partial
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
-
 from deadletter.api.notify import wait_for
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs import fifo as sqs_fifo
@@ -27,6 +25,7 @@ from deadletter.api.sqs.errors import (
     queue_does_not_exist,
     receipt_handle_invalid,
 )
+from deadletter.api.threads import in_thread
 from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_CLAIM_TTL,
@@ -309,13 +308,13 @@ async def receive_message(call: Call) -> dict[str, Any]:
     start = loop_time()
     async with call.notifier.watching(call.project, name) as arrived:
         while True:
-            claim = await run_in_threadpool(
+            claim = await in_thread(
                 partial(call.engine.claim, tag=tag), call.project, name, limit, visibility
             )
             if claim.messages:
                 break
             if wait is None:  # the queue's own wait, read only when a receive must wait
-                queue = await run_in_threadpool(call.engine.get_queue, call.project, name)
+                queue = await in_thread(call.engine.get_queue, call.project, name)
                 wait = queue.settings.receive_wait
             remaining = start + wait - loop_time()
             if remaining <= 0:
@@ -323,7 +322,7 @@ async def receive_message(call: Call) -> dict[str, Any]:
             # New messages announce themselves (`arrived`); a message whose visibility
             # timeout or delay ends does not, so the wait also ends when the first one does,
             # and never lasts longer than RECHECK (a change made where no one announces it).
-            upcoming = await run_in_threadpool(call.engine.next_visible_in, call.project, name)
+            upcoming = await in_thread(call.engine.next_visible_in, call.project, name)
             pause = min(remaining, RECHECK)
             if upcoming is not None:
                 pause = min(pause, upcoming + VISIBILITY_SLACK)

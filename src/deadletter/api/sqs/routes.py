@@ -26,6 +26,7 @@ from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS, Call
 from deadletter.api.sqs.errors import SqsError, from_exception, queue_does_not_exist
 from deadletter.api.strict_json import InvalidJson, loads
+from deadletter.api.threads import in_thread
 from deadletter.engine.engine import Engine
 
 TARGET_PREFIX = "AmazonSQS."
@@ -120,7 +121,7 @@ def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
             if action in ASYNC_ACTIONS:
                 result = await ASYNC_ACTIONS[action](call)
             elif action in SYNC_ACTIONS:
-                result = await run_in_threadpool(SYNC_ACTIONS[action], call)
+                result = await in_thread(SYNC_ACTIONS[action], call)
             else:
                 raise SqsError(
                     "InvalidAction",

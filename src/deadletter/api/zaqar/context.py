@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from deadletter.api import strict_json
 from deadletter.api.auth import zaqar_may, zaqar_project
 from deadletter.api.options import AppOptions
+from deadletter.api.threads import in_thread
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.api.zaqar.serialize import message_json
 from deadletter.auth.roles import Action
@@ -175,14 +175,14 @@ def endpoint(
                 )
             check_text_params(request, project)
             if options.authority is not None:
-                project = await run_in_threadpool(
+                project = await in_thread(
                     zaqar_project, options.authority, request.method, template,
                     request.url.path, request.headers, dict(request.query_params), project,
                 )  # fmt: skip
             body = await request.body()
             params = dict(request.query_params)
             ctx = Ctx(request, engine, project, cid, body, params, options)
-            return await run_in_threadpool(handler, ctx)
+            return await in_thread(handler, ctx)
         except Exception as exc:
             return response_for(exc, f"{request.method} {request.url.path}")
 
