@@ -247,6 +247,28 @@ def test_the_faces_import_the_engine_never_storage_pipeline_or_cli(graph: list[I
     check("api", graph)
 
 
+def facade_bypasses(graph: Iterable[Import]) -> list[Import]:
+    """Imports by the faces of an engine module past the façade (the `deadletter.engine`
+    package, which exports what a face may use)."""
+    return [
+        i
+        for i in graph
+        if within(i.source, D + "api") and within(i.target, D + "engine")
+        and i.target != D + "engine"
+    ]  # fmt: skip
+
+
+def test_the_faces_call_the_engine_through_its_facade_only(graph: list[Import]) -> None:
+    assert facade_bypasses(graph) == []
+
+
+def test_a_face_reaching_past_the_facade_is_reported() -> None:
+    source = "from deadletter.engine import Engine\nfrom deadletter.engine.claims import claim\n"
+    known = {"deadletter.engine", "deadletter.engine.claims"}
+    graph = imports_of(source, "deadletter.api.zaqar.x", False, known)
+    assert [i.target for i in facade_bypasses(graph)] == ["deadletter.engine.claims"]
+
+
 def test_adapters_import_only_the_engine_and_the_domain(graph: list[Import]) -> None:
     check("adapters", graph)
 

@@ -27,7 +27,7 @@ from deadletter.api.metrics import LatencyMiddleware, Metrics
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import QueryGet, sqs_routes
 from deadletter.api.zaqar.routes import zaqar_routes
-from deadletter.engine.engine import Engine
+from deadletter.engine import Engine
 
 __all__ = ["AppOptions", "Background", "Limits", "build_app"]
 

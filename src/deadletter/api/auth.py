@@ -21,18 +21,10 @@ from deadletter.api import strict_json
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.sqs.errors import SqsError
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
+from deadletter.auth import errors as auth_errors
+from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
-from deadletter.engine.credentials import (
-    SQS_ACTIONS,
-    Action,
-    Authority,
-    Credential,
-    Role,
-    auth_errors,
-    is_signed_url,
-    parse_role,
-    zaqar_action,
-)
+from deadletter.engine import Authority, Credential, is_signed_url, parse_role
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 

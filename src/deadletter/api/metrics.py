@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from deadletter.engine.events import EngineListener
+from deadletter.engine import EngineListener
 
 # The label value of a project's queues past its first `max_queues` (a queue name cannot
 # hold `~`, on either face).

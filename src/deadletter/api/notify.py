@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from deadletter.engine.events import EngineListener
+from deadletter.engine import EngineListener
 
 Key = tuple[str, str]
 

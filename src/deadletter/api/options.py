@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from deadletter.engine.credentials import Authority
+from deadletter.engine import Authority
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.errors import ZaqarError, response_for
 from deadletter.domain.errors import StoreUnavailable
-from deadletter.engine.events import EngineListener
+from deadletter.engine import EngineListener
 
 Event = dict[str, Any]
 

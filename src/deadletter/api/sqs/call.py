@@ -20,7 +20,7 @@ from deadletter.api.sqs.errors import (
     missing_parameter,
     queue_does_not_exist,
 )
-from deadletter.engine.engine import Engine
+from deadletter.engine import Engine
 
 MAX_BATCH = 10
 MAX_LIST = 1000

@@ -27,7 +27,7 @@ from deadletter.domain.model import (
     NewMessage,
     QueueSettings,
 )
-from deadletter.engine import fifo
+from deadletter.engine import check_fifo_id, sequence_number
 
 SUFFIX = ".fifo"
 _ID_REASON = "{name} can only include alphanumeric and punctuation characters. 1 to 128 in length."
@@ -133,7 +133,7 @@ def check_send(new: NewMessage, params: dict[str, Any], s: QueueSettings) -> Non
         if value is None:
             continue
         try:
-            fifo.check_id(what, value)
+            check_fifo_id(what, value)
         except errors.InvalidInput:
             raise invalid_value(value, what, _ID_REASON.format(name=what)) from None
 
@@ -146,5 +146,5 @@ def system_attributes(m: Message) -> dict[str, str]:
         out["MessageGroupId"] = m.group_id
     if m.deduplication_id is not None:
         out["MessageDeduplicationId"] = m.deduplication_id
-        out["SequenceNumber"] = fifo.sequence_number(m)
+        out["SequenceNumber"] = sequence_number(m)
     return out

@@ -38,7 +38,7 @@ from deadletter.domain.model import (
     QueueSettings,
 )
 from deadletter.domain.tags import TAG_NAME
-from deadletter.engine.visibility import VisibilityChange
+from deadletter.engine import VisibilityChange
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
 # A long poll looks at its queue again at least this often (seconds), and this long after a

@@ -27,7 +27,7 @@ from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS, Call
 from deadletter.api.sqs.errors import SqsError, from_exception, queue_does_not_exist
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.api.threads import in_thread
-from deadletter.engine.engine import Engine
+from deadletter.engine import Engine
 
 TARGET_PREFIX = "AmazonSQS."
 STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"

@@ -24,7 +24,7 @@ from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.api.zaqar.serialize import message_json
 from deadletter.auth.roles import Action
 from deadletter.domain.model import Message
-from deadletter.engine.engine import Engine
+from deadletter.engine import Engine
 
 MAX_PROJECT_ID = 256
 

@@ -53,7 +53,7 @@ from deadletter.api.zaqar.templates import (
     patch_template,
     put_template,
 )
-from deadletter.engine.engine import Engine
+from deadletter.engine import Engine
 
 # (path, method, handler, needs Client-ID); openapi.py documents each from this table.
 Q = "/v2/queues/{queue}"

@@ -17,7 +17,7 @@ from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import optional_text, text, time_value
 from deadletter.api.zaqar.serialize import iso
 from deadletter.domain import errors
-from deadletter.engine.tag_operations import TagInfo
+from deadletter.engine import TagInfo
 
 FIELDS = frozenset({"start", "filter"})
 
