@@ -70,6 +70,7 @@ def test_only_webhooks_are_supported(api: ApiClient) -> None:
     r = api.post(SUBS, json={"subscriber": "mailto:ops@example.com", "ttl": 600})
     assert r.status_code == 400
     assert "http:// or https://" in r.json()["description"]
+    assert api.get(SUBS).json()["subscriptions"] == []  # nothing was subscribed
 
 
 def test_bad_subscriptions_are_refused(api: ApiClient) -> None:
@@ -86,9 +87,12 @@ def test_bad_subscriptions_are_refused(api: ApiClient) -> None:
         r = api.post(SUBS, json=doc)
         assert r.status_code == 400, (doc, r.text)
         assert r.json()["title"]
+    assert api.get(SUBS).json()["subscriptions"] == []  # none of them was subscribed
     sid = subscribe(api)
+    before = api.get(f"{SUBS}/{sid}").json()
     assert api.patch(f"{SUBS}/{sid}", json={}).status_code == 400
     assert api.patch(f"{SUBS}/{sid}", json={"subscriber": "mailto:x@y"}).status_code == 400
+    assert api.get(f"{SUBS}/{sid}").json() == before  # neither refusal changed it
 
 
 def test_changing_to_a_taken_subscriber_conflicts(api: ApiClient) -> None:
@@ -96,6 +100,9 @@ def test_changing_to_a_taken_subscriber_conflicts(api: ApiClient) -> None:
     subscribe(api)
     other = subscribe(api, subscriber=HOOK + "/b")
     assert api.patch(f"{SUBS}/{other}", json={"subscriber": HOOK}).status_code == 409
+    # the refused change left both as they were
+    subscribers = sorted(s["subscriber"] for s in api.get(SUBS).json()["subscriptions"])
+    assert subscribers == [HOOK, HOOK + "/b"]
 
 
 def test_purging_subscriptions_removes_them(api: ApiClient) -> None:
