@@ -44,7 +44,7 @@ def test_two_workers_share_queues_and_wake_each_others_long_polls(tmp_path: Path
     with postgres_schema() as db:
         proc, url = start(db, tmp_path, "--workers", "2")
         try:
-            with connections_to_two_processes(url) as (a, b):
+            with connections_to_two_processes(url, per_process=2) as (a, watch, b, _):
                 # Given a queue made through one process
                 queue = sqs(a, "CreateQueue", QueueName="shared")["QueueUrl"]
                 # a message sent through it is received and deleted through the other
@@ -64,7 +64,11 @@ def test_two_workers_share_queues_and_wake_each_others_long_polls(tmp_path: Path
 
                 poller = threading.Thread(target=long_poll)
                 poller.start()
-                time.sleep(0.5)  # lets the poll start waiting (sent earlier, it only finds it)
+                # only once the poll waits: sent earlier, the message would be found, not awaited
+                deadline = time.monotonic() + LONG_POLL
+                while long_polls_waiting(watch) < 1:
+                    assert time.monotonic() < deadline, "the long poll never started waiting"
+                    time.sleep(0.02)
                 sqs(b, "SendMessage", QueueUrl=queue, MessageBody="wake up")
                 poller.join(LONG_POLL * 2)
             # I expect the poll to return the message before its wait ran out
@@ -275,27 +279,42 @@ def sqs(conn: http.client.HTTPConnection, action: str, **params: Any) -> Any:
 
 @contextmanager
 def connections_to_two_processes(
-    url: str,
-) -> Iterator[tuple[http.client.HTTPConnection, http.client.HTTPConnection]]:
-    """Two keep-alive connections that different worker processes accepted."""
+    url: str, per_process: int = 1
+) -> Iterator[tuple[http.client.HTTPConnection, ...]]:
+    """Keep-alive connections that different worker processes accepted: `per_process` to
+    the first process, then as many to the second, in that order."""
     parts = urlsplit(url)
     assert parts.hostname is not None and parts.port is not None
     opened: list[http.client.HTTPConnection] = []
-    by_pid: dict[int, http.client.HTTPConnection] = {}
+    by_pid: dict[int, list[http.client.HTTPConnection]] = {}
     try:
-        while len(by_pid) < 2:
-            assert len(opened) < 200, "every connection went to one process"
+        while len(by_pid) < 2 or any(len(c) < per_process for c in by_pid.values()):
+            assert len(opened) < 400, "every connection went to one process"
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=LONG_POLL * 2)
             opened.append(conn)
             conn.request("GET", "/v2/ping")
             conn.getresponse().read()
             assert conn.sock is not None
-            by_pid.setdefault(serving_pid(conn.sock, parts.port), conn)
+            pid = serving_pid(conn.sock, parts.port)
+            if pid in by_pid or len(by_pid) < 2:
+                by_pid.setdefault(pid, [])
+                if len(by_pid[pid]) < per_process:
+                    by_pid[pid].append(conn)
         first, second = by_pid.values()
-        yield first, second
+        yield (*first, *second)
     finally:
         for conn in opened:
             conn.close()
+
+
+def long_polls_waiting(conn: http.client.HTTPConnection) -> float:
+    """The `deadletter_long_polls_waiting` gauge of the process that holds `conn`."""
+    conn.request("GET", "/metrics")
+    response = conn.getresponse()
+    text = response.read().decode()
+    assert response.status == 200, text
+    (line,) = [x for x in text.splitlines() if x.startswith("deadletter_long_polls_waiting ")]
+    return float(line.split()[1])
 
 
 def serving_pid(client: socket.socket, server_port: int) -> int:

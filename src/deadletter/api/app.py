@@ -24,6 +24,7 @@ from deadletter.api.head import HeadWithoutBody
 from deadletter.api.hot import HotRoutes, hot_routes
 from deadletter.api.limits import BodyLimit, Limits
 from deadletter.api.metrics import LatencyMiddleware, Metrics
+from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import QueryGet, sqs_routes
 from deadletter.api.zaqar.routes import zaqar_routes
@@ -82,7 +83,9 @@ def build_app(
         *console.routes(),
     ]
     zaqar = zaqar_routes(engine, options)
-    sqs = sqs_routes(engine, options)
+    long_polls = Notifier()
+    metrics.watch_long_polls(long_polls.waiting_total)
+    sqs = sqs_routes(engine, options, long_polls)
     # `GET /?Action=...` is SQS's query protocol over GET, any other `GET /` Zaqar's versions
     # document: SQS's route for it takes only the former, so it goes first. SQS's other routes
     # come after Zaqar's fallback, which keeps every /v2 path Zaqar's.

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import Metric
 from starlette.requests import Request
@@ -138,6 +138,15 @@ class Metrics(EngineListener):
         self.tag_messages_total.labels(
             project, self._q(project, queue), self._q(project, tag, "tag"), event
         ).inc(count)
+
+    def watch_long_polls(self, waiting: Callable[[], int]) -> None:
+        """A gauge of the long polls waiting in this process, read from `waiting` when
+        scraped (server-wide: it carries no project, so only an operator sees it)."""
+        Gauge(
+            "deadletter_long_polls_waiting",
+            "SQS receives waiting for a message in this server process.",
+            registry=self.registry,
+        ).set_function(lambda: float(waiting()))
 
     def exposition(self, project: str | None = None) -> bytes:
         """Every metric (`project` None: the operator's view), or only one project's samples;

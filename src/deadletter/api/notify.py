@@ -36,6 +36,11 @@ class Notifier(EngineListener):
         with self._lock:
             return len(self._waiters.get((project, queue), ()))
 
+    def waiting_total(self) -> int:
+        """How many long polls wait now, on every queue."""
+        with self._lock:
+            return sum(len(w) for w in self._waiters.values())
+
     @asynccontextmanager
     async def watching(self, project: str, queue: str) -> AsyncIterator[asyncio.Event]:
         """An event set whenever `queue` gets messages while the block runs.

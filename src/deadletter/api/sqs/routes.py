@@ -75,8 +75,11 @@ def _identity(request: Request, options: AppOptions) -> tuple[str, str]:
     return (key if _ACCOUNT.match(key) else options.default_project), region
 
 
-def sqs_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
-    notifier = Notifier()
+def sqs_routes(
+    engine: Engine, options: AppOptions, notifier: Notifier | None = None
+) -> list[BaseRoute]:
+    """The SQS face's routes; `notifier` wakes its long polls (one of their own if None)."""
+    notifier = notifier or Notifier()
     engine.add_listener(notifier)
 
     async def endpoint(request: Request) -> Response:
