@@ -112,8 +112,9 @@ _events = st.lists(
             st.sampled_from([r.value for r in Reason]),
             st.floats(0, 1e9),
         ),
-        st.builds(lambda at: {"event": "redriven", "queue": "a", "dlq": "d", "at": at},
-                  st.floats(0, 1e9)),  # fmt: skip
+        st.builds(
+            lambda at: {"event": "redriven", "queue": "a", "dlq": "d", "at": at}, st.floats(0, 1e9)
+        ),
     ),
     max_size=30,
 )

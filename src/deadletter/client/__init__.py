@@ -365,6 +365,7 @@ def export_record(message: dict[str, Any]) -> dict[str, Any]:
         "reason": prov.get("reason"),
         "description": prov.get("description"),
         "error": prov.get("error"),
+        "error_class": prov.get("error_class"),
         "dead_lettered_at": prov.get("dead_lettered_at"),
         "claim_count": prov.get("claim_count", message.get("claim_count")),
         "body": message.get("body"),

@@ -142,7 +142,8 @@ def test_a_release_not_requeued_without_a_dlq_drops_and_counts(api: ApiClient) -
 
 
 @pytest.mark.parametrize(
-    "body", [{"requeue": "false"}, {"requeue": 0}, {"requeue": None}, {"requeue": False, "delay": 5}]
+    "body",
+    [{"requeue": "false"}, {"requeue": 0}, {"requeue": None}, {"requeue": False, "delay": 5}],
 )
 def test_a_bad_requeue_is_refused_and_the_message_stays(api: ApiClient, body: Any) -> None:
     with_dlq(api)
