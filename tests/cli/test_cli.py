@@ -216,3 +216,42 @@ def test_serve_takes_only_a_region_name_as_its_home_region() -> None:
     result = CliRunner().invoke(main, ["serve", "--region", "moon-base"])
     assert result.exit_code == 2
     assert "is not an AWS region's name" in result.output
+
+
+def test_reject_with_the_error_as_fields_shows_them(url: str, tmp_path: Path) -> None:
+    # Given a consumer that rejects with the exception's class, message and stack,
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "queue", "create", "orders", "--dlq", "orders-dlq", "--max-claims", "5")
+    ok(url, "send", "orders", "m")
+    claim_id, message_id = claim_one(url, "orders")
+    stack = 'Traceback (most recent call last):\n  File "app.py", line 3'
+    ok(url, "reject", "orders", message_id, "--claim", claim_id, "--reason", "bad",
+       "--error-class", "KeyError", "--error-message", "'id'", "--error-stack", stack)  # fmt: skip
+    # the dead letter keeps each field, the table names the class, the export carries it.
+    (dead,) = json.loads(ok(url, "dlq", "list", "orders-dlq", "--json"))
+    prov = dead["provenance"]
+    assert (prov["error_class"], prov["error"], prov["error_stack"]) == ("KeyError", "'id'", stack)
+    assert "KeyError: 'id'" in ok(url, "dlq", "list", "orders-dlq", "--wide")
+    out = tmp_path / "dead.jsonl"
+    ok(url, "dlq", "export", "orders-dlq", "--out", str(out))
+    assert json.loads(out.read_text())["error_class"] == "KeyError"
+
+
+@pytest.mark.parametrize("dlq", [True, False])
+def test_nack_no_requeue_dead_letters_or_drops(url: str, dlq: bool) -> None:
+    ok(url, "queue", "create", "orders-dlq")
+    options = ["--dlq", "orders-dlq", "--max-claims", "5"] if dlq else []
+    ok(url, "queue", "create", "orders", *options)
+    ok(url, "send", "orders", "m")
+    claim_id, message_id = claim_one(url, "orders")
+    assert run(url, "nack", "orders", message_id, "--claim", claim_id, "--no-requeue",
+               "--delay", "3").exit_code != 0  # fmt: skip
+    ok(url, "nack", "orders", message_id, "--claim", claim_id, "--no-requeue")
+    stats = json.loads(ok(url, "queue", "show", "orders", "--json"))["stats"]
+    assert stats["messages"]["total"] == 0
+    if dlq:
+        rejected = json.loads(ok(url, "dlq", "list", "orders-dlq", "--json"))
+        assert [m["provenance"]["reason"] for m in rejected] == ["rejected"]
+    else:
+        assert json.loads(ok(url, "peek", "orders-dlq", "--json")) == []
+        assert stats["dead_letter"]["dropped"] == {"rejected": 1}

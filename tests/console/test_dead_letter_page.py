@@ -49,3 +49,30 @@ def test_a_dead_letter_opens_at_its_header_and_redrives_alone_without_filters(
     ).json()["messages"]
     assert [m["history"][0]["dlq"] for m in back] == [DLQ]
     assert [m["body"] for m in back] == [{"q": "orders", "n": 1}]
+
+
+def test_a_dead_letter_shows_its_error_fields_and_its_deaths(api: Api, page: Any) -> None:
+    # Given a dead letter rejected with the exception's class, message and a stack that is
+    # markup, not to be run,
+    api.queue(DLQ)
+    api.queue("orders", _max_claim_count=3, _dead_letter_queue=DLQ)
+    (mid,) = api.send("orders", {"q": "orders"})
+    claim_id, _ = api.claim("orders")
+    stack = '<img src=x onerror="window.ran=1">\n  File "app.py"'
+    r = api.request(
+        "POST",
+        f"/v2/queues/orders/messages/{mid}/dead_letter",
+        params={"claim_id": claim_id},
+        json={"error": {"class": "KeyError", "message": "'id'", "stack": stack}},
+    )
+    assert r.status_code == 200, r.text
+    # When its page is opened, its class, stack and one death are shown as text
+    page.goto(f"/console/#/dlq/{DLQ}/messages/{mid}")
+    expect(page.locator("#error-class")).to_have_text("KeyError")
+    expect(page.locator("#error-stack")).to_have_text(stack)
+    expect(page.locator("#deaths li")).to_have_count(1)
+    expect(page.locator("#deaths li")).to_contain_text("orders · rejected · 1\u00d7")
+    assert page.evaluate("window.ran") is None
+    # and the list names the class before the message.
+    page.goto(f"/console/#/dlq/{DLQ}")
+    expect(page.locator("#dead-letters td.error-text")).to_contain_text("KeyError: 'id'")

@@ -178,6 +178,18 @@ OBJ: dict[str, Any] = {"type": "object"}
 INT: dict[str, Any] = {"type": "integer"}
 STR: dict[str, Any] = {"type": "string"}
 TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+# One text, or its fields (Kafka Connect's error context).
+ERROR: dict[str, Any] = {
+    "oneOf": [
+        STR,
+        {
+            "type": "object",
+            "properties": {"class": STR, "message": STR, "stack": STR},
+            "additionalProperties": False,
+            "minProperties": 1,
+        },
+    ]
+}
 TTL: dict[str, Any] = {"type": "integer", "minimum": 60, "maximum": 1_209_600}
 CLAIM_TTL: dict[str, Any] = {"type": ["integer", "null"], "minimum": 60, "maximum": 43_200}
 EPOCH: dict[str, Any] = {"type": ["number", "string"], "minimum": 0, "maximum": 1e11}
@@ -272,6 +284,21 @@ SCHEMAS: dict[str, Any] = {
                     "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
                     "description": STR,
                     "error": STR,
+                    "error_class": STR,
+                    "error_stack": STR,
+                    "deaths": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "queue": STR,
+                                "reason": STR,
+                                "count": INT,
+                                "first_at": TIME,
+                                "last_at": TIME,
+                            },
+                        },
+                    },
                     "dead_lettered_at": TIME,
                     "claim_count": INT,
                     "original_message_id": STR,
@@ -282,7 +309,7 @@ SCHEMAS: dict[str, Any] = {
         },
     },
     "ClaimTimes": {"type": "object", "properties": {"ttl": CLAIM_TTL, "grace": CLAIM_TTL}},
-    "DeadLetter": {"type": "object", "properties": {"description": STR, "error": STR}},
+    "DeadLetter": {"type": "object", "properties": {"description": STR, "error": ERROR}},
     "DeadLetterBatch": {
         "type": "object",
         "properties": {
@@ -297,12 +324,16 @@ SCHEMAS: dict[str, Any] = {
                 },
             },
             "description": STR,
-            "error": STR,
+            "error": ERROR,
         },
     },
     "Release": {
         "type": "object",
-        "properties": {"delay": {"type": "integer", "minimum": 0, "maximum": 43_200}},
+        "properties": {
+            "delay": {"type": "integer", "minimum": 0, "maximum": 43_200},
+            # false: dead-lettered at once (reason rejected), or dropped without a DLQ.
+            "requeue": {"type": "boolean", "default": True},
+        },
     },
     "Redrive": {
         "type": "object",

@@ -80,7 +80,7 @@ def list_(
     rows = []
     for m in found:
         p = m.get("provenance") or {}
-        description, error = p.get("description") or "", _last_line(p.get("error"))
+        description, error = p.get("description") or "", _error_line(p)
         why = [description, error] if wide else [" / ".join(t for t in (description, error) if t)]
         rows.append(
             (
@@ -109,6 +109,12 @@ def _sources(client: Client, name: str) -> list[dict[str, Any]]:
     of a DLQ answer a missing one as an empty one, Zaqar's way)."""
     client.get_queue(name)
     return client.dead_letter_sources(name)
+
+
+def _error_line(provenance: dict[str, Any]) -> str:
+    """The error in one line: the class given as a field, then the text's last line."""
+    cls, last = provenance.get("error_class"), _last_line(provenance.get("error"))
+    return f"{cls}: {last}" if cls and last and last != cls else cls or last
 
 
 def _last_line(error: str | None) -> str:

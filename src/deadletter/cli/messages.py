@@ -172,14 +172,29 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
 @click.argument("message_id")
 @claim_option
 @click.option("--delay", type=click.IntRange(min=0), default=0, help="Seconds before retry.")
+@click.option(
+    "--no-requeue",
+    is_flag=True,
+    help="Never deliver it again: dead-letter it now (reason rejected), or drop it if the"
+    " queue has no dead-letter queue.",
+)
 @tag_option
 @server_options
 def nack(
-    client: Client, queue: str, message_id: str, claim_id: str, delay: int, tag: str | None
+    client: Client,
+    queue: str,
+    message_id: str,
+    claim_id: str,
+    delay: int,
+    no_requeue: bool,
+    tag: str | None,
 ) -> None:
-    """Give a claimed message back for another delivery, after an optional delay."""
-    client.release(queue, message_id, claim_id, delay, tag)
-    click.echo(f"released {message_id}")
+    """Give a claimed message back for another delivery, after an optional delay; with
+    --no-requeue, for none (RabbitMQ's nack with requeue=false)."""
+    if no_requeue and delay:
+        raise click.UsageError("--delay applies only to a requeued message.")
+    client.release(queue, message_id, claim_id, delay, tag, requeue=not no_requeue)
+    click.echo(f"{'not requeued' if no_requeue else 'released'} {message_id}")
 
 
 @click.command()
@@ -187,7 +202,9 @@ def nack(
 @click.argument("message_id")
 @claim_option
 @click.option("--reason", required=True, help="Why it cannot be processed.")
-@click.option("--error", help="Error details, e.g. a stack trace.")
+@click.option("--error", "--error-message", "error", help="The error's message (or details).")
+@click.option("--error-class", help="The exception's class, e.g. KeyError.")
+@click.option("--error-stack", help="The stack trace.")
 @tag_option
 @server_options
 def reject(
@@ -197,10 +214,16 @@ def reject(
     claim_id: str,
     reason: str,
     error: str | None,
+    error_class: str | None,
+    error_stack: str | None,
     tag: str | None,
 ) -> None:
     """Dead-letter a claimed message now, with the reason and the error (with --tag, for
     that tag only: the queue's other consumers still receive it)."""
-    moved = client.dead_letter(queue, message_id, claim_id, reason, error, tag)
+    fields = {"class": error_class, "message": error, "stack": error_stack}
+    given = {k: v for k, v in fields.items() if v is not None}
+    # The error's message alone is sent as one text, as it always was.
+    details = given if error_class is not None or error_stack is not None else error
+    moved = client.dead_letter(queue, message_id, claim_id, reason, details, tag)
     dlq = ((moved.get("message") or {}).get("href") or "").split("/")[3:4]
     click.echo(f"dead-lettered {message_id}" + (f" to {dlq[0]}" if dlq else ""))

@@ -184,13 +184,20 @@ class Client:
         self._call("DELETE", f"/v2/queues/{queue}/messages/{message_id}", params=params)
 
     def release(
-        self, queue: str, message_id: str, claim_id: str, delay: int = 0, tag: str | None = None
+        self,
+        queue: str,
+        message_id: str,
+        claim_id: str,
+        delay: int = 0,
+        tag: str | None = None,
+        requeue: bool = True,
     ) -> None:
+        """A nack; without `requeue`, the message is dead-lettered at once or dropped."""
         self._call(
             "POST",
             f"/v2/queues/{queue}/messages/{message_id}/release",
             params={"claim_id": claim_id, **_tagged(tag)},
-            json={"delay": delay},
+            json={"delay": delay} if requeue else {"requeue": False},
         )
 
     def dead_letter(
@@ -199,9 +206,10 @@ class Client:
         message_id: str,
         claim_id: str,
         description: str | None = None,
-        error: str | None = None,
+        error: str | dict[str, str] | None = None,
         tag: str | None = None,
     ) -> dict[str, Any]:
+        """`error` is one text or an object of `class`, `message` and `stack`."""
         doc: dict[str, Any] = self._json(
             "POST",
             f"/v2/queues/{queue}/messages/{message_id}/dead_letter",
@@ -357,6 +365,7 @@ def export_record(message: dict[str, Any]) -> dict[str, Any]:
         "reason": prov.get("reason"),
         "description": prov.get("description"),
         "error": prov.get("error"),
+        "error_class": prov.get("error_class"),
         "dead_lettered_at": prov.get("dead_lettered_at"),
         "claim_count": prov.get("claim_count", message.get("claim_count")),
         "body": message.get("body"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -21,6 +22,9 @@ MAX_MESSAGE_SIZE = 1_048_576
 DEFAULT_MESSAGE_SIZE = 262_144
 MAX_DESCRIPTION = 4_096
 MAX_ERROR_DETAILS = 32_768
+# An exception's class name (Kafka Connect's `exception.class.name`); its message and stack
+# trace are each bounded by MAX_ERROR_DETAILS, as the error text is.
+MAX_ERROR_CLASS = 1_024
 MAX_REDRIVE_ALLOW_SOURCES = 10
 RESERVED_ATTRIBUTE_PREFIX = "DLQ."
 SOURCE_QUEUE_ATTRIBUTE = "DLQ.sourceQueue"
@@ -230,6 +234,43 @@ class Attribute:
 
 
 @dataclass(frozen=True)
+class ErrorDetails:
+    """What a consumer says went wrong when it dead-letters a message, in the separate fields
+    of Kafka Connect's error context (exception class, message, stack trace). One text error
+    is a message alone."""
+
+    message: str | None = None
+    error_class: str | None = None
+    stack: str | None = None
+
+    @property
+    def text(self) -> str | None:
+        """The one-text form, as `Provenance.error` has always read: the message, else the
+        class, so that a reader of the text sees something whenever the consumer said
+        anything."""
+        return self.message if self.message is not None else self.error_class
+
+
+def death_counts(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A message's deaths per (queue, reason), as RabbitMQ's `x-death` counts them: how many,
+    the first and the last time; the most recent first. Derived from the history's
+    `dead_lettered` events, which record each one, so nothing more is stored."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in history:
+        if e.get("event") != "dead_lettered":
+            continue
+        key = (e["queue"], e["reason"])
+        seen = found.get(key)
+        if seen is None:
+            found[key] = {"queue": key[0], "reason": key[1], "count": 1,
+                          "first_at": e["at"], "last_at": e["at"]}  # fmt: skip
+        else:
+            seen["count"] += 1
+            seen["last_at"] = e["at"]
+    return sorted(found.values(), key=lambda d: d["last_at"], reverse=True)
+
+
+@dataclass(frozen=True)
 class Provenance:
     """Why and from where a message in a DLQ came."""
 
@@ -244,6 +285,9 @@ class Provenance:
     # The consumer tag of the source queue that gave the message up (None: the queue's own
     # consumers, or the queue as a whole when it expired).
     source_tag: str | None = None
+    # Given as fields (`ErrorDetails`); `error` then holds their text form.
+    error_class: str | None = None
+    error_stack: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -257,6 +301,9 @@ class Provenance:
             "original_enqueued_at": self.original_enqueued_at,
             "description": self.description,
             "error": self.error,
+            # Only where the consumer gave them, so that others read as they always have.
+            **({"error_class": self.error_class} if self.error_class is not None else {}),
+            **({"error_stack": self.error_stack} if self.error_stack is not None else {}),
         }
 
     @classmethod
@@ -271,6 +318,8 @@ class Provenance:
             description=data.get("description"),
             error=data.get("error"),
             source_tag=data.get("source_tag"),
+            error_class=data.get("error_class"),
+            error_stack=data.get("error_stack"),
         )
 
 

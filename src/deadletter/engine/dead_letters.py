@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from deadletter.domain import errors
-from deadletter.domain.model import Message, Reason
+from deadletter.domain.model import ErrorDetails, Message, Reason
 from deadletter.engine import transitions
 from deadletter.engine.groups import ConsumerGroup
 from deadletter.engine.lookups import each_held, require_queue
@@ -21,7 +21,7 @@ def move(
     reason: Reason,
     now: float,
     description: str | None = None,
-    error: str | None = None,
+    error: ErrorDetails | None = None,
 ) -> list[Message]:
     """Move messages from `group`'s queue to its DLQ: visible, unclaimed, with their
     provenance (naming the group if it is a tag), in the order of their deaths as given (a
@@ -79,7 +79,7 @@ def reject(
     held: Sequence[tuple[str, str]],
     now: float,
     description: str | None,
-    error: str | None,
+    error: ErrorDetails | None,
 ) -> list[Message]:
     """A consumer holding the claims moves messages to the DLQ (reason `rejected`); all the
     pairs must be held, or nothing moves."""
@@ -98,3 +98,17 @@ def reject(
     found = group.held(tx, [mid for mid, _ in pairs], now)
     messages = each_held(found, pairs, now)
     return move(tx, pending, group, messages, Reason.REJECTED, now, description, error)
+
+
+def not_requeued(
+    tx: Transaction, pending: Pending, group: ConsumerGroup, message: Message, now: float
+) -> list[Message]:
+    """A held message its consumer gives back not to be delivered again (RabbitMQ's nack with
+    requeue=false): to the DLQ at once with reason `rejected` where the queue has an active
+    policy (dropped and counted if it is not eligible), else dropped and counted, as RabbitMQ
+    drops it without a dead-letter exchange; the dead letter, if there is one."""
+    policy = group.queue.settings.dead_letter
+    if policy is not None and policy.active:
+        return past_limit(tx, pending, group, [message], Reason.REJECTED, now)
+    group.drop(tx, pending, [message], Reason.REJECTED)
+    return []

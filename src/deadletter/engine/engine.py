@@ -22,6 +22,7 @@ from deadletter.domain.model import (
     DEFAULT_QUEUE_QUOTA,
     MAX_CLAIM_TTL,
     Claim,
+    ErrorDetails,
     ListQuery,
     Message,
     NewMessage,
@@ -386,15 +387,23 @@ class Engine(DeadLetterOperations, TagOperations):
         claim_id: str,
         delay: int = 0,
         tag: str | None = None,
-    ) -> Message:
+        requeue: bool = True,
+    ) -> Message | None:
         """Give one claimed message back (a nack), visible again after `delay` seconds; at its
-        delivery limit it goes to the DLQ at once, and is returned as moved there."""
+        delivery limit it goes to the DLQ at once, and is returned as moved there. Without
+        `requeue` it is never delivered again: dead-lettered at once (reason `rejected`) where
+        the queue has an active DLQ policy, else dropped and counted (None)."""
         validation.check_range("delay", delay, 0, MAX_CLAIM_TTL)
+        if not requeue and delay:
+            raise errors.InvalidInput("a delay applies only to a message given back to its queue")
 
-        def work(tx: Transaction, pending: Pending) -> Message:
+        def work(tx: Transaction, pending: Pending) -> Message | None:
             now = self.clock.now()
             group = groups.named(require_queue(tx, project, queue), tag)
             message = held_by(group.held(tx, [message_id], now), message_id, claim_id, now)
+            if not requeue:
+                moved = dead_letters.not_requeued(tx, pending, group, message, now)
+                return moved[0] if moved else None
             (released,) = claims.given_back(tx, pending, group, [message], now, delay) or [message]
             return released
 
@@ -438,22 +447,22 @@ class Engine(DeadLetterOperations, TagOperations):
         queue_name: str,
         held: Sequence[tuple[str, str]],
         description: str | None = None,
-        error: str | None = None,
+        error: str | ErrorDetails | None = None,
         tag: str | None = None,
     ) -> list[Message]:
         """A consumer holding the claims moves messages straight to the DLQ (reason `rejected`).
 
         `held` lists (message id, claim id) pairs; all move or none does. With `tag`, they
-        are dead-lettered for that consumer tag only.
+        are dead-lettered for that consumer tag only. `error` is one text or its fields.
         """
-        validation.check_rejection(description, error)
+        details = validation.check_rejection(description, error)
         if not held:
             raise errors.InvalidInput("no messages to dead-letter")
 
         def work(tx: Transaction, pending: Pending) -> list[Message]:
             group = groups.of(tx, require_queue(tx, project, queue_name), tag)
             now = self.clock.now()
-            return dead_letters.reject(tx, pending, group, held, now, description, error)
+            return dead_letters.reject(tx, pending, group, held, now, description, details)
 
         return self._run(work)
 

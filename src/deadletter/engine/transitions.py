@@ -16,6 +16,7 @@ from deadletter.domain.model import (
     SOURCE_TAG_ATTRIBUTE,
     Attribute,
     DeadLetterPolicy,
+    ErrorDetails,
     Message,
     NewMessage,
     Provenance,
@@ -120,12 +121,13 @@ def dead_lettered(
     reason: Reason,
     now: float,
     description: str | None = None,
-    error: str | None = None,
+    error: str | ErrorDetails | None = None,
     source_tag: str | None = None,
 ) -> Message:
     """`m` moved from `source` to its DLQ: visible, unclaimed, with its provenance and one more
     history event; its delivery count is kept for the record. A consumer tag's dead letter
     names the tag (`source_tag`) in its provenance and an attribute."""
+    details = ErrorDetails(message=error) if isinstance(error, str) else error or ErrorDetails()
     policy = source.settings.dead_letter
     if policy is not None and policy.message_ttl is not None:
         expires = now + policy.message_ttl
@@ -166,8 +168,10 @@ def dead_lettered(
             original_message_id=m.id,
             original_enqueued_at=m.enqueued_at,
             description=description,
-            error=error,
+            error=details.text,
             source_tag=source_tag,
+            error_class=details.error_class,
+            error_stack=details.stack,
         ),
         history=(*m.history, event),
     )

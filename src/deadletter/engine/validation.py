@@ -11,12 +11,14 @@ from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     DEFAULT_DEAD_LETTER_QUEUE,
     MAX_DESCRIPTION,
+    MAX_ERROR_CLASS,
     MAX_ERROR_DETAILS,
     MAX_REDRIVE_ALLOW_SOURCES,
     MAX_TTL,
     RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
     DeadLetterFilter,
+    ErrorDetails,
     NewMessage,
     QueueSettings,
     RedrivePermission,
@@ -130,12 +132,24 @@ def check_declared(s: QueueSettings, among: tuple[declared.Setting, ...]) -> Non
             check_range(setting.what, value, setting.low, setting.high)
 
 
-def check_rejection(description: str | None, error: str | None) -> None:
-    """What a consumer may say when it dead-letters a message itself."""
+def check_rejection(
+    description: str | None, error: str | ErrorDetails | None
+) -> ErrorDetails | None:
+    """What a consumer may say when it dead-letters a message itself; the error as fields (one
+    text is a message alone)."""
     if description is not None and len(description) > MAX_DESCRIPTION:
         raise errors.InvalidInput(f"description is longer than {MAX_DESCRIPTION} characters")
-    if error is not None and len(error) > MAX_ERROR_DETAILS:
-        raise errors.InvalidInput(f"error details are longer than {MAX_ERROR_DETAILS} characters")
+    details = ErrorDetails(message=error) if isinstance(error, str) else error
+    if details is None:
+        return None
+    for name, value, most in (
+        ("error details", details.message, MAX_ERROR_DETAILS),
+        ("error class", details.error_class, MAX_ERROR_CLASS),
+        ("error stack", details.stack, MAX_ERROR_DETAILS),
+    ):
+        if value is not None and len(value) > most:
+            raise errors.InvalidInput(f"{name} are longer than {most} characters")
+    return details
 
 
 def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings) -> QueueSettings:

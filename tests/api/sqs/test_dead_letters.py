@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from deadletter.domain.model import ErrorDetails
 from tests.api.sqs.conftest import arn
 
 
@@ -170,3 +171,26 @@ def test_move_task_needs_a_dead_letter_queue(sqs: Any, make_queue: Any) -> None:
     assert exc.value.response["Error"]["Code"] == "InvalidParameterValue"
     with pytest.raises(sqs.exceptions.ResourceNotFoundException):
         sqs.start_message_move_task(SourceArn=arn("missing"))
+
+
+def test_a_dead_letters_error_fields_are_its_dlq_message_attributes(
+    sqs: Any, make_queue: Any, sqs_engine: Any
+) -> None:
+    # Given a message a native consumer dead-lettered with the exception's fields,
+    dlq = make_queue("orders-dlq")
+    url = make_queue("orders", RedrivePolicy=_policy("orders-dlq", 5))
+    sqs.send_message(QueueUrl=url, MessageBody="m", MessageAttributes={
+        "kind": {"DataType": "String", "StringValue": "order"}})  # fmt: skip
+    project = "123456789012"
+    claim = sqs_engine.claim(project, "orders", 1)
+    error = ErrorDetails(message="'id'", error_class="KeyError", stack="Traceback\n  x")
+    sqs_engine.dead_letter(project, "orders", [(claim.messages[0].id, claim.id)], "bad", error)
+    # an SQS consumer of the DLQ reads them as DLQ.* message attributes beside the sender's.
+    (m,) = sqs.receive_message(QueueUrl=dlq, MessageAttributeNames=["All"])["Messages"]
+    shown = {k: v["StringValue"] for k, v in m["MessageAttributes"].items()}
+    assert shown == {
+        "kind": "order",
+        "DLQ.errorClass": "KeyError",
+        "DLQ.errorMessage": "'id'",
+        "DLQ.errorStack": "Traceback\n  x",
+    }

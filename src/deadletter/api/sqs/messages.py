@@ -34,6 +34,7 @@ from deadletter.domain.model import (
     Attribute,
     Message,
     NewMessage,
+    Provenance,
     Queue,
     QueueSettings,
 )
@@ -250,6 +251,20 @@ def _parse_handle(handle: Any) -> tuple[str, str, str | None]:
     return claim_id, message_id, tag
 
 
+# What a consumer said went wrong, shown on its dead letters as message attributes (SQS has
+# no reject to give them with; see docs/sqs.md). Reserved: no sender can set a DLQ.* name.
+ERROR_ATTRIBUTES = {
+    "DLQ.errorMessage": "error",
+    "DLQ.errorClass": "error_class",
+    "DLQ.errorStack": "error_stack",
+}
+
+
+def _error_attributes(p: Provenance) -> dict[str, Attribute]:
+    values = {name: getattr(p, field) for name, field in ERROR_ATTRIBUTES.items()}
+    return {name: Attribute("String", v) for name, v in values.items() if v}
+
+
 def _received(
     call: Call, m: Message, claim_id: str, system: list[str], user: list[str], tag: str | None
 ) -> Any:
@@ -280,6 +295,8 @@ def _received(
         out["Attributes"] = {k: v for k, v in available.items() if every or k in system}
     # The reserved DLQ.* attributes are shown through DeadLetterQueueSourceArn instead.
     own = {k: v for k, v in stored.items() if k != SOURCE_QUEUE_ATTRIBUTE}
+    if m.provenance is not None:
+        own.update(_error_attributes(m.provenance))
     picked = attrs.wanted(user, own)
     if picked:
         out["MessageAttributes"] = attrs.message_attributes_out(picked)

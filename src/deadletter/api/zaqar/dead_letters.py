@@ -10,6 +10,7 @@ from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range
 from deadletter.api.zaqar.parse import (
     canary_value,
+    error_value,
     is_int_in,
     optional_text,
     parse_time,
@@ -38,7 +39,7 @@ def dead_letter_message(ctx: Ctx) -> Response:
         ctx.queue,
         [(ctx.path["message_id"], claim_id)],
         optional_text(doc, "description"),
-        optional_text(doc, "error"),
+        error_value(doc),
         tag_param(ctx),
     )
     return JSONResponse({"message": ctx.message(moved[0], ctx.now())})
@@ -63,7 +64,7 @@ def dead_letter_batch(ctx: Ctx) -> Response:
         ctx.queue,
         list(held),
         optional_text(doc, "description"),
-        optional_text(doc, "error"),
+        error_value(doc),
         tag_param(ctx),
     )
     now = ctx.now()
@@ -72,11 +73,15 @@ def dead_letter_batch(ctx: Ctx) -> Response:
 
 def release_message(ctx: Ctx) -> Response:
     claim_id = required_claim_id(ctx)
-    delay = ctx.json_object().get("delay", 0)
+    doc = ctx.json_object()
+    delay = doc.get("delay", 0)
     if not is_int_in(delay, 0, MAX_CLAIM_TTL):
         raise out_of_range("delay", 0, MAX_CLAIM_TTL, delay, " seconds")
+    requeue = doc.get("requeue", True)
+    if not isinstance(requeue, bool):
+        raise bad_request("requeue must be true or false.")
     message_id, tag = ctx.path["message_id"], tag_param(ctx)
-    ctx.engine.release_message(ctx.project, ctx.queue, message_id, claim_id, delay, tag)
+    ctx.engine.release_message(ctx.project, ctx.queue, message_id, claim_id, delay, tag, requeue)
     return Response(status_code=204)
 
 

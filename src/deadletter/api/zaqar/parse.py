@@ -19,6 +19,7 @@ from deadletter.domain.model import (
     MAX_TTL,
     Attribute,
     Canary,
+    ErrorDetails,
     NewMessage,
     Reason,
 )
@@ -160,6 +161,36 @@ def optional_text(doc: dict[str, Any], key: str) -> str | None:
     if not isinstance(value, str):
         raise bad_request(f"{key} must be a string.")
     return text(key, value)
+
+
+# The fields of a structured error, as `"error": {...}` names them (Kafka Connect's context).
+ERROR_FIELDS = ("class", "message", "stack")
+
+
+def error_value(doc: dict[str, Any]) -> str | ErrorDetails | None:
+    """`"error"`: one text, or an object of the ERROR_FIELDS, each a string; the engine
+    bounds their lengths."""
+    value = doc.get("error")
+    if value is None or isinstance(value, str):
+        return optional_text(doc, "error")
+    if not isinstance(value, dict):
+        raise bad_request("error must be a string or an object of class, message and stack.")
+    unknown = sorted(set(value) - set(ERROR_FIELDS))
+    if unknown:
+        raise bad_request(
+            f"error has no field {shown(unknown[0])}; it takes class, message, stack."
+        )
+    if not value:
+        raise bad_request("error must give at least one of class, message and stack.")
+    fields: dict[str, str | None] = {}
+    for key in ERROR_FIELDS:
+        field = value.get(key)
+        if field is not None and not isinstance(field, str):
+            raise bad_request(f"error.{key} must be a string.")
+        fields[key] = None if field is None else text(f"error.{key}", field)
+    return ErrorDetails(
+        message=fields["message"], error_class=fields["class"], stack=fields["stack"]
+    )
 
 
 def reason_value(value: Any) -> Reason | None:

@@ -9,9 +9,9 @@ from urllib.parse import urlencode
 import msgspec
 
 from deadletter.api.json_response import dumps
-from deadletter.domain.model import Canary, Message, RedriveTask
+from deadletter.domain.model import Canary, Message, RedriveTask, death_counts
 
-TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at"})
+TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at", "first_at", "last_at"})
 
 
 def iso(ts: float) -> str:
@@ -85,7 +85,10 @@ def message_json(
     if m.attributes:
         out["attributes"] = {k: a.to_dict() for k, a in m.attributes.items()}
     if m.provenance is not None:
-        out["provenance"] = _times(m.provenance.to_dict())
+        out["provenance"] = {
+            **_times(m.provenance.to_dict()),
+            "deaths": [_times(d) for d in death_counts(m.history)],
+        }
     if m.history:
         out["history"] = [_times(e) for e in m.history]
     if m.group_id is not None:

@@ -10,7 +10,15 @@ const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 
 function errorText(m) {
   const p = m.provenance || {};
-  return [p.error, p.description].filter(Boolean).join(" — ");
+  const error = p.error_class && p.error !== p.error_class ? `${p.error_class}: ${p.error || ""}` : p.error;
+  return [error, p.description].filter(Boolean).join(" — ");
+}
+
+// The deaths per queue and reason (RabbitMQ's x-death), the most recent first.
+function deathList(deaths) {
+  if (!(deaths || []).length) return "";
+  return h("ul", { id: "deaths", class: "deaths" }, deaths.map((d) =>
+    h("li", { text: `${d.queue} · ${d.reason} · ${d.count}× · ${when(d.first_at)}${d.count > 1 ? ` – ${when(d.last_at)}` : ""}` })));
 }
 
 function matches(m, f) {
@@ -208,7 +216,10 @@ export async function deadLetterMessage(el, dlq, id) {
     done,
     h("section", { class: "card" }, h("h2", { text: "Provenance" }), table([
       ["source queue", p.source_queue], ["reason", p.reason], ["description", p.description],
+      ...(p.error_class ? [["error class", h("code", { id: "error-class", text: p.error_class })]] : []),
       ["error", p.error ? h("pre", { class: "error-detail", text: p.error }) : ""],
+      ...(p.error_stack ? [["stack", h("pre", { id: "error-stack", class: "error-detail", text: p.error_stack })]] : []),
+      ["deaths", deathList(p.deaths)],
       ["dead-lettered", when(p.dead_lettered_at)], ["claim count", p.claim_count],
       ["original id", p.original_message_id], ["original enqueue", when(p.original_enqueued_at)],
       ["age", age(m.age)], ["ttl left", age(m.ttl)]])),
