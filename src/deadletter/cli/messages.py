@@ -171,7 +171,11 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
 @click.argument("queue")
 @click.argument("message_id")
 @claim_option
-@click.option("--delay", type=click.IntRange(min=0), default=0, help="Seconds before retry.")
+@click.option(
+    "--delay",
+    type=click.IntRange(min=0),
+    help="Seconds before retry (default: the queue's retry policy's backoff).",
+)
 @click.option(
     "--no-requeue",
     is_flag=True,
@@ -185,7 +189,7 @@ def nack(
     queue: str,
     message_id: str,
     claim_id: str,
-    delay: int,
+    delay: int | None,
     no_requeue: bool,
     tag: str | None,
 ) -> None:

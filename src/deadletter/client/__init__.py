@@ -188,7 +188,7 @@ class Client:
         queue: str,
         message_id: str,
         claim_id: str,
-        delay: int = 0,
+        delay: int | None = None,
         tag: str | None = None,
         requeue: bool = True,
     ) -> None:
@@ -197,7 +197,7 @@ class Client:
             "POST",
             f"/v2/queues/{queue}/messages/{message_id}/release",
             params={"claim_id": claim_id, **_tagged(tag)},
-            json={"delay": delay} if requeue else {"requeue": False},
+            json=({} if delay is None else {"delay": delay}) if requeue else {"requeue": False},
         )
 
     def dead_letter(

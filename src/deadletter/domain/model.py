@@ -16,6 +16,8 @@ MIN_DLQ_MESSAGE_TTL = 60
 MAX_TTL = 1_209_600
 MAX_DELAY = 900
 MAX_CLAIM_TTL = 43_200
+# Pub/Sub's bound of a retry policy's backoffs.
+MAX_BACKOFF = 600
 # The largest message the engine takes (SQS's limit since 2025); a queue's own maximum is
 # at most this. Zaqar keeps its 256 KiB as both the default and its own ceiling.
 MAX_MESSAGE_SIZE = 1_048_576
@@ -108,6 +110,31 @@ class DeadLetterPolicy:
 
 
 @dataclass(frozen=True)
+class RetryPolicy:
+    """How long a message given back without a delay of its own stays hidden (Pub/Sub's
+    retryPolicy): `minimum_backoff * 2^(deliveries - 1)` seconds, at most `maximum_backoff`.
+    No jitter, so that the delay a consumer sees is the one the policy states."""
+
+    minimum_backoff: int
+    maximum_backoff: int
+
+    def backoff(self, deliveries: int) -> int:
+        """The delay after the message's `deliveries`-th delivery."""
+        if self.minimum_backoff == 0:
+            return 0
+        # Past 2^10 the minimum (at least 1 s) is beyond MAX_BACKOFF: stop doubling there.
+        doubled = self.minimum_backoff << min(max(deliveries - 1, 0), 10)
+        return min(self.maximum_backoff, doubled)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"minimum_backoff": self.minimum_backoff, "maximum_backoff": self.maximum_backoff}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RetryPolicy:
+        return cls(int(data["minimum_backoff"]), int(data["maximum_backoff"]))
+
+
+@dataclass(frozen=True)
 class RedriveAllow:
     """A DLQ's say over which source queues may use it."""
 
@@ -164,6 +191,8 @@ class QueueSettings:
     # The names of the queue's consumer tags (deadletter.domain.tags), kept by the engine's
     # tag operations only: a queue without them takes none of the tags' paths.
     consumer_tags: tuple[str, ...] = ()
+    # The backoff of a message given back without a delay (None: visible again at once).
+    retry_policy: RetryPolicy | None = None
 
     def with_changes(self, **changes: Any) -> QueueSettings:
         return replace(self, **changes)
@@ -201,12 +230,14 @@ _STORED_AS: dict[str, Any] = {
     "dead_letter": lambda p: p.to_dict() if p else None,
     "redrive_allow": lambda a: a.to_dict(),
     "consumer_tags": list,
+    "retry_policy": lambda p: p.to_dict() if p else None,
 }
 _READ_AS: dict[str, Any] = {
     "dead_letter": lambda d: DeadLetterPolicy.from_dict(d) if d else None,
     "redrive_allow": lambda d: RedriveAllow.from_dict(d),
     "consumer_tags": tuple,
     "dead_letter_default": bool,
+    "retry_policy": lambda d: RetryPolicy.from_dict(d) if d else None,
 }
 
 

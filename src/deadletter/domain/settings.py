@@ -13,6 +13,7 @@ from typing import Any
 
 from deadletter.domain.model import (
     DEFAULT_MESSAGE_SIZE,
+    MAX_BACKOFF,
     MAX_CLAIM_COUNT,
     MAX_CLAIM_TTL,
     MAX_DELAY,
@@ -138,6 +139,11 @@ DLQ_MESSAGE_TTL = Setting(
     needs=("dead_letter.target", "dead_letter.max_claims"),
 )
 
+# A retry policy's members (Pub/Sub's retryPolicy): one JSON key on each face, written by hand
+# there (`api/zaqar/metadata.py`, `api/sqs/attributes.py`); the engine checks these ranges.
+MINIMUM_BACKOFF = Setting("retry_policy.minimum_backoff", "minimum backoff", 0, MAX_BACKOFF)
+MAXIMUM_BACKOFF = Setting("retry_policy.maximum_backoff", "maximum backoff", 0, MAX_BACKOFF)
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -163,6 +169,9 @@ QUEUE_SETTINGS = (
     RECEIVE_WAIT,
 )
 POLICY_SETTINGS = (MAX_CLAIMS, DLQ_MESSAGE_TTL)
+RETRY_SETTINGS = (MINIMUM_BACKOFF, MAXIMUM_BACKOFF)
+# The key on each face holding the retry policy as one JSON object.
+RETRY_POLICY = Reference("retry_policy", "_retry_policy", "RetryPolicy")
 SETTINGS = QUEUE_SETTINGS + POLICY_SETTINGS
 BY_SQS_NAME = {s.sqs.name: s for s in SETTINGS if s.sqs is not None}
 

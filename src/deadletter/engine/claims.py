@@ -62,19 +62,24 @@ def given_back(
     group: ConsumerGroup,
     messages: list[Message],
     now: float,
-    delay: int = 0,
+    delay: int | None = None,
 ) -> list[Message]:
     """Held messages a consumer gives back (a nack, a released claim, visibility 0), as they
     are now: those delivered as often as the policy allows leave for the DLQ at once (or are
     dropped when not eligible) instead of waiting, visible, for another claim; the others are
-    visible again after `delay` seconds."""
+    visible again after `delay` seconds, or when none is given, after the queue's retry
+    policy's backoff for their delivery count."""
     queue = group.queue
     policy = queue.settings.dead_letter
     spent = [m for m in messages if transitions.poisoned(m, policy)]
     spent_ids = {m.id for m in spent}
-    back = [transitions.unclaimed(m, now, delay) for m in messages if m.id not in spent_ids]
+    back = [
+        transitions.unclaimed(m, now, transitions.backoff(m, queue.settings, delay))
+        for m in messages
+        if m.id not in spent_ids
+    ]
     group.hold(tx, back)
-    if back and delay == 0:
+    if any(m.visible_at <= now for m in back):
         pending.available.add((queue.project, queue.name))
     moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
     return back + moved

@@ -385,15 +385,17 @@ class Engine(DeadLetterOperations, TagOperations):
         queue: str,
         message_id: str,
         claim_id: str,
-        delay: int = 0,
+        delay: int | None = None,
         tag: str | None = None,
         requeue: bool = True,
     ) -> Message | None:
-        """Give one claimed message back (a nack), visible again after `delay` seconds; at its
-        delivery limit it goes to the DLQ at once, and is returned as moved there. Without
-        `requeue` it is never delivered again: dead-lettered at once (reason `rejected`) where
-        the queue has an active DLQ policy, else dropped and counted (None)."""
-        validation.check_range("delay", delay, 0, MAX_CLAIM_TTL)
+        """Give one claimed message back (a nack), visible again after `delay` seconds (the
+        queue's retry backoff when None); at its delivery limit it goes to the DLQ at once, and
+        is returned as moved there. Without `requeue` it is never delivered again:
+        dead-lettered at once (reason `rejected`) where the queue has an active DLQ policy,
+        else dropped and counted (None)."""
+        if delay is not None:
+            validation.check_range("delay", delay, 0, MAX_CLAIM_TTL)
         if not requeue and delay:
             raise errors.InvalidInput("a delay applies only to a message given back to its queue")
 

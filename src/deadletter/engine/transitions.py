@@ -21,6 +21,7 @@ from deadletter.domain.model import (
     NewMessage,
     Provenance,
     Queue,
+    QueueSettings,
     Reason,
     SkipReason,
 )
@@ -92,6 +93,14 @@ def renewed(m: Message, expires: float, grace: int) -> Message:
         expires_at=max(m.expires_at, expires + grace),
         dead_letter_due_at=None if m.dead_letter_due_at is None else expires,
     )
+
+
+def backoff(m: Message, s: QueueSettings, delay: int | None) -> int:
+    """How long `m`, given back, stays hidden: the consumer's `delay` when it gives one, else
+    the queue's retry policy's backoff after `m`'s deliveries so far."""
+    if delay is not None:
+        return delay
+    return 0 if s.retry_policy is None else s.retry_policy.backoff(m.claim_count)
 
 
 def unclaimed(m: Message, now: float, delay: int = 0) -> Message:

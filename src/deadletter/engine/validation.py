@@ -156,6 +156,13 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
     """Validate settings against their ranges and the no-chain, no-cycle rules; a policy that
     passes is stored active."""
     check_declared(s, declared.QUEUE_SETTINGS)
+    check_declared(s, declared.RETRY_SETTINGS)
+    retry = s.retry_policy
+    if retry is not None and retry.minimum_backoff > retry.maximum_backoff:
+        raise errors.InvalidInput(
+            f"minimum backoff ({retry.minimum_backoff}) exceeds the maximum"
+            f" ({retry.maximum_backoff})"
+        )
     floor = declared.MIN_MESSAGE_TTL
     if s.min_ttl is not None:
         check_range(floor.what, s.min_ttl, floor.low, s.max_ttl)

@@ -74,8 +74,9 @@ def dead_letter_batch(ctx: Ctx) -> Response:
 def release_message(ctx: Ctx) -> Response:
     claim_id = required_claim_id(ctx)
     doc = ctx.json_object()
-    delay = doc.get("delay", 0)
-    if not is_int_in(delay, 0, MAX_CLAIM_TTL):
+    # Without a delay the queue's retry policy says when the message is visible again.
+    delay = doc.get("delay")
+    if delay is not None and not is_int_in(delay, 0, MAX_CLAIM_TTL):
         raise out_of_range("delay", 0, MAX_CLAIM_TTL, delay, " seconds")
     requeue = doc.get("requeue", True)
     if not isinstance(requeue, bool):

@@ -15,6 +15,7 @@ from deadletter.domain.model import (
     QueueSettings,
     RedriveAllow,
     RedrivePermission,
+    RetryPolicy,
 )
 
 # Zaqar's own lower bounds for TTLs (the engine allows shorter ones for SQS).
@@ -53,6 +54,8 @@ DLQ_DEFAULT = "_dead_letter_default"
 # FIFO queues (fixed at creation) and whether they derive deduplication ids from the body.
 FIFO = "_fifo"
 CONTENT_DEDUP = "_content_based_deduplication"
+# Pub/Sub's retryPolicy: {"minimum_backoff": s, "maximum_backoff": s}.
+RETRY_POLICY = declared.RETRY_POLICY.zaqar
 
 READ_ONLY = frozenset({POLICY_ACTIVE})
 POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, DLQ, DLQ_TTL, ON_EXPIRY})
@@ -74,6 +77,7 @@ RESERVED = frozenset(
         DLQ_DEFAULT,
         FIFO,
         CONTENT_DEDUP,
+        RETRY_POLICY,
         *POLICY_KEYS,
         *READ_ONLY,
     }
@@ -131,6 +135,7 @@ def _reserved(s: QueueSettings) -> dict[str, Any]:
         DLQ_DEFAULT: s.dead_letter_default,
         FIFO: s.fifo,
         CONTENT_DEDUP: s.content_based_deduplication,
+        RETRY_POLICY: s.retry_policy.to_dict() if s.retry_policy else None,
     }
 
 
@@ -191,6 +196,7 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         content_based_deduplication=_bool(
             CONTENT_DEDUP, get(CONTENT_DEDUP), base.content_based_deduplication
         ),
+        retry_policy=_retry_policy(get(RETRY_POLICY), base.retry_policy),
     )
     return settings
 
@@ -229,6 +235,30 @@ def _policy(
         message_ttl=ttl,
         on_expiry=_bool(ON_EXPIRY, m.get(ON_EXPIRY), False),
     )
+
+
+def _retry_policy(value: Any, base: RetryPolicy | None) -> RetryPolicy | None:
+    """The retry policy the key states, each backoff in its declared range; the minimum above
+    the maximum is the engine's to refuse."""
+    if value is None:
+        return base
+    members = {
+        "minimum_backoff": declared.MINIMUM_BACKOFF,
+        "maximum_backoff": declared.MAXIMUM_BACKOFF,
+    }
+    if (
+        not isinstance(value, dict)
+        or set(value) != set(members)
+        or any(v is None for v in value.values())
+    ):
+        raise bad_request(
+            f'{RETRY_POLICY} must be {{"minimum_backoff": seconds, "maximum_backoff": seconds}}.'
+        )
+    backoffs = {
+        key: _int(f"{RETRY_POLICY}.{key}", value[key], s.low, s.high, 0)
+        for key, s in members.items()
+    }
+    return RetryPolicy(**backoffs)
 
 
 def _redrive_allow(value: Any) -> RedriveAllow:
