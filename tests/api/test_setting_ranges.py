@@ -15,7 +15,7 @@ import pytest
 from deadletter.api.app import build_app
 from deadletter.domain import errors
 from deadletter.domain import settings as declared
-from deadletter.domain.model import DeadLetterPolicy, QueueSettings
+from deadletter.domain.model import DeadLetterPolicy, QueueSettings, RetryPolicy
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
 
@@ -30,7 +30,7 @@ def _edges(low: int, high: int) -> list[tuple[int, bool]]:
 
 def _cases(face: str) -> list[Any]:
     out = []
-    for setting in declared.SETTINGS:
+    for setting in declared.SETTINGS + declared.RETRY_SETTINGS:
         name = getattr(setting, face) if face != "engine" else None
         if face != "engine" and name is None:
             continue
@@ -38,6 +38,17 @@ def _cases(face: str) -> list[Any]:
         for value, accepted in _edges(low, high):
             ok = "accepted" if accepted else "refused"
             out.append(pytest.param(setting, value, accepted, id=f"{setting.field}={value}-{ok}"))
+    return out
+
+
+def _retry_policy(setting: declared.Setting, value: int, face: str) -> dict[str, int]:
+    """A retry policy (by member names on `face`) with `setting` at `value` and the other
+    members at the same value within their range, so only `setting`'s range can refuse it."""
+    key = declared.RETRY_POLICY.field if face == "engine" else getattr(declared.RETRY_POLICY, face)
+    out = {}
+    for member, s in declared.members(key, "sqs" if face == "engine" else face).items():
+        name = s.field.split(".")[1] if face == "engine" else member
+        out[name] = value if s is setting else min(max(value, s.low), s.high)
     return out
 
 
@@ -74,6 +85,9 @@ def test_the_engine_holds_each_declared_range(
     if setting.field.startswith("dead_letter."):
         values = {"max_claims": 1, setting.field.split(".", 1)[1]: value}
         settings = base.with_changes(dead_letter=DeadLetterPolicy("dlq", **values))
+    elif setting in declared.RETRY_SETTINGS:
+        policy = RetryPolicy(**_retry_policy(setting, value, "engine"))
+        settings = base.with_changes(retry_policy=policy)
     else:
         settings = base.with_changes(**{setting.field: value})
     if accepted:
@@ -103,6 +117,9 @@ def test_the_zaqar_face_holds_each_declared_range(
 ) -> None:
     assert setting.zaqar is not None
     metadata = {"_respect_ttl": True, **_zaqar_needs(setting), setting.zaqar.name: value}
+    if setting in declared.RETRY_SETTINGS:  # a member of the policy's key
+        key = declared.RETRY_POLICY.zaqar
+        metadata = {key: _retry_policy(setting, value, "zaqar")}
     r = app.put("/v2/queues/q", json=metadata, headers={"X-Project-ID": ACCOUNT})
     assert r.status_code == (201 if accepted else 400), r.text
     queue = engine.find_queue(ACCOUNT, "q")
@@ -132,7 +149,9 @@ def test_the_sqs_face_holds_each_declared_range(
 ) -> None:
     assert setting.sqs is not None
     attribute, _, member = setting.sqs.name.partition(".")
-    if member:  # a member of a JSON attribute, with the members it needs
+    if setting in declared.RETRY_SETTINGS:  # a member of the policy's attribute
+        attributes = {attribute: json.dumps(_retry_policy(setting, value, "sqs"))}
+    elif member:  # a member of a JSON attribute, with the members it needs
         assert set(setting.needs) == {declared.DLQ_TARGET.field}
         target = declared.DLQ_TARGET.sqs.partition(".")[2]
         doc = {target: f"arn:aws:sqs:us-east-1:{ACCOUNT}:dlq", member: value}

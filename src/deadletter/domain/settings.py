@@ -139,10 +139,25 @@ DLQ_MESSAGE_TTL = Setting(
     needs=("dead_letter.target", "dead_letter.max_claims"),
 )
 
-# A retry policy's members (Pub/Sub's retryPolicy): one JSON key on each face, written by hand
-# there (`api/zaqar/metadata.py`, `api/sqs/attributes.py`); the engine checks these ranges.
-MINIMUM_BACKOFF = Setting("retry_policy.minimum_backoff", "minimum backoff", 0, MAX_BACKOFF)
-MAXIMUM_BACKOFF = Setting("retry_policy.maximum_backoff", "maximum backoff", 0, MAX_BACKOFF)
+# A retry policy's members (Pub/Sub's retryPolicy), each a member of one JSON key on each face,
+# which parses them by hand (`api/zaqar/metadata.py`, `api/sqs/attributes.py`); both are
+# given together, the minimum at most the maximum.
+MINIMUM_BACKOFF = Setting(
+    "retry_policy.minimum_backoff",
+    "minimum backoff",
+    0,
+    MAX_BACKOFF,
+    zaqar=Name("_retry_policy.minimum_backoff"),
+    sqs=Name("RetryPolicy.minimumBackoff"),
+)
+MAXIMUM_BACKOFF = Setting(
+    "retry_policy.maximum_backoff",
+    "maximum backoff",
+    0,
+    MAX_BACKOFF,
+    zaqar=Name("_retry_policy.maximum_backoff"),
+    sqs=Name("RetryPolicy.maximumBackoff"),
+)
 
 
 @dataclass(frozen=True)
@@ -172,6 +187,18 @@ POLICY_SETTINGS = (MAX_CLAIMS, DLQ_MESSAGE_TTL)
 RETRY_SETTINGS = (MINIMUM_BACKOFF, MAXIMUM_BACKOFF)
 # The key on each face holding the retry policy as one JSON object.
 RETRY_POLICY = Reference("retry_policy", "_retry_policy", "RetryPolicy")
+
+
+def members(key: str, face: str) -> dict[str, Setting]:
+    """The retry policy's members under `key` on `face` ("zaqar" or "sqs"), by member name."""
+    out = {}
+    for setting in RETRY_SETTINGS:
+        name: Name | None = getattr(setting, face)
+        assert name is not None
+        out[name.name.removeprefix(key + ".")] = setting
+    return out
+
+
 SETTINGS = QUEUE_SETTINGS + POLICY_SETTINGS
 BY_SQS_NAME = {s.sqs.name: s for s in SETTINGS if s.sqs is not None}
 

@@ -10,6 +10,7 @@ in domain/settings.py:
     ReceiveMessageWaitTimeSeconds  receive wait (long polling by default)
     RedrivePolicy                  dead-letter policy (target, maxReceiveCount = max claims)
     RedriveAllowPolicy             the DLQ's redrive-allow policy
+    RetryPolicy                    retry backoff (minimumBackoff, maximumBackoff in seconds)
     Policy and the SSE/KMS names   kept as given (opaque)
 """
 
@@ -44,6 +45,7 @@ from deadletter.domain.model import (
     QueueStats,
     RedriveAllow,
     RedrivePermission,
+    RetryPolicy,
 )
 
 DEFAULT_RETENTION = 345_600  # SQS's default: 4 days
@@ -76,7 +78,8 @@ QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$")
 OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
 # The declared settings an attribute of its own holds (domain/settings.py), one integer each.
 INTEGERS = {name: s for name, s in declared.BY_SQS_NAME.items() if "." not in name}
-SETTABLE = (*INTEGERS, "RedrivePolicy", "RedriveAllowPolicy", *OPAQUE)
+RETRY_POLICY = declared.RETRY_POLICY.sqs
+SETTABLE = (*INTEGERS, "RedrivePolicy", "RedriveAllowPolicy", RETRY_POLICY, *OPAQUE)
 READ_ONLY = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
@@ -187,6 +190,8 @@ def apply(
             changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account, region)
         elif name == "RedriveAllowPolicy":
             changes["redrive_allow"] = _redrive_allow(raw, account, region)
+        elif name == RETRY_POLICY:
+            changes["retry_policy"] = _retry_policy(raw)
         elif name == "Policy" and raw == "":
             extra.pop(name, None)  # an empty policy removes it, as on AWS
         else:
@@ -251,6 +256,35 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, re
     )
 
 
+def _retry_policy(raw: str) -> RetryPolicy | None:
+    """Both backoffs, whole seconds in their declared range; "" or "{}" removes the policy.
+    The minimum above the maximum is the engine's to refuse."""
+    if raw in ("", "{}"):
+        return None
+    doc = _json_value(RETRY_POLICY, raw)
+    members = declared.members(RETRY_POLICY, "sqs")
+    backoffs = {}
+    for member, setting in members.items():
+        value = doc.get(member)
+        try:
+            seconds = int(str(value)) if isinstance(value, int | str) else -1
+        except ValueError:
+            seconds = -1
+        if (
+            isinstance(value, bool)
+            or set(doc) != set(members)
+            or not setting.low <= seconds <= setting.high
+        ):
+            raise invalid_value(
+                raw,
+                RETRY_POLICY,
+                f"{RETRY_POLICY} must be {{{', '.join(members)}}}, each {setting.low} to"
+                f" {setting.high} seconds.",
+            )
+        backoffs[setting.field.split(".")[1]] = seconds
+    return RetryPolicy(**backoffs)
+
+
 def _redrive_allow(raw: Any, account: str, region: str) -> RedriveAllow:
     if raw in ("", None):
         return RedriveAllow()
@@ -294,6 +328,14 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
             {
                 "deadLetterTargetArn": arn(region, account, s.dead_letter.target),
                 "maxReceiveCount": s.dead_letter.max_claims,
+            }
+        )
+    if s.retry_policy is not None:
+        policy = s.retry_policy.to_dict()
+        out[RETRY_POLICY] = compact(
+            {
+                m: policy[d.field.split(".")[1]]
+                for m, d in declared.members(RETRY_POLICY, "sqs").items()
             }
         )
     if s.redrive_allow != RedriveAllow():

@@ -242,20 +242,16 @@ def _retry_policy(value: Any, base: RetryPolicy | None) -> RetryPolicy | None:
     the maximum is the engine's to refuse."""
     if value is None:
         return base
-    members = {
-        "minimum_backoff": declared.MINIMUM_BACKOFF,
-        "maximum_backoff": declared.MAXIMUM_BACKOFF,
-    }
+    members = declared.members(RETRY_POLICY, "zaqar")
     if (
         not isinstance(value, dict)
         or set(value) != set(members)
         or any(v is None for v in value.values())
     ):
-        raise bad_request(
-            f'{RETRY_POLICY} must be {{"minimum_backoff": seconds, "maximum_backoff": seconds}}.'
-        )
+        shape = ", ".join(f'"{key}": seconds' for key in members)
+        raise bad_request(f"{RETRY_POLICY} must be {{{shape}}}.")
     backoffs = {
-        key: _int(f"{RETRY_POLICY}.{key}", value[key], s.low, s.high, 0)
+        s.field.split(".")[1]: _int(f"{RETRY_POLICY}.{key}", value[key], s.low, s.high, 0)
         for key, s in members.items()
     }
     return RetryPolicy(**backoffs)

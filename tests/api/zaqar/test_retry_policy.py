@@ -1,0 +1,52 @@
+"""`_retry_policy` on the Zaqar face: kept and shown as given, refused in Zaqar's error format
+when malformed, and applied to a release without a delay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from deadletter.clock import ManualClock
+from tests.api.zaqar.conftest import ApiClient, claim, make_queue, post
+
+POLICY = {"minimum_backoff": 10, "maximum_backoff": 15}
+
+
+def test_the_policy_is_kept_and_shown(api: ApiClient) -> None:
+    make_queue(api, "q", _retry_policy=POLICY)
+    assert api.get("/v2/queues/q").json()["_retry_policy"] == POLICY
+    make_queue(api, "plain")
+    assert "_retry_policy" not in api.get("/v2/queues/plain").json()
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        {"minimum_backoff": 11, "maximum_backoff": 10},
+        {"minimum_backoff": 10},
+        {"minimum_backoff": 1, "maximum_backoff": 2, "jitter": 1},
+        {"minimum_backoff": "1", "maximum_backoff": 2},
+        {"minimum_backoff": None, "maximum_backoff": 2},
+        [1, 2],
+        10,
+    ],
+)
+def test_a_malformed_policy_is_refused(api: ApiClient, policy: Any) -> None:
+    r = api.put("/v2/queues/q", json={"_retry_policy": policy})
+    assert r.status_code == 400, r.text
+    assert set(r.json()) == {"title", "description"}
+    assert api.get("/v2/queues/q").status_code == 404
+
+
+def test_a_release_without_delay_backs_off(api: ApiClient, clock: ManualClock) -> None:
+    make_queue(api, "q", _retry_policy=POLICY)
+    (mid,) = post(api, "q", "job")
+    for expected in (10, 15):  # doubled, then capped
+        cid, _ = claim(api, "q")
+        r = api.post(f"/v2/queues/q/messages/{mid}/release?claim_id={cid}", json={})
+        assert r.status_code == 204
+        assert api.get("/v2/queues/q/stats").json()["messages"]["delayed"] == 1
+        clock.advance(expected - 1)
+        assert claim(api, "q") == (None, [])
+        clock.advance(1)
