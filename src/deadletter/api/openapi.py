@@ -329,6 +329,7 @@ SCHEMAS: dict[str, Any] = {
     },
     "Release": {
         "type": "object",
+        "description": "Without a delay, the queue's _retry_policy sets it (docs/api.md).",
         "properties": {
             "delay": {"type": "integer", "minimum": 0, "maximum": 43_200},
             # false: dead-lettered at once (reason rejected), or dropped without a DLQ.
