@@ -1,6 +1,7 @@
-"""The storage primitives of consumer tags, a part of `Transaction` (storage/base.py).
+"""Consumer groups (consumer tags) and each group's delivery state of a message.
 
-The rules are deadletter.engine.tags'; the design is docs/architecture.md's.
+The rules are deadletter.engine.tags' and deadletter.engine.groups'; the design is
+docs/architecture.md's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from deadletter.domain.model import Message
 from deadletter.domain.tags import ConsumerTag, TagState
 
 
-class TagTransaction(abc.ABC):
+class Groups(abc.ABC):
+    """Consumer groups (consumer tags) and each group's delivery state of a message."""
+
     @abc.abstractmethod
     def insert_tag(self, tag: ConsumerTag) -> bool:
         """False, and nothing written, when the queue has a tag of that name."""
@@ -65,28 +68,11 @@ class TagTransaction(abc.ABC):
         """`state`, with the delivery fields of each message as the tag sees it (LIVE: claim)."""
 
     @abc.abstractmethod
-    def extend_lives(self, project: str, messages: Sequence[Message]) -> None:
-        """Each message's row lives at least until the message's `expires_at`, as a tag's
-        claim set it (the row is every group's: it is only ever made to live longer)."""
-
-    @abc.abstractmethod
     def final_tag_states(self, ids: Sequence[str]) -> dict[str, set[str]]:
         """By message id, the tags done with it (acknowledged, dead-lettered, skipped)."""
 
     @abc.abstractmethod
     def forget_tag_states(self, ids: Sequence[str]) -> None: ...
-
-    @abc.abstractmethod
-    def lock_messages(self, ids: Sequence[str]) -> list[Message]:
-        """The messages among `ids`, locked until this transaction ends (waiting for others)."""
-
-    @abc.abstractmethod
-    def tag_counts(self, tag: ConsumerTag, now: float) -> tuple[int, int]:
-        """(ready, claimed) of `tag`'s unexpired messages."""
-
-    @abc.abstractmethod
-    def count_default_done(self, project: str, queue: str, now: float) -> int:
-        """Unexpired messages the untagged consumers are done with, kept for tags."""
 
     @abc.abstractmethod
     def default_done_ids(self, project: str, queue: str) -> list[str]: ...

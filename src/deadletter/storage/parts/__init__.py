@@ -1,0 +1,1 @@
+"""The parts of the storage interface; `storage.base.Transaction` is their union."""

@@ -1,0 +1,50 @@
+"""What gauges and stats read: a queue's, a source's and a group's counts; named counters."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+from deadletter.domain.model import DeadLetterFilter, Message
+from deadletter.domain.tags import ConsumerTag
+
+
+@dataclass(frozen=True)
+class MessageCounts:
+    free: int
+    claimed: int
+    delayed: int
+    oldest: Message | None
+    newest: Message | None
+
+
+class Counts(abc.ABC):
+    """What gauges and stats read: a queue's, a source's and a group's counts; named counters."""
+
+    @abc.abstractmethod
+    def counts(self, project: str, queue: str, now: float) -> MessageCounts:
+        """What `queue` holds at `now`; it costs the same at any depth (the sweep settles
+        what time has changed)."""
+
+    @abc.abstractmethod
+    def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]: ...
+
+    @abc.abstractmethod
+    def count_dead_letters(
+        self, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
+    ) -> int: ...
+
+    @abc.abstractmethod
+    def tag_counts(self, tag: ConsumerTag, now: float) -> tuple[int, int]:
+        """(ready, claimed) of `tag`'s unexpired messages."""
+
+    @abc.abstractmethod
+    def count_default_done(self, project: str, queue: str, now: float) -> int:
+        """Unexpired messages the untagged consumers are done with, kept for tags."""
+
+    # Counters: per queue, by name ("acknowledged", "expired_dropped", "dead_lettered.<reason>")
+    @abc.abstractmethod
+    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None: ...
+
+    @abc.abstractmethod
+    def counters(self, project: str, queue: str) -> dict[str, int]: ...
