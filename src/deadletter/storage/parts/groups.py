@@ -44,7 +44,8 @@ class Groups(abc.ABC):
     @abc.abstractmethod
     def advance_tag_cursor(self, tag: ConsumerTag) -> None:
         """Move the tag's cursor up to just before the first message it has not touched,
-        where that is known to be safe (no message below it can still commit)."""
+        where that is known to be safe (no message below it can still commit); otherwise it
+        stays, and a later call moves it."""
 
     @abc.abstractmethod
     def tag_messages(

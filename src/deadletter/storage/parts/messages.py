@@ -46,7 +46,9 @@ class Messages(abc.ABC):
     @abc.abstractmethod
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery
-    ) -> list[Message]: ...
+    ) -> list[Message]:
+        """Never one numbered above a message of the queue still being sent, so that a
+        listing's marker skips nothing; a store may wait for those senders to finish."""
 
     @abc.abstractmethod
     def dead_letters(

@@ -196,22 +196,29 @@ POSTGRES = PostgresDialect()
 
 
 class PostgresTransaction(SQLTransaction):
+    """SQLTransaction with the locks READ COMMITTED needs; no override changes a result the
+    interface does not state: each adds a lock or a lane wait, or batches round trips."""
+
     def together(self) -> AbstractContextManager[Any]:
+        # The same statements, one round trip.
         connection: psycopg.Connection[Any] = self.cur.connection  # type: ignore[attr-defined]
         return connection.pipeline()
 
     def count_queues(self, project: str) -> int:
+        # Adds the project's lock that `Queues.count_queues` promises (SQLite's writer holds it).
         self.run(PROJECT_QUEUES_LOCK, {"project": project})
         return super().count_queues(project)
 
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery
     ) -> list[Message]:
-        """A listing never returns a number above one still in flight (module docstring)."""
+        """Adds the lane wait by which `Messages.list_messages` returns no number above one
+        still in flight (module docstring); SQLite's one writer gives it without a wait."""
         self.run(CLEAR_LANE, {"project": project, "queue": queue})
         return super().list_messages(project, queue, now, query)
 
     def advance_tag_cursor(self, tag: ConsumerTag) -> None:
+        # Moves only when no sender holds the lane: the "known to be safe" of the interface.
         if self.one(TRY_CLEAR_LANE, {"project": tag.project, "queue": tag.queue})["cleared"]:
             super().advance_tag_cursor(tag)
 
