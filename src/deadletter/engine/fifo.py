@@ -195,4 +195,4 @@ def claimable(tx: Transaction, queue: Queue, now: float, limit: int) -> list[Mes
         covered += sum(per_group[g] for g in locked)
     if not held:
         return []
-    return tx.fifo_claimable(project, name, now, limit, held)
+    return tx.fifo_candidates(project, name, now, limit, held)

@@ -173,9 +173,12 @@ class Messages(abc.ABC):
 
     # FIFO queues (the rules are deadletter.engine.fifo's)
     @abc.abstractmethod
-    def fifo_candidates(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
+    def fifo_candidates(
+        self, project: str, queue: str, now: float, limit: int, groups: Sequence[str] | None = None
+    ) -> list[Message]:
         """Visible, unexpired messages of groups with nothing in flight, with no hidden
-        message of their group before them, oldest first; not locked."""
+        message of their group before them, oldest first; not locked. With `groups`, those
+        of these groups only, read anew and locked (a claim, once it holds the groups)."""
 
     @abc.abstractmethod
     def add_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> None:
@@ -185,12 +188,6 @@ class Messages(abc.ABC):
     def lock_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> list[str]:
         """Lock the groups until commit, skipping (and leaving out) those another
         transaction holds; a group without its row gets one first."""
-
-    @abc.abstractmethod
-    def fifo_claimable(
-        self, project: str, queue: str, now: float, limit: int, groups: Sequence[str]
-    ) -> list[Message]:
-        """`fifo_candidates` of `groups` only, read anew and locked."""
 
     @abc.abstractmethod
     def remember_deduplication(

@@ -494,7 +494,7 @@ _FIFO_BLOCKED = (
 )
 # The messages a FIFO claim may take, oldest first, of every group or of `:groups` only.
 # The first read is not locked; the claimant then locks the groups' rows and reads again,
-# locking the messages (`Transaction.fifo_claimable`).
+# locking the messages (`Transaction.fifo_candidates` with `groups`).
 _FIFO_CLAIMABLE = (
     "SELECT * FROM messages m WHERE m.project = :project AND m.queue = :queue"
     " AND m.group_id IS NOT NULL AND m.visible_at <= :now AND m.expires_at > :now"

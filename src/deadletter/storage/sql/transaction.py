@@ -467,9 +467,13 @@ class SQLTransaction(
 
     # FIFO queues
 
-    def fifo_candidates(self, project: str, queue: str, now: float, limit: int) -> list[Message]:
-        params = {"project": project, "queue": queue, "now": now, "limit": limit, "groups": None}
-        return self._messages(q.FIFO_CANDIDATES, params)
+    def fifo_candidates(
+        self, project: str, queue: str, now: float, limit: int, groups: Sequence[str] | None = None
+    ) -> list[Message]:
+        params = {"project": project, "queue": queue, "now": now, "limit": limit}
+        if groups is None:
+            return self._messages(q.FIFO_CANDIDATES, {**params, "groups": None})
+        return self._messages(q.FIFO_CLAIMABLE_LOCKED, {**params, "groups": list(groups)})
 
     def add_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> None:
         """In name order, so that two transactions never wait for each other's new rows in
@@ -482,12 +486,6 @@ class SQLTransaction(
         rows = self.all(q.LOCK_FIFO_GROUPS, {"project": project, "queue": queue,
                                              "groups": list(groups)})  # fmt: skip
         return [r["group_id"] for r in rows]
-
-    def fifo_claimable(
-        self, project: str, queue: str, now: float, limit: int, groups: Sequence[str]
-    ) -> list[Message]:
-        params = {"project": project, "queue": queue, "now": now, "limit": limit}
-        return self._messages(q.FIFO_CLAIMABLE_LOCKED, {**params, "groups": list(groups)})
 
     def remember_deduplication(
         self,
