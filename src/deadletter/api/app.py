@@ -56,6 +56,7 @@ def build_app(
 
     metrics = Metrics(options.metrics_queues)
     engine.add_listener(metrics)
+    metrics.watch_tags(engine.tags_of)
     authority = options.authority
     console = Console(
         options.default_project,

@@ -14,21 +14,26 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from deadletter.engine import EngineListener
+from deadletter.domain.errors import DeadletterError
+from deadletter.engine import EngineListener, TagInfo
 
 # The label value of a project's queues past its first `max_queues` (a queue name cannot
 # hold `~`, on either face).
 OTHER = "~other"
 DEFAULT_MAX_QUEUES = 100
+
+# Reads the tags of (project, queue) pairs with their counts (`Engine.tags_of`).
+TagReader = Callable[[Iterable[tuple[str, str]]], list[TagInfo]]
 
 
 class Metrics(EngineListener):
@@ -99,6 +104,16 @@ class Metrics(EngineListener):
             registry=r,
         )
 
+    def watch_tags(self, read: TagReader) -> None:
+        """Gauges of each consumer tag's ready and claimed messages, read at each scrape for
+        the queues that have a label of their own (a queue under OTHER has no tag gauges)."""
+        self.registry.register(_TagGauges(self, read))
+
+    def labelled_queues(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(p, q) for (p, kind), names in self._named.items() if kind == "queue"
+                    for q in sorted(names)]  # fmt: skip
+
     def _q(self, project: str, name: str, kind: str = "queue") -> str:
         """`name` as a label value: itself while the project has fewer than `max_queues`
         names of this kind, OTHER after that."""
@@ -160,10 +175,52 @@ class Metrics(EngineListener):
         self.pattern_alerts_total.labels(kind).inc(count)
 
     async def endpoint(self, request: Request) -> Response:
-        return self.response(None)
+        # A scrape reads the store (the tag gauges): off the event loop.
+        return await run_in_threadpool(self.response, None)
 
     def response(self, project: str | None) -> Response:
         return Response(self.exposition(project), media_type=CONTENT_TYPE_LATEST)
+
+
+class _TagGauges:
+    """A collector (prometheus_client's sense) of the tag gauges; a store that does not answer
+    leaves them out of the scrape, and the counters still answer."""
+
+    def __init__(self, metrics: Metrics, read: TagReader) -> None:
+        self.metrics = metrics
+        self.read = read
+
+    def _families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        labels = ["project", "queue", "tag"]
+        return (
+            GaugeMetricFamily(
+                "deadletter_tag_messages_ready", "Messages each consumer tag may claim now.",
+                labels=labels),
+            GaugeMetricFamily(
+                "deadletter_tag_messages_claimed", "Messages each consumer tag has claimed.",
+                labels=labels),
+        )  # fmt: skip
+
+    def describe(self) -> Iterator[Metric]:
+        yield from self._families()
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            infos = self.read(self.metrics.labelled_queues())
+        except DeadletterError:
+            return
+        totals: dict[tuple[str, str, str], tuple[int, int]] = {}
+        for info in infos:
+            t = info.tag
+            key = (t.project, t.queue, self.metrics._q(t.project, t.name, "tag"))
+            ready, claimed = totals.get(key, (0, 0))
+            totals[key] = (ready + info.counts.ready, claimed + info.counts.claimed)
+        ready_family, claimed_family = self._families()
+        for key, (ready, claimed) in sorted(totals.items()):
+            ready_family.add_metric(list(key), ready)
+            claimed_family.add_metric(list(key), claimed)
+        yield ready_family
+        yield claimed_family
 
 
 class _OneProject:

@@ -4,6 +4,7 @@ rules in `tags`, `groups` and the steps they serve."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from deadletter.clock import Clock
@@ -58,6 +59,20 @@ class TagOperations:
             require_queue(tx, project, queue)
             now = self.clock.now()
             return [TagInfo(t, tags.counts(tx, t, now)) for t in tx.list_tags(project, queue)]
+
+        return self._runner.read(work)
+
+    def tags_of(self, queues: Iterable[tuple[str, str]]) -> list[TagInfo]:
+        """The tags of each (project, queue), with their counts, in one read; a queue that
+        does not exist (any more) has none."""
+
+        def work(tx: Transaction) -> list[TagInfo]:
+            now = self.clock.now()
+            return [
+                TagInfo(t, tags.counts(tx, t, now))
+                for project, queue in queues
+                for t in tx.list_tags(project, queue)
+            ]
 
         return self._runner.read(work)
 

@@ -130,3 +130,17 @@ def test_metrics_count_each_tags_deliveries(api: ApiClient) -> None:
         labels = f'event="{event}",project="123456789012",queue="orders",tag="billing"'
         line = "deadletter_tag_messages_total{" + labels + "} 1.0"
         assert line in text, text
+
+
+def test_metrics_gauge_each_tags_ready_and_claimed_messages(api: ApiClient) -> None:
+    make_queue(api, "orders")
+    api.put("/v2/queues/orders/tags/billing", json={})
+    api.put("/v2/queues/orders/tags/audit", json={})
+    post(api, "orders", "a", "b", "c")
+    r = api.post("/v2/queues/orders/claims?limit=1&tag=billing", json={})
+    assert r.status_code == 201, r.text
+    text = api.get("/metrics").text
+    for tag, ready, claimed in (("billing", 2, 1), ("audit", 3, 0)):
+        labels = f'project="123456789012",queue="orders",tag="{tag}"'
+        assert f"deadletter_tag_messages_ready{{{labels}}} {ready}.0" in text, text
+        assert f"deadletter_tag_messages_claimed{{{labels}}} {claimed}.0" in text, text
