@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from deadletter.api.metrics import OTHER, Metrics
 from deadletter.domain.errors import StoreUnavailable
 from deadletter.domain.tags import ConsumerTag, TagCounts
-from deadletter.engine.tag_operations import TagInfo
+from deadletter.engine import TagInfo
 
 
 def _series(text: str, family: str) -> dict[str, float]:
