@@ -62,9 +62,9 @@ def create_queue(call: Call) -> dict[str, Any]:
         max_ttl=attrs.DEFAULT_RETENTION,
         max_message_size=attrs.MAX_SIZE,
     )
-    settings = attrs.apply(defaults, given, call.region, call.account)
-    sqs_fifo.check(name, None, settings, given)
-    settings = settings.with_changes(labels=tags)
+    # Checked on SQS's defaults before anything is written; applied again below on top of
+    # the matching template, so the attributes given win over the template's settings.
+    sqs_fifo.check(name, None, attrs.apply(defaults, given, call.region, call.account), given)
     existing = call.engine.find_queue(call.project, name)
     if existing is not None:
         current = attrs.view(existing, None, call.region, call.account)
@@ -77,9 +77,14 @@ def create_queue(call: Call) -> dict[str, Any]:
                     f" attribute {k}",
                 )
         return {"QueueUrl": call.url(name)}
+
     # Created meanwhile by another request: CreateQueue is idempotent.
+    def build(templated: QueueSettings) -> QueueSettings:
+        settings = attrs.apply(templated, given, call.region, call.account)
+        return settings.with_changes(labels=tags)
+
     with contextlib.suppress(errors.QueueAlreadyExists):
-        call.engine.create_queue(call.project, name, settings)
+        call.engine.templates.create_queue(call.project, name, build, base=defaults)
     return {"QueueUrl": call.url(name)}
 
 
