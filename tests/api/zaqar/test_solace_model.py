@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, make_queue
+import pytest
+
+from deadletter.domain import settings as declared
+from deadletter.engine.engine import Engine
+from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, claim, make_queue, post
 
 DEFAULT = "_dead_msg_queue"
 
@@ -105,3 +109,64 @@ def test_ttls_below_zaqars_minute_need_the_queue_to_allow_them(api: ApiClient) -
     assert api.post("/v2/queues/fast/messages", json=long).status_code == 201
     # Without it, a TTL above the maximum is refused, as before.
     assert api.post("/v2/queues/plain/messages", json=long).status_code == 400
+
+
+# Solace's max redelivery N is N deliveries after the first: the max claim count less one. Its
+# range follows the claim count's declaration.
+_CLAIMS = declared.MAX_CLAIMS
+assert _CLAIMS.zaqar is not None
+_LOW, _HIGH = (n - 1 for n in _CLAIMS.face_range(_CLAIMS.zaqar))
+
+
+@pytest.mark.parametrize(
+    ("redelivery", "accepted"),
+    [(_LOW - 1, False), (_LOW, True), (_HIGH, True), (_HIGH + 1, False), ("2", False)],
+)
+def test_max_redelivery_is_the_max_claim_count_less_one(
+    api: ApiClient, engine: Engine, redelivery: object, accepted: bool
+) -> None:
+    make_queue(api, "dlq")
+    r = api.put("/v2/queues/q", json={"_max_redelivery": redelivery, "_dead_letter_queue": "dlq"})
+    assert r.status_code == (201 if accepted else 400), r.text
+    queue = engine.find_queue("123456789012", "q")
+    if not accepted:
+        assert "_max_redelivery" in r.json()["description"] and queue is None
+        return
+    assert queue is not None and queue.settings.dead_letter is not None
+    assert queue.settings.dead_letter.max_claims == redelivery + 1  # type: ignore[operator]
+    meta = api.get("/v2/queues/q").json()
+    assert (meta["_max_redelivery"], meta["_max_claim_count"]) == (redelivery, redelivery + 1)  # type: ignore[operator]
+
+
+def test_max_redelivery_and_max_claim_count_sent_together_must_agree(api: ApiClient) -> None:
+    make_queue(api, "dlq")
+    both = {"_dead_letter_queue": "dlq", "_max_claim_count": 3}
+    r = api.put("/v2/queues/q", json={**both, "_max_redelivery": 3})
+    assert r.status_code == 400 and "_max_redelivery" in r.json()["description"], r.text
+    assert api.get("/v2/queues/q").status_code == 404
+    r = api.put("/v2/queues/q", json={**both, "_max_redelivery": 2})
+    assert r.status_code == 201, r.text
+    # A PATCH changing one of them, with the other as GET showed it, changes both.
+    meta = patch(api, "q", {"op": "replace", "path": "/metadata/_max_redelivery", "value": 5})
+    assert (meta["_max_redelivery"], meta["_max_claim_count"]) == (5, 6)
+    meta = patch(
+        api,
+        "q",
+        {"op": "replace", "path": "/metadata/_max_claim_count", "value": 2},
+        {"op": "replace", "path": "/metadata/_max_redelivery", "value": 5},
+    )
+    assert (meta["_max_redelivery"], meta["_max_claim_count"]) == (1, 2)
+
+
+def test_max_redelivery_n_delivers_a_message_n_plus_one_times(api: ApiClient) -> None:
+    # Given a queue with Solace's max redelivery 2
+    make_queue(api, "dlq")
+    make_queue(api, "q", _max_redelivery=2, _dead_letter_queue="dlq")
+    post(api, "q", {"job": 1})
+    # I expect three deliveries (the first and two redeliveries), then the DLQ
+    for _ in range(3):
+        claim_id, messages = claim(api, "q")
+        assert len(messages) == 1
+        assert api.delete(f"/v2/queues/q/claims/{claim_id}").status_code == 204
+    assert claim(api, "q")[1] == []
+    assert len(claim(api, "dlq")[1]) == 1

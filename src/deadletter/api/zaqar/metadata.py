@@ -51,6 +51,9 @@ ENCRYPT = "_enable_encrypt_messages"
 RESPECT_TTL = "_respect_ttl"
 MIN_MESSAGE_TTL = _key(declared.MIN_MESSAGE_TTL)
 DLQ_DEFAULT = "_dead_letter_default"
+# Solace's max redelivery: deliveries after the first, so always the max claim count less one.
+# The stored setting stays the claim count; this key is read and written through it, here only.
+MAX_REDELIVERY = "_max_redelivery"
 # FIFO queues (fixed at creation) and whether they derive deduplication ids from the body.
 FIFO = "_fifo"
 CONTENT_DEDUP = "_content_based_deduplication"
@@ -58,7 +61,7 @@ CONTENT_DEDUP = "_content_based_deduplication"
 RETRY_POLICY = declared.RETRY_POLICY.zaqar
 
 READ_ONLY = frozenset({POLICY_ACTIVE})
-POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, DLQ, DLQ_TTL, ON_EXPIRY})
+POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, MAX_REDELIVERY, DLQ, DLQ_TTL, ON_EXPIRY})
 # The declared settings whose key holds their value within the key's range, with no rule
 # between keys (the TTLs have one: a queue's floor and maximum bound its default).
 INTEGERS = tuple(
@@ -125,6 +128,7 @@ def _reserved(s: QueueSettings) -> dict[str, Any]:
     policy = s.dead_letter
     return {
         **{d.zaqar.name: d.value(s) for d in declared.SETTINGS if d.zaqar is not None},
+        MAX_REDELIVERY: policy.max_claims - 1 if policy else None,
         DLQ: policy.target if policy else None,
         ON_EXPIRY: policy.on_expiry if policy else None,
         ELIGIBLE: s.dead_letter_eligible,
@@ -156,7 +160,7 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
     its default. Ranges the engine checks (claim count, DLQ existence, chains) are left to it."""
     if not isinstance(metadata, dict):
         raise bad_request("Queue metadata must be a JSON object.")
-    m = {k: v for k, v in metadata.items() if k not in READ_ONLY}
+    m = _claims_from_redelivery({k: v for k, v in metadata.items() if k not in READ_ONLY})
     user = {k: v for k, v in m.items() if k not in RESERVED}
     if len(json.dumps(user, ensure_ascii=False).encode()) > MAX_USER_METADATA:
         raise bad_request(f"Queue metadata may not be larger than {MAX_USER_METADATA} bytes.")
@@ -199,6 +203,32 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         retry_policy=_retry_policy(get(RETRY_POLICY), base.retry_policy),
     )
     return settings
+
+
+def _claims_from_redelivery(m: dict[str, Any]) -> dict[str, Any]:
+    """`m` with `_max_redelivery` stated as the max claim count it means (one more). Sent with
+    `_max_claim_count`, the two must say the same; a PATCH keeps only the one it changed
+    (`settle_redelivery`)."""
+    redelivery = m.pop(MAX_REDELIVERY, None)
+    if redelivery is None:
+        return m
+    assert declared.MAX_CLAIMS.zaqar is not None
+    low, high = declared.MAX_CLAIMS.face_range(declared.MAX_CLAIMS.zaqar)
+    claims = _int(MAX_REDELIVERY, redelivery, low - 1, high - 1, 0) + 1
+    if m.get(MAX_CLAIM_COUNT) not in (None, claims):
+        raise bad_request(
+            f"{MAX_REDELIVERY} ({redelivery}) is {MAX_CLAIM_COUNT} less one"
+            f" ({m[MAX_CLAIM_COUNT]}): send one of them, or both agreeing."
+        )
+    return {**m, MAX_CLAIM_COUNT: claims}
+
+
+def settle_redelivery(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """After a PATCH of the metadata `before` into `after`: of `_max_claim_count` and
+    `_max_redelivery`, a changed one wins over the other left as it was read."""
+    for changed, derived in ((MAX_CLAIM_COUNT, MAX_REDELIVERY), (MAX_REDELIVERY, MAX_CLAIM_COUNT)):
+        if after.get(changed) != before.get(changed) and after.get(derived) == before.get(derived):
+            after.pop(derived, None)
 
 
 def _policy(

@@ -76,6 +76,7 @@ def patch_queue(ctx: Ctx) -> Response:
 
     def patched(queue: Queue) -> QueueSettings:
         view = meta.to_metadata(queue)
+        before = dict(view)
         for op in ops:
             key, value = patch_op(op)
             # A read-only key sent back as GET showed it changes nothing (a client that
@@ -99,6 +100,7 @@ def patch_queue(ctx: Ctx) -> Response:
                 del view[key]
             else:
                 view[key] = value
+        meta.settle_redelivery(before, view)
         s = queue.settings
         base = meta.ZAQAR_DEFAULTS.with_changes(
             labels=s.labels,
