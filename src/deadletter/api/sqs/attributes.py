@@ -12,6 +12,8 @@ in domain/settings.py:
     RedriveAllowPolicy             the DLQ's redrive-allow policy
     RetryPolicy                    retry backoff (minimumBackoff, maximumBackoff in seconds)
     Policy and the SSE/KMS names   kept as given (opaque)
+    DeadLetterEligible, RespectTtl, MinimumMessageTtl
+                                   Solace's model (extensions): eligibility default, TTL model
 """
 
 from __future__ import annotations
@@ -78,8 +80,15 @@ QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$")
 OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
 # The declared settings an attribute of its own holds (domain/settings.py), one integer each.
 INTEGERS = {name: s for name, s in declared.BY_SQS_NAME.items() if "." not in name}
+# Solace's model on this face (docs/sqs.md), extensions named like the `DeadLetterEligible`
+# message attribute: the queue's flags ("true"/"false"; RespectTtl "" when unset) and its TTL
+# floor ("" when unset). Each is shown only when not what its absence means, so a queue that
+# uses none of them reads as on AWS.
+SOLACE_FLAGS = {"DeadLetterEligible": "dead_letter_eligible", "RespectTtl": "respect_ttl"}
+MIN_TTL = "MinimumMessageTtl"
+SOLACE_ABSENT = {"DeadLetterEligible": "true", "RespectTtl": "", MIN_TTL: ""}
 RETRY_POLICY = declared.RETRY_POLICY.sqs
-SETTABLE = (*INTEGERS, "RedrivePolicy", "RedriveAllowPolicy", RETRY_POLICY, *OPAQUE)
+SETTABLE = (*INTEGERS, "RedrivePolicy", "RedriveAllowPolicy", RETRY_POLICY, *OPAQUE, *SOLACE_ABSENT)
 READ_ONLY = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
@@ -186,6 +195,8 @@ def apply(
         if setting is not None and setting.sqs is not None:
             value = _int_value(name, raw)
             changes.update(dict.fromkeys((setting.field, *setting.sqs.also), value))
+        elif name in SOLACE_ABSENT:
+            changes.update(_solace(name, raw))
         elif name == "RedrivePolicy":
             changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account, region)
         elif name == "RedriveAllowPolicy":
@@ -197,6 +208,37 @@ def apply(
         else:
             extra[name] = _opaque(name, raw)
     return replace(settings, **changes, extra=extra)
+
+
+def _solace(name: str, raw: str) -> dict[str, Any]:
+    """The setting a Solace attribute states; the engine checks the TTL floor against the
+    queue's maximum."""
+    if name == MIN_TTL:
+        floor = declared.MIN_MESSAGE_TTL
+        if raw == "":
+            return {floor.field: None}
+        try:
+            value = int(raw)
+        except ValueError:
+            raise invalid_attribute_value(name) from None
+        if not floor.low <= value <= floor.high:
+            raise invalid_attribute_value(name)
+        return {floor.field: value}
+    flag = raw.lower()
+    if flag == "" and name == "RespectTtl":
+        return {SOLACE_FLAGS[name]: None}
+    if flag not in ("true", "false"):
+        raise invalid_attribute_value(name)
+    return {SOLACE_FLAGS[name]: flag == "true"}
+
+
+def _solace_view(s: QueueSettings) -> dict[str, str]:
+    shown = {
+        "DeadLetterEligible": str(s.dead_letter_eligible).lower(),
+        "RespectTtl": "" if s.respect_ttl is None else str(s.respect_ttl).lower(),
+        MIN_TTL: "" if s.min_ttl is None else str(s.min_ttl),
+    }
+    return {k: v for k, v in shown.items() if v != SOLACE_ABSENT[k]}
 
 
 def _opaque(name: str, raw: str) -> str:
@@ -344,6 +386,7 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
             allow["sourceQueueArns"] = [arn(region, account, q) for q in s.redrive_allow.sources]
         out["RedriveAllowPolicy"] = compact(allow)
     out.update(sqs_fifo.view(s))
+    out.update(_solace_view(s))
     out.update(s.extra)
     return out
 

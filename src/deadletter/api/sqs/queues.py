@@ -69,6 +69,7 @@ def create_queue(call: Call) -> dict[str, Any]:
     if existing is not None:
         current = attrs.view(existing, None, call.region, call.account)
         current.setdefault("FifoQueue", "false")
+        current = {**attrs.SOLACE_ABSENT, **current}
         for k, v in given.items():
             if current.get(k) != _canonical(k, v):
                 raise SqsError(
@@ -98,7 +99,7 @@ def _canonical(name: str, value: Any) -> str:
         if isinstance(doc, dict) and "maxReceiveCount" in doc:
             doc["maxReceiveCount"] = int(doc["maxReceiveCount"])
         return attrs.compact(doc)
-    if name in sqs_fifo.ATTRIBUTES[:2] and isinstance(value, str):
+    if name in (*sqs_fifo.ATTRIBUTES[:2], *attrs.SOLACE_FLAGS) and isinstance(value, str):
         return value.lower()
     return str(value)
 
