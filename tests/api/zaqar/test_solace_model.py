@@ -170,3 +170,20 @@ def test_max_redelivery_n_delivers_a_message_n_plus_one_times(api: ApiClient) ->
         assert api.delete(f"/v2/queues/q/claims/{claim_id}").status_code == 204
     assert claim(api, "q")[1] == []
     assert len(claim(api, "dlq")[1]) == 1
+
+
+def test_a_queue_not_eligible_by_default_drops_what_it_would_dead_letter(api: ApiClient) -> None:
+    # Given Solace's defaults: DMQ-eligible off, and no redelivery
+    make_queue(api, "dlq")
+    make_queue(api, "q", _max_redelivery=0, _dead_letter_queue="dlq", _dead_letter_eligible=False)
+    post(api, "q", "plain")
+    marked = {"body": "marked", "dead_letter_eligible": True}
+    r = api.post("/v2/queues/q/messages", json={"messages": [marked]})
+    assert r.status_code == 201, r.text
+    # When both are claimed and given back
+    claim_id, messages = claim(api, "q")
+    assert len(messages) == 2
+    assert api.delete(f"/v2/queues/q/claims/{claim_id}").status_code == 204
+    # I expect only the marked one in the DLQ, and nothing left in the queue
+    assert claim(api, "q")[1] == []
+    assert [m["body"] for m in claim(api, "dlq")[1]] == ["marked"]
