@@ -85,6 +85,7 @@ def as_api_message(record: dict[str, Any]) -> dict[str, Any]:
             "reason": record["reason"],
             "description": record["description"],
             "error": record["error"],
+            **({"error_class": record["error_class"]} if record.get("error_class") else {}),
             "dead_lettered_at": record["dead_lettered_at"],
             "claim_count": record["claim_count"],
             "original_message_id": record["message_id"],

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from deadletter.cli.analyze import analyze as analyze_command
 from deadletter.pipeline.local import NotLocal, analyze_local, row_of_line
 from tests.pipeline.conftest import PANDAS_WARNING
+from tests.pipeline.error_classes import structured
 from tests.pipeline.test_grouping_quality import read_log
 
 SAME_BYTES = ["patterns.json", "patterns.parquet", "report.html"]
@@ -45,6 +46,8 @@ def _mixed_export(path: Path, corpus_path: Path) -> None:
                 "enqueued_at": None if i % 3 else "2026-11-21 07:00:00",
             }
         )
+    # and dead letters with the exception class given as a field
+    records += structured(60, seed=5)
     records[5]["dead_lettered_at"] = None
     records[6]["attributes"] = None
     records[7]["attributes"] = {"empty": None}
@@ -69,6 +72,11 @@ def test_the_in_process_path_writes_what_the_spark_job_writes(
     # I expect the same bytes in the summary files and the same assignment of every letter
     assert here.total == on_spark.total == len(export.read_text().splitlines())
     assert len(here.patterns) > 20
+    assert {p["signature"] for p in here.patterns} >= {
+        "ValueError",
+        "orders.errors.PriceError",
+        "java.lang.IllegalStateException",
+    }
     for name in SAME_BYTES:
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "spark" / name).read_bytes()
     lines = {
@@ -97,6 +105,7 @@ def test_the_in_process_path_writes_what_the_spark_job_writes(
         '{"message_id": "a", "attributes": {"n": 5}}',
         '{"message_id": "a", "attributes": {"n": {"type": "Number", "value": 5}}}',
         '{"message_id": "a", "error": {"type": "KeyError"}}',
+        '{"message_id": "a", "error_class": 5}',  # Spark reads "5"
         '{"message_id": null}',
         "not json",
         "[1, 2]",
@@ -188,7 +197,7 @@ def test_a_small_dlq_is_read_and_analysed_in_process_as_the_spark_job_does(
     from tests.support.servers import serving
 
     # Given a DLQ on a server
-    records = list(generate(400, seed=11))
+    records = list(generate(340, seed=11)) + structured(60, seed=11)
     server = ContractStub([as_api_message(r) for r in records])
     with serving(server.app) as url:
         # When the Spark job reads it through the data source, and the command reads it

@@ -235,6 +235,25 @@ def test_the_description_counts_when_the_error_has_a_headline() -> None:
     assert mining_parts(None, "timeout after 5 ms") == ("", "timeout after 5 ms", "")
 
 
+def test_a_given_class_is_the_signature_and_leaves_the_headline() -> None:
+    # However the text spells the class, or another name that leads it
+    trace = 'Traceback (most recent call last):\n  File "/app/w.py", line 3, in f\nValueError: x'
+    assert mining_parts("builtins.ValueError: total=-3", None, "ValueError") == (
+        "ValueError",
+        "total=-3",
+        "",
+    )
+    assert mining_parts(trace, "d", "builtins.ValueError")[:2] == ("builtins.ValueError", "x")
+    assert mining_parts("HandlerError: x", None, " ValueError ") == (
+        "ValueError",
+        "HandlerError: x",
+        "",
+    )
+    # and the class alone leaves the description to mine
+    assert mining_parts("ValueError", "bad total", "ValueError") == ("ValueError", "bad total", "")
+    assert mining_parts("x", None, "") == ("", "x", "")
+
+
 def test_a_ctime_date_inside_a_message_is_one_variable() -> None:
     # Given one event whose lines carry dates as ctime() and Java write them, of different
     # days and widths

@@ -48,7 +48,11 @@ def with_mining_text(df: Any, narrow: bool = False) -> Any:
     else:
         extract = _pandas_udf(batches.extract, batches.MINING_TYPE)
         names = batches.MINING_COLUMNS
-    m = extract(F.col("error"), F.col("description"))
+    # A DataFrame from elsewhere may have no class: its dead letters are read as before.
+    error_class = (
+        F.col("error_class") if "error_class" in df.columns else F.lit(None).cast("string")
+    )
+    m = extract(F.col("error"), F.col("description"), error_class)
     parts = [F.col(f"_m.{name}").alias(name) for name in names]
     return df.withColumn("_m", m).select("*", *parts).drop("_m")
 

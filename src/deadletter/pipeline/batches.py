@@ -16,13 +16,14 @@ MINING_TYPE = (
 )
 
 
-def extract(error: pd.Series, description: pd.Series) -> pd.DataFrame:
-    """Signature, headline, masked tokens, group key and masked context of each dead letter.
+def extract(error: pd.Series, description: pd.Series, error_class: pd.Series) -> pd.DataFrame:
+    """Signature, headline, masked tokens, group key and masked context of each dead letter
+    (its exception class as text.mining_parts takes it).
 
     Each distinct text of the batch is masked once: dead letters of one failure repeat their
     description nearly always and their headline often, and masking is the costly part.
     """
-    parts: dict[tuple[str | None, str | None], tuple[str, str, str, str, str]] = {}
+    parts: dict[tuple[str | None, str | None, str | None], tuple[str, str, str, str, str]] = {}
     tokenized: dict[str, tuple[str, str]] = {}
 
     def masked(text: str) -> tuple[str, str]:
@@ -33,8 +34,8 @@ def extract(error: pd.Series, description: pd.Series) -> pd.DataFrame:
         return found
 
     rows = []
-    for err, desc in zip(error, description, strict=True):
-        key = (err if isinstance(err, str) else None, desc if isinstance(desc, str) else None)
+    for err, desc, cls in zip(error, description, error_class, strict=True):
+        key = (_text(err), _text(desc), _text(cls))
         row = parts.get(key)
         if row is None:
             signature, headline, context = mining_parts(*key)
@@ -45,13 +46,18 @@ def extract(error: pd.Series, description: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=MINING_COLUMNS)
 
 
+def _text(value: object) -> str | None:
+    """A text cell, None for a missing one (pandas gives None or NaN)."""
+    return value if isinstance(value, str) else None
+
+
 MASKED_COLUMNS = ["signature", "tokens_text", "context_text"]
 MASKED_TYPE = "signature string, tokens_text string, context_text string"
 
 
-def masked(error: pd.Series, description: pd.Series) -> pd.DataFrame:
+def masked(error: pd.Series, description: pd.Series, error_class: pd.Series) -> pd.DataFrame:
     """The columns of `extract` the analysis keeps: less to send back to the JVM."""
-    return extract(error, description)[MASKED_COLUMNS]
+    return extract(error, description, error_class)[MASKED_COLUMNS]
 
 
 def paths(body: pd.Series) -> pd.Series:
@@ -60,11 +66,18 @@ def paths(body: pd.Series) -> pd.Series:
 
 
 def assign(
-    errors: Sequence[str | None], descriptions: Sequence[str | None], threshold: float
+    errors: Sequence[str | None],
+    descriptions: Sequence[str | None],
+    threshold: float,
+    error_classes: Sequence[str | None] | None = None,
 ) -> list[str]:
     """The pattern id of each dead letter, computed in plain Python with the very functions the
     Spark job runs (extract, then with_context over the distinct pairs, then pattern_id)."""
-    rows = extract(pd.Series(errors, dtype=object), pd.Series(descriptions, dtype=object))
+    rows = extract(
+        pd.Series(errors, dtype=object),
+        pd.Series(descriptions, dtype=object),
+        pd.Series(error_classes or [None] * len(errors), dtype=object),
+    )
     pairs = list(zip(rows["tokens_text"], rows["context_text"], strict=True))
     counts: dict[tuple[str, str], int] = {}
     for pair in pairs:

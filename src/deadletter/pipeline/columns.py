@@ -10,7 +10,7 @@ from typing import Any, overload
 SCHEMA_DDL = (
     "message_id string, source_queue string, reason string, description string, "
     "error string, dead_lettered_at timestamp, claim_count int, body string, "
-    "attributes map<string,string>, enqueued_at timestamp"
+    "attributes map<string,string>, enqueued_at timestamp, error_class string"
 )
 COLUMNS = [
     "message_id",
@@ -23,6 +23,7 @@ COLUMNS = [
     "body",
     "attributes",
     "enqueued_at",
+    "error_class",
 ]
 
 

@@ -29,7 +29,7 @@ LOCAL_MAX_BYTES = 64 * 1024 * 1024
 LOCAL_MAX_ROWS = 80_000
 
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
-_TEXT_COLUMNS = ("message_id", "source_queue", "reason", "description", "error")
+_TEXT_COLUMNS = ("message_id", "source_queue", "reason", "description", "error", "error_class")
 _INT32 = 2**31
 # The ways `deadletter dlq export` and the corpus generator write a nested body.
 _DUMPS = [
@@ -218,6 +218,7 @@ def analyze_rows(
     masked = batches.masked(
         pd.Series([r["error"] for r in rows], dtype=object),
         pd.Series([r["description"] for r in rows], dtype=object),
+        pd.Series([r["error_class"] for r in rows], dtype=object),
     )
     pairs = list(zip(masked["tokens_text"], masked["context_text"], strict=True))
     counts: dict[tuple[str, str], int] = defaultdict(int)

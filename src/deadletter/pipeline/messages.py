@@ -45,4 +45,5 @@ def row_of(message: dict[str, Any]) -> tuple[Any, ...]:
         body_text,
         attributes,
         parse_time(prov.get("original_enqueued_at") or message.get("enqueued_at")),
+        prov.get("error_class"),
     )

@@ -112,7 +112,7 @@ def read_export(spark: Any, path: str | Path) -> Any:
         raw = spark.read.schema(
             "message_id string, source_queue string, reason string, description string, "
             "error string, dead_lettered_at string, claim_count int, body string, "
-            "attributes map<string,string>, enqueued_at string"
+            "attributes map<string,string>, enqueued_at string, error_class string"
         ).json(path)
     return raw.transform(to_schema)
 

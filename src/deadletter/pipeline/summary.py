@@ -70,6 +70,8 @@ def example_of(row: Any) -> dict[str, Any]:
         # By name: Spark hands a map back in hash order, which says nothing.
         "attributes": dict(sorted((row["attributes"] or {}).items())),
         "enqueued_at": iso(row["enqueued_at"]),
+        # Only where the consumer gave it, so that other examples read as they always have.
+        **({"error_class": row["error_class"]} if row["error_class"] is not None else {}),
     }
 
 

@@ -211,10 +211,36 @@ def mining_text(error: str | None, description: str | None) -> tuple[str, str]:
     return signature, headline or (description or "").strip()
 
 
-def mining_parts(error: str | None, description: str | None) -> tuple[str, str, str]:
+_LEADING_NAME = re.compile(r"^([A-Za-z_$][\w.$]*)(?::\s*|$)")
+
+
+def _last_name(name: str) -> str:
+    return re.split(r"[.$]", name)[-1]
+
+
+def without_class(headline: str, error_class: str) -> str:
+    """The headline without a leading exception name that is `error_class`, however it is
+    qualified (`ValueError: x`, `builtins.ValueError: x` and `x` all give `x`)."""
+    match = _LEADING_NAME.match(headline)
+    if match is None or _last_name(match.group(1)) != _last_name(error_class):
+        return headline
+    return headline[match.end() :].strip()
+
+
+def mining_parts(
+    error: str | None, description: str | None, error_class: str | None = None
+) -> tuple[str, str, str]:
     """(signature, text to mine, context): the context is the description when the error gave
-    the text to mine, so that both parts of a dead letter count (see mining.with_context)."""
+    the text to mine, so that both parts of a dead letter count (see mining.with_context).
+
+    An exception class the consumer gave as a field is the signature, in place of the one
+    read from the text, and its name is taken off the headline: dead letters of two classes
+    never share a pattern, and those of one class share it however the text spells the class.
+    """
     signature, headline = exception_signature(error)
+    if error_class is not None and error_class.strip():
+        signature = error_class.strip()
+        headline = without_class(headline, signature)
     text = (description or "").strip()
     if headline:
         return signature, headline, text
