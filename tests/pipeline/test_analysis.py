@@ -61,13 +61,13 @@ def test_variable_tokens_merge_into_one_template(result: Any, corpus_path: Path)
     labels = load_labels(corpus_path)
     carrier = _by_label(result, labels, "shipping.carrier_rejected")
     assert carrier["template"] == (
-        "java.lang.IllegalStateException carrier <*> rejected parcel <ID> weight <ID> "
+        "java.lang.IllegalStateException: carrier <*> rejected parcel <ID> weight <ID> "
         "exceeds the limit"
     )
     timeout = _by_label(result, labels, "orders.inventory_timeout")
-    assert timeout["template"] == "httpx.ReadTimeout GET <URL> timed out after <DUR>"
+    assert timeout["template"] == "httpx.ReadTimeout: GET <URL> timed out after <DUR>"
     template = _by_label(result, labels, "notifications.template_missing")
-    assert template["template"] == "TemplateNotFound template <*> not found for locale <*>"
+    assert template["template"] == "TemplateNotFound: template <*> not found for locale <*>"
 
 
 def test_same_exception_from_two_code_paths_gives_two_patterns(
