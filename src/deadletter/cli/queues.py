@@ -53,6 +53,8 @@ BY_OPTION = {s.option: s for s in SETTINGS}
 # What `queue show` also says, read-only here.
 SHOWN = (
     Setting("", "_dead_letter_policy_active", "dead-letter policy active"),
+    Setting("", "_max_redelivery", "redeliveries before the DLQ (Solace)"),
+    Setting("", "_retry_policy", "backoff of a message given back"),
     Setting("", "_max_messages_post_size", "largest message", "bytes"),
     Setting("", "_fifo", "FIFO"),
     Setting("", "_content_based_deduplication", "deduplication by content"),
@@ -282,6 +284,9 @@ def _said(setting: Setting, value: Any) -> str:
         if permission == "denyAll":
             return "no queue"
         return ", ".join(value.get("sources") or []) or "no queue"
+    if setting.key == "_retry_policy" and isinstance(value, dict):
+        low, high = value.get("minimum_backoff"), value.get("maximum_backoff")
+        return f"{low} s, doubling up to {high} s"
     if setting.unit:
         return f"{value} {setting.unit}"
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
