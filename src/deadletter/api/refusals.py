@@ -61,7 +61,9 @@ def too_large(scope: Scope, limit: int) -> Response:
 async def http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own 404 and 405, which would otherwise be plain text."""
     assert isinstance(exc, HTTPException)
-    method, path = request.method, request.url.path
+    # A HEAD is answered as its GET, the same words in the same length (api/head.py).
+    method = "GET" if request.method == "HEAD" else request.method
+    path = request.url.path
     description = {
         404: f"There is no resource at {path}.",
         405: f"{method} is not allowed on {path}.",
