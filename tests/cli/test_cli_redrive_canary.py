@@ -6,14 +6,13 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from click.testing import CliRunner, Result
 
 from deadletter.api.app import AppOptions, build_app
-from deadletter.cli.main import main
 from deadletter.clock import ManualClock
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage.base import Store
+from tests.cli.test_cli import ok, run
 from tests.support.servers import serving
 
 
@@ -24,16 +23,6 @@ def url(store: Store) -> Iterator[str]:
     app = build_app(engine, AppOptions(), background=[Worker(engine, sweep_interval=3600)])
     with serving(app) as base:
         yield base
-
-
-def run(url: str, *args: str) -> Result:
-    return CliRunner().invoke(main, list(args), env={"DEADLETTER_URL": url}, catch_exceptions=False)
-
-
-def ok(url: str, *args: str) -> str:
-    result = run(url, *args)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 @pytest.fixture
