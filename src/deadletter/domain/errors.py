@@ -19,6 +19,7 @@
     │   ├── ReservedAttribute
     │   └── MessageTooLarge
     ├── QueueQuotaExceeded       (the project holds as many queues as it may)
+    ├── QueueFull                (a bounded queue refuses a send past its bound)
     ├── DeadLetterPolicyError
     │   ├── DeadLetterChainRefused
     │   ├── DeadLetterTargetMissing
@@ -105,6 +106,10 @@ class MessageTooLarge(InvalidInput):
 
 class QueueQuotaExceeded(DeadletterError):
     """The project already holds as many queues as the server allows one project."""
+
+
+class QueueFull(DeadletterError):
+    """The queue is at its bound and its overflow policy refuses more messages."""
 
 
 class DeadLetterPolicyError(DeadletterError):

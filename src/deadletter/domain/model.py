@@ -18,6 +18,10 @@ MAX_DELAY = 900
 MAX_CLAIM_TTL = 43_200
 # Pub/Sub's bound of a retry policy's backoffs.
 MAX_BACKOFF = 600
+# The largest bounds a queue may set on its messages and their bytes (`max_messages`,
+# `max_bytes`): a 32-bit count, and JSON's largest exact integer.
+MAX_QUEUE_LENGTH = 2_147_483_647
+MAX_QUEUE_BYTES = 9_007_199_254_740_991
 # The largest message the engine takes (SQS's limit since 2025); a queue's own maximum is
 # at most this. Zaqar keeps its 256 KiB as both the default and its own ceiling.
 MAX_MESSAGE_SIZE = 1_048_576
@@ -52,6 +56,18 @@ class Reason(enum.StrEnum):
     EXPIRED = "expired"
     REJECTED = "rejected"
     DELIVERY_FAILED = "delivery_failed"
+    # Over a bounded queue's limit (RabbitMQ's `maxlen`): the oldest pushed out by drop-head,
+    # or a send refused by reject-publish-dlx.
+    MAXLEN = "maxlen"
+
+
+class Overflow(enum.StrEnum):
+    """What a bounded queue does with a send that would take it past its bound (RabbitMQ's
+    `x-overflow`)."""
+
+    DROP_HEAD = "drop-head"
+    REJECT_PUBLISH = "reject-publish"
+    REJECT_PUBLISH_DLX = "reject-publish-dlx"
 
 
 class SkipReason(enum.StrEnum):
@@ -193,6 +209,17 @@ class QueueSettings:
     consumer_tags: tuple[str, ...] = ()
     # The backoff of a message given back without a delay (None: visible again at once).
     retry_policy: RetryPolicy | None = None
+    # A bounded queue (RabbitMQ's x-max-length, x-max-length-bytes): at most this many
+    # messages, at most this many bytes of bodies (None: no bound), counting every unexpired
+    # message in the queue, visible, delayed or claimed; `overflow` says what a send past a
+    # bound does (engine.bounds).
+    max_messages: int | None = None
+    max_bytes: int | None = None
+    overflow: Overflow = Overflow.DROP_HEAD
+
+    @property
+    def bounded(self) -> bool:
+        return self.max_messages is not None or self.max_bytes is not None
 
     def with_changes(self, **changes: Any) -> QueueSettings:
         return replace(self, **changes)
@@ -238,6 +265,7 @@ _READ_AS: dict[str, Any] = {
     "consumer_tags": tuple,
     "dead_letter_default": bool,
     "retry_policy": lambda d: RetryPolicy.from_dict(d) if d else None,
+    "overflow": Overflow,
 }
 
 

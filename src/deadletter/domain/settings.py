@@ -18,8 +18,11 @@ from deadletter.domain.model import (
     MAX_CLAIM_TTL,
     MAX_DELAY,
     MAX_MESSAGE_SIZE,
+    MAX_QUEUE_BYTES,
+    MAX_QUEUE_LENGTH,
     MAX_TTL,
     MIN_DLQ_MESSAGE_TTL,
+    Overflow,
     QueueSettings,
 )
 
@@ -121,6 +124,24 @@ RECEIVE_WAIT = Setting(
     MAX_RECEIVE_WAIT,
     sqs=Name("ReceiveMessageWaitTimeSeconds"),
 )
+# A bounded queue (RabbitMQ's x-max-length and x-max-length-bytes); unset, no bound. Bytes
+# are the bodies' bytes as the store keeps them.
+MAX_MESSAGES = Setting(
+    "max_messages",
+    "maximum number of messages",
+    1,
+    MAX_QUEUE_LENGTH,
+    zaqar=Name("_max_messages"),
+    sqs=Name("MaxMessages"),
+)
+MAX_BYTES = Setting(
+    "max_bytes",
+    "maximum bytes of messages",
+    1,
+    MAX_QUEUE_BYTES,
+    zaqar=Name("_max_bytes"),
+    sqs=Name("MaxBytes"),
+)
 MAX_CLAIMS = Setting(
     "dead_letter.max_claims",
     "max claim count",
@@ -169,6 +190,28 @@ class Reference:
     sqs: str
 
 
+@dataclass(frozen=True)
+class Choice:
+    """A setting that is one of a few words, the same on both faces."""
+
+    field: str
+    what: str
+    zaqar: str
+    sqs: str
+    choices: tuple[str, ...]
+    default: str
+
+
+# What a bounded queue does past its bound (RabbitMQ's x-overflow, with its words).
+OVERFLOW = Choice(
+    "overflow",
+    "overflow",
+    "_overflow",
+    "Overflow",
+    tuple(o.value for o in Overflow),
+    Overflow.DROP_HEAD.value,
+)
+
 DLQ_TARGET = Reference(
     "dead_letter.target", "_dead_letter_queue", "RedrivePolicy.deadLetterTargetArn"
 )
@@ -182,7 +225,11 @@ QUEUE_SETTINGS = (
     CLAIM_TTL,
     MAX_MESSAGE_SIZE_SETTING,
     RECEIVE_WAIT,
+    MAX_MESSAGES,
+    MAX_BYTES,
 )
+# The bounds, each unset by default; a face removes one with its empty value.
+OPTIONAL = (MAX_MESSAGES, MAX_BYTES)
 POLICY_SETTINGS = (MAX_CLAIMS, DLQ_MESSAGE_TTL)
 RETRY_SETTINGS = (MINIMUM_BACKOFF, MAXIMUM_BACKOFF)
 # The key on each face holding the retry policy as one JSON object.

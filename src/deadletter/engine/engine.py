@@ -32,6 +32,7 @@ from deadletter.domain.model import (
 )
 from deadletter.engine import (
     acknowledgements,
+    bounds,
     claims,
     dead_letters,
     expiry,
@@ -174,13 +175,44 @@ class Engine(DeadLetterOperations, TagOperations):
         """Send what `prepare` makes of the queue, in the transaction that reads the queue: a
         face whose checks depend on the queue's settings needs no transaction of its own to
         read them first. `prepare` may raise to refuse (nothing is written) or return no
-        messages (nothing is sent)."""
+        messages (nothing is sent). A bounded queue that refuses the send raises `QueueFull`
+        for all of it, once what its overflow policy dead-letters has committed."""
+        queue, outcomes, full = self._send(project, queue_name, prepare, client_id, each=False)
+        if full is not None:
+            raise full
+        return queue, [m for m in outcomes if isinstance(m, Message)]
 
-        def work(tx: Transaction, pending: Pending) -> tuple[Queue, list[Message]]:
+    def send_each(
+        self,
+        project: str,
+        queue_name: str,
+        prepare: Callable[[Queue], Sequence[NewMessage]],
+        client_id: str | None = None,
+    ) -> tuple[Queue, list[Message | errors.QueueFull]]:
+        """`send_prepared` whose messages a bounded queue takes or refuses one by one (an SQS
+        batch's entries): per message, the stored one or why it was refused."""
+        queue, outcomes, _ = self._send(project, queue_name, prepare, client_id, each=True)
+        return queue, outcomes
+
+    def _send(
+        self,
+        project: str,
+        queue_name: str,
+        prepare: Callable[[Queue], Sequence[NewMessage]],
+        client_id: str | None,
+        each: bool,
+    ) -> tuple[Queue, list[Message | errors.QueueFull], errors.QueueFull | None]:
+        def work(
+            tx: Transaction, pending: Pending
+        ) -> tuple[Queue, list[Message | errors.QueueFull], errors.QueueFull | None]:
             queue = require_queue(tx, project, queue_name)
+            if queue.settings.bounded:
+                # Senders to a bounded queue take turns (engine.bounds): the count each reads
+                # stays true until it commits.
+                queue = require_queue(tx, project, queue_name, lock=True)
             messages = prepare(queue)
             if not messages:
-                return queue, []
+                return queue, [], None
             s = queue.settings
             now = self.clock.now()
             built = []
@@ -190,7 +222,20 @@ class Engine(DeadLetterOperations, TagOperations):
                     new, new_id(), queue_name, now, ttl, delay, eligible, client_id
                 )
                 built.append(fifo.enqueued(new, m, s))
-            stored, enqueued = fifo.stored(tx, project, s, built, now)  # FIFO: no duplicates
+            taken, full = bounds.admit(tx, queue, built, now, each)
+            if full is not None:
+                kept = set(taken)
+                left = [m for i, m in enumerate(built) if i not in kept]
+                bounds.refused(tx, pending, queue, left, now)  # reject-publish-dlx
+            # Each position that is not taken holds the refusal.
+            outcomes: list[Message | errors.QueueFull] = [full or errors.QueueFull()] * len(built)
+            if not taken:
+                return queue, outcomes, full
+            # FIFO: no duplicates
+            stored, enqueued = fifo.stored(tx, project, s, [built[i] for i in taken], now)
+            for i, m in zip(taken, stored, strict=True):
+                outcomes[i] = m
+            bounds.drop_head(tx, pending, queue, now)
             due = fan_out(
                 tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation
             )
@@ -198,7 +243,7 @@ class Engine(DeadLetterOperations, TagOperations):
             pending.calls.append(lambda lst: lst.sent(project, queue_name, len(enqueued)))
             if due:
                 pending.calls.append(lambda lst: lst.notifications_due(project, queue_name, due))
-            return queue, stored
+            return queue, outcomes, full
 
         return self._run(work)
 

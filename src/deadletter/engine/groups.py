@@ -22,6 +22,10 @@ from deadletter.engine.lookups import held_rows, live_messages
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
 
+# Reasons that end a message for every consumer group of its queue, not only the one that
+# gave up: it expired, or a bounded queue pushed it out.
+ENDS_FOR_EVERY_GROUP = (Reason.EXPIRED, Reason.MAXLEN)
+
 
 class ConsumerGroup(abc.ABC):
     """One consumer group of `queue`; `tag` names it in dead letters' provenance (None: the
@@ -151,10 +155,10 @@ class DefaultGroup(ConsumerGroup):
         reason: Reason,
     ) -> list[Message]:
         source = self.queue
-        if source.settings.consumer_tags and reason is not Reason.EXPIRED:
+        if source.settings.consumer_tags and reason not in ENDS_FOR_EVERY_GROUP:
             dead = _copies(tx, source, dead)  # the message stays for the tags
             tags.finish_default(tx, source, messages)
-        else:  # expiry ends a message for every group
+        else:  # expiry and drop-head end a message for every group
             tx.move_messages(source.project, dead)
             if source.settings.consumer_tags:
                 tx.forget_tag_states([m.id for m in messages])
@@ -165,7 +169,7 @@ class DefaultGroup(ConsumerGroup):
         self, tx: Transaction, pending: Pending, messages: Sequence[Message], reason: Reason
     ) -> None:
         project, name = self.queue.project, self.queue.name
-        if self.queue.settings.consumer_tags and reason is not Reason.EXPIRED:
+        if self.queue.settings.consumer_tags and reason not in ENDS_FOR_EVERY_GROUP:
             # Given up by the untagged consumers only: still there for the tags.
             tags.finish_default(tx, self.queue, messages)
             tx.bump_counter(project, name, counters.dropped(reason), len(messages))

@@ -20,6 +20,7 @@ from deadletter.domain.model import (
     DeadLetterFilter,
     ErrorDetails,
     NewMessage,
+    Overflow,
     QueueSettings,
     RedrivePermission,
     TemplateSettings,
@@ -157,6 +158,12 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
     passes is stored active."""
     check_declared(s, declared.QUEUE_SETTINGS)
     check_declared(s, declared.RETRY_SETTINGS)
+    if s.overflow not in declared.OVERFLOW.choices:
+        raise errors.InvalidInput(
+            f"{declared.OVERFLOW.what} must be one of {', '.join(declared.OVERFLOW.choices)},"
+            f" not {s.overflow!r}"
+        )
+    s = s.with_changes(overflow=Overflow(s.overflow))
     retry = s.retry_policy
     if retry is not None and retry.minimum_backoff > retry.maximum_backoff:
         raise errors.InvalidInput(

@@ -59,6 +59,9 @@ FIFO = "_fifo"
 CONTENT_DEDUP = "_content_based_deduplication"
 # Pub/Sub's retryPolicy: {"minimum_backoff": s, "maximum_backoff": s}.
 RETRY_POLICY = declared.RETRY_POLICY.zaqar
+# A bounded queue's overflow policy (its bounds, `_max_messages` and `_max_bytes`, are
+# declared integers).
+OVERFLOW = declared.OVERFLOW.zaqar
 
 READ_ONLY = frozenset({POLICY_ACTIVE})
 POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, MAX_REDELIVERY, DLQ, DLQ_TTL, ON_EXPIRY})
@@ -81,6 +84,7 @@ RESERVED = frozenset(
         FIFO,
         CONTENT_DEDUP,
         RETRY_POLICY,
+        OVERFLOW,
         *POLICY_KEYS,
         *READ_ONLY,
     }
@@ -140,6 +144,7 @@ def _reserved(s: QueueSettings) -> dict[str, Any]:
         FIFO: s.fifo,
         CONTENT_DEDUP: s.content_based_deduplication,
         RETRY_POLICY: s.retry_policy.to_dict() if s.retry_policy else None,
+        OVERFLOW: s.overflow.value,
     }
 
 
@@ -201,6 +206,7 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
             CONTENT_DEDUP, get(CONTENT_DEDUP), base.content_based_deduplication
         ),
         retry_policy=_retry_policy(get(RETRY_POLICY), base.retry_policy),
+        overflow=_choice(declared.OVERFLOW, get(OVERFLOW), base.overflow),
     )
     return settings
 
@@ -329,6 +335,16 @@ def _optional_declared(
 ) -> int | None:
     assert setting.zaqar is not None
     return default if m.get(setting.zaqar.name) is None else _declared(setting, m, 0)
+
+
+def _choice(choice: declared.Choice, value: Any, default: str) -> Any:
+    if value is None:
+        return default
+    if value not in choice.choices:
+        raise bad_request(
+            f"{choice.zaqar} must be one of {', '.join(choice.choices)}, not {shown(value)}."
+        )
+    return value
 
 
 def _bool(key: str, value: Any, default: bool) -> bool:

@@ -27,6 +27,12 @@ class Counts(abc.ABC):
         what time has changed)."""
 
     @abc.abstractmethod
+    def size(self, project: str, queue: str, now: float, with_bytes: bool) -> tuple[int, int]:
+        """How many unexpired messages `queue` holds (visible, delayed or claimed) and, with
+        `with_bytes`, the bytes of their bodies (else 0): what a bounded queue's bound counts.
+        The count costs the same at any depth; the bytes are read from the queue's rows."""
+
+    @abc.abstractmethod
     def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]: ...
 
     @abc.abstractmethod

@@ -100,6 +100,11 @@ class Messages(abc.ABC):
     def max_seq(self, project: str, queue: str) -> int: ...
 
     @abc.abstractmethod
+    def oldest(self, project: str, queue: str, now: float, after: int, limit: int) -> list[Message]:
+        """Up to `limit` of `queue`'s unexpired messages numbered above `after`, oldest first,
+        whatever their state, locked for a write."""
+
+    @abc.abstractmethod
     def update_messages(self, project: str, messages: Sequence[Message]) -> None:
         """Write back delivery state: visibility, claim, claim count, first claim, expiry."""
 

@@ -112,6 +112,13 @@ class CountStatements(Executor):
             newest=message_from(newest) if newest else None,
         )
 
+    def size(self, project: str, queue: str, now: float, with_bytes: bool) -> tuple[int, int]:
+        count = sum(self._depths(project, queue, now).values())
+        if not with_bytes:
+            return count, 0
+        key = {"project": project, "queue": queue, "now": now}
+        return count, int(self.one(q.BODY_BYTES, key)["n"])
+
     def next_visible(self, project: str, queue: str, now: float) -> float | None:
         row = self.one(q.NEXT_VISIBLE, {"project": project, "queue": queue, "now": now})
         return None if row is None or row["at"] is None else float(row["at"])

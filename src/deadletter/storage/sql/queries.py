@@ -204,6 +204,17 @@ COUNT_DEAD_LETTERS = (
 MAX_SEQ = (
     "SELECT COALESCE(MAX(seq), 0) AS n FROM messages WHERE project = :project AND queue = :queue"
 )
+# The head of a queue, whatever its messages' state: what a bounded queue's drop-head
+# pushes out (engine.bounds).
+OLDEST = (
+    "SELECT * FROM messages WHERE project = :project AND queue = :queue AND seq > :after"
+    " AND expires_at > :now ORDER BY seq LIMIT :limit FOR UPDATE"
+)
+# The bytes a bounded queue's byte bound counts: its unexpired messages' bodies.
+BODY_BYTES = (
+    "SELECT COALESCE(SUM(LENGTH(body)), 0) AS n FROM messages"
+    " WHERE project = :project AND queue = :queue AND expires_at > :now"
+)
 UPDATE_MESSAGE = (
     "UPDATE messages SET visible_at = :visible_at, claim_id = :claim_id,"
     " claim_expires_at = :claim_expires_at, claim_count = :claim_count,"

@@ -302,6 +302,10 @@ class SQLTransaction(
     def max_seq(self, project: str, queue: str) -> int:
         return int(self.one(q.MAX_SEQ, {"project": project, "queue": queue})["n"])
 
+    def oldest(self, project: str, queue: str, now: float, after: int, limit: int) -> list[Message]:
+        params = {"project": project, "queue": queue, "now": now, "after": after, "limit": limit}
+        return self._messages(q.OLDEST, params)
+
     def update_messages(self, project: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
