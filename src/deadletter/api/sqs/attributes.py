@@ -14,6 +14,9 @@ in domain/settings.py:
     Policy and the SSE/KMS names   kept as given (opaque)
     DeadLetterEligible, RespectTtl, MinimumMessageTtl
                                    Solace's model (extensions): eligibility default, TTL model
+    MaxMessages, MaxBytes, Overflow
+                                   a bounded queue (extensions, RabbitMQ's x-max-length,
+                                   x-max-length-bytes and x-overflow)
 """
 
 from __future__ import annotations
@@ -88,7 +91,20 @@ SOLACE_FLAGS = {"DeadLetterEligible": "dead_letter_eligible", "RespectTtl": "res
 MIN_TTL = "MinimumMessageTtl"
 SOLACE_ABSENT = {"DeadLetterEligible": "true", "RespectTtl": "", MIN_TTL: ""}
 RETRY_POLICY = declared.RETRY_POLICY.sqs
-SETTABLE = (*INTEGERS, "RedrivePolicy", "RedriveAllowPolicy", RETRY_POLICY, *OPAQUE, *SOLACE_ABSENT)
+# A bounded queue (extensions): its bounds, "" when unset, and its overflow policy; shown only
+# where the queue is bounded or its policy is not the default, so an unbounded queue reads as
+# on AWS.
+BOUNDS = {s.sqs.name for s in declared.OPTIONAL if s.sqs is not None}
+OVERFLOW = declared.OVERFLOW.sqs
+SETTABLE = (
+    *INTEGERS,
+    "RedrivePolicy",
+    "RedriveAllowPolicy",
+    RETRY_POLICY,
+    OVERFLOW,
+    *OPAQUE,
+    *SOLACE_ABSENT,
+)
 READ_ONLY = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
@@ -192,7 +208,9 @@ def apply(
         if name not in SETTABLE:
             raise invalid_attribute_name(name)
         setting = INTEGERS.get(name)
-        if setting is not None and setting.sqs is not None:
+        if name in BOUNDS and raw == "" and setting is not None:
+            changes[setting.field] = None  # an empty value removes a bound
+        elif setting is not None and setting.sqs is not None:
             value = _int_value(name, raw)
             changes.update(dict.fromkeys((setting.field, *setting.sqs.also), value))
         elif name in SOLACE_ABSENT:
@@ -203,6 +221,10 @@ def apply(
             changes["redrive_allow"] = _redrive_allow(raw, account, region)
         elif name == RETRY_POLICY:
             changes["retry_policy"] = _retry_policy(raw)
+        elif name == OVERFLOW:
+            if raw not in declared.OVERFLOW.choices:
+                raise invalid_attribute_value(name)
+            changes[declared.OVERFLOW.field] = raw
         elif name == "Policy" and raw == "":
             extra.pop(name, None)  # an empty policy removes it, as on AWS
         else:
@@ -356,7 +378,11 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
     s = queue.settings
     out = {
         "QueueArn": arn(region, account, queue.name),
-        **{name: str(setting.value(s)) for name, setting in INTEGERS.items()},
+        **{
+            name: str(setting.value(s))
+            for name, setting in INTEGERS.items()
+            if setting.value(s) is not None
+        },
         "CreatedTimestamp": str(int(queue.created_at)),
         "LastModifiedTimestamp": str(int(queue.updated_at)),
         "SqsManagedSseEnabled": "false",
@@ -385,6 +411,8 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
         if s.redrive_allow.sources:
             allow["sourceQueueArns"] = [arn(region, account, q) for q in s.redrive_allow.sources]
         out["RedriveAllowPolicy"] = compact(allow)
+    if s.bounded or s.overflow != declared.OVERFLOW.default:
+        out[OVERFLOW] = s.overflow.value
     out.update(sqs_fifo.view(s))
     out.update(_solace_view(s))
     out.update(s.extra)

@@ -18,6 +18,7 @@ from deadletter.api.sqs.call import Call, batch_entries, entry_failure
 from deadletter.api.sqs.errors import (
     SqsError,
     batch_error,
+    from_engine,
     from_exception,
     invalid_parameter,
     invalid_value,
@@ -196,11 +197,14 @@ def send_message_batch(call: Call) -> dict[str, Any]:
                 failed.append(entry_failure(e["Id"], exc))
         return [new for _, new in good]
 
-    queue, stored = call.engine.send_prepared(call.project, name, prepare)
-    successful = [
-        {"Id": entry_id, **_sent(m, queue.settings)}
-        for (entry_id, _), m in zip(good, stored, strict=False)
-    ]
+    # A bounded queue takes or refuses each entry in turn, as AWS reports a batch per entry.
+    queue, outcomes = call.engine.send_each(call.project, name, prepare)
+    successful = []
+    for (entry_id, _), outcome in zip(good, outcomes, strict=False):
+        if isinstance(outcome, errors.QueueFull):
+            failed.append(entry_failure(entry_id, from_engine(outcome)))
+        else:
+            successful.append({"Id": entry_id, **_sent(outcome, queue.settings)})
     return {"Successful": successful, "Failed": failed}
 
 
