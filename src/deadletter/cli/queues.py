@@ -12,7 +12,14 @@ import click
 from deadletter.cli.output import Failure, json_option, print_json, print_table, server_options
 from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
 from deadletter.client import Client
-from deadletter.domain.model import MAX_CLAIM_COUNT, MAX_DELAY, MIN_DLQ_MESSAGE_TTL
+from deadletter.domain.model import (
+    MAX_CLAIM_COUNT,
+    MAX_DELAY,
+    MAX_QUEUE_BYTES,
+    MAX_QUEUE_LENGTH,
+    MIN_DLQ_MESSAGE_TTL,
+    Overflow,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,6 +55,9 @@ SETTINGS = (
     Setting("claim_ttl", "_default_claim_ttl", "default claim TTL", "s"),
     Setting("delay", "_default_message_delay", "default delivery delay", "s"),
     Setting("eligible", "_dead_letter_eligible", "messages may be dead-lettered"),
+    Setting("max_messages", "_max_messages", "most messages held", "messages"),
+    Setting("max_bytes", "_max_bytes", "most bytes held", "bytes"),
+    Setting("overflow", "_overflow", "a send past a bound"),
 )
 BY_OPTION = {s.option: s for s in SETTINGS}
 # What `queue show` also says, read-only here.
@@ -63,8 +73,17 @@ SHOWN = (
 POLICY = ("dlq", "max_claims", "dlq_ttl", "dead_letter_on_expiry", "default_dlq")
 # Settings `--reset` returns to their defaults (the policy's go with --no-dlq).
 RESETTABLE = (
-    "redrive_allow", "ttl", "max_ttl", "min_ttl", "respect_ttl", "claim_ttl", "delay", "eligible"
+    "redrive_allow", "ttl", "max_ttl", "min_ttl", "respect_ttl", "claim_ttl", "delay", "eligible",
+    "max_messages", "max_bytes", "overflow",
 )  # fmt: skip
+# What a bounded queue does past its bound, in words short enough for a terminal's table, then
+# its name (RabbitMQ's x-overflow): the oldest leave for the DLQ or are dropped and counted;
+# the send is refused; or refused and the refused messages dead-lettered.
+OVERFLOW_SAID = {
+    Overflow.DROP_HEAD: "the oldest leave",
+    Overflow.REJECT_PUBLISH: "refuse the send",
+    Overflow.REJECT_PUBLISH_DLX: "refuse, to the DLQ",
+}
 
 
 def _redrive_allow(value: str | None) -> dict[str, Any] | None:
@@ -111,6 +130,22 @@ def policy_options(command: F) -> F:
             "--eligible/--not-eligible",
             default=None,
             help="Whether messages go to the DLQ unless the sender says otherwise.",
+        ),
+        click.option(
+            "--max-messages",
+            type=click.IntRange(1, MAX_QUEUE_LENGTH),
+            help="Bound the queue: at most this many messages, claimed and delayed included.",
+        ),
+        click.option(
+            "--max-bytes",
+            type=click.IntRange(1, MAX_QUEUE_BYTES),
+            help="Bound the queue: at most this many bytes of message bodies.",
+        ),
+        click.option(
+            "--overflow",
+            type=click.Choice([o.value for o in Overflow]),
+            help="What a send past a bound does: drop the oldest (the default), refuse the"
+            " send, or refuse it and dead-letter what was refused.",
         ),
         click.option(
             "--redrive-allow",
@@ -273,6 +308,8 @@ def _take_template(doc: dict[str, Any], values: dict[str, Any]) -> None:
 
 def _said(setting: Setting, value: Any) -> str:
     """A setting's value in words."""
+    if setting.key == "_overflow" and value is None:
+        value = Overflow.DROP_HEAD.value  # left out when it is the default
     if value is None:
         return "not set"
     if isinstance(value, bool):
@@ -284,6 +321,8 @@ def _said(setting: Setting, value: Any) -> str:
         if permission == "denyAll":
             return "no queue"
         return ", ".join(value.get("sources") or []) or "no queue"
+    if setting.key == "_overflow" and value in OVERFLOW_SAID:
+        return f"{OVERFLOW_SAID[Overflow(value)]} ({value})"
     if setting.key == "_retry_policy" and isinstance(value, dict):
         low, high = value.get("minimum_backoff"), value.get("maximum_backoff")
         return f"{low} s, doubling up to {high} s"

@@ -18,7 +18,9 @@ def test_the_bounds_are_kept_and_shown(api: ApiClient) -> None:
     assert shown["_max_bytes"] == 1000
     assert shown["_overflow"] == "reject-publish"
     make_queue(api, "plain")
-    assert not {"_max_messages", "_max_bytes", "_overflow"} & set(api.get("/v2/queues/plain").json())
+    assert not {"_max_messages", "_max_bytes", "_overflow"} & set(
+        api.get("/v2/queues/plain").json()
+    )
 
 
 def test_a_patch_removes_a_bound(api: ApiClient) -> None:
