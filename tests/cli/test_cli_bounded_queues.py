@@ -4,12 +4,12 @@ words."""
 
 from __future__ import annotations
 
-from tests.cli.test_cli import ok, run, url  # noqa: F401 - the fixture
+from tests.cli.test_cli import ok, run, url
 
 __all__ = ["url"]
 
 
-def test_a_queue_bounded_from_the_command_line(url: str) -> None:  # noqa: F811
+def test_a_queue_bounded_from_the_command_line(url: str) -> None:
     ok(url, "queue", "create", "jobs", "--max-messages", "2", "--overflow", "reject-publish")
     shown = ok(url, "queue", "show", "jobs")
     assert "most messages held" in shown and "2 messages" in shown
@@ -27,7 +27,7 @@ def test_a_queue_bounded_from_the_command_line(url: str) -> None:  # noqa: F811
     ok(url, "send", "jobs", "c")
 
 
-def test_out_of_range_bounds_are_refused_before_asking_the_server(url: str) -> None:  # noqa: F811
+def test_out_of_range_bounds_are_refused_before_asking_the_server(url: str) -> None:
     for option in ("--max-messages", "--max-bytes"):
         result = run(url, "queue", "create", "jobs", option, "0")
         assert result.exit_code == 2
