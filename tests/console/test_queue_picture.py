@@ -139,3 +139,18 @@ def test_text_bodies_that_start_alike_are_labelled_by_what_follows(api: Api, pag
     # I expect the labels to start where they differ
     labels = page.locator("#main-strip .cell .cell-label").all_inner_texts()
     assert [label.split(":")[0] for label in labels] == [f"…{1001 + n}" for n in range(4)]
+
+
+def test_a_bounded_queue_says_its_bounds_and_what_a_send_past_them_does(
+    api: Api, page: Any
+) -> None:
+    api.queue("jobs", _max_messages=100, _max_bytes=4096, _overflow="reject-publish-dlx")
+    api.queue("plain")
+    page.goto("/console/#/queues/jobs")
+    expect(page.locator("#bound")).to_contain_text(
+        "at most 100 messages and 4096 bytes; past that sends are refused and dead-lettered"
+        " (reject-publish-dlx)"
+    )
+    page.goto("/console/#/queues/plain")
+    expect(page.locator("#main-strip")).to_be_visible()
+    expect(page.locator("#bound")).to_have_count(0)

@@ -28,6 +28,22 @@ function legend() {
       h("span", { text }))));
 }
 
+// A bounded queue's bounds and what a send past them does (RabbitMQ's x-overflow words).
+const OVERFLOW = {
+  "drop-head": "the oldest leave for the DLQ (or are dropped, counted)",
+  "reject-publish": "sends are refused",
+  "reject-publish-dlx": "sends are refused and dead-lettered",
+};
+
+function boundText(meta) {
+  const bounds = [];
+  if (meta._max_messages) bounds.push(`${meta._max_messages} messages`);
+  if (meta._max_bytes) bounds.push(`${meta._max_bytes} bytes`);
+  if (!bounds.length) return null;
+  const overflow = meta._overflow || "drop-head";
+  return `bounded: at most ${bounds.join(" and ")}; past that ${OVERFLOW[overflow] || overflow} (${overflow})`;
+}
+
 function bodyTitle(body) {
   const text = pretty(body);
   return text.length > TITLE_BODY ? text.slice(0, TITLE_BODY - 1) + "…" : text;
@@ -66,7 +82,8 @@ export async function queuePicture(el, name, params) {
       legend(),
       h("div", { class: "lane" },
         h("div", { class: "lane-head" },
-          h("strong", { text: isDlq ? "DEAD-LETTER QUEUE" : "MAIN QUEUE" }), " ", mainDepth, " ", counts),
+          h("strong", { text: isDlq ? "DEAD-LETTER QUEUE" : "MAIN QUEUE" }), " ", mainDepth, " ", counts,
+          boundText(meta) ? h("span", { class: "muted", id: "bound", text: " · " + boundText(meta) }) : null),
         h("div", { class: "row" },
           h("span", { class: "end-label", text: "head →" }), mainStrip, mainMore,
           h("aside", { class: "consumers", id: "consumers", "aria-label": "consumers" },
