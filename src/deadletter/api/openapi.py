@@ -138,7 +138,10 @@ MORE_ERRORS: dict[str, dict[str, str]] = {
     "dead_letter_batch": {"403": "Claim required", "409": "No active dead-letter policy"},
     "release_message": {"403": "Claim required", "409": "Conflict"},
     "create_queue": {"409": "Conflict"},
-    "post_messages": {"403": "Message is claimed"},
+    "post_messages": {
+        "403": "Message is claimed",
+        "409": "Queue is full: its bound refuses the send (_overflow reject-publish[-dlx])",
+    },
     "delete_messages": {"403": "Message is claimed"},
     "start_redrive": {"409": "A redrive task is already running"},
     "cancel_redrive": {"409": "The task is not running"},
@@ -209,7 +212,21 @@ SCHEMAS: dict[str, Any] = {
     "Metadata": {
         "type": "object",
         "description": "User keys plus reserved keys (_default_message_ttl, _max_claim_count,"
-        " _dead_letter_queue, _redrive_allow, ...).",
+        " _dead_letter_queue, _redrive_allow, ...; docs/api.md lists them all).",
+        "properties": {
+            # A bounded queue (RabbitMQ's x-max-length, x-max-length-bytes, x-overflow).
+            **{
+                s.zaqar.name: {**_optional(s), "description": f"The queue's {s.what}."}
+                for s in declared.OPTIONAL
+                if s.zaqar is not None
+            },
+            declared.OVERFLOW.zaqar: {
+                "enum": list(declared.OVERFLOW.choices),
+                "description": "What a send past a bound does: drop-head dead-letters the"
+                " oldest (reason maxlen), reject-publish refuses the send (409),"
+                " reject-publish-dlx refuses it and dead-letters the refused messages.",
+            },
+        },
     },
     "Template": {
         "type": "object",

@@ -92,3 +92,13 @@ def test_drop_head_without_a_dlq_counts_what_it_drops(api: ApiClient) -> None:
     stats = api.get("/v2/queues/q/stats").json()
     assert stats["messages"]["total"] == 1
     assert stats["dead_letter"]["dropped"] == {"maxlen": 1}
+
+
+def test_the_openapi_document_lists_the_keys_and_the_refusal(api: ApiClient) -> None:
+    doc = api.get("/openapi.json").json()
+    keys = doc["components"]["schemas"]["Metadata"]["properties"]
+    assert keys["_max_messages"]["minimum"] == 1
+    assert keys["_max_bytes"]["minimum"] == 1
+    assert keys["_overflow"]["enum"] == ["drop-head", "reject-publish", "reject-publish-dlx"]
+    (post,) = (p["post"] for path, p in doc["paths"].items() if path.endswith("}/messages"))
+    assert "409" in post["responses"]
