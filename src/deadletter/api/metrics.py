@@ -74,7 +74,8 @@ class Metrics(EngineListener):
         )
         self.dropped_total = Counter(
             "deadletter_messages_dropped",
-            "Messages past a limit (max_claims, expired) dropped as not eligible for the DLQ.",
+            "Messages dropped past a limit, by reason: not eligible for the DLQ (max_claims,"
+            " expired, rejected), or pushed out of a bounded queue without one (maxlen).",
             ["project", "queue", "reason"],
             registry=r,
         )

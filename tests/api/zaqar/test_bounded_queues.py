@@ -92,6 +92,12 @@ def test_drop_head_without_a_dlq_counts_what_it_drops(api: ApiClient) -> None:
     stats = api.get("/v2/queues/q/stats").json()
     assert stats["messages"]["total"] == 1
     assert stats["dead_letter"]["dropped"] == {"maxlen": 1}
+    dropped = [
+        line
+        for line in api.get("/metrics").text.splitlines()
+        if line.startswith("deadletter_messages_dropped_total{") and 'reason="maxlen"' in line
+    ]
+    assert [line.rsplit(" ", 1)[1] for line in dropped] == ["1.0"]
 
 
 def test_the_openapi_document_lists_the_keys_and_the_refusal(api: ApiClient) -> None:
