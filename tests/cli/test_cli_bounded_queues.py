@@ -31,5 +31,7 @@ def test_out_of_range_bounds_are_refused_before_asking_the_server(url: str) -> N
     for option in ("--max-messages", "--max-bytes"):
         result = run(url, "queue", "create", "jobs", option, "0")
         assert result.exit_code == 2
+        assert "0 is not in the range 1<=x<=" in result.output
     result = run(url, "queue", "create", "jobs", "--overflow", "drop-tail")
     assert result.exit_code == 2
+    assert "'drop-tail' is not one of 'drop-head', 'reject-publish'" in result.output

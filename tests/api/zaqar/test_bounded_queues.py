@@ -18,20 +18,28 @@ def test_the_bounds_are_kept_and_shown(api: ApiClient) -> None:
     assert shown["_max_bytes"] == 1000
     assert shown["_overflow"] == "reject-publish"
     make_queue(api, "plain")
-    assert not {"_max_messages", "_max_bytes", "_overflow"} & set(
-        api.get("/v2/queues/plain").json()
+    plain = api.get("/v2/queues/plain").json()
+    assert not {"_max_messages", "_max_bytes", "_overflow"} & set(plain)
+    # Every key with its default, for a client that shows every setting.
+    every = api.get("/v2/queues/plain?defaults=true").json()
+    assert (every["_max_messages"], every["_max_bytes"], every["_overflow"]) == (
+        None,
+        None,
+        "drop-head",
     )
 
 
 def test_a_patch_removes_a_bound(api: ApiClient) -> None:
     make_queue(api, "q", _max_messages=1, _overflow="reject-publish")
+    post(api, "q", 1)
+    assert api.post("/v2/queues/q/messages", json={"messages": [{"body": 2}]}).status_code == 409
     r = api.patch(
         "/v2/queues/q",
         json=[{"op": "remove", "path": "/metadata/_max_messages"}],
         headers={"Content-Type": "application/openstack-messaging-v2.0-json-patch"},
     )
     assert r.status_code == 200, r.text
-    post(api, "q", 1, 2, 3)
+    post(api, "q", 2, 3)
 
 
 @pytest.mark.parametrize(
