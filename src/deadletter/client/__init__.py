@@ -297,6 +297,10 @@ class Client:
         doc = self._json("DELETE", f"/v2/queues/{dlq}/redrives/{task_id}")
         return dict(doc) if doc else self.redrive(dlq, task_id)
 
+    def resume_redrive(self, dlq: str, task_id: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json("POST", f"/v2/queues/{dlq}/redrives/{task_id}/resume")
+        return doc
+
     # Failure patterns (written by the analysis, read by a redrive by pattern)
 
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
