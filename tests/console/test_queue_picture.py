@@ -164,6 +164,7 @@ def test_each_dead_letter_is_marked_with_its_pattern_which_it_links_to(api: Api,
     expect(cell(page, "dlq-strip", ids["max_claims"][0]).locator(".cell-pattern")).to_have_count(0)
     # and the legend explains the mark
     expect(page.locator("#legend .swatch.patterned")).to_have_count(1)
+    screenshot(page, "queue-patterns")
     # And the mark links to the pattern's row on the patterns page
     cell(page, "dlq-strip", ids["timeout"][0]).locator(".cell-pattern").click()
     expect(page.locator("#patterns tr.wanted")).to_have_attribute("data-pattern", "p-fcd39ef3032a")
