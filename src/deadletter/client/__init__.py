@@ -303,6 +303,11 @@ class Client:
 
     # Failure patterns (written by the analysis, read by a redrive by pattern)
 
+    def patterns(self, dlq: str) -> list[dict[str, Any]]:
+        """The DLQ's stored patterns."""
+        doc = self._json("GET", f"/v2/queues/{dlq}/patterns")
+        return list(doc.get("patterns") or [])
+
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
         """Replace the DLQ's stored patterns, each with its message ids."""
         self._call("PUT", f"/v2/queues/{dlq}/patterns", json={"patterns": patterns})
