@@ -168,3 +168,20 @@ def test_each_dead_letter_is_marked_with_its_pattern_which_it_links_to(api: Api,
     # And the mark links to the pattern's row on the patterns page
     cell(page, "dlq-strip", ids["timeout"][0]).locator(".cell-pattern").click()
     expect(page.locator("#patterns tr.wanted")).to_have_attribute("data-pattern", "p-fcd39ef3032a")
+
+
+def test_the_dead_letter_browser_names_each_dead_letters_pattern(api: Api, page: Any) -> None:
+    ids = dead_letter_mix(api)
+    page.goto(f"/console/#/dlq/{DLQ}")
+    expect(page.locator("#dead-letters tr[data-id]")).to_have_count(5)
+    # When the patterns are stored, the list (following the feed) names each one's pattern
+    patterns = [{"id": "p-fcd39ef3032a", "template": "timeout <*>", "message_ids": ids["timeout"]}]
+    api.request("PUT", f"/v2/queues/{DLQ}/patterns", json={"patterns": patterns})
+    for message_id in ids["timeout"]:
+        link = page.locator(f"#dead-letters tr[data-id='{message_id}'] td.pattern a")
+        expect(link).to_have_text("p-fcd39ef3032a")
+    expect(
+        page.locator(f"#dead-letters tr[data-id='{ids['negative'][0]}'] td.pattern a")
+    ).to_have_count(0)
+    page.locator(f"#dead-letters tr[data-id='{ids['timeout'][0]}'] td.pattern a").click()
+    expect(page.locator("#patterns tr.wanted")).to_have_attribute("data-pattern", "p-fcd39ef3032a")
