@@ -46,6 +46,7 @@ SQS_EXPECTED: dict[type[errors.DeadletterError], tuple[str, str, int]] = {
     errors.QueueAlreadyExists: ("QueueNameExists", "QueueAlreadyExists", 400),
     errors.RedriveTaskActive: INVALID,
     errors.TaskNotRunning: UNSUPPORTED,
+    errors.TaskNotPaused: UNSUPPORTED,
     errors.ClaimMismatch: NOT_INFLIGHT,
     errors.MessageClaimed: NOT_INFLIGHT,
     errors.QueueQuotaExceeded: ("OverLimit", "OverLimit", 403),

@@ -86,3 +86,9 @@ def test_a_canary_the_server_refuses_exits_non_zero_with_its_words(dead: str) ->
     result = run(dead, "redrive", "start", "orders-dlq", "--canary", "0")
     assert result.exit_code != 0
     assert "canary" in result.output
+
+
+def test_resume_is_refused_for_a_task_that_is_not_paused(dead: str) -> None:
+    task = json.loads(ok(dead, "redrive", "start", "orders-dlq", "--canary", "1", "--json"))
+    result = run(dead, "redrive", "resume", "orders-dlq", task["id"])
+    assert result.exit_code != 0 and "not PAUSED" in result.output

@@ -75,11 +75,13 @@ def test_patterns_read_as_words_with_ids_on_one_line_and_the_right_command(
         assert pattern_id.evaluate("e => e.getClientRects().length") == 1
     # The note names the command that stores patterns, as code, with no Markdown left in it
     note = page.locator("#patterns-note")
-    expect(note.locator("code")).to_have_text(f"deadletter analyze --queue {DLQ}")
+    expect(note.locator("code")).to_have_text(
+        [f"deadletter analyze --queue {DLQ}", f"deadletter analyze --queue {DLQ} --follow"]
+    )
     assert "`" not in page.locator("main").inner_text()
     assert "--url" not in page.locator("main").inner_text()
-    # The page does not follow the feed, and the header says so rather than "connecting"
-    expect(page.locator("#live")).to_have_text("not live")
+    # The page follows the feed: a store of patterns redraws it
+    expect(page.locator("#live")).to_have_text("live")
     screenshot(page, "patterns")
 
 
@@ -122,12 +124,72 @@ def test_an_alerted_pattern_has_its_line_above_the_table(api: Api, page: Any) ->
     api.request("PUT", path, json={"patterns": [*faster, newer]})
     # When the page opens
     page.goto(f"/console/#/dlq/{DLQ}/patterns")
-    # Then each alert has its line, in words, and the rate is among the pattern's facts
+    # Then each alert has its line, in words, and the rate has its column
     expect(page.locator("#pattern-alerts li")).to_have_count(3)
     line = page.locator("#pattern-alerts li[data-pattern='p-000000000new']")
     expect(line).to_contain_text("new pattern")
     expect(line).to_contain_text("unknown currency <*>")
     jumped = page.locator("#pattern-alerts li[data-pattern='p-fcd39ef3032a']")
     expect(jumped).to_contain_text("rate jumped")
-    more = page.locator("#patterns tr[data-pattern='p-fcd39ef3032a'] td.facts")
-    expect(more).to_contain_text("rate: 40 a minute")
+    rate = page.locator("#patterns tr[data-pattern='p-fcd39ef3032a'] td.rate")
+    expect(rate).to_have_text("40/min")
+
+
+def test_the_patterns_follow_each_store_with_their_counts_rates_and_trend(
+    api: Api, page: Any
+) -> None:
+    # Given one pattern stored by the live job: 3 dead letters, per minute over three minutes
+    path = f"/v2/queues/{DLQ}/patterns"
+    ids = dead_letter_mix(api)
+    first = {
+        "id": "p-fcd39ef3032a",
+        "template": "timeout after <*> ms",
+        "count": 2,
+        "message_ids": ids["timeout"],
+        "first_seen": "2026-11-22T15:04:05.000Z",
+        "last_seen": "2026-11-22T15:06:30.000Z",
+        "rate_per_minute": 0.4,
+        "minute_counts": [["2026-11-22T15:04:00.000Z", 1], ["2026-11-22T15:06:00.000Z", 1]],
+    }
+    api.request("PUT", path, json={"patterns": [first]})
+    page.goto(f"/console/#/dlq/{DLQ}/patterns")
+    row = page.locator("#patterns tr[data-pattern='p-fcd39ef3032a']")
+    expect(row.locator("td.count")).to_have_text("2")
+    expect(row.locator("td.rate")).to_have_text("0.4/min")
+    # The trend is one bar per minute, the empty minute between drawn as nothing
+    bars = row.locator("td.trend svg.sparkline rect")
+    expect(bars).to_have_count(3)
+    assert [b.get_attribute("data-count") for b in bars.all()] == ["1", "0", "1"]
+    expect(row.locator("td.trend svg")).to_have_attribute("data-unit", "minute")
+    expect(page.locator("#live")).to_have_text("live")
+    # When the live job stores the pattern grown and a new one beside it
+    grown = {
+        **first,
+        "count": 4,
+        "last_seen": "2026-11-22T15:07:10.000Z",
+        "rate_per_minute": 0.8,
+        "minute_counts": [*first["minute_counts"], ["2026-11-22T15:07:00.000Z", 2]],
+    }
+    newer = {
+        "id": "p-000000000new",
+        "template": "unknown currency <*>",
+        "count": 1,
+        "message_ids": ids["negative"][:1],
+        "hourly_counts": [["2026-11-22T15:00:00.000Z", 1]],
+    }
+    api.request("PUT", path, json={"patterns": [grown, newer]})
+    # Then the page shows both without a reload: counts, rate, last seen, the trend's new bar
+    expect(page.locator("#patterns tr[data-pattern]")).to_have_count(2)
+    expect(row.locator("td.count")).to_have_text("4")
+    expect(row.locator("td.rate")).to_have_text("0.8/min")
+    expect(bars).to_have_count(4)
+    assert [b.get_attribute("data-count") for b in bars.all()] == ["1", "0", "1", "2"]
+    expect(page.locator("#pattern-alerts li[data-pattern='p-000000000new']")).to_contain_text(
+        "new pattern"
+    )
+    assert row.locator("td.first-seen").inner_text() != "—"
+    assert row.locator("td.last-seen").inner_text() != row.locator("td.first-seen").inner_text()
+    # A pattern the batch analysis stored (per hour) has its trend per hour
+    hourly = page.locator("#patterns tr[data-pattern='p-000000000new'] td.trend svg")
+    expect(hourly).to_have_attribute("data-unit", "hour")
+    screenshot(page, "patterns-live")

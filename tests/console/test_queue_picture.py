@@ -9,7 +9,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from tests.console.conftest import Api, screenshot
-from tests.console.test_pages import cell, orders_with_dlq
+from tests.console.test_pages import DLQ, cell, dead_letter_mix, orders_with_dlq
 
 # The same start for every body, as real producers write them: only `order` (and once the
 # customer) tells them apart. The last body would run script if it were inserted as HTML.
@@ -154,3 +154,49 @@ def test_a_bounded_queue_says_its_bounds_and_what_a_send_past_them_does(
     page.goto("/console/#/queues/plain")
     expect(page.locator("#main-strip")).to_be_visible()
     expect(page.locator("#bound")).to_have_count(0)
+
+
+def test_each_dead_letter_is_marked_with_its_pattern_which_it_links_to(api: Api, page: Any) -> None:
+    # Given a DLQ with dead letters of two failures, and the picture open before any analysis
+    ids = dead_letter_mix(api)
+    page.goto("/console/#/queues/orders")
+    dead = page.locator("#dlq-strip .cell")
+    expect(dead).to_have_count(5)
+    expect(page.locator("#dlq-strip .cell.patterned")).to_have_count(0)
+    # When the analysis stores their patterns
+    patterns = [
+        {"id": "p-fcd39ef3032a", "template": "timeout after <*> ms", "message_ids": ids["timeout"]},
+        {"id": "p-0a7e5d21b9c4", "template": "negative total <*>", "message_ids": ids["negative"]},
+    ]
+    api.request("PUT", f"/v2/queues/{DLQ}/patterns", json={"patterns": patterns})
+    # Then each dead letter of a pattern is marked with it at once, the others are not
+    expect(page.locator("#dlq-strip .cell.patterned")).to_have_count(4)
+    for key, pattern_id in (("timeout", "p-fcd39ef3032a"), ("negative", "p-0a7e5d21b9c4")):
+        for message_id in ids[key]:
+            marked = cell(page, "dlq-strip", message_id)
+            expect(marked).to_have_attribute("data-pattern", pattern_id)
+            expect(marked.locator(".cell-pattern")).to_have_text(pattern_id[:7] + "…")
+    expect(cell(page, "dlq-strip", ids["max_claims"][0]).locator(".cell-pattern")).to_have_count(0)
+    # and the legend explains the mark
+    expect(page.locator("#legend .swatch.patterned")).to_have_count(1)
+    screenshot(page, "queue-patterns")
+    # And the mark links to the pattern's row on the patterns page
+    cell(page, "dlq-strip", ids["timeout"][0]).locator(".cell-pattern").click()
+    expect(page.locator("#patterns tr.wanted")).to_have_attribute("data-pattern", "p-fcd39ef3032a")
+
+
+def test_the_dead_letter_browser_names_each_dead_letters_pattern(api: Api, page: Any) -> None:
+    ids = dead_letter_mix(api)
+    page.goto(f"/console/#/dlq/{DLQ}")
+    expect(page.locator("#dead-letters tr[data-id]")).to_have_count(5)
+    # When the patterns are stored, the list (following the feed) names each one's pattern
+    patterns = [{"id": "p-fcd39ef3032a", "template": "timeout <*>", "message_ids": ids["timeout"]}]
+    api.request("PUT", f"/v2/queues/{DLQ}/patterns", json={"patterns": patterns})
+    for message_id in ids["timeout"]:
+        link = page.locator(f"#dead-letters tr[data-id='{message_id}'] td.pattern a")
+        expect(link).to_have_text("p-fcd39ef3032a")
+    expect(
+        page.locator(f"#dead-letters tr[data-id='{ids['negative'][0]}'] td.pattern a")
+    ).to_have_count(0)
+    page.locator(f"#dead-letters tr[data-id='{ids['timeout'][0]}'] td.pattern a").click()
+    expect(page.locator("#patterns tr.wanted")).to_have_attribute("data-pattern", "p-fcd39ef3032a")

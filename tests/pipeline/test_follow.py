@@ -26,6 +26,7 @@ from deadletter.pipeline.follow import (
     TooLarge,
     follow_local,
     follow_spark,
+    minute_counts,
     rate_per_minute,
     row_dict,
 )
@@ -157,6 +158,18 @@ def test_a_follow_past_its_bound_stops_with_a_reason(tmp_path: Path) -> None:
     row = {"message_id": "a", "dead_lettered_at": None}
     with pytest.raises(TooLarge):
         follower.absorb([row, {**row, "message_id": "b"}])
+
+
+def test_the_trend_counts_each_minute_the_newest_kept() -> None:
+    at = datetime(2026, 1, 1, 12, 0, 30)
+    times = [at, at + timedelta(seconds=20), at - timedelta(minutes=2), None]
+    assert minute_counts(times) == [
+        ["2026-01-01T11:58:00.000Z", 1],
+        ["2026-01-01T12:00:00.000Z", 2],
+    ]
+    many = [at - timedelta(minutes=m) for m in range(100)]
+    assert len(minute_counts(many)) == 60
+    assert minute_counts(many)[-1] == ["2026-01-01T12:00:00.000Z", 1]
 
 
 def test_the_rate_counts_the_last_five_minutes_per_minute() -> None:

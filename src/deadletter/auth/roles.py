@@ -203,6 +203,8 @@ ZAQAR_ROUTES: dict[tuple[str, str], Action] = {
     ("GET", _Q + "/redrives"): Action.REDRIVE_LIST,
     ("GET", _Q + "/redrives/{task_id}"): Action.REDRIVE_GET,
     ("DELETE", _Q + "/redrives/{task_id}"): Action.REDRIVE_CANCEL,
+    # Resuming moves messages, as starting does.
+    ("POST", _Q + "/redrives/{task_id}/resume"): Action.REDRIVE_START,
     ("PUT", _Q + "/patterns"): Action.PATTERNS_PUT,
     ("GET", _Q + "/patterns"): Action.PATTERNS_GET,
     ("POST", _Q + "/subscriptions"): Action.SUBSCRIPTION_MANAGE,

@@ -202,3 +202,22 @@ def cancel(client: Client, dlq: str, task_id: str) -> None:
     """Cancel a running redrive task; what it moved stays moved."""
     task = client.cancel_redrive(dlq, task_id)
     click.echo(f"redrive {task_id}: {task['status']}")
+
+
+@redrive.command()
+@click.argument("dlq")
+@click.argument("task_id")
+@click.option("--wait/--no-wait", default=False, help="Follow the task until it ends.")
+@json_option
+@server_options
+def resume(client: Client, dlq: str, task_id: str, wait: bool, as_json: bool) -> None:
+    """Resume a task its canary paused: move the rest of what it selected after all."""
+    task = client.resume_redrive(dlq, task_id)
+    if wait:
+        task = _follow(client, dlq, task, quiet=as_json)
+    if as_json:
+        print_json(task)
+    else:
+        click.echo(
+            f"redrive {task_id}: {task['status']}, moved {task['moved']} of {task['to_move']}"
+        )

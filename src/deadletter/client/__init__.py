@@ -297,7 +297,16 @@ class Client:
         doc = self._json("DELETE", f"/v2/queues/{dlq}/redrives/{task_id}")
         return dict(doc) if doc else self.redrive(dlq, task_id)
 
+    def resume_redrive(self, dlq: str, task_id: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self._json("POST", f"/v2/queues/{dlq}/redrives/{task_id}/resume")
+        return doc
+
     # Failure patterns (written by the analysis, read by a redrive by pattern)
+
+    def patterns(self, dlq: str) -> list[dict[str, Any]]:
+        """The DLQ's stored patterns."""
+        doc = self._json("GET", f"/v2/queues/{dlq}/patterns")
+        return list(doc.get("patterns") or [])
 
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
         """Replace the DLQ's stored patterns, each with its message ids."""

@@ -13,6 +13,7 @@
     │   ├── MessageClaimed
     │   ├── RedriveTaskActive
     │   ├── TaskNotRunning
+    │   ├── TaskNotPaused
     │   └── TagAlreadyExists
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
@@ -86,6 +87,10 @@ class RedriveTaskActive(Conflict):
 
 class TaskNotRunning(Conflict):
     """The redrive task is not running."""
+
+
+class TaskNotPaused(Conflict):
+    """The redrive task is not paused."""
 
 
 class ClaimMismatch(DeadletterError):

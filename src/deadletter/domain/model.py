@@ -538,6 +538,8 @@ class Canary:
     decision: CanaryDecision | None = None
     decided_at: float | None = None
     reason: str | None = None
+    # When a paused task was resumed by hand: the rest then moved despite the verdict.
+    resumed_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -555,6 +557,7 @@ class Canary:
             "decision": self.decision.value if self.decision else None,
             "decided_at": self.decided_at,
             "reason": self.reason,
+            "resumed_at": self.resumed_at,
         }
 
     @classmethod

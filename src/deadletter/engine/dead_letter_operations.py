@@ -66,6 +66,11 @@ class DeadLetterOperations:
             lambda tx, _: redrive.cancel(tx, project, dlq, task_id, self.clock.now())
         )
 
+    def resume_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+        return self._runner.run(
+            lambda tx, _: redrive.resume(tx, project, dlq, task_id, self.clock.now())
+        )
+
     def get_task(self, project: str, dlq: str, task_id: str) -> RedriveTask:
         """A redrive task of `dlq`; a task of another queue or project is not found."""
         return redrive.owned(

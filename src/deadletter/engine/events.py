@@ -41,5 +41,8 @@ class EngineListener:
         """`count` messages of `queue` were `event` (claimed, acknowledged, dead_lettered) by
         consumer tag `tag`; the queue-wide hooks above are called as well."""
 
+    def patterns_stored(self, project: str, dlq: str, count: int) -> None:
+        """`count` failure patterns were stored for `dlq`, in place of the ones before."""
+
     def pattern_alerts(self, project: str, dlq: str, kind: str, count: int) -> None:
         """Storing `dlq`'s patterns raised `count` alerts of `kind` (new, rate_jump)."""

@@ -118,6 +118,8 @@ def save(
         stamped.append(p)
     tx.save_patterns(project, dlq, stamped)
     due = fan_out_events(tx, project, dlq, bodies, now, queue.settings.default_ttl, confirmed_only)
+    stored_count = len(stamped)
+    pending.calls.append(lambda lst: lst.patterns_stored(project, dlq, stored_count))
     for kind in KINDS:
         n = sum(1 for k, _ in raised if k == kind)
         if n:

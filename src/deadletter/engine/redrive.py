@@ -323,6 +323,21 @@ def cancel(tx: Transaction, project: str, dlq: str, task_id: str, now: float) ->
     return task
 
 
+def resume(tx: Transaction, project: str, dlq: str, task_id: str, now: float) -> RedriveTask:
+    """Let a task its canary paused move the rest after all (the cause was fixed, or the
+    re-deaths are accepted). The canary keeps its verdict and records the resume."""
+    task = owned(tx.get_task(task_id, lock=True), project, dlq, task_id)
+    if task.status is not TaskStatus.PAUSED or task.canary is None:
+        raise errors.TaskNotPaused(f"redrive task {task_id!r} is {task.status.value}, not PAUSED")
+    if any(t.dlq == dlq and t.id != task_id for t in active_tasks(tx, project)):
+        raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
+    canary = replace(task.canary, resumed_at=now)
+    # The rest is paced from now, not from before the pause.
+    task = replace(task, status=TaskStatus.RUNNING, canary=canary, updated_at=now)
+    tx.update_task(task)
+    return task
+
+
 def owned(task: RedriveTask | None, project: str, dlq: str, task_id: str) -> RedriveTask:
     """`task` if it belongs to `dlq` of `project`; a task of another is not found."""
     if task is None or task.project != project or task.dlq != dlq:

@@ -5,7 +5,9 @@ into partitions that each page through `GET /v2/queues/{dlq}/dead_letters` with 
 `since`/`until` slice; equality on source_queue/reason and bounds on dead_lettered_at are
 pushed down to the server. Writing posts rows as messages, 20 per request. Streaming reads
 the DLQ in its own numbering: a micro-batch's offset is the `marker` of the last dead letter
-it took, which Spark checkpoints, so a restarted query goes on after it.
+it took, which Spark checkpoints, so a restarted query goes on after it. The streaming sink
+writes pattern assignments back to the DLQ's stored patterns (`assignments.py`), each
+micro-batch once.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     EqualTo,
     Filter,
@@ -31,6 +34,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from deadletter.pipeline import assignments
 from deadletter.pipeline.columns import SCHEMA_DDL, iso, parse_time
 from deadletter.pipeline.messages import client_of, row_of
 
@@ -224,6 +228,44 @@ class DeadLetterWriter(DataSourceWriter):
         return message
 
 
+@dataclass
+class Assigned(WriterCommitMessage):
+    """One partition's assignments, carried to the driver, which merges the batch at once."""
+
+    rows: list[assignments.Assignment]
+
+
+class PatternSink(DataSourceStreamWriter):
+    """`df.writeStream.format("deadletter")`: pattern assignments (columns `message_id`,
+    `pattern_id`; optionally `template`, `signature`, `dead_lettered_at`) merged into the
+    stored patterns of the DLQ named by `queue`, each micro-batch once by its id (option
+    `sink_name`, default "deadletter", names the stamp: a query started on a new checkpoint
+    takes a new name). The executors only collect; the driver's commit writes, so a batch
+    whose tasks failed writes nothing."""
+
+    def __init__(self, options: dict[str, str], columns: list[str]) -> None:
+        assignments.check_columns(columns)
+        self.options = options
+        self.sink = options.get("sink_name") or assignments.DEFAULT_SINK
+
+    def write(self, iterator: Iterator[Any]) -> Assigned:
+        rows = (assignments.of_row(row.asDict()) for row in iterator)
+        return Assigned([a for a in rows if a is not None])
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        rows = [a for m in messages if isinstance(m, Assigned) for a in m.rows]
+        if not rows:
+            return
+        dlq = self.options["queue"]
+        with client_of(self.options) as client:
+            merged = assignments.merge(client.patterns(dlq), rows, self.sink, batchId)
+            if merged is not None:
+                client.put_patterns(dlq, merged)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing was written: the executors only collected."""
+
+
 class DeadLetterStreamReader(SimpleDataSourceStreamReader):
     """`spark.readStream.format("deadletter")`: the dead letters that reach a DLQ, each once.
 
@@ -284,7 +326,7 @@ class DeadLetterStreamReader(SimpleDataSourceStreamReader):
 
 class DeadLetterDataSource(DataSource):
     """`spark.read.format("deadletter")` / `spark.readStream.format("deadletter")` /
-    `df.write.format("deadletter")`."""
+    `df.write.format("deadletter")` / `df.writeStream.format("deadletter")`."""
 
     @classmethod
     def name(cls) -> str:
@@ -304,6 +346,10 @@ class DeadLetterDataSource(DataSource):
     def writer(self, schema: Any, overwrite: bool) -> DeadLetterWriter:
         self._check("url", "queue")
         return DeadLetterWriter(dict(self.options), [f.name for f in schema.fields])
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> PatternSink:
+        self._check("url", "queue")
+        return PatternSink(dict(self.options), [f.name for f in schema.fields])
 
     def _check(self, *names: str) -> None:
         missing = [n for n in names if not self.options.get(n)]

@@ -30,6 +30,8 @@ from deadletter.pipeline.mining import DEFAULT_THRESHOLD
 # The rate of a pattern: its dead letters in the RATE_WINDOW before the batch, per minute.
 RATE_WINDOW = timedelta(minutes=5)
 STATE = "follow.json"
+# The per-minute counts stored with each pattern, for the console's trend.
+TREND_MINUTES = 60
 _TIMES = ("dead_lettered_at", "enqueued_at")
 
 Post = Callable[[list[dict[str, Any]]], None]
@@ -44,6 +46,17 @@ def rate_per_minute(times: Iterable[datetime | None], now: datetime) -> float:
     since = now - RATE_WINDOW
     recent = sum(1 for at in times if at is not None and since < at <= now)
     return round(recent / (RATE_WINDOW.total_seconds() / 60), 3)
+
+
+def minute_counts(times: Iterable[datetime | None]) -> list[list[Any]]:
+    """Dead letters per minute, the last TREND_MINUTES minutes that have any: the buckets of
+    the console's trend (`[[minute, count], ...]`, as `hourly_counts` are per hour)."""
+    counts: dict[datetime, int] = {}
+    for at in times:
+        if at is not None:
+            minute = at.replace(second=0, microsecond=0)
+            counts[minute] = counts.get(minute, 0) + 1
+    return [[iso(m), counts[m]] for m in sorted(counts)[-TREND_MINUTES:]]
 
 
 def row_dict(values: Iterable[Any]) -> dict[str, Any]:
@@ -110,9 +123,9 @@ class Follower:
 
             def with_rates(patterns: list[dict[str, Any]]) -> None:
                 for p in patterns:
-                    p["rate_per_minute"] = rate_per_minute(
-                        (times.get(m) for m in p["message_ids"]), at
-                    )
+                    member_times = [times.get(m) for m in p["message_ids"]]
+                    p["rate_per_minute"] = rate_per_minute(member_times, at)
+                    p["minute_counts"] = minute_counts(member_times)
                 if post is not None:
                     post(patterns)
 

@@ -127,3 +127,33 @@ def test_a_canary_out_of_range_is_refused_before_any_task_is_written(
     assert r.status_code == 400, r.text
     assert set(r.json()) == {"title", "description"}
     assert api.get(REDRIVES).json()["redrives"] == []
+
+
+def test_a_paused_task_resumed_moves_the_rest_and_keeps_its_verdict(
+    api: ApiClient, clock: ManualClock, engine: Engine
+) -> None:
+    # Given a task its canary of one paused: the sample died again
+    with_dlq(api, n=1)
+    _dead(api, clock, "a", "b", "c")
+    task = api.post(REDRIVES, json={"canary": 1, "watch": 30}).json()
+    worker = Worker(engine, sweep_interval=3600)
+    worker.run_once()
+    claim(api, "orders", ttl=60)
+    clock.advance(61)
+    claim(api, "orders")
+    worker.run_once()
+    assert api.get(task["href"]).json()["status"] == "PAUSED"
+    # When it is resumed (the cause fixed by hand)
+    r = api.post(task["href"] + "/resume")
+    assert r.status_code == 202, r.text
+    assert r.json()["status"] == "RUNNING"
+    while worker.run_once():
+        pass
+    # Then it moves the rest of what it selected, and its record keeps the verdict and the resume
+    done = api.get(task["href"]).json()
+    assert (done["status"], done["moved"]) == ("COMPLETED", 3)
+    assert done["canary"]["decision"] == "paused" and done["canary"]["resumed_at"]
+    assert len(_letters(api)) == 1  # the canary that died again came after its selection
+    # and a task that is not paused is not resumed.
+    again = api.post(task["href"] + "/resume")
+    assert again.status_code == 409 and again.json()["title"] == "Redrive task not paused"

@@ -106,6 +106,13 @@ class Feed(EngineListener):
         event = {"type": "redriven", "queue": dlq, "task_id": task_id, "count": count}
         self._publish(project, event)
 
+    def patterns_stored(self, project: str, dlq: str, count: int) -> None:
+        self._publish(project, {"type": "patterns", "queue": dlq, "count": count})
+
+    def pattern_alerts(self, project: str, dlq: str, kind: str, count: int) -> None:
+        event = {"type": "pattern_alert", "queue": dlq, "kind": kind, "count": count}
+        self._publish(project, event)
+
     def _publish(self, project: str, event: Event) -> None:
         with self._lock:
             targets = [s for s in self._subscribers if s.wants(project, event)]

@@ -166,6 +166,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.MessageClaimed: message_not_inflight,
     errors.RedriveTaskActive: _move_task_conflict,
     errors.TaskNotRunning: unsupported,
+    errors.TaskNotPaused: unsupported,
     errors.TagAlreadyExists: invalid_parameter,
     errors.Conflict: invalid_parameter,
     errors.ClaimMismatch: message_not_inflight,

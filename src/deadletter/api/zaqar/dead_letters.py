@@ -173,6 +173,11 @@ def cancel_redrive(ctx: Ctx) -> Response:
     return JSONResponse(task_json(task), status_code=202)
 
 
+def resume_redrive(ctx: Ctx) -> Response:
+    task = ctx.engine.resume_redrive(ctx.project, ctx.queue, ctx.path["task_id"])
+    return JSONResponse(task_json(task), status_code=202)
+
+
 def put_patterns(ctx: Ctx) -> Response:
     doc = ctx.json_object(empty_ok=False)
     patterns = doc.get("patterns")

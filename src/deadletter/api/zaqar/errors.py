@@ -65,6 +65,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.MessageClaimed: (403, "Message is claimed"),
     errors.RedriveTaskActive: (409, "Redrive task already running"),
     errors.TaskNotRunning: (409, "Redrive task not running"),
+    errors.TaskNotPaused: (409, "Redrive task not paused"),
     errors.TagAlreadyExists: (409, "Tag already exists"),
     errors.Conflict: (409, "Conflict"),
     errors.ClaimMismatch: (400, "Invalid claim"),

@@ -18,6 +18,7 @@ from deadletter.api.zaqar.dead_letters import (
     list_redrives,
     put_patterns,
     release_message,
+    resume_redrive,
     start_redrive,
 )
 from deadletter.api.zaqar.home import health, home, ping, versions
@@ -89,6 +90,7 @@ ROUTES: list[tuple[str, str, Handler, bool]] = [
     (Q + "/redrives", "GET", list_redrives, True),
     (Q + "/redrives/{task_id}", "GET", get_redrive, True),
     (Q + "/redrives/{task_id}", "DELETE", cancel_redrive, True),
+    (Q + "/redrives/{task_id}/resume", "POST", resume_redrive, True),
     (Q + "/patterns", "PUT", put_patterns, True),
     (Q + "/patterns", "GET", get_patterns, True),
     ("/v2/templates", "GET", list_templates, True),

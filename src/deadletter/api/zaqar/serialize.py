@@ -146,4 +146,5 @@ def canary_json(c: Canary) -> dict[str, Any]:
         "decision": c.decision.value if c.decision is not None else None,
         "decided_at": iso(c.decided_at) if c.decided_at is not None else None,
         "reason": c.reason,
+        "resumed_at": iso(c.resumed_at) if c.resumed_at is not None else None,
     }

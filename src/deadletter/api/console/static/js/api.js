@@ -156,6 +156,7 @@ export const redrives = async (dlq) => (await get(q(dlq) + "/redrives")).redrive
 export const redrive = (dlq, id) => get(`${q(dlq)}/redrives/${encodeURIComponent(id)}`);
 export const startRedrive = async (dlq, body) => (await call("POST", q(dlq) + "/redrives", { body })).doc;
 export const cancelRedrive = (dlq, id) => call("DELETE", `${q(dlq)}/redrives/${encodeURIComponent(id)}`);
+export const resumeRedrive = async (dlq, id) => (await call("POST", `${q(dlq)}/redrives/${encodeURIComponent(id)}/resume`)).doc;
 export const purge = (name) => call("POST", q(name) + "/purge", { body: { resource_types: ["messages"] } });
 
 export async function deleteMessages(name, ids) {

@@ -37,7 +37,8 @@ export async function deadLetterBrowser(el, dlq, params) {
     since: params.get("since") || "", until: params.get("until") || "",
     pattern: params.get("pattern") || "", q: params.get("q") || "",
   };
-  const [srcs, stats, pats] = await Promise.all([api.sources(dlq), api.stats(dlq), api.patterns(dlq)]);
+  const [srcs, stats, firstPats] = await Promise.all([api.sources(dlq), api.stats(dlq), api.patterns(dlq)]);
+  let pats = firstPats;
   const names = [...new Set([...srcs.map((s) => s.name), ...Object.keys((stats.dead_letter || {}).by_source || {})])];
 
   const source = h("select", { id: "filter-source" }, h("option", { value: "", text: "any source" }),
@@ -102,7 +103,7 @@ export async function deadLetterBrowser(el, dlq, params) {
       onclick: () => { for (const box of body.querySelectorAll("input[type=checkbox]")) { box.checked = true; selected.add(box.value); } count.textContent = `${selected.size} selected`; } }),
     count, ...actions),
     h("table", { class: "grid" },
-      h("thead", {}, h("tr", {}, ["", "id", "source", "reason", "error", "claims", "dead-lettered"].map((t) => h("th", { text: t })))),
+      h("thead", {}, h("tr", {}, ["", "id", "source", "reason", "error", "claims", "dead-lettered", "pattern"].map((t) => h("th", { text: t })))),
       body),
     h("div", { class: "pager" }, prev, next, note),
     panel ? panel.element : null);
@@ -138,6 +139,9 @@ export async function deadLetterBrowser(el, dlq, params) {
   }
 
   async function load() {
+    // Read again each time: the patterns page's live job may have stored new ones.
+    pats = await api.patterns(dlq).catch(() => pats);
+    const patternOf = new Map(pats.flatMap((x) => (x.message_ids || []).map((id) => [String(id), x])));
     const page = await fetchPage(markers[markers.length - 1]);
     nextMarker = page.next;
     note.textContent = page.note;
@@ -156,9 +160,12 @@ export async function deadLetterBrowser(el, dlq, params) {
         h("td", { class: "reason", text: p.reason || "" }),
         h("td", { class: "error-text", text: errorText(m), title: errorText(m) }),
         h("td", { class: "num", text: p.claim_count ?? m.claim_count }),
-        h("td", { text: when(p.dead_lettered_at) })));
+        h("td", { text: when(p.dead_lettered_at) }),
+        h("td", { class: "pattern" }, patternOf.has(m.id) ? h("a", {
+          href: `#/dlq/${encodeURIComponent(dlq)}/patterns?pattern=${encodeURIComponent(patternOf.get(m.id).id)}`,
+          title: patternOf.get(m.id).template || "", text: patternOf.get(m.id).id }) : null)));
     }
-    if (!page.rows.length) body.append(h("tr", {}, h("td", { colspan: 7, class: "muted", text: "No dead letters match." })));
+    if (!page.rows.length) body.append(h("tr", {}, h("td", { colspan: 8, class: "muted", text: "No dead letters match." })));
     prev.disabled = markers.length === 1;
     next.disabled = !nextMarker;
     count.textContent = `${selected.size} selected`;

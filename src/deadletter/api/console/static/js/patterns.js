@@ -1,14 +1,22 @@
-// Page 4: the failure patterns `deadletter analyze --queue` stored for a DLQ; browse or redrive one.
+// Page 4: the failure patterns `deadletter analyze --queue` (or `--follow`) stored for a DLQ,
+// kept current as they are stored again; browse or redrive one.
 
 import * as api from "./api.js";
-import { add, h, pretty, shortId, when } from "./dom.js";
+import { add, clear, errorBox, h, pretty, shortId, svg, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
 
 // Shown in their own columns, or used by the links.
-const SHOWN = new Set(["id", "template", "count", "message_ids", "signature"]);
+const SHOWN = new Set(["id", "template", "count", "message_ids", "signature", "rate_per_minute",
+  "first_seen", "last_seen", "minute_counts"]);
 // The order the facts are read in: where and when first, the evidence last.
-const ORDER = ["alert", "rate_per_minute", "source_queues", "reasons", "first_seen", "last_seen", "hourly_counts", "key_paths_missing",
+const ORDER = ["alert", "source_queues", "reasons", "hourly_counts", "key_paths_missing",
   "overrepresented_attributes", "key_paths_in_all", "sample_message_ids", "example"];
+// Stores of patterns come as feed events; the slow re-read catches a page that missed one.
+const SLOW_MS = 10000;
+// The trend: at most this many buckets, the newest on the right.
+const TREND_BUCKETS = 30;
+const MINUTE_MS = 60_000;
+const HOUR_MS = 3_600_000;
 
 function list(value) {
   return Array.isArray(value) ? value.map((v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))).join(", ") : String(value);
@@ -28,11 +36,8 @@ function facts(p, dlq) {
   for (const [key, value] of rest) {
     if (Array.isArray(value) && !value.length) continue;
     if (key === "alert" && typeof value === "object") out.push(fact("alert", alertWords(value)));
-    else if (key === "rate_per_minute") out.push(fact("rate", `${value} a minute (last 5 minutes)`));
     else if (key === "source_queues") out.push(fact("from", list(value)));
     else if (key === "reasons") out.push(fact("reason", list(value)));
-    else if (key === "first_seen") out.push(fact("seen", `${when(value)}${p.last_seen ? " – " + when(p.last_seen) : ""}`));
-    else if (key === "last_seen") { if (!p.first_seen) out.push(fact("last seen", when(value))); }
     else if (key === "key_paths_missing") out.push(fact("lacks", list(value)));
     else if (key === "key_paths_in_all") out.push(fact("all have", list(value)));
     else if (key === "overrepresented_attributes" && Array.isArray(value)) {
@@ -66,34 +71,111 @@ function alertLines(patterns) {
     `${alertWords(p.alert)}: `, h("code", { text: p.id }), ` ${p.template || ""} (${p.count ?? "?"} so far)`)));
 }
 
+// Counts per bucket as the server stores them ([[bucket start, count], ...]), the empty
+// buckets between filled in: from the oldest filled bucket among the last TREND_BUCKETS to the
+// newest.
+export function trendCounts(pairs, width) {
+  const points = (pairs || []).map(([at, n]) => [Date.parse(at), Number(n) || 0]).filter(([t]) => !Number.isNaN(t));
+  if (!points.length) return [];
+  const last = Math.max(...points.map(([t]) => t));
+  const counts = new Array(TREND_BUCKETS).fill(0);
+  for (const [t, n] of points) {
+    const back = Math.round((last - t) / width);
+    if (back < TREND_BUCKETS) counts[TREND_BUCKETS - 1 - back] += n;
+  }
+  const first = counts.findIndex((n) => n > 0);
+  return first < 0 ? [] : counts.slice(first);
+}
+
+// A small inline SVG of the pattern's dead letters per bucket: per minute when the live job
+// stored them (`minute_counts`), else per hour (`hourly_counts`).
+function sparkline(p) {
+  const perMinute = Array.isArray(p.minute_counts) && p.minute_counts.length;
+  const counts = trendCounts(perMinute ? p.minute_counts : p.hourly_counts, perMinute ? MINUTE_MS : HOUR_MS);
+  if (!counts.length) return h("span", { class: "muted", text: "—" });
+  const unit = perMinute ? "minute" : "hour";
+  const peak = Math.max(...counts, 1);
+  const w = 3;
+  const height = 20;
+  const bars = counts.map((n, i) => svg("rect", {
+    x: i * (w + 1), y: height - Math.max(n ? 2 : 0, Math.round((n / peak) * height)),
+    width: w, height: Math.max(n ? 2 : 0, Math.round((n / peak) * height)), "data-count": n,
+  }));
+  const title = svg("title");
+  title.textContent = `per ${unit}, oldest first: ${counts.join(" ")}`;
+  return svg("svg", { class: "sparkline", width: counts.length * (w + 1), height, role: "img",
+    "aria-label": `dead letters per ${unit}: ${counts.join(", ")}`, "data-unit": unit }, title, ...bars);
+}
+
+function rateText(p) {
+  return typeof p.rate_per_minute === "number" ? `${p.rate_per_minute}/min` : "—";
+}
+
 export async function patternsPage(el, dlq) {
-  const patterns = await api.patterns(dlq);
+  let patterns = await api.patterns(dlq);
   const panel = api.session.canChange
     ? redrivePanel(dlq, { defaults: {}, patterns, label: "Redrive…", onDone: () => {} })
     : null;
   const base = `#/dlq/${encodeURIComponent(dlq)}`;
   const command = h("code", { text: `deadletter analyze --queue ${dlq}` });
+  const follow = h("code", { text: `deadletter analyze --queue ${dlq} --follow` });
+  const note = h("p", { class: "muted", id: "patterns-note" });
+  const alerts = h("div", { id: "pattern-alerts-box" });
+  const problems = h("div");
+  const table = h("div", { id: "patterns-box" });
+
+  function row(p) {
+    return h("tr", { "data-pattern": p.id, id: `pattern-${p.id}` },
+      h("td", { class: "pattern-id" }, h("code", { text: p.id })),
+      h("td", { class: "num count", text: p.count ?? (p.message_ids || []).length }),
+      h("td", { class: "num rate", text: rateText(p) }),
+      h("td", { class: "seen first-seen", text: p.first_seen ? when(p.first_seen) : "—" }),
+      h("td", { class: "seen last-seen", text: p.last_seen ? when(p.last_seen) : "—" }),
+      h("td", { class: "trend" }, sparkline(p)),
+      h("td", { class: "template" }, h("code", { text: p.template || "" }),
+        p.signature ? h("div", { class: "muted small-note", text: p.signature }) : null),
+      h("td", { class: "facts" }, facts(p, dlq)),
+      h("td", { class: "actions" },
+        h("a", { href: `${base}?pattern=${encodeURIComponent(p.id)}`, text: "browse" }),
+        panel ? h("button", { type: "button", class: "small", text: "redrive these",
+          onclick: () => panel.open({ pattern: p.id, source: "", reason: "", since: "", until: "" }) }) : null));
+  }
+
+  function draw() {
+    clear(note).append(...(patterns.length
+      ? ["Stored by ", command, " or kept current by ", follow, "; this page follows each store."]
+      : ["No patterns stored for this DLQ. Run ", command, " to find them and store them here, or ", follow, " to keep them current."]));
+    add(clear(alerts), alertLines(patterns));
+    add(clear(table), patterns.length ? h("table", { class: "grid", id: "patterns" },
+      h("thead", {}, h("tr", {}, ["pattern", "count", "rate", "first seen", "last seen", "trend", "template", "more", ""]
+        .map((t) => h("th", { text: t })))),
+      h("tbody", {}, patterns.map(row))) : null);
+    // The link a dead letter's cell follows (#/dlq/…/patterns?pattern=id) lands on its row.
+    const wanted = new URLSearchParams(location.hash.split("?")[1] || "").get("pattern");
+    const target = wanted ? document.getElementById(`pattern-${wanted}`) : null;
+    if (target) target.classList.add("wanted");
+  }
+
   add(el,
     h("p", { class: "crumbs" }, h("a", { href: "#/", text: "Queues" }), " / ",
       h("a", { href: base, text: dlq }), " / patterns"),
     h("h1", { text: `Failure patterns in ${dlq}` }),
-    patterns.length
-      ? h("p", { class: "muted", id: "patterns-note" }, "Stored by ", command, "; counts are as of that analysis.")
-      : h("p", { class: "muted", id: "patterns-note" }, "No patterns stored for this DLQ. Run ", command, " to find them and store them here."),
-    alertLines(patterns),
-    patterns.length ? h("table", { class: "grid", id: "patterns" },
-      h("thead", {}, h("tr", {}, ["pattern", "count", "template", "more", ""].map((t) => h("th", { text: t })))),
-      h("tbody", {}, patterns.map((p) => h("tr", { "data-pattern": p.id },
-        h("td", { class: "pattern-id" }, h("code", { text: p.id })),
-        h("td", { class: "num", text: p.count ?? (p.message_ids || []).length }),
-        h("td", { class: "template" }, h("code", { text: p.template || "" }),
-          p.signature ? h("div", { class: "muted small-note", text: p.signature }) : null),
-        h("td", { class: "facts" }, facts(p, dlq)),
-        h("td", { class: "actions" },
-          h("a", { href: `${base}?pattern=${encodeURIComponent(p.id)}`, text: "browse" }),
-          panel ? h("button", { type: "button", class: "small", text: "redrive these",
-            onclick: () => panel.open({ pattern: p.id, source: "", reason: "", since: "", until: "" }) }) : null)))))
-      : null,
+    note, problems, alerts, table,
     panel ? panel.element : null);
-  return { dispose: () => { if (panel) panel.dispose(); } };
+  draw();
+  const wanted = el.querySelector("tr.wanted");
+  if (wanted) wanted.scrollIntoView({ block: "center" });
+
+  async function refresh() {
+    patterns = await api.patterns(dlq);
+    draw();
+    problems.replaceChildren();
+  }
+  const show = (err) => problems.replaceChildren(errorBox(err));
+  const slow = setInterval(() => refresh().catch(show), SLOW_MS);
+  return {
+    queues: [dlq],
+    refresh: () => refresh().catch(show),
+    dispose: () => { clearInterval(slow); if (panel) panel.dispose(); },
+  };
 }

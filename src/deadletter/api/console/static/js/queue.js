@@ -19,7 +19,22 @@ const LEGEND = [
   ["badge", "times delivered (claim_count)"],
   ["badge hot", "reached maxClaimCount: the next claim moves it to the DLQ"],
   ["strip-mark quarantine", "the DLQ strip: quarantine"],
+  ["cell dead patterned", "the failure pattern a dead letter belongs to (its id links to the pattern)"],
 ];
+
+// One hue per pattern, the same on every page load: a cell's stripe tells patterns apart.
+function patternHue(id) {
+  let hash = 0;
+  for (const ch of id) hash = (hash * 31 + ch.codePointAt(0)) % 360;
+  return hash;
+}
+
+// Message id -> the stored pattern it belongs to (`message_ids` of each pattern).
+function patternOf(patterns) {
+  const of = new Map();
+  for (const p of patterns) for (const id of p.message_ids || []) of.set(String(id), p);
+  return of;
+}
 
 function legend() {
   return h("ul", { class: "legend", id: "legend", "aria-label": "legend" },
@@ -73,6 +88,7 @@ export async function queuePicture(el, name, params) {
   let claimsLeft = new Map();   // claim id -> seconds left when last read
   let readAt = Date.now();
   let inspected = null;         // id of the message shown in the detail card
+  let patterns = new Map();     // dead letter id -> its stored failure pattern
 
   add(el,
     h("p", { class: "crumbs" }, h("a", { href: "#/", text: "Queues" }), " / ", name),
@@ -135,6 +151,7 @@ export async function queuePicture(el, name, params) {
       `${where} · delivered ${m.claim_count}× · age ${age(m.age)}`,
       m.claim_id ? `claimed (claim ${m.claim_id})` : null,
       p ? `from ${p.source_queue} (${p.reason})${p.error ? ": " + p.error : ""}` : null,
+      patterns.has(m.id) ? `pattern ${patterns.get(m.id).id}` : null,
     ].filter(Boolean).join(" · ");
     detail.replaceChildren(
       h("h2", {}, "Message ", h("code", { id: "cell-detail-id", text: m.id })),
@@ -142,10 +159,11 @@ export async function queuePicture(el, name, params) {
       h("pre", { id: "cell-detail-body", class: "body", text: pretty(m.body) }));
   }
 
-  function cell(m, { claimsLimit, inDlq, context }) {
+  function cell(m, { claimsLimit, inDlq, context, pattern }) {
     const classes = ["cell"];
     if (m.claim_id) classes.push("claimed");
     if (inDlq) classes.push("dead");
+    if (pattern) classes.push("patterned");
     if (!seen.has(m.id)) classes.push("fresh");
     const hot = claimsLimit && m.claim_count >= claimsLimit;
     const link = inDlq ? `#/dlq/${encodeURIComponent(dlq || name)}/messages/${encodeURIComponent(m.id)}` : null;
@@ -156,15 +174,23 @@ export async function queuePicture(el, name, params) {
       class: classes.join(" "), "data-id": m.id, "data-claims": m.claim_count,
       // The DLQ cell's link takes the focus; a main cell takes it itself.
       tabindex: link ? null : "0",
-      "aria-label": `message …${shortId(m.id)}: ${summary}`,
+      "data-pattern": pattern ? pattern.id : null,
+      "aria-label": `message …${shortId(m.id)}: ${summary}` + (pattern ? ` (pattern ${pattern.id})` : ""),
       title: `${m.id}\nage ${age(m.age)}, delivered ${m.claim_count}×` +
         (m.provenance ? `\nfrom ${m.provenance.source_queue} (${m.provenance.reason})` : "") +
+        (pattern ? `\npattern ${pattern.id}: ${pattern.template || ""}` : "") +
         `\n\n${bodyTitle(m.body)}`,
     },
     h("span", { class: hot ? "badge hot" : "badge", text: m.claim_count }),
     label,
     h("span", { class: "cell-id", text: `…${shortId(m.id)}` }),
-    m.claim_id ? timer(m.claim_id, "timer") : null);
+    m.claim_id ? timer(m.claim_id, "timer") : null,
+    pattern ? h("a", {
+      class: "cell-pattern", title: `pattern ${pattern.id}: ${pattern.template || ""}`,
+      href: `#/dlq/${encodeURIComponent(dlq || name)}/patterns?pattern=${encodeURIComponent(pattern.id)}`,
+      text: pattern.id.length > 8 ? pattern.id.slice(0, 7) + "…" : pattern.id,
+    }) : null);
+    if (pattern) box.style.setProperty("--pattern-hue", String(patternHue(pattern.id)));
     box.addEventListener("mouseenter", () => inspect(m, where));
     box.addEventListener("focusin", () => inspect(m, where));
     return box;
@@ -197,12 +223,14 @@ export async function queuePicture(el, name, params) {
   }
 
   async function refresh() {
-    const [stats, window, dlqStats, dlqWindow] = await Promise.all([
+    const [stats, window, dlqStats, dlqWindow, stored] = await Promise.all([
       api.stats(name),
       api.headWindow(name, WINDOW),
       dlq ? api.stats(dlq) : null,
       dlq ? api.deadLetters(dlq, {}, null, WINDOW) : null,
+      dlq ? api.patterns(dlq).catch(() => []) : [],
     ]);
+    patterns = patternOf(stored);
     const claimIds = [...new Set(window.map((m) => m.claim_id).filter(Boolean))];
     const read = await Promise.all(claimIds.map((id) => api.claim(name, id).catch(() => null)));
     // A claim that ended between the two reads is simply not shown.
@@ -226,7 +254,7 @@ export async function queuePicture(el, name, params) {
       const d = dlqStats.messages || {};
       dlqDepth.textContent = `depth = ${d.total ?? 0}`;
       const context = distinguish(cells.map((x) => x.body));
-      clear(dlqStrip).append(...cells.map((msg) => cell(msg, { inDlq: true, context })));
+      clear(dlqStrip).append(...cells.map((msg) => cell(msg, { inDlq: true, context, pattern: patterns.get(msg.id) })));
       if (!cells.length) dlqStrip.append(h("span", { class: "empty", text: "empty" }));
       const restDlq = (d.total ?? 0) - cells.length;
       dlqMore.textContent = restDlq > 0 ? `+${restDlq} more` : "";

@@ -1,4 +1,5 @@
-// Page 5's panel: start a redrive with filters, follow its task to the end, cancel it.
+// Page 5's panel: start a redrive with filters (and a canary), follow its task to the end,
+// cancel it, or resume it when its canary paused it.
 
 import * as api from "./api.js";
 import { confirmAction, errorBox, h, isoToLocal, localToIso } from "./dom.js";
@@ -23,13 +24,19 @@ export function redrivePanel(dlq, options = {}) {
   const onlySelected = h("input", { id: "redrive-selected", type: "checkbox" });
   const destination = h("input", { id: "redrive-destination", placeholder: "each message's source queue" });
   const rate = h("input", { id: "redrive-rate", type: "number", min: 1, placeholder: "as fast as possible" });
+  // A canary: a sample first (N dead letters or P%), watched for re-deaths before the rest.
+  const canary = h("input", { id: "redrive-canary", placeholder: "none (e.g. 10 or 5%)", pattern: "\\s*\\d+(\\.\\d+)?%?\\s*" });
+  const watch = h("input", { id: "redrive-watch", type: "number", min: 1, placeholder: "60" });
+  const maxRedeath = h("input", { id: "redrive-max-redeath", type: "number", min: 0, max: 100, step: "any", placeholder: "0" });
   const start = h("button", { id: "redrive-start", type: "submit", class: "primary", text: "Start redrive" });
   const bar = h("progress", { id: "redrive-bar", max: 1, value: 0 });
   const percent = h("span", { id: "redrive-percent", text: "" });
   const status = h("span", { id: "redrive-status", class: "muted" });
   const cancel = h("button", { id: "redrive-cancel", type: "button", text: "Cancel", hidden: true });
+  const resume = h("button", { id: "redrive-resume", type: "button", class: "primary", text: "Resume: move the rest", hidden: true });
   const problems = h("div");
-  const progress = h("div", { class: "progress", id: "redrive-progress", hidden: true }, bar, percent, status, cancel);
+  const outcome = h("p", { id: "redrive-canary-outcome", class: "canary-outcome", hidden: true });
+  const progress = h("div", { class: "progress", id: "redrive-progress", hidden: true }, bar, percent, status, resume, cancel, outcome);
   const form = single
     ? h("form", { id: "redrive-form", class: "redrive", hidden: true },
       h("div", { class: "fields" }, h("label", {}, "destination", destination)),
@@ -45,7 +52,12 @@ export function redrivePanel(dlq, options = {}) {
         options.selected ? h("label", { class: "inline" }, onlySelected, " only the selected messages") : null,
         h("label", {}, "destination", destination),
         h("label", {}, "rate (msg/s)", rate)),
-      h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts (after a confirmation)." }),
+      h("div", { class: "fields canary-fields" },
+        h("label", {}, "canary (N or P%)", canary),
+        h("label", {}, "watch (s)", watch),
+        h("label", {}, "max re-death (%)", maxRedeath)),
+      h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts (after a confirmation). " +
+        "With a canary the task moves that sample first, watches it, then moves the rest, or pauses when more than the max re-death died again." }),
       start);
   const toggle = h("button", { id: "redrive-button", type: "button", class: "primary",
     text: options.label || "Redrive…", onclick: () => { form.hidden = !form.hidden; } });
@@ -71,10 +83,24 @@ export function redrivePanel(dlq, options = {}) {
     bar.value = total ? t.moved : (pct === 100 ? 1 : 0);
     percent.textContent = `${pct}%`;
     progress.dataset.status = t.status;
-    status.textContent = ` ${t.moved} of ${total} moved · ${t.status}` + (t.failure_reason ? ` (${t.failure_reason})` : "");
+    const c = t.canary;
+    const paused = t.status === "PAUSED";
+    status.textContent = ` ${t.moved} of ${total} moved · ${t.status}` + (t.failure_reason ? ` (${t.failure_reason})` : "") +
+      (paused && c && c.reason ? `: ${c.reason}` : "");
+    outcome.hidden = !c;
+    if (c) {
+      const verdict = c.decision === "paused" ? `paused: ${c.reason}`
+        : c.decision === "continued" ? "the sample stayed fixed: the rest went on"
+        : c.watch_until ? `watching until ${new Date(c.watch_until).toLocaleTimeString()}` : "moving the sample";
+      outcome.dataset.decision = c.decision || "";
+      outcome.textContent = `Canary (${c.requested}, watched ${c.watch} s, at most ${c.max_redeath}% may die again): ` +
+        `${c.sample} of ${c.size} moved, ${c.redeaths} died again — ${verdict}` +
+        (c.resumed_at ? ` · resumed ${new Date(c.resumed_at).toLocaleTimeString()}` : "");
+    }
     const running = t.status === "RUNNING";
-    cancel.hidden = !running;
-    start.disabled = running || t.status === "CANCELLING";
+    cancel.hidden = !(running || paused);
+    resume.hidden = !paused || !api.session.canChange;
+    start.disabled = running || paused || t.status === "CANCELLING";
   }
 
   async function poll() {
@@ -109,6 +135,15 @@ export function redrivePanel(dlq, options = {}) {
         body.message_ids = ids;
       }
       if (rate.value) body.rate = Number(rate.value);
+      const size = canary.value.trim();
+      if (size) {
+        body.canary = size.endsWith("%") ? size : Number(size);
+        if (watch.value) body.watch = Number(watch.value);
+        if (maxRedeath.value) body.max_redeath = Number(maxRedeath.value);
+      } else if (watch.value || maxRedeath.value) {
+        problems.replaceChildren(errorBox({ title: "Redrive", description: "A watch and a max re-death go with a canary." }));
+        return;
+      }
     }
     if (destination.value.trim()) body.destination = destination.value.trim();
     // Without a filter the task takes the whole DLQ: ask first, as for a purge.
@@ -130,6 +165,16 @@ export function redrivePanel(dlq, options = {}) {
     return confirmAction(`Redrive ${what} in ${dlq} ${where}? No filter is set.`);
   }
 
+  resume.addEventListener("click", async () => {
+    try {
+      draw(await api.resumeRedrive(dlq, task.id));
+      clearTimeout(timer);
+      timer = setTimeout(poll, POLL_MS);
+    } catch (err) {
+      problems.replaceChildren(errorBox(err));
+    }
+  });
+
   cancel.addEventListener("click", async () => {
     try {
       await api.cancelRedrive(dlq, task.id);
@@ -139,10 +184,11 @@ export function redrivePanel(dlq, options = {}) {
     }
   });
 
-  // A task already running for this DLQ (started elsewhere) is followed too.
+  // A task already running for this DLQ (started elsewhere) is followed too, and one its
+  // canary paused is shown with its reason, to resume or cancel.
   api.redrives(dlq).then((list) => {
-    const running = list.find((t) => t.status === "RUNNING" || t.status === "CANCELLING");
-    if (running && !task) { draw(running); timer = setTimeout(poll, POLL_MS); }
+    const open = list.find((t) => ["RUNNING", "CANCELLING"].includes(t.status) || (!single && t.status === "PAUSED"));
+    if (open && !task) { draw(open); if (open.status !== "PAUSED") timer = setTimeout(poll, POLL_MS); }
   }).catch(() => {});
 
   return {
