@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import MAX_BACKOFF, QueueSettings, RetryPolicy
+from deadletter.domain.model import MAX_BACKOFF, DeadLetterPolicy, QueueSettings, RetryPolicy
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send
 
@@ -108,3 +108,91 @@ def test_the_backoff_doubles_and_is_capped(bounds: tuple[int, int], deliveries: 
     delay = policy.backoff(deliveries)
     assert delay == min(bounds[1], bounds[0] * 2 ** (deliveries - 1))
     assert delay <= policy.backoff(deliveries + 1) <= bounds[1]
+
+
+def lapsed_for(engine: Engine, clock: ManualClock, message_id: str) -> float:
+    """Seconds until a message whose claim has just lapsed is visible again, as its state and
+    the stats show it: delayed, no longer claimed."""
+    stats = engine.stats(P, "orders")
+    assert (stats.claimed, stats.delayed, stats.free) == (0, 1, 0)
+    m = engine.get_message(P, "orders", message_id)
+    assert not m.is_claimed(clock.now())
+    return m.visible_at - clock.now()
+
+
+def test_lapsed_claims_back_off_exponentially_up_to_the_maximum(
+    engine: Engine, clock: ManualClock
+) -> None:
+    # Given a queue retrying after 2 s, doubling, at most 10 s
+    with_retry(engine, 2, 10)
+    (m,) = send(engine, "orders", "poison")
+    delays = []
+    for _ in range(5):
+        claim = engine.claim(P, "orders", 1, ttl=30)
+        assert [c.id for c in claim.messages] == [m.id]
+        assert engine.stats(P, "orders").claimed == 1
+        # When the consumer neither deletes nor gives back the message and its claim lapses
+        clock.advance(30)
+        delay = lapsed_for(engine, clock, m.id)
+        delays.append(delay)
+        # It is not delivered a moment before its backoff ends, and is at its end
+        clock.advance(delay - 0.5)
+        assert engine.claim(P, "orders", 1).messages == ()
+        clock.advance(0.5)
+        assert engine.stats(P, "orders").free == 1
+    # I expect the delays to double from the minimum and stop at the maximum, as a nack's do
+    assert delays == [2, 4, 8, 10, 10]
+
+
+def test_a_renewed_or_moved_claim_backs_off_from_its_new_end(
+    engine: Engine, clock: ManualClock
+) -> None:
+    with_retry(engine, 5, 600)
+    (m,) = send(engine, "orders", "m")
+    claim = engine.claim(P, "orders", 1, ttl=30)
+    engine.renew_claim(P, "orders", claim.id, ttl=60)
+    clock.advance(60)
+    assert lapsed_for(engine, clock, m.id) == 5
+    clock.advance(5)
+    # An SQS visibility timeout changed to 40 s lapses 40 s later, then backs off 10 s
+    claim = engine.claim(P, "orders", 1, ttl=30)
+    engine.change_visibility(P, "orders", m.id, claim.id, 40)
+    clock.advance(40)
+    assert lapsed_for(engine, clock, m.id) == 10
+
+
+def test_a_lapsed_tag_claim_backs_off(engine: Engine, clock: ManualClock) -> None:
+    with_retry(engine, 3, 600)
+    engine.create_tag(P, "orders", "audit")
+    (m,) = send(engine, "orders", "m")
+    engine.claim(P, "orders", 1, ttl=30, tag="audit")
+    clock.advance(32.5)
+    assert engine.claim(P, "orders", 1, tag="audit").messages == ()
+    clock.advance(0.5)
+    assert [c.id for c in engine.claim(P, "orders", 1, tag="audit").messages] == [m.id]
+
+
+def test_a_lapsed_last_delivery_is_dead_lettered_at_the_lapse(
+    engine: Engine, clock: ManualClock
+) -> None:
+    # Given a queue that dead-letters at the second delivery and backs off a minute
+    engine.create_queue(P, "orders-dlq")
+    engine.create_queue(
+        P,
+        "orders",
+        QueueSettings(
+            dead_letter=DeadLetterPolicy("orders-dlq", max_claims=2),
+            retry_policy=RetryPolicy(60, 60),
+        ),
+    )
+    (m,) = send(engine, "orders", "m")
+    engine.claim(P, "orders", 1, ttl=30)
+    clock.advance(30)
+    assert lapsed_for(engine, clock, m.id) == 60
+    clock.advance(60)
+    engine.claim(P, "orders", 1, ttl=30)
+    # When the last delivery's claim lapses, the sweep moves it then, backoff or not
+    clock.advance(30)
+    engine.sweep_expired()
+    assert engine.stats(P, "orders-dlq").free == 1
+    assert engine.get_message(P, "orders-dlq", m.id).claim_count == 2

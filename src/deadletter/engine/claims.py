@@ -28,7 +28,7 @@ def claim(
     are passed over, and the claim holds only what was delivered."""
     queue = group.queue
     project, name = queue.project, queue.name
-    policy = queue.settings.dead_letter
+    policy, retry = queue.settings.dead_letter, queue.settings.retry_policy
     claim_id = new_id()
     expires = now + claim_ttl
     delivered: list[Message] = []
@@ -39,7 +39,9 @@ def claim(
         matching = group.skip_unmatched(tx, found)
         poisoned = [m for m in matching if transitions.poisoned(m, policy)]
         fresh = [
-            transitions.last_delivery(transitions.claimed(m, claim_id, now, expires, grace), policy)
+            transitions.last_delivery(
+                transitions.claimed(m, claim_id, now, expires, grace, retry), policy
+            )
             for m in matching
             if not transitions.poisoned(m, policy)
         ]
@@ -109,7 +111,7 @@ def renew(
     new_grace = record.grace if grace is None else grace
     expires = now + ttl
     renewed = [
-        transitions.renewed(m, expires, new_grace)
+        transitions.renewed(m, expires, new_grace, queue.settings.retry_policy)
         for m in group.claimed_by(tx, claim_id, now, lock=True)
     ]
     group.hold(tx, renewed)

@@ -75,7 +75,8 @@ def delete(tx: Transaction, project: str, name: str, now: float) -> bool:
 
 def stats(tx: Transaction, project: str, name: str, now: float) -> QueueStats:
     queue = require_queue(tx, project, name)
-    counts = tx.counts(project, name, now)
+    retry = queue.settings.retry_policy
+    counts = tx.counts(project, name, now, retry.maximum_backoff if retry else 0)
     totals = tx.counters(project, name)
     policy = queue.settings.dead_letter
     # Messages the untagged consumers are done with wait, hidden, for the tags: not theirs.

@@ -23,6 +23,7 @@ from deadletter.domain.model import (
     Queue,
     QueueSettings,
     Reason,
+    RetryPolicy,
     SkipReason,
 )
 from deadletter.domain.tags import DEFAULT_DONE_AT
@@ -64,13 +65,22 @@ def poisoned(m: Message, policy: DeadLetterPolicy | None) -> bool:
     return policy is not None and policy.active and m.claim_count >= policy.max_claims
 
 
-def claimed(m: Message, claim_id: str, now: float, expires: float, grace: int) -> Message:
-    """Handed to a consumer until `expires`; it lives at least `grace` seconds beyond."""
+def claimed(
+    m: Message,
+    claim_id: str,
+    now: float,
+    expires: float,
+    grace: int,
+    retry: RetryPolicy | None = None,
+) -> Message:
+    """Handed to a consumer until `expires`; it lives at least `grace` seconds beyond. Should
+    the claim lapse, the message is visible again after the `retry` policy's backoff for this
+    delivery (`lapsed`)."""
     return replace(
         m,
         claim_id=claim_id,
         claim_expires_at=expires,
-        visible_at=expires,
+        visible_at=lapsed(expires, m.claim_count + 1, retry),
         claim_count=m.claim_count + 1,
         first_claimed_at=m.first_claimed_at or now,
         expires_at=max(m.expires_at, expires + grace),
@@ -84,12 +94,20 @@ def last_delivery(m: Message, policy: DeadLetterPolicy | None) -> Message:
     return m if due == m.dead_letter_due_at else replace(m, dead_letter_due_at=due)
 
 
-def renewed(m: Message, expires: float, grace: int) -> Message:
+def lapsed(expires: float, deliveries: int, retry: RetryPolicy | None) -> float:
+    """When a message held until `expires` is visible again if its claim lapses then: after
+    the retry policy's backoff for its `deliveries`, as if the consumer had given it back at
+    that moment. Written when the claim is made, in the column claims select by
+    (`visible_at`), so that a lapse needs no write and a claim's query is unchanged."""
+    return expires + (0 if retry is None else retry.backoff(deliveries))
+
+
+def renewed(m: Message, expires: float, grace: int, retry: RetryPolicy | None = None) -> Message:
     """Held by the same claim until `expires`, living at least `grace` seconds beyond."""
     return replace(
         m,
         claim_expires_at=expires,
-        visible_at=expires,
+        visible_at=lapsed(expires, m.claim_count, retry),
         expires_at=max(m.expires_at, expires + grace),
         dead_letter_due_at=None if m.dead_letter_due_at is None else expires,
     )
@@ -110,14 +128,17 @@ def unclaimed(m: Message, now: float, delay: int = 0) -> Message:
     )
 
 
-def visibility_changed(m: Message, now: float, timeout: int) -> Message:
-    """The claim moved to end `timeout` seconds from now; 0 gives the message back."""
+def visibility_changed(
+    m: Message, now: float, timeout: int, retry: RetryPolicy | None = None
+) -> Message:
+    """The claim moved to end `timeout` seconds from now; 0 gives the message back (its
+    backoff is the caller's, `backoff`)."""
     if timeout == 0:
         return unclaimed(m, now)
     return replace(
         m,
         claim_expires_at=now + timeout,
-        visible_at=now + timeout,
+        visible_at=lapsed(now + timeout, m.claim_count, retry),
         expires_at=max(m.expires_at, now + timeout),
         dead_letter_due_at=None if m.dead_letter_due_at is None else now + timeout,
     )

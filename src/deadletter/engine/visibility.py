@@ -77,7 +77,9 @@ def change(
             results.append(exc)
             continue
         if timeout > 0:
-            changed = transitions.visibility_changed(held, now, timeout)
+            changed = transitions.visibility_changed(
+                held, now, timeout, queue.settings.retry_policy
+            )
             batch.hold(changed)
             results.append(changed)
             continue

@@ -60,3 +60,21 @@ def test_visibility_zero_backs_off_on_the_wall_clock(
     (again,) = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=20)["Messages"]
     assert again["MessageId"] == m["MessageId"]
     assert time.monotonic() - given_back >= 1
+
+
+def test_a_lapsed_visibility_timeout_backs_off_on_the_wall_clock(
+    sqs: Any, make_queue: Callable[..., str]
+) -> None:
+    # Given a queue whose retry policy holds a message 1 s after its visibility timeout lapses
+    url = make_queue("q", RetryPolicy=json.dumps({"minimumBackoff": 1, "maximumBackoff": 1}))
+    sqs.send_message(QueueUrl=url, MessageBody="job")
+    # When a consumer receives it for 1 s and neither deletes it nor gives it back
+    received = time.monotonic()
+    (m,) = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5, VisibilityTimeout=1)["Messages"]
+    # A long poll receives it again, and not before the timeout and the backoff have passed
+    (again,) = sqs.receive_message(
+        QueueUrl=url, WaitTimeSeconds=20, MessageSystemAttributeNames=["ApproximateReceiveCount"]
+    )["Messages"]
+    assert again["MessageId"] == m["MessageId"]
+    assert again["Attributes"]["ApproximateReceiveCount"] == "2"
+    assert time.monotonic() - received >= 2

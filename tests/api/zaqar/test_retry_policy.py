@@ -50,3 +50,21 @@ def test_a_release_without_delay_backs_off(api: ApiClient, clock: ManualClock) -
         clock.advance(expected - 1)
         assert claim(api, "q") == (None, [])
         clock.advance(1)
+
+
+def test_a_lapsed_claim_backs_off(api: ApiClient, clock: ManualClock) -> None:
+    # Given a queue backing off 10 s, then 15 s
+    make_queue(api, "q", _retry_policy=POLICY)
+    (mid,) = post(api, "q", "job")
+    for expected in (10, 15):  # doubled, then capped
+        # When a claim of 60 s lapses without the message being deleted or released
+        cid, _ = claim(api, "q", ttl=60, grace=60)
+        clock.advance(60)
+        # It is delayed, not claimed, for the backoff, and claimed again at its end
+        assert api.get(f"/v2/queues/q/messages/{mid}").json().get("claim_id") is None
+        counts = api.get("/v2/queues/q/stats").json()["messages"]
+        assert (counts["claimed"], counts["delayed"]) == (0, 1)
+        clock.advance(expected - 1)
+        assert claim(api, "q") == (None, [])
+        clock.advance(1)
+    assert claim(api, "q")[1][0]["id"] == mid

@@ -22,9 +22,11 @@ class Counts(abc.ABC):
     """What gauges and stats read: a queue's, a source's and a group's counts; named counters."""
 
     @abc.abstractmethod
-    def counts(self, project: str, queue: str, now: float) -> MessageCounts:
+    def counts(self, project: str, queue: str, now: float, backoff: int = 0) -> MessageCounts:
         """What `queue` holds at `now`; it costs the same at any depth (the sweep settles
-        what time has changed)."""
+        what time has changed). With `backoff`, the longest backoff of the queue's retry
+        policy, a message whose claim lapsed and that serves its backoff is delayed, not
+        claimed (read among what becomes visible within `backoff` seconds)."""
 
     @abc.abstractmethod
     def size(self, project: str, queue: str, now: float, with_bytes: bool) -> tuple[int, int]:

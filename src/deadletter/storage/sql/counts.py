@@ -94,13 +94,20 @@ class CountStatements(Executor):
                 break
         return settled
 
-    def counts(self, project: str, queue: str, now: float) -> MessageCounts:
+    def counts(self, project: str, queue: str, now: float, backoff: int = 0) -> MessageCounts:
         """Claimed and delayed are the kept counts of classes 2 and 1, less those expired
-        and those that have become visible since the sweep last settled them."""
+        and those that have become visible since the sweep last settled them; a claimed
+        message whose claim lapsed less than `backoff` seconds ago and that still serves
+        its backoff counts as delayed."""
         key = {"project": project, "queue": queue, "now": now}
         hidden = Counter({int(r["hidden"]): int(r["n"]) for r in self.all(q.HIDDEN_COUNTS, key)})
         for r in self.all(q.SHOWN_SINCE_SETTLED, key):
             hidden[int(r["hidden"])] -= int(r["n"])
+        if backoff > 0:
+            row = self.one(q.LAPSED_IN_BACKOFF, {**key, "backoff_end": now + backoff})
+            backing_off = int(row["n"]) if row else 0
+            hidden[2] -= backing_off
+            hidden[1] += backing_off
         oldest, newest = self.one(q.OLDEST_MESSAGE, key), self.one(q.NEWEST_MESSAGE, key)
         total = sum(self._depths(project, queue, now, hidden).values())
         claimed, delayed = hidden[2], hidden[1]

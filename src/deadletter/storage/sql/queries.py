@@ -110,9 +110,10 @@ _BY_ID = "messages /* indexed by sqlite_autoindex_messages_1 */"
 GET_MESSAGES = f"SELECT * FROM {_BY_ID} WHERE id = ANY(:ids) AND {_OF_QUEUE} ORDER BY seq"
 # The two classes of message of migrations 0005 and 0013, each spelled as its partial index's
 # predicate (SQLite uses a partial index only for a query that repeats its WHERE term word for
-# word). A claimed message becomes visible when its claim expires (`visible_at =
-# claim_expires_at`), so a hidden message is visible, claimed or not, exactly when
-# `visible_at <= :now`; a ready one is always visible.
+# word). A claimed message becomes visible when its claim expires, after the retry policy's
+# backoff where the queue has one (`visible_at = claim_expires_at + backoff`, written with the
+# claim), so a hidden message is visible, claimed or not, exactly when `visible_at <= :now`;
+# a ready one is always visible.
 READY = "hidden = 0"
 HIDDEN = "hidden > 0"
 # A claim takes the oldest of both kinds (transaction.py merges them): ready messages in seq
@@ -173,7 +174,8 @@ LIST_MESSAGES = (
     " AND seq > :after_seq AND seq <= COALESCE(:max_seq, 9223372036854775807)"
     " AND expires_at > :now"
     " AND (:include_claimed OR NOT (claim_id IS NOT NULL AND claim_expires_at > :now))"
-    " AND (:include_delayed OR NOT (claim_id IS NULL AND visible_at > :now))"
+    " AND (:include_delayed OR NOT (visible_at > :now"
+    " AND (claim_id IS NULL OR claim_expires_at <= :now)))"
     " AND (client_id IS NULL OR client_id != :exclude_client_id OR :exclude_client_id IS NULL)"
     + _DEAD_LETTER_FILTER
     + " ORDER BY seq LIMIT :limit"
@@ -314,6 +316,15 @@ SHOWN_SINCE_SETTLED = (
     "SELECT hidden, COUNT(*) AS n FROM messages /* indexed by messages_hidden */"
     f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
     " AND visible_at <= :now AND expires_at > :now GROUP BY hidden"
+)
+# Claims that have lapsed but whose messages still serve their backoff (`transitions.lapsed`):
+# kept as claimed (class 2), counted as delayed. Their `visible_at` is at most `:backoff_end`,
+# the lapse plus the longest backoff, so the range read is what becomes visible within it.
+LAPSED_IN_BACKOFF = (
+    "SELECT COUNT(*) AS n FROM messages /* indexed by messages_hidden */"
+    f" WHERE project = :project AND queue = :queue AND {HIDDEN}"
+    " AND visible_at > :now AND visible_at <= :backoff_end AND expires_at > :now"
+    " AND claim_id IS NOT NULL AND claim_expires_at <= :now"
 )
 # The sweep's settling: queues that may hold hidden messages, then in each the hidden ones
 # that have become visible, back to the ready class (the class they return is the old one).
