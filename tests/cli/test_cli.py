@@ -255,3 +255,34 @@ def test_nack_no_requeue_dead_letters_or_drops(url: str, dlq: bool) -> None:
     else:
         assert json.loads(ok(url, "peek", "orders-dlq", "--json")) == []
         assert stats["dead_letter"]["dropped"] == {"rejected": 1}
+
+
+def test_queue_retry_policy_and_max_redelivery(url: str) -> None:
+    # Given a queue created with a retry policy and Solace's redelivery count
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "queue", "create", "orders", "--dlq", "orders-dlq", "--max-redelivery", "4",
+       "--retry-min-backoff", "10", "--retry-max-backoff", "600")  # fmt: skip
+
+    def meta() -> dict[str, object]:
+        shown = json.loads(ok(url, "queue", "show", "orders", "--json"))
+        return dict(shown["metadata"])
+
+    got = meta()
+    assert (got["_max_redelivery"], got["_max_claim_count"]) == (4, 5)
+    assert got["_retry_policy"] == {"minimum_backoff": 10, "maximum_backoff": 600}
+    assert "10 s, doubling up to 600 s" in ok(url, "queue", "show", "orders")
+    # When one backoff is changed, the other is kept; the redelivery count changes alone
+    ok(url, "queue", "update", "orders", "--retry-max-backoff", "60", "--max-redelivery", "0")
+    got = meta()
+    assert got["_retry_policy"] == {"minimum_backoff": 10, "maximum_backoff": 60}
+    assert (got["_max_redelivery"], got["_max_claim_count"]) == (0, 1)
+    # A minimum above the maximum, or half a policy, is refused before any request
+    assert run(url, "queue", "update", "orders", "--retry-min-backoff", "61").exit_code == 2
+    assert run(url, "queue", "create", "jobs", "--retry-min-backoff", "1").exit_code == 2
+    assert run(url, "queue", "create", "jobs", "--retry-max-backoff", "601").exit_code == 2
+    conflicting = ("--max-claims", "3", "--max-redelivery", "3")
+    assert run(url, "queue", "update", "orders", *conflicting).exit_code == 2
+    # And --no-retry-policy removes it
+    ok(url, "queue", "update", "orders", "--no-retry-policy")
+    assert meta().get("_retry_policy") is None
+    assert run(url, "queue", "create", "jobs", "--retry-max-backoff", "5").exit_code == 2

@@ -12,6 +12,7 @@ import click
 from deadletter.cli.output import Failure, json_option, print_json, print_table, server_options
 from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
 from deadletter.client import Client
+from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     MAX_CLAIM_COUNT,
     MAX_DELAY,
@@ -58,13 +59,14 @@ SETTINGS = (
     Setting("max_messages", "_max_messages", "most messages held", "messages"),
     Setting("max_bytes", "_max_bytes", "most bytes held", "bytes"),
     Setting("overflow", "_overflow", "a send past a bound"),
+    # Given as --retry-min-backoff and --retry-max-backoff (`_retry_policy_of`).
+    Setting("retry_policy", declared.RETRY_POLICY.zaqar, "backoff of a message given back"),
 )
 BY_OPTION = {s.option: s for s in SETTINGS}
-# What `queue show` also says, read-only here.
+# What `queue show` also says, read-only here (--max-redelivery is said as --max-claims).
 SHOWN = (
     Setting("", "_dead_letter_policy_active", "dead-letter policy active"),
     Setting("", "_max_redelivery", "redeliveries before the DLQ (Solace)"),
-    Setting("", "_retry_policy", "backoff of a message given back"),
     Setting("", "_max_messages_post_size", "largest message", "bytes"),
     Setting("", "_fifo", "FIFO"),
     Setting("", "_content_based_deduplication", "deduplication by content"),
@@ -100,6 +102,11 @@ def _redrive_allow(value: str | None) -> dict[str, Any] | None:
     return {"permission": "byQueue", "sources": sources}
 
 
+def _backoff_range(setting: declared.Setting) -> click.IntRange:
+    assert setting.zaqar is not None
+    return click.IntRange(*setting.face_range(setting.zaqar))
+
+
 def policy_options(command: F) -> F:
     """The options `queue create` and `queue update` share."""
     options = [
@@ -108,6 +115,22 @@ def policy_options(command: F) -> F:
             "--max-claims",
             type=click.IntRange(1, MAX_CLAIM_COUNT),
             help="Deliveries before a message moves to the DLQ.",
+        ),
+        click.option(
+            "--max-redelivery",
+            type=click.IntRange(0, MAX_CLAIM_COUNT - 1),
+            help="Redeliveries before the DLQ, as Solace counts them: --max-claims less one.",
+        ),
+        click.option(
+            "--retry-min-backoff",
+            type=_backoff_range(declared.MINIMUM_BACKOFF),
+            help="Retry policy: a message given back or whose claim lapses is hidden this"
+            " long (s) after its first delivery, doubling after each one.",
+        ),
+        click.option(
+            "--retry-max-backoff",
+            type=_backoff_range(declared.MAXIMUM_BACKOFF),
+            help="Retry policy: the longest it is hidden (s).",
         ),
         click.option(
             "--dlq-ttl",
@@ -158,6 +181,32 @@ def policy_options(command: F) -> F:
     return command
 
 
+def _redelivery_as_claims(values: dict[str, Any]) -> None:
+    """--max-redelivery N as the --max-claims it means, N + 1."""
+    redelivery = values.pop("max_redelivery", None)
+    if redelivery is None:
+        return
+    if values["max_claims"] not in (None, redelivery + 1):
+        raise click.UsageError("--max-redelivery is --max-claims less one: give one of them.")
+    values["max_claims"] = redelivery + 1
+
+
+def _retry_policy_of(values: dict[str, Any], current: dict[str, Any] | None) -> None:
+    """--retry-min-backoff and --retry-max-backoff as `_retry_policy`; the one left out is
+    the queue's `current` policy's, where it has one."""
+    low, high = values.pop("retry_min_backoff", None), values.pop("retry_max_backoff", None)
+    if low is None and high is None:
+        return
+    kept = (current or {}).get(declared.RETRY_POLICY.zaqar) or {}
+    low = kept.get("minimum_backoff") if low is None else low
+    high = kept.get("maximum_backoff") if high is None else high
+    if low is None or high is None:
+        raise click.UsageError("A retry policy needs --retry-min-backoff and --retry-max-backoff.")
+    if low > high:
+        raise click.UsageError(f"--retry-min-backoff ({low}) exceeds --retry-max-backoff ({high}).")
+    values["retry_policy"] = {"minimum_backoff": low, "maximum_backoff": high}
+
+
 def _check_policy(dlq: str | None, max_claims: int | None, default_dlq: bool | None) -> None:
     if dlq is not None and max_claims is None:
         raise click.UsageError("--dlq needs --max-claims: the deliveries before the DLQ.")
@@ -193,7 +242,14 @@ def create(client: Client, name: str, **values: Any) -> None:
     the template its name matches.
 
     A queue that exists already is left as it is: with the same settings that is no error
-    (as `aws sqs create-queue`), with others it is one; `queue update` changes them."""
+    (as `aws sqs create-queue`), with others it is one; `queue update` changes them.
+
+    \b
+    deadletter queue create orders --dlq orders-dlq --max-redelivery 4
+    deadletter queue create orders --retry-min-backoff 10 --retry-max-backoff 600
+    """
+    _redelivery_as_claims(values)
+    _retry_policy_of(values, None)
     _check_policy(values["dlq"], values["max_claims"], values["default_dlq"])
     values["dead_letter_on_expiry"] = values["dead_letter_on_expiry"] or None
     values["default_dlq"] = values["default_dlq"] or None
@@ -235,6 +291,11 @@ def create(client: Client, name: str, **values: Any) -> None:
     help="Remove the dead-letter policy (DLQ, max claims, DLQ TTL, on expiry).",
 )
 @click.option(
+    "--no-retry-policy",
+    is_flag=True,
+    help="Remove the retry policy: a message given back is visible again at once.",
+)
+@click.option(
     "--template",
     "template",
     help="Take the settings of this queue template (deadletter template); options given win.",
@@ -251,6 +312,7 @@ def update(
     client: Client,
     name: str,
     no_dlq: bool,
+    no_retry_policy: bool,
     template: str | None,
     reset: tuple[str, ...],
     **values: Any,
@@ -263,10 +325,17 @@ def update(
     deadletter queue update orders-dlq --redrive-allow orders,payments
     deadletter queue update orders --reset max-ttl --ttl 600
     deadletter queue update orders --template orders
+    deadletter queue update orders --retry-max-backoff 60
+    deadletter queue update orders --no-retry-policy
     """
     current = client.get_queue(name)
     if template is not None:
         _take_template(client.template(template), values)
+    backoffs = (values["retry_min_backoff"], values["retry_max_backoff"])
+    if no_retry_policy and backoffs != (None, None):
+        raise click.UsageError("--no-retry-policy removes the policy: give no backoff with it.")
+    _redelivery_as_claims(values)
+    _retry_policy_of(values, current)
     given = {k for k, v in values.items() if v is not None}
     if no_dlq and given & set(POLICY):
         raise click.UsageError("--no-dlq removes the policy: give no other DLQ option with it.")
@@ -283,6 +352,7 @@ def update(
     ]
     removed = [BY_OPTION[o].key for o in POLICY] if no_dlq else []
     removed += [BY_OPTION[o.replace("-", "_")].key for o in reset]
+    removed += [BY_OPTION["retry_policy"].key] if no_retry_policy else []
     # Only keys that are there are removed: Zaqar refuses to remove a missing one.
     operations += [
         {"op": "remove", "path": f"/metadata/{key}"}
