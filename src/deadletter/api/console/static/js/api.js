@@ -67,10 +67,10 @@ export function url(path, query = {}) {
   return u;
 }
 
-export async function call(method, path, { query = {}, body, extraHeaders = {}, signingIn = false } = {}) {
+export async function call(method, path, { query = {}, body, extraHeaders = {}, signingIn = false, contentType = "application/json" } = {}) {
   const init = { method, headers: headers(extraHeaders), cache: "no-store" };
   if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
+    init.headers["Content-Type"] = contentType;
     init.body = JSON.stringify(body);
   }
   const response = await fetch(url(path, query), init);
@@ -108,6 +108,10 @@ export async function queuesPage(marker, limit = PAGE) {
 
 export const queue = (name) => get(q(name));
 export const stats = (name) => get(q(name) + "/stats");
+// Zaqar's metadata change: a JSON patch of `/metadata/<key>` operations.
+export const patchQueue = (name, operations) => call("PATCH", q(name), {
+  body: operations, contentType: "application/openstack-messaging-v2.0-json-patch",
+});
 export const sources = async (dlq) => (await get(q(dlq) + "/dead_letter_sources")).sources || [];
 export const claim = (name, claimId) => get(`${q(name)}/claims/${encodeURIComponent(claimId)}`);
 export const message = (name, id) => get(`${q(name)}/messages/${encodeURIComponent(id)}`);

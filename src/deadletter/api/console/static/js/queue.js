@@ -4,6 +4,7 @@
 import * as api from "./api.js";
 import { add, age, clear, errorBox, h, pretty, shortId } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
+import { settingsCard } from "./settings.js";
 import { distinguish, summarize } from "./summary.js";
 
 const WINDOW = 50;   // cells drawn per strip; the rest is summarised
@@ -67,7 +68,7 @@ function bodyTitle(body) {
 export async function queuePicture(el, name, params) {
   const meta = await api.queue(name);
   const dlq = meta._dead_letter_queue || null;
-  const maxClaims = meta._max_claim_count || null;
+  let maxClaims = meta._max_claim_count || null;
   const srcs = dlq ? [] : await api.sources(name);
   const isDlq = srcs.length > 0;
 
@@ -107,7 +108,7 @@ export async function queuePicture(el, name, params) {
             consumerList, consumerNote))),
       dlq ? h("div", { class: "threshold", id: "threshold" },
         h("span", { class: "arrow", "aria-hidden": "true", text: "↓" }),
-        h("span", { text: `maxClaimCount = ${maxClaims}` }),
+        h("span", { id: "threshold-count", text: `maxClaimCount = ${maxClaims}` }),
         h("span", { class: "muted", text: " — the next claim after this many deliveries moves the message down" }))
         : null,
       dlq ? h("div", { class: "lane" },
@@ -119,6 +120,12 @@ export async function queuePicture(el, name, params) {
         : null,
       !dlq && !isDlq ? h("p", { class: "muted", text: "No dead-letter policy: messages are never moved." }) : null),
     detail,
+    settingsCard(name, meta, (fresh) => {
+      maxClaims = fresh._max_claim_count || null;
+      const shown = el.querySelector("#threshold-count");
+      if (shown) shown.textContent = `maxClaimCount = ${maxClaims}`;
+      refresh().catch(show);
+    }),
     isDlq ? h("p", {}, h("a", { href: `#/dlq/${encodeURIComponent(name)}`, text: "Browse these dead letters" }),
       " · sources: ", srcs.map((s) => s.name).join(", ")) : null);
 
