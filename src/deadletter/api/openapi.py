@@ -205,6 +205,27 @@ def _optional(setting: declared.Setting) -> dict[str, Any]:
     return {"type": ["integer", "null"], "minimum": setting.low, "maximum": setting.high}
 
 
+def _nullable(setting: declared.Setting, face: declared.Name) -> dict[str, Any]:
+    """A reserved metadata key within its range on the Zaqar face; null where unset."""
+    low, high = setting.face_range(face)
+    return {"type": ["integer", "null"], "minimum": low, "maximum": high}
+
+
+def _retry_policy() -> dict[str, Any]:
+    members = declared.members(declared.RETRY_POLICY.zaqar, "zaqar")
+    return {
+        "type": ["object", "null"],
+        "description": "Backoff of a message given back without a delay or whose claim lapses:"
+        " minimum_backoff * 2^(deliveries - 1) seconds, at most maximum_backoff (docs/api.md).",
+        "properties": {
+            key: {"type": "integer", "minimum": s.low, "maximum": s.high}
+            for key, s in members.items()
+        },
+        "required": list(members),
+        "additionalProperties": False,
+    }
+
+
 SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object",
@@ -214,7 +235,8 @@ SCHEMAS: dict[str, Any] = {
     "Metadata": {
         "type": "object",
         "description": "User keys plus reserved keys (_default_message_ttl, _max_claim_count,"
-        " _dead_letter_queue, _redrive_allow, ...; docs/api.md lists them all).",
+        " _max_redelivery, _retry_policy, _dead_letter_queue, _redrive_allow, ...; docs/api.md lists"
+        " them all).",
         "properties": {
             # A bounded queue (RabbitMQ's x-max-length, x-max-length-bytes, x-overflow).
             **{
@@ -228,6 +250,11 @@ SCHEMAS: dict[str, Any] = {
                 " oldest (reason maxlen), reject-publish refuses the send (409),"
                 " reject-publish-dlx refuses it and dead-letters the refused messages.",
             },
+            declared.MAX_REDELIVERY.name: {
+                **_nullable(declared.MAX_CLAIMS, declared.MAX_REDELIVERY),
+                "description": "Solace's max redelivery: _max_claim_count less one.",
+            },
+            declared.RETRY_POLICY.zaqar: _retry_policy(),
         },
     },
     "Template": {

@@ -151,6 +151,9 @@ MAX_CLAIMS = Setting(
     sqs=Name("RedrivePolicy.maxReceiveCount"),
     needs=("dead_letter.target",),
 )
+# Solace's max redelivery on the Zaqar face: the max claim count less one (N redeliveries are
+# N + 1 deliveries), so its range is the max claim count's less one.
+MAX_REDELIVERY = Name("_max_redelivery", low=MAX_CLAIMS.low - 1, high=MAX_CLAIMS.high - 1)
 DLQ_MESSAGE_TTL = Setting(
     "dead_letter.message_ttl",
     "dead-letter message TTL",

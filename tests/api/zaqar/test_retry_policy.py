@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from deadletter.clock import ManualClock
+from deadletter.domain.model import MAX_BACKOFF
+from deadletter.domain.settings import MAX_CLAIMS
 from tests.api.zaqar.conftest import ApiClient, claim, make_queue, post
 
 POLICY = {"minimum_backoff": 10, "maximum_backoff": 15}
@@ -68,3 +70,22 @@ def test_a_lapsed_claim_backs_off(api: ApiClient, clock: ManualClock) -> None:
         assert claim(api, "q") == (None, [])
         clock.advance(1)
     assert claim(api, "q")[1][0]["id"] == mid
+
+
+def test_the_openapi_document_lists_both_keys_with_their_declared_ranges(api: ApiClient) -> None:
+    metadata = api.get("/openapi.json").json()["components"]["schemas"]["Metadata"]["properties"]
+    redelivery = metadata["_max_redelivery"]
+    assert (redelivery["minimum"], redelivery["maximum"]) == (
+        MAX_CLAIMS.low - 1,
+        MAX_CLAIMS.high - 1,
+    )
+    policy = metadata["_retry_policy"]
+    assert set(policy["required"]) == {"minimum_backoff", "maximum_backoff"}
+    for member in policy["required"]:
+        assert (
+            policy["properties"][member]["minimum"],
+            policy["properties"][member]["maximum"],
+        ) == (
+            0,
+            MAX_BACKOFF,
+        )

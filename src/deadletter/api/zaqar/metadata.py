@@ -53,7 +53,7 @@ MIN_MESSAGE_TTL = _key(declared.MIN_MESSAGE_TTL)
 DLQ_DEFAULT = "_dead_letter_default"
 # Solace's max redelivery: deliveries after the first, so always the max claim count less one.
 # The stored setting stays the claim count; this key is read and written through it, here only.
-MAX_REDELIVERY = "_max_redelivery"
+MAX_REDELIVERY = declared.MAX_REDELIVERY.name
 # FIFO queues (fixed at creation) and whether they derive deduplication ids from the body.
 FIFO = "_fifo"
 CONTENT_DEDUP = "_content_based_deduplication"
@@ -218,9 +218,8 @@ def _claims_from_redelivery(m: dict[str, Any]) -> dict[str, Any]:
     redelivery = m.pop(MAX_REDELIVERY, None)
     if redelivery is None:
         return m
-    assert declared.MAX_CLAIMS.zaqar is not None
-    low, high = declared.MAX_CLAIMS.face_range(declared.MAX_CLAIMS.zaqar)
-    claims = _int(MAX_REDELIVERY, redelivery, low - 1, high - 1, 0) + 1
+    low, high = declared.MAX_CLAIMS.face_range(declared.MAX_REDELIVERY)
+    claims = _int(MAX_REDELIVERY, redelivery, low, high, 0) + 1
     if m.get(MAX_CLAIM_COUNT) not in (None, claims):
         raise bad_request(
             f"{MAX_REDELIVERY} ({redelivery}) is {MAX_CLAIM_COUNT} less one"
