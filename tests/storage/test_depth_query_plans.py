@@ -25,6 +25,7 @@ PARAMS: dict[str, Any] = {
     "after_seq": 0, "max_seq": None, "include_claimed": False, "include_delayed": False,
     "exclude_client_id": None, "dl_source": None, "dl_reason": None, "dl_since": None,
     "dl_until": None, "dl_ids": None, "claim": "c", "lapsed": False, "done": NOW + 3600,
+    "backoff_end": NOW + 600,
 }  # fmt: skip
 
 
@@ -52,6 +53,10 @@ def sqlite_plan(store: SQLiteStore, sql: str) -> list[str]:
             "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)",
         ),
         (q.SETTLE_HIDDEN, "USING INDEX messages_hidden (project=? AND queue=? AND visible_at<?)"),
+        (
+            q.LAPSED_IN_BACKOFF,
+            "USING INDEX messages_hidden (project=? AND queue=? AND visible_at>? AND visible_at<?)",
+        ),
         (q.PLACES_OF, "USING INDEX sqlite_autoindex_messages_1 (id=?)"),
         (q.DEPTHS, "USING INDEX sqlite_autoindex_queue_depths_1 (project=? AND queue=?)"),
         (q.HIDDEN_COUNTS, "USING INDEX sqlite_autoindex_queue_hidden_1 (project=? AND queue=?)"),
@@ -143,7 +148,7 @@ def test_claims_and_listings_skip_a_busy_head_on_each_store(store: Store) -> Non
     "sql",
     [
         q.GET_MESSAGES, q.DELETE_MESSAGES, q.DELETE_HELD, q.PLACES_OF, q.CLAIMABLE_HIDDEN,
-        q.LIST_HIDDEN, q.CLAIMED_BY, q.SHOWN_SINCE_SETTLED, q.SETTLE_HIDDEN,
+        q.LIST_HIDDEN, q.CLAIMED_BY, q.SHOWN_SINCE_SETTLED, q.SETTLE_HIDDEN, q.LAPSED_IN_BACKOFF,
     ],
 )  # fmt: skip
 def test_postgres_never_walks_a_deep_queue_whatever_its_statistics(
