@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import MAX_BACKOFF, DeadLetterPolicy, QueueSettings, RetryPolicy
+from deadletter.domain.model import (
+    MAX_BACKOFF,
+    DeadLetterPolicy,
+    ListQuery,
+    QueueSettings,
+    RetryPolicy,
+)
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send
 
@@ -196,3 +202,20 @@ def test_a_lapsed_last_delivery_is_dead_lettered_at_the_lapse(
     engine.sweep_expired()
     assert engine.stats(P, "orders-dlq").free == 1
     assert engine.get_message(P, "orders-dlq", m.id).claim_count == 2
+
+
+def test_a_lapsed_message_serving_its_backoff_is_listed_as_delayed(
+    engine: Engine, clock: ManualClock
+) -> None:
+    with_retry(engine, 60, 60)
+    (m,) = send(engine, "orders", "m")
+    engine.claim(P, "orders", 1, ttl=30)
+    clock.advance(30)
+
+    def listed(claimed: bool, delayed: bool) -> list[str]:
+        query = ListQuery(include_claimed=claimed, include_delayed=delayed)
+        return [x.id for x in engine.list_messages(P, "orders", query)]
+
+    assert listed(claimed=False, delayed=False) == []
+    assert listed(claimed=True, delayed=False) == []
+    assert listed(claimed=False, delayed=True) == [m.id]
