@@ -323,6 +323,7 @@ SCHEMAS: dict[str, Any] = {
             "attributes": OBJ,
             "claim_count": INT,
             "enqueued_at": TIME,
+            "visible_at": TIME,
             "provenance": {
                 "type": "object",
                 "properties": {

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from deadletter.api.zaqar.serialize import iso
 from deadletter.clock import ManualClock
 from deadletter.domain.model import MAX_BACKOFF
 from deadletter.domain.settings import MAX_CLAIMS
@@ -63,7 +64,9 @@ def test_a_lapsed_claim_backs_off(api: ApiClient, clock: ManualClock) -> None:
         assert claim(api, "q", ttl=60, grace=60)[0] is not None
         clock.advance(60)
         # It is delayed, not claimed, for the backoff, and claimed again at its end
-        assert api.get(f"/v2/queues/q/messages/{mid}").json().get("claim_id") is None
+        state = api.get(f"/v2/queues/q/messages/{mid}").json()
+        assert "claim_id" not in state
+        assert state["visible_at"] == iso(clock.now() + expected)
         counts = api.get("/v2/queues/q/stats").json()["messages"]
         assert (counts["claimed"], counts["delayed"]) == (0, 1)
         clock.advance(expected - 1)

@@ -10,6 +10,7 @@ import msgspec
 
 from deadletter.api.json_response import dumps
 from deadletter.domain.model import Canary, Message, RedriveTask, death_counts
+from deadletter.domain.tags import DEFAULT_DONE_AT
 
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at", "first_at", "last_at"})
 
@@ -82,6 +83,10 @@ def message_json(
     if not extended:
         return out
     out["enqueued_at"] = iso(m.enqueued_at)
+    # Hidden without a claim (a delay, a retry backoff): when it is visible again. A message
+    # the untagged consumers are done with waits for the tags, never to be visible to them.
+    if not m.is_claimed(now) and now < m.visible_at < DEFAULT_DONE_AT:
+        out["visible_at"] = iso(m.visible_at)
     if m.attributes:
         out["attributes"] = {k: a.to_dict() for k, a in m.attributes.items()}
     if m.provenance is not None:

@@ -2,7 +2,7 @@
 // badges and the max-claims threshold between them, updated live.
 
 import * as api from "./api.js";
-import { add, age, clear, errorBox, h, pretty, shortId } from "./dom.js";
+import { add, age, clear, errorBox, h, pretty, shortId, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
 import { settingsCard } from "./settings.js";
 import { distinguish, summarize } from "./summary.js";
@@ -157,6 +157,7 @@ export async function queuePicture(el, name, params) {
     const facts = [
       `${where} · delivered ${m.claim_count}× · age ${age(m.age)}`,
       m.claim_id ? `claimed (claim ${m.claim_id})` : null,
+      m.visible_at ? `hidden until ${when(m.visible_at)}` : null,
       p ? `from ${p.source_queue} (${p.reason})${p.error ? ": " + p.error : ""}` : null,
       patterns.has(m.id) ? `pattern ${patterns.get(m.id).id}` : null,
     ].filter(Boolean).join(" · ");
