@@ -8,7 +8,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from tests.console.conftest import Api
-from tests.console.test_pages import orders_with_dlq
+from tests.console.test_pages import cell, orders_with_dlq
 
 
 def test_the_retry_policy_and_max_redelivery_are_shown_and_edited(api: Api, page: Any) -> None:
@@ -41,3 +41,17 @@ def test_the_retry_policy_and_max_redelivery_are_shown_and_edited(api: Api, page
     page.click("#retry-remove")
     expect(retry).to_contain_text("none")
     assert api.request("GET", "/v2/queues/orders").json().get("_retry_policy") is None
+
+
+def test_a_message_serving_its_backoff_says_until_when(api: Api, page: Any) -> None:
+    # Given a message given back to a queue that backs off a minute
+    api.queue("orders", _retry_policy={"minimum_backoff": 60, "maximum_backoff": 60})
+    (mid,) = api.send("orders", {"order": 1})
+    claim_id, _ = api.claim("orders")
+    assert claim_id is not None
+    api.release("orders", claim_id)
+    # When its cell is read, the card says when it is visible again
+    page.goto("/console/#/queues/orders")
+    cell(page, "main-strip", mid).hover()
+    expect(page.locator("#cell-detail-id")).to_have_text(mid)
+    expect(page.locator("#cell-detail")).to_contain_text("hidden until")
