@@ -286,3 +286,14 @@ def test_queue_retry_policy_and_max_redelivery(url: str) -> None:
     ok(url, "queue", "update", "orders", "--no-retry-policy")
     assert meta().get("_retry_policy") is None
     assert run(url, "queue", "create", "jobs", "--retry-max-backoff", "5").exit_code == 2
+
+
+def test_a_templates_retry_policy_from_the_command_line(url: str) -> None:
+    ok(url, "template", "create", "jobs", "--pattern", "jobs-*",
+       "--retry-min-backoff", "5", "--retry-max-backoff", "50")  # fmt: skip
+    ok(url, "template", "update", "jobs", "--retry-max-backoff", "80")
+    (listed,) = json.loads(ok(url, "template", "list", "--json"))
+    assert listed["retry_policy"] == {"minimum_backoff": 5, "maximum_backoff": 80}
+    ok(url, "queue", "create", "jobs-1")
+    meta = json.loads(ok(url, "queue", "show", "jobs-1", "--json"))["metadata"]
+    assert meta["_retry_policy"] == {"minimum_backoff": 5, "maximum_backoff": 80}

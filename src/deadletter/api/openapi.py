@@ -272,6 +272,7 @@ SCHEMAS: dict[str, Any] = {
             "min_ttl": _optional(declared.MIN_MESSAGE_TTL),
             "respect_ttl": {"type": ["boolean", "null"]},
             "dead_letter_eligible": {"type": ["boolean", "null"]},
+            "retry_policy": _retry_policy(),
         },
     },
     "Patch": {

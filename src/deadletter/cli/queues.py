@@ -11,6 +11,7 @@ import click
 
 from deadletter.cli.output import Failure, json_option, print_json, print_table, server_options
 from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
+from deadletter.cli.templates import RETRY_OPTIONS, retry_policy_of
 from deadletter.client import Client
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
@@ -59,7 +60,7 @@ SETTINGS = (
     Setting("max_messages", "_max_messages", "most messages held", "messages"),
     Setting("max_bytes", "_max_bytes", "most bytes held", "bytes"),
     Setting("overflow", "_overflow", "a send past a bound"),
-    # Given as --retry-min-backoff and --retry-max-backoff (`_retry_policy_of`).
+    # Given as --retry-min-backoff and --retry-max-backoff (`templates.retry_policy_of`).
     Setting("retry_policy", declared.RETRY_POLICY.zaqar, "backoff of a message given back"),
 )
 BY_OPTION = {s.option: s for s in SETTINGS}
@@ -102,11 +103,6 @@ def _redrive_allow(value: str | None) -> dict[str, Any] | None:
     return {"permission": "byQueue", "sources": sources}
 
 
-def _backoff_range(setting: declared.Setting) -> click.IntRange:
-    assert setting.zaqar is not None
-    return click.IntRange(*setting.face_range(setting.zaqar))
-
-
 def policy_options(command: F) -> F:
     """The options `queue create` and `queue update` share."""
     options = [
@@ -121,17 +117,7 @@ def policy_options(command: F) -> F:
             type=click.IntRange(0, MAX_CLAIM_COUNT - 1),
             help="Redeliveries before the DLQ, as Solace counts them: --max-claims less one.",
         ),
-        click.option(
-            "--retry-min-backoff",
-            type=_backoff_range(declared.MINIMUM_BACKOFF),
-            help="Retry policy: a message given back or whose claim lapses is hidden this"
-            " long (s) after its first delivery, doubling after each one.",
-        ),
-        click.option(
-            "--retry-max-backoff",
-            type=_backoff_range(declared.MAXIMUM_BACKOFF),
-            help="Retry policy: the longest it is hidden (s).",
-        ),
+        *RETRY_OPTIONS,
         click.option(
             "--dlq-ttl",
             type=click.IntRange(min=MIN_DLQ_MESSAGE_TTL),
@@ -191,22 +177,6 @@ def _redelivery_as_claims(values: dict[str, Any]) -> None:
     values["max_claims"] = redelivery + 1
 
 
-def _retry_policy_of(values: dict[str, Any], current: dict[str, Any] | None) -> None:
-    """--retry-min-backoff and --retry-max-backoff as `_retry_policy`; the one left out is
-    the queue's `current` policy's, where it has one."""
-    low, high = values.pop("retry_min_backoff", None), values.pop("retry_max_backoff", None)
-    if low is None and high is None:
-        return
-    kept = (current or {}).get(declared.RETRY_POLICY.zaqar) or {}
-    low = kept.get("minimum_backoff") if low is None else low
-    high = kept.get("maximum_backoff") if high is None else high
-    if low is None or high is None:
-        raise click.UsageError("A retry policy needs --retry-min-backoff and --retry-max-backoff.")
-    if low > high:
-        raise click.UsageError(f"--retry-min-backoff ({low}) exceeds --retry-max-backoff ({high}).")
-    values["retry_policy"] = {"minimum_backoff": low, "maximum_backoff": high}
-
-
 def _check_policy(dlq: str | None, max_claims: int | None, default_dlq: bool | None) -> None:
     if dlq is not None and max_claims is None:
         raise click.UsageError("--dlq needs --max-claims: the deliveries before the DLQ.")
@@ -249,7 +219,7 @@ def create(client: Client, name: str, **values: Any) -> None:
     deadletter queue create orders --retry-min-backoff 10 --retry-max-backoff 600
     """
     _redelivery_as_claims(values)
-    _retry_policy_of(values, None)
+    retry_policy_of(values, None)
     _check_policy(values["dlq"], values["max_claims"], values["default_dlq"])
     values["dead_letter_on_expiry"] = values["dead_letter_on_expiry"] or None
     values["default_dlq"] = values["default_dlq"] or None
@@ -335,7 +305,7 @@ def update(
     if no_retry_policy and backoffs != (None, None):
         raise click.UsageError("--no-retry-policy removes the policy: give no backoff with it.")
     _redelivery_as_claims(values)
-    _retry_policy_of(values, current)
+    retry_policy_of(values, current.get(declared.RETRY_POLICY.zaqar))
     given = {k for k, v in values.items() if v is not None}
     if no_dlq and given & set(POLICY):
         raise click.UsageError("--no-dlq removes the policy: give no other DLQ option with it.")

@@ -9,6 +9,7 @@ import click
 
 from deadletter.cli.output import json_option, print_json, print_table, server_options
 from deadletter.client import Client
+from deadletter.domain import settings as declared
 from deadletter.domain.model import MAX_CLAIM_COUNT, MAX_TTL, MIN_DLQ_MESSAGE_TTL
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -24,7 +25,45 @@ KEYS = {
     "min_ttl": "min_ttl",
     "respect_ttl": "respect_ttl",
     "eligible": "dead_letter_eligible",
+    "retry_policy": "retry_policy",  # from --retry-min-backoff and --retry-max-backoff
 }
+
+
+def _backoff_range(setting: declared.Setting) -> click.IntRange:
+    assert setting.zaqar is not None
+    return click.IntRange(*setting.face_range(setting.zaqar))
+
+
+# The retry policy's options, shared by `queue create`, `queue update` and the templates'.
+RETRY_OPTIONS = (
+    click.option(
+        "--retry-min-backoff",
+        type=_backoff_range(declared.MINIMUM_BACKOFF),
+        help="Retry policy: a message given back or whose claim lapses is hidden this"
+        " long (s) after its first delivery, doubling after each one.",
+    ),
+    click.option(
+        "--retry-max-backoff",
+        type=_backoff_range(declared.MAXIMUM_BACKOFF),
+        help="Retry policy: the longest it is hidden (s).",
+    ),
+)
+
+
+def retry_policy_of(values: dict[str, Any], current: dict[str, Any] | None) -> None:
+    """--retry-min-backoff and --retry-max-backoff as `values["retry_policy"]`; the one left
+    out is the `current` policy's, where there is one."""
+    low, high = values.pop("retry_min_backoff", None), values.pop("retry_max_backoff", None)
+    if low is None and high is None:
+        return
+    kept = current or {}
+    low = kept.get("minimum_backoff") if low is None else low
+    high = kept.get("maximum_backoff") if high is None else high
+    if low is None or high is None:
+        raise click.UsageError("A retry policy needs --retry-min-backoff and --retry-max-backoff.")
+    if low > high:
+        raise click.UsageError(f"--retry-min-backoff ({low}) exceeds --retry-max-backoff ({high}).")
+    values["retry_policy"] = {"minimum_backoff": low, "maximum_backoff": high}
 
 
 def setting_options(command: F) -> F:
@@ -60,6 +99,7 @@ def setting_options(command: F) -> F:
             default=None,
             help="Whether messages go to the DLQ unless the sender says otherwise.",
         ),
+        *RETRY_OPTIONS,
     ]
     for option in reversed(options):
         command = option(command)
@@ -83,6 +123,7 @@ def create(client: Client, name: str, pattern: str | None, **values: Any) -> Non
     """Create (or replace) template NAME."""
     if pattern is None:
         raise click.UsageError("--pattern is required.")
+    retry_policy_of(values, None)
     client.put_template(name, {"pattern": pattern, **_settings(values)})
     click.echo(f"created template {name}")
 
@@ -93,6 +134,8 @@ def create(client: Client, name: str, pattern: str | None, **values: Any) -> Non
 @server_options
 def update(client: Client, name: str, pattern: str | None, **values: Any) -> None:
     """Change the settings given of template NAME; the others stay."""
+    if values["retry_min_backoff"] is not None or values["retry_max_backoff"] is not None:
+        retry_policy_of(values, client.template(name).get("retry_policy"))
     changes = _settings(values) | ({"pattern": pattern} if pattern else {})
     if not changes:
         raise click.UsageError("Give at least one setting to change.")

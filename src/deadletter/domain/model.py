@@ -623,6 +623,7 @@ class TemplateSettings:
     min_ttl: int | None = None
     respect_ttl: bool | None = None
     dead_letter_eligible: bool | None = None
+    retry_policy: RetryPolicy | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -635,11 +636,15 @@ class TemplateSettings:
             "min_ttl": self.min_ttl,
             "respect_ttl": self.respect_ttl,
             "dead_letter_eligible": self.dead_letter_eligible,
+            "retry_policy": self.retry_policy.to_dict() if self.retry_policy else None,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TemplateSettings:
-        return cls(**{k: data.get(k) for k in cls().to_dict()})
+        values = {k: data.get(k) for k in cls().to_dict()}
+        policy = values["retry_policy"]
+        values["retry_policy"] = RetryPolicy.from_dict(policy) if policy else None
+        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ def applied(t: TemplateSettings, base: QueueSettings, queue: str, is_dlq: bool) 
             ("min_ttl", t.min_ttl),
             ("respect_ttl", t.respect_ttl),
             ("dead_letter_eligible", t.dead_letter_eligible),
+            ("retry_policy", t.retry_policy),
         )
         if value is not None
     }

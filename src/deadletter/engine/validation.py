@@ -23,6 +23,7 @@ from deadletter.domain.model import (
     Overflow,
     QueueSettings,
     RedrivePermission,
+    RetryPolicy,
     TemplateSettings,
 )
 from deadletter.engine import fifo
@@ -164,12 +165,7 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
             f" not {s.overflow!r}"
         )
     s = s.with_changes(overflow=Overflow(s.overflow))
-    retry = s.retry_policy
-    if retry is not None and retry.minimum_backoff > retry.maximum_backoff:
-        raise errors.InvalidInput(
-            f"minimum backoff ({retry.minimum_backoff}) exceeds the maximum"
-            f" ({retry.maximum_backoff})"
-        )
+    _check_retry(s.retry_policy)
     floor = declared.MIN_MESSAGE_TTL
     if s.min_ttl is not None:
         check_range(floor.what, s.min_ttl, floor.low, s.max_ttl)
@@ -222,6 +218,14 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
     return s.with_changes(dead_letter=replace(policy, active=True))
 
 
+def _check_retry(retry: RetryPolicy | None) -> None:
+    if retry is not None and retry.minimum_backoff > retry.maximum_backoff:
+        raise errors.InvalidInput(
+            f"minimum backoff ({retry.minimum_backoff}) exceeds the maximum"
+            f" ({retry.maximum_backoff})"
+        )
+
+
 def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
     """A template's name, pattern and settings, checked as a queue's would be, so that it
     can only fail a queue's creation by naming a DLQ that is missing or refuses it."""
@@ -249,6 +253,9 @@ def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
     ):
         if value is not None:
             check_range(setting.what, value, *_range(setting))
+    if t.retry_policy is not None:
+        check_declared(QueueSettings(retry_policy=t.retry_policy), declared.RETRY_SETTINGS)
+        _check_retry(t.retry_policy)
     if t.min_ttl is not None and t.max_ttl is not None and t.min_ttl > t.max_ttl:
         raise errors.InvalidInput("a template's minimum message TTL exceeds its maximum")
     for what, flag in (

@@ -92,3 +92,23 @@ def test_the_openapi_document_lists_both_keys_with_their_declared_ranges(api: Ap
             0,
             MAX_BACKOFF,
         )
+
+
+def test_a_template_gives_its_retry_policy_to_the_queues_it_makes(api: ApiClient) -> None:
+    # Given a template with a retry policy
+    r = api.put("/v2/templates/jobs", json={"pattern": "jobs-*", "retry_policy": POLICY})
+    assert r.status_code == 201, r.text
+    assert r.json()["retry_policy"] == POLICY
+    # When a queue it matches is created, it has the policy; a PATCH of null clears it
+    make_queue(api, "jobs-1")
+    assert api.get("/v2/queues/jobs-1").json()["_retry_policy"] == POLICY
+    cleared = api.patch("/v2/templates/jobs", json={"retry_policy": None})
+    assert cleared.json()["retry_policy"] is None
+    # A policy out of range or of the wrong shape is refused in Zaqar's format
+    for policy, words in [
+        ({"minimum_backoff": 11, "maximum_backoff": 10}, "minimum backoff"),
+        ({"minimum_backoff": 1, "maximum_backoff": MAX_BACKOFF + 1}, "retry_policy"),
+        ({"minimum_backoff": 1}, "retry_policy"),
+    ]:
+        r = api.put("/v2/templates/t", json={"pattern": "*", "retry_policy": policy})
+        assert r.status_code == 400 and words in r.json()["description"], (policy, r.text)

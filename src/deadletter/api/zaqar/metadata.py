@@ -205,7 +205,7 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         content_based_deduplication=_bool(
             CONTENT_DEDUP, get(CONTENT_DEDUP), base.content_based_deduplication
         ),
-        retry_policy=_retry_policy(get(RETRY_POLICY), base.retry_policy),
+        retry_policy=retry_policy(RETRY_POLICY, get(RETRY_POLICY), base.retry_policy),
         overflow=_choice(declared.OVERFLOW, get(OVERFLOW), base.overflow),
     )
     return settings
@@ -272,9 +272,9 @@ def _policy(
     )
 
 
-def _retry_policy(value: Any, base: RetryPolicy | None) -> RetryPolicy | None:
-    """The retry policy the key states, each backoff in its declared range; the minimum above
-    the maximum is the engine's to refuse."""
+def retry_policy(key: str, value: Any, base: RetryPolicy | None) -> RetryPolicy | None:
+    """The retry policy `key` (the metadata's, or a template's) states, each backoff in its
+    declared range; the minimum above the maximum is the engine's to refuse."""
     if value is None:
         return base
     members = declared.members(RETRY_POLICY, "zaqar")
@@ -283,11 +283,11 @@ def _retry_policy(value: Any, base: RetryPolicy | None) -> RetryPolicy | None:
         or set(value) != set(members)
         or any(v is None for v in value.values())
     ):
-        shape = ", ".join(f'"{key}": seconds' for key in members)
-        raise bad_request(f"{RETRY_POLICY} must be {{{shape}}}.")
+        shape = ", ".join(f'"{member}": seconds' for member in members)
+        raise bad_request(f"{key} must be {{{shape}}}.")
     backoffs = {
-        s.field.split(".")[1]: _int(f"{RETRY_POLICY}.{key}", value[key], s.low, s.high, 0)
-        for key, s in members.items()
+        s.field.split(".")[1]: _int(f"{key}.{member}", value[member], s.low, s.high, 0)
+        for member, s in members.items()
     }
     return RetryPolicy(**backoffs)
 

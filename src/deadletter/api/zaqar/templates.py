@@ -10,6 +10,7 @@ from starlette.responses import Response
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request, shown
+from deadletter.api.zaqar.metadata import retry_policy
 from deadletter.domain import errors
 from deadletter.domain.model import QueueTemplate, TemplateSettings
 
@@ -35,6 +36,7 @@ def _settings(doc: dict[str, Any], base: TemplateSettings) -> TemplateSettings:
     if unknown:
         raise bad_request(f"Unknown template keys: {', '.join(sorted(map(shown, unknown)))}.")
     values = {**base.to_dict(), **{k: v for k, v in doc.items() if k in SETTINGS_KEYS}}
+    policy = retry_policy(_RETRY, values.pop(_RETRY), None)
     for key, value in values.items():
         wanted = str if key == "dlq" else bool if key in _FLAGS else int
         ok = value is None or (
@@ -42,9 +44,10 @@ def _settings(doc: dict[str, Any], base: TemplateSettings) -> TemplateSettings:
         )
         if not ok:
             raise bad_request(f"Template key {key} must be {_NAMES[wanted]} or null.")
-    return TemplateSettings.from_dict(values)
+    return replace(TemplateSettings.from_dict(values), retry_policy=policy)
 
 
+_RETRY = "retry_policy"
 _FLAGS = frozenset({"on_expiry", "respect_ttl", "dead_letter_eligible"})
 _NAMES = {str: "a queue name", bool: "true or false", int: "an integer"}
 
