@@ -235,8 +235,8 @@ SCHEMAS: dict[str, Any] = {
     "Metadata": {
         "type": "object",
         "description": "User keys plus reserved keys (_default_message_ttl, _max_claim_count,"
-        " _max_redelivery, _retry_policy, _dead_letter_queue, _redrive_allow, ...; docs/api.md lists"
-        " them all).",
+        " _max_redelivery, _retry_policy, _dead_letter_queue, _redrive_allow, ...; docs/api.md"
+        " lists them all).",
         "properties": {
             # A bounded queue (RabbitMQ's x-max-length, x-max-length-bytes, x-overflow).
             **{
