@@ -96,6 +96,11 @@ def start(
     )
     if wait:
         task = _follow(client, dlq, task, quiet=as_json)
+    _report(task, as_json)
+
+
+def _report(task: dict[str, Any], as_json: bool) -> None:
+    """Say where a started or resumed task stands; a failed or paused one exits 1."""
     if as_json:
         print_json(task)
     else:
@@ -215,9 +220,4 @@ def resume(client: Client, dlq: str, task_id: str, wait: bool, as_json: bool) ->
     task = client.resume_redrive(dlq, task_id)
     if wait:
         task = _follow(client, dlq, task, quiet=as_json)
-    if as_json:
-        print_json(task)
-    else:
-        click.echo(
-            f"redrive {task_id}: {task['status']}, moved {task['moved']} of {task['to_move']}"
-        )
+    _report(task, as_json)
