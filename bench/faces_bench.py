@@ -189,6 +189,9 @@ def run(
             pid = system.proc.popen.pid
             port = int(system.proc.popen.args[system.proc.popen.args.index("--port") + 1])
             servers[code] = (pid, {"zaqar": ZaqarFace(port), "sqs": SqsFace(port)})
+        for _, faces in servers.values():  # each reconnects at its first request
+            for face in faces.values():
+                face.conn.http.close()
         spent = {
             code: {f: {op: [] for op in OPERATIONS} for f in faces}
             for code, (_, faces) in servers.items()

@@ -350,13 +350,24 @@ ALL = [
 ]
 
 
-def make(name: str, cores: int) -> System:
+BASE_SUFFIX = "-base"
+
+
+def make(name: str, cores: int, base: Path | None = None) -> System:
+    """The system `name` names; a deadletter system whose name ends in `BASE_SUFFIX` runs the
+    code of the checkout `base` instead of this one's."""
     factories: dict[str, Callable[[], System]] = {
         "rabbitmq": Rabbit,
         "zaqar": lambda: Zaqar(cores),
         "moto": Moto,
     }
     if name.startswith("deadletter-"):
-        _, face, store, *workers = name.split("-")
-        return Deadletter(face, store, int(workers[0][1:]) if workers else 1)
+        src = ROOT
+        if name.endswith(BASE_SUFFIX):
+            assert base is not None, f"{name} needs --base"
+            src = base
+        _, face, store, *workers = name.removesuffix(BASE_SUFFIX).split("-")
+        system = Deadletter(face, store, int(workers[0][1:]) if workers else 1, src=src)
+        system.name = name
+        return system
     return factories[name]()

@@ -20,8 +20,9 @@ import inspect
 import time
 from collections.abc import Callable, Sequence
 
+from starlette._utils import get_route_path  # the path as `Route.matches` reads it
 from starlette.requests import Request
-from starlette.routing import BaseRoute, Route, get_route_path
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from deadletter.api.limits import Refusal, known_length
