@@ -1,6 +1,7 @@
 """The server's CPU per request on each face, with a client that costs the same on both.
 
     ./dev bench faces [--stores sqlite,postgres] [--cycles 500] [--pauses-ms 0,2] [--runs 3]
+        [--base OTHER_CHECKOUT]
 
 The peers bench measures each face with its own real client (httpx for Zaqar, boto3 for
 SQS), and the server's CPU per message there moves with the client: a client that spends
@@ -35,7 +36,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.peers.systems import Deadletter
+from bench.peers.systems import ROOT, Deadletter
 
 RESULTS = Path(__file__).parent / "results"
 OPERATIONS = ("send", "receive", "delete")
@@ -170,27 +171,48 @@ def measure(pid: int, call: Callable[[], Any], pause: float, spent: list[int]) -
     return result
 
 
-def run(store: str, cycles: int, pause: float) -> dict[str, dict[str, float]]:
-    """Mean server CPU per request, in ms, {face: {operation: ms}}."""
-    system = Deadletter("zaqar", store)  # one server: both faces answer on it
-    system.fresh()
+def run(
+    store: str, cycles: int, pause: float, trees: dict[str, Path]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Mean server CPU per request, in ms, {code: {face: {operation: ms}}}: one server per
+    source tree of `trees` ({code: checkout root}), all serving at once, their cycles
+    alternating, so that a machine getting busier falls on each alike."""
+    systems = {code: Deadletter("zaqar", store, src=src) for code, src in trees.items()}
     try:
-        assert system.proc is not None
-        pid = system.proc.popen.pid
-        port = int(system.proc.popen.args[system.proc.popen.args.index("--port") + 1])
-        faces = {"zaqar": ZaqarFace(port), "sqs": SqsFace(port)}
-        spent: dict[str, dict[str, list[int]]] = {f: {op: [] for op in OPERATIONS} for f in faces}
+        for system in systems.values():
+            system.fresh()
+        # The faces once every server is up: a connection idle while another server starts
+        # would be closed by its server's keep-alive timeout.
+        servers = {}
+        for code, system in systems.items():  # one server each: both faces answer on it
+            assert system.proc is not None
+            pid = system.proc.popen.pid
+            port = int(system.proc.popen.args[system.proc.popen.args.index("--port") + 1])
+            servers[code] = (pid, {"zaqar": ZaqarFace(port), "sqs": SqsFace(port)})
+        for _, faces in servers.values():  # each reconnects at its first request
+            for face in faces.values():
+                face.conn.http.close()
+        spent = {
+            code: {f: {op: [] for op in OPERATIONS} for f in faces}
+            for code, (_, faces) in servers.items()
+        }
         for _ in range(cycles):
-            for name, face in faces.items():
-                measure(pid, face.send, pause, spent[name]["send"])
-                handle = measure(pid, face.receive, pause, spent[name]["receive"])
-                measure(pid, partial(face.delete, handle), pause, spent[name]["delete"])
+            for code, (pid, faces) in servers.items():
+                for name, face in faces.items():
+                    ops: dict[str, list[int]] = spent[code][name]
+                    measure(pid, face.send, pause, ops["send"])
+                    handle = measure(pid, face.receive, pause, ops["receive"])
+                    measure(pid, partial(face.delete, handle), pause, ops["delete"])
         return {
-            f: {op: statistics.fmean(ns) / 1e6 for op, ns in ops.items()}
-            for f, ops in spent.items()
+            code: {
+                f: {op: statistics.fmean(ns) / 1e6 for op, ns in ops.items()}
+                for f, ops in by_face.items()
+            }
+            for code, by_face in spent.items()
         }
     finally:
-        system.stop()
+        for system in systems.values():
+            system.stop()
 
 
 def summarize(runs: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -214,8 +236,8 @@ def render(results: list[dict[str, Any]]) -> str:
         f" one receive and one delete of {BATCH} messages; CPU s per 1k messages is the"
         " cycle's ms divided by 10.",
         "",
-        "| store | pause (ms) | operation | Zaqar face | SQS face | SQS / Zaqar |",
-        "|---|---:|---|---:|---:|---:|",
+        "| code | store | pause (ms) | operation | Zaqar face | SQS face | SQS / Zaqar |",
+        "|---|---|---:|---|---:|---:|---:|",
     ]
     for r in results:
         s = r["summary"]
@@ -223,7 +245,7 @@ def render(results: list[dict[str, Any]]) -> str:
             z, q = s["zaqar"][op], s["sqs"][op]
             cells = [f"{c['median']:.3f} ({c['min']:.3f}-{c['max']:.3f})" for c in (z, q)]
             ratio = q["median"] / z["median"]
-            row = [r["store"], f"{r['pause_ms']:g}", op, *cells, f"{ratio:.2f}"]
+            row = [r["code"], r["store"], f"{r['pause_ms']:g}", op, *cells, f"{ratio:.2f}"]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
@@ -237,20 +259,39 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--runs", type=int, default=3, help="runs per store and pause")
     parser.add_argument("--out", default=str(RESULTS / "faces"), help="results path, no suffix")
+    parser.add_argument(
+        "--base",
+        help="another source tree (a checkout's root) to measure in the same run: a server"
+        " of each serves at once, their cycles alternating",
+    )
     args = parser.parse_args(argv)
+    trees = {"this": ROOT}
+    if args.base:
+        trees = {"base": Path(args.base).resolve(), **trees}
     results: list[dict[str, Any]] = []
     for store in args.stores.split(","):
         for pause_ms in (float(p) for p in args.pauses_ms.split(",")):
-            runs = []
+            runs: dict[str, list[dict[str, dict[str, float]]]] = {code: [] for code in trees}
             for i in range(args.runs):
-                runs.append(run(store, args.cycles, pause_ms / 1000))
-                figures = {
-                    f: {op: round(ms, 3) for op, ms in ops.items()} for f, ops in runs[-1].items()
-                }
-                print(f"{store} pause {pause_ms:g} ms run {i + 1}: {figures}", flush=True)
-            results.append(
-                {"store": store, "pause_ms": pause_ms, "runs": runs, "summary": summarize(runs)}
-            )
+                for code, result in run(store, args.cycles, pause_ms / 1000, trees).items():
+                    runs[code].append(result)
+                    figures = {
+                        f: {op: round(ms, 3) for op, ms in ops.items()} for f, ops in result.items()
+                    }
+                    print(
+                        f"{code} {store} pause {pause_ms:g} ms run {i + 1}: {figures}", flush=True
+                    )
+            for code, src in trees.items():
+                results.append(
+                    {
+                        "code": code,
+                        "src": str(src),
+                        "store": store,
+                        "pause_ms": pause_ms,
+                        "runs": runs[code],
+                        "summary": summarize(runs[code]),
+                    }
+                )
     table = render(results)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

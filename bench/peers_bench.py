@@ -52,10 +52,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="keep the other systems' results already in the output (to re-run some systems)",
     )
+    ap.add_argument(
+        "--base",
+        help="another checkout: each deadletter system also runs its code, just before this"
+        " one's, under the system's name with -base",
+    )
     args = ap.parse_args(argv)
     args.systems = [s for s in args.systems.split(",") if s]
+    if args.base:
+        args.base = Path(args.base).resolve()
+        args.systems = [
+            n
+            for s in args.systems
+            for n in ([s + sysmod.BASE_SUFFIX, s] if s.startswith("deadletter-") else [s])
+        ]
     args.workloads = [w for w in args.workloads.split(",") if w]
-    unknown = [s for s in args.systems if s not in sysmod.ALL]
+    unknown = [s for s in args.systems if s.removesuffix(sysmod.BASE_SUFFIX) not in sysmod.ALL]
     unknown += [w for w in args.workloads if w not in WORKLOADS]
     if unknown:
         ap.error(f"unknown: {', '.join(unknown)}; systems are {', '.join(sysmod.ALL)}")
@@ -182,7 +194,7 @@ def run_system(
     name: str, args: argparse.Namespace, params: Params, out: dict[str, Any]
 ) -> dict[str, Any]:
     """Run the workloads on one system, filling `out` as runs end (kept if interrupted)."""
-    system = sysmod.make(name, os.cpu_count() or 2)
+    system = sysmod.make(name, os.cpu_count() or 2, args.base)
     out.update({"runs": {w: [] for w in args.workloads}, "notes": []})
     try:
         system.start()

@@ -149,8 +149,10 @@ class Process:
 class Deadletter(System):
     kind = "deadletter"
 
-    def __init__(self, face: str, store: str, workers: int = 1) -> None:
-        self.face, self.store, self.workers = face, store, workers
+    def __init__(self, face: str, store: str, workers: int = 1, src: Path = ROOT) -> None:
+        """`src` is the source tree whose code the server runs (another checkout's, to
+        compare two versions in one run)."""
+        self.face, self.store, self.workers, self.src = face, store, workers, src
         self.name = f"deadletter-{face}-{store}" + (f"-w{workers}" if workers > 1 else "")
         self.proc: Process | None = None
         self.dbname: str | None = None
@@ -178,8 +180,8 @@ class Deadletter(System):
             [*serve_command(), "--port", str(port), "--db", url, "--log-level", "warning"]
             + (["--workers", str(self.workers)] if self.workers > 1 else []),
             WORK / "logs" / f"{self.name}.log",
-            # This checkout's code, whichever virtualenv runs it.
-            env={"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
+            # This checkout's code (or `src`'s), whichever virtualenv runs it.
+            env={"PYTHONPATH": os.pathsep.join([str(self.src / "src"), str(ROOT)])},
         )
         base = f"http://127.0.0.1:{port}"
         self.proc.wait_http(f"{base}/v2")
@@ -348,13 +350,24 @@ ALL = [
 ]
 
 
-def make(name: str, cores: int) -> System:
+BASE_SUFFIX = "-base"
+
+
+def make(name: str, cores: int, base: Path | None = None) -> System:
+    """The system `name` names; a deadletter system whose name ends in `BASE_SUFFIX` runs the
+    code of the checkout `base` instead of this one's."""
     factories: dict[str, Callable[[], System]] = {
         "rabbitmq": Rabbit,
         "zaqar": lambda: Zaqar(cores),
         "moto": Moto,
     }
     if name.startswith("deadletter-"):
-        _, face, store, *workers = name.split("-")
-        return Deadletter(face, store, int(workers[0][1:]) if workers else 1)
+        src = ROOT
+        if name.endswith(BASE_SUFFIX):
+            assert base is not None, f"{name} needs --base"
+            src = base
+        _, face, store, *workers = name.removesuffix(BASE_SUFFIX).split("-")
+        system = Deadletter(face, store, int(workers[0][1:]) if workers else 1, src=src)
+        system.name = name
+        return system
     return factories[name]()

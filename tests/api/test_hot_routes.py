@@ -118,3 +118,60 @@ def test_message_requests_never_reach_the_router(engine: Engine) -> None:
     assert isinstance(metrics, str)
     for method, path in HOT:
         assert f'method="{method}",route="{path}",status="2' in metrics, (method, path)
+
+
+def test_message_requests_pass_no_layer_of_the_middleware_stack(engine: Engine) -> None:
+    # Given the app with a layer of its stack that notes what passes through it
+    app = build_app(engine)
+    passed: list[str] = []
+
+    class Spy:
+        def __init__(self, app: Any) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            passed.append(f"{scope['method']} {scope['path']}")
+            await self.app(scope, receive, send)
+
+    app.add_middleware(Spy)
+    q = "/v2/queues/stack"
+
+    async def requests() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            created = await c.put(q, headers=CLIENT, json={})
+            posted = await c.post(q + "/messages", headers=CLIENT, json={"messages": [{"body": 1}]})
+            sqs = await c.post(
+                "/", headers={"X-Amz-Target": SQS + "ListQueues"}, content=json.dumps({})
+            )
+            return [created.status_code, posted.status_code, sqs.status_code]
+
+    # When a queue is created, then a message posted and an SQS action called
+    assert anyio.run(requests) == [201, 201, 200]
+    # I expect only the request that moves no message to have passed the stack
+    assert passed == [f"PUT {q}"]
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["declared", "chunked"])
+def test_a_message_request_over_the_body_limit_is_refused_in_its_face_format(
+    engine: Engine, chunked: bool
+) -> None:
+    from deadletter.api.limits import Limits
+
+    app = build_app(engine, limits=Limits(zaqar_body=100, sqs_body=100))
+    big = json.dumps({"messages": [{"body": "x" * 200}]}).encode()
+
+    async def chunks() -> Any:
+        yield big[:50]
+        yield big[50:]
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            await c.put("/v2/queues/big", headers=CLIENT, json={})
+            content = chunks() if chunked else big
+            return await c.post("/v2/queues/big/messages", headers=CLIENT, content=content)
+
+    answer = anyio.run(post)
+    assert answer.status_code == 413
+    assert "100 bytes" in answer.json()["description"]

@@ -123,3 +123,31 @@ def test_may_delete_by_claim() -> None:
     )
     assert transitions.may_delete(held, "m1", "c2", NOW, strict=False) is False
     assert isinstance(transitions.may_delete(None, "m1", "c1", NOW, True), errors.MessageNotFound)
+
+
+def test_a_claim_changes_only_the_claim_fields_and_keeps_every_other() -> None:
+    # Given a message with every field set to something of its own
+    m = message(
+        seq=7,
+        claim_count=2,
+        first_claimed_at=NOW - 50,
+        client_id="c",
+        history=({"event": "redriven"},),
+        dead_letter_due_at=NOW - 1,
+        group_id="g",
+        deduplication_id="d",
+        ready_at=NOW - 90,
+        only_tag="billing",
+    )
+    # When it is claimed
+    held = transitions.claimed(m, "k", NOW, NOW + 30, 60)
+    # I expect the claim's fields changed, and every other field, whichever, as it was
+    changed = {
+        "claim_id": "k",
+        "claim_expires_at": NOW + 30,
+        "visible_at": NOW + 30,
+        "claim_count": 3,
+        "expires_at": NOW + 500,
+    }
+    assert {f: getattr(held, f) for f in changed} == changed
+    assert replace(held, **{f: getattr(m, f) for f in changed}) == m

@@ -6,7 +6,7 @@ query protocol) and `POST /<account>/<queue>` (query protocol), so the two never
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Protocol
@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
-from starlette.types import Scope
+from starlette.types import ASGIApp, Scope
 
 from deadletter.api import openapi, refusals
 from deadletter.api.auth import admin_routes, feed_project, guarded
@@ -23,7 +23,7 @@ from deadletter.api.console import Console
 from deadletter.api.head import HeadWithoutBody
 from deadletter.api.hot import HotRoutes, hot_routes
 from deadletter.api.limits import BodyLimit, Limits
-from deadletter.api.metrics import LatencyMiddleware, Metrics
+from deadletter.api.metrics import LatencyMiddleware, Metrics, RequestTimes
 from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import QueryGet, sqs_routes
@@ -39,6 +39,17 @@ class Background(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
+
+
+class _App(Starlette):
+    """Starlette, with the message routes answered in front of its middleware stack
+    (`deadletter.api.hot`)."""
+
+    hot: Callable[[ASGIApp], ASGIApp] | None = None
+
+    def build_middleware_stack(self) -> ASGIApp:
+        stack = super().build_middleware_stack()
+        return self.hot(stack) if self.hot is not None else stack
 
 
 def build_app(
@@ -93,16 +104,23 @@ def build_app(
     root_get = [r for r in sqs if isinstance(r, QueryGet) and r.path == "/"]
     routes += [*root_get, *zaqar, refusals.zaqar_fallback(zaqar)]
     routes += [r for r in sqs if r not in root_get]
-    app = Starlette(
+    times = RequestTimes(metrics)
+    app = _App(
         routes=routes,
         middleware=[
             Middleware(BodyLimit, limit_for=body_limit, refuse=refusals.too_large),
-            Middleware(LatencyMiddleware, metrics=metrics),
+            Middleware(LatencyMiddleware, times=times),
             Middleware(HeadWithoutBody),
-            Middleware(HotRoutes, routes=hot_routes(routes)),
         ],
         exception_handlers={HTTPException: refusals.http_error},
         lifespan=lifespan,
+    )
+    app.hot = partial(
+        HotRoutes,
+        routes=hot_routes(routes),
+        limit_for=body_limit,
+        refuse=refusals.too_large,
+        times=times,
     )
     app.state.metrics = metrics
     app.state.engine = engine

@@ -1,11 +1,14 @@
-"""The message routes of both faces, dispatched ahead of Starlette's router.
+"""The message routes of both faces, answered before the app's middleware stack and router.
 
 Nearly every request of a producer or a consumer is one of a handful of routes (`HOT`).
-Starlette's router tries its table in order (an SQS `POST /` comes after some sixty routes)
-and wraps the endpoint in its exception layer, which these endpoints never reach: they answer
-every error themselves, in their face's format. `HotRoutes` tries only the hot routes of the
-request's method and calls the endpoint directly; every other request goes on to Starlette
-unchanged. The body limit and the latency metrics wrap both paths alike.
+Starlette's router tries its table in order (an SQS `POST /` comes after some sixty routes),
+and each request would pass through every layer of the middleware stack, each wrapping the
+`send` of the one outside it. `HotRoutes` sits outside that stack: it resolves a request of one
+of the hot routes by that route's own pattern, does what the stack would have done for it
+(the body limit, the latency metric), calls the endpoint and sends its response; every other
+request goes on to the stack unchanged. The hot endpoints answer every error themselves, in
+their face's format, so none needs the stack's exception layers; a body without a declared
+length (chunked) also goes to the stack, whose `BodyLimit` counts it as it arrives.
 
 A hot route is tried before the routes the table lists ahead of it, so none of those may take
 the same requests (tests/api/test_hot_routes.py checks it for every hot route).
@@ -14,11 +17,16 @@ the same requests (tests/api/test_hot_routes.py checks it for every hot route).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
+from starlette._utils import get_route_path  # the path as `Route.matches` reads it
 from starlette.requests import Request
-from starlette.routing import BaseRoute, Match, Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from deadletter.api.limits import Refusal, known_length
+from deadletter.api.metrics import RequestTimes
 
 Q = "/v2/queues/{queue}"
 # (method, path) of the routes that move messages, on both faces.
@@ -43,10 +51,21 @@ def hot_routes(routes: Sequence[BaseRoute]) -> list[Route]:
 
 
 class HotRoutes:
-    """ASGI middleware: a request one of `routes` takes is answered by its endpoint here."""
+    """ASGI app in front of `app` (the middleware stack): a request one of `routes` takes is
+    answered by its endpoint here, under `limit_for`'s body limit, timed into `times`."""
 
-    def __init__(self, app: ASGIApp, routes: Sequence[Route]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        routes: Sequence[Route],
+        limit_for: Callable[[Scope], int],
+        refuse: Refusal,
+        times: RequestTimes,
+    ) -> None:
         self.app = app
+        self.limit_for = limit_for
+        self.refuse = refuse
+        self.times = times
         self.by_method: dict[str, list[Route]] = {}
         for route in routes:
             # Starlette would run a synchronous endpoint in a thread; these never are.
@@ -55,14 +74,43 @@ class HotRoutes:
                 if (method, route.path) in HOT:
                     self.by_method.setdefault(method, []).append(route)
 
+    def _resolve(self, scope: Scope) -> tuple[Route, dict[str, object]] | None:
+        """The hot route that takes `scope`, with its path parameters (as `Route.matches`
+        converts them)."""
+        routes = self.by_method.get(scope["method"])
+        if not routes:
+            return None
+        path = get_route_path(scope)
+        for route in routes:
+            found = route.path_regex.match(path)
+            if found is not None:
+                convertors = route.param_convertors
+                params = {k: convertors[k].convert(v) for k, v in found.groupdict().items()}
+                return route, params
+        return None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            for route in self.by_method.get(scope["method"], ()):
-                match, child_scope = route.matches(scope)
-                if match is Match.FULL:
-                    scope["route"] = route
-                    scope.update(child_scope)
-                    response = await route.endpoint(Request(scope, receive, send))
-                    await response(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        resolved = self._resolve(scope)
+        declared = known_length(scope)
+        if resolved is None or declared is None:
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(scope)
+        if declared > limit:  # refused before it is routed, as `BodyLimit` refuses it
+            await self.refuse(scope, limit)(scope, receive, send)
+            return
+        route, params = resolved
+        scope["route"] = route
+        scope["endpoint"] = route.endpoint
+        scope["path_params"] = {**scope.get("path_params", {}), **params}
+        start = time.perf_counter()
+        status = 500
+        try:
+            response = await route.endpoint(Request(scope, receive, send))
+            status = response.status_code
+            await response(scope, receive, send)
+        finally:
+            self.times.observe(scope["method"], route.path, status, time.perf_counter() - start)

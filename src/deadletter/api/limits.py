@@ -47,7 +47,7 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         limit = self.limit_for(scope)
-        declared = _content_length(scope)
+        declared = declared_length(scope)
         if declared is not None and declared > limit:
             await self.refuse(scope, limit)(scope, receive, send)
             return
@@ -76,7 +76,8 @@ class BodyLimit:
         await self.app(scope, replayed, send)
 
 
-def _content_length(scope: Scope) -> int | None:
+def declared_length(scope: Scope) -> int | None:
+    """The request's `Content-Length`, None if it declares none (or one that is no number)."""
     for name, value in scope.get("headers", []):
         if name == b"content-length":
             try:
@@ -84,3 +85,18 @@ def _content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+def known_length(scope: Scope) -> int | None:
+    """How long the request's body is, if its headers say: its `Content-Length`, or 0 when it
+    declares neither a length nor a transfer coding (HTTP/1.1 then has no body); None when the
+    body's length shows only as it arrives (chunked) or the length is no number."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+        if name == b"transfer-encoding":
+            return None
+    return 0

@@ -246,15 +246,31 @@ class _OneProject:
                 yield kept
 
 
-class LatencyMiddleware:
-    """Times every HTTP request, labelled by the route template so paths do not explode."""
+class RequestTimes:
+    """Each request's seconds, labelled by method, route template and status."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
+    def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
         # `labels()` takes a lock and builds its key on every call; the series are few
         # (method x route x status) and this runs on the event loop only.
-        self.series: dict[tuple[str, str, str], Histogram] = {}
+        self.series: dict[tuple[str, str, int], Histogram] = {}
+
+    def observe(self, method: str, template: str, status: int, seconds: float) -> None:
+        key = (method, template, status)
+        series = self.series.get(key)
+        if series is None:
+            series = self.series[key] = self.metrics.request_seconds.labels(
+                method, template, str(status)
+            )
+        series.observe(seconds)
+
+
+class LatencyMiddleware:
+    """Times every HTTP request, labelled by the route template so paths do not explode."""
+
+    def __init__(self, app: ASGIApp, times: RequestTimes) -> None:
+        self.app = app
+        self.times = times
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -274,8 +290,4 @@ class LatencyMiddleware:
         finally:
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
-            key = (scope["method"], template, str(status))
-            series = self.series.get(key)
-            if series is None:
-                series = self.series[key] = self.metrics.request_seconds.labels(*key)
-            series.observe(time.perf_counter() - start)
+            self.times.observe(scope["method"], template, status, time.perf_counter() - start)

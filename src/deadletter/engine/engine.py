@@ -39,7 +39,6 @@ from deadletter.engine import (
     fifo,
     groups,
     queues,
-    tags,
     templates,
     transitions,
     validation,
@@ -335,9 +334,8 @@ class Engine(DeadLetterOperations, TagOperations):
         """Delete by ids whatever their claims (Zaqar's bulk delete)."""
 
         def work(tx: Transaction, pending: Pending) -> int:
-            source = require_queue(tx, project, queue)
-            group = groups.DefaultGroup(source)
-            gone = group.finish(tx, tags.not_done_by_default(tx.get_messages(project, queue, ids)))
+            group = groups.DefaultGroup(require_queue(tx, project, queue))
+            gone = group.finish_ids(tx, ids)
             if gone:
                 group.acknowledged(tx, pending, gone)
             return gone

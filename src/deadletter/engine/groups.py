@@ -135,6 +135,15 @@ class DefaultGroup(ConsumerGroup):
         # The statement applies `acknowledgeable` and `transitions.may_delete` itself.
         return set(tx.delete_held(self.queue.project, self.queue.name, ids, claim_id, now, strict))
 
+    def finish_ids(self, tx: Transaction, ids: Sequence[str]) -> int:
+        """`finish` the messages of `ids` the group is not done with, whatever their claims."""
+        q = self.queue
+        if q.settings.consumer_tags:
+            return self.finish(
+                tx, tags.not_done_by_default(tx.get_messages(q.project, q.name, ids))
+            )
+        return tx.delete_unfinished(q.project, q.name, ids)  # both steps in one statement
+
     def finish(self, tx: Transaction, messages: Sequence[Message]) -> int:
         if self.queue.settings.consumer_tags:
             tags.finish_default(tx, self.queue, messages)

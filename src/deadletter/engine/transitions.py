@@ -76,14 +76,29 @@ def claimed(
     """Handed to a consumer until `expires`; it lives at least `grace` seconds beyond. Should
     the claim lapse, the message is visible again after the `retry` policy's backoff for this
     delivery (`lapsed`)."""
-    return replace(
-        m,
+    # Spelled out: `dataclasses.replace` costs several times more, once per message claimed.
+    return Message(
+        id=m.id,
+        queue=m.queue,
+        seq=m.seq,
+        body=m.body,
+        attributes=m.attributes,
+        enqueued_at=m.enqueued_at,
+        expires_at=max(m.expires_at, expires + grace),
+        visible_at=lapsed(expires, m.claim_count + 1, retry),
         claim_id=claim_id,
         claim_expires_at=expires,
-        visible_at=lapsed(expires, m.claim_count + 1, retry),
         claim_count=m.claim_count + 1,
         first_claimed_at=m.first_claimed_at or now,
-        expires_at=max(m.expires_at, expires + grace),
+        client_id=m.client_id,
+        dead_letter_eligible=m.dead_letter_eligible,
+        provenance=m.provenance,
+        history=m.history,
+        dead_letter_due_at=m.dead_letter_due_at,
+        group_id=m.group_id,
+        deduplication_id=m.deduplication_id,
+        ready_at=m.ready_at,
+        only_tag=m.only_tag,
     )
 
 

@@ -38,6 +38,8 @@ def encode_attributes(attributes: dict[str, Attribute]) -> str:
 
 
 def decode_attributes(text: str) -> dict[str, Attribute]:
+    if text == "{}":  # most messages, as `encode_attributes` writes them: no parse per row
+        return {}
     return {k: Attribute(v["type"], v["value"]) for k, v in json.loads(text).items()}
 
 
@@ -56,7 +58,7 @@ def encode_history(history: tuple[dict[str, Any], ...]) -> str:
 
 
 def decode_history(text: str | None) -> tuple[dict[str, Any], ...]:
-    return tuple(json.loads(text)) if text else ()
+    return tuple(json.loads(text)) if text and text != "[]" else ()
 
 
 def message_params(project: str, m: Message) -> dict[str, Any]:

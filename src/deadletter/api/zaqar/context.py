@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from starlette.requests import Request
@@ -59,7 +59,7 @@ class Ctx:
     def now(self) -> float:
         return self.engine.clock.now()
 
-    @property
+    @cached_property  # read once per message of an answer
     def extended(self) -> bool:
         """Whether messages carry the extension fields (see `wants_extended`)."""
         return wants_extended(self.request.headers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,6 +16,7 @@ from deadletter.domain.tags import DEFAULT_DONE_AT
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at", "first_at", "last_at"})
 
 
+@lru_cache(maxsize=1024)  # the messages of one send share their time, as answers list them
 def iso(ts: float) -> str:
     """ISO 8601 UTC with milliseconds, like 2026-11-22T15:04:05.123Z."""
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -121,6 +121,11 @@ class Messages(abc.ABC):
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int: ...
 
     @abc.abstractmethod
+    def delete_unfinished(self, project: str, queue: str, ids: Sequence[str]) -> int:
+        """Delete the messages among `ids` that the queue's untagged consumers are not done
+        with (`domain.tags.default_done`), whatever their claims, in one statement; how many."""
+
+    @abc.abstractmethod
     def delete_held(
         self, project: str, queue: str, ids: Sequence[str], claim_id: str, now: float, live: bool
     ) -> list[str]:

@@ -237,6 +237,11 @@ def _deleted_in_seq_order(where: str) -> str:
 
 
 DELETE_MESSAGES = _deleted_in_seq_order(f"id = ANY(:ids) AND {_OF_QUEUE}")
+# A delete by ids whatever the claims, in one statement (`SQLTransaction.delete_unfinished`):
+# what `get_messages` and `tags.not_done_by_default` would let the untagged consumers delete.
+DELETE_UNFINISHED = _deleted_in_seq_order(
+    f"id = ANY(:ids) AND {_OF_QUEUE} AND only_tag IS NULL AND visible_at < :done"
+)
 # An acknowledgement in one statement (`SQLTransaction.delete_held`): what `held_rows`,
 # `tags.not_done_by_default` and `transitions.may_delete` would let the claim delete.
 DELETE_HELD = (

@@ -343,6 +343,13 @@ class SQLTransaction(
             self._places.pop(i, None)
         return self._remove_depths(project, queue, rows)
 
+    def delete_unfinished(self, project: str, queue: str, ids: Sequence[str]) -> int:
+        params = {"project": project, "queue": queue, "ids": list(ids), "done": DEFAULT_DONE_AT}
+        rows = self.all(q.DELETE_UNFINISHED, params)
+        for i in ids:
+            self._places.pop(i, None)
+        return self._remove_depths(project, queue, rows)
+
     def delete_held(
         self, project: str, queue: str, ids: Sequence[str], claim_id: str, now: float, live: bool
     ) -> list[str]:
