@@ -191,3 +191,32 @@ def _pattern(template: str, variables: list[dict[str, object]]) -> dict[str, obj
         "key_paths_missing": [],
         "overrepresented_attributes": [],
     }
+
+
+@EXAMPLES
+@given(
+    st.lists(_name, min_size=6, max_size=10, unique=True),
+    st.lists(st.lists(_word, min_size=2, max_size=4).map(" ".join), min_size=2, max_size=3),
+)
+def test_a_phrase_where_a_name_usually_goes_is_a_value_of_that_variable(
+    names: list[str], phrases: list[str]
+) -> None:
+    # Given one event whose value is a name most of the time, sometimes a phrase of several
+    # words (shorter than the sentence), each phrase seen twice, and once nothing at all
+    values = names + [p for p in phrases for _ in range(2)] + [""]
+    lines = [f"{value} is not a valid range." for value in values]
+    # I expect one pattern
+    assert _one_pattern(lines)
+
+
+def test_a_variable_whose_few_values_each_recur_takes_no_phrase() -> None:
+    # Given one sentence naming two message kinds, each seen many times, and a second event
+    # where a list of kinds of several words stands in their place
+    lines = [
+        f'Expected ASGI message "{kind}", but got {n}'
+        for kind in ("websocket.connect", "websocket.receive")
+        for n in ("'int'", "'str'", "'dict'")
+    ]
+    lines += [f'Expected ASGI message "a" or "b", but got {n}' for n in ("'int'", "'str'")]
+    # I expect the second event apart from the first
+    assert [len(g) for g in _groups(lines)] != [len(lines)]

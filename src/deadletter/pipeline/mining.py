@@ -373,7 +373,116 @@ def _mine_plain(
     for template, n in weight.items():
         final[chosen[_skeleton(template)]] = final.get(chosen[_skeleton(template)], 0) + n
     framed = _free_runs(final)
-    return {text: " ".join(framed[chosen[_skeleton(t)]]) for text, t in mined.items()}
+    framed_weight: dict[tuple[str, ...], int] = {}
+    for template, n in final.items():
+        framed_weight[framed[template]] = framed_weight.get(framed[template], 0) + n
+    members: dict[tuple[str, ...], dict[tuple[str, ...], int]] = {}
+    for text, t in mined.items():
+        seen = members.setdefault(framed[chosen[_skeleton(t)]], {})
+        member = tuple(text.split(" ")) if text else ()
+        seen[member] = seen.get(member, 0) + counts[text]
+    filled = _filled_slots(framed_weight, members, threshold)
+    return {text: " ".join(filled[framed[chosen[_skeleton(t)]]]) for text, t in mined.items()}
+
+
+def _runs(general: Sequence[str], template: Sequence[str]) -> list[tuple[str, ...]] | None:
+    """What each variable of `general` holds in `template`, when `template` is `general` with
+    each variable holding a run of tokens: one token of any kind, or a phrase of plain words
+    (several, or none); None when it is not. A run that holds a variable among its words
+    (`invalid user <*>`) has a structure of its own, so it is another event's text."""
+    length = len(template)
+    # reach[i][j]: how `general[:i]` produces `template[:j]` (the runs so far), if it can.
+    reach: list[list[tuple[str, ...]] | None] = [[]] + [None] * length
+    for token in general:
+        after: list[list[tuple[str, ...]] | None] = [None] * (length + 1)
+        for j, runs in enumerate(reach):
+            if runs is None:
+                continue
+            if token not in PLACEHOLDERS:
+                if j < length and template[j] == token and after[j + 1] is None:
+                    after[j + 1] = runs
+                continue
+            if after[j] is None:
+                after[j] = [*runs, ()]
+            if j < length and after[j + 1] is None:
+                after[j + 1] = [*runs, (template[j],)]
+            k = j
+            while k < length and template[k] not in PLACEHOLDERS:
+                k += 1
+                if after[k] is None:
+                    after[k] = [*runs, tuple(template[j:k])]
+        reach = after
+    return reach[length]
+
+
+def _filled_slots(
+    weight: dict[tuple[str, ...], int],
+    members: dict[tuple[str, ...], dict[tuple[str, ...], int]],
+    threshold: float,
+) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Templates that are another template with a phrase (several plain words, or none) in
+    one of its variables join it: `<*> is not a valid range` has many one-word values, and
+    `Lorem ipsum dolor is not a valid range` or ` is not a valid range` is the same event with
+    a phrase, or nothing, where a name usually goes. The general template keeps
+    rules.MIN_FRAME_CONSTANTS constants, which make up at least `threshold` of the other's
+    tokens (Drain's share); a template whose variables all take one token is the positional
+    rules' to judge (`_split_on_words`), so words that name events stay apart; and a variable
+    whose few values each recur (`_recurring`, over the general template's `members`) names
+    events, so it takes no phrase."""
+    out = {template: template for template in weight}
+    general = [
+        t
+        for t in weight
+        if any(token in PLACEHOLDERS for token in t)
+        and _constants(" ".join(t)) >= rules.MIN_FRAME_CONSTANTS
+    ]
+    if not general:
+        return out
+    # The most specific first (most constants), then the most frequent.
+    general.sort(key=lambda t: (-_constants(" ".join(t)), -weight[t], t))
+    recurring: dict[tuple[str, ...], list[bool]] = {}
+    for template in sorted(weight, key=lambda t: (weight[t], t)):
+        tokens = set(template)
+        for candidate in general:
+            if candidate == template or len(candidate) == len(template):
+                continue
+            constants = [t for t in candidate if t not in PLACEHOLDERS]
+            if len(constants) < threshold * len(template) or not set(constants) <= tokens:
+                continue
+            runs = _runs(candidate, template)
+            if runs is None:
+                continue
+            if candidate not in recurring:
+                recurring[candidate] = _recurring(candidate, members.get(candidate, {}))
+            if any(
+                len(run) != 1 and fixed
+                for run, fixed in zip(runs, recurring[candidate], strict=True)
+            ):
+                continue
+            out[template] = candidate
+            break
+    # A general template that joined another follows it.
+    for template in out:
+        seen = {template}
+        while out[out[template]] != out[template] and out[template] not in seen:
+            seen.add(out[template])
+            out[template] = out[out[template]]
+    return out
+
+
+def _recurring(template: tuple[str, ...], members: dict[tuple[str, ...], int]) -> list[bool]:
+    """For each variable of `template`, whether its values over the members are few
+    (under rules.MIN_VARIABLE_WORDS) and each seen more than once: words that name events
+    (`"websocket.connect"` / `"websocket.http.response.body"`), not a variable's values."""
+    places = [i for i, t in enumerate(template) if t in PLACEHOLDERS]
+    values: list[dict[tuple[str, ...], int]] = [{} for _ in places]
+    for tokens, n in members.items():
+        runs = _runs(template, tokens)
+        if runs is None:
+            continue
+        for seen, run in zip(values, runs, strict=True):
+            seen[run] = seen.get(run, 0) + n
+    return [1 < len(seen) < MIN_VARIABLE_WORDS and min(seen.values()) > 1 for seen in values]
 
 
 def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tuple[str, ...]]:
