@@ -220,3 +220,13 @@ def test_a_variable_whose_few_values_each_recur_takes_no_phrase() -> None:
     lines += [f'Expected ASGI message "a" or "b", but got {n}' for n in ("'int'", "'str'")]
     # I expect the second event apart from the first
     assert [len(g) for g in _groups(lines)] != [len(lines)]
+
+
+def test_two_programs_in_front_each_seen_once_do_not_split_an_event() -> None:
+    # Given one message reported once by one program and once by another
+    lines = [
+        "ledger: Unable to calculate correct timezone offset for 'timeout'",
+        "thumbnailer: Unable to calculate correct timezone offset for 'N/A'",
+    ]
+    # I expect one pattern: names that do not recur are a variable's values
+    assert _one_pattern(lines)

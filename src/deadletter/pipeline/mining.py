@@ -296,6 +296,8 @@ def _varies(values: dict[str, int]) -> bool:
     endings of one start), as Brain reads a word's variability from the data."""
     if len(values) >= rules.MANY_VALUES:
         return True
+    if len(values) > 1 and max(values.values()) == 1:
+        return True
     return len(values) >= rules.MIN_VARIANT_VALUES and min(values.values()) == 1
 
 
