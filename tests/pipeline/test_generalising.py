@@ -230,3 +230,14 @@ def test_two_programs_in_front_each_seen_once_do_not_split_an_event() -> None:
     ]
     # I expect one pattern: names that do not recur are a variable's values
     assert _one_pattern(lines)
+
+
+def test_a_long_text_in_a_place_known_to_hold_free_text_is_one_more_value() -> None:
+    # Given one event with a name and an error text of two or three words, and twice an error
+    # text longer than the rest of the message
+    names = ["user", "retry_mode", "page-size", "order.total", "sku", "tenant"]
+    texts = ["Broken pipe", "timed out", "Permission denied", "database is locked"]
+    lines = [f'Writer "{n}" not found. {texts[i % len(texts)]}' for i, n in enumerate(names)]
+    lines += ['Writer "sku" not found. the connection was closed by the server'] * 2
+    # I expect one pattern
+    assert _one_pattern(lines)

@@ -387,15 +387,20 @@ def _mine_plain(
     return {text: " ".join(filled[framed[chosen[_skeleton(t)]]]) for text, t in mined.items()}
 
 
-def _runs(general: Sequence[str], template: Sequence[str]) -> list[tuple[str, ...]] | None:
+def _runs(
+    general: Sequence[str], template: Sequence[str], free: Sequence[bool] = ()
+) -> list[tuple[str, ...]] | None:
     """What each variable of `general` holds in `template`, when `template` is `general` with
     each variable holding a run of tokens: one token of any kind, or a phrase of plain words
     (several, or none); None when it is not. A run that holds a variable among its words
-    (`invalid user <*>`) has a structure of its own, so it is another event's text."""
+    (`invalid user <*>`) has a structure of its own, so it is another event's text, except in
+    the variables marked `free` (known to hold free text), which take any run."""
     length = len(template)
+    slot = -1
     # reach[i][j]: how `general[:i]` produces `template[:j]` (the runs so far), if it can.
     reach: list[list[tuple[str, ...]] | None] = [[]] + [None] * length
     for token in general:
+        slot += token in PLACEHOLDERS
         after: list[list[tuple[str, ...]] | None] = [None] * (length + 1)
         for j, runs in enumerate(reach):
             if runs is None:
@@ -403,6 +408,11 @@ def _runs(general: Sequence[str], template: Sequence[str]) -> list[tuple[str, ..
             if token not in PLACEHOLDERS:
                 if j < length and template[j] == token and after[j + 1] is None:
                     after[j + 1] = runs
+                continue
+            if slot < len(free) and free[slot]:
+                for k in range(j, length + 1):
+                    if after[k] is None:
+                        after[k] = [*runs, tuple(template[j:k])]
                 continue
             if after[j] is None:
                 after[j] = [*runs, ()]
@@ -429,7 +439,7 @@ def _filled_slots(
     rules.MIN_FRAME_CONSTANTS constants, which make up at least `threshold` of the other's
     tokens (Drain's share); a template whose variables all take one token is the positional
     rules' to judge (`_split_on_words`), so words that name events stay apart; and a variable
-    whose few values each recur (`_recurring`, over the general template's `members`) names
+    whose few values each recur (`_slot_kinds`, over the general template's `members`) names
     events, so it takes no phrase."""
     out = {template: template for template in weight}
     general = [
@@ -442,24 +452,27 @@ def _filled_slots(
         return out
     # The most specific first (most constants), then the most frequent.
     general.sort(key=lambda t: (-_constants(" ".join(t)), -weight[t], t))
-    recurring: dict[tuple[str, ...], list[bool]] = {}
+    kinds: dict[tuple[str, ...], list[str]] = {}
     for template in sorted(weight, key=lambda t: (weight[t], t)):
         tokens = set(template)
         for candidate in general:
             if candidate == template or len(candidate) == len(template):
                 continue
             constants = [t for t in candidate if t not in PLACEHOLDERS]
-            if len(constants) < threshold * len(template) or not set(constants) <= tokens:
+            if not set(constants) <= tokens:
                 continue
-            runs = _runs(candidate, template)
+            if candidate not in kinds:
+                kinds[candidate] = _slot_kinds(candidate, members.get(candidate, {}))
+            kind = kinds[candidate]
+            runs = _runs(candidate, template, [k == FREE for k in kind])
             if runs is None:
                 continue
-            if candidate not in recurring:
-                recurring[candidate] = _recurring(candidate, members.get(candidate, {}))
-            if any(
-                len(run) != 1 and fixed
-                for run, fixed in zip(runs, recurring[candidate], strict=True)
-            ):
+            filled = [k for run, k in zip(runs, kind, strict=True) if len(run) != 1]
+            if FIXED in filled:
+                continue
+            # A slot known to hold free text takes a run of any length; elsewhere the
+            # general template's constants must make most of the other's tokens.
+            if any(k != FREE for k in filled) and len(constants) < threshold * len(template):
                 continue
             out[template] = candidate
             break
@@ -472,19 +485,31 @@ def _filled_slots(
     return out
 
 
-def _recurring(template: tuple[str, ...], members: dict[tuple[str, ...], int]) -> list[bool]:
-    """For each variable of `template`, whether its values over the members are few
-    (under rules.MIN_VARIABLE_WORDS) and each seen more than once: words that name events
-    (`"websocket.connect"` / `"websocket.http.response.body"`), not a variable's values."""
-    places = [i for i, t in enumerate(template) if t in PLACEHOLDERS]
-    values: list[dict[tuple[str, ...], int]] = [{} for _ in places]
+FIXED = "fixed"
+FREE = "free"
+
+
+def _slot_kinds(template: tuple[str, ...], members: dict[tuple[str, ...], int]) -> list[str]:
+    """For each variable of `template`, over its members: FIXED when its values are few
+    (under rules.MIN_VARIABLE_WORDS) and each seen more than once, words that name events
+    (`"websocket.connect"` / `"websocket.http.response.body"`) rather than a variable's
+    values; FREE when some value is a run of several tokens or none, free text; else ""."""
+    places = sum(1 for t in template if t in PLACEHOLDERS)
+    values: list[dict[tuple[str, ...], int]] = [{} for _ in range(places)]
     for tokens, n in members.items():
-        runs = _runs(template, tokens)
+        runs = _runs(template, tokens, [True] * places)
         if runs is None:
             continue
         for seen, run in zip(values, runs, strict=True):
             seen[run] = seen.get(run, 0) + n
-    return [1 < len(seen) < MIN_VARIABLE_WORDS and min(seen.values()) > 1 for seen in values]
+    return [
+        FREE
+        if any(len(run) != 1 for run in seen)
+        else FIXED
+        if 1 < len(seen) < MIN_VARIABLE_WORDS and min(seen.values()) > 1
+        else ""
+        for seen in values
+    ]
 
 
 def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tuple[str, ...]]:
