@@ -241,3 +241,12 @@ def test_a_long_text_in_a_place_known_to_hold_free_text_is_one_more_value() -> N
     lines += ['Writer "sku" not found. the connection was closed by the server'] * 2
     # I expect one pattern
     assert _one_pattern(lines)
+
+
+def test_a_value_with_a_number_among_its_words_fits_a_variable_known_to_hold_phrases() -> None:
+    # Given one event whose value is a name, a phrase, or words with a number among them
+    values = ["customer_id", "order.total", "timeout", "sku", "tenant", "user"]
+    values += ["Lorem ipsum dolor", "yes please"] * 2 + ["abc 12"]
+    lines = [f"'{v}' is not one of {v}" for v in values]
+    # I expect one pattern
+    assert _one_pattern(lines)

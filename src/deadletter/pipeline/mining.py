@@ -375,16 +375,22 @@ def _mine_plain(
     for template, n in weight.items():
         final[chosen[_skeleton(template)]] = final.get(chosen[_skeleton(template)], 0) + n
     framed = _free_runs(final)
-    framed_weight: dict[tuple[str, ...], int] = {}
-    for template, n in final.items():
-        framed_weight[framed[template]] = framed_weight.get(framed[template], 0) + n
-    members: dict[tuple[str, ...], dict[tuple[str, ...], int]] = {}
-    for text, t in mined.items():
-        seen = members.setdefault(framed[chosen[_skeleton(t)]], {})
-        member = tuple(text.split(" ")) if text else ()
-        seen[member] = seen.get(member, 0) + counts[text]
-    filled = _filled_slots(framed_weight, members, threshold)
-    return {text: " ".join(filled[framed[chosen[_skeleton(t)]]]) for text, t in mined.items()}
+    now = {text: framed[chosen[_skeleton(t)]] for text, t in mined.items()}
+    # Again until nothing joins: a template that took a phrase shows its variable holds free
+    # text, which another template's run of any length then fits.
+    for _ in range(rules.MAX_PASSES):
+        weight = {}
+        members: dict[tuple[str, ...], dict[tuple[str, ...], int]] = {}
+        for text, template in now.items():
+            weight[template] = weight.get(template, 0) + counts[text]
+            seen = members.setdefault(template, {})
+            member = tuple(text.split(" ")) if text else ()
+            seen[member] = seen.get(member, 0) + counts[text]
+        filled = _filled_slots(weight, members, threshold)
+        if all(t == f for t, f in filled.items()):
+            break
+        now = {text: filled[template] for text, template in now.items()}
+    return {text: " ".join(template) for text, template in now.items()}
 
 
 def _runs(
