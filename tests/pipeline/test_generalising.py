@@ -250,3 +250,14 @@ def test_a_value_with_a_number_among_its_words_fits_a_variable_known_to_hold_phr
     lines = [f"'{v}' is not one of {v}" for v in values]
     # I expect one pattern
     assert _one_pattern(lines)
+
+
+def test_two_names_in_one_place_that_each_recur_are_separate_events() -> None:
+    # Given one sentence naming one of two message kinds, each kind seen in several messages
+    lines = [
+        f'Expected ASGI message "{kind}", but got {n}'
+        for kind in ("websocket.connect", "websocket.http.response.body")
+        for n in ("'int'", "'str'", "'dict'", "'bytes'")
+    ]
+    # I expect one pattern per kind: values that each recur consistently are constants
+    assert _groups(lines) == [set(range(4)), set(range(4, 8))]

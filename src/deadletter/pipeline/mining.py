@@ -90,7 +90,7 @@ def mine(
         clusters.setdefault(member_of[seq], []).append(seq)
     out: dict[tuple[str, ...], tuple[str, ...]] = {}
     for members in clusters.values():
-        for part in _split_on_words(members, names, seen):
+        for part in _split_on_words(members, names, seen, counts):
             shared = _template_of(part)
             out.update((seq, shared) for seq in part)
     return out
@@ -124,6 +124,7 @@ def _split_on_words(
     members: list[tuple[str, ...]],
     names: frozenset[frozenset[str]] = frozenset(),
     seen: list[tuple[frozenset[str], tuple[str, ...]]] | None = None,
+    counts: dict[tuple[str, ...], int] | None = None,
 ) -> list[list[tuple[str, ...]]]:
     """A cluster cut apart where a varying position holds words that name events.
 
@@ -133,20 +134,41 @@ def _split_on_words(
     (`_names_events`) is read as a constant, as Brain reads a word's variability from the data.
     Except the word sets in `names`: those alternate in several events (`Failed password for
     root` / `git`, `user=root` / `git`), so they are the values of a variable, a user's name.
-    Each set a cluster is cut on is added to `seen`, with the place it was cut in.
+    Each set a cluster is cut on is added to `seen`, with the place it was cut in. Two
+    values of any spelling that each recur in several messages (`_each_recurs`, over
+    `counts`) name events too.
     """
     if len(members) < 2:
         return [members]
     for pos in range(len(members[0])):
         values = frozenset(m[pos] for m in members)
-        if values not in names and _names_events(values):
+        if values not in names and (_names_events(values) or _each_recurs(members, pos, counts)):
             if seen is not None:
                 seen.append((values, _context(members, pos)))
             parts: dict[str, list[tuple[str, ...]]] = {}
             for m in members:
                 parts.setdefault(m[pos], []).append(m)
-            return [p for v in sorted(parts) for p in _split_on_words(parts[v], names, seen)]
+            return [
+                p for v in sorted(parts) for p in _split_on_words(parts[v], names, seen, counts)
+            ]
     return [members]
+
+
+def _each_recurs(
+    members: list[tuple[str, ...]], pos: int, counts: dict[tuple[str, ...], int] | None
+) -> bool:
+    """Whether one position holds exactly rules.RECURRING_VALUES values, whatever their
+    spelling (`websocket.connect` / `websocket.http.response.body`), each in at least
+    rules.MIN_RECURRENCE messages (`counts`): a variable shows more values as messages
+    come, while the words of two events each recur consistently."""
+    if counts is None:
+        return False
+    seen: dict[str, int] = {}
+    for m in members:
+        if m[pos] in PLACEHOLDERS:
+            return False
+        seen[m[pos]] = seen.get(m[pos], 0) + counts[m]
+    return len(seen) == rules.RECURRING_VALUES and min(seen.values()) >= rules.MIN_RECURRENCE
 
 
 def _context(members: list[tuple[str, ...]], pos: int) -> tuple[str, ...]:
