@@ -261,3 +261,19 @@ def test_two_names_in_one_place_that_each_recur_are_separate_events() -> None:
     ]
     # I expect one pattern per kind: values that each recur consistently are constants
     assert _groups(lines) == [set(range(4)), set(range(4, 8))]
+
+
+def test_a_member_with_nothing_in_a_variable_is_explained_by_an_empty_value() -> None:
+    from deadletter.pipeline.mining import explain, with_context
+
+    # Given one event whose value is a name, a phrase, or nothing at all
+    values = ["aa", "bb", "cc", "dd", "ee", "ff", "Lorem ipsum dolor", ""]
+    counts = Counter(" ".join(tokenize(f"{v} is not a valid range.")) for v in values)
+    rows = [(text, "", n) for text, n in counts.items()]
+    found = with_context(rows)
+    # When the pattern is explained
+    (template,) = set(found.values())
+    (variable,) = explain(found, rows)[template]
+    # I expect every member's value counted, the empty one too
+    assert template == "<*> is not a valid range"
+    assert variable["distinct"] == len(values)

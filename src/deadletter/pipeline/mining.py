@@ -755,7 +755,7 @@ def explain(
         match = shape.match(tokens)
         if match is None:
             continue
-        for i, value in enumerate(match.groups()):
+        for i, value in enumerate(match.groups(default="")):
             seen = values[head][i]
             seen[value] = seen.get(value, 0) + int(n)
     out: dict[str, list[dict[str, object]]] = {}
@@ -776,15 +776,22 @@ def explain(
 
 def _alignment(template: str) -> re.Pattern[str] | None:
     """A regular expression that reads a member's tokens against its template: constants as
-    they are, each variable one group of one token or more."""
+    they are, each variable one group of one token or more, or of none (a template may hold
+    members whose value there is empty, `_filled_slots`): the group and its blank are
+    optional, and an empty value reads as ""."""
     if not template:
         return None
-    parts = []
+    out = ""
+    blank = ""
     for token in template.split(" "):
-        if token == WILDCARD + HEAD_MARK:
-            parts.append(r"(\S+):")
-        elif token in PLACEHOLDERS:
-            parts.append(r"(.+?)")
+        if token in PLACEHOLDERS:
+            if out:
+                out += "(?: (.+?))?"
+            else:
+                out, blank = "(?:(.+?) )?", ""
+                continue
         else:
-            parts.append(re.escape(token))
-    return re.compile("^" + " ".join(parts) + "$")
+            part = r"(\S+):" if token == WILDCARD + HEAD_MARK else re.escape(token)
+            out += blank + part
+        blank = " "
+    return re.compile("^" + out + "$")
