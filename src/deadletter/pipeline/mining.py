@@ -480,10 +480,20 @@ def _filled_slots(
         return out
     # The most specific first (most constants), then the most frequent.
     general.sort(key=lambda t: (-_constants(" ".join(t)), -weight[t], t))
+    # Each general template under its first constant: only a template holding that token can
+    # fit it, so a template is compared with those alone, in the same order.
+    rank = {t: i for i, t in enumerate(general)}
+    by_first: dict[str, list[tuple[str, ...]]] = {}
+    for candidate in general:
+        first = next(t for t in candidate if t not in PLACEHOLDERS)
+        by_first.setdefault(first, []).append(candidate)
     kinds: dict[tuple[str, ...], list[str]] = {}
     for template in sorted(weight, key=lambda t: (weight[t], t)):
         tokens = set(template)
-        for candidate in general:
+        reachable = sorted(
+            (c for token in tokens for c in by_first.get(token, [])), key=rank.__getitem__
+        )
+        for candidate in reachable:
             if candidate == template or len(candidate) == len(template):
                 continue
             constants = [t for t in candidate if t not in PLACEHOLDERS]
