@@ -191,3 +191,89 @@ def _pattern(template: str, variables: list[dict[str, object]]) -> dict[str, obj
         "key_paths_missing": [],
         "overrepresented_attributes": [],
     }
+
+
+@EXAMPLES
+@given(
+    st.lists(_name, min_size=6, max_size=10, unique=True),
+    st.lists(st.lists(_word, min_size=2, max_size=4).map(" ".join), min_size=2, max_size=3),
+)
+def test_a_phrase_where_a_name_usually_goes_is_a_value_of_that_variable(
+    names: list[str], phrases: list[str]
+) -> None:
+    # Given one event whose value is a name most of the time, sometimes a phrase of several
+    # words (shorter than the sentence), each phrase seen twice, and once nothing at all
+    values = names + [p for p in phrases for _ in range(2)] + [""]
+    lines = [f"{value} is not a valid range." for value in values]
+    # I expect one pattern
+    assert _one_pattern(lines)
+
+
+def test_a_variable_whose_few_values_each_recur_takes_no_phrase() -> None:
+    # Given one sentence naming two message kinds, each seen many times, and a second event
+    # where a list of kinds of several words stands in their place
+    lines = [
+        f'Expected ASGI message "{kind}", but got {n}'
+        for kind in ("websocket.connect", "websocket.receive")
+        for n in ("'int'", "'str'", "'dict'")
+    ]
+    lines += [f'Expected ASGI message "a" or "b", but got {n}' for n in ("'int'", "'str'")]
+    # I expect the second event apart from the first
+    assert [len(g) for g in _groups(lines)] != [len(lines)]
+
+
+def test_two_programs_in_front_each_seen_once_do_not_split_an_event() -> None:
+    # Given one message reported once by one program and once by another
+    lines = [
+        "ledger: Unable to calculate correct timezone offset for 'timeout'",
+        "thumbnailer: Unable to calculate correct timezone offset for 'N/A'",
+    ]
+    # I expect one pattern: names that do not recur are a variable's values
+    assert _one_pattern(lines)
+
+
+def test_a_long_text_in_a_place_known_to_hold_free_text_is_one_more_value() -> None:
+    # Given one event with a name and an error text of two or three words, and twice an error
+    # text longer than the rest of the message
+    names = ["user", "retry_mode", "page-size", "order.total", "sku", "tenant"]
+    texts = ["Broken pipe", "timed out", "Permission denied", "database is locked"]
+    lines = [f'Writer "{n}" not found. {texts[i % len(texts)]}' for i, n in enumerate(names)]
+    lines += ['Writer "sku" not found. the connection was closed by the server'] * 2
+    # I expect one pattern
+    assert _one_pattern(lines)
+
+
+def test_a_value_with_a_number_among_its_words_fits_a_variable_known_to_hold_phrases() -> None:
+    # Given one event whose value is a name, a phrase, or words with a number among them
+    values = ["customer_id", "order.total", "timeout", "sku", "tenant", "user"]
+    values += ["Lorem ipsum dolor", "yes please"] * 2 + ["abc 12"]
+    lines = [f"'{v}' is not one of {v}" for v in values]
+    # I expect one pattern
+    assert _one_pattern(lines)
+
+
+def test_two_names_in_one_place_that_each_recur_are_separate_events() -> None:
+    # Given one sentence naming one of two message kinds, each kind seen in several messages
+    lines = [
+        f'Expected ASGI message "{kind}", but got {n}'
+        for kind in ("websocket.connect", "websocket.http.response.body")
+        for n in ("'int'", "'str'", "'dict'", "'bytes'")
+    ]
+    # I expect one pattern per kind: values that each recur consistently are constants
+    assert _groups(lines) == [set(range(4)), set(range(4, 8))]
+
+
+def test_a_member_with_nothing_in_a_variable_is_explained_by_an_empty_value() -> None:
+    from deadletter.pipeline.mining import explain, with_context
+
+    # Given one event whose value is a name, a phrase, or nothing at all
+    values = ["aa", "bb", "cc", "dd", "ee", "ff", "Lorem ipsum dolor", ""]
+    counts = Counter(" ".join(tokenize(f"{v} is not a valid range.")) for v in values)
+    rows = [(text, "", n) for text, n in counts.items()]
+    found = with_context(rows)
+    # When the pattern is explained
+    (template,) = set(found.values())
+    (variable,) = explain(found, rows)[template]
+    # I expect every member's value counted, the empty one too
+    assert template == "<*> is not a valid range"
+    assert variable["distinct"] == len(values)

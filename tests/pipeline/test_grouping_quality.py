@@ -78,6 +78,7 @@ def test_the_floors_fail_when_varying_words_are_all_read_as_variables(
 ) -> None:
     # Given a miner for which no varying word names an event (`VM Paused` = `VM Started`)
     monkeypatch.setattr(mining, "_names_events", lambda values: False)
+    monkeypatch.setattr(mining, "_each_recurs", lambda members, pos, counts: False)
     # I expect most tuning systems to fall below their floors
     assert {"HealthApp", "Mac", "OpenStack", "Spark", "Zookeeper"} <= set(
         _systems_below_their_floor()
@@ -85,8 +86,8 @@ def test_the_floors_fail_when_varying_words_are_all_read_as_variables(
 
 
 # The error-format corpus's tuning half (tests/pipeline/error_formats.py), one queue per
-# package: average GA measured when the rules were last chosen (0.932), minus about 0.03.
-FORMATS_AVERAGE_FLOOR = 0.90
+# package: average GA measured when the rules were last chosen (0.949), minus about 0.03.
+FORMATS_AVERAGE_FLOOR = 0.92
 
 
 def formats_average() -> float:
@@ -114,6 +115,9 @@ def test_the_formats_floor_fails_when_no_place_is_read_as_free_text(
     # Given a miner for which program names, tails and runs of words never vary
     monkeypatch.setattr(mining, "_varies", lambda values: False)
     monkeypatch.setattr(mining, "_varies_freely", lambda values: False)
+    monkeypatch.setattr(
+        mining, "_filled_slots", lambda weight, members, threshold: {t: t for t in weight}
+    )
     # I expect the floor to catch it
     assert formats_average() < FORMATS_AVERAGE_FLOOR
 

@@ -90,7 +90,7 @@ def mine(
         clusters.setdefault(member_of[seq], []).append(seq)
     out: dict[tuple[str, ...], tuple[str, ...]] = {}
     for members in clusters.values():
-        for part in _split_on_words(members, names, seen):
+        for part in _split_on_words(members, names, seen, counts):
             shared = _template_of(part)
             out.update((seq, shared) for seq in part)
     return out
@@ -124,6 +124,7 @@ def _split_on_words(
     members: list[tuple[str, ...]],
     names: frozenset[frozenset[str]] = frozenset(),
     seen: list[tuple[frozenset[str], tuple[str, ...]]] | None = None,
+    counts: dict[tuple[str, ...], int] | None = None,
 ) -> list[list[tuple[str, ...]]]:
     """A cluster cut apart where a varying position holds words that name events.
 
@@ -133,20 +134,41 @@ def _split_on_words(
     (`_names_events`) is read as a constant, as Brain reads a word's variability from the data.
     Except the word sets in `names`: those alternate in several events (`Failed password for
     root` / `git`, `user=root` / `git`), so they are the values of a variable, a user's name.
-    Each set a cluster is cut on is added to `seen`, with the place it was cut in.
+    Each set a cluster is cut on is added to `seen`, with the place it was cut in. Two
+    values of any spelling that each recur in several messages (`_each_recurs`, over
+    `counts`) name events too.
     """
     if len(members) < 2:
         return [members]
     for pos in range(len(members[0])):
         values = frozenset(m[pos] for m in members)
-        if values not in names and _names_events(values):
+        if values not in names and (_names_events(values) or _each_recurs(members, pos, counts)):
             if seen is not None:
                 seen.append((values, _context(members, pos)))
             parts: dict[str, list[tuple[str, ...]]] = {}
             for m in members:
                 parts.setdefault(m[pos], []).append(m)
-            return [p for v in sorted(parts) for p in _split_on_words(parts[v], names, seen)]
+            return [
+                p for v in sorted(parts) for p in _split_on_words(parts[v], names, seen, counts)
+            ]
     return [members]
+
+
+def _each_recurs(
+    members: list[tuple[str, ...]], pos: int, counts: dict[tuple[str, ...], int] | None
+) -> bool:
+    """Whether one position holds exactly rules.RECURRING_VALUES values, whatever their
+    spelling (`websocket.connect` / `websocket.http.response.body`), each in at least
+    rules.MIN_RECURRENCE messages (`counts`): a variable shows more values as messages
+    come, while the words of two events each recur consistently."""
+    if counts is None:
+        return False
+    seen: dict[str, int] = {}
+    for m in members:
+        if m[pos] in PLACEHOLDERS:
+            return False
+        seen[m[pos]] = seen.get(m[pos], 0) + counts[m]
+    return len(seen) == rules.RECURRING_VALUES and min(seen.values()) >= rules.MIN_RECURRENCE
 
 
 def _context(members: list[tuple[str, ...]], pos: int) -> tuple[str, ...]:
@@ -296,6 +318,8 @@ def _varies(values: dict[str, int]) -> bool:
     endings of one start), as Brain reads a word's variability from the data."""
     if len(values) >= rules.MANY_VALUES:
         return True
+    if len(values) > 1 and max(values.values()) == 1:
+        return True
     return len(values) >= rules.MIN_VARIANT_VALUES and min(values.values()) == 1
 
 
@@ -373,7 +397,157 @@ def _mine_plain(
     for template, n in weight.items():
         final[chosen[_skeleton(template)]] = final.get(chosen[_skeleton(template)], 0) + n
     framed = _free_runs(final)
-    return {text: " ".join(framed[chosen[_skeleton(t)]]) for text, t in mined.items()}
+    now = {text: framed[chosen[_skeleton(t)]] for text, t in mined.items()}
+    # Again until nothing joins: a template that took a phrase shows its variable holds free
+    # text, which another template's run of any length then fits.
+    for _ in range(rules.MAX_PASSES):
+        weight = {}
+        members: dict[tuple[str, ...], dict[tuple[str, ...], int]] = {}
+        for text, template in now.items():
+            weight[template] = weight.get(template, 0) + counts[text]
+            seen = members.setdefault(template, {})
+            member = tuple(text.split(" ")) if text else ()
+            seen[member] = seen.get(member, 0) + counts[text]
+        filled = _filled_slots(weight, members, threshold)
+        if all(t == f for t, f in filled.items()):
+            break
+        now = {text: filled[template] for text, template in now.items()}
+    return {text: " ".join(template) for text, template in now.items()}
+
+
+def _runs(
+    general: Sequence[str], template: Sequence[str], free: Sequence[bool] = ()
+) -> list[tuple[str, ...]] | None:
+    """What each variable of `general` holds in `template`, when `template` is `general` with
+    each variable holding a run of tokens: one token of any kind, or a phrase of plain words
+    (several, or none); None when it is not. A run that holds a variable among its words
+    (`invalid user <*>`) has a structure of its own, so it is another event's text, except in
+    the variables marked `free` (known to hold free text), which take any run."""
+    length = len(template)
+    slot = -1
+    # reach[i][j]: how `general[:i]` produces `template[:j]` (the runs so far), if it can.
+    reach: list[list[tuple[str, ...]] | None] = [[]] + [None] * length
+    for token in general:
+        slot += token in PLACEHOLDERS
+        after: list[list[tuple[str, ...]] | None] = [None] * (length + 1)
+        for j, runs in enumerate(reach):
+            if runs is None:
+                continue
+            if token not in PLACEHOLDERS:
+                if j < length and template[j] == token and after[j + 1] is None:
+                    after[j + 1] = runs
+                continue
+            if slot < len(free) and free[slot]:
+                for k in range(j, length + 1):
+                    if after[k] is None:
+                        after[k] = [*runs, tuple(template[j:k])]
+                continue
+            if after[j] is None:
+                after[j] = [*runs, ()]
+            if j < length and after[j + 1] is None:
+                after[j + 1] = [*runs, (template[j],)]
+            k = j
+            while k < length and template[k] not in PLACEHOLDERS:
+                k += 1
+                if after[k] is None:
+                    after[k] = [*runs, tuple(template[j:k])]
+        reach = after
+    return reach[length]
+
+
+def _filled_slots(
+    weight: dict[tuple[str, ...], int],
+    members: dict[tuple[str, ...], dict[tuple[str, ...], int]],
+    threshold: float,
+) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Templates that are another template with a phrase (several plain words, or none) in
+    one of its variables join it: `<*> is not a valid range` has many one-word values, and
+    `Lorem ipsum dolor is not a valid range` or ` is not a valid range` is the same event with
+    a phrase, or nothing, where a name usually goes. The general template keeps
+    rules.MIN_FRAME_CONSTANTS constants, which make up at least `threshold` of the other's
+    tokens (Drain's share); a template whose variables all take one token is the positional
+    rules' to judge (`_split_on_words`), so words that name events stay apart; and a variable
+    whose few values each recur (`_slot_kinds`, over the general template's `members`) names
+    events, so it takes no phrase."""
+    out = {template: template for template in weight}
+    general = [
+        t
+        for t in weight
+        if any(token in PLACEHOLDERS for token in t)
+        and _constants(" ".join(t)) >= rules.MIN_FRAME_CONSTANTS
+    ]
+    if not general:
+        return out
+    # The most specific first (most constants), then the most frequent.
+    general.sort(key=lambda t: (-_constants(" ".join(t)), -weight[t], t))
+    # Each general template under its first constant: only a template holding that token can
+    # fit it, so a template is compared with those alone, in the same order.
+    rank = {t: i for i, t in enumerate(general)}
+    by_first: dict[str, list[tuple[str, ...]]] = {}
+    for candidate in general:
+        first = next(t for t in candidate if t not in PLACEHOLDERS)
+        by_first.setdefault(first, []).append(candidate)
+    kinds: dict[tuple[str, ...], list[str]] = {}
+    for template in sorted(weight, key=lambda t: (weight[t], t)):
+        tokens = set(template)
+        reachable = sorted(
+            (c for token in tokens for c in by_first.get(token, [])), key=rank.__getitem__
+        )
+        for candidate in reachable:
+            if candidate == template or len(candidate) == len(template):
+                continue
+            constants = [t for t in candidate if t not in PLACEHOLDERS]
+            if not set(constants) <= tokens:
+                continue
+            if candidate not in kinds:
+                kinds[candidate] = _slot_kinds(candidate, members.get(candidate, {}))
+            kind = kinds[candidate]
+            runs = _runs(candidate, template, [k == FREE for k in kind])
+            if runs is None:
+                continue
+            filled = [k for run, k in zip(runs, kind, strict=True) if len(run) != 1]
+            if FIXED in filled:
+                continue
+            # A slot known to hold free text takes a run of any length; elsewhere the
+            # general template's constants must make most of the other's tokens.
+            if any(k != FREE for k in filled) and len(constants) < threshold * len(template):
+                continue
+            out[template] = candidate
+            break
+    # A general template that joined another follows it.
+    for template in out:
+        seen = {template}
+        while out[out[template]] != out[template] and out[template] not in seen:
+            seen.add(out[template])
+            out[template] = out[out[template]]
+    return out
+
+
+FIXED = "fixed"
+FREE = "free"
+
+
+def _slot_kinds(template: tuple[str, ...], members: dict[tuple[str, ...], int]) -> list[str]:
+    """For each variable of `template`, over its members: FIXED when its values are few
+    (under rules.MIN_VARIABLE_WORDS) and each seen more than once, words that name events
+    (`"websocket.connect"` / `"websocket.http.response.body"`) rather than a variable's
+    values; FREE when some value is a run of several tokens or none, free text; else ""."""
+    places = sum(1 for t in template if t in PLACEHOLDERS)
+    values: list[dict[tuple[str, ...], int]] = [{} for _ in range(places)]
+    for tokens, n in members.items():
+        runs = _runs(template, tokens, [True] * places)
+        if runs is None:
+            continue
+        for seen, run in zip(values, runs, strict=True):
+            seen[run] = seen.get(run, 0) + n
+    return [
+        FREE
+        if any(len(run) != 1 for run in seen)
+        else FIXED
+        if 1 < len(seen) < MIN_VARIABLE_WORDS and min(seen.values()) > 1
+        else ""
+        for seen in values
+    ]
 
 
 def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tuple[str, ...]]:
@@ -591,7 +765,7 @@ def explain(
         match = shape.match(tokens)
         if match is None:
             continue
-        for i, value in enumerate(match.groups()):
+        for i, value in enumerate(match.groups(default="")):
             seen = values[head][i]
             seen[value] = seen.get(value, 0) + int(n)
     out: dict[str, list[dict[str, object]]] = {}
@@ -612,15 +786,22 @@ def explain(
 
 def _alignment(template: str) -> re.Pattern[str] | None:
     """A regular expression that reads a member's tokens against its template: constants as
-    they are, each variable one group of one token or more."""
+    they are, each variable one group of one token or more, or of none (a template may hold
+    members whose value there is empty, `_filled_slots`): the group and its blank are
+    optional, and an empty value reads as ""."""
     if not template:
         return None
-    parts = []
+    out = ""
+    blank = ""
     for token in template.split(" "):
-        if token == WILDCARD + HEAD_MARK:
-            parts.append(r"(\S+):")
-        elif token in PLACEHOLDERS:
-            parts.append(r"(.+?)")
+        if token in PLACEHOLDERS:
+            if out:
+                out += "(?: (.+?))?"
+            else:
+                out, blank = "(?:(.+?) )?", ""
+                continue
         else:
-            parts.append(re.escape(token))
-    return re.compile("^" + " ".join(parts) + "$")
+            part = r"(\S+):" if token == WILDCARD + HEAD_MARK else re.escape(token)
+            out += blank + part
+        blank = " "
+    return re.compile("^" + out + "$")

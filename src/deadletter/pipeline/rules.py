@@ -133,6 +133,11 @@ KEPT_WORDS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTION
 # naming distinct events: variables nearly always carry digits or take many values. Dotted
 # names in lower case alone stay variables: they are host names more often than not.
 MIN_VARIABLE_WORDS = 3
+# A varying position with exactly RECURRING_VALUES values of any spelling (dotted names,
+# quoted names), each seen in MIN_RECURRENCE messages or more, names events: a variable shows
+# new values as messages come, the words of two events each recur.
+RECURRING_VALUES = 2
+MIN_RECURRENCE = 3
 # Capitalised words are enumerations (`VM Paused` / `Resumed` / `Started` / `Stopped`) up to
 # this many values; user and host names are lower case, and codes in capitals (`DHL` / `UPS`,
 # `EUR` / `USD`) are values.
