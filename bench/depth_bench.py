@@ -1,6 +1,6 @@
 """What one operation costs as a queue grows: claim, delete, list and stats at each depth.
 
-    ./dev bench depth [--max-depth 100000] [--reps 20] [--no-postgres]
+    ./dev bench depth [--max-depth 100000] [--reps 20] [--stores sqlite,postgres]
 
 For depths 10^2 .. --max-depth on each store, the milliseconds (median of --reps) of one
 claim of 10, one delete of 10 ids, one listing of 10 and one stats call, in three shapes of
@@ -10,6 +10,10 @@ the `dlq` shape also a listing of 10 dead letters filtered by a source queue who
 letters arrived last, behind all the others.
 A queue is filled with direct batched inserts through the store, then kept at its depth
 by sending 10 (untimed) before each claim+delete. Writes bench/results/depth.{json,md}.
+
+--explain: on PostgreSQL at the deepest queue, one more round of the operations in which every
+statement is first run as `EXPLAIN (ANALYZE, BUFFERS)` with its values inside a savepoint
+rolled back, written to bench/results/<out>-plans.md.
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ import platform
 import statistics
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from bench.engine_bench import BODY, P, store_url
 from deadletter.domain.model import (
@@ -40,6 +47,7 @@ from deadletter.engine import transitions
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.base import Store
+from deadletter.storage.sql.executor import Executor
 
 RESULTS = Path(__file__).parent / "results"
 FILL_BATCH = 5000
@@ -110,11 +118,63 @@ def measure(engine: Engine, queue: str, reps: int, source: str | None = None) ->
     return {op: median_ms(samples) for op, samples in times.items() if samples}
 
 
+@contextmanager
+def explained(plans: list[str]) -> Iterator[None]:
+    """Run every statement of the store first as EXPLAIN (ANALYZE, BUFFERS), rolled back, and
+    append its plans to `plans`; statements sent in a pipeline are run as they are."""
+    plain = Executor.run
+
+    def run(self: Executor, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        cur: Any = self.cur
+        conn = getattr(cur, "connection", None)
+        if isinstance(conn, psycopg.Connection) and not conn.pgconn.pipeline_status:
+            statement = self.d.compile(sql)
+            bound = self.d.bind(statement, params or {})
+            text = " ".join(statement.text.split())
+            plans.append(f"### {text[:160]}{'...' if len(text) > 160 else ''}\n")
+            cur.execute("SAVEPOINT explained")
+            cur.execute(f"EXPLAIN (ANALYZE, BUFFERS) {statement.text}", bound)
+            lines = [next(iter(r.values())) if isinstance(r, dict) else r[0] for r in cur]
+            cur.execute("ROLLBACK TO SAVEPOINT explained")
+            plans.append("```\n" + "\n".join(lines) + "\n```\n")
+        return plain(self, sql, params)
+
+    Executor.run = run  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Executor.run = plain  # type: ignore[method-assign]
+
+
+def explain_round(engine: Engine, queue: str, shape: str, depth: int) -> list[str]:
+    """The plans of one claim, delete, listing and stats on `queue`."""
+    out = [f"## {shape}, {depth:,} messages\n"]
+    engine.send(P, queue, [NewMessage(body=BODY)] * 10)
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("claim 10", lambda: engine.claim(P, queue, 10, ttl=HOUR)),
+        ("list 10", lambda: engine.list_messages(P, queue, ListQuery(limit=10))),
+        ("stats", lambda: engine.stats(P, queue)),
+    ]
+    for op, work in steps:
+        out.append(f"## {op} ({shape}, {depth:,})\n")
+        with explained(out):
+            got = work()
+        if op == "claim 10":
+            ids = [m.id for m in got.messages]
+            out.append(f"## delete 10 ({shape}, {depth:,})\n")
+            with explained(out):
+                engine.delete_messages(P, queue, ids)
+    return out
+
+
 def depths(max_depth: int) -> list[int]:
     return [10**k for k in range(2, 8) if 10**k <= max_depth]
 
 
-def backend_run(backend: str, max_depth: int, reps: int) -> list[dict[str, Any]]:
+def backend_run(
+    backend: str, max_depth: int, reps: int, plans: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of one store; with `plans`, PostgreSQL's plans at the deepest queue in it."""
     rows: list[dict[str, Any]] = []
     with store_url(backend) as url:
         store = open_store(url)
@@ -126,6 +186,7 @@ def backend_run(backend: str, max_depth: int, reps: int) -> list[dict[str, Any]]
                 P, "source", QueueSettings(dead_letter=DeadLetterPolicy("dlq", max_claims=3))
             )
             depth = 0
+            depth_max = depths(max_depth)[-1]
             for target in depths(max_depth):
                 fill(store, free, target - depth, "free")
                 fill(store, dlq, target - depth, "dlq", source)
@@ -139,6 +200,8 @@ def backend_run(backend: str, max_depth: int, reps: int) -> list[dict[str, Any]]
                     ms = measure(engine, name, reps, rare.name if shape == "dlq" else None)
                     rows.append({"store": backend, "shape": shape, "depth": target, **ms})
                     print(f"{backend} {shape:9} {target:>9,}: " + _cells(ms), flush=True)
+                    if plans is not None and backend == "postgres" and target == depth_max:
+                        plans += explain_round(engine, name, shape, target)
                 engine.delete_queue(P, busy.name)
         finally:
             store.close()
@@ -167,13 +230,19 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="./dev bench depth", description=__doc__)
     parser.add_argument("--max-depth", type=int, default=100_000)
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-postgres", action="store_true", help="as --stores sqlite")
+    parser.add_argument("--stores", default="sqlite,postgres", help="comma-separated stores")
     parser.add_argument("--out", default="depth", help="name of the result files")
+    parser.add_argument(
+        "--explain", action="store_true", help="PostgreSQL's plans at the deepest queue"
+    )
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
-    for backend in ["sqlite"] if args.no_postgres else ["sqlite", "postgres"]:
+    plans: list[str] | None = [] if args.explain else None
+    stores = [s for s in args.stores.split(",") if s in ("sqlite", "postgres")]
+    for backend in [s for s in stores if s == "sqlite"] if args.no_postgres else stores:
         try:
-            rows += backend_run(backend, args.max_depth, args.reps)
+            rows += backend_run(backend, args.max_depth, args.reps, plans)
         except Exception as exc:  # PostgreSQL not reachable: say so and go on
             print(f"{backend}: not run ({exc!r})")
     report = {
@@ -185,5 +254,10 @@ def main(argv: list[str]) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=2) + "\n")
     (RESULTS / f"{args.out}.md").write_text(markdown(report))
+    if plans:
+        (RESULTS / f"{args.out}-plans.md").write_text(
+            "PostgreSQL's plans of each statement of each operation (`./dev bench depth "
+            "--explain`), on the store's own session\n\n" + "\n".join(plans)
+        )
     print(markdown(report))
     return 0

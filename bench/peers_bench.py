@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -16,7 +17,13 @@ from typing import Any
 
 from bench.peers import profile
 from bench.peers import systems as sysmod
-from bench.peers.stats import METRICS, render_table, summarize
+from bench.peers.stats import (
+    METRICS,
+    clients_key,
+    render_clients_table,
+    render_table,
+    summarize,
+)
 from bench.peers.workloads import WORKLOADS, Params
 
 RESULTS = Path(__file__).parent / "results"
@@ -34,6 +41,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--redrive-n", type=int, default=10_000, help="messages in the W3 DLQ")
     ap.add_argument("--producers", type=int, default=4)
     ap.add_argument("--consumers", type=int, default=4)
+    ap.add_argument(
+        "--clients",
+        default="",
+        help="comma-separated counts: run W1 once per count with that many producers and "
+        "as many consumers (e.g. 4,8,16), in place of --producers/--consumers",
+    )
     ap.add_argument("--rate", type=float, default=50.0, help="W4 claims per second")
     ap.add_argument("--duration", type=float, default=10.0, help="W4 seconds")
     ap.add_argument("--timeout", type=float, default=600.0, help="cap per workload run, s")
@@ -67,6 +80,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
             for n in ([s + sysmod.BASE_SUFFIX, s] if s.startswith("deadletter-") else [s])
         ]
     args.workloads = [w for w in args.workloads.split(",") if w]
+    try:
+        args.clients = sorted({int(c) for c in args.clients.split(",") if c})
+    except ValueError:
+        ap.error(f"--clients takes comma-separated counts, not {args.clients!r}")
     unknown = [s for s in args.systems if s.removesuffix(sysmod.BASE_SUFFIX) not in sysmod.ALL]
     unknown += [w for w in args.workloads if w not in WORKLOADS]
     if unknown:
@@ -195,14 +212,15 @@ def run_system(
 ) -> dict[str, Any]:
     """Run the workloads on one system, filling `out` as runs end (kept if interrupted)."""
     system = sysmod.make(name, os.cpu_count() or 2, args.base)
-    out.update({"runs": {w: [] for w in args.workloads}, "notes": []})
+    plan = runs_of(args.workloads, args.clients, params)
+    out.update({"runs": {key: [] for key, _w, _p in plan}, "notes": []})
     try:
         system.start()
         out["version"] = system.version()
         for run in range(args.runs):
             driver = system.fresh()
             try:
-                for workload in args.workloads:
+                for workload, base_workload, run_params in plan:
                     sysmod.log(f"{name} run {run + 1}/{args.runs} {workload}")
                     pid = system.server_pid()
                     prof = None
@@ -215,14 +233,14 @@ def run_system(
                     cpu_before = cpu_seconds(pid) if pid else None
                     client_before = time.process_time()
                     try:
-                        result = WORKLOADS[workload](driver, params)
+                        result = WORKLOADS[base_workload](driver, run_params)
                     except Exception as exc:
                         traceback.print_exc()
                         result = {"error": f"{type(exc).__name__}: {exc}"[:500]}
                     finally:
                         if prof:
                             prof.stop()
-                    if workload in ("w1", "w2"):
+                    if base_workload in ("w1", "w2"):
                         with_server_cpu(result, cpu_before, pid, client_before)
                     if prof and prof.path.exists():
                         text = profile.report(prof.path)
@@ -245,6 +263,23 @@ def run_system(
     return out
 
 
+def runs_of(
+    workloads: list[str], clients: list[int], params: Params
+) -> list[tuple[str, str, Params]]:
+    """(key, workload, parameters) of each workload run in one round: W1 once per count of
+    clients when counts are given (keyed `w1x4`, ...), every other workload as asked."""
+    plan: list[tuple[str, str, Params]] = []
+    for workload in workloads:
+        if workload == "w1" and clients:
+            plan += [
+                (clients_key(c), "w1", dataclasses.replace(params, producers=c, consumers=c))
+                for c in clients
+            ]
+        else:
+            plan.append((workload, workload, params))
+    return plan
+
+
 def _short(result: dict[str, Any]) -> dict[str, Any]:
     return {
         k: (round(v, 2) if isinstance(v, float) else v)
@@ -260,6 +295,12 @@ def summarize_system(data: dict[str, Any]) -> dict[str, dict[str, dict[str, floa
         s = summarize(r.get(metric) for r in runs if "error" not in r)
         if s:
             out.setdefault(workload, {})[metric] = s.as_dict()
+    for key, runs in data.get("runs", {}).items():
+        if key.startswith("w1x"):
+            for metric in ("produce", "consume", "e2e", "server_cpu", "client_cpu"):
+                s = summarize(r.get(metric) for r in runs if "error" not in r)
+                if s:
+                    out.setdefault(key, {})[metric] = s.as_dict()
     return out
 
 
@@ -299,6 +340,11 @@ def write(args: argparse.Namespace, doc: dict[str, Any]) -> tuple[Path, Path]:
     notes = {name: notes_for(name, d) for name, d in doc["systems"].items()}
     doc["summary"] = summaries
     table = render_table(summaries, args.baseline, notes)
+    if args.clients:
+        table += (
+            "\nW1 by clients per side (as many producers as consumers, the same N):\n\n"
+            + render_clients_table(summaries, args.clients, args.baseline)
+        )
     m = doc["machine"]
     versions = ", ".join(f"{n} {d.get('version', '?')}" for n, d in doc["systems"].items())
     p = doc["params"]
@@ -368,6 +414,7 @@ def main(argv: list[str]) -> int:
         "machine": machine(),
         "params": vars(params),
         "workloads": args.workloads,
+        "clients": args.clients,
         "systems": {},
     }
     if args.keep:

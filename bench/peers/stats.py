@@ -220,3 +220,39 @@ def render_table(
         cells.append("; ".join(_cell_text(n) for n in (notes or {}).get(system, [])))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def clients_key(count: int) -> str:
+    """The workload key of a W1 run with `count` producers and `count` consumers."""
+    return f"w1x{count}"
+
+
+def render_clients_table(
+    summaries: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]],
+    clients: Sequence[int],
+    baseline: str,
+) -> str:
+    """W1 end to end and server CPU at each count of clients per side, one row per system;
+    each e2e cell's ratio is to the baseline's at the same count, and the last column is the
+    system's own growth from the fewest clients to the most."""
+    header = ["system"] + [f"W1 e2e, {c} per side (msg/s)" for c in clients]
+    header += [f"server CPU s per 1k, {c} per side" for c in clients]
+    header += [f"growth {clients[0]} -> {clients[-1]}"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    base = summaries.get(baseline, {})
+    for system, by_workload in summaries.items():
+        cells = [system]
+        medians: list[float | None] = []
+        for c in clients:
+            got = by_workload.get(clients_key(c), {}).get("e2e")
+            base_summary = base.get(clients_key(c), {}).get("e2e")
+            base_median = base_summary["median"] if base_summary else None
+            cells.append(_cell(got, "msg/s", base_median if system != baseline else None))
+            medians.append(got["median"] if got else None)
+        for c in clients:
+            cpu = by_workload.get(clients_key(c), {}).get("server_cpu")
+            cells.append(_cell(cpu, "CPU s per 1k msgs", None))
+        growth = ratio(medians[-1], medians[0]) if medians else None
+        cells.append("—" if growth is None else f"x{growth:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

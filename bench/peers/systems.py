@@ -229,10 +229,15 @@ class Rabbit(System):
     name, kind = "rabbitmq", "peer"
 
     def __init__(self) -> None:
-        self.driver = RabbitDriver()
+        self.driver = RabbitDriver(shovel=shovel_enabled())
 
     def fresh(self) -> Driver:
         self.driver.notes = []
+        if self.driver.redrive_mode != "shovel":
+            self.driver.notes.append(
+                "rabbitmq_shovel not enabled (rabbitmq-plugins enable rabbitmq_shovel): "
+                "W3 is client-side"
+            )
         return self.driver
 
     def server_pid(self) -> int | None:
@@ -249,6 +254,20 @@ class Rabbit(System):
             return self.driver.version()
         except Exception as exc:
             return f"unreachable ({exc})"
+
+
+def shovel_enabled() -> bool:
+    """Whether the local broker runs the shovel plugin, RabbitMQ's own way to move a queue."""
+    try:
+        out = subprocess.run(
+            ["rabbitmq-plugins", "list", "--enabled", "--minimal"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "rabbitmq_shovel" in out.split()
 
 
 class Zaqar(System):

@@ -6,7 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.peers.stats import render_clients_table
+from bench.peers.workloads import Params
 from bench.peers_bench import notes_for, summarize_system, update_docs
+from bench.peers_bench import runs_of as plan_of
 
 
 def runs_of(**workloads: list[dict[str, Any]]) -> dict[str, Any]:
@@ -55,3 +58,31 @@ def test_the_latest_table_replaces_only_the_old_one_in_the_docs(
     assert docs.read_text() == (
         "# Benchmarks\n\n<!-- results -->\n\n| new | table |\n\n## Depth\n\nkept\n"
     )
+
+
+def test_clients_run_w1_once_per_count_with_as_many_producers_as_consumers() -> None:
+    plan = plan_of(["w1", "w3"], [4, 16], Params(producers=2, consumers=3))
+    assert [(key, workload) for key, workload, _ in plan] == [
+        ("w1x4", "w1"),
+        ("w1x16", "w1"),
+        ("w3", "w3"),
+    ]
+    assert [(p.producers, p.consumers) for _, _, p in plan] == [(4, 4), (16, 16), (2, 3)]
+
+
+def test_the_clients_table_gives_each_count_its_ratio_and_each_system_its_growth() -> None:
+    # Given two systems run at 4 and 16 clients per side
+    data = {
+        "base": runs_of(w1x4=[{"e2e": 100.0}], w1x16=[{"e2e": 150.0}]),
+        "peer": runs_of(w1x4=[{"e2e": 50.0}], w1x16=[{"e2e": 300.0}]),
+    }
+    summaries = {name: summarize_system(d) for name, d in data.items()}
+    # When the table is drawn against the first
+    table = render_clients_table(summaries, [4, 16], "base")
+    # I expect the peer's cells divided by the base's at the same count, and each growth
+    peer = next(line for line in table.splitlines() if line.startswith("| peer"))
+    assert "50.0 (50.0-50.0) x0.50" in peer
+    assert "300 (300-300) x2.00" in peer
+    assert peer.endswith("| x6.00 |")
+    base = next(line for line in table.splitlines() if line.startswith("| base"))
+    assert base.endswith("| x1.50 |")
