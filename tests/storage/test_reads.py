@@ -7,12 +7,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, cast
 
 import pytest
 
 from deadletter.domain.model import ListQuery, NewMessage, Queue, QueueSettings
 from deadletter.engine.engine import Engine
+from deadletter.storage import open_store
 from deadletter.storage.base import NestedTransaction, StorageError, Store
+from deadletter.storage.postgres.backend import PostgresStore
+from deadletter.storage.sql.executor import Executor
+from tests.services import postgres_schema
 
 WAIT = 10.0  # seconds; only reached when the behaviour under test is broken
 
@@ -111,3 +116,28 @@ def test_the_engines_reads_go_on_while_a_write_is_held_open(store: Store) -> Non
         for read in reads:
             assert len(in_thread(read)) == 1
         assert engine.stats("p", "q").total == 1
+
+
+class _Interrupted(BaseException):
+    """What a signal handler or Ctrl-C raises in the middle of a statement."""
+
+
+@pytest.mark.postgres
+def test_an_interrupted_read_raises_what_interrupted_it_and_leaves_the_pool_whole() -> None:
+    with postgres_schema() as url:
+        store = open_store(url)
+        assert isinstance(store, PostgresStore)
+        try:
+            # Given a read whose statement is still running on the server when it is
+            # interrupted (sent, its answer not yet read: the connection is ACTIVE)
+            with pytest.raises(_Interrupted), store.read() as tx:
+                assert isinstance(tx, Executor)
+                cast(Any, tx.cur).connection.pgconn.send_query(b"SELECT pg_sleep(0.2)")
+                raise _Interrupted
+            # Then the interruption is what comes out (not the driver's complaint about the
+            # connection's state), and every later read gets a connection that works
+            for _ in range(4):
+                with store.read() as tx:
+                    assert tx.count_queues("p") == 0
+        finally:
+            store.close()

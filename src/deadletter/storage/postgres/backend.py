@@ -33,6 +33,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -302,8 +303,12 @@ class PostgresStore(Store):
                 with conn.transaction():
                     yield PostgresTransaction(conn.cursor(), POSTGRES)
             finally:
-                if not conn.closed:
+                if conn.info.transaction_status == TransactionStatus.IDLE:
                     conn.read_only = False
+                elif not conn.closed:
+                    # Interrupted mid-statement (a signal, Ctrl-C): the connection is still
+                    # busy, so it cannot be set back; closed, the pool replaces it.
+                    conn.close()
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:
         if self._listener is None:
