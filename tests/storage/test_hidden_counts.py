@@ -242,6 +242,8 @@ def test_consumers_racing_on_one_queue_and_one_claim_keep_the_counts(
 # The schema as it was before migration 0013, for a store that holds messages already (the
 # migrations after it undone first, so that the store runs them all again).
 BEFORE_0013 = (
+    "ALTER TABLE patterns DROP COLUMN batches",
+    "DELETE FROM schema_version WHERE version = 17",
     "DROP INDEX messages_dl_source",
     "DELETE FROM schema_version WHERE version = 16",
     "DROP INDEX tag_states_dl_due",

@@ -86,6 +86,12 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
     "resume_redrive": ("Resume a task its canary paused: move the rest (202)", [], "202", None),
     "put_patterns": ("Store failure patterns found by the analysis", [], "204", "Patterns"),
     "get_patterns": ("Stored failure patterns", [], "200", None),
+    "merge_assignments": (
+        "Merge a writer's batch of pattern assignments, once per (writer, batch)",
+        [],
+        "200",
+        "Assignments",
+    ),
     "list_templates": ("Queue templates of the project, by name", [], "200", None),
     "put_template": ("Create (201) or replace (200) a queue template", [], "201", "Template"),
     "get_template": ("One queue template", [], "200", None),
@@ -139,6 +145,7 @@ MORE_ERRORS: dict[str, dict[str, str]] = {
     "dead_letter_batch": {"403": "Claim required", "409": "No active dead-letter policy"},
     "release_message": {"403": "Claim required", "409": "Conflict"},
     "create_queue": {"409": "Conflict"},
+    "merge_assignments": {"409": "Batch behind"},
     "post_messages": {
         "403": "Message is claimed",
         "409": "Queue is full: its bound refuses the send (_overflow reject-publish[-dlx])",
@@ -476,6 +483,32 @@ SCHEMAS: dict[str, Any] = {
             }
         },
         "required": ["patterns"],
+    },
+    "Assignments": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["writer", "batch", "assignments"],
+        "properties": {
+            "writer": {"type": "string", "minLength": 1, "maxLength": 200},
+            "batch": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+            "assignments": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 10_000,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["message_id", "pattern_id"],
+                    "properties": {
+                        "message_id": {"type": "string", "minLength": 1, "maxLength": 256},
+                        "pattern_id": {"type": "string", "minLength": 1, "maxLength": 256},
+                        "template": {"type": ["string", "null"], "maxLength": 4096},
+                        "signature": {"type": ["string", "null"], "maxLength": 4096},
+                        "dead_lettered_at": {**EPOCH, "type": ["number", "string", "null"]},
+                    },
+                },
+            },
+        },
     },
 }
 

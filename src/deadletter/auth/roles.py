@@ -207,6 +207,8 @@ ZAQAR_ROUTES: dict[tuple[str, str], Action] = {
     ("POST", _Q + "/redrives/{task_id}/resume"): Action.REDRIVE_START,
     ("PUT", _Q + "/patterns"): Action.PATTERNS_PUT,
     ("GET", _Q + "/patterns"): Action.PATTERNS_GET,
+    # Merging a batch changes the stored patterns, as storing them does.
+    ("POST", _Q + "/patterns/assignments"): Action.PATTERNS_PUT,
     ("POST", _Q + "/subscriptions"): Action.SUBSCRIPTION_MANAGE,
     ("GET", _Q + "/subscriptions"): Action.SUBSCRIPTION_READ,
     ("GET", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_READ,

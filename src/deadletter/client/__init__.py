@@ -312,6 +312,17 @@ class Client:
         """Replace the DLQ's stored patterns, each with its message ids."""
         self._call("PUT", f"/v2/queues/{dlq}/patterns", json={"patterns": patterns})
 
+    def merge_assignments(
+        self, dlq: str, writer: str, batch: int, assignments: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Merge one writer's batch of pattern assignments into the DLQ's stored patterns, in
+        one server transaction; a batch the writer merged already writes nothing."""
+        body = {"writer": writer, "batch": batch, "assignments": assignments}
+        doc: dict[str, Any] = self._json(
+            "POST", f"/v2/queues/{dlq}/patterns/assignments", json=body
+        )
+        return doc
+
     # Queue templates
 
     def put_template(self, name: str, doc: dict[str, Any]) -> dict[str, Any]:

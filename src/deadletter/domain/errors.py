@@ -14,7 +14,8 @@
     │   ├── RedriveTaskActive
     │   ├── TaskNotRunning
     │   ├── TaskNotPaused
-    │   └── TagAlreadyExists
+    │   ├── TagAlreadyExists
+    │   └── BatchBehind
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
     │   ├── ReservedAttribute
@@ -143,6 +144,10 @@ class TagNotFound(NotFound):
 
 class TagAlreadyExists(Conflict):
     """The queue already has a consumer tag of that name."""
+
+
+class BatchBehind(Conflict):
+    """A writer's batch id is below the last batch it merged into the DLQ's patterns."""
 
 
 class StoreUnavailable(DeadletterError):

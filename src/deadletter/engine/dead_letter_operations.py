@@ -122,6 +122,35 @@ class DeadLetterOperations:
             )
         )
 
+    def merge_assignments(
+        self,
+        project: str,
+        dlq: str,
+        writer: str,
+        batch: int,
+        assigned: list[patterns.Assignment],
+        limit: int = 1_000,
+        max_bytes: int = 4 * 1024 * 1024,
+    ) -> patterns.Merged:
+        """Merge one writer's micro-batch into the DLQ's patterns in one transaction, once per
+        (writer, batch), raising the alerts a store of patterns raises."""
+        confirmed_only = self.subscriptions.require_confirmation
+        return self._runner.run(
+            lambda tx, pending: patterns.merge(
+                tx,
+                pending,
+                project,
+                dlq,
+                writer,
+                batch,
+                assigned,
+                self.clock.now(),
+                confirmed_only,
+                limit,
+                max_bytes,
+            )
+        )
+
     def pattern_message_ids(self, project: str, dlq: str, pattern_id: str) -> tuple[str, ...]:
         return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -144,3 +145,149 @@ def message_ids(patterns: list[dict[str, Any]], pattern_id: str) -> tuple[str, .
         if pattern.get("id") == pattern_id:
             return tuple(str(i) for i in pattern.get("message_ids") or [])
     raise errors.PatternNotFound(f"No stored pattern {pattern_id!r}.")
+
+
+# Merging a micro-batch of assignments (`POST /v2/queues/{dlq}/patterns/assignments`)
+
+# The writers whose last batch a DLQ keeps; past it the longest idle is forgotten (a replay
+# of its batch then merges again, which the member sets make harmless).
+MAX_WRITERS = 100
+# A merged pattern's rate: its dead letters in the last RATE_MINUTES minutes, per minute.
+RATE_MINUTES = 5
+# The per-minute counts a merged pattern keeps, newest last, for the console's trend.
+TREND_MINUTES = 60
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A dead letter belongs to a pattern; `dead_lettered_at` in epoch seconds."""
+
+    message_id: str
+    pattern_id: str
+    template: str | None = None
+    signature: str | None = None
+    dead_lettered_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What merging a batch did: `merged` is False for a batch the writer merged already."""
+
+    merged: bool
+    last_batch: int
+    patterns: int
+    alerts: list[tuple[str, str]]
+
+
+def merge(
+    tx: Transaction,
+    pending: Pending,
+    project: str,
+    dlq: str,
+    writer: str,
+    batch: int,
+    assigned: list[Assignment],
+    now: float,
+    confirmed_only: bool = False,
+    limit: int = 1_000,
+    max_bytes: int = 4 * 1024 * 1024,
+) -> Merged:
+    """Add one writer's batch to the stored patterns, unless it merged that batch already; the
+    check, the read and the write under the DLQ's lock, so concurrent writers each see the
+    others' batches and a replay writes nothing."""
+    require_queue(tx, project, dlq, lock=True)
+    batches = tx.get_pattern_batches(project, dlq)
+    stored = tx.get_patterns(project, dlq)
+    done = batches.get(writer)
+    if done is not None and batch < done:
+        raise errors.BatchBehind(
+            f"Batch {batch} of writer {writer!r} is behind batch {done} it merged already: "
+            "a query restarted on a new checkpoint needs a new writer id."
+        )
+    if done is not None and batch == done:
+        return Merged(False, done, len(stored), [])
+    merged = merge_into(stored, assigned, now)
+    if len(merged) > limit:
+        raise errors.InvalidInput(f"A queue may store at most {limit} patterns.")
+    if len(json.dumps(merged)) > max_bytes:
+        raise errors.InvalidInput(f"Patterns may not take more than {max_bytes} bytes.")
+    raised = save(tx, pending, project, dlq, merged, now, confirmed_only)
+    batches.pop(writer, None)
+    batches[writer] = batch  # the newest last: the oldest is the one forgotten
+    tx.save_pattern_batches(project, dlq, dict(list(batches.items())[-MAX_WRITERS:]))
+    return Merged(True, batch, len(merged), raised)
+
+
+def merge_into(
+    stored: list[dict[str, Any]], assigned: list[Assignment], now: float
+) -> list[dict[str, Any]]:
+    """The stored patterns with the assignments added. A pattern's members are a set of
+    message ids, so a dead letter assigned twice counts once; a pattern that gained members
+    has its count, first and last seen, per-minute counts and rate brought up to date."""
+    patterns = {p["id"]: dict(p) for p in stored if isinstance(p.get("id"), str)}
+    members = {pid: {str(m) for m in p.get("message_ids") or []} for pid, p in patterns.items()}
+    touched: set[str] = set()
+    for a in assigned:
+        p = patterns.setdefault(a.pattern_id, {"id": a.pattern_id, "message_ids": []})
+        have = members.setdefault(a.pattern_id, set())
+        if a.template and not p.get("template"):
+            p["template"] = a.template
+        if a.signature and not p.get("signature"):
+            p["signature"] = a.signature
+        if a.message_id in have:
+            continue
+        have.add(a.message_id)
+        touched.add(a.pattern_id)
+        p["message_ids"] = [*(p.get("message_ids") or []), a.message_id]
+        if a.dead_lettered_at is not None:
+            _seen(p, a.dead_lettered_at)
+    for pid in touched:
+        p = patterns[pid]
+        p["count"] = len(members[pid])
+        p["rate_per_minute"] = _rate(p, now)
+    return list(patterns.values())
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _epoch(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+
+
+def _seen(p: dict[str, Any], at: float) -> None:
+    """First and last seen, and the dead letter counted in its minute."""
+    first, last = _epoch(p.get("first_seen")), _epoch(p.get("last_seen"))
+    if first is None or at < first:
+        p["first_seen"] = _iso(at)
+    if last is None or at > last:
+        p["last_seen"] = _iso(at)
+    minute = _iso(at // 60 * 60)
+    counts = {str(m): int(n) for m, n in _minutes(p)}
+    counts[minute] = counts.get(minute, 0) + 1
+    p["minute_counts"] = [[m, counts[m]] for m in sorted(counts)[-TREND_MINUTES:]]
+
+
+def _minutes(p: dict[str, Any]) -> list[tuple[Any, Any]]:
+    raw = p.get("minute_counts")
+    if not isinstance(raw, list):
+        return []
+    return [(m[0], m[1]) for m in raw if isinstance(m, list) and len(m) == 2]
+
+
+def _rate(p: dict[str, Any], now: float) -> float:
+    """Dead letters per minute over the RATE_MINUTES minutes up to `now`, this one included."""
+    since = now // 60 * 60 - (RATE_MINUTES - 1) * 60
+    recent = 0
+    for minute, n in _minutes(p):
+        at = _epoch(minute)
+        if at is not None and since <= at <= now and isinstance(n, int):
+            recent += n
+    return round(recent / RATE_MINUTES, 3)

@@ -3,31 +3,37 @@
 
 An assignment says that a dead letter belongs to a pattern (`message_id`, `pattern_id`, and
 optionally the pattern's `template` and `signature` and the dead letter's `dead_lettered_at`).
-A micro-batch is merged in one read and one `PUT /v2/queues/{dlq}/patterns`, which stamps
-every stored pattern with the sink's name and the batch id. Writing is idempotent twice over:
-a batch whose id is not above the stamp is skipped whole (Spark replays the last batch after
-a restart when its commit was not recorded), and a pattern's members are a set of message
-ids, so a dead letter assigned twice (the stamp lost to a batch `analyze` in between) is
-counted once. One sink per DLQ: two writers merging at once could each miss the other's
-batch (the read and the write are two requests).
+A micro-batch is one `POST /v2/queues/{dlq}/patterns/assignments`, which the server merges in
+one transaction, once per (writer id, batch id): any number of writers may share a DLQ, and
+a batch Spark replays after a restart (its commit not recorded) writes nothing.
+
+The writer id is the query's: the id Spark keeps in the checkpoint's `metadata` file, read
+from the `checkpointLocation` option, so a query restarted on its checkpoint keeps it and a
+query on a fresh checkpoint has a new one. Where that file cannot be read (a checkpoint on a
+remote file system, or one set through `spark.sql.streaming.checkpointLocation`), the id is
+the option `sink_name`, else the checkpoint's path, else "deadletter"; a query on a fresh
+checkpoint under an old id then sends batch ids below the ones merged, which the server
+refuses (409 "Batch behind") and the query fails saying so, instead of skipping them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from deadletter.pipeline.columns import iso, parse_time
 
 # The columns an assignment needs, and those it may carry.
 REQUIRED = ("message_id", "pattern_id")
 OPTIONAL = ("template", "signature", "dead_lettered_at")
-# The sink's stamp on each stored pattern.
-STAMP = "sink"
 DEFAULT_SINK = "deadletter"
-# The trend the console draws: dead letters per minute, the newest MINUTES kept.
-MINUTES = 60
+# What one request may carry (the server's cap on a batch).
+MAX_ASSIGNMENTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -64,57 +70,35 @@ def of_row(row: dict[str, Any]) -> Assignment | None:
     )
 
 
-def last_batch(stored: Iterable[dict[str, Any]], sink: str) -> int | None:
-    """The last batch of `sink` merged into the stored patterns, if any."""
-    batches = [
-        p[STAMP]["batch"]
-        for p in stored
-        if isinstance(p.get(STAMP), dict) and p[STAMP].get("name") == sink
-    ]
-    return max(batches) if batches else None
+def as_json(assigned: Sequence[Assignment]) -> list[dict[str, Any]]:
+    """The assignments as the request carries them, the empty fields left out."""
+    return [{k: v for k, v in asdict(a).items() if v is not None} for a in assigned]
 
 
-def merge(
-    stored: list[dict[str, Any]], assigned: Iterable[Assignment], sink: str, batch: int
-) -> list[dict[str, Any]] | None:
-    """The stored patterns with a batch's assignments added; None when the batch was merged
-    already (its id is not above the sink's stamp)."""
-    done = last_batch(stored, sink)
-    if done is not None and batch <= done:
+def writer_id(options: Mapping[str, str]) -> str:
+    """Who the server stamps a merged batch with (see the module docstring)."""
+    opts = {k.lower(): v for k, v in options.items()}
+    location = opts.get("checkpointlocation")
+    query = query_id(location) if location else None
+    if query is not None:
+        return f"query:{query}"
+    if opts.get("sink_name"):
+        return opts["sink_name"]
+    if location:
+        return "checkpoint:" + hashlib.sha256(location.encode()).hexdigest()[:32]
+    return DEFAULT_SINK
+
+
+def query_id(location: str) -> str | None:
+    """The id a streaming query keeps in its checkpoint, if the checkpoint is a local folder
+    that holds it (Spark writes it when the query starts, before the sink is made)."""
+    parsed = urlparse(location)
+    if parsed.scheme not in ("", "file"):
         return None
-    patterns = {p["id"]: dict(p) for p in stored if isinstance(p.get("id"), str)}
-    members = {pid: {str(m) for m in p.get("message_ids") or []} for pid, p in patterns.items()}
-    for a in assigned:
-        p = patterns.setdefault(a.pattern_id, {"id": a.pattern_id, "message_ids": []})
-        have = members.setdefault(a.pattern_id, set())
-        if a.template and not p.get("template"):
-            p["template"] = a.template
-        if a.signature and not p.get("signature"):
-            p["signature"] = a.signature
-        if a.message_id in have:
-            continue
-        have.add(a.message_id)
-        p["message_ids"] = [*(p.get("message_ids") or []), a.message_id]
-        if a.dead_lettered_at is not None:
-            _seen(p, a.dead_lettered_at)
-    out = []
-    for pid, p in patterns.items():
-        p["count"] = len(members[pid])
-        p[STAMP] = {"name": sink, "batch": batch}
-        out.append(p)
-    return out
-
-
-def _seen(p: dict[str, Any], at: str) -> None:
-    """First and last seen, and the dead letter counted in its minute."""
-    first, last = parse_time(p.get("first_seen")), parse_time(p.get("last_seen"))
-    when = parse_time(at)
-    assert when is not None
-    if first is None or when < first:
-        p["first_seen"] = at
-    if last is None or when > last:
-        p["last_seen"] = at
-    minute = iso(when.replace(second=0, microsecond=0))
-    counts = {str(m): int(n) for m, n in p.get("minute_counts") or []}
-    counts[minute] = counts.get(minute, 0) + 1
-    p["minute_counts"] = [[m, counts[m]] for m in sorted(counts)[-MINUTES:]]
+    path = Path(parsed.path if parsed.scheme else location) / "metadata"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    value = doc.get("id") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) and value else None

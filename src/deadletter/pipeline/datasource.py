@@ -238,15 +238,14 @@ class Assigned(WriterCommitMessage):
 class PatternSink(DataSourceStreamWriter):
     """`df.writeStream.format("deadletter")`: pattern assignments (columns `message_id`,
     `pattern_id`; optionally `template`, `signature`, `dead_lettered_at`) merged into the
-    stored patterns of the DLQ named by `queue`, each micro-batch once by its id (option
-    `sink_name`, default "deadletter", names the stamp: a query started on a new checkpoint
-    takes a new name). The executors only collect; the driver's commit writes, so a batch
-    whose tasks failed writes nothing."""
+    stored patterns of the DLQ named by `queue`, each micro-batch once, in one request the
+    server applies in one transaction (the writer id: `assignments.writer_id`). The executors
+    only collect; the driver's commit writes, so a batch whose tasks failed writes nothing."""
 
     def __init__(self, options: dict[str, str], columns: list[str]) -> None:
         assignments.check_columns(columns)
         self.options = options
-        self.sink = options.get("sink_name") or assignments.DEFAULT_SINK
+        self.sink = assignments.writer_id(options)
 
     def write(self, iterator: Iterator[Any]) -> Assigned:
         rows = (assignments.of_row(row.asDict()) for row in iterator)
@@ -256,11 +255,16 @@ class PatternSink(DataSourceStreamWriter):
         rows = [a for m in messages if isinstance(m, Assigned) for a in m.rows]
         if not rows:
             return
-        dlq = self.options["queue"]
+        if len(rows) > assignments.MAX_ASSIGNMENTS:
+            raise ValueError(
+                f"micro-batch {batchId} assigns {len(rows)} dead letters; the deadletter sink "
+                f"merges at most {assignments.MAX_ASSIGNMENTS} per batch (lower the source's "
+                "max_per_batch)"
+            )
         with client_of(self.options) as client:
-            merged = assignments.merge(client.patterns(dlq), rows, self.sink, batchId)
-            if merged is not None:
-                client.put_patterns(dlq, merged)
+            client.merge_assignments(
+                self.options["queue"], self.sink, batchId, assignments.as_json(rows)
+            )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing was written: the executors only collected."""

@@ -24,11 +24,21 @@ from deadletter.api.zaqar.parse import (
 )
 from deadletter.api.zaqar.serialize import next_link, task_href, task_json
 from deadletter.domain.model import MAX_CLAIM_TTL, DeadLetterFilter
+from deadletter.engine.patterns import Assignment
 
 MAX_DEAD_LETTER_BATCH = 100
 # What one queue's stored failure patterns may hold (the analysis writes them whole).
 MAX_PATTERNS = 1_000
 MAX_PATTERNS_BYTES = 4 * 1024 * 1024
+# One micro-batch of pattern assignments (a streaming sink's batch) and its fields.
+MAX_ASSIGNMENTS = 10_000
+MAX_WRITER_ID = 200
+MAX_ID = 256
+MAX_TEMPLATE = 4096
+MAX_BATCH_ID = 2**63 - 1
+ASSIGNMENT_KEYS = frozenset(
+    ("message_id", "pattern_id", "template", "signature", "dead_lettered_at")
+)
 
 
 def dead_letter_message(ctx: Ctx) -> Response:
@@ -197,3 +207,63 @@ def put_patterns(ctx: Ctx) -> Response:
 
 def get_patterns(ctx: Ctx) -> Response:
     return JSONResponse({"patterns": ctx.engine.get_patterns(ctx.project, ctx.queue)})
+
+
+def merge_assignments(ctx: Ctx) -> Response:
+    """One writer's micro-batch merged into the stored patterns, once per (writer, batch)."""
+    if len(ctx.body) > MAX_PATTERNS_BYTES:
+        raise bad_request(f"A batch may not take more than {MAX_PATTERNS_BYTES} bytes.")
+    doc = ctx.json_object(empty_ok=False)
+    unknown = sorted(set(doc) - {"writer", "batch", "assignments"})
+    if unknown:
+        raise bad_request(f"Unknown field(s) {unknown}: expected writer, batch, assignments.")
+    writer = doc.get("writer")
+    if not isinstance(writer, str) or not 1 <= len(writer) <= MAX_WRITER_ID:
+        raise bad_request(f'"writer" must be a string of 1 to {MAX_WRITER_ID} characters.')
+    batch = doc.get("batch")
+    if not isinstance(batch, int) or not is_int_in(batch, 0, MAX_BATCH_ID):
+        raise bad_request(f'"batch" must be an integer from 0 to {MAX_BATCH_ID}.')
+    items = doc.get("assignments")
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_ASSIGNMENTS:
+        raise bad_request(f'"assignments" must list 1 to {MAX_ASSIGNMENTS} assignments.')
+    assigned = [_assignment(i, item) for i, item in enumerate(items)]
+    merged = ctx.engine.merge_assignments(
+        ctx.project,
+        ctx.queue,
+        text("writer", writer),
+        batch,
+        assigned,
+        MAX_PATTERNS,
+        MAX_PATTERNS_BYTES,
+    )
+    return JSONResponse(
+        {
+            "merged": merged.merged,
+            "batch": merged.last_batch,
+            "patterns": merged.patterns,
+            "alerts": [{"kind": k, "pattern_id": pid} for k, pid in merged.alerts],
+        }
+    )
+
+
+def _assignment(i: int, item: object) -> Assignment:
+    where = f"assignments[{i}]"
+    if not isinstance(item, dict):
+        raise bad_request(f"{where} must be an object.")
+    unknown = sorted(set(item) - ASSIGNMENT_KEYS)
+    if unknown:
+        raise bad_request(f"{where}: unknown field(s) {unknown}.")
+    ids = []
+    for key in ("message_id", "pattern_id"):
+        value = item.get(key)
+        if not isinstance(value, str) or not 1 <= len(value) <= MAX_ID:
+            raise bad_request(f"{where}.{key} must be a string of 1 to {MAX_ID} characters.")
+        ids.append(text(f"{where}.{key}", value))
+    texts: list[str | None] = []
+    for key in ("template", "signature"):
+        value = item.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_TEMPLATE):
+            raise bad_request(f"{where}.{key} must be a string of at most {MAX_TEMPLATE} chars.")
+        texts.append(None if value is None else text(f"{where}.{key}", value))
+    at = time_value(f"{where}.dead_lettered_at", item.get("dead_lettered_at"))
+    return Assignment(ids[0], ids[1], texts[0], texts[1], at)

@@ -50,6 +50,13 @@ class Administration(abc.ABC):
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]: ...
 
     @abc.abstractmethod
+    def save_pattern_batches(self, project: str, dlq: str, batches: dict[str, int]) -> None:
+        """The last micro-batch each writer merged into the DLQ's patterns, kept beside them."""
+
+    @abc.abstractmethod
+    def get_pattern_batches(self, project: str, dlq: str) -> dict[str, int]: ...
+
+    @abc.abstractmethod
     def insert_credential(self, credential: CredentialRecord) -> None: ...
 
     @abc.abstractmethod

@@ -393,6 +393,11 @@ SAVE_PATTERNS = (
     " ON CONFLICT (project, dlq) DO UPDATE SET patterns = excluded.patterns"
 )
 GET_PATTERNS = "SELECT patterns FROM patterns WHERE project = :project AND dlq = :dlq"
+SAVE_PATTERN_BATCHES = (
+    "INSERT INTO patterns (project, dlq, patterns, batches) VALUES (:project, :dlq, '[]', :batches)"
+    " ON CONFLICT (project, dlq) DO UPDATE SET batches = excluded.batches"
+)
+GET_PATTERN_BATCHES = "SELECT batches FROM patterns WHERE project = :project AND dlq = :dlq"
 
 # Every table of data, children before parents (the numbering tables are the dialect's).
 TABLES: tuple[str, ...] = (

@@ -470,6 +470,16 @@ class SQLTransaction(
         r = self.one(q.GET_PATTERNS, {"project": project, "dlq": dlq})
         return list(json.loads(r["patterns"])) if r else []
 
+    def save_pattern_batches(self, project: str, dlq: str, batches: dict[str, int]) -> None:
+        self.run(
+            q.SAVE_PATTERN_BATCHES,
+            {"project": project, "dlq": dlq, "batches": json.dumps(batches)},
+        )
+
+    def get_pattern_batches(self, project: str, dlq: str) -> dict[str, int]:
+        r = self.one(q.GET_PATTERN_BATCHES, {"project": project, "dlq": dlq})
+        return dict(json.loads(r["batches"])) if r else {}
+
     def wipe(self) -> None:
         for table in q.SUBSCRIPTION_TABLES:
             self.run(f"DELETE FROM {table}")
