@@ -3,6 +3,7 @@ to the DLQ's stored patterns, each micro-batch once, across a restart from its c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from deadletter.api.app import build_app
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
-from deadletter.pipeline.assignments import Assignment, check_columns, merge
+from deadletter.pipeline.assignments import check_columns, writer_id
 from deadletter.storage import open_store
 from tests.engine.helpers import P, fail, send, with_dlq
 from tests.pipeline.conftest import PANDAS_WARNING
@@ -31,29 +32,30 @@ class Stores(EngineListener):
         self.count += 1
 
 
-def a(message_id: str, pattern_id: str, at: str | None = None) -> Assignment:
-    return Assignment(message_id, pattern_id, f"{pattern_id} <*>", None, at)
+def test_the_writer_id_is_the_query_id_its_checkpoint_keeps(tmp_path: Path) -> None:
+    # Given a checkpoint whose metadata holds the query's id (Spark writes it at the start)
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    (checkpoint / "metadata").write_text('{"id":"8d1e"}\n')
+    # Then that is the writer id, under any sink name, as a path or a file URI
+    named = {"checkpointLocation": str(checkpoint), "sink_name": "old"}
+    assert writer_id(named) == "query:8d1e"
+    assert writer_id({"checkpointlocation": checkpoint.as_uri()}) == "query:8d1e"
+    # and a fresh checkpoint in another folder has another id
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "metadata").write_text('{"id":"77aa"}\n')
+    assert writer_id({"checkpointLocation": str(fresh)}) == "query:77aa"
 
 
-def test_a_batch_merges_once_by_its_id_and_a_member_counts_once() -> None:
-    # Given a pattern the batch analysis stored with two members
-    stored = [{"id": "p-1", "template": "timeout <*>", "count": 2, "message_ids": ["m1", "m2"]}]
-    # When batch 0 assigns a new member and a known one, and a new pattern
-    at = "2026-11-22T15:04:05.000Z"
-    first = merge(stored, [a("m3", "p-1", at), a("m1", "p-1"), a("m4", "p-2", at)], "s", 0)
-    assert first is not None
-    by_id = {p["id"]: p for p in first}
-    # Then each pattern counts its distinct members, and knows when they died
-    assert (by_id["p-1"]["count"], by_id["p-1"]["message_ids"]) == (3, ["m1", "m2", "m3"])
-    assert (by_id["p-2"]["count"], by_id["p-2"]["template"]) == (1, "p-2 <*>")
-    assert by_id["p-2"]["first_seen"] == by_id["p-2"]["last_seen"] == at
-    assert by_id["p-2"]["minute_counts"] == [["2026-11-22T15:04:00.000Z", 1]]
-    # And batch 0 again (a replay after a restart) is skipped whole, batch 1 is not
-    assert merge(first, [a("m5", "p-1")], "s", 0) is None
-    second = merge(first, [a("m5", "p-1")], "s", 1)
-    assert second is not None and {p["id"]: p["count"] for p in second} == {"p-1": 4, "p-2": 1}
-    # while another sink's stamp does not hold this one back
-    assert merge(second, [a("m6", "p-1")], "other", 0) is not None
+def test_a_checkpoint_that_cannot_be_read_falls_back_to_a_name_or_its_path() -> None:
+    remote = {"checkpointLocation": "s3a://bucket/checkpoints/q1"}
+    assert writer_id({**remote, "sink_name": "nightly"}) == "nightly"
+    by_path = writer_id(remote)
+    assert by_path.startswith("checkpoint:") and by_path != writer_id(
+        {"checkpointLocation": "s3a://bucket/checkpoints/q2"}
+    )
+    assert writer_id({}) == "deadletter"
 
 
 def test_a_stream_without_the_ids_is_refused_by_name() -> None:
@@ -151,3 +153,7 @@ def test_a_restarted_query_writes_every_assignment_once(
     assert counts == {"p-timeout": 3, "p-negative": 2, "p-currency": 1, "p-schema": 1}
     # and the replayed batch wrote nothing: one store for the batch of the new dead letters
     assert stores.count == writes + 1
+    # under the id of the query, which its checkpoint keeps across the restart
+    query = json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"]
+    with engine.store.read() as tx:
+        assert list(tx.get_pattern_batches(P, "dlq")) == [f"query:{query}"]
