@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from deadletter.api.app import build_app
-from deadletter.clock import ManualClock
 from deadletter.client import ApiError, Client
+from deadletter.clock import ManualClock
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
 from tests.api.zaqar.conftest import ApiClient, make_queue
