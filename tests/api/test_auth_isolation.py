@@ -85,6 +85,11 @@ def _zaqar_attempts(v: dict[str, Any]) -> list[tuple[str, str, Any]]:
         ("DELETE", f"/v2/queues/b-dlq/redrives/{t}", None),
         ("GET", "/v2/queues/b-dlq/patterns", None),
         ("PUT", "/v2/queues/b-dlq/patterns", {"patterns": []}),
+        (
+            "POST",
+            "/v2/queues/b-dlq/patterns/assignments",
+            {"writer": "w", "batch": 0, "assignments": [{"message_id": m, "pattern_id": "p"}]},
+        ),
         ("GET", f"/v2/credentials?project={BETA}", None),
         ("POST", "/v2/credentials", {"role": "admin", "project": BETA}),
     ]

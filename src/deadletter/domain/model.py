@@ -658,3 +658,25 @@ class QueueTemplate:
     settings: TemplateSettings
     created_at: float
     updated_at: float
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A dead letter belongs to a failure pattern; `dead_lettered_at` in epoch seconds."""
+
+    message_id: str
+    pattern_id: str
+    template: str | None = None
+    signature: str | None = None
+    dead_lettered_at: float | None = None
+
+
+@dataclass(frozen=True)
+class MergedBatch:
+    """What merging a batch of assignments did: `merged` is False for a batch the writer
+    merged already."""
+
+    merged: bool
+    last_batch: int
+    patterns: int
+    alerts: list[tuple[str, str]]

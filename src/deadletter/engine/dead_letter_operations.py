@@ -8,7 +8,16 @@ from collections.abc import Callable
 from typing import Any
 
 from deadletter.clock import Clock
-from deadletter.domain.model import Canary, DeadLetterFilter, ListQuery, Message, Queue, RedriveTask
+from deadletter.domain.model import (
+    Assignment,
+    Canary,
+    DeadLetterFilter,
+    ListQuery,
+    MergedBatch,
+    Message,
+    Queue,
+    RedriveTask,
+)
 from deadletter.engine import patterns, redrive, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import Subscriptions
@@ -128,10 +137,10 @@ class DeadLetterOperations:
         dlq: str,
         writer: str,
         batch: int,
-        assigned: list[patterns.Assignment],
+        assigned: list[Assignment],
         limit: int = 1_000,
         max_bytes: int = 4 * 1024 * 1024,
-    ) -> patterns.Merged:
+    ) -> MergedBatch:
         """Merge one writer's micro-batch into the DLQ's patterns in one transaction, once per
         (writer, batch), raising the alerts a store of patterns raises."""
         confirmed_only = self.subscriptions.require_confirmation

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
 from deadletter.domain import errors
+from deadletter.domain.model import Assignment, MergedBatch
 from deadletter.engine.events import EngineListener
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import fan_out_events
@@ -158,27 +158,6 @@ RATE_MINUTES = 5
 TREND_MINUTES = 60
 
 
-@dataclass(frozen=True)
-class Assignment:
-    """A dead letter belongs to a pattern; `dead_lettered_at` in epoch seconds."""
-
-    message_id: str
-    pattern_id: str
-    template: str | None = None
-    signature: str | None = None
-    dead_lettered_at: float | None = None
-
-
-@dataclass(frozen=True)
-class Merged:
-    """What merging a batch did: `merged` is False for a batch the writer merged already."""
-
-    merged: bool
-    last_batch: int
-    patterns: int
-    alerts: list[tuple[str, str]]
-
-
 def merge(
     tx: Transaction,
     pending: Pending,
@@ -191,7 +170,7 @@ def merge(
     confirmed_only: bool = False,
     limit: int = 1_000,
     max_bytes: int = 4 * 1024 * 1024,
-) -> Merged:
+) -> MergedBatch:
     """Add one writer's batch to the stored patterns, unless it merged that batch already; the
     check, the read and the write under the DLQ's lock, so concurrent writers each see the
     others' batches and a replay writes nothing."""
@@ -205,7 +184,7 @@ def merge(
             "a query restarted on a new checkpoint needs a new writer id."
         )
     if done is not None and batch == done:
-        return Merged(False, done, len(stored), [])
+        return MergedBatch(False, done, len(stored), [])
     merged = merge_into(stored, assigned, now)
     if len(merged) > limit:
         raise errors.InvalidInput(f"A queue may store at most {limit} patterns.")
@@ -215,7 +194,7 @@ def merge(
     batches.pop(writer, None)
     batches[writer] = batch  # the newest last: the oldest is the one forgotten
     tx.save_pattern_batches(project, dlq, dict(list(batches.items())[-MAX_WRITERS:]))
-    return Merged(True, batch, len(merged), raised)
+    return MergedBatch(True, batch, len(merged), raised)
 
 
 def merge_into(

@@ -168,6 +168,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.TaskNotRunning: unsupported,
     errors.TaskNotPaused: unsupported,
     errors.TagAlreadyExists: invalid_parameter,
+    errors.BatchBehind: invalid_parameter,
     errors.Conflict: invalid_parameter,
     errors.ClaimMismatch: message_not_inflight,
     errors.ReservedAttribute: invalid_parameter,

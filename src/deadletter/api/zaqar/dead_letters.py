@@ -23,8 +23,7 @@ from deadletter.api.zaqar.parse import (
     time_value,
 )
 from deadletter.api.zaqar.serialize import next_link, task_href, task_json
-from deadletter.domain.model import MAX_CLAIM_TTL, DeadLetterFilter
-from deadletter.engine.patterns import Assignment
+from deadletter.domain.model import MAX_CLAIM_TTL, Assignment, DeadLetterFilter
 
 MAX_DEAD_LETTER_BATCH = 100
 # What one queue's stored failure patterns may hold (the analysis writes them whole).
