@@ -6,6 +6,7 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
+from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send
 
@@ -84,3 +85,22 @@ def test_claim_limits_are_checked(engine: Engine) -> None:
         engine.claim(P, "orders", 0)
     with pytest.raises(errors.QueueNotFound):
         engine.claim(P, "nope", 1)
+
+
+def test_claimed_messages_are_stored_as_the_claim_hands_them_out(
+    engine: Engine, clock: ManualClock
+) -> None:
+    # Given messages sent with a short life, one claimed before and lapsed, one new
+    engine.create_queue(P, "orders")
+    engine.send(P, "orders", [NewMessage(body=b"a", ttl=70)])
+    engine.claim(P, "orders", 1, ttl=30)
+    clock.advance(30)
+    engine.send(P, "orders", [NewMessage(body=b"b", ttl=3600)])
+    # When both are claimed together, with a grace that outlives the first one's life
+    claim = engine.claim(P, "orders", 2, ttl=60, grace=30)
+    # I expect the store to hold each exactly as the claim handed it out
+    ids = [m.id for m in claim.messages]
+    stored = {m.id: m for m in engine.get_messages(P, "orders", ids)}
+    assert [stored[i] for i in ids] == list(claim.messages)
+    assert [m.claim_count for m in claim.messages] == [2, 1]
+    assert claim.messages[0].first_claimed_at < claim.messages[1].first_claimed_at

@@ -56,3 +56,23 @@ def test_a_delete_by_ids_reads_no_message_on_a_queue_without_consumer_tags(
         "SELECT * FROM",
         "DELETE FROM messages",
     ]
+
+
+def test_a_claim_writes_its_messages_in_one_statement_on_a_plain_queue(engine: Engine) -> None:
+    # Given ten messages on a queue without consumer tags or FIFO order
+    engine.create_queue(P, "q")
+    engine.send(P, "q", [NewMessage(body=b"x")] * 10)
+    # When a consumer claims all ten
+    seen = statements(engine)
+    claimed = engine.claim(P, "q", 10, ttl=60).messages
+    # I expect the queue read, the ready and hidden heads, one UPDATE for the ten messages
+    # (not one per message), the class counts and the claim
+    assert len(claimed) == 10
+    assert seen == [
+        "SELECT * FROM",
+        "SELECT * FROM",
+        "SELECT * FROM",
+        "UPDATE messages SET",
+        "INSERT INTO queue_hidden",
+        "INSERT INTO claims",
+    ]

@@ -45,7 +45,7 @@ def claim(
             for m in matching
             if not transitions.poisoned(m, policy)
         ]
-        group.hold(tx, fresh)
+        group.hold_claimed(tx, fresh, now, expires + grace)
         delivered += fresh
         if poisoned:
             dead_letters.past_limit(tx, pending, group, poisoned, Reason.MAX_CLAIMS, now)

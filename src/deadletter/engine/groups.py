@@ -50,6 +50,12 @@ class ConsumerGroup(abc.ABC):
     def hold(self, tx: Transaction, messages: Sequence[Message]) -> None:
         """Write the group's deliveries of `messages` (claimed, renewed, given back)."""
 
+    def hold_claimed(
+        self, tx: Transaction, messages: Sequence[Message], now: float, live_until: float
+    ) -> None:
+        """`hold` the messages one claim just took at `now` (`claims.claim`)."""
+        self.hold(tx, messages)
+
     @abc.abstractmethod
     def held(self, tx: Transaction, ids: Sequence[str], now: float) -> list[Message]:
         """The unexpired messages among `ids` that the group delivers now, their deliveries
@@ -115,6 +121,19 @@ class DefaultGroup(ConsumerGroup):
 
     def hold(self, tx: Transaction, messages: Sequence[Message]) -> None:
         tx.update_messages(self.queue.project, messages)
+
+    def hold_claimed(
+        self, tx: Transaction, messages: Sequence[Message], now: float, live_until: float
+    ) -> None:
+        # The common claim, one statement for all its messages instead of one per message:
+        # the store can compute each message's new state from its row when they are claimed
+        # alike (no backoff that depends on the delivery count, none at its last delivery).
+        if self.queue.settings.retry_policy is None and all(
+            m.dead_letter_due_at is None for m in messages
+        ):
+            tx.claim_messages(self.queue.project, messages, now, live_until)
+        else:
+            self.hold(tx, messages)
 
     def held(self, tx: Transaction, ids: Sequence[str], now: float) -> list[Message]:
         return held_rows(tx, self.queue.project, self.queue.name, ids, now)

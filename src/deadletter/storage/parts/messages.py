@@ -109,6 +109,15 @@ class Messages(abc.ABC):
         """Write back delivery state: visibility, claim, claim count, first claim, expiry."""
 
     @abc.abstractmethod
+    def claim_messages(
+        self, project: str, messages: Sequence[Message], now: float, live_until: float
+    ) -> None:
+        """Write back `messages` as `transitions.claimed` made them, all by one claim at `now`
+        without a retry backoff and none at its last delivery (living at least until
+        `live_until`), in one statement: what `update_messages` writes, computed by the
+        store from each row as it is."""
+
+    @abc.abstractmethod
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
         """Write back whole messages whose `queue` changed, giving each a new sequence number."""
 

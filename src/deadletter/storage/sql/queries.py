@@ -223,6 +223,16 @@ UPDATE_MESSAGE = (
     " first_claimed_at = :first_claimed_at, expires_at = :expires_at, dl_due_at = :dl_due_at,"
     " hidden = :hidden WHERE id = :id"
 )
+# A claim's messages written back in one statement (`SQLTransaction.claim_messages`) where
+# the engine claims them alike: `transitions.claimed` of each without a retry backoff
+# (visible again when the claim lapses) and none at its last delivery (no DLQ due time).
+CLAIM_MESSAGES = (
+    "UPDATE messages SET claim_id = :claim_id, claim_expires_at = :expires,"
+    " visible_at = :expires, claim_count = claim_count + 1,"
+    " first_claimed_at = COALESCE(NULLIF(first_claimed_at, 0), :now),"
+    " expires_at = CASE WHEN expires_at > :live_until THEN expires_at ELSE :live_until END,"
+    " dl_due_at = NULL, hidden = :hidden WHERE id = ANY(:ids)"
+)
 # Deletions return the dead-letter source and class of each row, which the counts go by.
 _GONE = " RETURNING COALESCE(dl_source, '') AS source, hidden"
 

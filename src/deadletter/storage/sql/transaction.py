@@ -323,6 +323,26 @@ class SQLTransaction(
             self.run_many(q.UPDATE_MESSAGE, rows)
             self._add_hidden(project, changes)
 
+    def claim_messages(
+        self, project: str, messages: Sequence[Message], now: float, live_until: float
+    ) -> None:
+        if not messages:
+            return
+        first = messages[0]
+        hidden = hidden_class(first)
+        ids = [m.id for m in messages]
+        changes: Counter[tuple[str, int]] = Counter()
+        for i, (queue, source, was) in self.places_before(project, ids).items():
+            if was != hidden:
+                changes[(queue, was)] -= 1
+                changes[(queue, hidden)] += 1
+                self._places[i] = (queue, source, hidden)
+        params = {"claim_id": first.claim_id, "expires": first.claim_expires_at, "now": now,
+                  "live_until": live_until, "hidden": hidden, "ids": ids}  # fmt: skip
+        with self.together():
+            self.run(q.CLAIM_MESSAGES, params)
+            self._add_hidden(project, changes)
+
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
