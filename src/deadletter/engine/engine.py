@@ -225,7 +225,7 @@ class Engine(DeadLetterOperations, TagOperations):
             if full is not None:
                 kept = set(taken)
                 left = [m for i, m in enumerate(built) if i not in kept]
-                bounds.refused(tx, pending, queue, left, now)  # reject-publish-dlx
+                dead_letters.refused_send(tx, pending, queue, left, now)  # reject-publish-dlx
             # Each position that is not taken holds the refusal.
             outcomes: list[Message | errors.QueueFull] = [full or errors.QueueFull()] * len(built)
             if not taken:
@@ -234,7 +234,7 @@ class Engine(DeadLetterOperations, TagOperations):
             stored, enqueued = fifo.stored(tx, project, s, [built[i] for i in taken], now)
             for i, m in zip(taken, stored, strict=True):
                 outcomes[i] = m
-            bounds.drop_head(tx, pending, queue, now)
+            dead_letters.drop_head(tx, pending, queue, now)
             due = fan_out(
                 tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation
             )
