@@ -5,13 +5,20 @@ refuses the arrivals, which stay in their source queue, claimable, counted as `d
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterPolicy, NewMessage, Overflow, QueueSettings
+from deadletter.domain.model import (
+    DeadLetterPolicy,
+    NewMessage,
+    Overflow,
+    QueueSettings,
+    SkipReason,
+)
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from tests.engine.helpers import P, send
@@ -278,6 +285,86 @@ def test_racing_rejections_stop_exactly_at_the_dlq_bound(
             # Nothing lost: what the DLQ refused is still in its queue
             kept = len([i for i in refused if i >= 0])
             assert engines[0].stats(P, "orders").total == kept
+    finally:
+        for s in stores:
+            s.close()
+
+
+# Redrive: only what fits goes back; nothing is pushed out
+
+
+def dead_lettered_into_bounded_source(engine: Engine, overflow: Overflow, **bounds: int) -> None:
+    """Five dead letters of `orders`, then the queue bounded and holding one live message."""
+    engine.create_queue(P, DLQ)
+    policy = DeadLetterPolicy(target=DLQ, max_claims=1)
+    engine.create_queue(P, "orders", QueueSettings(dead_letter=policy))
+    send(engine, "orders", "d1", "d2", "d3", "d4", "d5")
+    spend(engine, 5)
+    bounded = QueueSettings(dead_letter=policy, overflow=overflow, **bounds)  # type: ignore[arg-type]
+    engine.update_queue(P, "orders", bounded)
+    send(engine, "orders", "live")
+
+
+@pytest.mark.parametrize("overflow", list(Overflow))
+def test_a_redrive_moves_only_what_fits_its_source(engine: Engine, overflow: Overflow) -> None:
+    # Given a source bounded to 3 that holds one live message, and five dead letters
+    dead_lettered_into_bounded_source(engine, overflow, max_messages=3)
+    # When they are redriven
+    task = engine.start_redrive(P, DLQ)
+    task = engine.redrive_step(task.id, 100)
+    task = engine.redrive_step(task.id, 100)
+    # Two go back; the others stay in the DLQ, skipped as queue_full; the live one stays
+    assert task.moved == 2 and task.skipped == 3
+    assert {r for _, r in task.skipped_messages} == {SkipReason.QUEUE_FULL}
+    assert in_dlq(engine) == ["d3", "d4", "d5"]
+    claim = engine.claim(P, "orders", 10)
+    assert [m.body.decode() for m in claim.messages] == ["live", "d1", "d2"]
+    stats = engine.stats(P, "orders")
+    assert stats.dropped == {} and stats.dead_lettered == {"max_claims": 5}
+
+
+def test_a_redrive_respects_a_byte_bound(engine: Engine) -> None:
+    dead_lettered_into_bounded_source(engine, Overflow.DROP_HEAD, max_bytes=9)  # "live": 4
+    task = engine.start_redrive(P, DLQ)
+    task = engine.redrive_step(task.id, 100)
+    assert task.moved == 2 and in_dlq(engine) == ["d3", "d4", "d5"]
+
+
+def test_a_redrive_to_a_named_destination_respects_its_bound(engine: Engine) -> None:
+    dead_lettered_into_bounded_source(engine, Overflow.REJECT_PUBLISH, max_messages=100)
+    engine.create_queue(P, "elsewhere", QueueSettings(max_messages=1))
+    task = engine.start_redrive(P, DLQ, destination="elsewhere")
+    task = engine.redrive_step(task.id, 100)
+    assert task.moved == 1 and task.skipped == 4
+    assert engine.stats(P, "elsewhere").total == 1
+
+
+def test_racing_redrive_and_sends_stop_exactly_at_the_bound(store_url: str) -> None:
+    stores = [open_store(store_url), open_store(store_url)]
+    try:
+        engines = [Engine(s) for s in stores]
+        dead_lettered_into_bounded_source(engines[0], Overflow.REJECT_PUBLISH, max_messages=LIMIT)
+        task = engines[0].start_redrive(P, DLQ)
+        start = threading.Barrier(RACERS + 1)
+
+        def produce() -> None:
+            start.wait()
+            with contextlib.suppress(errors.QueueFull):
+                send(engines[1], "orders", "new")
+
+        def redrive() -> None:
+            start.wait()
+            engines[0].redrive_step(task.id, 100)
+
+        threads = [threading.Thread(target=produce) for _ in range(RACERS)]
+        threads.append(threading.Thread(target=redrive))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert engines[0].stats(P, "orders").total == LIMIT
+        moved = engines[0].get_task(P, DLQ, task.id).moved
+        assert engines[0].stats(P, DLQ).total == 5 - moved
     finally:
         for s in stores:
             s.close()

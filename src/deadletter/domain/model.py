@@ -76,6 +76,9 @@ class SkipReason(enum.StrEnum):
     NO_SOURCE = "no_source"
     SOURCE_DELETED = "source_deleted"
     SOURCE_IS_DLQ = "source_is_dlq"
+    # The queue it goes back to is at its bound: a redrive never pushes a live message out,
+    # whatever the queue's overflow policy.
+    QUEUE_FULL = "queue_full"
 
 
 class TaskStatus(enum.StrEnum):

@@ -41,12 +41,29 @@ def admit(
         if _fits(s, count + len(built), size + total):
             return every, None
         return [], _full(queue, count, size)
+    taken, count, size = _each(s, built, count, size)
+    return taken, None if len(taken) == len(built) else _full(queue, count, size)
+
+
+def room(tx: Transaction, queue: Queue, messages: Sequence[Message], now: float) -> list[int]:
+    """The positions of `messages` that fit in the queue as it is, one by one, whatever its
+    overflow policy: what a redrive may move there without pushing anything out."""
+    s = queue.settings
+    if not s.bounded:
+        return list(range(len(messages)))
+    count, size = tx.size(queue.project, queue.name, now, s.max_bytes is not None)
+    return _each(s, messages, count, size)[0]
+
+
+def _each(
+    s: QueueSettings, messages: Sequence[Message], count: int, size: int
+) -> tuple[list[int], int, int]:
     taken = []
-    for i, m in enumerate(built):
+    for i, m in enumerate(messages):
         if _fits(s, count + 1, size + len(m.body)):
             count, size = count + 1, size + len(m.body)
             taken.append(i)
-    return taken, None if len(taken) == len(built) else _full(queue, count, size)
+    return taken, count, size
 
 
 def _fits(s: QueueSettings, count: int, size: int) -> bool:
