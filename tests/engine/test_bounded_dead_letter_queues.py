@@ -368,3 +368,29 @@ def test_racing_redrive_and_sends_stop_exactly_at_the_bound(store_url: str) -> N
     finally:
         for s in stores:
             s.close()
+
+
+# A bound lowered below what a drop-head queue holds pushes the oldest out at once
+
+
+def test_lowering_a_bound_pushes_the_oldest_out_at_once(engine: Engine) -> None:
+    engine.create_queue(P, DLQ)
+    policy = DeadLetterPolicy(target=DLQ, max_claims=5)
+    engine.create_queue(P, "orders", QueueSettings(dead_letter=policy))
+    send(engine, "orders", "a", "b", "c")
+    engine.update_queue(P, "orders", QueueSettings(dead_letter=policy, max_messages=1))
+    assert in_dlq(engine) == ["a", "b"]
+    assert engine.stats(P, "orders").dead_lettered == {"maxlen": 2}
+    # and on the DLQ itself, they are dropped and counted
+    engine.update_queue(P, DLQ, QueueSettings(max_messages=1))
+    assert in_dlq(engine) == ["b"] and engine.stats(P, DLQ).dropped == {"maxlen": 1}
+
+
+def test_lowering_a_bound_keeps_what_a_full_dlq_refuses(engine: Engine) -> None:
+    bounded_dlq(engine, Overflow.REJECT_PUBLISH, max_messages=1, max_claims=5)
+    send(engine, "orders", "a", "b", "c")
+    policy = engine.get_queue(P, "orders").settings.dead_letter
+    engine.update_queue(P, "orders", QueueSettings(dead_letter=policy, max_messages=1))
+    assert in_dlq(engine) == ["a"]
+    stats = engine.stats(P, "orders")
+    assert stats.total == 2 and stats.dlq_full == {"maxlen": 1}

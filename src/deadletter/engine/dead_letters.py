@@ -148,12 +148,16 @@ def refused_send(
     return len(stored)
 
 
-def drop_head(tx: Transaction, pending: Pending, queue: Queue, now: float) -> int:
-    """After a send to a drop-head queue past a bound: its oldest messages leave it until it
-    is within its bounds, to the DLQ with reason `maxlen` where it has an active policy (those
-    not eligible dropped and counted), else dropped and counted, never silently. They leave
-    for every consumer group, as an expired message does; how many. A bounded DLQ that
-    refuses them refuses the send: the queue cannot make room without losing them."""
+def drop_head(
+    tx: Transaction, pending: Pending, queue: Queue, now: float, refuse: bool = True
+) -> int:
+    """After a send to a drop-head queue past a bound (or a bound lowered): its oldest
+    messages leave it until it is within its bounds, to the DLQ with reason `maxlen` where it
+    has an active policy (those not eligible dropped and counted), else dropped and counted,
+    never silently. They leave for every consumer group, as an expired message does; how
+    many. A bounded DLQ that refuses them refuses the send: the queue cannot make room
+    without losing them. Without `refuse` (a bound lowered) they stay, and the queue is over
+    its bound until the DLQ has room."""
     doomed = bounds.past_bound(tx, queue, now)
     if not doomed:
         return 0
@@ -161,11 +165,13 @@ def drop_head(tx: Transaction, pending: Pending, queue: Queue, now: float) -> in
     policy = queue.settings.dead_letter
     if policy is not None and policy.active:
         kept = past_limit(tx, pending, group, doomed, Reason.MAXLEN, now).kept
-        if kept:
+        if kept and refuse:
             raise errors.DeadLetterQueueFull(
                 f"queue {queue.name!r} is full and its dead-letter queue {policy.target!r}"
                 " refuses the oldest messages it would push out: the message was not sent"
             )
+        kept_ids = {m.id for m in kept}
+        doomed = [m for m in doomed if m.id not in kept_ids]
     else:
         group.drop(tx, pending, doomed, Reason.MAXLEN)
     if queue.settings.consumer_tags:

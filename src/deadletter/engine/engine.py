@@ -112,14 +112,18 @@ class Engine(DeadLetterOperations, TagOperations):
         two concurrent changes (a tag here, an attribute there) never lose one another.
         `change` may raise to refuse; nothing is written then."""
 
-        def work(tx: Transaction, _: Pending) -> Queue:
+        def work(tx: Transaction, pending: Pending) -> Queue:
             old = require_queue(tx, project, name, lock=True)
             now = self.clock.now()
             # The tags' names are the tag operations' to change, whatever a face sends.
             changed = replace(change(old), consumer_tags=old.settings.consumer_tags)
             checked = queues.checked(tx, project, name, changed, now)
             tx.update_queue(project, name, checked, now)
-            return replace(old, settings=checked, updated_at=now)
+            queue = replace(old, settings=checked, updated_at=now)
+            # A drop-head bound lowered below what the queue holds pushes the oldest out now,
+            # as RabbitMQ does when a policy lowers x-max-length (a full DLQ keeps them here).
+            dead_letters.drop_head(tx, pending, queue, now, refuse=False)
+            return queue
 
         return self._run(work)
 
