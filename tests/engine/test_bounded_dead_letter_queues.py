@@ -142,6 +142,16 @@ def test_a_full_dlq_leaves_a_spent_message_in_its_queue(engine: Engine, overflow
     assert in_dlq(engine) == ["b"]
 
 
+def test_a_full_dlq_takes_dead_letters_in_order(engine: Engine) -> None:
+    # Given a DLQ with room for 5 more bytes, when a 6-byte and then a 1-byte dead letter
+    # come, the first does not fit, and the second waits behind it: their order holds
+    bounded_dlq(engine, Overflow.REJECT_PUBLISH, max_bytes=5)
+    send(engine, "orders", "aaaaaa", "b")
+    spend(engine, 2)
+    assert in_dlq(engine) == []
+    assert engine.stats(P, "orders").dlq_full == {"max_claims": 2}
+
+
 def test_a_full_dlq_delivers_a_poisoned_message_at_claim(engine: Engine) -> None:
     # Given a message claimed as often as allowed, its claim lapsed
     bounded_dlq(engine, Overflow.REJECT_PUBLISH, max_messages=1, max_claims=1)

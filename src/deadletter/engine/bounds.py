@@ -41,29 +41,28 @@ def admit(
         if _fits(s, count + len(built), size + total):
             return every, None
         return [], _full(queue, count, size)
-    taken, count, size = _each(s, built, count, size)
-    return taken, None if len(taken) == len(built) else _full(queue, count, size)
-
-
-def room(tx: Transaction, queue: Queue, messages: Sequence[Message], now: float) -> list[int]:
-    """The positions of `messages` that fit in the queue as it is, one by one, whatever its
-    overflow policy: what a redrive may move there without pushing anything out."""
-    s = queue.settings
-    if not s.bounded:
-        return list(range(len(messages)))
-    count, size = tx.size(queue.project, queue.name, now, s.max_bytes is not None)
-    return _each(s, messages, count, size)[0]
-
-
-def _each(
-    s: QueueSettings, messages: Sequence[Message], count: int, size: int
-) -> tuple[list[int], int, int]:
     taken = []
-    for i, m in enumerate(messages):
+    for i, m in enumerate(built):
         if _fits(s, count + 1, size + len(m.body)):
             count, size = count + 1, size + len(m.body)
             taken.append(i)
-    return taken, count, size
+    return taken, None if len(taken) == len(built) else _full(queue, count, size)
+
+
+def room(tx: Transaction, queue: Queue, messages: Sequence[Message], now: float) -> int:
+    """How many of `messages`, in order, fit in the queue as it is, whatever its overflow
+    policy: the first that does not fit and those after it stay out, so what arrives keeps
+    its order (a FIFO queue's groups too). What a dead-lettering or a redrive may move there
+    without pushing anything out."""
+    s = queue.settings
+    if not s.bounded:
+        return len(messages)
+    count, size = tx.size(queue.project, queue.name, now, s.max_bytes is not None)
+    for i, m in enumerate(messages):
+        count, size = count + 1, size + len(m.body)
+        if not _fits(s, count, size):
+            return i
+    return len(messages)
 
 
 def _fits(s: QueueSettings, count: int, size: int) -> bool:

@@ -53,14 +53,11 @@ def move(
         transitions.dead_lettered(m, source, dlq, reason, now, description, error, group.tag)
         for m in ordered
     ]
-    taken, _ = bounds.admit(tx, dlq, dead, now, each=True)
-    if len(taken) < len(dead):
-        kept_at = set(range(len(dead))) - set(taken)
-        kept = [ordered[i] for i in sorted(kept_at)]
-        ordered, dead = [ordered[i] for i in taken], [dead[i] for i in taken]
+    fits = _room(tx, dlq, dead, now)
+    kept = list(ordered[fits:])
+    ordered, dead = ordered[:fits], dead[:fits]
+    if kept:
         refused_by_dlq(tx, source, reason, len(kept))
-    else:
-        kept = []
     stored = group.to_dead_letter_queue(tx, pending, ordered, dead, reason) if dead else []
     if stored:
         announce(pending, source.project, source.name, dlq.name, reason, len(stored))
@@ -75,6 +72,14 @@ def arrival_queue(tx: Transaction, project: str, name: str) -> Queue:
     if dlq.settings.bounded:
         dlq = require_queue(tx, project, name, lock=True)
     return dlq
+
+
+def _room(tx: Transaction, dlq: Queue, dead: Sequence[Message], now: float) -> int:
+    """How many of `dead`, in order, a DLQ takes: all under drop-head (it pushes its oldest
+    out after), as many as fit under the reject policies."""
+    if dlq.settings.overflow is Overflow.DROP_HEAD:
+        return len(dead)
+    return bounds.room(tx, dlq, dead, now)
 
 
 def refused_by_dlq(tx: Transaction, source: Queue, reason: Reason, count: int) -> None:
@@ -136,12 +141,12 @@ def refused_send(
         return 0
     dlq = arrival_queue(tx, queue.project, policy.target)
     dead = [transitions.dead_lettered(m, queue, dlq, Reason.MAXLEN, now) for m in eligible]
-    taken, _ = bounds.admit(tx, dlq, dead, now, each=True)
-    if len(taken) < len(dead):
-        refused_by_dlq(tx, queue, Reason.MAXLEN, len(dead) - len(taken))
-    if not taken:
+    fits = _room(tx, dlq, dead, now)
+    if fits < len(dead):
+        refused_by_dlq(tx, queue, Reason.MAXLEN, len(dead) - fits)
+    if not fits:
         return 0
-    stored = tx.insert_messages(queue.project, [dead[i] for i in taken])
+    stored = tx.insert_messages(queue.project, dead[:fits])
     tx.bump_counter(queue.project, queue.name, counters.dead_lettered(Reason.MAXLEN), len(stored))
     announce(pending, queue.project, queue.name, dlq.name, Reason.MAXLEN, len(stored))
     push_out(tx, pending, dlq, now)

@@ -326,9 +326,9 @@ def _within_bounds(
             continue
         found = {m.id: m for m in tx.get_messages(project, dlq, [mid for _, mid in pairs])}
         present = [(tag, found[mid]) for tag, mid in pairs if mid in found]
-        fits = set(bounds.room(tx, queue, [m for _, m in present], now))
+        fits = bounds.room(tx, queue, [m for _, m in present], now)
         for i, (tag, m) in enumerate(present):
-            if i in fits:
+            if i < fits:
                 within.setdefault((name, tag), (queue, []))[1].append(m.id)
             else:
                 skipped.append((m.id, SkipReason.QUEUE_FULL))
