@@ -35,3 +35,15 @@ def test_out_of_range_bounds_are_refused_before_asking_the_server(url: str) -> N
     result = run(url, "queue", "create", "jobs", "--overflow", "drop-tail")
     assert result.exit_code == 2
     assert "'drop-tail' is not one of 'drop-head', 'reject-publish'" in result.output
+
+
+def test_a_full_dlq_refuses_a_reject_and_show_counts_what_it_kept(url: str) -> None:
+    ok(url, "queue", "create", "jobs-dlq", "--max-messages", "1", "--overflow", "reject-publish")
+    ok(url, "queue", "create", "jobs", "--dlq", "jobs-dlq", "--max-claims", "1")
+    ok(url, "send", "jobs-dlq", "filler")
+    ok(url, "send", "jobs", "a")
+    claim_id, message_id = ok(url, "claim", "jobs", "--quiet").split()
+    result = run(url, "reject", "jobs", message_id, "--claim", claim_id, "--reason", "bad")
+    assert result.exit_code == 1 and "is full" in result.output
+    ok(url, "nack", "jobs", message_id, "--claim", claim_id)
+    assert "kept, DLQ full (max_claims)" in ok(url, "queue", "show", "jobs")

@@ -141,14 +141,21 @@ ERRORS = {
 MORE_ERRORS: dict[str, dict[str, str]] = {
     "patch_queue": {"409": "Conflict", "415": "Wrong Content-Type for a patch"},
     "delete_message": {"403": "Claim required"},
-    "dead_letter_message": {"403": "Claim required", "409": "No active dead-letter policy"},
-    "dead_letter_batch": {"403": "Claim required", "409": "No active dead-letter policy"},
+    "dead_letter_message": {
+        "403": "Claim required",
+        "409": "No active dead-letter policy, or the DLQ is full (its bound refuses them)",
+    },
+    "dead_letter_batch": {
+        "403": "Claim required",
+        "409": "No active dead-letter policy, or the DLQ is full (its bound refuses them)",
+    },
     "release_message": {"403": "Claim required", "409": "Conflict"},
     "create_queue": {"409": "Conflict"},
     "merge_assignments": {"409": "Batch behind"},
     "post_messages": {
         "403": "Message is claimed",
-        "409": "Queue is full: its bound refuses the send (_overflow reject-publish[-dlx])",
+        "409": "Queue is full: its bound refuses the send (_overflow reject-publish[-dlx]),"
+        " or its DLQ refuses the oldest messages drop-head would push out",
     },
     "delete_messages": {"403": "Message is claimed"},
     "start_redrive": {"409": "A redrive task is already running"},

@@ -423,6 +423,8 @@ def show(client: Client, name: str, as_json: bool) -> None:
         ("acknowledged", dead.get("acknowledged")),
         ("expired and dropped", dead.get("expired_dropped")),
     ]
+    rows += [(f"dropped ({reason})", n) for reason, n in dead.get("dropped", {}).items()]
+    rows += [(f"kept, DLQ full ({reason})", n) for reason, n in dead.get("dlq_full", {}).items()]
     rows += [(f"from {source}", n) for source, n in dead.get("by_source", {}).items()]
     print_table(f"{name}: messages", ["messages", "count"], rows)
 

@@ -22,6 +22,7 @@
     │   └── MessageTooLarge
     ├── QueueQuotaExceeded       (the project holds as many queues as it may)
     ├── QueueFull                (a bounded queue refuses a send past its bound)
+    │   └── DeadLetterQueueFull  (a bounded DLQ refuses a dead letter)
     ├── DeadLetterPolicyError
     │   ├── DeadLetterChainRefused
     │   ├── DeadLetterTargetMissing
@@ -116,6 +117,11 @@ class QueueQuotaExceeded(DeadletterError):
 
 class QueueFull(DeadletterError):
     """The queue is at its bound and its overflow policy refuses more messages."""
+
+
+class DeadLetterQueueFull(QueueFull):
+    """The dead-letter queue is at its bound and refuses more dead letters: the messages stay
+    where they are."""
 
 
 class DeadLetterPolicyError(DeadletterError):

@@ -76,6 +76,9 @@ class SkipReason(enum.StrEnum):
     NO_SOURCE = "no_source"
     SOURCE_DELETED = "source_deleted"
     SOURCE_IS_DLQ = "source_is_dlq"
+    # The queue it goes back to is at its bound: a redrive never pushes a live message out,
+    # whatever the queue's overflow policy.
+    QUEUE_FULL = "queue_full"
 
 
 class TaskStatus(enum.StrEnum):
@@ -499,6 +502,9 @@ class QueueStats:
     # On a source queue: messages past their limit dropped because they were not eligible for
     # the DLQ, by reason (max_claims, expired).
     dropped: dict[str, int] = field(default_factory=dict)
+    # On a source queue: messages due for the DLQ that its bound refused (overflow
+    # reject-publish[-dlx]), kept in the source queue instead, by reason.
+    dlq_full: dict[str, int] = field(default_factory=dict)
 
 
 # A canary keeps at most this many of its sample's ids; its `sample` count is exact.

@@ -7,6 +7,10 @@ its claim lapses, so a bound that left it out would not bound what the store hol
 are the bodies' bytes as the store keeps them. The sender holds the queue's row (see
 `Engine.send_prepared`), so the count it reads stays true until it commits: senders to one
 bounded queue take turns, and the bound holds exactly however many race.
+
+Dead letters arriving in a bounded DLQ are held to its bound the same way, under the same lock
+(`dead_letters`): drop-head pushes the DLQ's oldest out (dropped and counted: a DLQ has no DLQ
+of its own), and the reject policies refuse the arrivals, which stay in their source queue.
 """
 
 from __future__ import annotations
@@ -14,11 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from deadletter.domain import errors
-from deadletter.domain.model import Message, Overflow, Queue, QueueSettings, Reason
-from deadletter.engine import counters, dead_letters, transitions
-from deadletter.engine.groups import DefaultGroup
-from deadletter.engine.lookups import require_queue
-from deadletter.engine.transactions import Pending
+from deadletter.domain.model import Message, Overflow, Queue, QueueSettings
 from deadletter.storage.base import Transaction
 
 # Messages drop-head reads at a time while it looks for enough bytes to push out.
@@ -49,6 +49,22 @@ def admit(
     return taken, None if len(taken) == len(built) else _full(queue, count, size)
 
 
+def room(tx: Transaction, queue: Queue, messages: Sequence[Message], now: float) -> int:
+    """How many of `messages`, in order, fit in the queue as it is, whatever its overflow
+    policy: the first that does not fit and those after it stay out, so what arrives keeps
+    its order (a FIFO queue's groups too). What a dead-lettering or a redrive may move there
+    without pushing anything out."""
+    s = queue.settings
+    if not s.bounded:
+        return len(messages)
+    count, size = tx.size(queue.project, queue.name, now, s.max_bytes is not None)
+    for i, m in enumerate(messages):
+        count, size = count + 1, size + len(m.body)
+        if not _fits(s, count, size):
+            return i
+    return len(messages)
+
+
 def _fits(s: QueueSettings, count: int, size: int) -> bool:
     return (s.max_messages is None or count <= s.max_messages) and (
         s.max_bytes is None or size <= s.max_bytes
@@ -68,35 +84,12 @@ def _full(queue: Queue, count: int, size: int) -> errors.QueueFull:
     )
 
 
-def refused(
-    tx: Transaction, pending: Pending, queue: Queue, messages: Sequence[Message], now: float
-) -> int:
-    """reject-publish-dlx: refused messages go to the DLQ with reason `maxlen` where the queue
-    has an active policy and they are eligible (the others are only refused: their sender
-    was told); how many."""
-    s = queue.settings
-    policy = s.dead_letter
-    if s.overflow is not Overflow.REJECT_PUBLISH_DLX or policy is None or not policy.active:
-        return 0
-    eligible, _ = transitions.split_eligible(list(messages))
-    if not eligible:
-        return 0
-    dlq = require_queue(tx, queue.project, policy.target)
-    dead = [transitions.dead_lettered(m, queue, dlq, Reason.MAXLEN, now) for m in eligible]
-    stored = tx.insert_messages(queue.project, dead)
-    tx.bump_counter(queue.project, queue.name, counters.dead_lettered(Reason.MAXLEN), len(stored))
-    dead_letters.announce(pending, queue.project, queue.name, dlq.name, Reason.MAXLEN, len(stored))
-    return len(stored)
-
-
-def drop_head(tx: Transaction, pending: Pending, queue: Queue, now: float) -> int:
-    """After a send to a drop-head queue past a bound: its oldest messages leave it until it
-    is within its bounds, to the DLQ with reason `maxlen` where it has an active policy (those
-    not eligible dropped and counted), else dropped and counted, never silently. They leave
-    for every consumer group, as an expired message does; how many."""
+def past_bound(tx: Transaction, queue: Queue, now: float) -> list[Message]:
+    """A drop-head queue's oldest messages that must leave it for it to be within its bounds
+    (none for another queue)."""
     s = queue.settings
     if not s.bounded or s.overflow is not Overflow.DROP_HEAD:
-        return 0
+        return []
     count, size = tx.size(queue.project, queue.name, now, s.max_bytes is not None)
     extra = 0 if s.max_messages is None else count - s.max_messages
     extra_bytes = 0 if s.max_bytes is None else size - s.max_bytes
@@ -113,14 +106,4 @@ def drop_head(tx: Transaction, pending: Pending, queue: Queue, now: float) -> in
         if len(page) < limit:
             break
         after = page[-1].seq
-    if not doomed:
-        return 0
-    group = DefaultGroup(queue)
-    policy = s.dead_letter
-    if policy is not None and policy.active:
-        dead_letters.past_limit(tx, pending, group, doomed, Reason.MAXLEN, now)
-    else:
-        group.drop(tx, pending, doomed, Reason.MAXLEN)
-    if s.consumer_tags:
-        tx.forget_tag_states([m.id for m in doomed])
-    return len(doomed)
+    return doomed

@@ -38,18 +38,23 @@ def claim(
             break
         matching = group.skip_unmatched(tx, found)
         poisoned = [m for m in matching if transitions.poisoned(m, policy)]
+        kept: list[Message] = []
+        if poisoned:
+            # Those a full DLQ refuses stay, and are delivered once more: never lost.
+            kept = dead_letters.past_limit(
+                tx, pending, group, poisoned, Reason.MAX_CLAIMS, now
+            ).kept
+        kept_ids = {m.id for m in kept}
         fresh = [
             transitions.last_delivery(
                 transitions.claimed(m, claim_id, now, expires, grace, retry), policy
             )
             for m in matching
-            if not transitions.poisoned(m, policy)
+            if not transitions.poisoned(m, policy) or m.id in kept_ids
         ]
         group.hold_claimed(tx, fresh, now, expires + grace)
         delivered += fresh
-        if poisoned:
-            dead_letters.past_limit(tx, pending, group, poisoned, Reason.MAX_CLAIMS, now)
-        elif len(matching) == len(found):
+        if not poisoned and len(matching) == len(found):
             break
     group.claim_ended(tx)
     if delivered:
@@ -74,7 +79,9 @@ def given_back(
     queue = group.queue
     policy = queue.settings.dead_letter
     spent = [m for m in messages if transitions.poisoned(m, policy)]
-    spent_ids = {m.id for m in spent}
+    # Those a full DLQ refuses are given back like the others: never lost.
+    moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
+    spent_ids = {m.id for m in spent} - {m.id for m in moved.kept}
     back = [
         transitions.unclaimed(m, now, transitions.backoff(m, queue.settings, delay))
         for m in messages
@@ -83,8 +90,7 @@ def given_back(
     group.hold(tx, back)
     if any(m.visible_at <= now for m in back):
         pending.available.add((queue.project, queue.name))
-    moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
-    return back + moved
+    return back + moved.stored
 
 
 def get(tx: Transaction, group: ConsumerGroup, claim_id: str, now: float) -> Claim:

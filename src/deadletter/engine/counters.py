@@ -8,6 +8,7 @@ ACKNOWLEDGED = "acknowledged"
 EXPIRED_DROPPED = "expired_dropped"
 DEAD_LETTERED_PREFIX = "dead_lettered."
 DROPPED_PREFIX = "dropped."
+DLQ_FULL_PREFIX = "dlq_full."
 
 
 def dead_lettered(reason: Reason) -> str:
@@ -17,3 +18,8 @@ def dead_lettered(reason: Reason) -> str:
 def dropped(reason: Reason) -> str:
     """Past the limit of `reason` but not eligible for the DLQ, so dropped."""
     return f"{DROPPED_PREFIX}{reason.value}"
+
+
+def dlq_full(reason: Reason) -> str:
+    """Due for the DLQ for `reason`, refused by its bound, so kept in the source queue."""
+    return f"{DLQ_FULL_PREFIX}{reason.value}"

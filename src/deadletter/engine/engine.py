@@ -112,14 +112,18 @@ class Engine(DeadLetterOperations, TagOperations):
         two concurrent changes (a tag here, an attribute there) never lose one another.
         `change` may raise to refuse; nothing is written then."""
 
-        def work(tx: Transaction, _: Pending) -> Queue:
+        def work(tx: Transaction, pending: Pending) -> Queue:
             old = require_queue(tx, project, name, lock=True)
             now = self.clock.now()
             # The tags' names are the tag operations' to change, whatever a face sends.
             changed = replace(change(old), consumer_tags=old.settings.consumer_tags)
             checked = queues.checked(tx, project, name, changed, now)
             tx.update_queue(project, name, checked, now)
-            return replace(old, settings=checked, updated_at=now)
+            queue = replace(old, settings=checked, updated_at=now)
+            # A drop-head bound lowered below what the queue holds pushes the oldest out now,
+            # as RabbitMQ does when a policy lowers x-max-length (a full DLQ keeps them here).
+            dead_letters.drop_head(tx, pending, queue, now, refuse=False)
+            return queue
 
         return self._run(work)
 
@@ -225,7 +229,7 @@ class Engine(DeadLetterOperations, TagOperations):
             if full is not None:
                 kept = set(taken)
                 left = [m for i, m in enumerate(built) if i not in kept]
-                bounds.refused(tx, pending, queue, left, now)  # reject-publish-dlx
+                dead_letters.refused_send(tx, pending, queue, left, now)  # reject-publish-dlx
             # Each position that is not taken holds the refusal.
             outcomes: list[Message | errors.QueueFull] = [full or errors.QueueFull()] * len(built)
             if not taken:
@@ -234,7 +238,7 @@ class Engine(DeadLetterOperations, TagOperations):
             stored, enqueued = fifo.stored(tx, project, s, [built[i] for i in taken], now)
             for i, m in zip(taken, stored, strict=True):
                 outcomes[i] = m
-            bounds.drop_head(tx, pending, queue, now)
+            dead_letters.drop_head(tx, pending, queue, now)
             due = fan_out(
                 tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation
             )

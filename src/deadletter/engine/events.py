@@ -29,7 +29,8 @@ class EngineListener:
 
     def dropped(self, project: str, queue: str, reason: str, count: int) -> None:
         """`count` messages of `queue` went past the limit of `reason` (max_claims, expired)
-        but were not eligible for the DLQ, so were dropped."""
+        but were not eligible for the DLQ, or were pushed out of a bounded queue or DLQ with
+        no DLQ of its own (maxlen), so were dropped."""
 
     def redrive_started(self, project: str, dlq: str, task_id: str) -> None:
         """A redrive task of `dlq` was started (the worker of this process steps it at once)."""

@@ -24,6 +24,9 @@ STALE_CLAIM_AGE = 3600
 # a sweep held it. Left alone for a second, it is the consumers' first; stats count it as
 # visible meanwhile (`counts`), from the kept counts less those not yet settled.
 SETTLE_AFTER = 1.0
+# An expired message that a full DLQ refused lives this much longer, claimable, and is tried
+# again then.
+DLQ_FULL_RETRY = 60.0
 
 
 def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
@@ -34,15 +37,20 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
     for (project, name), messages in _by_queue(found).items():
         queue = tx.get_queue(project, name)
         to_dlq, not_eligible, dropped = transitions.expiry_dead_letters(queue, messages)
+        kept: list[Message] = []
         if to_dlq and queue is not None:
-            dead_letters.move(tx, pending, DefaultGroup(queue), to_dlq, Reason.EXPIRED, now)
+            group = DefaultGroup(queue)
+            kept = dead_letters.move(tx, pending, group, to_dlq, Reason.EXPIRED, now).kept
+            # Refused by a full DLQ: they live on, claimable, and try again later.
+            tx.extend_lives(project, [replace(m, expires_at=now + DLQ_FULL_RETRY) for m in kept])
         if not_eligible and queue is not None:
             DefaultGroup(queue).drop(tx, pending, not_eligible, Reason.EXPIRED)
         gone = len(dropped) + len(not_eligible)
         if dropped:
             tx.delete_messages(project, name, [m.id for m in dropped])
         if queue is not None and queue.settings.consumer_tags:
-            tx.forget_tag_states([m.id for m in messages])
+            kept_ids = {m.id for m in kept}
+            tx.forget_tag_states([m.id for m in messages if m.id not in kept_ids])
         if gone:
             tx.bump_counter(project, name, counters.EXPIRED_DROPPED, gone)
             pending.calls.append(_expired_event(project, name, gone))
@@ -70,9 +78,9 @@ def _lapsed_last_claims(
     policy = group.queue.settings.dead_letter
     live = [m for m in messages if m.expires_at > now]
     spent = [m for m in live if transitions.poisoned(m, policy)]
-    if spent:
-        dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
-    spent_ids = {m.id for m in spent}
+    # Those a full DLQ refuses lose the mark too, and wait for a claim.
+    moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
+    spent_ids = {m.id for m in spent} - {m.id for m in moved.kept}
     group.hold(tx, [replace(m, dead_letter_due_at=None) for m in live if m.id not in spent_ids])
 
 

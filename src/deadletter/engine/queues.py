@@ -104,4 +104,9 @@ def stats(tx: Transaction, project: str, name: str, now: float) -> QueueStats:
             for k, v in totals.items()
             if k.startswith(counters.DROPPED_PREFIX)
         },
+        dlq_full={
+            k.removeprefix(counters.DLQ_FULL_PREFIX): v
+            for k, v in totals.items()
+            if k.startswith(counters.DLQ_FULL_PREFIX)
+        },
     )

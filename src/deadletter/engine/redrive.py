@@ -3,6 +3,8 @@
 A task never fails because of single messages: a dead letter that cannot go back to its own
 source (it has none, the source was deleted, or the source is now a DLQ) is skipped, left in
 the DLQ untouched and recorded with the task; the task walks the DLQ once, in sequence order.
+So is one whose queue is at its bound (`queue_full`): a redrive moves only what fits, and
+never pushes a live message out of a drop-head queue to make room.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from deadletter.domain.model import (
     SkipReason,
     TaskStatus,
 )
-from deadletter.engine import fifo, transitions
+from deadletter.engine import bounds, fifo, transitions
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.transactions import Pending
@@ -167,6 +169,8 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         tx.update_task(task)
         return task
     fresh, skipped = outcome
+    fresh, full = _within_bounds(tx, task.project, task.dlq, fresh, now)
+    skipped += full
     for (_, tag), (destination, ids) in fresh.items():
         event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
         expires = now + destination.settings.default_ttl
@@ -296,6 +300,39 @@ def _outcomes(
             key = (where.name, transitions.redrive_tag(tag, where))
             fresh.setdefault(key, (where, []))[1].append(mid)
     return fresh, skipped
+
+
+def _within_bounds(
+    tx: Transaction, project: str, dlq: str, fresh: Destinations, now: float
+) -> tuple[Destinations, list[tuple[str, SkipReason]]]:
+    """Of `fresh`, what each bounded queue has room for now, and the rest skipped as
+    `queue_full`: they stay in the DLQ. A redrive never pushes a live message out, so it
+    treats drop-head as reject-publish. The queue's row is locked, as a send to it locks it,
+    so sends, dead letters and redrives to one bounded queue take turns and its bound holds
+    exactly."""
+    within: Destinations = {}
+    skipped: list[tuple[str, SkipReason]] = []
+    # Those going back to one consumer tag count in the same queue: one count per queue.
+    by_queue: dict[str, list[tuple[str | None, str]]] = {}
+    for (name, tag), (_, ids) in fresh.items():
+        by_queue.setdefault(name, []).extend((tag, mid) for mid in ids)
+    for name, pairs in by_queue.items():
+        queue = fresh[next(k for k in fresh if k[0] == name)][0]
+        if queue.settings.bounded:
+            queue = require_queue(tx, project, name, lock=True)
+        if not queue.settings.bounded:
+            for tag, mid in pairs:
+                within.setdefault((name, tag), (queue, []))[1].append(mid)
+            continue
+        found = {m.id: m for m in tx.get_messages(project, dlq, [mid for _, mid in pairs])}
+        present = [(tag, found[mid]) for tag, mid in pairs if mid in found]
+        fits = bounds.room(tx, queue, [m for _, m in present], now)
+        for i, (tag, m) in enumerate(present):
+            if i < fits:
+                within.setdefault((name, tag), (queue, []))[1].append(m.id)
+            else:
+                skipped.append((m.id, SkipReason.QUEUE_FULL))
+    return within, skipped
 
 
 def fail(tx: Transaction, task_id: str, reason: str, now: float) -> RedriveTask | None:

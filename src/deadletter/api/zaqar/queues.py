@@ -142,6 +142,7 @@ def queue_stats(ctx: Ctx) -> Response:
                 "by_source": st.by_source,
                 "policy_active": st.policy_active,
                 "dropped": st.dropped,
+                "dlq_full": st.dlq_full,
             },
         }
     )
