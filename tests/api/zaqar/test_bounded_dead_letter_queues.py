@@ -46,7 +46,7 @@ def test_a_full_dlq_refuses_a_rejection_with_409(api: ApiClient) -> None:
     mid = held["id"]
     r = api.post(f"/v2/queues/s/messages/{mid}/dead_letter?claim_id={claim_id}", json={})
     assert r.status_code == 409, r.text
-    assert r.json()["title"] == "Queue is full"
+    assert r.json()["title"] == "Dead-letter queue is full"
     # still held by its claim: the consumer may acknowledge it
     assert api.delete(f"/v2/queues/s/messages/{mid}?claim_id={claim_id}").status_code == 204
 

@@ -177,6 +177,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.QueueQuotaExceeded: lambda message: SqsError("OverLimit", message),
     # AWS's own code for a limit a queue has reached (its in-flight maximum), 403.
     errors.QueueFull: lambda message: SqsError("OverLimit", message),
+    errors.DeadLetterQueueFull: lambda message: SqsError("OverLimit", message),
     errors.DeadLetterChainRefused: invalid_parameter,
     errors.DeadLetterTargetMissing: invalid_parameter,
     errors.RedriveNotAllowed: invalid_parameter,

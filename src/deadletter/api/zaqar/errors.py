@@ -77,6 +77,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     # The queue's state refuses the send, not the request's form: the same request succeeds
     # once its consumers have taken messages out (409, as for a conflict of state).
     errors.QueueFull: (409, "Queue is full"),
+    errors.DeadLetterQueueFull: (409, "Dead-letter queue is full"),
     errors.DeadLetterChainRefused: (400, "Invalid dead-letter policy"),
     errors.DeadLetterTargetMissing: (400, "Invalid dead-letter policy"),
     errors.RedriveNotAllowed: (400, "Invalid dead-letter policy"),
