@@ -47,7 +47,7 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         limit = self.limit_for(scope)
-        declared = declared_length(scope)
+        declared = known_length(scope)
         if declared is not None and declared > limit:
             await self.refuse(scope, limit)(scope, receive, send)
             return
@@ -74,17 +74,6 @@ class BodyLimit:
             return replay.pop() if replay else await receive()
 
         await self.app(scope, replayed, send)
-
-
-def declared_length(scope: Scope) -> int | None:
-    """The request's `Content-Length`, None if it declares none (or one that is no number)."""
-    for name, value in scope.get("headers", []):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
 
 
 def known_length(scope: Scope) -> int | None:
