@@ -62,7 +62,12 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
         "204",
         "Release",
     ),
-    "create_claim": ("Claim messages (204 when none)", ["limit", "tag"], "201", "ClaimTimes"),
+    "create_claim": (
+        "Claim messages (204 when none); with acknowledge, first acknowledge the last batch",
+        ["limit", "tag"],
+        "201",
+        "ClaimRequest",
+    ),
     "get_claim": ("A claim and its messages", ["tag"], "200", None),
     "renew_claim": ("Renew a claim", ["tag"], "204", "ClaimTimes"),
     "release_claim": ("Release a claim", ["tag"], "204", None),
@@ -125,10 +130,10 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
 }
 
 # Further successes an operation may answer with (204: nothing to claim or queue existed;
-# 200: a pop returns the popped messages).
+# 200: a pop returns the popped messages, a claim that acknowledged but claimed nothing).
 ALSO: dict[str, list[str]] = {
     "create_queue": ["204"],
-    "create_claim": ["204"],
+    "create_claim": ["204", "200"],
     "delete_messages": ["200"],
 }
 # Errors every operation may answer with; the rest are declared where they can happen.
@@ -371,6 +376,25 @@ SCHEMAS: dict[str, Any] = {
         },
     },
     "ClaimTimes": {"type": "object", "properties": {"ttl": CLAIM_TTL, "grace": CLAIM_TTL}},
+    "ClaimRequest": {
+        "type": "object",
+        "properties": {
+            "ttl": CLAIM_TTL,
+            "grace": CLAIM_TTL,
+            "acknowledge": {
+                "type": "object",
+                "description": "Messages of an earlier claim the consumer is done with,"
+                " deleted in the claim's own transaction where that claim still holds them;"
+                " the answer lists them as acknowledged (200 when nothing more is claimed).",
+                "properties": {
+                    "claim_id": STR,
+                    "ids": {"type": "array", "minItems": 1, "maxItems": 20, "items": STR},
+                },
+                "required": ["claim_id", "ids"],
+                "additionalProperties": False,
+            },
+        },
+    },
     "DeadLetter": {"type": "object", "properties": {"description": STR, "error": ERROR}},
     "DeadLetterBatch": {
         "type": "object",

@@ -375,14 +375,38 @@ class Engine(DeadLetterOperations, TagOperations):
         A message already delivered `max_claims` times moves to the DLQ instead, in the same
         transaction; the claim then holds only what was delivered, possibly nothing.
         """
+        return self.acknowledge_and_claim(project, queue_name, None, (), limit, ttl, grace, tag)[1]
+
+    def acknowledge_and_claim(
+        self,
+        project: str,
+        queue_name: str,
+        done_claim: str | None,
+        done: Sequence[str],
+        limit: int,
+        ttl: int | None = None,
+        grace: int = 0,
+        tag: str | None = None,
+    ) -> tuple[list[str], Claim]:
+        """Acknowledge the messages `done` that claim `done_claim` still holds, then `claim`,
+        in one transaction: a consumer's last batch and its next in one commit. A message the
+        claim no longer holds (its claim lapsed, it was acknowledged already) stays as it is,
+        as an SQS receipt handle grown stale does. Answers the ids acknowledged and the claim.
+        """
         validation.check_claim(limit, grace)
 
-        def work(tx: Transaction, pending: Pending) -> Claim:
+        def work(tx: Transaction, pending: Pending) -> tuple[list[str], Claim]:
             queue = require_queue(tx, project, queue_name)
             claim_ttl = queue.settings.claim_ttl if ttl is None else ttl
             validation.check_range("claim TTL", claim_ttl, 0, MAX_CLAIM_TTL)
             group = groups.of(tx, queue, tag, lock=True)
-            return claims.claim(tx, pending, group, limit, claim_ttl, grace, self.clock.now())
+            now = self.clock.now()
+            acknowledged = []
+            if done:
+                held = [(mid, done_claim) for mid in done]
+                verdicts = acknowledgements.acknowledge(tx, pending, group, held, now, False)
+                acknowledged = [mid for mid, ok in zip(done, verdicts, strict=True) if ok is True]
+            return acknowledged, claims.claim(tx, pending, group, limit, claim_ttl, grace, now)
 
         return self._run(work)
 

@@ -3,30 +3,48 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from starlette.responses import Response
 
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
-from deadletter.api.zaqar.parse import PAGE_LIMIT, claim_times, tag_param
+from deadletter.api.zaqar.parse import PAGE_LIMIT, acknowledgement, claim_times, tag_param
 from deadletter.domain import errors
+from deadletter.domain.model import Claim
 
 DEFAULT_GRACE = 60
 
 
 def create_claim(ctx: Ctx) -> Response:
     limit = ctx.int_param("limit", 10, 1, PAGE_LIMIT)
-    ttl, grace = claim_times(ctx.json_object(), None, DEFAULT_GRACE)
+    doc = ctx.json_object()
+    ttl, grace = claim_times(doc, None, DEFAULT_GRACE)
+    done = acknowledgement(doc)
     tag = tag_param(ctx)
-    try:
-        claim = ctx.engine.claim(ctx.project, ctx.queue, limit, ttl=ttl, grace=grace, tag=tag)
-    except errors.QueueNotFound:
-        return Response(status_code=204)
-    if not claim.messages:
-        return Response(status_code=204)
+    if done is None:
+        try:
+            claim = ctx.engine.claim(ctx.project, ctx.queue, limit, ttl=ttl, grace=grace, tag=tag)
+        except errors.QueueNotFound:
+            return Response(status_code=204)
+        if not claim.messages:
+            return Response(status_code=204)
+        return _claimed(ctx, claim, {})
+    done_claim, ids = done
+    acknowledged, claim = ctx.engine.acknowledge_and_claim(
+        ctx.project, ctx.queue, done_claim, ids, limit, ttl=ttl, grace=grace, tag=tag
+    )
+    # The answer says what was acknowledged even when nothing more is claimed.
+    return _claimed(ctx, claim, {"acknowledged": acknowledged})
+
+
+def _claimed(ctx: Ctx, claim: Claim, extra: dict[str, Any]) -> Response:
     now = ctx.now()
+    messages = [ctx.message(m, now, claim.id) for m in claim.messages]
+    if not messages:
+        return JSONResponse({"messages": [], **extra})
     return JSONResponse(
-        {"messages": [ctx.message(m, now, claim.id) for m in claim.messages]},
+        {"messages": messages, **extra},
         status_code=201,
         headers={"Location": f"/v2/queues/{ctx.queue}/claims/{claim.id}"},
     )

@@ -147,6 +147,24 @@ def claim_times(doc: dict[str, Any], ttl: int | None, grace: int | None) -> tupl
     )
 
 
+def acknowledgement(doc: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """A claim's `"acknowledge": {"claim_id": ..., "ids": [...]}`: the previous batch the
+    consumer is done with, acknowledged in the claim's own transaction; None without one."""
+    value = doc.get("acknowledge")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"claim_id", "ids"}:
+        raise bad_request('acknowledge must be {"claim_id": "...", "ids": ["...", ...]}.')
+    claim_id, ids = value["claim_id"], value["ids"]
+    if not isinstance(claim_id, str) or not claim_id:
+        raise bad_request("acknowledge.claim_id must be a claim id.")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
+        raise bad_request("acknowledge.ids must list at least one message id.")
+    if len(ids) > PAGE_LIMIT:
+        raise bad_request(f"No more than {PAGE_LIMIT} message ids at once.")
+    return text("acknowledge.claim_id", claim_id), [text("acknowledge.ids", i) for i in ids]
+
+
 def required_claim_id(ctx: Ctx) -> str:
     claim_id = ctx.params.get("claim_id")
     if not claim_id:
