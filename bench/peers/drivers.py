@@ -162,8 +162,11 @@ class ZaqarSession(Session):
         if r.status_code == 204:
             return []
         _check(r, 201)
+        return self._messages(r.json()["messages"])
+
+    def _messages(self, answered: list[dict[str, Any]]) -> list[Msg]:
         out = []
-        for m in r.json()["messages"]:
+        for m in answered:
             path, _, query = m["href"].partition("?")
             claim_id = query.split("claim_id=")[1].split("&")[0] if "claim_id=" in query else ""
             body = m["body"] if isinstance(m["body"], str) else json.dumps(m["body"])
@@ -208,6 +211,53 @@ class ZaqarSession(Session):
         self.http.close()
 
 
+class ZaqarAckingSession(ZaqarSession):
+    """deadletter's Zaqar extension: a batch is acknowledged by the session's next claim
+    (docs/api.md, "Acknowledging with the next claim"), so consuming is one request per batch.
+    What is still pending when the session closes is deleted then."""
+
+    def __init__(self, driver: ZaqarDriver) -> None:
+        super().__init__(driver)
+        self.pending: dict[str, list[str]] = {}  # claim id -> ids done with
+
+    def receive(self, queue: str, limit: int) -> list[Msg]:
+        body: dict[str, Any] = {"ttl": CLAIM_TTL, "grace": CLAIM_TTL}
+        if self.pending:
+            claim, ids = self.pending.popitem()
+            body["acknowledge"] = {"claim_id": claim, "ids": ids}
+            super().ack(
+                queue,
+                [
+                    Msg("", False, {"id": i, "claim": c})
+                    for c, done in self.pending.items()
+                    for i in done
+                ],
+            )
+            self.pending.clear()
+        r = self.http.post(f"/v2/queues/{queue}/claims", params={"limit": limit}, json=body)
+        if r.status_code in (200, 204):
+            return []
+        _check(r, 201)
+        return self._messages(r.json()["messages"])
+
+    def ack(self, queue: str, msgs: list[Msg]) -> None:
+        self.queue = queue
+        for m in msgs:
+            self.pending.setdefault(m.handle["claim"], []).append(m.handle["id"])
+
+    def close(self) -> None:
+        if self.pending:
+            super().ack(
+                self.queue,
+                [
+                    Msg("", False, {"id": i, "claim": c})
+                    for c, ids in self.pending.items()
+                    for i in ids
+                ],
+            )
+        super().close()
+
+
 class ZaqarDriver(Driver):
     def __init__(
         self,
@@ -217,8 +267,10 @@ class ZaqarDriver(Driver):
         per_message_release: bool,
         native_redrive: bool,
         release_all_of_claim: bool = False,
+        ack_on_claim: bool = False,
     ) -> None:
         super().__init__()
+        self.ack_on_claim = ack_on_claim
         self.base_url = base_url
         self.project = project
         self.per_message_release = per_message_release
@@ -233,7 +285,7 @@ class ZaqarDriver(Driver):
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=120)
 
     def session(self) -> Session:
-        return ZaqarSession(self)
+        return ZaqarAckingSession(self) if self.ack_on_claim else ZaqarSession(self)
 
     def create_queue(self, name: str, dlq: str | None = None, deliveries: int = 3) -> None:
         meta: dict[str, Any] = {}

@@ -185,8 +185,14 @@ class Deadletter(System):
         )
         base = f"http://127.0.0.1:{port}"
         self.proc.wait_http(f"{base}/v2")
-        if self.face == "zaqar":
-            return ZaqarDriver(base, None, per_message_release=True, native_redrive=True)
+        if self.face in ("zaqar", "zaqar-ack"):
+            return ZaqarDriver(
+                base,
+                None,
+                per_message_release=True,
+                native_redrive=True,
+                ack_on_claim=self.face == "zaqar-ack",
+            )
         return SqsDriver(base, native_redrive=True)
 
     def server_pid(self) -> int | None:
@@ -363,6 +369,8 @@ ALL = [
     "deadletter-zaqar-postgres",
     "deadletter-sqs-postgres",
     "deadletter-zaqar-postgres-w2",
+    "deadletter-zaqar-ack-sqlite",
+    "deadletter-zaqar-ack-postgres",
     "rabbitmq",
     "zaqar",
     "moto",
@@ -385,7 +393,10 @@ def make(name: str, cores: int, base: Path | None = None) -> System:
         if name.endswith(BASE_SUFFIX):
             assert base is not None, f"{name} needs --base"
             src = base
-        _, face, store, *workers = name.removesuffix(BASE_SUFFIX).split("-")
+        face, _, rest = name.removesuffix(BASE_SUFFIX).removeprefix("deadletter-").partition("-")
+        if rest.startswith("ack-"):  # the Zaqar face, acknowledging with the next claim
+            face, rest = f"{face}-ack", rest.removeprefix("ack-")
+        store, *workers = rest.split("-")
         system = Deadletter(face, store, int(workers[0][1:]) if workers else 1, src=src)
         system.name = name
         return system
