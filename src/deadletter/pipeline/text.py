@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -213,6 +214,7 @@ TOP_FRAMES = 3
 _PY_ROOTS = re.compile(r"^.*/(?:site-packages|dist-packages|lib/python[\d.]*|app|src)/")
 
 
+@functools.lru_cache(maxsize=4096)
 def _module_of(path: str) -> str:
     """Module-like name of a source path, independent of where it is installed."""
     path = _PY_ROOTS.sub("", path.replace("\\", "/"))
@@ -228,7 +230,16 @@ def exception_signature(error: str | None) -> tuple[str, str]:
     """
     if not error:
         return "", ""
-    lines = [line for line in error.splitlines() if line.strip()]
+    lines = error.splitlines()
+    if len(lines) == 1:
+        # Most errors are one line: a trace needs a frame, and a frame alone is read below.
+        line = lines[0]
+        if not (
+            ('File "' in line and _PY_FRAME.match(line))
+            or ("at " in line and _JAVA_FRAME.match(line))
+        ):
+            return "", line.strip()
+    lines = [line for line in lines if line.strip()]
     if not lines:
         return "", ""
     # Only the last traceback of a chain ("During handling of the above exception...")
@@ -256,19 +267,22 @@ def exception_signature(error: str | None) -> tuple[str, str]:
         frames.reverse()  # innermost first, as in Java
         return f"{exc_type} @ {' < '.join(frames)}", headline
     java_frames = (
-        [m for m in (_JAVA_FRAME.match(line) for line in lines) if m] if "at " in error else []
+        [(i, m) for i, m in enumerate(_JAVA_FRAME.match(line) for line in lines) if m]
+        if "at " in error
+        else []
     )
     if java_frames:
         # The root cause is the last "Caused by"; its frames follow it.
         start = 0
-        for i, line in enumerate(lines):
-            if line.lstrip().startswith("Caused by:"):
-                start = i
+        if "Caused by:" in error:
+            for i, line in enumerate(lines):
+                if line.lstrip().startswith("Caused by:"):
+                    start = i
         head = lines[start].strip().removeprefix("Caused by: ")
         exc = _JAVA_EXC.match(head)
         exc_type = exc.group(1) if exc else head.split(":", 1)[0]
-        frames_after = [m for m in (_JAVA_FRAME.match(line) for line in lines[start:]) if m]
-        top = frames_after[:TOP_FRAMES] or java_frames[:TOP_FRAMES]
+        frames_after = [m for i, m in java_frames if i >= start]
+        top = frames_after[:TOP_FRAMES] or [m for _, m in java_frames[:TOP_FRAMES]]
         names = [_LAMBDA_NOISE.sub("", m.group(1)) for m in top]
         return f"{exc_type} @ {' < '.join(names)}", head
     return "", " ".join(line.strip() for line in lines)
