@@ -146,9 +146,9 @@ def summarize(
 
     `mined` needs the narrow columns only; each pattern's example is read from
     `examples_from` (the dead letters in SCHEMA; by default `mined` itself). Counts, times,
-    queues, reasons, hours and body shapes come from one aggregation, collected: a pattern
-    has few queues, reasons, hours and shapes, so its rows are few. The figures are then
-    put together by `summary`, as the in-process path does.
+    queues, reasons, hours, body shapes and sample ids come from one aggregation, collected: a
+    pattern has few queues, reasons, hours and shapes, so its rows are few. The figures are
+    then put together by `summary`, as the in-process path does.
     """
     need = ["pattern_id", "template", *NARROW]
     require_columns(mined, need, "summarize")
