@@ -278,18 +278,3 @@ def test_a_session_gets_a_few_shuffle_partitions_per_core_not_sparks_200(spark: 
     finally:
         spark.conf.set(SHUFFLE_PARTITIONS, before)
 
-
-def test_a_patterns_samples_are_its_first_ids_across_its_groups() -> None:
-    from deadletter.pipeline.analysis import _samples_of
-
-    # Given a pattern counted in three groups (queues, hours), each with its own first ids,
-    # one of them with a dead letter that has no id, and a pattern of one group
-    groups = [
-        ("p-a", ["m-3", "m-7", "m-8"], 0),
-        ("p-a", ["m-1", "m-9"], 1),
-        ("p-a", ["m-2", "m-4", "m-5", "m-6"], 0),
-        ("p-b", ["m-0"], 0),
-    ]
-    # I expect the first ids of the pattern in id order, the missing id first (as Spark
-    # sorts), five at most
-    assert _samples_of(groups) == {"p-a": [None, "m-1", "m-2", "m-3", "m-4"], "p-b": ["m-0"]}

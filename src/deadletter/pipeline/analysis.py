@@ -8,7 +8,7 @@ Chain: `df.transform(with_mining_text).transform(with_body_shape).transform(with
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,12 +146,13 @@ def summarize(
 
     `mined` needs the narrow columns only; each pattern's example is read from
     `examples_from` (the dead letters in SCHEMA; by default `mined` itself). Counts, times,
-    queues, reasons, hours, body shapes and sample ids come from one aggregation, collected: a
-    pattern has few queues, reasons, hours and shapes, so its rows are few. The figures are
-    then put together by `summary`, as the in-process path does.
+    queues, reasons, hours and body shapes come from one aggregation, collected: a pattern
+    has few queues, reasons, hours and shapes, so its rows are few. The figures are then
+    put together by `summary`, as the in-process path does.
     """
     need = ["pattern_id", "template", *NARROW]
     require_columns(mined, need, "summarize")
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from deadletter.pipeline.shape import key_paths_of_shape
@@ -170,33 +171,25 @@ def summarize(
             F.count("*").alias("count"),
             F.min("dead_lettered_at").alias("first_seen"),
             F.max("dead_lettered_at").alias("last_seen"),
-            # Each group's first ids: a pattern's first samples are among its groups' own.
-            F.slice(F.array_sort(F.collect_list("message_id")), 1, summary.SAMPLES),
-            F.count_if(F.col("message_id").isNull()),
         )
         .collect()
     )
-    folded = summary.Folded(tuple(r)[:10] for r in groups)
-    samples = _samples_of((r[0], r[10], r[11]) for r in groups)
+    folded = summary.Folded(tuple(r) for r in groups)
+    # The window sorts two columns only; the few first samples are then joined back whole.
+    ranked = (
+        mined.select("pattern_id", "message_id")
+        .withColumn(
+            "_rn", F.row_number().over(Window.partitionBy("pattern_id").orderBy("message_id"))
+        )
+        .where(F.col("_rn") <= summary.SAMPLES)
+    )
+    samples: dict[str, list[str]] = defaultdict(list)
+    for r in ranked.orderBy("pattern_id", "_rn").collect():
+        samples[r["pattern_id"]].append(r["message_id"])
     examples = _examples(mined if examples_from is None else examples_from, samples)
     shapes = summary.shape_findings(folded.shaped, folded.base, key_paths_of_shape)
     attrs = _attribute_findings(mined, folded.sizes())
     return summary.assemble(folded, samples, examples, shapes, attrs, variables)
-
-
-def _samples_of(groups: Iterable[tuple[str, list[str], int]]) -> dict[str, list[str]]:
-    """Each pattern's SAMPLES first message ids in id order, from each group's first ids and
-    its number of missing ids (a missing id sorts first in Spark, and is kept as None)."""
-    ids: dict[str, list[str]] = defaultdict(list)
-    missing: dict[str, int] = defaultdict(int)
-    for pid, first_ids, no_id in groups:
-        ids[pid].extend(first_ids)
-        missing[pid] += no_id
-    out: dict[str, list[str]] = {}
-    for pid, found in ids.items():
-        first: list[Any] = [None] * missing[pid]
-        out[pid] = (first + sorted(found))[: summary.SAMPLES]
-    return out
 
 
 def _examples(rows: Any, samples: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
