@@ -277,4 +277,3 @@ def test_a_session_gets_a_few_shuffle_partitions_per_core_not_sparks_200(spark: 
         assert spark.conf.get(SHUFFLE_PARTITIONS) == str(SHUFFLE_PARTITIONS_PER_CORE * cores)
     finally:
         spark.conf.set(SHUFFLE_PARTITIONS, before)
-
