@@ -1,7 +1,7 @@
 """Dead letters per second through the whole analysis job on Spark, and drain3 for comparison.
 
     ./dev bench pipeline [--sizes 100000,1000000] [--master local[2]] [--seed 1] [--no-drain3]
-                         [--local-up-to 100000]
+                         [--local-up-to 100000] [--out bench/results/pipeline]
     ./dev bench pipeline --real [--tuning-only]
     ./dev bench pipeline --first-run
 
@@ -18,7 +18,8 @@ A small job runs first and is timed on its own: it pays for the JVM warming up a
 workers starting, which every fresh session (one `deadletter analyze` run) pays once. The
 sizes are then timed in that warm session.
 
-Writes bench/results/pipeline.json and bench/results/pipeline.md (`--real`:
+Writes bench/results/pipeline.json and bench/results/pipeline.md (`--out` names another
+place; `--real`:
 bench/results/pipeline-real.json and .md).
 """
 
@@ -403,6 +404,11 @@ def main(argv: list[str]) -> int:
         default=100_000,
         help="also run the in-process path on sizes up to this (0: never)",
     )
+    parser.add_argument(
+        "--out",
+        default=str(RESULTS / "pipeline"),
+        help="where the results go: OUT.json and OUT.md (default bench/results/pipeline)",
+    )
     parser.add_argument("--first-run", action="store_true", help="fresh `deadletter analyze` runs")
     parser.add_argument("--real", action="store_true", help="grouping quality on real logs")
     parser.add_argument(
@@ -462,7 +468,9 @@ def main(argv: list[str]) -> int:
     finally:
         spark.stop()
     report["load_average"] += list(os.getloadavg())
-    (RESULTS / "pipeline.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / "pipeline.md").write_text(markdown(report))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_name(out.name + ".json").write_text(json.dumps(report, indent=2) + "\n")
+    out.with_name(out.name + ".md").write_text(markdown(report))
     print(markdown(report))
     return 0

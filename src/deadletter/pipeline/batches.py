@@ -56,8 +56,34 @@ MASKED_TYPE = "signature string, tokens_text string, context_text string"
 
 
 def masked(error: pd.Series, description: pd.Series, error_class: pd.Series) -> pd.DataFrame:
-    """The columns of `extract` the analysis keeps: less to send back to the JVM."""
-    return extract(error, description, error_class)[MASKED_COLUMNS]
+    """The columns of `extract` the analysis keeps (less to send back to the JVM), computed
+    alone: no headline or group key is built only to be dropped."""
+    signatures: list[str] = []
+    tokens_texts: list[str] = []
+    context_texts: list[str] = []
+    parts: dict[tuple[str | None, str | None, str | None], tuple[str, str, str]] = {}
+    tokenized: dict[str, str] = {}
+    cells = zip(map(_text, error), map(_text, description), map(_text, error_class), strict=True)
+    for key in cells:
+        row = parts.get(key)
+        if row is None:
+            signature, headline, context = mining_parts(*key)
+            tokens_text = tokenized.get(headline)
+            if tokens_text is None:
+                tokens_text = tokenized[headline] = " ".join(tokenize(headline))
+            context_text = ""
+            if context:
+                context_text = tokenized.get(context)  # type: ignore[assignment]
+                if context_text is None:
+                    context_text = tokenized[context] = " ".join(tokenize(context))
+            row = parts[key] = (signature, tokens_text, context_text)
+        signatures.append(row[0])
+        tokens_texts.append(row[1])
+        context_texts.append(row[2])
+    return pd.DataFrame(
+        {"signature": signatures, "tokens_text": tokens_texts, "context_text": context_texts},
+        columns=MASKED_COLUMNS,
+    )
 
 
 def paths(body: pd.Series) -> pd.Series:

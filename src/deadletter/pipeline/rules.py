@@ -96,6 +96,25 @@ MASKS: list[tuple[str, str, str, str]] = [
     (r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])", "<DUR>", ":", r"\d:\d"),
 ]
 
+# (pattern, needs): a text in which no pattern of SPANS is found (or whose `needs` it lacks;
+# an empty pattern: `needs` alone is enough) has no match of any mask, nor of QUOTED, that
+# holds a separator of TOKEN_SPLIT: there, masking each token alone gives the tokens of
+# masking the whole text, so text.tokenize splits first and masks only the tokens it has not
+# seen. Each entry stands for the masks that may cross a separator: quotes and Windows paths;
+# `::`; URLs and request lines; a path with a blank inside; a size's rounded value in
+# parentheses; timestamps (their gate); a size or a duration with a blank before its unit.
+SPANS: list[tuple[str, str]] = [
+    ("", "'"),
+    ("", '"'),
+    ("", "\\"),
+    ("", "::"),
+    ("", "://"),
+    (r"\s/|\s[\w.@%+-]+/", "/"),
+    (r"\s\(\d", "("),
+    (r"\d:\d", ":"),
+    (r"\d\s(?:[bKMGTB]|(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?|h|hours?)\b)", ""),
+]
+
 # Quoted text is masked unless it is a bare identifier or key path ('customer.id') or a
 # request line: such a name tells which bug it is, while a quoted value ('abc 12') tells
 # which instance.

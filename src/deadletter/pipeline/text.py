@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -10,7 +11,8 @@ from deadletter.pipeline import rules
 
 # The rules (rules.py) compiled once; see there for what each one is for.
 DIGIT = rules.DIGIT
-_MASKS: list[tuple[re.Pattern[str], str, str, re.Pattern[str] | None]] = [
+_Mask = tuple[re.Pattern[str], str, str, re.Pattern[str] | None]
+_MASKS: list[_Mask] = [
     (re.compile(pattern), placeholder, needs, re.compile(gate) if gate else None)
     for pattern, placeholder, needs, gate in rules.MASKS
 ]
@@ -109,6 +111,9 @@ def _outside_quotes(stem: str) -> bool:
 
 
 def _tokens_of(text: str, out: list[str]) -> None:
+    if not _spans(text):
+        _split_tokens_of(text, out)
+        return
     seen = _TOKENS_SEEN
     for raw in _TOKEN_SPLIT.split(mask(text)):
         token = seen.get(raw)
@@ -123,10 +128,75 @@ def _tokens_of(text: str, out: list[str]) -> None:
             out.append(token)
 
 
+def _spans(text: str) -> bool:
+    """Whether a mask may cross a separator in `text` (rules.SPANS)."""
+    for pattern, needs in _SPANS:
+        if needs in text and (pattern is None or pattern.search(text) is not None):
+            return True
+    return False
+
+
+def _split_tokens_of(text: str, out: list[str]) -> None:
+    """`_tokens_of` for a text where no mask crosses a separator (rules.SPANS): split once,
+    then mask only the tokens not seen before, each on its own.
+
+    Most tokens are words seen before, and the variable ones (ids, counts, hex values) repeat
+    their shape: a token's masked form depends on its digits only through which are digits
+    and which zeros (`0x`), so `ord-48213` is looked up as `ord-11111`. A token with `<` is
+    the exception (`<5` stays itself) and is looked up as it is.
+    """
+    seen = _RAW_SEEN
+    if seen.masks is not _MASKS:
+        # The masks were replaced (tests do): what was seen was masked by others.
+        seen.clear()
+        seen.masks = _MASKS
+        seen.word_masks = [m for m in _MASKS if m[2] == DIGIT or _ASCII_WORD.fullmatch(m[2])]
+    for raw in _TOKEN_SPLIT.split(text):
+        token = seen.get(raw)
+        if token is None:
+            key = raw if "<" in raw else raw.translate(_ONE_DIGIT)
+            token = seen.get(key)
+            if token is None:
+                if len(seen) >= _TOKENS_KEPT:
+                    seen.clear()
+                token = seen[key] = _masked_token(raw, seen.word_masks)
+        if token and not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
+            out.append(token)
+
+
+def _masked_token(raw: str, word_masks: list[_Mask]) -> str:
+    """One token of a text where no mask crosses a separator, masked alone (`word_masks`:
+    the masks whose `needs` a word of ASCII letters, digits and `_` can hold)."""
+    if _ASCII_WORD.fullmatch(raw):
+        # As `mask`, less the masks such a word cannot satisfy; it has no edge punctuation.
+        has_digit = _HAS_DIGIT.search(raw) is not None
+        for pattern, placeholder, needs, gate in word_masks:
+            if (has_digit if needs == DIGIT else needs in raw) and (
+                gate is None or gate.search(raw) is not None
+            ):
+                raw = pattern.sub(placeholder, raw)
+        return _mask_token(raw)
+    masked = mask(raw)
+    token = masked.strip(_EDGE_PUNCT) or masked
+    return _mask_token(token) if token else token
+
+
+class _Seen(dict[str, str]):
+    """Masked tokens by raw token, and the masks they were masked with."""
+
+    masks: object = None
+    word_masks: list[_Mask] = []  # replaced whole, never changed in place
+
+
 # Each raw token's masked form: words repeat across messages far more than messages do, and
 # the per-token rules cost more than a lookup. Bounded: cleared when full.
 _TOKENS_SEEN: dict[str, str] = {}
 _TOKENS_KEPT = 200_000
+# The same for `_split_tokens_of`, whose tokens are not masked yet.
+_RAW_SEEN = _Seen()
+_SPANS = [(re.compile(p) if p else None, needs) for p, needs in rules.SPANS]
+_ONE_DIGIT = str.maketrans("23456789", "11111111")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
 # Exception signatures -----------------------------------------------------------------
@@ -144,6 +214,7 @@ TOP_FRAMES = 3
 _PY_ROOTS = re.compile(r"^.*/(?:site-packages|dist-packages|lib/python[\d.]*|app|src)/")
 
 
+@functools.lru_cache(maxsize=4096)
 def _module_of(path: str) -> str:
     """Module-like name of a source path, independent of where it is installed."""
     path = _PY_ROOTS.sub("", path.replace("\\", "/"))
@@ -159,7 +230,16 @@ def exception_signature(error: str | None) -> tuple[str, str]:
     """
     if not error:
         return "", ""
-    lines = [line for line in error.splitlines() if line.strip()]
+    lines = error.splitlines()
+    if len(lines) == 1:
+        # Most errors are one line: a trace needs a frame, and a frame alone is read below.
+        line = lines[0]
+        if not (
+            ('File "' in line and _PY_FRAME.match(line))
+            or ("at " in line and _JAVA_FRAME.match(line))
+        ):
+            return "", line.strip()
+    lines = [line for line in lines if line.strip()]
     if not lines:
         return "", ""
     # Only the last traceback of a chain ("During handling of the above exception...")
@@ -187,19 +267,22 @@ def exception_signature(error: str | None) -> tuple[str, str]:
         frames.reverse()  # innermost first, as in Java
         return f"{exc_type} @ {' < '.join(frames)}", headline
     java_frames = (
-        [m for m in (_JAVA_FRAME.match(line) for line in lines) if m] if "at " in error else []
+        [(i, m) for i, m in enumerate(_JAVA_FRAME.match(line) for line in lines) if m]
+        if "at " in error
+        else []
     )
     if java_frames:
         # The root cause is the last "Caused by"; its frames follow it.
         start = 0
-        for i, line in enumerate(lines):
-            if line.lstrip().startswith("Caused by:"):
-                start = i
+        if "Caused by:" in error:
+            for i, line in enumerate(lines):
+                if line.lstrip().startswith("Caused by:"):
+                    start = i
         head = lines[start].strip().removeprefix("Caused by: ")
         exc = _JAVA_EXC.match(head)
         exc_type = exc.group(1) if exc else head.split(":", 1)[0]
-        frames_after = [m for m in (_JAVA_FRAME.match(line) for line in lines[start:]) if m]
-        top = frames_after[:TOP_FRAMES] or java_frames[:TOP_FRAMES]
+        frames_after = [m for i, m in java_frames if i >= start]
+        top = frames_after[:TOP_FRAMES] or [m for _, m in java_frames[:TOP_FRAMES]]
         names = [_LAMBDA_NOISE.sub("", m.group(1)) for m in top]
         return f"{exc_type} @ {' < '.join(names)}", head
     return "", " ".join(line.strip() for line in lines)

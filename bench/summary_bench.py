@@ -1,0 +1,120 @@
+"""Wall and CPU seconds of the summary step alone, in a warm session, beside another version.
+
+    ./dev bench summary [--size 100000] [--seed 1] [--rounds 3] [--against OTHER/analysis.py]
+
+The bench corpus (as `./dev bench pipeline` writes it) is masked and mined once, as
+`deadletter analyze` does, and its mined rows cached; then `analysis.summarize` runs `--rounds`
+times, alternating with the `summarize` of the file given by `--against` (another version of
+pipeline/analysis.py, loaded beside this one), and both must give the same patterns. The whole
+job's stages move with the load of a shared machine; this step, timed in turns, less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from bench.pipeline_bench import WORK
+from deadletter.pipeline import analysis
+from deadletter.pipeline.corpus import write_jsonl
+from deadletter.pipeline.mining import DEFAULT_THRESHOLD, explain, with_context
+
+
+def _summarize_of(path: str) -> Callable[..., list[dict[str, Any]]]:
+    spec = importlib.util.spec_from_file_location("other_analysis", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    summarize: Callable[..., list[dict[str, Any]]] = module.summarize
+    return summarize
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and every process under it (the JVM, its Python workers),
+    from /proc: the load of other jobs inflates them far less than the wall clock."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        used[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    return sum(used[pid] for pid in mine if pid in used)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="./dev bench summary", description=__doc__)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", help="another version of pipeline/analysis.py")
+    args = parser.parse_args(argv)
+    from pyspark import StorageLevel
+
+    from deadletter.pipeline.schema import read_export, session
+
+    path = WORK / f"dead-{args.size}-{args.seed}.jsonl"
+    if not path.exists():
+        WORK.mkdir(parents=True, exist_ok=True)
+        write_jsonl(path, args.size, args.seed)
+    versions = {"this": analysis.summarize}
+    if args.against:
+        versions["other"] = _summarize_of(args.against)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        spark = session("local[2]", "deadletter-bench", {"spark.driver.memory": "2g"})
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            df = read_export(spark, str(path)).repartition(2)
+            tokens = (
+                df.transform(lambda d: analysis.with_mining_text(d, narrow=True))
+                .transform(analysis.with_body_shape)
+                .select(*analysis.NARROW, "tokens_text", "context_text")
+            )
+            counts = tokens.groupBy("tokens_text", "context_text").count().collect()
+            found = with_context(((r[0], r[1], r[2]) for r in counts), DEFAULT_THRESHOLD)
+            mined = (
+                tokens.transform(
+                    lambda d: analysis.with_templates(d, DEFAULT_THRESHOLD, counts, found)
+                )
+                .transform(analysis.with_pattern_ids)
+                .select("pattern_id", "template", *analysis.NARROW)
+                .persist(StorageLevel.MEMORY_AND_DISK)
+            )
+            mined.count()
+            variables = explain(found, ((r[0], r[1], r[2]) for r in counts))
+            print(f"load average {os.getloadavg()}; {args.size:,} dead letters")
+            results: dict[str, Any] = {}
+            for round_ in range(args.rounds):
+                for name, summarize in versions.items():
+                    started, cpu = time.perf_counter(), _cpu_seconds()
+                    patterns = summarize(mined, examples_from=df, variables=variables)
+                    seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
+                    print(f"round {round_ + 1}: {name} {seconds:.2f} s, {cpu:.2f} s CPU")
+                    results.setdefault(name, patterns)
+            same = all(p == results["this"] for p in results.values())
+            print(f"same patterns: {same}; load average {os.getloadavg()}")
+        finally:
+            spark.stop()
+    return 0
