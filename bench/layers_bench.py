@@ -4,7 +4,9 @@ HTTP adds.
     ./dev bench layers [--stores sqlite,postgres] [--cycles 400] [--runs 3]
 
 The same Zaqar cycle (send ten 1 KiB messages, claim them, delete them by ids, as the faces
-bench's client does) is measured at four depths, one after the other within each run, each
+bench's client does), and the cycle of a consumer that acknowledges with its next claim (send
+ten, then one claim that acknowledges the batch before: *claim+ack*; docs/api.md), are measured
+at four depths, one after the other within each run, each
 on a fresh database of its own:
 
 - *engine, no sync*: `Engine.send`, `claim` and `delete_messages` called in this process,
@@ -40,7 +42,7 @@ from bench.faces_bench import BATCH, BODY, ZAQAR_HEADERS, ZaqarFace, server_cpu_
 from bench.peers.systems import POSTGRES_ADMIN, Deadletter
 
 RESULTS = Path(__file__).parent / "results"
-OPERATIONS = ("send", "claim", "delete")
+OPERATIONS = ("send", "claim", "delete", "claim+ack")
 LAYERS = ("engine, no sync", "engine", "app", "http")
 QUEUE = "layers"
 PROJECT = "bench"
@@ -99,6 +101,8 @@ def engine_cycle(db: Database, durable: bool) -> Callable[[], dict[str, float]]:
     engine.create_queue(PROJECT, QUEUE)
     body = BODY.encode()
 
+    held: list[Any] = [None, ()]  # the claim id and ids the next claim acknowledges
+
     def cycle() -> dict[str, float]:
         t0 = time.process_time()
         engine.send(PROJECT, QUEUE, [NewMessage(body, ttl=3600) for _ in range(BATCH)])
@@ -107,10 +111,30 @@ def engine_cycle(db: Database, durable: bool) -> Callable[[], dict[str, float]]:
         t2 = time.process_time()
         engine.delete_messages(PROJECT, QUEUE, [m.id for m in claim.messages])
         t3 = time.process_time()
-        return {"send": t1 - t0, "claim": t2 - t1, "delete": t3 - t2}
+        engine.send(PROJECT, QUEUE, [NewMessage(body, ttl=3600) for _ in range(BATCH)])
+        t4 = time.process_time()
+        _, claim = engine.acknowledge_and_claim(PROJECT, QUEUE, held[0], held[1], BATCH, 300, 60)
+        t5 = time.process_time()
+        held[:] = [claim.id, [m.id for m in claim.messages]]
+        return {"send": t1 - t0, "claim": t2 - t1, "delete": t3 - t2, "claim+ack": t5 - t4}
 
     cycle.close = store.close  # type: ignore[attr-defined]
     return cycle
+
+
+def acknowledging(held: tuple[str, list[str]] | None) -> bytes:
+    """A claim's body that acknowledges `held` (claim id, ids), if any."""
+    body: dict[str, Any] = {"ttl": 300, "grace": 60}
+    if held is not None:
+        body["acknowledge"] = {"claim_id": held[0], "ids": held[1]}
+    return json.dumps(body).encode()
+
+
+def held_by(answer: bytes) -> tuple[str, list[str]]:
+    """(claim id, ids) of a claim's answer."""
+    hrefs = [m["href"] for m in json.loads(answer)["messages"]]
+    claim_id = hrefs[0].split("claim_id=")[1].split("&")[0]
+    return claim_id, [h.split("?")[0].rsplit("/", 1)[1] for h in hrefs]
 
 
 class InProcessApp:
@@ -128,6 +152,7 @@ class InProcessApp:
         self.messages = json.dumps({"messages": [{"body": BODY, "ttl": 3600}] * BATCH}).encode()
         self.loop = asyncio.new_event_loop()
         self.loop.run_until_complete(self.request("PUT", f"/v2/queues/{QUEUE}", b"{}"))
+        self.held: tuple[str, list[str]] | None = None
 
     async def request(self, method: str, path: str, body: bytes = b"", query: str = "") -> bytes:
         scope = {
@@ -180,7 +205,13 @@ class InProcessApp:
         t3 = time.process_time()
         run(self.request("DELETE", f"/v2/queues/{QUEUE}/messages", b"", query))
         t4 = time.process_time()
-        return {"send": t1 - t0, "claim": t2 - t1, "delete": t4 - t3}
+        run(self.request("POST", f"/v2/queues/{QUEUE}/messages", self.messages))
+        body = acknowledging(self.held)
+        t5 = time.process_time()
+        answer = run(self.request("POST", f"/v2/queues/{QUEUE}/claims", body, f"limit={BATCH}"))
+        t6 = time.process_time()
+        self.held = held_by(answer)
+        return {"send": t1 - t0, "claim": t2 - t1, "delete": t4 - t3, "claim+ack": t6 - t5}
 
     def close(self) -> None:
         self.loop.close()
@@ -194,6 +225,8 @@ def http_cycle(store: str) -> tuple[Callable[[], dict[str, float]], Deadletter]:
     pid = system.proc.popen.pid
     port = int(system.proc.popen.args[system.proc.popen.args.index("--port") + 1])
     face = ZaqarFace(port)
+    held: list[tuple[str, list[str]] | None] = [None]
+    claims = f"/v2/queues/faces-zaqar/claims?limit={BATCH}"
 
     def cycle() -> dict[str, float]:
         t0 = server_cpu_ns(pid)
@@ -203,7 +236,14 @@ def http_cycle(store: str) -> tuple[Callable[[], dict[str, float]], Deadletter]:
         t2 = server_cpu_ns(pid)
         face.delete(path)
         t3 = server_cpu_ns(pid)
-        return {"send": (t1 - t0) / 1e9, "claim": (t2 - t1) / 1e9, "delete": (t3 - t2) / 1e9}
+        face.send()
+        body = acknowledging(held[0])
+        t4 = server_cpu_ns(pid)
+        answer = face.conn.request("POST", claims, body, ZAQAR_HEADERS)
+        t5 = server_cpu_ns(pid)
+        held[0] = held_by(answer)
+        spent = {"send": t1 - t0, "claim": t2 - t1, "delete": t3 - t2, "claim+ack": t5 - t4}
+        return {op: ns / 1e9 for op, ns in spent.items()}
 
     return cycle, system
 
@@ -251,26 +291,34 @@ def run(store: str, cycles: int, folder: Path) -> dict[str, dict[str, float]]:
 
 def render(results: dict[str, list[dict[str, dict[str, float]]]]) -> str:
     lines = [
-        f"CPU ms per request of {BATCH} messages, median of the runs (min-max); *adds* is the"
-        " median of this layer's cycle less the layer above it.",
+        f"CPU ms per request of {BATCH} messages, median of the runs (min-max); a cycle is a"
+        " send, a claim and a delete; *adds* is the median of this layer's cycle less the"
+        " layer above it; *claim+ack* is a claim that acknowledges the batch before.",
         "",
-        "| store | layer | send | claim | delete | cycle | adds | (claim + delete) / send |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| store | layer | send | claim | delete | claim+ack | cycle | adds"
+        " | (claim + delete) / send | claim+ack / send |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for store, runs in results.items():
         previous: float | None = None
         for layer in LAYERS:
             cells = []
             for op in (*OPERATIONS, "cycle"):
-                values = [sum(r[layer].values()) if op == "cycle" else r[layer][op] for r in runs]
+                values = [_cycle(r[layer]) if op == "cycle" else r[layer][op] for r in runs]
                 cells.append((statistics.median(values), min(values), max(values)))
             cycle = cells[-1][0]
             adds = "" if previous is None else f"{cycle - previous:+.3f}"
             previous = cycle
             ratio = (cells[1][0] + cells[2][0]) / cells[0][0]
+            acked = cells[3][0] / cells[0][0]
             row = [store, layer, *(f"{m:.3f} ({lo:.3f}-{hi:.3f})" for m, lo, hi in cells)]
-            lines.append("| " + " | ".join([*row, adds, f"{ratio:.2f}"]) + " |")
+            lines.append("| " + " | ".join([*row, adds, f"{ratio:.2f}", f"{acked:.2f}"]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cycle(ms: dict[str, float]) -> float:
+    """The standard cycle: a send, a claim and a delete."""
+    return ms["send"] + ms["claim"] + ms["delete"]
 
 
 def main(argv: list[str]) -> int:
