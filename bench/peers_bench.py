@@ -68,7 +68,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument(
         "--base",
         help="another checkout: each deadletter system also runs its code, just before this"
-        " one's, under the system's name with -base",
+        " one's, under the system's name with -base (not the -ack- systems: a checkout before"
+        " the extension has no claim that acknowledges)",
     )
     args = ap.parse_args(argv)
     args.systems = [s for s in args.systems.split(",") if s]
@@ -77,7 +78,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         args.systems = [
             n
             for s in args.systems
-            for n in ([s + sysmod.BASE_SUFFIX, s] if s.startswith("deadletter-") else [s])
+            for n in (
+                [s + sysmod.BASE_SUFFIX, s]
+                if s.startswith("deadletter-") and "-ack-" not in s
+                else [s]
+            )
         ]
     args.workloads = [w for w in args.workloads.split(",") if w]
     try:
