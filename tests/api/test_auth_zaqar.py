@@ -211,3 +211,55 @@ def test_a_post_creates_a_missing_queue_only_for_a_role_that_creates_queues(
         assert "may not create queues" in answer.json()["description"]
     else:
         assert answer.status_code == 403
+
+
+def test_a_claim_acknowledges_only_for_who_may_acknowledge(live: Live) -> None:
+    """Acknowledging deletes: a signed URL for claims claims but does not acknowledge, and
+    every role acknowledges with a claim exactly when it may both claim and acknowledge."""
+    admin, admin_secret = live.issue("alpha", "admin")
+    pair = f"{admin.key_id}:{admin_secret}"
+    zaqar(live.url, "PUT", "/v2/queues/jobs", token=pair)
+    post = {"messages": [{"body": n} for n in range(4)]}
+    assert (
+        zaqar(live.url, "POST", "/v2/queues/jobs/messages", token=pair, json=post).status_code
+        == 201
+    )
+    first = zaqar(live.url, "POST", "/v2/queues/jobs/claims?limit=1", token=pair, json={})
+    assert first.status_code == 201
+    claim_id = first.headers["Location"].rsplit("/", 1)[1]
+    held = [m["href"].split("?")[0].rsplit("/", 1)[1] for m in first.json()["messages"]]
+    acknowledging = {"acknowledge": {"claim_id": claim_id, "ids": held}}
+
+    def total() -> int:
+        stats = zaqar(live.url, "GET", "/v2/queues/jobs/stats", token=pair).json()
+        return int(stats["messages"]["total"])
+
+    expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    share = {"paths": ["claims"], "methods": ["POST"], "expires": expires}
+    signed = zaqar(live.url, "POST", "/v2/queues/jobs/share", token=pair, json=share).json()
+    headers = {
+        "URL-Signature": signed["signature"],
+        "URL-Expires": signed["expires"],
+        "URL-Methods": "POST",
+        "URL-Paths": signed["paths"][0],
+    }
+    path = "/v2/queues/jobs/claims?limit=1"
+    refused = zaqar(live.url, "POST", path, project="alpha", headers=headers, json=acknowledging)
+    assert refused.status_code == 403, refused.text
+    assert total() == 4
+    claimed = zaqar(live.url, "POST", path, project="alpha", headers=headers, json={})
+    assert claimed.status_code == 201  # the URL still claims
+
+    for role in Role:
+        if role is Role.OPERATOR:
+            continue  # server-wide; the admin row covers a project's every right
+        credential, secret = live.issue("alpha", role.value)
+        token = f"{credential.key_id}:{secret}"
+        before = total()
+        got = zaqar(live.url, "POST", path, token=token, json=acknowledging)
+        may = allowed(role, Action.MESSAGE_CLAIM) and allowed(role, Action.MESSAGE_ACK)
+        if may:
+            assert got.status_code in (200, 201), (role, got.text)
+        else:
+            assert got.status_code == 403, (role, got.text)
+            assert total() == before

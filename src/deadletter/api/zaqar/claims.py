@@ -7,9 +7,11 @@ from typing import Any
 
 from starlette.responses import Response
 
+from deadletter.api.auth import forbidden
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.parse import PAGE_LIMIT, acknowledgement, claim_times, tag_param
+from deadletter.auth.roles import Action
 from deadletter.domain import errors
 from deadletter.domain.model import Claim
 
@@ -21,6 +23,9 @@ def create_claim(ctx: Ctx) -> Response:
     doc = ctx.json_object()
     ttl, grace = claim_times(doc, None, DEFAULT_GRACE)
     done = acknowledgement(doc)
+    if done is not None and not ctx.may(Action.MESSAGE_ACK):
+        # Acknowledging deletes: the right to claim does not carry it (nor a signed URL).
+        raise forbidden("This credential may not acknowledge messages (message:ack).")
     tag = tag_param(ctx)
     if done is None:
         try:
