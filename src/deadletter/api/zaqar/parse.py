@@ -125,12 +125,16 @@ def attributes(raw: Any) -> dict[str, Attribute]:
 
 
 def message_ids(ctx: Ctx) -> list[str]:
-    ids = [text("ids", i) for i in ctx.params.get("ids", "").split(",") if i]
+    return id_batch("ids", [i for i in ctx.params.get("ids", "").split(",") if i])
+
+
+def id_batch(name: str, ids: list[str]) -> list[str]:
+    """The message ids of one request: at least one, at most a page, none holding NUL."""
     if not ids:
-        raise bad_request("ids must list at least one message id.")
+        raise bad_request(f"{name} must list at least one message id.")
     if len(ids) > PAGE_LIMIT:
         raise bad_request(f"No more than {PAGE_LIMIT} message ids at once.")
-    return ids
+    return [text(name, i) for i in ids]
 
 
 def claim_times(doc: dict[str, Any], ttl: int | None, grace: int | None) -> tuple[Any, Any]:
@@ -158,11 +162,9 @@ def acknowledgement(doc: dict[str, Any]) -> tuple[str, list[str]] | None:
     claim_id, ids = value["claim_id"], value["ids"]
     if not isinstance(claim_id, str) or not claim_id:
         raise bad_request("acknowledge.claim_id must be a claim id.")
-    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
         raise bad_request("acknowledge.ids must list at least one message id.")
-    if len(ids) > PAGE_LIMIT:
-        raise bad_request(f"No more than {PAGE_LIMIT} message ids at once.")
-    return text("acknowledge.claim_id", claim_id), [text("acknowledge.ids", i) for i in ids]
+    return text("acknowledge.claim_id", claim_id), id_batch("acknowledge.ids", ids)
 
 
 def required_claim_id(ctx: Ctx) -> str:
