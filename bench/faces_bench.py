@@ -87,13 +87,25 @@ class ZaqarFace:
     def receive(self) -> str:
         path = f"/v2/queues/faces-zaqar/claims?limit={BATCH}"
         answer = self.conn.request("POST", path, b'{"ttl": 300, "grace": 60}', ZAQAR_HEADERS)
-        hrefs = [m["href"] for m in json.loads(answer)["messages"]]
-        ids = ",".join(h.split("?")[0].rsplit("/", 1)[1] for h in hrefs)
-        claim = hrefs[0].split("claim_id=")[1].split("&")[0]
-        return f"/v2/queues/faces-zaqar/messages?ids={ids}&claim_ids={claim}"
+        claim, ids = claim_of(answer)
+        return f"/v2/queues/faces-zaqar/messages?ids={','.join(ids)}&claim_ids={claim}"
 
     def delete(self, path: str) -> None:
         self.conn.request("DELETE", path, None, ZAQAR_HEADERS)
+
+
+def claim_of(answer: bytes) -> tuple[str, list[str]]:
+    """(claim id, message ids) of a Zaqar claim's answer."""
+    hrefs = [m["href"] for m in json.loads(answer)["messages"]]
+    claim_id = hrefs[0].split("claim_id=")[1].split("&")[0]
+    return claim_id, [h.split("?")[0].rsplit("/", 1)[1] for h in hrefs]
+
+
+def write_results(out: Path, doc: dict[str, Any], table: str) -> None:
+    """`doc` as out.json and `table` as out.md."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n")
+    out.with_suffix(".md").write_text(table)
 
 
 @dataclass
@@ -293,11 +305,8 @@ def main(argv: list[str]) -> int:
                     }
                 )
     table = render(results)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"cycles": args.cycles, "batch": BATCH, "results": results}
-    out.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n")
-    out.with_suffix(".md").write_text(table)
+    write_results(Path(args.out), doc, table)
     print()
     print(table)
     return 0

@@ -38,7 +38,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bench.faces_bench import BATCH, BODY, ZAQAR_HEADERS, ZaqarFace, server_cpu_ns
+from bench.faces_bench import (
+    BATCH,
+    BODY,
+    ZAQAR_HEADERS,
+    ZaqarFace,
+    claim_of,
+    server_cpu_ns,
+    write_results,
+)
 from bench.peers.systems import POSTGRES_ADMIN, Deadletter
 
 RESULTS = Path(__file__).parent / "results"
@@ -130,13 +138,6 @@ def acknowledging(held: tuple[str, list[str]] | None) -> bytes:
     return json.dumps(body).encode()
 
 
-def held_by(answer: bytes) -> tuple[str, list[str]]:
-    """(claim id, ids) of a claim's answer."""
-    hrefs = [m["href"] for m in json.loads(answer)["messages"]]
-    claim_id = hrefs[0].split("claim_id=")[1].split("&")[0]
-    return claim_id, [h.split("?")[0].rsplit("/", 1)[1] for h in hrefs]
-
-
 class InProcessApp:
     """The app of `deadletter serve`, called as uvicorn calls it, without a socket."""
 
@@ -198,10 +199,8 @@ class InProcessApp:
         claim = b'{"ttl": 300, "grace": 60}'
         answer = run(self.request("POST", f"/v2/queues/{QUEUE}/claims", claim, f"limit={BATCH}"))
         t2 = time.process_time()
-        hrefs = [m["href"] for m in json.loads(answer)["messages"]]
-        ids = ",".join(h.split("?")[0].rsplit("/", 1)[1] for h in hrefs)
-        claim_id = hrefs[0].split("claim_id=")[1].split("&")[0]
-        query = f"ids={ids}&claim_ids={claim_id}"
+        claim_id, ids = claim_of(answer)
+        query = f"ids={','.join(ids)}&claim_ids={claim_id}"
         t3 = time.process_time()
         run(self.request("DELETE", f"/v2/queues/{QUEUE}/messages", b"", query))
         t4 = time.process_time()
@@ -210,7 +209,7 @@ class InProcessApp:
         t5 = time.process_time()
         answer = run(self.request("POST", f"/v2/queues/{QUEUE}/claims", body, f"limit={BATCH}"))
         t6 = time.process_time()
-        self.held = held_by(answer)
+        self.held = claim_of(answer)
         return {"send": t1 - t0, "claim": t2 - t1, "delete": t4 - t3, "claim+ack": t6 - t5}
 
     def close(self) -> None:
@@ -241,7 +240,7 @@ def http_cycle(store: str) -> tuple[Callable[[], dict[str, float]], Deadletter]:
         t4 = server_cpu_ns(pid)
         answer = face.conn.request("POST", claims, body, ZAQAR_HEADERS)
         t5 = server_cpu_ns(pid)
-        held[0] = held_by(answer)
+        held[0] = claim_of(answer)
         spent = {"send": t1 - t0, "claim": t2 - t1, "delete": t3 - t2, "claim+ack": t5 - t4}
         return {op: ns / 1e9 for op, ns in spent.items()}
 
@@ -340,10 +339,7 @@ def main(argv: list[str]) -> int:
             }
             print(f"{store} run {i + 1}: {figures}", flush=True)
     table = render(results)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"cycles": args.cycles, "batch": BATCH, "results": results}
-    out.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n")
-    out.with_suffix(".md").write_text(table)
+    write_results(Path(args.out), doc, table)
     print(table)
     return 0

@@ -218,22 +218,18 @@ class ZaqarAckingSession(ZaqarSession):
 
     def __init__(self, driver: ZaqarDriver) -> None:
         super().__init__(driver)
-        self.pending: dict[str, list[str]] = {}  # claim id -> ids done with
+        self.pending: list[Msg] = []  # done with, acknowledged by the next claim
+        self.queue = ""
 
     def receive(self, queue: str, limit: int) -> list[Msg]:
         body: dict[str, Any] = {"ttl": CLAIM_TTL, "grace": CLAIM_TTL}
         if self.pending:
-            claim, ids = self.pending.popitem()
-            body["acknowledge"] = {"claim_id": claim, "ids": ids}
-            super().ack(
-                queue,
-                [
-                    Msg("", False, {"id": i, "claim": c})
-                    for c, done in self.pending.items()
-                    for i in done
-                ],
-            )
-            self.pending.clear()
+            # One claim's messages ride on the claim; any other claim's are deleted as before.
+            claim = self.pending[0].handle["claim"]
+            riding = [m.handle["id"] for m in self.pending if m.handle["claim"] == claim]
+            super().ack(queue, [m for m in self.pending if m.handle["claim"] != claim])
+            body["acknowledge"] = {"claim_id": claim, "ids": riding}
+            self.pending = []
         r = self.http.post(f"/v2/queues/{queue}/claims", params={"limit": limit}, json=body)
         if r.status_code in (200, 204):
             return []
@@ -242,19 +238,11 @@ class ZaqarAckingSession(ZaqarSession):
 
     def ack(self, queue: str, msgs: list[Msg]) -> None:
         self.queue = queue
-        for m in msgs:
-            self.pending.setdefault(m.handle["claim"], []).append(m.handle["id"])
+        self.pending.extend(msgs)
 
     def close(self) -> None:
         if self.pending:
-            super().ack(
-                self.queue,
-                [
-                    Msg("", False, {"id": i, "claim": c})
-                    for c, ids in self.pending.items()
-                    for i in ids
-                ],
-            )
+            super().ack(self.queue, self.pending)
         super().close()
 
 
