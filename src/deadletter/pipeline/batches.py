@@ -18,32 +18,44 @@ MINING_TYPE = (
 
 def extract(error: pd.Series, description: pd.Series, error_class: pd.Series) -> pd.DataFrame:
     """Signature, headline, masked tokens, group key and masked context of each dead letter
-    (its exception class as text.mining_parts takes it).
+    (its exception class as text.mining_parts takes it)."""
+    return pd.DataFrame(_rows(error, description, error_class, keyed=True), columns=MINING_COLUMNS)
+
+
+def _rows(
+    error: pd.Series, description: pd.Series, error_class: pd.Series, keyed: bool
+) -> list[tuple[str, ...]]:
+    """`extract`'s rows, or with `keyed` False only the MASKED_COLUMNS (no headline, no group
+    key built only to be dropped).
 
     Each distinct text of the batch is masked once: dead letters of one failure repeat their
     description nearly always and their headline often, and masking is the costly part.
     """
-    parts: dict[tuple[str | None, str | None, str | None], tuple[str, str, str, str, str]] = {}
+    parts: dict[tuple[str | None, str | None, str | None], tuple[str, ...]] = {}
     tokenized: dict[str, tuple[str, str]] = {}
 
     def masked(text: str) -> tuple[str, str]:
         found = tokenized.get(text)
         if found is None:
             tokens = tokenize(text)
-            found = tokenized[text] = (" ".join(tokens), group_key(tokens))
+            found = tokenized[text] = (" ".join(tokens), group_key(tokens) if keyed else "")
         return found
 
     rows = []
-    for err, desc, cls in zip(error, description, error_class, strict=True):
-        key = (_text(err), _text(desc), _text(cls))
+    cells = zip(map(_text, error), map(_text, description), map(_text, error_class), strict=True)
+    for key in cells:
         row = parts.get(key)
         if row is None:
             signature, headline, context = mining_parts(*key)
             tokens_text, key_of_group = masked(headline)
             context_text = masked(context)[0] if context else ""
-            row = parts[key] = (signature, headline, tokens_text, key_of_group, context_text)
+            row = parts[key] = (
+                (signature, headline, tokens_text, key_of_group, context_text)
+                if keyed
+                else (signature, tokens_text, context_text)
+            )
         rows.append(row)
-    return pd.DataFrame(rows, columns=MINING_COLUMNS)
+    return rows
 
 
 def _text(value: object) -> str | None:
@@ -56,34 +68,8 @@ MASKED_TYPE = "signature string, tokens_text string, context_text string"
 
 
 def masked(error: pd.Series, description: pd.Series, error_class: pd.Series) -> pd.DataFrame:
-    """The columns of `extract` the analysis keeps (less to send back to the JVM), computed
-    alone: no headline or group key is built only to be dropped."""
-    signatures: list[str] = []
-    tokens_texts: list[str] = []
-    context_texts: list[str] = []
-    parts: dict[tuple[str | None, str | None, str | None], tuple[str, str, str]] = {}
-    tokenized: dict[str, str] = {}
-    cells = zip(map(_text, error), map(_text, description), map(_text, error_class), strict=True)
-    for key in cells:
-        row = parts.get(key)
-        if row is None:
-            signature, headline, context = mining_parts(*key)
-            tokens_text = tokenized.get(headline)
-            if tokens_text is None:
-                tokens_text = tokenized[headline] = " ".join(tokenize(headline))
-            context_text = ""
-            if context:
-                context_text = tokenized.get(context)  # type: ignore[assignment]
-                if context_text is None:
-                    context_text = tokenized[context] = " ".join(tokenize(context))
-            row = parts[key] = (signature, tokens_text, context_text)
-        signatures.append(row[0])
-        tokens_texts.append(row[1])
-        context_texts.append(row[2])
-    return pd.DataFrame(
-        {"signature": signatures, "tokens_text": tokens_texts, "context_text": context_texts},
-        columns=MASKED_COLUMNS,
-    )
+    """The columns of `extract` the analysis keeps: less to send back to the JVM."""
+    return pd.DataFrame(_rows(error, description, error_class, keyed=False), columns=MASKED_COLUMNS)
 
 
 def paths(body: pd.Series) -> pd.Series:
