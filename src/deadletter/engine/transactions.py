@@ -54,8 +54,6 @@ class Runner:
             try:
                 with self.store.transaction() as tx:
                     result = work(tx, pending)
-                    for project, queue in pending.available:
-                        self.store.notify_messages_available(tx, project, queue)
                 break
             except TransactionConflict:
                 if attempt == CONFLICT_RETRIES:
@@ -63,6 +61,7 @@ class Runner:
         for call in pending.calls:
             self.emit(call)
         for project, queue in pending.available:
+            self.store.notify_messages_available(project, queue)
             self.available(project, queue)
         return result
 

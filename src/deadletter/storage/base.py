@@ -193,8 +193,10 @@ class Store(abc.ABC):
         Backends shared by several processes override this; an embedded one has nothing to do.
         """
 
-    def notify_messages_available(self, tx: Transaction, project: str, queue: str) -> None:  # noqa: B027
-        """Tell other processes, on commit of `tx`, that `queue` has messages."""
+    def notify_messages_available(self, project: str, queue: str) -> None:  # noqa: B027
+        """Tell other processes that `queue` has messages, once the transaction that made them
+        available has committed. A wakeup may be lost (a crash right after the commit): a
+        long poll must not depend on it for more than its wait."""
 
     @abc.abstractmethod
     def close(self) -> None: ...

@@ -18,6 +18,7 @@ and every number taken later is larger.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -103,7 +104,7 @@ TRY_CLEAR_LANE = f"SELECT pg_try_advisory_xact_lock{_LANE} AS cleared"
 PROJECT_QUEUES_LOCK = (
     "SELECT pg_advisory_xact_lock(x'7071'::int, hashtext(current_schema() || '/' || :project))"
 )
-NOTIFY = "SELECT pg_notify(:channel, :payload)"
+NOTIFY = "SELECT pg_notify(%s, %s)"
 # Every session of the pool: no JIT compilation, no parallel workers. Each statement reads a
 # few rows through an index made for it, but PostgreSQL may cost some as if they read a deep
 # queue: it estimates the hidden messages that have become visible (none once the sweep has
@@ -250,6 +251,7 @@ class PostgresStore(Store):
             statement_timeout + DEADLINE_GRACE if statement_timeout else DEADLINE_SECONDS
         )
         self._listener: _Listener | None = None
+        self._notifier = _Notifier(url)
 
     def _migrate(self) -> tuple[str, float]:
         """Apply the migrations this schema lacks; returns the schema's name and the sessions'
@@ -315,21 +317,36 @@ class PostgresStore(Store):
             self._listener = _Listener(self.url, self._schema, callback)
             self._listener.start()
 
-    def notify_messages_available(self, tx: Transaction, project: str, queue: str) -> None:
-        assert isinstance(tx, SQLTransaction)
-        tx.run(NOTIFY, {"channel": CHANNEL, "payload": json.dumps([self._schema, project, queue])})
+    def notify_messages_available(self, project: str, queue: str) -> None:
+        self._notifier.tell(json.dumps([self._schema, project, queue]))
 
     def close(self) -> None:
         if self._listener is not None:
             self._listener.stop()
+        self._notifier.stop()
         self._deadlines.stop()
         self._pool.close()
 
 
 def _configure(conn: Conn) -> None:
-    """A new connection of the pool gets `SESSION_SETTINGS` (they stay after the commit)."""
+    """A new connection of the pool gets `SESSION_SETTINGS` and its shard of the counts
+    (they stay after the commit)."""
     conn.execute(SESSION_SETTINGS)
+    conn.execute(f"SET deadletter.shard = {_next_shard()}")
     conn.commit()
+
+
+# The shards of the counts (queries.SHARD): a process takes a block of them by its pid and
+# gives its connections the block's shards in turn, so that two connections of one process
+# share a row only past SHARD_BLOCK connections open at once (the pool holds POOL_SIZE).
+SHARD_BLOCK = 16
+SHARD_BLOCKS = 4
+_connections_opened = itertools.count()
+
+
+def _next_shard() -> int:
+    block = os.getpid() % SHARD_BLOCKS
+    return block * SHARD_BLOCK + next(_connections_opened) % SHARD_BLOCK
 
 
 def _connect_options(url: str) -> dict[str, Any]:
@@ -394,6 +411,77 @@ def _cut(conn: Conn) -> None:
             sock.shutdown(socket.SHUT_RDWR)
     except (OSError, psycopg.Error):
         pass  # already closed
+
+
+class _Notifier:
+    """A daemon thread on its own connection that NOTIFYs other processes of the queues whose
+    messages became available, after the commits that made them available.
+
+    A NOTIFY inside the writing transaction takes PostgreSQL's one notification lock of the
+    database at commit and holds it through the commit's WAL flush, so every sending
+    transaction of every process would commit one after another (docs/benchmarks.md, "A
+    NOTIFY after the commit"). Here the lock is held by a transaction that only notifies,
+    without waiting for the disk (`synchronous_commit = off`: a wakeup need not be durable),
+    and the queues named meanwhile go in one such transaction, each once. A wakeup lost to a
+    crash or an outage between the commit and the NOTIFY only delays another process's long
+    poll until it re-reads the queue (`_Listener`).
+    """
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tell(self, payload: str) -> None:
+        with self._lock:
+            self._pending.add(payload)
+            if self._thread is None and not self._stopping.is_set():
+                self._thread = threading.Thread(
+                    target=self._run, name="deadletter-notify", daemon=True
+                )
+                self._thread.start()
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def _take(self) -> list[str]:
+        with self._lock:
+            payloads, self._pending = sorted(self._pending), set()
+            return payloads
+
+    def _run(self) -> None:
+        lost = False  # said once per outage, not once per attempt
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(self._url, **_connect_options(self._url)) as conn:
+                    conn.execute("SET synchronous_commit = off")
+                    conn.commit()
+                    if lost:
+                        log.info("notifier reconnected")
+                        lost = False
+                    while not self._stopping.is_set():
+                        self._wake.wait()
+                        self._wake.clear()
+                        payloads = self._take()
+                        if payloads:
+                            with conn.transaction():
+                                conn.cursor().executemany(
+                                    NOTIFY, [(CHANNEL, payload) for payload in payloads]
+                                )
+            except psycopg.Error:
+                if not lost:
+                    log.info("notifier lost its connection; reconnecting")
+                    lost = True
+                self._stopping.wait(1.0)
 
 
 class _Listener:

@@ -8,8 +8,8 @@ constructs SQLite spells otherwise (see `deadletter.storage.sqlite.backend.SQLit
 - `starts_with(col, :prefix)`: prefix matching;
 - `/* indexed by name */` after a table: an index SQLite must use (PostgreSQL has statistics);
 - `IS NOT DISTINCT FROM`: SQLite's `IS`;
-- `pg_backend_pid() % 16`: the shard of a depth count this connection writes (SQLite's
-  transactions are serial: it keeps one).
+- `SHARD`: the shard of a count this connection writes (SQLite's transactions are serial:
+  it keeps one).
 
 Optional filters are written `(col = :x OR :x IS NULL)`: the comparison comes first so that
 PostgreSQL learns the parameter's type from it before it meets `IS NULL`.
@@ -294,19 +294,21 @@ DUE_DEAD_LETTERS = (
     "SELECT * FROM messages WHERE dl_due_at <= :now ORDER BY dl_due_at, seq LIMIT :limit"
     " FOR UPDATE SKIP LOCKED"
 )
+# The shard of a count that this connection writes: on PostgreSQL each connection of a
+# process has its own (`deadletter.shard`, set as the pool opens it), so that concurrent
+# writers do not wait for one another's row until a commit; a reader sums the shards.
+SHARD = "current_setting('deadletter.shard')::int"
 # The depth of a queue by dead-letter source (migration 0005), changed by `n` once per
-# statement that adds or removes its messages (see `SQLTransaction._add_depths`). On
-# PostgreSQL each connection writes its own shard, so that concurrent writers rarely wait
-# for one another's row; a reader sums the shards.
+# statement that adds or removes its messages (see `SQLTransaction._add_depths`).
 ADD_DEPTH = (
     "INSERT INTO queue_depths (project, queue, source, shard, n)"
-    " VALUES (:project, :queue, :source, pg_backend_pid() % 16, :n)"
+    f" VALUES (:project, :queue, :source, {SHARD}, :n)"
     " ON CONFLICT (project, queue, source, shard) DO UPDATE SET n = queue_depths.n + excluded.n"
 )
 # How many messages of a queue are hidden, by class (migration 0013), kept as the depths are.
 ADD_HIDDEN = (
     "INSERT INTO queue_hidden (project, queue, hidden, shard, n)"
-    " VALUES (:project, :queue, :hidden, pg_backend_pid() % 16, :n)"
+    f" VALUES (:project, :queue, :hidden, {SHARD}, :n)"
     " ON CONFLICT (project, queue, hidden, shard) DO UPDATE SET n = queue_hidden.n + excluded.n"
 )
 # Stats read the counts of queue_depths and queue_hidden, less what has expired and waits for
@@ -374,11 +376,17 @@ DELETE_STALE_CLAIMS = "DELETE FROM claims WHERE expires_at <= :now"
 
 # Counters
 
+# Kept by shard, as the depths are (migration 0018).
 BUMP_COUNTER = (
-    "INSERT INTO counters (project, queue, name, value) VALUES (:project, :queue, :name, :amount)"
-    " ON CONFLICT (project, queue, name) DO UPDATE SET value = counters.value + excluded.value"
+    "INSERT INTO counters (project, queue, name, shard, value)"
+    f" VALUES (:project, :queue, :name, {SHARD}, :amount)"
+    " ON CONFLICT (project, queue, name, shard)"
+    " DO UPDATE SET value = counters.value + excluded.value"
 )
-COUNTERS = "SELECT name, value FROM counters WHERE project = :project AND queue = :queue"
+COUNTERS = (
+    "SELECT name, SUM(value) AS value FROM counters WHERE project = :project AND queue = :queue"
+    " GROUP BY name"
+)
 
 # Redrive tasks
 

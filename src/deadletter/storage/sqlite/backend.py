@@ -95,7 +95,7 @@ class SQLiteDialect(Dialect):
         sql = ID_LIST.sub(r"\1 IN (SELECT value FROM json_each(:\2))", sql)
         sql = STARTS_WITH.sub(r"substr(\1, 1, length(:\2)) = :\2", sql)
         sql = INDEX_HINT.sub(r"INDEXED BY \1", sql)
-        sql = sql.replace("pg_backend_pid() % 16", "0")  # one shard: writers are serial
+        sql = sql.replace(q.SHARD, "0")  # one shard: writers are serial
         sql = sql.replace(" IS NOT DISTINCT FROM ", " IS ")
         return ROW_LOCK.sub("", sql)
 
