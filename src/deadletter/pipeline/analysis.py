@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from deadletter.pipeline import require_pyspark, summary
-from deadletter.pipeline.mining import DEFAULT_THRESHOLD, explain, with_context
+from deadletter.pipeline.columns import COLUMNS
+from deadletter.pipeline.mining import DEFAULT_THRESHOLD, explain, pattern_id, with_context
 from deadletter.pipeline.outputs import members_of, read_assignments, write_jsonl
 from deadletter.pipeline.schema import read_export, require_columns, session, to_schema
 
@@ -233,6 +234,174 @@ def _attribute_findings(mined: Any, sizes: dict[str, int]) -> dict[str, list[dic
     return summary.attribute_findings((tuple(r) for r in candidates), sizes)
 
 
+def with_mask_keys(df: Any) -> Any:
+    """Add `mask_key`, a 64-bit key of each dead letter's masked (signature, tokens_text,
+    context_text); those three columns, set only on the first row of a key in its Arrow batch
+    (null on the others: they are collected once per key, not sent back per row); and
+    `sample`, true on the first SAMPLES rows of a key in its batch by message id (`key_groups`
+    takes each pattern's samples and example from those). One pandas UDF (batches.keyed).
+    """
+    require_columns(df, ["message_id", "error", "description"], "with_mask_keys")
+    from pyspark.sql import functions as F
+
+    from deadletter.pipeline import batches
+
+    keyed = _pandas_udf(batches.keyed, batches.KEYED_TYPE)
+    error_class = (
+        F.col("error_class") if "error_class" in df.columns else F.lit(None).cast("string")
+    )
+    m = keyed(F.col("message_id"), F.col("error"), F.col("description"), error_class)
+    parts = [F.col(f"_m.{name}").alias(name) for name in batches.KEYED_COLUMNS]
+    return df.withColumn("_m", m).select("*", *parts).drop("_m")
+
+
+def with_example(df: Any) -> Any:
+    """Add `example`: the whole dead letter (SCHEMA's columns as a struct) on the rows marked
+    `sample`, null on the others, so that the wide columns of the few candidates alone are
+    kept once the rest is dropped."""
+    require_columns(df, [*COLUMNS, "sample"], "with_example")
+    from pyspark.sql import functions as F
+
+    return df.withColumn("example", F.when(F.col("sample"), F.struct(*COLUMNS)))
+
+
+# What the analysis keeps of each dead letter after its one pass over them.
+KEYED = [
+    "message_id",
+    "mask_key",
+    "signature",
+    "tokens_text",
+    "context_text",
+    "sample",
+    "example",
+    "source_queue",
+    "reason",
+    "dead_lettered_at",
+    "attributes",
+    "body_shape",
+]
+
+
+def key_groups(keyed: Any) -> Any:
+    """One row per (mask key, queue, reason, hour, body shape): count, first and last times,
+    the key's masked texts, the sample rows' message ids and the first of them whole.
+
+    Everything the summary needs but attribute lift, in one aggregation: the texts are null
+    but on one row per key and batch, and the samples are the few marked rows, so the
+    buffers stay small. Each text's least and greatest value are kept: they differ only if
+    two masked triples shared a 64-bit key, which `mined_keys` refuses.
+    """
+    require_columns(keyed, KEYED, "key_groups")
+    from pyspark.sql import functions as F
+
+    texts = ["signature", "tokens_text", "context_text"]
+    return keyed.groupBy(
+        "mask_key",
+        "source_queue",
+        "reason",
+        F.date_trunc("hour", "dead_lettered_at").alias("hour"),
+        "body_shape",
+    ).agg(
+        F.count("*").alias("count"),
+        F.min("dead_lettered_at").alias("first_seen"),
+        F.max("dead_lettered_at").alias("last_seen"),
+        *(F.min(t).alias(t) for t in texts),
+        *(F.max(t).alias(f"{t}_max") for t in texts),
+        F.collect_list(F.when(F.col("sample"), F.struct("message_id"))).alias("samples"),
+        F.min_by("example", F.when(F.col("sample"), F.col("message_id"))).alias("example"),
+    )
+
+
+@dataclass
+class Mined:
+    """The templates mined from the key groups, and the pattern of each mask key."""
+
+    found: dict[tuple[str, str], str]
+    counts: list[tuple[str, str, int]]
+    keys: dict[int, tuple[str, str, str]]  # key -> (pattern id, template, signature)
+
+
+def mined_keys(groups: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Mined:
+    """Mine the distinct masked pairs of `key_groups`'s rows on the driver (with_context over
+    their global counts, as `with_templates` does) and give each key its pattern."""
+    texts: dict[int, tuple[str, str, str]] = {}
+    pair_counts: dict[tuple[str, str], int] = defaultdict(int)
+    per_key: dict[int, int] = defaultdict(int)
+    for g in groups:
+        per_key[g["mask_key"]] += g["count"]
+        triple = (g["signature"], g["tokens_text"], g["context_text"])
+        if triple[0] is None:
+            continue  # the key's texts came with rows of its other groups
+        highest = (g["signature_max"], g["tokens_text_max"], g["context_text_max"])
+        if highest != triple or texts.setdefault(g["mask_key"], triple) != triple:
+            raise RuntimeError(f"two masked texts share the key {g['mask_key']}")
+    for key, n in per_key.items():
+        _signature, text, context = texts[key]
+        pair_counts[(text, context)] += n
+    counts = [(t, c, n) for (t, c), n in pair_counts.items()]
+    found = with_context(counts, threshold)
+    keys = {}
+    for key, (signature, text, context) in texts.items():
+        template = found[(text, context)]
+        keys[key] = (pattern_id(template, signature), template, signature)
+    return Mined(found, counts, keys)
+
+
+def summarize_keys(
+    keyed: Any, groups: list[Any], mined: Mined, variables: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """`summarize`'s patterns from `key_groups`'s rows, with one more job over `keyed` for
+    attribute lift."""
+    from deadletter.pipeline.shape import key_paths_of_shape
+
+    folded = summary.Folded(
+        (
+            *mined.keys[g["mask_key"]],
+            g["source_queue"],
+            g["reason"],
+            g["hour"],
+            g["body_shape"],
+            g["count"],
+            g["first_seen"],
+            g["last_seen"],
+        )
+        for g in groups
+    )
+    candidates: dict[str, list[str]] = defaultdict(list)
+    firsts: dict[str, list[Any]] = defaultdict(list)
+    for g in groups:
+        pid = mined.keys[g["mask_key"]][0]
+        candidates[pid] += [s["message_id"] for s in g["samples"]]
+        if g["example"] is not None:
+            firsts[pid].append(g["example"])
+    samples = {
+        pid: sorted(ids, key=lambda m: (m is not None, m or ""))[: summary.SAMPLES]
+        for pid, ids in candidates.items()
+    }
+    examples = {}
+    for pid, ids in samples.items():
+        # The pattern's first dead letter by id, whole (none when its first id is missing).
+        first = [r for r in firsts[pid] if ids and ids[0] is not None and r["message_id"] == ids[0]]
+        if first:
+            examples[pid] = summary.example_of(first[0])
+    shapes = summary.shape_findings(folded.shaped, folded.base, key_paths_of_shape)
+    patterns_of_keys = keyed.transform(lambda d: with_pattern_of_key(d, mined))
+    attrs = _attribute_findings(patterns_of_keys, folded.sizes())
+    return summary.assemble(folded, samples, examples, shapes, attrs, variables)
+
+
+def with_pattern_of_key(df: Any, mined: Mined) -> Any:
+    """Add `pattern_id` by `mask_key`: the small table of keys goes to every executor."""
+    require_columns(df, ["mask_key"], "with_pattern_of_key")
+    from pyspark.sql import functions as F
+
+    table = df.sparkSession.createDataFrame(
+        sorted((key, pid) for key, (pid, _t, _s) in mined.keys.items()),
+        "mask_key long, pattern_id string",
+    )
+    return df.join(F.broadcast(table), "mask_key", "left")
+
+
 @dataclass
 class Result:
     """What one analysis produced."""
@@ -277,35 +446,33 @@ def analyze(
         # A small export file is one partition: spread it so every core masks.
         df = df.repartition(parallelism)
     say("reading and masking the dead letters")
-    # The one pass over the whole dead letters: what the later steps read is kept, narrow.
-    tokens = (
-        df.transform(lambda d: with_mining_text(d, narrow=True))
+    # The one pass over the whole dead letters: what the later steps read is kept, narrow
+    # (the wide columns on the few sample rows only, the masked texts once per key and batch).
+    keyed = (
+        df.transform(with_mask_keys)
         .transform(with_body_shape)
-        .select(*NARROW, "tokens_text", "context_text")
+        .transform(with_example)
+        .select(*KEYED)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     try:
-        # The job that fills the cache also counts the distinct masked texts to mine.
-        counts = tokens.groupBy("tokens_text", "context_text").count().collect()
-        rows = sum(r["count"] for r in counts)
+        # The job that fills the cache also aggregates what the summary and the mining need.
+        groups = keyed.transform(key_groups).collect()
+        rows = sum(g["count"] for g in groups)
         say(f"{rows:,} dead letters masked; mining templates")
-        found = with_context(((r[0], r[1], r[2]) for r in counts), threshold)
-        # Not cached: the broadcast join and the hash are cheap to redo from `tokens`.
-        mined = (
-            tokens.transform(lambda d: with_templates(d, threshold, counts, found))
-            .transform(with_pattern_ids)
-            .select("pattern_id", "template", *NARROW)
-        )
+        mined = mined_keys(groups, threshold)
         say("summarising the patterns")
-        variables = explain(found, ((r[0], r[1], r[2]) for r in counts))
-        patterns = summarize(mined, examples_from=df, variables=variables)
+        variables = explain(mined.found, mined.counts)
+        patterns = summarize_keys(keyed, groups, mined, variables)
         say(f"{len(patterns):,} patterns; writing the assignments")
-        assigned = mined.select("message_id", "pattern_id")
+        assigned = keyed.transform(lambda d: with_pattern_of_key(d, mined)).select(
+            "message_id", "pattern_id"
+        )
         assigned.write.mode("overwrite").parquet(str(out / "assignments.parquet"))
         write_jsonl(assigned, out / "assignments.jsonl")
-        members = members_of(mined) if post is not None else {}
+        members = members_of(assigned) if post is not None else {}
     finally:
-        tokens.unpersist()
+        keyed.unpersist()
     total = summary.write_summary(patterns, out)
     if post is not None:
         say("storing the patterns on the server")
