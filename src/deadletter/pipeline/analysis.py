@@ -283,18 +283,15 @@ KEYED = [
 
 
 def key_groups(keyed: Any) -> Any:
-    """One row per (mask key, queue, reason, hour, body shape): count, first and last times,
-    the key's masked texts, the sample rows' message ids and the first of them whole.
+    """One row per (mask key, queue, reason, hour, body shape): count, first and last times.
 
-    Everything the summary needs but attribute lift, in one aggregation: the texts are null
-    but on one row per key and batch, and the samples are the few marked rows, so the
-    buffers stay small. Each text's least and greatest value are kept: they differ only if
-    two masked triples shared a 64-bit key, which `mined_keys` refuses.
+    Counts and times only, so that Spark aggregates by hash; the texts and samples, carried
+    by few rows, are aggregated apart (`key_texts`): with them in one aggregation Spark sorts
+    every row (an object aggregate past its 128 groups).
     """
     require_columns(keyed, KEYED, "key_groups")
     from pyspark.sql import functions as F
 
-    texts = ["signature", "tokens_text", "context_text"]
     return keyed.groupBy(
         "mask_key",
         "source_queue",
@@ -305,10 +302,29 @@ def key_groups(keyed: Any) -> Any:
         F.count("*").alias("count"),
         F.min("dead_lettered_at").alias("first_seen"),
         F.max("dead_lettered_at").alias("last_seen"),
-        *(F.min(t).alias(t) for t in texts),
-        *(F.max(t).alias(f"{t}_max") for t in texts),
-        F.collect_list(F.when(F.col("sample"), F.struct("message_id"))).alias("samples"),
-        F.min_by("example", F.when(F.col("sample"), F.col("message_id"))).alias("example"),
+    )
+
+
+def key_texts(keyed: Any) -> Any:
+    """One row per mask key: its masked texts, the message ids of its sample rows and the
+    first of them whole, from the few rows that carry them.
+
+    Each text's least and greatest value are kept: they differ only if two masked triples
+    shared a 64-bit key, which `mined_keys` refuses.
+    """
+    require_columns(keyed, KEYED, "key_texts")
+    from pyspark.sql import functions as F
+
+    texts = ["signature", "tokens_text", "context_text"]
+    return (
+        keyed.where(F.col("sample") | F.col("signature").isNotNull())
+        .groupBy("mask_key")
+        .agg(
+            *(F.min(t).alias(t) for t in texts),
+            *(F.max(t).alias(f"{t}_max") for t in texts),
+            F.collect_list(F.when(F.col("sample"), F.struct("message_id"))).alias("samples"),
+            F.min_by("example", F.when(F.col("sample"), F.col("message_id"))).alias("example"),
+        )
     )
 
 
@@ -321,37 +337,41 @@ class Mined:
     keys: dict[int, tuple[str, str, str]]  # key -> (pattern id, template, signature)
 
 
-def mined_keys(groups: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Mined:
-    """Mine the distinct masked pairs of `key_groups`'s rows on the driver (with_context over
-    their global counts, as `with_templates` does) and give each key its pattern."""
-    texts: dict[int, tuple[str, str, str]] = {}
-    pair_counts: dict[tuple[str, str], int] = defaultdict(int)
+def mined_keys(groups: list[Any], texts: list[Any], threshold: float = DEFAULT_THRESHOLD) -> Mined:
+    """Mine the distinct masked pairs on the driver (with_context over their global counts,
+    from `key_groups` and `key_texts`'s rows, as `with_templates` does) and give each key
+    its pattern."""
     per_key: dict[int, int] = defaultdict(int)
     for g in groups:
         per_key[g["mask_key"]] += g["count"]
-        triple = (g["signature"], g["tokens_text"], g["context_text"])
-        if triple[0] is None:
-            continue  # the key's texts came with rows of its other groups
-        highest = (g["signature_max"], g["tokens_text_max"], g["context_text_max"])
-        if highest != triple or texts.setdefault(g["mask_key"], triple) != triple:
-            raise RuntimeError(f"two masked texts share the key {g['mask_key']}")
+    triples: dict[int, tuple[str, str, str]] = {}
+    for t in texts:
+        triple = (t["signature"], t["tokens_text"], t["context_text"])
+        if triple != (t["signature_max"], t["tokens_text_max"], t["context_text_max"]):
+            raise RuntimeError(f"two masked texts share the key {t['mask_key']}")
+        triples[t["mask_key"]] = triple
+    pair_counts: dict[tuple[str, str], int] = defaultdict(int)
     for key, n in per_key.items():
-        _signature, text, context = texts[key]
+        _signature, text, context = triples[key]
         pair_counts[(text, context)] += n
     counts = [(t, c, n) for (t, c), n in pair_counts.items()]
     found = with_context(counts, threshold)
     keys = {}
-    for key, (signature, text, context) in texts.items():
+    for key, (signature, text, context) in triples.items():
         template = found[(text, context)]
         keys[key] = (pattern_id(template, signature), template, signature)
     return Mined(found, counts, keys)
 
 
 def summarize_keys(
-    keyed: Any, groups: list[Any], mined: Mined, variables: dict[str, list[dict[str, Any]]]
+    keyed: Any,
+    groups: list[Any],
+    texts: list[Any],
+    mined: Mined,
+    variables: dict[str, list[dict[str, Any]]],
 ) -> list[dict[str, Any]]:
-    """`summarize`'s patterns from `key_groups`'s rows, with one more job over `keyed` for
-    attribute lift."""
+    """`summarize`'s patterns from `key_groups` and `key_texts`'s rows, with one more job
+    over `keyed` for attribute lift."""
     from deadletter.pipeline.shape import key_paths_of_shape
 
     folded = summary.Folded(
@@ -369,11 +389,11 @@ def summarize_keys(
     )
     candidates: dict[str, list[str]] = defaultdict(list)
     firsts: dict[str, list[Any]] = defaultdict(list)
-    for g in groups:
-        pid = mined.keys[g["mask_key"]][0]
-        candidates[pid] += [s["message_id"] for s in g["samples"]]
-        if g["example"] is not None:
-            firsts[pid].append(g["example"])
+    for t in texts:
+        pid = mined.keys[t["mask_key"]][0]
+        candidates[pid] += [s["message_id"] for s in t["samples"]]
+        if t["example"] is not None:
+            firsts[pid].append(t["example"])
     samples = {
         pid: sorted(ids, key=lambda m: (m is not None, m or ""))[: summary.SAMPLES]
         for pid, ids in candidates.items()
@@ -456,14 +476,15 @@ def analyze(
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     try:
-        # The job that fills the cache also aggregates what the summary and the mining need.
+        # The job that fills the cache also counts what the summary and the mining need.
         groups = keyed.transform(key_groups).collect()
+        texts = keyed.transform(key_texts).collect()
         rows = sum(g["count"] for g in groups)
         say(f"{rows:,} dead letters masked; mining templates")
-        mined = mined_keys(groups, threshold)
+        mined = mined_keys(groups, texts, threshold)
         say("summarising the patterns")
         variables = explain(mined.found, mined.counts)
-        patterns = summarize_keys(keyed, groups, mined, variables)
+        patterns = summarize_keys(keyed, groups, texts, mined, variables)
         say(f"{len(patterns):,} patterns; writing the assignments")
         assigned = keyed.transform(lambda d: with_pattern_of_key(d, mined)).select(
             "message_id", "pattern_id"
