@@ -145,6 +145,30 @@ def test_analysis_of_a_dlq_posts_its_patterns_back(
     assert sorted(ids) == sorted(r["message_id"] for r in RECORDS)
 
 
+def test_an_analysis_reads_the_dlq_once(
+    spark: Any, stub: tuple[ContractStub, str], tmp_path: Path
+) -> None:
+    from deadletter.pipeline.analysis import analyze
+    from deadletter.pipeline.datasource import MAX_PAGE
+
+    def pages() -> list[str]:
+        """The pages of dead letters asked for (the one-letter probe that plans the time
+        slices aside)."""
+        return [str(b) for b in server.browses if b.get("limit") == str(MAX_PAGE)]
+
+    # Given the pages that one full read of the DLQ asks for
+    server, url = stub
+    df = _reader(spark, url, partitions="2")
+    server.browses.clear()
+    df.write.format("noop").mode("overwrite").save()
+    one_read = len(pages())
+    # When the DLQ is analysed
+    server.browses.clear()
+    analyze(df, tmp_path)
+    # Then it asked for as many: every figure, sample and example came from that one read
+    assert len(pages()) == one_read
+
+
 def _dead_letter_queue(engine: Any, clock: Any) -> list[str]:
     """Given queues orders and payments whose DLQ is dlq, consumers reject six messages."""
     from deadletter.domain.model import Attribute, DeadLetterPolicy, NewMessage, QueueSettings
