@@ -2,8 +2,9 @@
 
     ./dev bench summary [--size 100000] [--seed 1] [--rounds 3] [--against OTHER/analysis.py]
 
-The bench corpus (as `./dev bench pipeline` writes it) is masked and mined once, as
-`deadletter analyze` does, and its mined rows cached; then `analysis.summarize` runs `--rounds`
+The bench corpus (as `./dev bench pipeline` writes it) is masked and mined once, row by row
+(`patterns_of`'s steps; `deadletter analyze` itself summarises by mask keys instead,
+`summarize_keys`), and its mined rows cached; then `analysis.summarize` runs `--rounds`
 times, alternating with the `summarize` of the file given by `--against` (another version of
 pipeline/analysis.py, loaded beside this one), and both must give the same patterns. The whole
 job's stages move with the load of a shared machine; this step, timed in turns, less so.

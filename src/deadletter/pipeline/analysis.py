@@ -1,8 +1,14 @@
 """The analysis job: DataFrame -> DataFrame steps that turn dead letters into failure patterns.
 
 Chain: `df.transform(with_mining_text).transform(with_body_shape).transform(with_templates)
-.transform(with_pattern_ids)` (`patterns_of`), then `summarize` aggregates each pattern and
-`analyze` writes the outputs. Every step checks the columns it reads.
+.transform(with_pattern_ids)` (`patterns_of`), then `summarize` aggregates each pattern: the
+whole chain on a DataFrame, each row with its texts.
+
+`analyze` runs the same functions in fewer passes: `with_mask_keys`, `with_body_shape` and
+`with_example` in one pass over the dead letters, cached narrow; `key_groups` and `key_texts`
+aggregate it by a 64-bit key of the masked texts; the mining and each key's pattern are
+worked out on the driver (`mined_keys`); attribute lift and the assignments join the few keys'
+patterns back. Every step checks the columns it reads.
 """
 
 from __future__ import annotations
@@ -143,7 +149,8 @@ def summarize(
     examples_from: Any = None,
     variables: dict[str, list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One JSON-ready dict per pattern, largest first (ties by id).
+    """One JSON-ready dict per pattern, largest first (ties by id), from a DataFrame mined
+    row by row (`patterns_of`); `analyze` gets the same from its keys (`summarize_keys`).
 
     `mined` needs the narrow columns only; each pattern's example is read from
     `examples_from` (the dead letters in SCHEMA; by default `mined` itself). Counts, times,
@@ -238,7 +245,7 @@ def with_mask_keys(df: Any) -> Any:
     """Add `mask_key`, a 64-bit key of each dead letter's masked (signature, tokens_text,
     context_text); those three columns, set only on the first row of a key in its Arrow batch
     (null on the others: they are collected once per key, not sent back per row); and
-    `sample`, true on the first SAMPLES rows of a key in its batch by message id (`key_groups`
+    `sample`, true on the first SAMPLES rows of a key in its batch by message id (`key_texts`
     takes each pattern's samples and example from those). One pandas UDF (batches.keyed).
     """
     require_columns(df, ["message_id", "error", "description"], "with_mask_keys")
