@@ -114,44 +114,63 @@ class Captured:
     body: bytes
 
 
+def boto3_cycle(
+    endpoint: str, answer: Callable[[Any], Any] | None = None
+) -> tuple[str, list[Captured]]:
+    """(queue URL, [send, receive, delete]): boto3 creates the queue `faces-sqs`, then makes
+    a cycle's three requests (SendMessageBatch of ten, ReceiveMessage of ten with a visibility
+    timeout, DeleteMessageBatch of their receipts), each kept as sent (headers and body).
+    `answer`, if given, answers each request in place of sending it (a botocore
+    `AWSResponse`), as an app in this process does."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.session.Session().client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+        config=Config(retries={"max_attempts": 1}),
+    )
+    captured: list[Captured] = []
+
+    def keep(request: Any, **_: Any) -> Any:
+        headers = {k: v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
+        captured.append(Captured(headers, bytes(request.body)))
+        return None if answer is None else answer(request)
+
+    client.meta.events.register("before-send.sqs.*", keep)
+    url = client.create_queue(QueueName="faces-sqs")["QueueUrl"]
+    entries = [{"Id": str(i), "MessageBody": BODY} for i in range(BATCH)]
+    client.send_message_batch(QueueUrl=url, Entries=entries)
+    received = client.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=BATCH, VisibilityTimeout=300
+    )
+    handles = [m["ReceiptHandle"] for m in received["Messages"]]
+    client.delete_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(handles)]
+    )
+    client.close()
+    return url, captured[1:]
+
+
+def delete_batch(url: str, answer: bytes) -> bytes:
+    """The DeleteMessageBatch body of the receipts of a ReceiveMessage's `answer`, as boto3
+    writes it: the same keys and spacing as the captured batch."""
+    messages = json.loads(answer)["Messages"]
+    entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+    return json.dumps({"QueueUrl": url, "Entries": entries}).encode()
+
+
 class SqsFace:
     """boto3's requests, captured once and replayed: what the server reads is what boto3
     sends (its headers, signature and JSON body), without boto3's CPU in the loop."""
 
     def __init__(self, port: int) -> None:
-        import boto3
-        from botocore.config import Config
-
-        client = boto3.session.Session().client(
-            "sqs",
-            endpoint_url=f"http://127.0.0.1:{port}",
-            region_name="us-east-1",
-            aws_access_key_id="bench",
-            aws_secret_access_key="bench",
-            config=Config(retries={"max_attempts": 1}),
+        self.url, (self.sending, self.receiving, self.deleting) = boto3_cycle(
+            f"http://127.0.0.1:{port}"
         )
-        self.url = client.create_queue(QueueName="faces-sqs")["QueueUrl"]
-        captured: list[Captured] = []
-
-        def keep(request: Any, **_: Any) -> None:
-            headers = {
-                k: v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()
-            }
-            captured.append(Captured(headers, bytes(request.body)))
-
-        client.meta.events.register("before-send.sqs.*", keep)
-        entries = [{"Id": str(i), "MessageBody": BODY} for i in range(BATCH)]
-        client.send_message_batch(QueueUrl=self.url, Entries=entries)
-        answer = client.receive_message(
-            QueueUrl=self.url, MaxNumberOfMessages=BATCH, VisibilityTimeout=300
-        )
-        handles = [m["ReceiptHandle"] for m in answer["Messages"]]
-        client.delete_message_batch(
-            QueueUrl=self.url,
-            Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(handles)],
-        )
-        client.close()
-        self.sending, self.receiving, self.deleting = captured
         self.conn = Connection(port)
 
     def _post(self, captured: Captured, body: bytes | None = None) -> bytes:
@@ -163,12 +182,7 @@ class SqsFace:
         self._post(self.sending)
 
     def receive(self) -> bytes:
-        messages = json.loads(self._post(self.receiving))["Messages"]
-        entries = [
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-        ]
-        # As boto3 writes it: the same keys and spacing as the captured batch.
-        return json.dumps({"QueueUrl": self.url, "Entries": entries}).encode()
+        return delete_batch(self.url, self._post(self.receiving))
 
     def delete(self, body: bytes) -> None:
         self._post(self.deleting, body)
