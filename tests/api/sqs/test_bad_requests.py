@@ -296,6 +296,73 @@ def test_a_nul_byte_is_refused(
     assert "\x00" not in r.text
 
 
+# Characters SQS refuses as a JSON body can carry them: escaped as boto3 writes them (`\b`,
+# `\f`, `\uXXXX`), or raw in UTF-8 where a client does not escape. A body that is ASCII and
+# has none of those escapes is taken without looking at its texts one by one
+# (`wire.clean_json`), so each kind of spelling is tried where a text can be.
+REFUSED = ["\x08", "\x0c", "\x01", "\ufffe", "\uffff", "\ud800"]
+SPELLINGS = {"escaped": True, "raw": False}  # json.dumps's ensure_ascii
+
+
+def _json_body(params: dict[str, Any], ensure_ascii: bool) -> bytes:
+    return json.dumps(params, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("char", REFUSED)
+def test_a_refused_character_in_a_message_body_is_refused_however_it_is_spelled(
+    http: ApiClient, sentinel: Sentinel, char: str, spelling: str
+) -> None:
+    params = {"QueueUrl": QUEUE_URL, "MessageBody": f"a{char}b"}
+    r = json_call(http, "SendMessage", _json_body(params, SPELLINGS[spelling]))
+    if char == "\ud800":  # a lone surrogate: raw it is not UTF-8, escaped no text at all
+        assert error_code(r)[:2] == (400, "SerializationException")
+        return
+    assert error_code(r)[:2] == (400, "InvalidMessageContents")
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("char", [c for c in REFUSED if c != "\ud800"])
+def test_a_refused_character_in_a_batch_fails_its_entry_or_the_request(
+    http: ApiClient, sentinel: Sentinel, engine: Engine, char: str, spelling: str
+) -> None:
+    # Given a batch whose second entry's body holds the character
+    entries = [
+        {"Id": "good", "MessageBody": "fine"},
+        {"Id": "bad", "MessageBody": f"a{char}b"},
+    ]
+    params = {"QueueUrl": QUEUE_URL, "Entries": entries}
+    r = json_call(http, "SendMessageBatch", _json_body(params, SPELLINGS[spelling]))
+    # I expect that entry alone to fail, the other sent
+    assert r.status_code == 200, r.text
+    result = r.json()
+    assert [e["Id"] for e in result["Successful"]] == ["good"]
+    assert [(e["Id"], e["Code"]) for e in result["Failed"]] == [("bad", "InvalidMessageContents")]
+    # and the same character in an entry's id refuses the whole request, nothing sent
+    params["Entries"] = [{"Id": f"a{char}", "MessageBody": "x"}]
+    r = json_call(http, "SendMessageBatch", _json_body(params, SPELLINGS[spelling]))
+    assert error_code(r)[:2] == (400, "InvalidParameterValue")
+    assert engine.stats(ACCOUNT, "work").total == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "clean"),
+    [
+        (b'{"QueueUrl":"q","MessageBody":"{\\"a\\": \\"b\\"}\\n\\t\\r\\/\\\\"}', True),
+        (b'{"MessageBody":"a\\bb"}', False),
+        (b'{"MessageBody":"a\\fb"}', False),
+        (b'{"MessageBody":"a\\u0041b"}', False),  # any \u escape, refused or not
+        (b'{"MessageBody":"a\\\\bb"}', False),  # an escaped backslash before b: looked at
+        ('{"MessageBody":"\u00e9"}'.encode(), False),  # not ASCII
+    ],
+)
+def test_a_json_body_is_known_clean_only_when_ascii_and_without_risky_escapes(
+    body: bytes, clean: bool
+) -> None:
+    json.loads(body)  # each is JSON
+    assert wire.clean_json(body) is clean
+
+
 def test_a_nul_byte_in_the_queue_path_is_refused(http: ApiClient, sentinel: Sentinel) -> None:
     r = query_call(http, {"Action": "PurgeQueue"}, path=f"/{ACCOUNT}/work%00")
     assert error_code(r)[:2] == (400, "InvalidParameterValue")

@@ -57,11 +57,13 @@ INVALID_CHARACTERS = (
 )
 
 
-def _new_message(params: dict[str, Any]) -> NewMessage:
+def _new_message(params: dict[str, Any], clean: bool = False) -> NewMessage:
+    """`clean`: the body is known to hold only characters SQS accepts (`Call.clean`)."""
     body = params.get("MessageBody")
     if not isinstance(body, str) or body == "":
         raise missing_parameter("MessageBody")
-    _check_body(body)
+    if not clean:
+        _check_body(body)
     delay = params.get("DelaySeconds")
     if delay is not None and delay != "":
         try:
@@ -87,9 +89,9 @@ def _new_message(params: dict[str, Any]) -> NewMessage:
     )
 
 
-def _checked(params: dict[str, Any], s: QueueSettings) -> NewMessage:
+def _checked(params: dict[str, Any], s: QueueSettings, clean: bool = False) -> NewMessage:
     """A send's message, checked against the queue as the engine would check it."""
-    new = _new_message(params)
+    new = _new_message(params, clean)
     _size_check(new, s.max_message_size)
     sqs_fifo.check_send(new, params, s)
     return new
@@ -155,7 +157,7 @@ def _size_check(message: NewMessage, queue_max: int) -> None:
 def send_message(call: Call) -> dict[str, Any]:
     """Checked against the queue's settings in the send's own transaction (one per request)."""
     queue, (stored,) = call.engine.send_prepared(
-        call.project, call.queue(), lambda q: [_checked(call.params, q.settings)]
+        call.project, call.queue(), lambda q: [_checked(call.params, q.settings, call.clean)]
     )
     return _sent(stored, queue.settings)
 
@@ -192,7 +194,7 @@ def send_message_batch(call: Call) -> dict[str, Any]:
         failed.clear()
         for e in entries:
             try:
-                good.append((e["Id"], _checked(e, queue.settings)))
+                good.append((e["Id"], _checked(e, queue.settings, call.clean)))
             except SqsError as exc:
                 failed.append(entry_failure(e["Id"], exc))
         return [new for _, new in good]

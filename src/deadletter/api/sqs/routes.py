@@ -88,7 +88,7 @@ def sqs_routes(
         request_id = wire.new_request_id()
         headers = {wire.REQUEST_ID_HEADER: request_id}
         try:
-            action, params = await _read(request, use_json)
+            action, params, clean = await _read(request, use_json)
             account, region = _identity(request, options)
             if "account" in request.path_params:
                 account = request.path_params["account"]
@@ -120,6 +120,7 @@ def sqs_routes(
                 request_base=lambda: str(request.base_url).rstrip("/"),
                 path_queue=request.path_params.get("queue"),
                 home_region=options.region,
+                clean=clean,
             )
             if action in ASYNC_ACTIONS:
                 result = await ASYNC_ACTIONS[action](call)
@@ -168,10 +169,11 @@ class QueryGet(Route):
         return Match.NONE, {}
 
 
-async def _read(request: Request, use_json: bool) -> tuple[str, dict[str, Any]]:
-    """(action, parameters in the JSON protocol's shape), every text in them checked; a body
-    that cannot be read is the client's fault, and only here is a decoding error taken to
-    mean that."""
+async def _read(request: Request, use_json: bool) -> tuple[str, dict[str, Any], bool]:
+    """(action, parameters in the JSON protocol's shape, whether every text in them, message
+    bodies too, is known to hold only characters SQS accepts), every text but the bodies
+    checked; a body that cannot be read is the client's fault, and only here is a decoding
+    error taken to mean that."""
     body = await request.body()
     if use_json:
         try:
@@ -181,6 +183,8 @@ async def _read(request: Request, use_json: bool) -> tuple[str, dict[str, Any]]:
         if not isinstance(params, dict):
             raise SqsError("SerializationException", "The body must be a JSON object.")
         action = request.headers["x-amz-target"][len(TARGET_PREFIX) :]
+        if wire.clean_json(body):  # as boto3 sends them, checked without a walk
+            return action, params, True
     else:
         try:
             text = body.decode("utf-8")
@@ -190,7 +194,7 @@ async def _read(request: Request, use_json: bool) -> tuple[str, dict[str, Any]]:
         fields.update(request.query_params)
         action, params = wire.parse_query(fields)
     wire.check_text(params)
-    return action, params
+    return action, params, False
 
 
 def _error(error: SqsError, use_json: bool, request_id: str) -> Response:

@@ -47,6 +47,8 @@ def system_attributes_in(raw: Any) -> dict[str, Attribute]:
 def split(stored: dict[str, Attribute]) -> tuple[dict[str, Attribute], dict[str, Attribute]]:
     """(the sender's message attributes, the system attributes by their SQS names) of what
     a message stores."""
+    if not stored:  # most messages: nothing to split
+        return {}, {}
     user = {k: v for k, v in stored.items() if k != STORED_TRACE_HEADER}
     system = {TRACE_HEADER: stored[STORED_TRACE_HEADER]} if STORED_TRACE_HEADER in stored else {}
     return user, system
