@@ -299,6 +299,8 @@ def _received(
         available.update({k: a.value for k, a in set_by_sender.items()})
         every = "All" in system
         out["Attributes"] = {k: v for k, v in available.items() if every or k in system}
+    if not user:  # none asked for, as most receives
+        return out
     # The reserved DLQ.* attributes are shown through DeadLetterQueueSourceArn instead.
     own = {k: v for k, v in stored.items() if k != SOURCE_QUEUE_ATTRIBUTE}
     if m.provenance is not None:
