@@ -2,10 +2,10 @@
 
     ./dev bench summary [--size 100000] [--seed 1] [--rounds 3] [--against OTHER/analysis.py]
 
-The bench corpus (as `./dev bench pipeline` writes it) is masked and mined once, row by row
-(`patterns_of`'s steps; `deadletter analyze` itself summarises by mask keys instead,
-`summarize_keys`), and its mined rows cached; then `analysis.summarize` runs `--rounds`
-times, alternating with the `summarize` of the file given by `--against` (another version of
+The bench corpus (as `./dev bench pipeline` writes it) goes through the analysis's one pass
+once, cached, and its keys are mined; then `analysis.summarize_keys` (the stage `deadletter
+analyze` announces as summarising the patterns, less `explain`) runs `--rounds` times,
+alternating with the `summarize_keys` of the file given by `--against` (another version of
 pipeline/analysis.py, loaded beside this one), and both must give the same patterns. The whole
 job's stages move with the load of a shared machine; this step, timed in turns, less so.
 """
@@ -24,16 +24,16 @@ from typing import Any
 from bench.pipeline_bench import WORK
 from deadletter.pipeline import analysis
 from deadletter.pipeline.corpus import write_jsonl
-from deadletter.pipeline.mining import DEFAULT_THRESHOLD, explain, with_context
+from deadletter.pipeline.mining import explain
 
 
-def _summarize_of(path: str) -> Callable[..., list[dict[str, Any]]]:
+def _summarize_keys_of(path: str) -> Callable[..., list[dict[str, Any]]]:
     spec = importlib.util.spec_from_file_location("other_analysis", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
-    summarize: Callable[..., list[dict[str, Any]]] = module.summarize
+    summarize: Callable[..., list[dict[str, Any]]] = module.summarize_keys
     return summarize
 
 
@@ -79,38 +79,26 @@ def main(argv: list[str]) -> int:
     if not path.exists():
         WORK.mkdir(parents=True, exist_ok=True)
         write_jsonl(path, args.size, args.seed)
-    versions = {"this": analysis.summarize}
+    versions = {"this": analysis.summarize_keys}
     if args.against:
-        versions["other"] = _summarize_of(args.against)
+        versions["other"] = _summarize_keys_of(args.against)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         spark = session("local[2]", "deadletter-bench", {"spark.driver.memory": "2g"})
         spark.sparkContext.setLogLevel("ERROR")
         try:
             df = read_export(spark, str(path)).repartition(2)
-            tokens = (
-                df.transform(lambda d: analysis.with_mining_text(d, narrow=True))
-                .transform(analysis.with_body_shape)
-                .select(*analysis.NARROW, "tokens_text", "context_text")
-            )
-            counts = tokens.groupBy("tokens_text", "context_text").count().collect()
-            found = with_context(((r[0], r[1], r[2]) for r in counts), DEFAULT_THRESHOLD)
-            mined = (
-                tokens.transform(
-                    lambda d: analysis.with_templates(d, DEFAULT_THRESHOLD, counts, found)
-                )
-                .transform(analysis.with_pattern_ids)
-                .select("pattern_id", "template", *analysis.NARROW)
-                .persist(StorageLevel.MEMORY_AND_DISK)
-            )
-            mined.count()
-            variables = explain(found, ((r[0], r[1], r[2]) for r in counts))
+            keyed = df.transform(analysis.one_pass).persist(StorageLevel.MEMORY_AND_DISK)
+            groups = keyed.transform(analysis.key_groups).collect()
+            texts = keyed.transform(analysis.key_texts).collect()
+            mined = analysis.mined_keys(groups, texts)
+            variables = explain(mined.found, mined.counts)
             print(f"load average {os.getloadavg()}; {args.size:,} dead letters")
             results: dict[str, Any] = {}
             for round_ in range(args.rounds):
                 for name, summarize in versions.items():
                     started, cpu = time.perf_counter(), _cpu_seconds()
-                    patterns = summarize(mined, examples_from=df, variables=variables)
+                    patterns = summarize(keyed, groups, texts, mined, variables)
                     seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
                     print(f"round {round_ + 1}: {name} {seconds:.2f} s, {cpu:.2f} s CPU")
                     results.setdefault(name, patterns)

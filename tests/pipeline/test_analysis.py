@@ -145,21 +145,32 @@ def test_outputs_are_written(result: Any, corpus_path: Path) -> None:
     assert not re.search(r"<link|<script|url\(|@import", html)
 
 
-def test_patterns_do_not_depend_on_partitioning(spark: Any, corpus_path: Path) -> None:
+def test_patterns_and_their_summaries_do_not_depend_on_partitioning_or_batches(
+    spark: Any, corpus_path: Path, tmp_path: Path
+) -> None:
+    """Each dead letter's texts and sample flag are set per Arrow batch: however the input is
+    split into partitions and batches, the patterns, their samples and examples, and every
+    dead letter's pattern are the same."""
     from pyspark.sql import functions as F
 
-    from deadletter.pipeline.analysis import patterns_of
+    from deadletter.pipeline.analysis import analyze
     from deadletter.pipeline.schema import read_export
 
     df = read_export(spark, corpus_path).limit(1200).cache()
+    batch_size = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(batch_size)
     runs = []
-    for n in (1, 3, 7):
-        shuffled = df.orderBy(F.rand(seed=n)).repartition(n)
-        assert shuffled.rdd.getNumPartitions() == n
-        rows = patterns_of(shuffled).select("message_id", "pattern_id", "template").collect()
-        runs.append(sorted(tuple(r) for r in rows))
-    df.unpersist()
-    assert len(runs[0]) == 1200
+    try:
+        for n, rows in ((2, 10_000), (3, 50), (7, 7)):
+            spark.conf.set(batch_size, str(rows))
+            shuffled = df.orderBy(F.rand(seed=n)).repartition(n)
+            assert shuffled.rdd.getNumPartitions() == n
+            result = analyze(shuffled, tmp_path / str(n), spark=spark, keep_assignments=True)
+            runs.append((result.patterns, result.assignments))
+    finally:
+        spark.conf.set(batch_size, before)
+        df.unpersist()
+    assert len(runs[0][1]) == 1200
     assert runs[0] == runs[1] == runs[2]
 
 
@@ -260,10 +271,10 @@ def test_attribute_values_are_read_whatever_they_hold(spark: Any, tmp_path: Path
 
 
 def test_a_step_refuses_a_dataframe_without_its_columns(spark: Any) -> None:
-    from deadletter.pipeline.analysis import with_templates
+    from deadletter.pipeline.analysis import with_mask_keys
 
-    with pytest.raises(ValueError, match=r"with_templates needs columns \['tokens_text'"):
-        spark.range(3).transform(with_templates)
+    with pytest.raises(ValueError, match=r"with_mask_keys needs columns \['message_id'"):
+        spark.range(3).transform(with_mask_keys)
 
 
 def test_a_session_gets_a_few_shuffle_partitions_per_core_not_sparks_200(spark: Any) -> None:

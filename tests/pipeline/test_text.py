@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deadletter.pipeline.mining import group_key, mine, mine_all, pattern_id, with_context
+from deadletter.pipeline.mining import mine, mine_all, pattern_id, with_context
 from deadletter.pipeline.text import (
     exception_signature,
     key_paths,
@@ -136,10 +136,6 @@ def test_mining_does_not_depend_on_input_order() -> None:
     forward = mine(seqs)
     backward = mine(list(reversed(seqs)))
     assert forward == backward
-
-
-def test_group_key_is_length_and_first_constant_tokens() -> None:
-    assert group_key(["<NUM>", "timeout", "calling", "inventory"]) == "4|timeout calling"
 
 
 def test_pattern_id_is_a_stable_hash_of_template_and_signature() -> None:

@@ -9,39 +9,27 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from deadletter.pipeline.mining import group_key, pattern_id, with_context
+from deadletter.pipeline.mining import pattern_id, with_context
 from deadletter.pipeline.summary import SAMPLES
 from deadletter.pipeline.text import key_paths, mining_parts, tokenize
 
-MINING_COLUMNS = ["signature", "headline", "tokens_text", "group_key", "context_text"]
-MINING_TYPE = (
-    "signature string, headline string, tokens_text string, group_key string, context_text string"
-)
-
-
-def extract(error: pd.Series, description: pd.Series, error_class: pd.Series) -> pd.DataFrame:
-    """Signature, headline, masked tokens, group key and masked context of each dead letter
-    (its exception class as text.mining_parts takes it)."""
-    return pd.DataFrame(_rows(error, description, error_class, keyed=True), columns=MINING_COLUMNS)
-
 
 def _rows(
-    error: pd.Series, description: pd.Series, error_class: pd.Series, keyed: bool
+    error: pd.Series, description: pd.Series, error_class: pd.Series
 ) -> list[tuple[str, ...]]:
-    """`extract`'s rows, or with `keyed` False only the MASKED_COLUMNS (no headline, no group
-    key built only to be dropped).
+    """The MASKED_COLUMNS of each dead letter (its exception class as text.mining_parts
+    takes it).
 
     Each distinct text of the batch is masked once: dead letters of one failure repeat their
     description nearly always and their headline often, and masking is the costly part.
     """
     parts: dict[tuple[str | None, str | None, str | None], tuple[str, ...]] = {}
-    tokenized: dict[str, tuple[str, str]] = {}
+    tokenized: dict[str, str] = {}
 
-    def masked(text: str) -> tuple[str, str]:
+    def masked(text: str) -> str:
         found = tokenized.get(text)
         if found is None:
-            tokens = tokenize(text)
-            found = tokenized[text] = (" ".join(tokens), group_key(tokens) if keyed else "")
+            found = tokenized[text] = " ".join(tokenize(text))
         return found
 
     rows = []
@@ -50,13 +38,8 @@ def _rows(
         row = parts.get(key)
         if row is None:
             signature, headline, context = mining_parts(*key)
-            tokens_text, key_of_group = masked(headline)
-            context_text = masked(context)[0] if context else ""
-            row = parts[key] = (
-                (signature, headline, tokens_text, key_of_group, context_text)
-                if keyed
-                else (signature, tokens_text, context_text)
-            )
+            context_text = masked(context) if context else ""
+            row = parts[key] = (signature, masked(headline), context_text)
         rows.append(row)
     return rows
 
@@ -67,12 +50,11 @@ def _text(value: object) -> str | None:
 
 
 MASKED_COLUMNS = ["signature", "tokens_text", "context_text"]
-MASKED_TYPE = "signature string, tokens_text string, context_text string"
 
 
 def masked(error: pd.Series, description: pd.Series, error_class: pd.Series) -> pd.DataFrame:
-    """The columns of `extract` the analysis keeps: less to send back to the JVM."""
-    return pd.DataFrame(_rows(error, description, error_class, keyed=False), columns=MASKED_COLUMNS)
+    """Signature, masked tokens and masked context of each dead letter."""
+    return pd.DataFrame(_rows(error, description, error_class), columns=MASKED_COLUMNS)
 
 
 KEYED_COLUMNS = ["mask_key", "signature", "tokens_text", "context_text", "sample"]
@@ -93,7 +75,7 @@ def keyed(
     message ids overall are among the ones marked in its batches, so an aggregation takes a
     pattern's samples and example from the marked rows alone.
     """
-    parts = _rows(error, description, error_class, keyed=False)
+    parts = _rows(error, description, error_class)
     key_of: dict[tuple[str, ...], int] = {}
     keys: list[int] = []
     texts: list[tuple[str | None, ...]] = []
@@ -154,8 +136,8 @@ def assign(
     error_classes: Sequence[str | None] | None = None,
 ) -> list[str]:
     """The pattern id of each dead letter, computed in plain Python with the very functions the
-    Spark job runs (extract, then with_context over the distinct pairs, then pattern_id)."""
-    rows = extract(
+    Spark job runs (masked, then with_context over the distinct pairs, then pattern_id)."""
+    rows = masked(
         pd.Series(errors, dtype=object),
         pd.Series(descriptions, dtype=object),
         pd.Series(error_classes or [None] * len(errors), dtype=object),

@@ -25,19 +25,12 @@ _WORD = re.compile(rules.WORD)
 _CODE_NAME = re.compile(rules.CODE_NAME)
 _STATE_WORD = re.compile(rules.STATE_WORD)
 DEFAULT_THRESHOLD = rules.DEFAULT_THRESHOLD
-KEY_TOKENS = 2
 PREFIX_TOKENS = rules.PREFIX_TOKENS
 MIN_VARIABLE_WORDS = rules.MIN_VARIABLE_WORDS
 KEPT_WORDS = rules.KEPT_WORDS
 HEAD_MARK = rules.HEAD_MARK
 TAIL_MARK = rules.TAIL_MARK
 _TAIL_SEP = f" {TAIL_MARK} "
-
-
-def group_key(tokens: Sequence[str]) -> str:
-    """Bucket of a token sequence: its length and its first constant tokens."""
-    constants = [t for t in tokens if t not in PLACEHOLDERS and t != TAIL_MARK][:KEY_TOKENS]
-    return f"{len(tokens)}|{' '.join(constants)}"
 
 
 def _similarity(template: Sequence[str], tokens: Sequence[str]) -> float:

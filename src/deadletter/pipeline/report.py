@@ -162,7 +162,7 @@ def _row(p: dict[str, Any]) -> str:
 
 
 def render(patterns: list[dict[str, Any]], total: int) -> str:
-    """The report page for a list of patterns as `analysis.summarize` returns them."""
+    """The report page for a list of patterns as `analysis.summarize_keys` returns them."""
     rows = "".join(_row(p) for p in patterns)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Dead-letter failure patterns</title>
