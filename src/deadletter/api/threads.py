@@ -7,6 +7,10 @@ cost more of the server's Python time than the engine did (`./dev bench faces` w
 Here a call goes to the threads through one `SimpleQueue` and its result comes back through
 one `call_soon_threadsafe` onto the caller's own future.
 
+A call whose work the request bounds (the message routes) first tries the event loop itself
+(`on_loop`): where the store can run it without waiting (`Engine.run_now`), it runs there and
+the request awaits only the commit, which another thread makes; no hop at all.
+
 As many threads as anyio's default limiter allows, so as many calls wait on the store at once;
 they start as calls find none idle, and are daemons that hold nothing between calls.
 """
@@ -20,7 +24,10 @@ import queue
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from deadletter.engine import Deferred, Engine
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -77,6 +84,9 @@ def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None)
 
 
 _threads = _Threads(MAX_THREADS)
+# How often a call waits on the loop for the store to be free before it takes a worker thread
+# (which then waits in the store's queue, and is sure to get its turn).
+FREE_WAITS = 3
 
 
 async def in_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -87,3 +97,61 @@ async def in_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     call = partial(contextvars.copy_context().run, fn, *args, **kwargs)
     _threads.submit((loop, future, call))
     return await future
+
+
+async def on_loop(engine: Engine, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """`fn(*args, **kwargs)`, calls of `engine` whose size the request bounds, run on the event
+    loop at once if the store can run them without waiting, answered once their commits are
+    known. While another transaction holds the store, the call waits on the loop for it to
+    end; a call that still cannot run at once (another process holds the store) goes to a
+    worker thread."""
+    loop = asyncio.get_running_loop()
+    work = partial(fn, *args, **kwargs)
+    for _ in range(FREE_WAITS):
+        done = engine.run_now(work)
+        if done is not None:
+            break
+        free = loop.create_future()
+        if engine.when_store_free(partial(_wake, loop, free)):
+            await free
+    else:
+        return await in_thread(fn, *args, **kwargs)
+    committed: asyncio.Future[None] = loop.create_future()
+    if done.when_committed(partial(_committed, loop, committed, done)):
+        if id(engine) not in _commits_due:
+            # After the calls already ready on the loop: they join the same commit.
+            _commits_due.add(id(engine))
+            loop.call_soon(_commit, engine)
+        await committed
+    return done.result()
+
+
+# The engines whose `commit_now` the loop is due to call.
+_commits_due: set[int] = set()
+
+
+def _commit(engine: Engine) -> None:
+    _commits_due.discard(id(engine))
+    engine.commit_now()
+
+
+def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+    with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one left to tell
+        loop.call_soon_threadsafe(_settle, future, None, None)
+
+
+def _committed(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[None], done: Deferred[Any]
+) -> None:
+    """From the committing thread: settle `done` on the loop (its events are told even if the
+    caller went away meanwhile), then wake the caller."""
+    with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one left to tell
+        loop.call_soon_threadsafe(_settle_deferred, future, done)
+
+
+def _settle_deferred(future: asyncio.Future[None], done: Deferred[Any]) -> None:
+    try:
+        done.settle()
+    finally:
+        if not future.cancelled():
+            future.set_result(None)

@@ -14,10 +14,12 @@ from deadletter.engine.fifo import check_id as check_fifo_id
 from deadletter.engine.fifo import sequence_number
 from deadletter.engine.tag_operations import TagInfo
 from deadletter.engine.visibility import VisibilityChange
+from deadletter.storage.base import Deferred
 
 __all__ = [
     "Authority",
     "Credential",
+    "Deferred",
     "Engine",
     "EngineListener",
     "TagInfo",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from deadletter.clock import Clock, SystemClock
 from deadletter.domain import errors
@@ -51,7 +52,9 @@ from deadletter.engine.lookups import held_by, require_queue
 from deadletter.engine.subscriptions import Subscriptions, fan_out
 from deadletter.engine.tag_operations import TagOperations
 from deadletter.engine.transactions import Pending, Runner
-from deadletter.storage.base import Outage, Store, Transaction
+from deadletter.storage.base import Deferred, Outage, Store, Transaction
+
+T = TypeVar("T")
 
 
 class Engine(DeadLetterOperations, TagOperations):
@@ -76,6 +79,21 @@ class Engine(DeadLetterOperations, TagOperations):
 
     def add_listener(self, listener: EngineListener) -> None:
         self.listeners.append(listener)
+
+    def run_now(self, work: Callable[[], T]) -> Deferred[T] | None:
+        """`work`, calls of this engine whose size the request bounds (a batch of messages),
+        run at once on this thread if the store can run them without waiting; their commits
+        and then their events follow, as the `Deferred` tells. None, `work` not run, if the
+        store would wait (`Store.run_now`)."""
+        return self.store.run_now(work)
+
+    def commit_now(self) -> None:
+        """`Store.commit_now`: commit what `run_now` left to commit."""
+        self.store.commit_now()
+
+    def when_store_free(self, wake: Callable[[], None]) -> bool:
+        """`Store.when_free`: `wake()` once `run_now` may run work at once again."""
+        return self.store.when_free(wake)
 
     def store_outage(self) -> Outage | None:
         """Why and since when the store has been refusing work; None while it answers."""

@@ -48,7 +48,8 @@ class Runner:
 
     def run(self, work: Callable[[Transaction, Pending], T]) -> T:
         """Run `work` in one transaction, again if the database aborted it to break a
-        deadlock; events are emitted only after the commit."""
+        deadlock; events are emitted only after the commit (`Store.after_commit`: for work
+        under `Store.run_now`, when the caller learns of the commit)."""
         for attempt in range(1, CONFLICT_RETRIES + 1):
             pending = Pending()
             try:
@@ -58,12 +59,15 @@ class Runner:
             except TransactionConflict:
                 if attempt == CONFLICT_RETRIES:
                     raise
+        self.store.after_commit(lambda: self._committed(pending))
+        return result
+
+    def _committed(self, pending: Pending) -> None:
         for call in pending.calls:
             self.emit(call)
         for project, queue in pending.available:
             self.store.notify_messages_available(project, queue)
             self.available(project, queue)
-        return result
 
     def read(self, work: Callable[[Transaction], T]) -> T:
         """Run `work`, which only reads, in a read-only transaction (`Store.read`): it waits

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
 
 from deadletter.domain.errors import DeadletterError, StoreUnavailable
 
@@ -136,6 +137,88 @@ _open_transactions: ContextVar[frozenset[int]] = ContextVar(
     "deadletter_open_transactions", default=frozenset()
 )
 
+T = TypeVar("T")
+
+
+class Deferred(Generic[T]):
+    """Work that `Store.run_now` ran, whose transactions' commits may still be under way.
+
+    Each transaction the work ends counts one commit to wait for (`joined`); its committer,
+    on whatever thread, reports how it went. `settle`, once every commit is known, makes the
+    calls the work left for after its commits (`Store.after_commit`: the engine's events),
+    and `result` returns what the work returned or raises what it raised, or the commit's
+    error if the commit failed (then nothing happened and nothing is told).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.after: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._commit_error: BaseException | None = None
+        self._waiter: Callable[[], None] | None = None
+        self._settled = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def run(self, work: Callable[[], T]) -> None:
+        try:
+            self._value = work()
+        except Exception as exc:  # raised to the caller by `result`, as a call would
+            self._error = exc
+
+    def joined(self) -> Callable[[BaseException | None], None]:
+        """One more commit to wait for; the returned callable reports its outcome."""
+        with self._lock:
+            self._pending += 1
+        return self._committed
+
+    def _committed(self, error: BaseException | None) -> None:
+        with self._lock:
+            self._pending -= 1
+            if error is not None and self._commit_error is None:
+                self._commit_error = error
+            waiter = self._waiter if self._pending == 0 else None
+            if waiter is not None:
+                self._waiter = None
+        if waiter is not None:
+            waiter()
+
+    def when_committed(self, waiter: Callable[[], None]) -> bool:
+        """Have `waiter` called, from the committing thread, once every commit is known;
+        False (and `waiter` is never called) if they are known already."""
+        with self._lock:
+            if self._pending == 0:
+                return False
+            self._waiter = waiter
+            return True
+
+    def settle(self) -> None:
+        """Once every commit is known: make the after-commit calls, once, if they committed."""
+        if self._settled:
+            return
+        self._settled = True
+        if self._commit_error is not None:
+            if isinstance(self._commit_error, StoreUnavailable):
+                self.store.availability.failed(self._commit_error)
+            return
+        for call in self.after:
+            call()
+
+    def result(self) -> T:
+        """What the work returned, once settled; its error, or the commit's."""
+        self.settle()
+        if self._commit_error is not None:
+            raise self._commit_error
+        if self._error is not None:
+            raise self._error
+        value: T = self._value
+        return value
+
+
+# The `Deferred` whose work runs in this context (`Store.run_now`), if any.
+running_now: ContextVar[Deferred[Any] | None] = ContextVar("deadletter_running_now", default=None)
+
 
 class Store(abc.ABC):
     url: str
@@ -177,6 +260,35 @@ class Store(abc.ABC):
             raise
         finally:
             _open_transactions.reset(token)
+
+    def run_now(self, work: Callable[[], T]) -> Deferred[T] | None:
+        """Run `work` on this thread at once, if its transactions can run without waiting for
+        anything (a lock, another process, the network), not waiting for their commits: the
+        caller learns from the `Deferred` when they are known. None, with `work` not run, when
+        the store would have to wait; the caller then runs `work` where waiting is harmless.
+
+        For work of bounded size only: it holds the thread until it returns. A store whose
+        every statement waits on the network (PostgreSQL) never runs work at once."""
+        return None
+
+    def commit_now(self) -> None:  # noqa: B027
+        """Commit what work under `run_now` left uncommitted, on this thread, if the store is
+        free; otherwise whoever holds it commits it. Its `Deferred`s then learn of it."""
+
+    def when_free(self, wake: Callable[[], None]) -> bool:
+        """Have `wake()` called, from another thread, once what keeps `run_now` from running
+        work at once (another transaction holding the store) has ended; False (never
+        called) if nothing to wait for is known: try `run_now` again, or wait elsewhere."""
+        return False
+
+    def after_commit(self, call: Callable[[], None]) -> None:
+        """`call()` once the transaction that has just ended is committed: now, or, for work
+        under `run_now`, when its `Deferred` settles."""
+        deferred = running_now.get()
+        if deferred is not None and deferred.store is self:
+            deferred.after.append(call)
+        else:
+            call()
 
     @abc.abstractmethod
     def _transaction(self) -> AbstractContextManager[Transaction]:

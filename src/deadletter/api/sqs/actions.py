@@ -1,7 +1,9 @@
 """The SQS actions by name: each takes the request's parameters in the JSON protocol's shape
 and returns the result in that shape; `wire` turns both into either protocol.
 
-All are synchronous except ReceiveMessage, which long-polls on the event loop.
+All are synchronous except ReceiveMessage, which long-polls on the event loop. The message
+actions (`BOUNDED`), whose work is one batch at most, run on the event loop too when the
+store need not wait for it (`api.threads.on_loop`); the others in a worker thread.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from deadletter.api.sqs.queues import (
     untag_queue,
 )
 
-__all__ = ["ASYNC_ACTIONS", "SYNC_ACTIONS", "Action", "Call"]
+__all__ = ["ASYNC_ACTIONS", "BOUNDED", "SYNC_ACTIONS", "Action", "Call"]
 
 SYNC_ACTIONS: dict[str, Action] = {
     "CreateQueue": create_queue,
@@ -68,3 +70,14 @@ SYNC_ACTIONS: dict[str, Action] = {
 ASYNC_ACTIONS: dict[str, Callable[[Call], Awaitable[dict[str, Any]]]] = {
     "ReceiveMessage": receive_message,
 }
+# The synchronous actions whose work is one batch of messages at most.
+BOUNDED: frozenset[str] = frozenset(
+    {
+        "SendMessage",
+        "SendMessageBatch",
+        "DeleteMessage",
+        "DeleteMessageBatch",
+        "ChangeMessageVisibility",
+        "ChangeMessageVisibilityBatch",
+    }
+)

@@ -7,6 +7,7 @@ import base64
 import binascii
 import contextlib
 import re
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -26,13 +27,14 @@ from deadletter.api.sqs.errors import (
     queue_does_not_exist,
     receipt_handle_invalid,
 )
-from deadletter.api.threads import in_thread
+from deadletter.api.threads import in_thread, on_loop
 from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_CLAIM_TTL,
     MAX_DELAY,
     SOURCE_QUEUE_ATTRIBUTE,
     Attribute,
+    Claim,
     Message,
     NewMessage,
     Provenance,
@@ -332,21 +334,34 @@ async def receive_message(call: Call) -> dict[str, Any]:
     )
     user = call.attribute_names("MessageAttributeNames")
     assert limit is not None
+    claim_now = partial(call.engine.claim, call.project, name, limit, visibility, tag=tag)
+    start = asyncio.get_running_loop().time()
+    claim = await on_loop(call.engine, claim_now)
+    if not claim.messages:
+        if wait is None:  # the queue's own wait, read only when a receive must wait
+            queue = await in_thread(call.engine.get_queue, call.project, name)
+            wait = queue.settings.receive_wait
+        if wait > 0:
+            claim = await _long_poll(call, name, claim_now, start + wait)
+    if not claim.messages:
+        return {}  # as SQS: no Messages member at all when nothing was received
+    return {"Messages": [_received(call, m, claim.id, system, user, tag) for m in claim.messages]}
+
+
+async def _long_poll(
+    call: Call, name: str, claim_now: Callable[[], Claim], deadline: float
+) -> Claim:
+    """Claim until messages come or the loop's clock reaches `deadline`, waiting between the
+    claims for the queue's wake-ups. Only a receive that found nothing watches the queue, so
+    a send wakes no receive that is already answered."""
     loop_time = asyncio.get_running_loop().time
-    start = loop_time()
     async with call.notifier.watching(call.project, name) as arrived:
         while True:
-            claim = await in_thread(
-                partial(call.engine.claim, tag=tag), call.project, name, limit, visibility
-            )
-            if claim.messages:
-                break
-            if wait is None:  # the queue's own wait, read only when a receive must wait
-                queue = await in_thread(call.engine.get_queue, call.project, name)
-                wait = queue.settings.receive_wait
-            remaining = start + wait - loop_time()
-            if remaining <= 0:
-                break
+            # Watching now: what arrived since the last claim is found here or announced.
+            claim = await on_loop(call.engine, claim_now)
+            remaining = deadline - loop_time()
+            if claim.messages or remaining <= 0:
+                return claim
             # New messages announce themselves (`arrived`); a message whose visibility
             # timeout or delay ends does not, so the wait also ends when the first one does,
             # and never lasts longer than RECHECK (a change made where no one announces it).
@@ -355,9 +370,6 @@ async def receive_message(call: Call) -> dict[str, Any]:
             if upcoming is not None:
                 pause = min(pause, upcoming + VISIBILITY_SLACK)
             await wait_for(arrived, pause)
-    if not claim.messages:
-        return {}  # as SQS: no Messages member at all when nothing was received
-    return {"Messages": [_received(call, m, claim.id, system, user, tag) for m in claim.messages]}
 
 
 def delete_message(call: Call) -> dict[str, Any]:

@@ -23,10 +23,10 @@ from deadletter.api.json_response import JSONResponse
 from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
-from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS, Call
+from deadletter.api.sqs.actions import ASYNC_ACTIONS, BOUNDED, SYNC_ACTIONS, Call
 from deadletter.api.sqs.errors import SqsError, from_exception, queue_does_not_exist
 from deadletter.api.strict_json import InvalidJson, loads
-from deadletter.api.threads import in_thread
+from deadletter.api.threads import in_thread, on_loop
 from deadletter.engine import Engine
 
 TARGET_PREFIX = "AmazonSQS."
@@ -124,6 +124,8 @@ def sqs_routes(
             )
             if action in ASYNC_ACTIONS:
                 result = await ASYNC_ACTIONS[action](call)
+            elif action in BOUNDED:
+                result = await on_loop(engine, SYNC_ACTIONS[action], call)
             elif action in SYNC_ACTIONS:
                 result = await in_thread(SYNC_ACTIONS[action], call)
             else:

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from deadletter.api import strict_json
 from deadletter.api.auth import zaqar_may, zaqar_project
 from deadletter.api.options import AppOptions
-from deadletter.api.threads import in_thread
+from deadletter.api.threads import in_thread, on_loop
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.api.zaqar.serialize import message_json
 from deadletter.auth.roles import Action
@@ -160,7 +160,11 @@ def endpoint(
     handler: Handler,
     client_id: bool = True,
     template: str = "",
+    bounded: bool = False,
 ) -> Callable[[Request], Any]:
+    """The Starlette endpoint of `handler`; a `bounded` one (a message route: its work is one
+    batch at most) runs on the event loop when the store need not wait (`on_loop`)."""
+
     async def call(request: Request) -> Response:
         try:
             content_type = request.headers.get("content-type", "")
@@ -182,6 +186,8 @@ def endpoint(
             body = await request.body()
             params = dict(request.query_params)
             ctx = Ctx(request, engine, project, cid, body, params, options)
+            if bounded:
+                return await on_loop(engine, handler, ctx)
             return await in_thread(handler, ctx)
         except Exception as exc:
             return response_for(exc, f"{request.method} {request.url.path}")

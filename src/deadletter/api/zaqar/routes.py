@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route
 
+from deadletter.api.hot import HOT
 from deadletter.api.options import AppOptions
 from deadletter.api.zaqar.claims import create_claim, get_claim, release_claim, renew_claim
 from deadletter.api.zaqar.context import Handler, endpoint
@@ -115,6 +116,10 @@ ROUTES: list[tuple[str, str, Handler, bool]] = [
 
 def zaqar_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
     return [
-        Route(path, endpoint(engine, options, handler, client_id, path), methods=[method])
+        Route(
+            path,
+            endpoint(engine, options, handler, client_id, path, bounded=(method, path) in HOT),
+            methods=[method],
+        )
         for path, method, handler, client_id in ROUTES
     ]

@@ -13,6 +13,14 @@ own savepoint. A transaction's cursor is closed before the connection passes on:
 left to the garbage collector would reset its cached statement from whichever thread frees
 it, possibly while another thread runs the same statement on the connection.
 
+Work of bounded size (the message routes) can run at once on the caller's thread, the event
+loop's (`run_now`), when the connection is free and no other process holds the file: its
+transactions join the open group without waiting for its commit, and the caller learns of
+the commit through a `Deferred`. The loop commits the group (`commit_now`) once the requests
+that were ready with it have joined it: one fsync for all of them, as a server that writes
+its log from its event loop syncs it once per turn of the loop. So no request is handed to a
+worker thread and back; the loop does wait for that one fsync.
+
 Reads (`Store.read()`) stay off that path: each takes a connection of its own, opened
 `query_only`, and reads in a plain deferred transaction. WAL lets readers run beside the
 writer, and a reader sees only what had committed when it started, never a group still
@@ -28,20 +36,22 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
 from deadletter.domain.model import Message
 from deadletter.storage.base import (
     Availability,
+    Deferred,
     StorageError,
     Store,
     Transaction,
     TransactionConflict,
+    running_now,
 )
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
@@ -140,6 +150,9 @@ SQLITE = SQLiteDialect()
 
 
 SETUP_ATTEMPTS = 20
+BUSY_TIMEOUT_MS = 30_000
+
+T = TypeVar("T")
 
 
 class SQLiteStore(Store):
@@ -156,6 +169,7 @@ class SQLiteStore(Store):
         self._readers: list[sqlite3.Connection] = []  # idle read connections
         self._readers_guard = threading.Lock()  # guards `_readers` and `_closed`
         self._closed = False
+        self._free_waiters: list[Callable[[], None]] = []  # `when_free`; guarded by `_queue_guard`
         self._conn = self._connect()
         # Servers started together on a new file race to switch it to WAL and migrate it; the
         # switch can answer "database is locked" without waiting, so the setup is retried.
@@ -175,7 +189,7 @@ class SQLiteStore(Store):
             self.path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return conn
 
     def _migrate(self) -> None:
@@ -196,8 +210,80 @@ class SQLiteStore(Store):
                 c.execute("ROLLBACK")
                 raise
 
+    def run_now(self, work: Callable[[], T]) -> Deferred[T] | None:
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._closed:
+                return None
+            group = self._group
+            try:
+                if group is None and not self._begin_now():
+                    return None  # another process holds the file: the work must wait for it
+            except DeadletterError:
+                return None  # the way that waits meets the same error and answers it
+            if group is not None and group.members >= GROUP_COMMIT_LIMIT:
+                return None  # the group is full: its commit comes first
+            deferred: Deferred[T] = Deferred(self)
+            token = running_now.set(deferred)
+            try:
+                deferred.run(work)
+            finally:
+                running_now.reset(token)
+            return deferred
+        finally:
+            self._release_now()
+
+    def when_free(self, wake: Callable[[], None]) -> bool:
+        with self._queue_guard:
+            if not self._lock.locked():
+                return False
+            self._free_waiters.append(wake)
+            return True
+
+    def _unlock(self) -> None:
+        """Release the connection and wake whoever waits for it (`when_free`)."""
+        self._lock.release()
+        with self._queue_guard:
+            waiters, self._free_waiters = self._free_waiters, []
+        for wake in waiters:
+            wake()
+
+    def _begin_now(self) -> bool:
+        """Open a group without waiting: False if another process holds the file's lock."""
+        try:
+            with SQLITE.translated_errors():
+                self._conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except TransactionConflict:
+            return False
+        self._group = _CommitGroup()
+        return True
+
+    def _release_now(self) -> None:
+        """Release the connection after `run_now`, leaving the open group open: the caller
+        commits it (`commit_now`) once the work that is ready meanwhile has joined it, unless
+        a transaction queued for the connection does first (the last of them commits)."""
+        self._unlock()
+
+    def commit_now(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            return  # the transaction holding the connection commits the group, or one after it
+        try:
+            self._commit_group()
+        finally:
+            self._unlock()
+
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
+        deferred = running_now.get()
+        if deferred is not None and deferred.store is self:
+            with self._transaction_now(deferred) as tx:
+                yield tx
+            return
         with SQLITE.translated_errors():
             self._acquire_connection()
             try:
@@ -219,6 +305,29 @@ class SQLiteStore(Store):
             group.committed.wait()
             if group.error is not None:
                 raise _commit_error(group.error) from group.error
+
+    @contextmanager
+    def _transaction_now(self, deferred: Deferred[Any]) -> Iterator[Transaction]:
+        """A transaction of work under `run_now`, which holds the connection: it joins the open
+        group and leaves its commit to whoever commits the group."""
+        with SQLITE.translated_errors():
+            if self._group is None and not self._begin_now():  # the group failed meanwhile
+                raise TransactionConflict("another process holds the database")
+            group = self._group
+            assert group is not None
+            self._conn.execute("SAVEPOINT request")
+            before = self._conn.total_changes
+            try:
+                with closing(self._conn.cursor()) as cursor:
+                    tx = SQLTransaction(cursor, SQLITE)
+                    yield tx
+                self._conn.execute("RELEASE request")
+            except BaseException as exc:
+                self._undo_request(group, exc)
+                raise
+            tx.changed = self._conn.total_changes > before
+            group.members += 1
+            group.done.append(deferred.joined())
 
     @contextmanager
     def _read(self) -> Iterator[Transaction]:
@@ -279,9 +388,9 @@ class SQLiteStore(Store):
                 try:
                     self._commit_group()
                 finally:
-                    self._lock.release()
+                    self._unlock()
                 return
-        self._lock.release()
+        self._unlock()
 
     def _join_group(self) -> _CommitGroup:
         if self._group is None:
@@ -312,6 +421,8 @@ class SQLiteStore(Store):
             self._abandon(group, exc)
             return
         group.committed.set()
+        for done in group.done:
+            done(None)
 
     def _abandon(self, group: _CommitGroup, cause: BaseException) -> None:
         """Roll the open group back; its members fail with `cause` (what rolled it back)."""
@@ -322,6 +433,10 @@ class SQLiteStore(Store):
                 self._conn.execute("ROLLBACK")
         group.error = cause
         group.committed.set()
+        if group.done:
+            error = _commit_error(cause)
+            for done in group.done:
+                done(error)
 
     def close(self) -> None:
         with self._readers_guard:
@@ -329,9 +444,12 @@ class SQLiteStore(Store):
             readers, self._readers = self._readers, []
         for reader in readers:
             reader.close()
-        with self._lock:
+        self._lock.acquire()
+        try:
             self._commit_group()
             self._conn.close()
+        finally:
+            self._unlock()
 
 
 def _create_private(path: Path) -> None:
@@ -364,8 +482,10 @@ def _statements(script: str) -> Iterator[str]:
 
 @dataclass
 class _CommitGroup:
-    """Transactions committed by one COMMIT; each member waits for `committed`."""
+    """Transactions committed by one COMMIT; each member waits for `committed`, or, under
+    `run_now`, is told by its entry in `done`."""
 
     members: int = 0
     committed: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+    done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
