@@ -116,23 +116,23 @@ async def on_loop(engine: Engine, fn: Callable[P, T], *args: P.args, **kwargs: P
             await free
     else:
         return await in_thread(fn, *args, **kwargs)
-    committed: asyncio.Future[None] = loop.create_future()
-    if done.when_committed(partial(_committed, loop, committed, done)):
-        if id(engine) not in _commits_due:
-            # After the calls already ready on the loop: they join the same commit.
-            _commits_due.add(id(engine))
-            loop.call_soon(_commit, engine)
-        await committed
+    if done.committing:
+        try:
+            # The calls already ready on the loop run meanwhile and join the same commit.
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:  # the caller went away: the work and its events stand
+            if done.when_committed(partial(_committed, loop, None, done)):
+                loop.call_soon(engine.commit_now)
+            else:
+                done.settle()
+            raise
+        if done.committing:
+            engine.commit_now()  # the first of those calls back commits them all
+        if done.committing:  # a transaction of another thread holds the store: it commits
+            committed: asyncio.Future[None] = loop.create_future()
+            if done.when_committed(partial(_committed, loop, committed, done)):
+                await committed
     return done.result()
-
-
-# The engines whose `commit_now` the loop is due to call.
-_commits_due: set[int] = set()
-
-
-def _commit(engine: Engine) -> None:
-    _commits_due.discard(id(engine))
-    engine.commit_now()
 
 
 def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
@@ -141,17 +141,24 @@ def _wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None
 
 
 def _committed(
-    loop: asyncio.AbstractEventLoop, future: asyncio.Future[None], done: Deferred[Any]
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[None] | None, done: Deferred[Any]
 ) -> None:
     """From the committing thread: settle `done` on the loop (its events are told even if the
-    caller went away meanwhile), then wake the caller."""
+    caller went away meanwhile), then wake the caller, if it waits."""
+    try:
+        here = asyncio.get_running_loop() is loop
+    except RuntimeError:  # no loop runs in this thread
+        here = False
+    if here:  # no wake-up from another thread needed
+        loop.call_soon(_settle_deferred, future, done)
+        return
     with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one left to tell
         loop.call_soon_threadsafe(_settle_deferred, future, done)
 
 
-def _settle_deferred(future: asyncio.Future[None], done: Deferred[Any]) -> None:
+def _settle_deferred(future: asyncio.Future[None] | None, done: Deferred[Any]) -> None:
     try:
         done.settle()
     finally:
-        if not future.cancelled():
+        if future is not None and not future.cancelled():
             future.set_result(None)

@@ -184,6 +184,11 @@ class Deferred(Generic[T]):
         if waiter is not None:
             waiter()
 
+    @property
+    def committing(self) -> bool:
+        """Whether a commit it waits for is still under way."""
+        return self._pending > 0
+
     def when_committed(self, waiter: Callable[[], None]) -> bool:
         """Have `waiter` called, from the committing thread, once every commit is known;
         False (and `waiter` is never called) if they are known already."""
