@@ -205,3 +205,52 @@ def test_a_receive_that_finds_messages_watches_no_queue(
 
     assert asyncio.run(receives()) == (1, 0)
     assert watched == ["w"]  # the empty receive only
+
+
+def test_an_empty_receive_claims_once_before_it_waits_and_once_when_the_wait_ends(
+    sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claims: list[str] = []
+    original = sqlite_engine.claim
+
+    def claim(*args: Any, **kwargs: Any) -> Any:
+        claims.append(args[1])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite_engine, "claim", claim)
+    app = build_app(sqlite_engine)
+
+    async def receive() -> int:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            url = (await c.post("/", **_sqs("CreateQueue", QueueName="e"))).json()["QueueUrl"]
+            empty = await c.post("/", **_sqs("ReceiveMessage", QueueUrl=url, WaitTimeSeconds=1))
+            return len(empty.json().get("Messages", []))
+
+    assert asyncio.run(receive()) == 0
+    assert claims == ["e", "e"]
+
+
+def test_a_message_announced_between_the_empty_claim_and_the_watch_is_received(
+    sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original: Callable[..., Any] = Notifier.watching
+
+    @asynccontextmanager
+    async def sent_first(self: Notifier, project: str, queue: str) -> Any:
+        # a send that commits and is announced after the receive looked, before it watches
+        await on_loop(sqlite_engine, sqlite_engine.send, project, queue, [NewMessage(b"late")])
+        async with original(self, project, queue) as event:
+            yield event
+
+    monkeypatch.setattr(Notifier, "watching", sent_first)
+    app = build_app(sqlite_engine)
+
+    async def receive() -> list[str]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            url = (await c.post("/", **_sqs("CreateQueue", QueueName="l"))).json()["QueueUrl"]
+            got = await c.post("/", **_sqs("ReceiveMessage", QueueUrl=url, WaitTimeSeconds=20))
+            return [m["Body"] for m in got.json().get("Messages", [])]
+
+    assert asyncio.run(receive()) == ["late"]

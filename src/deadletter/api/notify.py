@@ -16,6 +16,9 @@ from contextlib import asynccontextmanager
 from deadletter.engine import EngineListener
 
 Key = tuple[str, str]
+# Announcements are counted in this many slots, each shared by the queues whose key hashes
+# there: bounded memory, and a count that moves for another queue only costs a claim.
+COUNT_SLOTS = 1024
 
 
 class Notifier(EngineListener):
@@ -24,12 +27,21 @@ class Notifier(EngineListener):
         self._waiters: dict[Key, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = (
             defaultdict(set)
         )
+        self._counts = [0] * COUNT_SLOTS
 
     def messages_available(self, project: str, queue: str) -> None:
+        key = (project, queue)
         with self._lock:
-            waiters = list(self._waiters.get((project, queue), ()))
+            self._counts[hash(key) % COUNT_SLOTS] += 1
+            waiters = list(self._waiters.get(key, ()))
         for loop, event in waiters:
             loop.call_soon_threadsafe(event.set)
+
+    def announcements(self, project: str, queue: str) -> int:
+        """A count that moves whenever `queue` gets messages (and at times when another queue
+        does): a receive that found nothing, and watches only then, compares it with the count
+        from before its look to know whether it may have missed an announcement."""
+        return self._counts[hash((project, queue)) % COUNT_SLOTS]
 
     def waiting(self, project: str, queue: str) -> int:
         """How many long polls wait on `queue` now."""
@@ -45,8 +57,8 @@ class Notifier(EngineListener):
     async def watching(self, project: str, queue: str) -> AsyncIterator[asyncio.Event]:
         """An event set whenever `queue` gets messages while the block runs.
 
-        Register before looking at the queue, so a message that arrives between the look and
-        the wait is not missed.
+        A message that arrives between a look at the queue and this watch is not announced
+        here: compare `announcements` from before the look, or look again once watching.
         """
         entry = (asyncio.get_running_loop(), asyncio.Event())
         key = (project, queue)

@@ -336,32 +336,40 @@ async def receive_message(call: Call) -> dict[str, Any]:
     assert limit is not None
     claim_now = partial(call.engine.claim, call.project, name, limit, visibility, tag=tag)
     start = asyncio.get_running_loop().time()
+    seen = call.notifier.announcements(call.project, name)
     claim = await on_loop(call.engine, claim_now)
     if not claim.messages:
         if wait is None:  # the queue's own wait, read only when a receive must wait
             queue = await in_thread(call.engine.get_queue, call.project, name)
             wait = queue.settings.receive_wait
         if wait > 0:
-            claim = await _long_poll(call, name, claim_now, start + wait)
+            claim = await _long_poll(call, name, claim_now, start + wait, claim, seen)
     if not claim.messages:
         return {}  # as SQS: no Messages member at all when nothing was received
     return {"Messages": [_received(call, m, claim.id, system, user, tag) for m in claim.messages]}
 
 
 async def _long_poll(
-    call: Call, name: str, claim_now: Callable[[], Claim], deadline: float
+    call: Call,
+    name: str,
+    claim_now: Callable[[], Claim],
+    deadline: float,
+    claim: Claim,
+    seen: int,
 ) -> Claim:
-    """Claim until messages come or the loop's clock reaches `deadline`, waiting between the
-    claims for the queue's wake-ups. Only a receive that found nothing watches the queue, so
-    a send wakes no receive that is already answered."""
+    """After `claim` found nothing, claim again until messages come or the loop's clock
+    reaches `deadline`, waiting between the claims for the queue's wake-ups. Only a receive
+    that found nothing watches the queue, so a send wakes no receive already answered; one
+    announced between that claim and the watch (`seen` no longer the count) is claimed at
+    once."""
     loop_time = asyncio.get_running_loop().time
     async with call.notifier.watching(call.project, name) as arrived:
-        while True:
-            # Watching now: what arrived since the last claim is found here or announced.
+        if call.notifier.announcements(call.project, name) != seen:
             claim = await on_loop(call.engine, claim_now)
+        while not claim.messages:
             remaining = deadline - loop_time()
-            if claim.messages or remaining <= 0:
-                return claim
+            if remaining <= 0:
+                break
             # New messages announce themselves (`arrived`); a message whose visibility
             # timeout or delay ends does not, so the wait also ends when the first one does,
             # and never lasts longer than RECHECK (a change made where no one announces it).
@@ -370,6 +378,8 @@ async def _long_poll(
             if upcoming is not None:
                 pause = min(pause, upcoming + VISIBILITY_SLACK)
             await wait_for(arrived, pause)
+            claim = await on_loop(call.engine, claim_now)
+    return claim
 
 
 def delete_message(call: Call) -> dict[str, Any]:
