@@ -288,18 +288,8 @@ class SQLiteStore(Store):
             self._acquire_connection()
             try:
                 group = self._join_group()
-                self._conn.execute("SAVEPOINT request")
-                before = self._conn.total_changes
-                try:
-                    with closing(self._conn.cursor()) as cursor:
-                        tx = SQLTransaction(cursor, SQLITE)
-                        yield tx
-                    self._conn.execute("RELEASE request")
-                except BaseException as exc:
-                    self._undo_request(group, exc)
-                    raise
-                tx.changed = self._conn.total_changes > before
-                group.members += 1
+                with self._member_of(group) as tx:
+                    yield tx
             finally:
                 self._release_connection()
             group.committed.wait()
@@ -315,19 +305,25 @@ class SQLiteStore(Store):
                 raise TransactionConflict("another process holds the database")
             group = self._group
             assert group is not None
-            self._conn.execute("SAVEPOINT request")
-            before = self._conn.total_changes
-            try:
-                with closing(self._conn.cursor()) as cursor:
-                    tx = SQLTransaction(cursor, SQLITE)
-                    yield tx
-                self._conn.execute("RELEASE request")
-            except BaseException as exc:
-                self._undo_request(group, exc)
-                raise
-            tx.changed = self._conn.total_changes > before
-            group.members += 1
+            with self._member_of(group) as tx:
+                yield tx
             group.done.append(deferred.joined())
+
+    @contextmanager
+    def _member_of(self, group: _CommitGroup) -> Iterator[Transaction]:
+        """One transaction of the open `group`: a savepoint, which a failure rolls back alone."""
+        self._conn.execute("SAVEPOINT request")
+        before = self._conn.total_changes
+        try:
+            with closing(self._conn.cursor()) as cursor:
+                tx = SQLTransaction(cursor, SQLITE)
+                yield tx
+            self._conn.execute("RELEASE request")
+        except BaseException as exc:
+            self._undo_request(group, exc)
+            raise
+        tx.changed = self._conn.total_changes > before
+        group.members += 1
 
     @contextmanager
     def _read(self) -> Iterator[Transaction]:
