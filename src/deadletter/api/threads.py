@@ -8,8 +8,8 @@ Here a call goes to the threads through one `SimpleQueue` and its result comes b
 one `call_soon_threadsafe` onto the caller's own future.
 
 A call whose work the request bounds (the message routes) first tries the event loop itself
-(`on_loop`): where the store can run it without waiting (`Engine.run_now`), it runs there and
-the request awaits only the commit, which another thread makes; no hop at all.
+(`on_loop`): where the store can run it without waiting (`Engine.run_now`), it runs there,
+and the first of the calls that ran in one turn of the loop commits them all; no hop at all.
 
 As many threads as anyio's default limiter allows, so as many calls wait on the store at once;
 they start as calls find none idle, and are daemons that hold nothing between calls.

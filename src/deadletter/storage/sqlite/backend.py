@@ -232,7 +232,10 @@ class SQLiteStore(Store):
                 running_now.reset(token)
             return deferred
         finally:
-            self._release_now()
+            # The group stays open: the caller commits it (`commit_now`) once the work ready
+            # meanwhile has joined it, unless a transaction queued for the connection does
+            # first (the last of them commits).
+            self._unlock()
 
     def when_free(self, wake: Callable[[], None]) -> bool:
         with self._queue_guard:
@@ -262,12 +265,6 @@ class SQLiteStore(Store):
             return False
         self._group = _CommitGroup()
         return True
-
-    def _release_now(self) -> None:
-        """Release the connection after `run_now`, leaving the open group open: the caller
-        commits it (`commit_now`) once the work that is ready meanwhile has joined it, unless
-        a transaction queued for the connection does first (the last of them commits)."""
-        self._unlock()
 
     def commit_now(self) -> None:
         if not self._lock.acquire(blocking=False):
