@@ -231,10 +231,18 @@ def test_an_empty_receive_claims_once_before_it_waits_and_once_when_the_wait_end
     assert claims == ["e", "e"]
 
 
-def test_a_message_announced_between_the_empty_claim_and_the_watch_is_received(
+def test_a_message_announced_between_the_empty_claim_and_the_watch_is_claimed_without_a_wait(
     sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     original: Callable[..., Any] = Notifier.watching
+    waits: list[str] = []  # a receive asks when the next message shows before each wait
+    next_visible_in = sqlite_engine.next_visible_in
+
+    def asked(project: str, queue: str) -> float | None:
+        waits.append(queue)
+        return next_visible_in(project, queue)
+
+    monkeypatch.setattr(sqlite_engine, "next_visible_in", asked)
 
     @asynccontextmanager
     async def sent_first(self: Notifier, project: str, queue: str) -> Any:
@@ -254,3 +262,4 @@ def test_a_message_announced_between_the_empty_claim_and_the_watch_is_received(
             return [m["Body"] for m in got.json().get("Messages", [])]
 
     assert asyncio.run(receive()) == ["late"]
+    assert waits == []

@@ -5,8 +5,7 @@ own transaction)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -18,34 +17,13 @@ from deadletter.storage.base import NestedTransaction, StorageError, Store
 from deadletter.storage.postgres.backend import PostgresStore
 from deadletter.storage.sql.executor import Executor
 from tests.services import postgres_schema
+from tests.support.transactions import write_held_open
 
 WAIT = 10.0  # seconds; only reached when the behaviour under test is broken
 
 
 def _queue(name: str) -> Queue:
     return Queue("p", name, QueueSettings(), created_at=0.0, updated_at=0.0)
-
-
-@contextmanager
-def write_held_open(store: Store, work: Callable[[], None] = lambda: None) -> Iterator[None]:
-    """Another thread opens a transaction, creates queue `held` in it and keeps it open (on
-    SQLite: holding the write lock, in a group not yet committed) until the block ends."""
-    opened, finish = threading.Event(), threading.Event()
-
-    def writer() -> None:
-        with store.transaction() as tx:
-            tx.insert_queue(_queue("held"))
-            opened.set()
-            finish.wait(WAIT)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    assert opened.wait(WAIT)
-    try:
-        yield
-    finally:
-        finish.set()
-        thread.join(WAIT)
 
 
 def in_thread(work: Callable[[], object]) -> list[object]:

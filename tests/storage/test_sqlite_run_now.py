@@ -19,6 +19,7 @@ from deadletter.engine.events import EngineListener
 from deadletter.storage import open_store
 from deadletter.storage.base import Deferred, Store
 from deadletter.storage.sqlite.backend import SQLiteStore
+from tests.support.transactions import write_held_open
 
 WAIT = 10.0  # seconds; only reached when the behaviour under test is broken
 
@@ -110,17 +111,7 @@ def test_work_does_not_wait_for_another_threads_transaction_and_is_told_when_it_
     engine: Engine, store: SQLiteStore
 ) -> None:
     # Given another thread inside a transaction
-    inside, leave = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with store.transaction():
-            inside.set()
-            leave.wait(WAIT)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert inside.wait(WAIT)
-    try:
+    with write_held_open(store):
         # I expect work not to run, at once, and a waker to be kept for the end of that
         # transaction
         started = time.monotonic()
@@ -129,9 +120,6 @@ def test_work_does_not_wait_for_another_threads_transaction_and_is_told_when_it_
         freed = threading.Event()
         assert store.when_free(freed.set)
         assert not freed.is_set()
-    finally:
-        leave.set()
-        holder.join(WAIT)
     assert freed.wait(WAIT)
     # Then the work runs at once
     done = _ran(store.run_now(lambda: _send(engine)))
