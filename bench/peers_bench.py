@@ -192,7 +192,10 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 def with_server_cpu(
-    result: dict[str, Any], before: float | None, pid: int | None, client_before: float
+    result: dict[str, Any],
+    before: tuple[float, float] | None,
+    pid: int | None,
+    client_before: float,
 ) -> None:
     """Server CPU seconds per 1,000 messages of the run (W1, W2: its N messages, each sent,
     received and deleted), and apart from it the load generator's: this process, whose
@@ -204,12 +207,16 @@ def with_server_cpu(
     result["client_cores"] = client / result["seconds"] if result.get("seconds") else None
     if result.get("n"):
         result["client_cpu"] = client * 1000 / result["n"]
-    after = cpu_seconds(pid) if pid else None
+    after = cpu_split(pid) if pid else None
     if before is None or after is None:
         return
-    result["server_cpu_seconds"] = after - before
+    # In the kernel (sockets, the disk's writes and syncs) apart from in the process itself.
+    result["server_user_seconds"] = after[0] - before[0]
+    result["server_system_seconds"] = after[1] - before[1]
+    spent = sum(after) - sum(before)
+    result["server_cpu_seconds"] = spent
     if result.get("n"):
-        result["server_cpu"] = (after - before) * 1000 / result["n"]
+        result["server_cpu"] = spent * 1000 / result["n"]
 
 
 def run_system(
@@ -235,7 +242,7 @@ def run_system(
                             sysmod.WORK / "profiles" / f"{name}-{workload}-{run + 1}.txt",
                             args.profile_rate,
                         )
-                    cpu_before = cpu_seconds(pid) if pid else None
+                    cpu_before = cpu_split(pid) if pid else None
                     client_before = time.process_time()
                     try:
                         result = WORKLOADS[base_workload](driver, run_params)

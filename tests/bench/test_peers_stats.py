@@ -145,8 +145,13 @@ def test_server_cpu_is_counted_over_a_process_and_its_children() -> None:
         client_before = time.process_time()
         while time.process_time() - client_before < 0.2:  # the load generator's own work
             pass
-        with_server_cpu(result, 0.0, child.pid, client_before)
+        with_server_cpu(result, (0.0, 0.0), child.pid, client_before)
         assert result["server_cpu"] == pytest.approx(result["server_cpu_seconds"] / 2)  # type: ignore[operator]
+        # the same time, apart by where it was spent
+        assert result["server_user_seconds"] > 0  # type: ignore[operator]
+        assert result["server_user_seconds"] + result["server_system_seconds"] == pytest.approx(  # type: ignore[operator]
+            result["server_cpu_seconds"]
+        )
         # and, apart, this process's (the load generator's) CPU
         assert result["client_cpu_seconds"] >= 0.2  # type: ignore[operator]
         assert result["client_cpu"] == pytest.approx(result["client_cpu_seconds"] / 2)  # type: ignore[operator]
