@@ -50,6 +50,23 @@ def test_the_overview_lists_every_queue_with_its_counts_and_marks_the_dlq(
     expect(rows.first).to_have_attribute("data-queue", "audit")
 
 
+def test_the_overview_shows_what_a_full_dlq_kept_in_its_source(api: Api, page: Any) -> None:
+    # Given a DLQ that holds one message and refuses more, and two messages spent at once
+    api.queue(DLQ, _max_messages=1, _overflow="reject-publish")
+    api.queue("orders", _max_claim_count=1, _dead_letter_queue=DLQ)
+    api.send("orders", {"order": 1}, {"order": 2})
+    claim_id, _ = api.claim("orders", limit=2)
+    assert claim_id is not None
+    # When both are given back at their limit: one fits the DLQ, the other stays in orders
+    api.release("orders", claim_id)
+    page.goto("/console/")
+    # I expect the overview to say why orders still holds one
+    orders = page.locator("#queues tr[data-queue='orders']")
+    expect(orders.locator(".depth")).to_have_text("1")
+    expect(orders.locator(".reasons")).to_have_text("max_claims 1 · kept, DLQ full: max_claims 1")
+    expect(orders.locator(".reasons .dlq-full")).to_have_count(1)
+
+
 def test_a_message_failing_past_max_claims_climbs_its_badge_and_moves_to_the_dlq_live(
     api: Api, page: Any
 ) -> None:

@@ -6,9 +6,24 @@ import { add, clear, errorBox, h } from "./dom.js";
 const ROWS = 20;             // rows shown per page
 const SCAN_PAGES = 25;       // queue-list pages read at most while looking for filter matches
 
+function byReason(counts) {
+  return Object.entries(counts || {}).filter(([, n]) => n > 0).map(([r, n]) => `${r} ${n}`).join(" · ");
+}
+
+// What left the queue for its DLQ, and what a full (reject-publish) DLQ refused: those
+// messages are still in this queue, which is why its depth does not fall.
 function reasons(dl) {
-  const entries = Object.entries((dl && dl.dead_lettered) || {}).filter(([, n]) => n > 0);
-  return entries.length ? entries.map(([r, n]) => `${r} ${n}`).join(" · ") : "—";
+  const moved = byReason(dl.dead_lettered);
+  const kept = byReason(dl.dlq_full);
+  if (!moved && !kept) return "—";
+  return [
+    moved,
+    moved && kept ? " · " : null,
+    kept ? h("span", {
+      class: "dlq-full", title: "due for the DLQ, refused because it is full: still in this queue",
+      text: `kept, DLQ full: ${kept}`,
+    }) : null,
+  ];
 }
 
 export async function overview(el, params) {
@@ -87,7 +102,7 @@ export async function overview(el, params) {
         h("td", { class: "num", text: m.free ?? 0 }),
         h("td", { class: "num", text: m.claimed ?? 0 }),
         h("td", { class: "num", text: m.delayed ?? 0 }),
-        h("td", { class: "reasons", text: reasons(dl) }),
+        h("td", { class: "reasons" }, reasons(dl)),
         h("td", {}, meta._dead_letter_queue
           ? h("a", { href: `#/dlq/${encodeURIComponent(meta._dead_letter_queue)}`, text: meta._dead_letter_queue })
           : "—"),
