@@ -297,3 +297,21 @@ def test_a_templates_retry_policy_from_the_command_line(url: str) -> None:
     ok(url, "queue", "create", "jobs-1")
     meta = json.loads(ok(url, "queue", "show", "jobs-1", "--json"))["metadata"]
     assert meta["_retry_policy"] == {"minimum_backoff": 5, "maximum_backoff": 80}
+
+
+def test_the_ttl_model_and_eligibility_switches_on_queues_and_templates(url: str) -> None:
+    # Given a queue and a template that turn both switches off
+    ok(url, "queue", "create", "audit", "--no-respect-ttl", "--not-eligible")
+    ok(url, "template", "create", "logs", "--pattern", "logs-*", "--no-respect-ttl",
+       "--not-eligible")  # fmt: skip
+    meta = json.loads(ok(url, "queue", "show", "audit", "--json"))["metadata"]
+    assert (meta["_respect_ttl"], meta["_dead_letter_eligible"]) == (False, False)
+    made = json.loads(ok(url, "template", "show", "logs", "--json"))
+    assert (made["respect_ttl"], made["dead_letter_eligible"]) == (False, False)
+    # When both are turned back on, I expect them on
+    ok(url, "queue", "update", "audit", "--respect-ttl", "--eligible")
+    ok(url, "template", "update", "logs", "--respect-ttl", "--eligible")
+    meta = json.loads(ok(url, "queue", "show", "audit", "--json"))["metadata"]
+    assert (meta["_respect_ttl"], meta["_dead_letter_eligible"]) == (True, True)
+    made = json.loads(ok(url, "template", "show", "logs", "--json"))
+    assert (made["respect_ttl"], made["dead_letter_eligible"]) == (True, True)

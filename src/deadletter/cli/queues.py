@@ -11,7 +11,11 @@ import click
 
 from deadletter.cli.output import Failure, json_option, print_json, print_table, server_options
 from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
-from deadletter.cli.templates import RETRY_OPTIONS, retry_policy_of
+from deadletter.cli.templates import (
+    RETRY_OPTIONS,
+    TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
+    retry_policy_of,
+)
 from deadletter.client import Client
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
@@ -130,16 +134,7 @@ def policy_options(command: F) -> F:
         ),
         click.option("--max-ttl", type=click.IntRange(min=1), help="Maximum message TTL (s)."),
         click.option("--min-ttl", type=click.IntRange(min=1), help="Minimum message TTL (s)."),
-        click.option(
-            "--respect-ttl/--no-respect-ttl",
-            default=None,
-            help="Expire messages by their TTL capped at --max-ttl, or never.",
-        ),
-        click.option(
-            "--eligible/--not-eligible",
-            default=None,
-            help="Whether messages go to the DLQ unless the sender says otherwise.",
-        ),
+        *TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
         click.option(
             "--max-messages",
             type=click.IntRange(1, MAX_QUEUE_LENGTH),

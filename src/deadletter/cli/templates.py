@@ -49,6 +49,20 @@ RETRY_OPTIONS = (
     ),
 )
 
+# The TTL model and dead-letter eligibility switches, shared the same way; unset unless given.
+TTL_MODEL_AND_ELIGIBILITY_OPTIONS = (
+    click.option(
+        "--respect-ttl/--no-respect-ttl",
+        default=None,
+        help="Expire messages by their TTL capped at --max-ttl, or never.",
+    ),
+    click.option(
+        "--eligible/--not-eligible",
+        default=None,
+        help="Whether messages go to the DLQ unless the sender says otherwise.",
+    ),
+)
+
 
 def retry_policy_of(values: dict[str, Any], current: dict[str, Any] | None) -> None:
     """--retry-min-backoff and --retry-max-backoff as `values["retry_policy"]`; the one left
@@ -89,16 +103,7 @@ def setting_options(command: F) -> F:
         click.option("--ttl", type=TTL, help="Default message TTL (s)."),
         click.option("--max-ttl", type=TTL, help="Maximum message TTL (s)."),
         click.option("--min-ttl", type=TTL, help="Minimum message TTL (s)."),
-        click.option(
-            "--respect-ttl/--no-respect-ttl",
-            default=None,
-            help="Expire messages by their TTL capped at --max-ttl, or never.",
-        ),
-        click.option(
-            "--eligible/--not-eligible",
-            default=None,
-            help="Whether messages go to the DLQ unless the sender says otherwise.",
-        ),
+        *TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
         *RETRY_OPTIONS,
     ]
     for option in reversed(options):
