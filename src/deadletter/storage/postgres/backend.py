@@ -413,6 +413,31 @@ def _cut(conn: Conn) -> None:
         pass  # already closed
 
 
+def _reconnecting(
+    name: str,
+    stopping: threading.Event,
+    connect: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
+    serve: Callable[[psycopg.Connection[Any]], None],
+) -> None:
+    """A background thread's life on a connection of its own: `serve` works on the
+    connection `connect` opens until `stopping` is set; when the connection is lost (a
+    `psycopg.Error` from either) it is reopened a second later. An outage is logged once
+    each way, not once per attempt."""
+    lost = False
+    while not stopping.is_set():
+        try:
+            with connect() as conn:
+                if lost:
+                    log.info("%s reconnected", name)
+                    lost = False
+                serve(conn)
+        except psycopg.Error:
+            if not lost:
+                log.info("%s lost its connection; reconnecting", name)
+                lost = True
+            stopping.wait(1.0)
+
+
 class _Notifier:
     """A daemon thread on its own connection that NOTIFYs other processes of the queues whose
     messages became available, after the commits that made them available.
@@ -459,29 +484,23 @@ class _Notifier:
             return payloads
 
     def _run(self) -> None:
-        lost = False  # said once per outage, not once per attempt
+        _reconnecting("notifier", self._stopping, self._connect, self._notify)
+
+    @contextmanager
+    def _connect(self) -> Iterator[psycopg.Connection[Any]]:
+        with psycopg.connect(self._url, **_connect_options(self._url)) as conn:
+            conn.execute("SET synchronous_commit = off")
+            conn.commit()
+            yield conn
+
+    def _notify(self, conn: psycopg.Connection[Any]) -> None:
         while not self._stopping.is_set():
-            try:
-                with psycopg.connect(self._url, **_connect_options(self._url)) as conn:
-                    conn.execute("SET synchronous_commit = off")
-                    conn.commit()
-                    if lost:
-                        log.info("notifier reconnected")
-                        lost = False
-                    while not self._stopping.is_set():
-                        self._wake.wait()
-                        self._wake.clear()
-                        payloads = self._take()
-                        if payloads:
-                            with conn.transaction():
-                                conn.cursor().executemany(
-                                    NOTIFY, [(CHANNEL, payload) for payload in payloads]
-                                )
-            except psycopg.Error:
-                if not lost:
-                    log.info("notifier lost its connection; reconnecting")
-                    lost = True
-                self._stopping.wait(1.0)
+            self._wake.wait()
+            self._wake.clear()
+            payloads = self._take()
+            if payloads:
+                with conn.transaction():
+                    conn.cursor().executemany(NOTIFY, [(CHANNEL, payload) for payload in payloads])
 
 
 class _Listener:
@@ -509,24 +528,18 @@ class _Listener:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        lost = False  # said once per outage, not once per attempt
+        _reconnecting("notification listener", self._stopping, self._connect, self._listen)
+
+    @contextmanager
+    def _connect(self) -> Iterator[psycopg.Connection[Any]]:
+        with psycopg.connect(self._url, autocommit=True, **_connect_options(self._url)) as conn:
+            conn.execute(f"LISTEN {CHANNEL}")
+            yield conn
+
+    def _listen(self, conn: psycopg.Connection[Any]) -> None:
         while not self._stopping.is_set():
-            try:
-                with psycopg.connect(
-                    self._url, autocommit=True, **_connect_options(self._url)
-                ) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    if lost:
-                        log.info("notification listener reconnected")
-                        lost = False
-                    while not self._stopping.is_set():
-                        for note in conn.notifies(timeout=self.POLL_SECONDS):
-                            self._deliver(note.payload)
-            except psycopg.Error:
-                if not lost:
-                    log.info("notification listener lost its connection; reconnecting")
-                    lost = True
-                self._stopping.wait(1.0)
+            for note in conn.notifies(timeout=self.POLL_SECONDS):
+                self._deliver(note.payload)
 
     def _deliver(self, payload: str) -> None:
         try:
