@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,22 @@ def spark() -> Iterator[Any]:
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
+
+
+@contextmanager
+def masks_taken_away() -> Iterator[None]:
+    """The tokeniser with no masks (numbers and tokens with digits still become variables),
+    and no token remembered from before or kept for after: they are masked otherwise."""
+    from deadletter.pipeline import text
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(text, "_MASKS", [])
+        patch.setattr(text, "_WORD_MASKS", [])
+        text.clear_caches()
+        try:
+            yield
+        finally:
+            text.clear_caches()
 
 
 def load_labels(path: Path) -> dict[str, str]:

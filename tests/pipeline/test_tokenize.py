@@ -7,13 +7,13 @@ import csv
 import json
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deadletter.pipeline import text
 from deadletter.pipeline.corpus import generate
 from tests.pipeline import error_formats, tokenize_oracle
+from tests.pipeline.conftest import masks_taken_away
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -53,7 +53,7 @@ CORNERS = [
 def test_every_real_and_generated_line_has_the_tokens_of_masking_the_whole_text() -> None:
     # Given every Loghub line, every error format (as written and filled) and dead letters
     lines = _lines()
-    text._RAW_SEEN.clear()
+    text.clear_caches()
     # I expect the tokens of masking each whole text first, seen twice (the cache holds)
     for line in lines + lines[::-1]:
         assert text.tokenize(line) == tokenize_oracle.tokenize(line), line
@@ -93,12 +93,13 @@ def test_generated_texts_have_the_tokens_of_masking_the_whole_text(
     assert text.tokenize(line) == tokenize_oracle.tokenize(line)
 
 
-def test_tokens_masked_before_under_other_masks_are_not_reused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_tokens_masked_before_under_other_masks_are_not_reused() -> None:
     line = "request 28b7a624a67d6393 took 12ms"
-    assert text.tokenize(line) == ["request", "<HEX>", "took", "<DUR>"]
+    masked = ["request", "<HEX>", "took", "<DUR>"]
+    assert text.tokenize(line) == masked
     assert text._RAW_SEEN["11ms"] == "<DUR>"  # looked up by its shape
     # When the masks are taken away, the tokens seen before are masked again
-    monkeypatch.setattr(text, "_MASKS", [])
-    assert text.tokenize(line) == ["request", "<ID>", "took", "<ID>"]
+    with masks_taken_away():
+        assert text.tokenize(line) == ["request", "<ID>", "took", "<ID>"]
+    # and again when they are back
+    assert text.tokenize(line) == masked

@@ -146,11 +146,6 @@ def _split_tokens_of(text: str, out: list[str]) -> None:
     the exception (`<5` stays itself) and is looked up as it is.
     """
     seen = _RAW_SEEN
-    if seen.masks is not _MASKS:
-        # The masks were replaced (tests do): what was seen was masked by others.
-        seen.clear()
-        seen.masks = _MASKS
-        seen.word_masks = [m for m in _MASKS if m[2] == DIGIT or _ASCII_WORD.fullmatch(m[2])]
     for raw in _TOKEN_SPLIT.split(text):
         token = seen.get(raw)
         if token is None:
@@ -159,7 +154,7 @@ def _split_tokens_of(text: str, out: list[str]) -> None:
             if token is None:
                 if len(seen) >= _TOKENS_KEPT:
                     seen.clear()
-                token = seen[key] = _masked_token(raw, seen.word_masks)
+                token = seen[key] = _masked_token(raw, _WORD_MASKS)
         if token and not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
             out.append(token)
 
@@ -181,22 +176,24 @@ def _masked_token(raw: str, word_masks: list[_Mask]) -> str:
     return _mask_token(token) if token else token
 
 
-class _Seen(dict[str, str]):
-    """Masked tokens by raw token, and the masks they were masked with."""
-
-    masks: object = None
-    word_masks: list[_Mask] = []  # replaced whole, never changed in place
-
-
 # Each raw token's masked form: words repeat across messages far more than messages do, and
 # the per-token rules cost more than a lookup. Bounded: cleared when full.
 _TOKENS_SEEN: dict[str, str] = {}
 _TOKENS_KEPT = 200_000
 # The same for `_split_tokens_of`, whose tokens are not masked yet.
-_RAW_SEEN = _Seen()
+_RAW_SEEN: dict[str, str] = {}
 _SPANS = [(re.compile(p) if p else None, needs) for p, needs in rules.SPANS]
 _ONE_DIGIT = str.maketrans("23456789", "11111111")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
+# The masks whose `needs` a word of ASCII letters, digits and `_` can hold (`_masked_token`).
+_WORD_MASKS = [m for m in _MASKS if m[2] == DIGIT or _ASCII_WORD.fullmatch(m[2])]
+
+
+def clear_caches() -> None:
+    """Forget the tokens masked so far: they were masked by the masks of the time, so code
+    that replaces the masks (`_MASKS`, `_WORD_MASKS`) clears them before and after."""
+    _TOKENS_SEEN.clear()
+    _RAW_SEEN.clear()
 
 
 # Exception signatures -----------------------------------------------------------------
