@@ -223,3 +223,21 @@ def test_only_an_embedded_store_runs_work_at_once(store_url: str) -> None:
             assert any_store.when_free(lambda: None) is False
     finally:
         any_store.close()
+
+
+def test_work_meeting_a_full_group_commits_it_and_still_runs_at_once(
+    engine: Engine, store: SQLiteStore, path: str
+) -> None:
+    from deadletter.storage.sqlite.backend import GROUP_COMMIT_LIMIT
+
+    full = [_ran(store.run_now(lambda: _send(engine))) for _ in range(GROUP_COMMIT_LIMIT)]
+    woken: list[int] = []
+    for i, done in enumerate(full):
+        assert done.when_committed(lambda i=i: woken.append(i))  # type: ignore[misc]
+    # One more: the full group is committed first, and its members told, before it runs
+    last = _ran(store.run_now(lambda: _send(engine)))
+    assert woken == list(range(GROUP_COMMIT_LIMIT))
+    assert _committed_messages(path) == 2 * GROUP_COMMIT_LIMIT
+    store.commit_now()
+    assert len(last.result()) == 2
+    assert _committed_messages(path) == 2 * GROUP_COMMIT_LIMIT + 2

@@ -221,14 +221,13 @@ class SQLiteStore(Store):
         try:
             if self._closed:
                 return None
-            group = self._group
+            if self._group is not None and self._group.members >= GROUP_COMMIT_LIMIT:
+                self._commit_group()  # full: its members are told now, the work starts anew
             try:
-                if group is None and not self._begin_now():
+                if self._group is None and not self._begin_now():
                     return None  # another process holds the file: the work must wait for it
             except DeadletterError:
                 return None  # the way that waits meets the same error and answers it
-            if group is not None and group.members >= GROUP_COMMIT_LIMIT:
-                return None  # the group is full: its commit comes first
             deferred: Deferred[T] = Deferred(self)
             token = running_now.set(deferred)
             try:
@@ -290,11 +289,12 @@ class SQLiteStore(Store):
             self._acquire_connection()
             try:
                 group = self._join_group()
+                committed = group.watched()
                 with self._member_of(group) as tx:
                     yield tx
             finally:
                 self._release_connection()
-            group.committed.wait()
+            committed.wait()
             if group.error is not None:
                 raise _commit_error(group.error) from group.error
 
@@ -418,7 +418,8 @@ class SQLiteStore(Store):
         except BaseException as exc:
             self._abandon(group, exc)
             return
-        group.committed.set()
+        if group.committed is not None:
+            group.committed.set()
         for done in group.done:
             done(None)
 
@@ -430,7 +431,8 @@ class SQLiteStore(Store):
             with suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
         group.error = cause
-        group.committed.set()
+        if group.committed is not None:
+            group.committed.set()
         if group.done:
             error = _commit_error(cause)
             for done in group.done:
@@ -480,10 +482,18 @@ def _statements(script: str) -> Iterator[str]:
 
 @dataclass
 class _CommitGroup:
-    """Transactions committed by one COMMIT; each member waits for `committed`, or, under
-    `run_now`, is told by its entry in `done`."""
+    """Transactions committed by one COMMIT; each member on a worker thread waits for
+    `committed`, each under `run_now` is told by its entry in `done`."""
 
     members: int = 0
-    committed: threading.Event = field(default_factory=threading.Event)
+    # Made by the first member that waits (`watched`): most groups on the loop have none.
+    committed: threading.Event | None = None
     error: BaseException | None = None
     done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
+
+    def watched(self) -> threading.Event:
+        """What a member on a worker thread waits for; called with the connection held,
+        so before the group can commit."""
+        if self.committed is None:
+            self.committed = threading.Event()
+        return self.committed
