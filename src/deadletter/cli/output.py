@@ -29,7 +29,9 @@ from deadletter.client import (
 F = TypeVar("F", bound=Callable[..., Any])
 
 MIN_FLEXIBLE = 10  # free text narrower than this says nothing
-SHORT_ID = 8  # a uuid's first 8 hex digits: unique enough to read a table by, not to script with
+# A uuid's last 8 hex digits: unique enough to read a table by, not to script with. The last,
+# as the console shows them: ids made in the same minute share their first (engine/ids.py).
+SHORT_ID = 8
 
 
 # Exit codes (docs/cli.md): 1 the server refused, or what was named does not exist or is not
@@ -173,11 +175,11 @@ def brief(value: Any, width: int = 60) -> str:
 
 
 def short_id(value: Any, wide: bool = False) -> str | None:
-    """A uuid's first digits in a table; `--wide` (and `--json`, `--quiet`) give the whole id."""
+    """A uuid's last digits in a table; `--wide` (and `--json`, `--quiet`) give the whole id."""
     if value is None:
         return None
     text = str(value)
-    return text if wide or len(text) <= SHORT_ID else text[:SHORT_ID]
+    return text if wide or len(text) <= SHORT_ID else text[-SHORT_ID:]
 
 
 def when(value: Any, wide: bool = False) -> str | None:
