@@ -1,0 +1,170 @@
+"""What each message operation writes on SQLite: pages appended to the WAL, by b-tree.
+
+    ./dev bench wal [--preload 20000] [--cycles 300] [--base CHECKOUT] [--out bench/results/wal]
+
+On a fresh database, one process calls the engine: it sends PRELOAD messages (ten 1 KiB
+messages a send), then runs CYCLES cycles of send ten, claim ten, delete them, each in its own
+transaction, with the WAL's automatic checkpoint off so that every page a commit writes stays
+in the WAL to be counted. Reports pages per operation (each page is 4 KiB written at the
+commit and again when the WAL is checkpointed), which b-trees they belong to (`dbstat`), and
+the process's CPU per cycle. `--base` runs the same with the code of another checkout (its
+`src/`) in a process of its own. The page counts do not depend on the machine's load; the CPU
+does. Writes OUT.json and OUT.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).parent.parent
+BODY = b'"' + b"x" * 1022 + b'"'  # 1 KiB of JSON
+BATCH = 10
+PAGE = 4096
+FRAME = PAGE + 24  # a WAL frame: its header, then the page
+WAL_HEADER = 32
+
+
+def _wal_pages(wal: Path, first_frame: int) -> list[int]:
+    """The page numbers of the WAL's frames from `first_frame` on."""
+    pages = []
+    with wal.open("rb") as fh:
+        fh.seek(WAL_HEADER + first_frame * FRAME)
+        while len(header := fh.read(24)) == 24:
+            pages.append(struct.unpack(">I", header[:4])[0])
+            fh.seek(PAGE, os.SEEK_CUR)
+    return pages
+
+
+def run_once(preload: int, cycles: int) -> dict[str, Any]:
+    """One run in this process, with whatever `deadletter` is on the path."""
+    from deadletter.domain.model import NewMessage
+    from deadletter.engine.engine import Engine
+    from deadletter.storage.sqlite.backend import SQLiteStore
+
+    folder = Path(tempfile.mkdtemp(prefix="deadletter-wal-"))
+    path = folder / "wal.db"
+    store = SQLiteStore(str(path))
+    store._conn.execute("PRAGMA wal_autocheckpoint = 0")
+    engine = Engine(store)
+    engine.create_queue("p", "q")
+
+    def batch() -> list[NewMessage]:
+        return [NewMessage(body=BODY, ttl=3600) for _ in range(BATCH)]
+
+    for _ in range(preload // BATCH):
+        engine.send("p", "q", batch())
+    store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    wal = Path(f"{path}-wal")
+    frames: dict[str, list[int]] = {"send": [], "claim": [], "delete": []}
+    cpu = time.process_time()
+    for _ in range(cycles):
+        start = wal.stat().st_size // FRAME
+        engine.send("p", "q", batch())
+        after_send = wal.stat().st_size // FRAME
+        claim = engine.claim("p", "q", BATCH, ttl=60)
+        after_claim = wal.stat().st_size // FRAME
+        engine.delete_messages("p", "q", [m.id for m in claim.messages])
+        frames["send"].append(after_send - start)
+        frames["claim"].append(after_claim - after_send)
+        frames["delete"].append(wal.stat().st_size // FRAME - after_claim)
+    cpu = time.process_time() - cpu
+    # Which b-tree each page of one more cycle belongs to.
+    names = dict(
+        (page, name)
+        for name, page in sqlite3.connect(path).execute("SELECT name, pageno FROM dbstat")
+    )
+    by_tree: dict[str, dict[str, int]] = {}
+    for operation in frames:
+        start = wal.stat().st_size // FRAME
+        if operation == "send":
+            engine.send("p", "q", batch())
+        elif operation == "claim":
+            claim = engine.claim("p", "q", BATCH, ttl=60)
+        else:
+            engine.delete_messages("p", "q", [m.id for m in claim.messages])
+        trees = collections.Counter(
+            names.get(page, "(free list)") for page in _wal_pages(wal, start)
+        )
+        by_tree[operation] = dict(trees.most_common())
+    store.close()
+    return {
+        "pages": {op: sum(counts) / len(counts) for op, counts in frames.items()},
+        "by_tree": by_tree,
+        "cpu_us_per_cycle": round(cpu / cycles * 1e6),
+    }
+
+
+def run_child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT}"}
+    argv = ["--child", "--preload", str(args.preload), "--cycles", str(args.cycles)]
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "wal", *argv],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"SQLite WAL pages per operation ({BATCH} messages of 1 KiB each; {report['preload']:,}"
+        f" messages sent first; mean of {report['cycles']} cycles; each in its own commit).",
+        "",
+        "| code | send | claim | delete | a cycle | CPU per cycle (µs) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, result in report["variants"].items():
+        pages = result["pages"]
+        lines.append(
+            f"| {name} | {pages['send']:.1f} | {pages['claim']:.1f} | {pages['delete']:.1f}"
+            f" | {sum(pages.values()):.1f} | {result['cpu_us_per_cycle']:,} |"
+        )
+    lines += ["", "The pages of one more cycle, by b-tree:", ""]
+    for name, result in report["variants"].items():
+        for operation, trees in result["by_tree"].items():
+            spelled = ", ".join(f"{tree} {n}" for tree, n in trees.items())
+            lines.append(f"- {name}, {operation}: {spelled}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="./dev bench wal", description=__doc__.split("\n")[0])
+    ap.add_argument("--preload", type=int, default=20_000)
+    ap.add_argument("--cycles", type=int, default=300)
+    ap.add_argument("--base", help="a checkout whose src/ is run beside this one")
+    ap.add_argument("--out", default=str(RESULTS / "wal"))
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(run_once(args.preload, args.cycles)))
+        return 0
+    variants = {"this": ROOT / "src"}
+    if args.base:
+        variants["base"] = Path(args.base).resolve() / "src"
+    report: dict[str, Any] = {
+        "preload": args.preload,
+        "cycles": args.cycles,
+        "variants": {name: run_child(src, args) for name, src in variants.items()},
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(report))
+    print(markdown(report))
+    return 0
