@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -104,29 +106,84 @@ def hidden_class(m: Message) -> int:
     return 1 if m.visible_at > placed else 0
 
 
+# A message row's columns in the order `message_of` takes them.
+MESSAGE_COLUMNS = (
+    "id",
+    "queue",
+    "seq",
+    "body",
+    "attributes",
+    "enqueued_at",
+    "expires_at",
+    "visible_at",
+    "claim_id",
+    "claim_expires_at",
+    "claim_count",
+    "first_claimed_at",
+    "client_id",
+    "dl_eligible",
+    "provenance",
+    "history",
+    "dl_due_at",
+    "group_id",
+    "dedup_id",
+    "ready_at",
+    "only_tag",
+)
+_MESSAGE_BY_NAME = operator.itemgetter(*MESSAGE_COLUMNS)
+
+
 def message_from(row: Row) -> Message:
+    return message_of(_MESSAGE_BY_NAME(row))
+
+
+def message_of(values: Sequence[Any]) -> Message:
+    """The message of a row's MESSAGE_COLUMNS, in that order."""
+    (
+        id_,
+        queue,
+        seq,
+        body,
+        attributes,
+        enqueued_at,
+        expires_at,
+        visible_at,
+        claim_id,
+        claim_expires_at,
+        claim_count,
+        first_claimed_at,
+        client_id,
+        dl_eligible,
+        provenance,
+        history,
+        dl_due_at,
+        group_id,
+        dedup_id,
+        ready_at,
+        only_tag,
+    ) = values[: len(MESSAGE_COLUMNS)]
     return Message(
-        id=row["id"],
-        queue=row["queue"],
-        seq=row["seq"],
-        body=bytes(row["body"]),
-        attributes=decode_attributes(row["attributes"]),
-        enqueued_at=row["enqueued_at"],
-        expires_at=row["expires_at"],
-        visible_at=row["visible_at"],
-        claim_id=row["claim_id"],
-        claim_expires_at=row["claim_expires_at"],
-        claim_count=row["claim_count"],
-        first_claimed_at=row["first_claimed_at"],
-        client_id=row["client_id"],
-        dead_letter_eligible=bool(row["dl_eligible"]),
-        provenance=decode_provenance(row["provenance"]),
-        history=decode_history(row["history"]),
-        dead_letter_due_at=row["dl_due_at"],
-        group_id=row["group_id"],
-        deduplication_id=row["dedup_id"],
-        ready_at=row["ready_at"],
-        only_tag=row["only_tag"],
+        id=id_,
+        queue=queue,
+        seq=seq,
+        body=bytes(body),
+        attributes=decode_attributes(attributes),
+        enqueued_at=enqueued_at,
+        expires_at=expires_at,
+        visible_at=visible_at,
+        claim_id=claim_id,
+        claim_expires_at=claim_expires_at,
+        claim_count=claim_count,
+        first_claimed_at=first_claimed_at,
+        client_id=client_id,
+        dead_letter_eligible=bool(dl_eligible),
+        provenance=decode_provenance(provenance),
+        history=decode_history(history),
+        dead_letter_due_at=dl_due_at,
+        group_id=group_id,
+        deduplication_id=dedup_id,
+        ready_at=ready_at,
+        only_tag=only_tag,
     )
 
 

@@ -4,8 +4,9 @@ and how messages are numbered."""
 from __future__ import annotations
 
 import abc
+import operator
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,6 +25,9 @@ class Statements(Protocol):
 
     def all(self, sql: str, params: Mapping[str, Any]) -> list[Any]: ...
 
+
+# Takes some of a row's columns, in a given order (`Dialect.reader`).
+Reader = Callable[[Any], tuple[Any, ...]]
 
 PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 ID_LIST = re.compile(r"(\w+) = ANY\(:(\w+)\)")
@@ -86,6 +90,11 @@ class Dialect(abc.ABC):
     def bind(self, statement: Statement, params: Mapping[str, Any]) -> Mapping[str, Any]:
         """Parameters as the driver takes them (by name on both drivers)."""
         return params
+
+    def reader(self, description: Sequence[Sequence[Any]], names: tuple[str, ...]) -> Reader:
+        """What takes the columns `names`, in that order, from a row of a result described by
+        `description` (the cursor's): here by name, as the driver's rows are read."""
+        return operator.itemgetter(*names)
 
     @abc.abstractmethod
     def numbered(self, tx: Statements, project: str, messages: Sequence[Message]) -> list[Message]:

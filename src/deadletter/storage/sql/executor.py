@@ -8,12 +8,18 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 from deadletter.domain.model import Message
-from deadletter.storage.rows import message_from
+from deadletter.storage.rows import MESSAGE_COLUMNS, message_from, message_of
 from deadletter.storage.sql.dialect import Dialect
 from deadletter.storage.sql.queries import PLACES_OF
 
 # Where a message row is: (queue, dead-letter source or '', class).
 Place = tuple[str, str, int]
+# A message row's columns (id and queue first), then the rest of what its place is read from.
+_MESSAGE_AND_PLACE = (*MESSAGE_COLUMNS, "dl_source", "hidden")
+
+
+def _place_of(queue: str, dl_source: str | None, hidden: Any) -> Place:
+    return (queue, dl_source or "", int(hidden))
 
 
 class Cursor(Protocol):
@@ -21,6 +27,9 @@ class Cursor(Protocol):
 
     @property
     def rowcount(self) -> int: ...
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]] | None: ...
 
     def execute(self, sql: str, params: Mapping[str, Any], /) -> Any: ...
 
@@ -67,20 +76,30 @@ class Executor:
 
     def _messages(self, sql: str, params: Mapping[str, Any]) -> list[Message]:
         rows = self.all(sql, params)
+        if not rows:
+            return []
+        assert self.cur.description is not None  # a query's result, which has columns
+        read = self.d.reader(self.cur.description, _MESSAGE_AND_PLACE)
         if self.d.serial or " FOR UPDATE" in sql:
-            return [self._locked_message(r) for r in rows]
-        return [message_from(r) for r in rows]
+            # Read with their rows locked (or on a store whose writers are serial): no other
+            # transaction changes them before this one ends, so where they are is known.
+            messages = []
+            for row in rows:
+                values = read(row)
+                self._places[values[0]] = _place_of(values[1], values[-2], values[-1])
+                messages.append(message_of(values))
+            return messages
+        return [message_of(read(row)) for row in rows]
 
     def _locked_message(self, row: Any) -> Message:
-        """A message read with its row locked (or on a store whose writers are serial): no
-        other transaction changes it before this one ends, so where it is is known."""
+        """A message read with its row locked (`_messages`), from a row read by name."""
         self._note_place(row)
         return message_from(row)
 
     def _note_place(self, row: Any) -> None:
         """Note where the row `row` (id, queue, dl_source, hidden), read locked or just
         written, is."""
-        self._places[row["id"]] = (row["queue"], row["dl_source"] or "", int(row["hidden"]))
+        self._places[row["id"]] = _place_of(row["queue"], row["dl_source"], row["hidden"])
 
     def places_before(self, project: str, ids: Sequence[str]) -> dict[str, Place]:
         """Where each message of `ids` is now, for a write that changes it: as this

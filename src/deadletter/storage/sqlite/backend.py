@@ -30,7 +30,9 @@ the write path.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 import re
 import sqlite3
@@ -56,7 +58,7 @@ from deadletter.storage.base import (
 from deadletter.storage.migrations import migration_scripts
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
-from deadletter.storage.sql.dialect import ID_LIST, Dialect, Statement, Statements
+from deadletter.storage.sql.dialect import ID_LIST, Dialect, Reader, Statement, Statements
 from deadletter.storage.sql.transaction import SQLTransaction
 
 # At most this many transactions share one commit, so that none waits long for its turn.
@@ -92,6 +94,13 @@ UNAVAILABLE = {
 }
 
 
+@functools.lru_cache(maxsize=256)
+def _positional_reader(columns: tuple[str, ...], names: tuple[str, ...]) -> Reader:
+    """`names` taken by their places among a result's `columns`, once per kind of result."""
+    place = {column: i for i, column in enumerate(columns)}
+    return operator.itemgetter(*(place[name] for name in names))
+
+
 class SQLiteDialect(Dialect):
     """sqlite3 takes `:name` parameters itself. Row locks are dropped: a transaction holds
     the database's write lock from its start (BEGIN IMMEDIATE), so whatever it reads is
@@ -108,6 +117,11 @@ class SQLiteDialect(Dialect):
         sql = sql.replace(q.SHARD, "0")  # one shard: writers are serial
         sql = sql.replace(" IS NOT DISTINCT FROM ", " IS ")
         return ROW_LOCK.sub("", sql)
+
+    def reader(self, description: Sequence[Sequence[Any]], names: tuple[str, ...]) -> Reader:
+        # sqlite3.Row finds a column by name by comparing it with each column's name in turn;
+        # by position it is one step. A message row is read by 23 names.
+        return _positional_reader(tuple(column[0] for column in description), names)
 
     def bind(self, statement: Statement, params: Mapping[str, Any]) -> Mapping[str, Any]:
         if not statement.lists:
