@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from deadletter.clock import ManualClock
 from deadletter.domain.model import TaskStatus
+from deadletter.engine import worker as worker_module
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
 from deadletter.engine.worker import Worker
@@ -38,6 +41,18 @@ def test_the_sweep_runs_on_its_interval(engine: Engine, clock: ManualClock) -> N
     send(engine, "q", "short", ttl=5)
     clock.advance(5)
     assert Worker(engine, sweep_interval=0).run_once() is False
+    assert engine.stats(P, "q").expired_dropped == 1
+
+
+def test_the_first_round_sweeps_however_short_the_machine_has_been_up(
+    engine: Engine, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine.create_queue(P, "q")
+    send(engine, "q", "short", ttl=5)
+    clock.advance(5)
+    # monotonic time counts from about the boot: here, booted half a second ago
+    monkeypatch.setattr(worker_module.time, "monotonic", lambda: 0.5)
+    Worker(engine, sweep_interval=60).run_once()
     assert engine.stats(P, "q").expired_dropped == 1
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 
@@ -30,7 +31,9 @@ class Worker:
         # for the next tick.
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_sweep = 0.0
+        # The first round sweeps: monotonic time counts from about the machine's boot, so a
+        # start of 0 would put off the first sweep on a machine up for less than an interval.
+        self._last_sweep = -math.inf
         engine.add_listener(_WakeOnStart(self._wake))
 
     def start(self) -> None:
