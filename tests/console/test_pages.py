@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from playwright.sync_api import expect
@@ -65,6 +66,27 @@ def test_the_overview_shows_what_a_full_dlq_kept_in_its_source(api: Api, page: A
     expect(orders.locator(".depth")).to_have_text("1")
     expect(orders.locator(".reasons")).to_have_text("max_claims 1 · kept, DLQ full: max_claims 1")
     expect(orders.locator(".reasons .dlq-full")).to_have_count(1)
+
+
+def test_the_overview_shows_what_left_a_queue_for_no_dlq(api: Api, page: Any) -> None:
+    # Given a queue without a DLQ whose bound drops its oldest message (drop-head), and one
+    # whose message expired with nothing to dead-letter it to
+    api.queue("capped", _max_bytes=3)
+    api.send("capped", "a", "b")  # JSON bodies of 3 bytes each: the first is dropped
+    api.queue("brief", _min_message_ttl=1)
+    api.request("POST", "/v2/queues/brief/messages", json={"messages": [{"body": 1, "ttl": 1}]})
+    deadline = time.monotonic() + 30
+    while api.request("GET", "/v2/queues/brief/stats").json()["dead_letter"]["expired_dropped"] < 1:
+        assert time.monotonic() < deadline, "the message never expired"
+        time.sleep(0.2)
+    # When the overview is opened
+    page.goto("/console/")
+    # I expect it to say what each queue lost, marked as such
+    capped = page.locator("#queues tr[data-queue='capped']")
+    expect(capped.locator(".reasons")).to_have_text("dropped: maxlen 1")
+    expect(capped.locator(".reasons .dropped")).to_have_count(1)
+    brief = page.locator("#queues tr[data-queue='brief']")
+    expect(brief.locator(".reasons")).to_have_text("expired and dropped 1")
 
 
 def test_a_message_failing_past_max_claims_climbs_its_badge_and_moves_to_the_dlq_live(
