@@ -1,15 +1,19 @@
-"""What each message operation writes on SQLite: pages appended to the WAL, by b-tree.
+"""What each message operation writes to the write-ahead log: on SQLite pages, by b-tree.
 
-    ./dev bench wal [--preload 20000] [--cycles 300] [--base CHECKOUT] [--out bench/results/wal]
+    ./dev bench wal [--preload 20000] [--cycles 300] [--base CHECKOUT] [--postgres]
+                    [--out bench/results/wal]
 
 On a fresh database, one process calls the engine: it sends PRELOAD messages (ten 1 KiB
 messages a send), then runs CYCLES cycles of send ten, claim ten, delete them, each in its own
 transaction, with the WAL's automatic checkpoint off so that every page a commit writes stays
 in the WAL to be counted. Reports pages per operation (each page is 4 KiB written at the
 commit and again when the WAL is checkpointed), which b-trees they belong to (`dbstat`), and
-the process's CPU per cycle. `--base` runs the same with the code of another checkout (its
-`src/`) in a process of its own. The page counts do not depend on the machine's load; the CPU
-does. Writes OUT.json and OUT.md.
+the process's CPU per cycle. `--postgres` also runs the cycles on a fresh PostgreSQL
+database and reports the WAL bytes each operation adds (`pg_current_wal_insert_lsn`; the
+cluster's other writers, if any, count too, and a page's first change after a checkpoint
+writes the whole page). `--base` runs the same with the code of another checkout (its `src/`)
+in a process of its own. The counts do not depend on the machine's load; the CPU does. Writes
+OUT.json and OUT.md.
 """
 
 from __future__ import annotations
@@ -106,9 +110,59 @@ def run_once(preload: int, cycles: int) -> dict[str, Any]:
     }
 
 
+def run_postgres(preload: int, cycles: int) -> dict[str, float]:
+    """Mean WAL KiB per send, claim and delete on a fresh PostgreSQL database."""
+    import psycopg
+
+    from bench.layers_bench import Database
+    from bench.peers.systems import POSTGRES_ADMIN
+    from deadletter.domain.model import NewMessage
+    from deadletter.engine.engine import Engine
+    from deadletter.storage import open_store
+
+    db = Database("postgres", Path(tempfile.gettempdir()))
+    store = open_store(db.url)
+    try:
+        engine = Engine(store)
+        engine.create_queue("p", "q")
+
+        def batch() -> list[NewMessage]:
+            return [NewMessage(body=BODY, ttl=3600) for _ in range(BATCH)]
+
+        for _ in range(preload // BATCH):
+            engine.send("p", "q", batch())
+        written = {"send": 0.0, "claim": 0.0, "delete": 0.0}
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")  # every run starts its first changes alike
+
+            def lsn() -> Any:
+                return conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+
+            def since(start: Any) -> float:
+                sql = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)"
+                return float(conn.execute(sql, [start]).fetchone()[0])
+
+            for _ in range(cycles):
+                start = lsn()
+                engine.send("p", "q", batch())
+                written["send"] += since(start)
+                start = lsn()
+                claim = engine.claim("p", "q", BATCH, ttl=60)
+                written["claim"] += since(start)
+                start = lsn()
+                engine.delete_messages("p", "q", [m.id for m in claim.messages])
+                written["delete"] += since(start)
+        return {op: round(total / cycles / 1024, 1) for op, total in written.items()}
+    finally:
+        store.close()
+        db.close()
+
+
 def run_child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT}"}
     argv = ["--child", "--preload", str(args.preload), "--cycles", str(args.cycles)]
+    if args.postgres:
+        argv.append("--postgres")
     out = subprocess.run(
         [sys.executable, "-m", "bench", "wal", *argv],
         env=env,
@@ -135,6 +189,21 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {name} | {pages['send']:.1f} | {pages['claim']:.1f} | {pages['delete']:.1f}"
             f" | {sum(pages.values()):.1f} | {result['cpu_us_per_cycle']:,} |"
         )
+    variants = report["variants"].items()
+    on_postgres = {n: r["postgres_kib"] for n, r in variants if "postgres_kib" in r}
+    if on_postgres:
+        lines += [
+            "",
+            "PostgreSQL, WAL KiB per operation (the same cycles on a fresh database):",
+            "",
+            "| code | send | claim | delete | a cycle |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, kib in on_postgres.items():
+            lines.append(
+                f"| {name} | {kib['send']} | {kib['claim']} | {kib['delete']}"
+                f" | {round(sum(kib.values()), 1)} |"
+            )
     lines += ["", "The pages of one more cycle, by b-tree:", ""]
     for name, result in report["variants"].items():
         for operation, trees in result["by_tree"].items():
@@ -148,11 +217,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--preload", type=int, default=20_000)
     ap.add_argument("--cycles", type=int, default=300)
     ap.add_argument("--base", help="a checkout whose src/ is run beside this one")
+    ap.add_argument("--postgres", action="store_true", help="also on PostgreSQL: WAL bytes")
     ap.add_argument("--out", default=str(RESULTS / "wal"))
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(run_once(args.preload, args.cycles)))
+        result = run_once(args.preload, args.cycles)
+        if args.postgres:
+            result["postgres_kib"] = run_postgres(args.preload, args.cycles)
+        print(json.dumps(result))
         return 0
     variants = {"this": ROOT / "src"}
     if args.base:

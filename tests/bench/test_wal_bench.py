@@ -1,8 +1,9 @@
-"""`./dev bench wal` counts the pages each operation appends to SQLite's WAL."""
+"""`./dev bench wal` counts what each operation appends to the write-ahead log."""
 
 from __future__ import annotations
 
-from bench.wal_bench import markdown, run_once
+import pytest
+from bench.wal_bench import markdown, run_once, run_postgres
 
 
 def test_each_operation_is_counted_and_named_by_the_b_trees_it_wrote() -> None:
@@ -16,3 +17,11 @@ def test_each_operation_is_counted_and_named_by_the_b_trees_it_wrote() -> None:
     assert sum(result["by_tree"]["delete"].values()) >= 3
     table = markdown({"preload": 200, "cycles": 5, "variants": {"this": result, "base": result}})
     assert "| this |" in table and "| base |" in table and "- base, delete: " in table
+
+
+@pytest.mark.postgres
+def test_on_postgresql_each_operation_adds_wal() -> None:
+    kib = run_postgres(preload=100, cycles=3)
+    assert set(kib) == {"send", "claim", "delete"}
+    # ten 1 KiB bodies are in the WAL of a send; a claim rewrites its rows
+    assert kib["send"] >= 10 and kib["claim"] > 0 and kib["delete"] > 0
