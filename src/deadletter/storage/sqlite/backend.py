@@ -31,7 +31,6 @@ the write path.
 from __future__ import annotations
 
 import functools
-import json
 import operator
 import os
 import re
@@ -43,6 +42,8 @@ from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+import msgspec
 
 from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
 from deadletter.domain.model import Message
@@ -94,6 +95,15 @@ UNAVAILABLE = {
 }
 
 
+def _json_text(value: Any) -> str:
+    """A list parameter as the JSON text `json_each` reads (as text: bytes would bind as a
+    blob, which SQLite would take for its binary JSON)."""
+    return _encode_json(value).decode()
+
+
+_encode_json = msgspec.json.Encoder().encode
+
+
 @functools.lru_cache(maxsize=256)
 def _positional_reader(columns: tuple[str, ...], names: tuple[str, ...]) -> Reader:
     """`names` taken by their places among a result's `columns`, once per kind of result."""
@@ -127,7 +137,7 @@ class SQLiteDialect(Dialect):
         if not statement.lists:
             return params
         return {
-            k: json.dumps(v) if k in statement.lists and v is not None else v
+            k: _json_text(v) if k in statement.lists and v is not None else v
             for k, v in params.items()
         }
 
@@ -157,7 +167,7 @@ class SQLiteDialect(Dialect):
         self, tx: Statements, project: str, ids: Sequence[str], params: Mapping[str, Any]
     ) -> None:
         first = int(tx.one(RESERVE_SEQS, {"n": len(ids)})["value"]) - len(ids) + 1
-        tx.run(REDRIVE_IN_PLACE, {**params, "ids": json.dumps(list(ids)), "first": first})
+        tx.run(REDRIVE_IN_PLACE, {**params, "ids": _json_text(list(ids)), "first": first})
 
 
 SQLITE = SQLiteDialect()
