@@ -24,12 +24,13 @@ import json
 import os
 import sqlite3
 import struct
-import subprocess
-import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench.child import run_child
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).parent.parent
@@ -51,38 +52,65 @@ def _wal_pages(wal: Path, first_frame: int) -> list[int]:
     return pages
 
 
-def run_once(preload: int, cycles: int) -> dict[str, Any]:
-    """One run in this process, with whatever `deadletter` is on the path."""
+Operation = tuple[str, Callable[[], object]]
+
+
+def _operations(store: Any, preload: int) -> list[Operation]:
+    """A queue on `store` holding `preload` messages, and the three operations of a cycle on
+    it, by name: send ten, claim ten, delete the ten claimed last."""
     from deadletter.domain.model import NewMessage
     from deadletter.engine.engine import Engine
+
+    engine = Engine(store)
+    engine.create_queue("p", "q")
+
+    def send() -> object:
+        return engine.send("p", "q", [NewMessage(body=BODY, ttl=3600) for _ in range(BATCH)])
+
+    for _ in range(preload // BATCH):
+        send()
+    claimed: list[str] = []
+
+    def claim() -> object:
+        claimed[:] = [m.id for m in engine.claim("p", "q", BATCH, ttl=60).messages]
+        return claimed
+
+    def delete() -> object:
+        return engine.delete_messages("p", "q", claimed)
+
+    return [("send", send), ("claim", claim), ("delete", delete)]
+
+
+def _per_operation(
+    operations: list[Operation], cycles: int, written: Callable[[], float]
+) -> dict[str, float]:
+    """The mean growth of `written` (what the log holds so far) across each operation."""
+    totals = dict.fromkeys((name for name, _ in operations), 0.0)
+    for _ in range(cycles):
+        for name, operation in operations:
+            start = written()
+            operation()
+            totals[name] += written() - start
+    return {name: total / cycles for name, total in totals.items()}
+
+
+def run_once(preload: int, cycles: int) -> dict[str, Any]:
+    """One run in this process, with whatever `deadletter` is on the path."""
     from deadletter.storage.sqlite.backend import SQLiteStore
 
     folder = Path(tempfile.mkdtemp(prefix="deadletter-wal-"))
     path = folder / "wal.db"
     store = SQLiteStore(str(path))
     store._conn.execute("PRAGMA wal_autocheckpoint = 0")
-    engine = Engine(store)
-    engine.create_queue("p", "q")
-
-    def batch() -> list[NewMessage]:
-        return [NewMessage(body=BODY, ttl=3600) for _ in range(BATCH)]
-
-    for _ in range(preload // BATCH):
-        engine.send("p", "q", batch())
+    operations = _operations(store, preload)
     store._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     wal = Path(f"{path}-wal")
-    frames: dict[str, list[int]] = {"send": [], "claim": [], "delete": []}
+
+    def frames() -> float:
+        return wal.stat().st_size // FRAME
+
     cpu = time.process_time()
-    for _ in range(cycles):
-        start = wal.stat().st_size // FRAME
-        engine.send("p", "q", batch())
-        after_send = wal.stat().st_size // FRAME
-        claim = engine.claim("p", "q", BATCH, ttl=60)
-        after_claim = wal.stat().st_size // FRAME
-        engine.delete_messages("p", "q", [m.id for m in claim.messages])
-        frames["send"].append(after_send - start)
-        frames["claim"].append(after_claim - after_send)
-        frames["delete"].append(wal.stat().st_size // FRAME - after_claim)
+    pages = _per_operation(operations, cycles, frames)
     cpu = time.process_time() - cpu
     # Which b-tree each page of one more cycle belongs to.
     names = dict(
@@ -90,21 +118,16 @@ def run_once(preload: int, cycles: int) -> dict[str, Any]:
         for name, page in sqlite3.connect(path).execute("SELECT name, pageno FROM dbstat")
     )
     by_tree: dict[str, dict[str, int]] = {}
-    for operation in frames:
-        start = wal.stat().st_size // FRAME
-        if operation == "send":
-            engine.send("p", "q", batch())
-        elif operation == "claim":
-            claim = engine.claim("p", "q", BATCH, ttl=60)
-        else:
-            engine.delete_messages("p", "q", [m.id for m in claim.messages])
+    for name, operation in operations:
+        start = int(frames())
+        operation()
         trees = collections.Counter(
             names.get(page, "(free list)") for page in _wal_pages(wal, start)
         )
-        by_tree[operation] = dict(trees.most_common())
+        by_tree[name] = dict(trees.most_common())
     store.close()
     return {
-        "pages": {op: sum(counts) / len(counts) for op, counts in frames.items()},
+        "pages": pages,
         "by_tree": by_tree,
         "cpu_us_per_cycle": round(cpu / cycles * 1e6),
     }
@@ -116,63 +139,29 @@ def run_postgres(preload: int, cycles: int) -> dict[str, float]:
 
     from bench.layers_bench import Database
     from bench.peers.systems import POSTGRES_ADMIN
-    from deadletter.domain.model import NewMessage
-    from deadletter.engine.engine import Engine
     from deadletter.storage import open_store
 
     db = Database("postgres", Path(tempfile.gettempdir()))
     store = open_store(db.url)
     try:
-        engine = Engine(store)
-        engine.create_queue("p", "q")
-
-        def batch() -> list[NewMessage]:
-            return [NewMessage(body=BODY, ttl=3600) for _ in range(BATCH)]
-
-        for _ in range(preload // BATCH):
-            engine.send("p", "q", batch())
-        written = {"send": 0.0, "claim": 0.0, "delete": 0.0}
+        operations = _operations(store, preload)
         with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
             conn.execute("CHECKPOINT")  # every run starts its first changes alike
 
-            def lsn() -> Any:
-                return conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+            def written() -> float:
+                sql = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')"
+                return float(conn.execute(sql).fetchone()[0])
 
-            def since(start: Any) -> float:
-                sql = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)"
-                return float(conn.execute(sql, [start]).fetchone()[0])
-
-            for _ in range(cycles):
-                start = lsn()
-                engine.send("p", "q", batch())
-                written["send"] += since(start)
-                start = lsn()
-                claim = engine.claim("p", "q", BATCH, ttl=60)
-                written["claim"] += since(start)
-                start = lsn()
-                engine.delete_messages("p", "q", [m.id for m in claim.messages])
-                written["delete"] += since(start)
-        return {op: round(total / cycles / 1024, 1) for op, total in written.items()}
+            wal_bytes = _per_operation(operations, cycles, written)
+        return {name: round(n / 1024, 1) for name, n in wal_bytes.items()}
     finally:
         store.close()
         db.close()
 
 
-def run_child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT}"}
-    argv = ["--child", "--preload", str(args.preload), "--cycles", str(args.cycles)]
-    if args.postgres:
-        argv.append("--postgres")
-    out = subprocess.run(
-        [sys.executable, "-m", "bench", "wal", *argv],
-        env=env,
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    return result
+def run_variant(src: Path, args: argparse.Namespace) -> dict[str, Any]:
+    argv = ["--preload", str(args.preload), "--cycles", str(args.cycles)]
+    return run_child(src, "wal", [*argv, *(["--postgres"] if args.postgres else [])])
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -233,7 +222,7 @@ def main(argv: list[str]) -> int:
     report: dict[str, Any] = {
         "preload": args.preload,
         "cycles": args.cycles,
-        "variants": {name: run_child(src, args) for name, src in variants.items()},
+        "variants": {name: run_variant(src, args) for name, src in variants.items()},
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -20,12 +20,12 @@ import collections
 import json
 import os
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.child import run_child
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).parent.parent
@@ -99,14 +99,9 @@ def run_once(producers: int, consumers: int, seconds: float) -> dict[str, Any]:
     }
 
 
-def run_child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": f"{src}:{ROOT}"}
-    cmd = [sys.executable, "-m", "bench", "writers", "--child"]
-    cmd += ["--producers", str(args.producers), "--consumers", str(args.consumers)]
-    cmd += ["--seconds", str(args.seconds)]
-    out = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, check=True)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+def run_variant(src: Path, args: argparse.Namespace) -> dict[str, Any]:
+    argv = ["--producers", str(args.producers), "--consumers", str(args.consumers)]
+    return run_child(src, "writers", [*argv, "--seconds", str(args.seconds)])
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -166,7 +161,7 @@ def main(argv: list[str]) -> int:
     }
     for round_ in range(args.rounds):
         for name, src in variants.items():
-            result = run_child(src, args)
+            result = run_variant(src, args)
             report["variants"][name].append(result)
             print(f"round {round_ + 1} {name}: {result['per_second']:,} msg/s", flush=True)
     report["load_average"] += [round(x, 2) for x in os.getloadavg()]
