@@ -442,8 +442,7 @@ class SQLiteStore(Store):
         except BaseException as exc:
             self._abandon(group, exc)
             return
-        if group.committed is not None:
-            group.committed.set()
+        group.wake_waiters()
         for done in group.done:
             done(None)
 
@@ -455,8 +454,7 @@ class SQLiteStore(Store):
             with suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
         group.error = cause
-        if group.committed is not None:
-            group.committed.set()
+        group.wake_waiters()
         if group.done:
             error = _commit_error(cause)
             for done in group.done:
@@ -514,6 +512,11 @@ class _CommitGroup:
     committed: threading.Event | None = None
     error: BaseException | None = None
     done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
+
+    def wake_waiters(self) -> None:
+        """The group committed, or failed (`error`): its members on threads go on."""
+        if self.committed is not None:
+            self.committed.set()
 
     def watched(self) -> threading.Event:
         """What a member on a worker thread waits for; called with the connection held,
