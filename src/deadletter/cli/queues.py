@@ -10,22 +10,17 @@ from typing import Any, TypeVar
 import click
 
 from deadletter.cli.output import Failure, json_option, print_json, print_table, server_options
-from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
-from deadletter.cli.templates import (
+from deadletter.cli.setting_options import (
     RETRY_OPTIONS,
     TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
+    max_redelivery,
+    ranged,
     retry_policy_of,
 )
+from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
 from deadletter.client import Client
 from deadletter.domain import settings as declared
-from deadletter.domain.model import (
-    MAX_CLAIM_COUNT,
-    MAX_DELAY,
-    MAX_QUEUE_BYTES,
-    MAX_QUEUE_LENGTH,
-    MIN_DLQ_MESSAGE_TTL,
-    Overflow,
-)
+from deadletter.domain.model import Overflow
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,40 +106,18 @@ def policy_options(command: F) -> F:
     """The options `queue create` and `queue update` share."""
     options = [
         click.option("--dlq", help="The dead-letter queue (it must exist)."),
-        click.option(
-            "--max-claims",
-            type=click.IntRange(1, MAX_CLAIM_COUNT),
-            help="Deliveries before a message moves to the DLQ.",
-        ),
-        click.option(
-            "--max-redelivery",
-            type=click.IntRange(0, MAX_CLAIM_COUNT - 1),
-            help="Redeliveries before the DLQ, as Solace counts them: --max-claims less one.",
-        ),
+        ranged("--max-claims"),
+        max_redelivery(),
         *RETRY_OPTIONS,
-        click.option(
-            "--dlq-ttl",
-            type=click.IntRange(min=MIN_DLQ_MESSAGE_TTL),
-            help="TTL of messages once in the DLQ (s).",
-        ),
-        click.option("--ttl", type=click.IntRange(min=1), help="Default message TTL (s)."),
-        click.option("--claim-ttl", type=click.IntRange(min=0), help="Default claim TTL (s)."),
-        click.option(
-            "--delay", type=click.IntRange(0, MAX_DELAY), help="Default delivery delay (s)."
-        ),
-        click.option("--max-ttl", type=click.IntRange(min=1), help="Maximum message TTL (s)."),
-        click.option("--min-ttl", type=click.IntRange(min=1), help="Minimum message TTL (s)."),
+        ranged("--dlq-ttl"),
+        ranged("--ttl"),
+        ranged("--claim-ttl"),
+        ranged("--delay"),
+        ranged("--max-ttl"),
+        ranged("--min-ttl"),
         *TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
-        click.option(
-            "--max-messages",
-            type=click.IntRange(1, MAX_QUEUE_LENGTH),
-            help="Bound the queue: at most this many messages, claimed and delayed included.",
-        ),
-        click.option(
-            "--max-bytes",
-            type=click.IntRange(1, MAX_QUEUE_BYTES),
-            help="Bound the queue: at most this many bytes of message bodies.",
-        ),
+        ranged("--max-messages"),
+        ranged("--max-bytes"),
         click.option(
             "--overflow",
             type=click.Choice([o.value for o in Overflow]),

@@ -8,12 +8,15 @@ from typing import Any, TypeVar
 import click
 
 from deadletter.cli.output import json_option, print_json, print_table, server_options
+from deadletter.cli.setting_options import (
+    RETRY_OPTIONS,
+    TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
+    ranged,
+    retry_policy_of,
+)
 from deadletter.client import Client
-from deadletter.domain import settings as declared
-from deadletter.domain.model import MAX_CLAIM_COUNT, MAX_TTL, MIN_DLQ_MESSAGE_TTL
 
 F = TypeVar("F", bound=Callable[..., Any])
-TTL = click.IntRange(1, MAX_TTL)
 # CLI option name -> template key.
 KEYS = {
     "max_claims": "max_claims",
@@ -29,80 +32,21 @@ KEYS = {
 }
 
 
-def _backoff_range(setting: declared.Setting) -> click.IntRange:
-    assert setting.zaqar is not None
-    return click.IntRange(*setting.face_range(setting.zaqar))
-
-
-# The retry policy's options, shared by `queue create`, `queue update` and the templates'.
-RETRY_OPTIONS = (
-    click.option(
-        "--retry-min-backoff",
-        type=_backoff_range(declared.MINIMUM_BACKOFF),
-        help="Retry policy: a message given back or whose claim lapses is hidden this"
-        " long (s) after its first delivery, doubling after each one.",
-    ),
-    click.option(
-        "--retry-max-backoff",
-        type=_backoff_range(declared.MAXIMUM_BACKOFF),
-        help="Retry policy: the longest it is hidden (s).",
-    ),
-)
-
-# The TTL model and dead-letter eligibility switches, shared the same way; unset unless given.
-TTL_MODEL_AND_ELIGIBILITY_OPTIONS = (
-    click.option(
-        "--respect-ttl/--no-respect-ttl",
-        default=None,
-        help="Expire messages by their TTL capped at --max-ttl, or never.",
-    ),
-    click.option(
-        "--eligible/--not-eligible",
-        default=None,
-        help="Whether messages go to the DLQ unless the sender says otherwise.",
-    ),
-)
-
-
-def retry_policy_of(values: dict[str, Any], current: dict[str, Any] | None) -> None:
-    """--retry-min-backoff and --retry-max-backoff as `values["retry_policy"]`; the one left
-    out is the `current` policy's, where there is one."""
-    low, high = values.pop("retry_min_backoff", None), values.pop("retry_max_backoff", None)
-    if low is None and high is None:
-        return
-    kept = current or {}
-    low = kept.get("minimum_backoff") if low is None else low
-    high = kept.get("maximum_backoff") if high is None else high
-    if low is None or high is None:
-        raise click.UsageError("A retry policy needs --retry-min-backoff and --retry-max-backoff.")
-    if low > high:
-        raise click.UsageError(f"--retry-min-backoff ({low}) exceeds --retry-max-backoff ({high}).")
-    values["retry_policy"] = {"minimum_backoff": low, "maximum_backoff": high}
-
-
 def setting_options(command: F) -> F:
     """The settings a template can give; an option left out is not set."""
     options = [
         click.option("--pattern", help="Glob over queue names, e.g. 'orders-*'."),
-        click.option(
-            "--max-claims",
-            type=click.IntRange(1, MAX_CLAIM_COUNT),
-            help="Deliveries before a message moves to the DLQ.",
-        ),
+        ranged("--max-claims"),
         click.option("--dlq", help="The DLQ (default: the project's default DLQ)."),
-        click.option(
-            "--dlq-ttl",
-            type=click.IntRange(MIN_DLQ_MESSAGE_TTL, MAX_TTL),
-            help="TTL of messages once in the DLQ (s).",
-        ),
+        ranged("--dlq-ttl"),
         click.option(
             "--dead-letter-on-expiry/--no-dead-letter-on-expiry",
             default=None,
             help="Move expired messages to the DLQ.",
         ),
-        click.option("--ttl", type=TTL, help="Default message TTL (s)."),
-        click.option("--max-ttl", type=TTL, help="Maximum message TTL (s)."),
-        click.option("--min-ttl", type=TTL, help="Minimum message TTL (s)."),
+        ranged("--ttl"),
+        ranged("--max-ttl"),
+        ranged("--min-ttl"),
         *TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
         *RETRY_OPTIONS,
     ]

@@ -31,7 +31,7 @@ def _pandas_udf(func: Callable[..., Any], return_type: str) -> Any:
     return factory(func, return_type)
 
 
-def with_mask_keys(df: Any) -> Any:
+def with_mask_keys(df: Any, keys: Callable[..., Any] | None = None) -> Any:
     """Add `mask_key`, a 64-bit key of each dead letter's masked (signature, tokens_text,
     context_text); those three columns, set only on the first row of a key in its Arrow batch
     (null on the others: they are collected once per key, not sent back per row); and
@@ -42,13 +42,16 @@ def with_mask_keys(df: Any) -> Any:
     expressions (`regexp_replace` chains, `split`, higher-order functions per token) and gave
     the same tokens, but measured about twice as slow: per-token lambdas run interpreted, and
     a headline needs sixteen regex passes either way.
+
+    `keys` stands in for batches.keyed (same arguments, same columns): `./dev bench pipeline
+    --reading` times the pass with masking that does nothing.
     """
     require_columns(df, ["message_id", "error", "description"], "with_mask_keys")
     from pyspark.sql import functions as F
 
     from deadletter.pipeline import batches
 
-    keyed = _pandas_udf(batches.keyed, batches.KEYED_TYPE)
+    keyed = _pandas_udf(keys or batches.keyed, batches.KEYED_TYPE)
     # A DataFrame from elsewhere may have no class: its dead letters are read as before.
     error_class = (
         F.col("error_class") if "error_class" in df.columns else F.lit(None).cast("string")
@@ -96,11 +99,12 @@ KEYED = [
 ]
 
 
-def one_pass(df: Any) -> Any:
+def one_pass(df: Any, keys: Callable[..., Any] | None = None) -> Any:
     """The KEYED columns of each dead letter in SCHEMA: what every later step reads (narrow:
-    the wide columns on the few sample rows only, the masked texts once per key and batch)."""
+    the wide columns on the few sample rows only, the masked texts once per key and batch).
+    `keys`: as `with_mask_keys` takes it."""
     return (
-        df.transform(with_mask_keys)
+        df.transform(with_mask_keys, keys)
         .transform(with_body_shape)
         .transform(with_example)
         .select(*KEYED)
@@ -292,6 +296,15 @@ class Result:
     assignments: dict[str, str] = field(default_factory=dict, repr=False)
 
 
+def spread(df: Any) -> Any:
+    """`df` in at least as many partitions as the session has cores: a small export file is
+    one partition, and every core should mask."""
+    parallelism = df.sparkSession.sparkContext.defaultParallelism
+    if df.rdd.getNumPartitions() < parallelism:
+        return df.repartition(parallelism)
+    return df
+
+
 def analyze(
     source: Any,
     out_dir: str | Path,
@@ -321,10 +334,7 @@ def analyze(
         df = read_export(spark, source)
     else:
         df = source.transform(to_schema)
-    parallelism = df.sparkSession.sparkContext.defaultParallelism
-    if df.rdd.getNumPartitions() < parallelism:
-        # A small export file is one partition: spread it so every core masks.
-        df = df.repartition(parallelism)
+    df = spread(df)
     say("reading and masking the dead letters")
     # The one pass over the whole dead letters: what the later steps read is kept, narrow.
     keyed = df.transform(one_pass).persist(StorageLevel.MEMORY_AND_DISK)
