@@ -104,7 +104,9 @@ TRY_CLEAR_LANE = f"SELECT pg_try_advisory_xact_lock{_LANE} AS cleared"
 PROJECT_QUEUES_LOCK = (
     "SELECT pg_advisory_xact_lock(x'7071'::int, hashtext(current_schema() || '/' || :project))"
 )
-NOTIFY = "SELECT pg_notify(%s, %s)"
+# Every payload of a burst in one statement, its own transaction (the notifier's session is in
+# autocommit): one round trip, where BEGIN, a NOTIFY each and COMMIT took four or more.
+NOTIFY_EACH = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
 # Every session of the pool: no JIT compilation, no parallel workers. Each statement reads a
 # few rows through an index made for it, but PostgreSQL may cost some as if they read a deep
 # queue: it estimates the hidden messages that have become visible (none once the sweep has
@@ -447,9 +449,9 @@ class _Notifier:
     transaction of every process would commit one after another (docs/benchmarks.md, "A
     NOTIFY after the commit"). Here the lock is held by a transaction that only notifies,
     without waiting for the disk (`synchronous_commit = off`: a wakeup need not be durable),
-    and the queues named meanwhile go in one such transaction, each once. A wakeup lost to a
-    crash or an outage between the commit and the NOTIFY only delays another process's long
-    poll until it re-reads the queue (`_Listener`).
+    and the queues named meanwhile go in one such transaction, each once, as one statement. A
+    wakeup lost to a crash or an outage between the commit and the NOTIFY only delays another
+    process's long poll until it re-reads the queue (`_Listener`).
     """
 
     def __init__(self, url: str) -> None:
@@ -488,9 +490,9 @@ class _Notifier:
 
     @contextmanager
     def _connect(self) -> Iterator[psycopg.Connection[Any]]:
-        with psycopg.connect(self._url, **_connect_options(self._url)) as conn:
+        options = _connect_options(self._url)
+        with psycopg.connect(self._url, autocommit=True, **options) as conn:
             conn.execute("SET synchronous_commit = off")
-            conn.commit()
             yield conn
 
     def _notify(self, conn: psycopg.Connection[Any]) -> None:
@@ -499,8 +501,7 @@ class _Notifier:
             self._wake.clear()
             payloads = self._take()
             if payloads:
-                with conn.transaction():
-                    conn.cursor().executemany(NOTIFY, [(CHANNEL, payload) for payload in payloads])
+                conn.execute(NOTIFY_EACH, (CHANNEL, payloads))
 
 
 class _Listener:

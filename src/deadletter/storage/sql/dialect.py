@@ -91,9 +91,10 @@ class Dialect(abc.ABC):
         """Parameters as the driver takes them (by name on both drivers)."""
         return params
 
-    def reader(self, description: Sequence[Sequence[Any]], names: tuple[str, ...]) -> Reader:
-        """What takes the columns `names`, in that order, from a row of a result described by
-        `description` (the cursor's): here by name, as the driver's rows are read."""
+    def reader(self, cursor: Any, names: tuple[str, ...]) -> Reader:
+        """What takes the columns `names`, in that order, from a row of `cursor`'s last result:
+        here by name, as the driver's rows are read. (The cursor, not its `description`:
+        psycopg builds a description's column objects only when asked, one per column.)"""
         return operator.itemgetter(*names)
 
     @abc.abstractmethod

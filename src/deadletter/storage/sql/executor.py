@@ -28,9 +28,6 @@ class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...
 
-    @property
-    def description(self) -> Sequence[Sequence[Any]] | None: ...
-
     def execute(self, sql: str, params: Mapping[str, Any], /) -> Any: ...
 
     def executemany(self, sql: str, params: Iterable[Mapping[str, Any]], /) -> Any: ...
@@ -78,8 +75,7 @@ class Executor:
         rows = self.all(sql, params)
         if not rows:
             return []
-        assert self.cur.description is not None  # a query's result, which has columns
-        read = self.d.reader(self.cur.description, _MESSAGE_AND_PLACE)
+        read = self.d.reader(self.cur, _MESSAGE_AND_PLACE)
         if self.d.serial or " FOR UPDATE" in sql:
             # Read with their rows locked (or on a store whose writers are serial): no other
             # transaction changes them before this one ends, so where they are is known.

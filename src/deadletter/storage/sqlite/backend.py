@@ -128,10 +128,10 @@ class SQLiteDialect(Dialect):
         sql = sql.replace(" IS NOT DISTINCT FROM ", " IS ")
         return ROW_LOCK.sub("", sql)
 
-    def reader(self, description: Sequence[Sequence[Any]], names: tuple[str, ...]) -> Reader:
+    def reader(self, cursor: Any, names: tuple[str, ...]) -> Reader:
         # sqlite3.Row finds a column by name by comparing it with each column's name in turn;
         # by position it is one step. A message row is read by 23 names.
-        return _positional_reader(tuple(column[0] for column in description), names)
+        return _positional_reader(tuple(column[0] for column in cursor.description), names)
 
     def bind(self, statement: Statement, params: Mapping[str, Any]) -> Mapping[str, Any]:
         if not statement.lists:
