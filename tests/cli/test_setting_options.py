@@ -78,3 +78,19 @@ def test_a_value_past_the_declared_range_is_refused_before_any_request(
         )
         assert result.exit_code == 2, result.output
         assert "is not in the range" in result.output
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "high"),
+    [("claim", "--ttl", declared.CLAIM_TTL.high), ("nack", "--delay", declared.CLAIM_TTL.high)],
+)
+def test_a_consumers_hiding_time_takes_the_claim_ttls_range(
+    command: str, flag: str, high: int
+) -> None:
+    option = next(
+        p
+        for p in main.commands[command].params  # type: ignore[attr-defined]
+        if isinstance(p, click.Option) and flag in p.opts
+    )
+    assert isinstance(option.type, click.IntRange)
+    assert (option.type.min, option.type.max) == (0, high)

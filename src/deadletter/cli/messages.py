@@ -15,8 +15,10 @@ from deadletter.cli.output import (
     short_id,
     wide_option,
 )
+from deadletter.cli.setting_options import setting_range
 from deadletter.client import ApiError, Client, QueueNotFound, parse_body
-from deadletter.domain.model import MAX_DELAY
+from deadletter.domain import settings as declared
+from deadletter.domain.model import MAX_CLAIM_TTL, MAX_DELAY
 
 
 @click.command()
@@ -83,7 +85,11 @@ def peek(
 @click.command()
 @click.argument("queue")
 @click.option("--limit", type=click.IntRange(1, 20), default=1, show_default=True)
-@click.option("--ttl", type=click.IntRange(min=0), help="Claim TTL (s); the queue's default else.")
+@click.option(
+    "--ttl",
+    type=setting_range(declared.CLAIM_TTL),
+    help="Claim TTL (s); the queue's default else.",
+)
 @click.option(
     "--quiet",
     "-q",
@@ -173,7 +179,7 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
 @claim_option
 @click.option(
     "--delay",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, MAX_CLAIM_TTL),  # as a claim's TTL: how long it stays hidden
     help="Seconds before retry (default: the queue's retry policy's backoff).",
 )
 @click.option(
