@@ -156,6 +156,27 @@ def test_a_bounded_queue_says_its_bounds_and_what_a_send_past_them_does(
     expect(page.locator("#bound")).to_have_count(0)
 
 
+def test_the_picture_says_what_left_the_queue_and_why_live(api: Api, page: Any) -> None:
+    # Given a queue with a DLQ whose picture is open, and nothing gone from it yet
+    orders_with_dlq(api)
+    api.send("orders", {"order": 1})
+    page.goto("/console/#/queues/orders")
+    expect(page.locator("#main-strip .cell")).to_have_count(1)
+    expect(page.locator("#main-reasons")).to_have_text("")
+    # When a consumer rejects the message
+    claim_id, held = api.claim("orders")
+    assert claim_id is not None
+    api.reject("orders", held[0]["id"], claim_id, "ValueError: total=-3")
+    # I expect the picture to say, without a reload, that it left for the DLQ and why
+    expect(page.locator("#main-reasons")).to_have_text("· left: rejected 1")
+    # and a queue with no DLQ to say what it dropped, in the overview's words
+    api.queue("capped", _max_bytes=3)
+    api.send("capped", "a", "b")  # JSON bodies of 3 bytes each: the first is dropped
+    page.goto("/console/#/queues/capped")
+    expect(page.locator("#main-reasons")).to_have_text("· left: dropped: maxlen 1")
+    expect(page.locator("#main-reasons .dropped")).to_have_count(1)
+
+
 def test_each_dead_letter_is_marked_with_its_pattern_which_it_links_to(api: Api, page: Any) -> None:
     # Given a DLQ with dead letters of two failures, and the picture open before any analysis
     ids = dead_letter_mix(api)

@@ -5,6 +5,7 @@ import * as api from "./api.js";
 import { add, age, clear, errorBox, h, pretty, shortId, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
 import { settingsCard } from "./settings.js";
+import { reasonParts } from "./reasons.js";
 import { distinguish, summarize } from "./summary.js";
 
 const WINDOW = 50;   // cells drawn per strip; the rest is summarised
@@ -80,6 +81,9 @@ export async function queuePicture(el, name, params) {
   const dlqDepth = h("span", { class: "depth", id: "dlq-depth" });
   const dlqMore = h("span", { class: "more", id: "dlq-more" });
   const counts = h("span", { class: "muted", id: "main-legend" });
+  // What left this queue, and why (its stats' dead_letter counts): beside the strip whose
+  // depth they explain.
+  const left = h("span", { class: "reasons", id: "main-reasons" });
   const consumerCount = h("span", { class: "depth", id: "consumer-count" });
   const consumerList = h("div", { class: "consumer-list", id: "consumer-list" });
   const consumerNote = h("p", { class: "muted small-note", id: "consumer-note" });
@@ -100,6 +104,7 @@ export async function queuePicture(el, name, params) {
       h("div", { class: "lane" },
         h("div", { class: "lane-head" },
           h("strong", { text: isDlq ? "DEAD-LETTER QUEUE" : "MAIN QUEUE" }), " ", mainDepth, " ", counts,
+          " ", left,
           boundText(meta) ? h("span", { class: "muted", id: "bound", text: " · " + boundText(meta) }) : null),
         h("div", { class: "row" },
           h("span", { class: "end-label", text: "head →" }), mainStrip, mainMore,
@@ -251,6 +256,8 @@ export async function queuePicture(el, name, params) {
     const m = stats.messages || {};
     mainDepth.textContent = `depth = ${m.total ?? 0}`;
     counts.textContent = `free ${m.free ?? 0} · in flight ${m.claimed ?? 0} · delayed ${m.delayed ?? 0}`;
+    const gone = reasonParts(stats.dead_letter || {});
+    left.replaceChildren(...(gone.length ? ["· left: ", ...gone] : []));
     const mainContext = distinguish(window.map((x) => x.body));
     clear(mainStrip).append(...window.map((msg) => cell(msg, { claimsLimit: maxClaims, context: mainContext })));
     if (!window.length) mainStrip.append(h("span", { class: "empty", text: "empty" }));
