@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from deadletter.pipeline.corpus import grouping_accuracy
@@ -288,3 +289,33 @@ def test_a_session_gets_a_few_shuffle_partitions_per_core_not_sparks_200(spark: 
         assert spark.conf.get(SHUFFLE_PARTITIONS) == str(SHUFFLE_PARTITIONS_PER_CORE * cores)
     finally:
         spark.conf.set(SHUFFLE_PARTITIONS, before)
+
+
+def _one_key(
+    message_id: pd.Series, error: pd.Series, description: pd.Series, error_class: pd.Series
+) -> pd.DataFrame:
+    """A stand-in for batches.keyed: key 7 for every dead letter, no texts."""
+    n = len(message_id)
+    return pd.DataFrame(
+        {
+            "mask_key": pd.Series([7] * n, dtype="int64"),
+            "signature": [None] * n,
+            "tokens_text": [None] * n,
+            "context_text": [None] * n,
+            "sample": [False] * n,
+        }
+    )
+
+
+def test_the_pass_takes_the_key_function_it_is_given(spark: Any, corpus_path: Path) -> None:
+    # Given the export read as `analyze` reads it, spread over the cores
+    from deadletter.pipeline.analysis import one_pass, spread
+    from deadletter.pipeline.schema import read_export
+
+    df = spread(read_export(spark, str(corpus_path)))
+    assert df.rdd.getNumPartitions() >= spark.sparkContext.defaultParallelism
+    # When the pass runs with a key function of its own (as `bench pipeline --reading` does)
+    keys = {r["mask_key"] for r in df.transform(one_pass, _one_key).select("mask_key").collect()}
+    # I expect every key to be that function's, and the masking's own keys otherwise
+    assert keys == {7}
+    assert 7 not in {r["mask_key"] for r in df.transform(one_pass).select("mask_key").collect()}
