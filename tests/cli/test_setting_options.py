@@ -81,11 +81,16 @@ def test_a_value_past_the_declared_range_is_refused_before_any_request(
 
 
 @pytest.mark.parametrize(
-    ("command", "flag", "high"),
-    [("claim", "--ttl", declared.CLAIM_TTL.high), ("nack", "--delay", declared.CLAIM_TTL.high)],
+    ("command", "flag", "low", "high"),
+    [
+        ("claim", "--ttl", 0, declared.CLAIM_TTL.high),
+        ("nack", "--delay", 0, declared.CLAIM_TTL.high),
+        # a message's TTL: at most what any queue's maximum may be
+        ("send", "--ttl", 1, declared.MAX_MESSAGE_TTL.high),
+    ],
 )
-def test_a_consumers_hiding_time_takes_the_claim_ttls_range(
-    command: str, flag: str, high: int
+def test_a_messages_own_times_take_the_engines_range(
+    command: str, flag: str, low: int, high: int
 ) -> None:
     option = next(
         p
@@ -93,4 +98,4 @@ def test_a_consumers_hiding_time_takes_the_claim_ttls_range(
         if isinstance(p, click.Option) and flag in p.opts
     )
     assert isinstance(option.type, click.IntRange)
-    assert (option.type.min, option.type.max) == (0, high)
+    assert (option.type.min, option.type.max) == (low, high)

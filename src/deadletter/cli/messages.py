@@ -18,13 +18,17 @@ from deadletter.cli.output import (
 from deadletter.cli.setting_options import setting_range
 from deadletter.client import ApiError, Client, QueueNotFound, parse_body
 from deadletter.domain import settings as declared
-from deadletter.domain.model import MAX_CLAIM_TTL, MAX_DELAY
+from deadletter.domain.model import MAX_CLAIM_TTL, MAX_DELAY, MAX_TTL
 
 
 @click.command()
 @click.argument("queue")
 @click.argument("bodies", nargs=-1, required=True)
-@click.option("--ttl", type=click.IntRange(min=1), help="Message TTL (s).")
+@click.option(
+    "--ttl",
+    type=click.IntRange(1, MAX_TTL),  # the queue's own floor and ceiling are the server's check
+    help="Message TTL (s).",
+)
 @click.option("--delay", type=click.IntRange(0, MAX_DELAY), help="Delay before delivery (s).")
 @click.option(
     "--create",
