@@ -18,7 +18,7 @@ from deadletter.cli.output import (
 from deadletter.cli.setting_options import setting_range
 from deadletter.client import ApiError, Client, QueueNotFound, parse_body
 from deadletter.domain import settings as declared
-from deadletter.domain.model import MAX_CLAIM_TTL, MAX_DELAY, MAX_TTL
+from deadletter.domain.model import MAX_DELAY
 
 
 @click.command()
@@ -26,7 +26,8 @@ from deadletter.domain.model import MAX_CLAIM_TTL, MAX_DELAY, MAX_TTL
 @click.argument("bodies", nargs=-1, required=True)
 @click.option(
     "--ttl",
-    type=click.IntRange(1, MAX_TTL),  # the queue's own floor and ceiling are the server's check
+    # At most what any queue's maximum TTL may be; the queue's own bounds are the server's.
+    type=setting_range(declared.MAX_MESSAGE_TTL),
     help="Message TTL (s).",
 )
 @click.option("--delay", type=click.IntRange(0, MAX_DELAY), help="Delay before delivery (s).")
@@ -183,7 +184,7 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
 @claim_option
 @click.option(
     "--delay",
-    type=click.IntRange(0, MAX_CLAIM_TTL),  # as a claim's TTL: how long it stays hidden
+    type=setting_range(declared.CLAIM_TTL),  # as a claim's TTL: how long it stays hidden
     help="Seconds before retry (default: the queue's retry policy's backoff).",
 )
 @click.option(
