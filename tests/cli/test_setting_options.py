@@ -87,6 +87,7 @@ def test_a_value_past_the_declared_range_is_refused_before_any_request(
         ("nack", "--delay", 0, declared.CLAIM_TTL.high),
         # a message's TTL: at most what any queue's maximum may be
         ("send", "--ttl", 1, declared.MAX_MESSAGE_TTL.high),
+        ("send", "--delay", 0, declared.DEFAULT_DELAY.high),
     ],
 )
 def test_a_messages_own_times_take_the_engines_range(

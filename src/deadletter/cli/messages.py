@@ -18,7 +18,6 @@ from deadletter.cli.output import (
 from deadletter.cli.setting_options import setting_range
 from deadletter.client import ApiError, Client, QueueNotFound, parse_body
 from deadletter.domain import settings as declared
-from deadletter.domain.model import MAX_DELAY
 
 
 @click.command()
@@ -30,7 +29,11 @@ from deadletter.domain.model import MAX_DELAY
     type=setting_range(declared.MAX_MESSAGE_TTL),
     help="Message TTL (s).",
 )
-@click.option("--delay", type=click.IntRange(0, MAX_DELAY), help="Delay before delivery (s).")
+@click.option(
+    "--delay",
+    type=setting_range(declared.DEFAULT_DELAY),  # as a queue's default delay may be
+    help="Delay before delivery (s).",
+)
 @click.option(
     "--create",
     is_flag=True,
