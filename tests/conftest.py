@@ -1,4 +1,8 @@
-"""Shared fixtures: every backend runs the same tests through the `store_url` fixture."""
+"""Shared fixtures: every backend runs the same tests through the `store_url` fixture.
+
+Stores are migrated once per test process and handed to each test clean (tests/support/stores.py,
+tests/README.md): a copied SQLite file, or a pooled PostgreSQL schema wiped after each test.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from deadletter.clock import ManualClock
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.base import Store
-from tests.services import postgres_schema
+from tests.support.stores import PostgresSchemas, SQLiteTemplate
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
@@ -19,13 +23,27 @@ BACKENDS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> SQLiteTemplate:
+    return SQLiteTemplate(tmp_path_factory.mktemp("template"))
+
+
+@pytest.fixture(scope="session")
+def postgres_schemas() -> Iterator[PostgresSchemas]:
+    schemas = PostgresSchemas()
+    yield schemas
+    schemas.close()
+
+
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database URL of an empty store of each backend, private to the test."""
+    """A database URL of an empty, migrated store of each backend, private to the test."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'deadletter.db'}"
+        template: SQLiteTemplate = request.getfixturevalue("sqlite_template")
+        yield template.copy_to(tmp_path / "deadletter.db")
     else:
-        with postgres_schema() as url:
+        schemas: PostgresSchemas = request.getfixturevalue("postgres_schemas")
+        with schemas.clean() as url:
             yield url
 
 

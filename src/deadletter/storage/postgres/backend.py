@@ -324,7 +324,9 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         if self._listener is not None:
-            self._listener.stop()
+            # The listener waits for a notification up to POLL_SECONDS: one sent now ends the
+            # wait, so closing takes milliseconds instead of up to half a second.
+            self._listener.stop(wake=lambda: self._notifier.tell(json.dumps([self._schema])))
         self._notifier.stop()
         self._deadlines.stop()
         self._pool.close()
@@ -524,8 +526,10 @@ class _Listener:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, wake: Callable[[], None] | None = None) -> None:
         self._stopping.set()
+        if wake is not None and self._thread.is_alive():
+            wake()
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
@@ -540,6 +544,8 @@ class _Listener:
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
         while not self._stopping.is_set():
             for note in conn.notifies(timeout=self.POLL_SECONDS):
+                if self._stopping.is_set():
+                    break
                 self._deliver(note.payload)
 
     def _deliver(self, payload: str) -> None:
