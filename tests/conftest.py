@@ -10,17 +10,44 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from deadletter.clock import ManualClock
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.base import Store
+from tests.services import IN_CI
 from tests.support.stores import PostgresSchemas, SQLiteTemplate
+
+# Examples are judged by what they find, never by how long they took: a busy machine must not
+# fail a test. In CI the examples are the same every run (a failure there reproduces as is);
+# on a developer's machine they vary, so repeated runs explore more.
+settings.register_profile(
+    "deadletter",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile("deadletter-ci", settings.get_profile("deadletter"), derandomize=True)
+settings.load_profile("deadletter-ci" if IN_CI else "deadletter")
+
+# Each family's time limit (pytest-timeout), for a test that sets none of its own: the limit
+# catches a hang, and is set far above what the family takes on a loaded machine.
+SLOW_TIMEOUT = 600  # `slow`: stateful models, concurrency, processes (up to ~100 s loaded)
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
+        # One Spark session per worker process: the tests that share it run on one worker.
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")

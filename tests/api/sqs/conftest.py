@@ -16,13 +16,16 @@ from deadletter.api.app import AppOptions, build_app
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage.base import Store
-from tests.support.servers import serving
+from tests.support.servers import SharedServer, shared_server
 from tests.support.sqs_query import query_models
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 PROTOCOLS = ["json", "query"]
 _QUERY_MODELS: list[Path] = []
+# One session per wire protocol for the whole run: a session loads and caches the service
+# models, which is most of what making a client costs (0.1-0.3 s each, against milliseconds).
+_SESSIONS: dict[str, boto3.session.Session] = {}
 
 
 @pytest.fixture
@@ -31,12 +34,20 @@ def sqs_engine(store: Store) -> Engine:
     return Engine(store)
 
 
+@pytest.fixture(scope="session")
+def sqs_server() -> Iterator[SharedServer]:
+    """One uvicorn for the run (per worker); each test hosts its own app on it."""
+    with shared_server() as server:
+        yield server
+
+
 @pytest.fixture
-def server_url(sqs_engine: Engine) -> Iterator[str]:
+def server_url(sqs_engine: Engine, sqs_server: SharedServer) -> Iterator[str]:
+    """The real app, with its background worker, on its own engine and store."""
     engine = sqs_engine
     worker = Worker(engine, sweep_interval=0.2)
     app = build_app(engine, AppOptions(test_mode=True), background=[worker])
-    with serving(app) as url:
+    with sqs_server.hosting(app) as url:
         yield url
 
 
@@ -52,11 +63,7 @@ def client(
 ) -> Any:
     """A boto3 client of `service`; an SQS one in `protocol` (the query protocol needs the
     `query_model_path` fixture to have run)."""
-    session = botocore.session.get_session()
-    if service == "sqs" and protocol == "query":
-        loader = botocore.loaders.Loader(extra_search_paths=[str(_QUERY_MODELS[0])])
-        session.register_component("data_loader", loader)
-    made = boto3.session.Session(botocore_session=session).client(
+    made = _session(protocol if service == "sqs" else "json").client(
         service,
         endpoint_url=url,
         region_name=region_name,
@@ -67,6 +74,16 @@ def client(
     if service == "sqs":
         assert made.meta.service_model.protocol == protocol
     return made
+
+
+def _session(protocol: str) -> boto3.session.Session:
+    if protocol not in _SESSIONS:
+        session = botocore.session.get_session()
+        if protocol == "query":
+            loader = botocore.loaders.Loader(extra_search_paths=[str(_QUERY_MODELS[0])])
+            session.register_component("data_loader", loader)
+        _SESSIONS[protocol] = boto3.session.Session(botocore_session=session)
+    return _SESSIONS[protocol]
 
 
 @pytest.fixture(params=PROTOCOLS)

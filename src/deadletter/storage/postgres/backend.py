@@ -192,9 +192,6 @@ class PostgresDialect(Dialect):
         seqs = sorted(int(r["seq"]) for r in tx.all(RESERVE_SEQS, lane))
         tx.run(REDRIVE_IN_PLACE, {**params, "ids": list(ids), "seqs": seqs})
 
-    def wipe(self, tx: Statements) -> None:
-        tx.run(f"TRUNCATE {', '.join(q.TABLES)}")
-
 
 POSTGRES = PostgresDialect()
 
