@@ -62,7 +62,18 @@ def postgres_schemas() -> Iterator[PostgresSchemas]:
     schemas.close()
 
 
-@pytest.fixture(params=BACKENDS)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`store_url` on both backends; on SQLite alone for a test marked `one_store`."""
+    if "store_url" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        if "store_url" in mark.args[0]:
+            return  # the test names its backends itself
+    one = metafunc.definition.get_closest_marker("one_store") is not None
+    metafunc.parametrize("store_url", BACKENDS[:1] if one else BACKENDS, indirect=True)
+
+
+@pytest.fixture
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A database URL of an empty, migrated store of each backend, private to the test."""
     if request.param == "sqlite":
