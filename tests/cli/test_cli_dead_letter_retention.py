@@ -104,3 +104,24 @@ def test_a_dead_letter_with_the_policys_dlq_ttl_leaves_then_counted(
     out = ok(url, "queue", "show", "orders-dlq")
     assert "of them dead letters" in out
     assert ok(url, "queue", "show", "orders-dlq", "--json").count('"dead_letters_expired": 1') == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (("--dlq-ttl", "600"), "its queues' dead letters stay at most 600 s in their DLQ"),
+        (("--max-ttl", "900"), "a DLQ it makes keeps dead letters at most 900 s"),
+        (("--dlq-ttl", "3600", "--max-ttl", "86400"), None),
+    ],
+)
+def test_a_template_whose_dead_letters_would_stay_less_than_an_hour_says_so(
+    served: tuple[str, Engine], options: tuple[str, ...], said: str | None
+) -> None:
+    url, _ = served
+    ok(url, "queue", "create", "orders-dlq")
+    made = ok(url, "template", "create", "orders", "--pattern", "orders-*", "--max-claims", "3",
+              "--dlq", "orders-dlq", *options)  # fmt: skip
+    if said is None:
+        assert "warning" not in made
+    else:
+        assert f"warning: template orders: {said}" in made

@@ -28,6 +28,9 @@ from deadletter.client import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# A dead letter that leaves its DLQ sooner than this is said when a command sets it up
+# (queue create/update, template create/update).
+SHORT_DEAD_LETTER_LIFE = 3600
 MIN_FLEXIBLE = 10  # free text narrower than this says nothing
 # A uuid's last 8 hex digits: unique enough to read a table by, not to script with. The last,
 # as the console shows them: ids made in the same minute share their first (engine/ids.py).

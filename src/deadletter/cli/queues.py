@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from deadletter.cli.output import (
+    SHORT_DEAD_LETTER_LIFE,
     Failure,
     json_option,
     oldest_expiry,
@@ -314,10 +315,6 @@ def update(
         dlq_ttl = None if no_dlq else values["dlq_ttl"] or current.get(BY_OPTION["dlq_ttl"].key)
         dlq = None if no_dlq else values["dlq"] or current.get(BY_OPTION["dlq"].key)
         _warn_short_dead_letter_life(client, name, dlq, dlq_ttl)
-
-
-# A dead letter that leaves its DLQ sooner than this is said when a command sets it up.
-SHORT_DEAD_LETTER_LIFE = 3600
 
 
 def _warn_short_dead_letter_life(
