@@ -287,3 +287,23 @@ def test_queue_update_takes_a_templates_settings_under_the_options_given(
     assert (meta["_max_message_ttl"], meta["_default_message_ttl"]) == (600, 300)
     result = run(url, "queue", "update", "jobs", "--template", "nosuch")
     assert result.exit_code == 1 and "template 'nosuch' does not exist" in result.output
+
+
+# Commands whose missing queue is not the one in the request's path.
+COMMANDS_ON_ANOTHER_QUEUE = [
+    ("redrive", "start", "orders-dlq", "--to", TYPO),
+    ("redrive", "start", "orders-dlq", "--to", TYPO, "--wait"),
+]
+
+
+def test_a_missing_queue_named_in_an_option_is_the_one_said_to_be_missing(
+    url: str,  # noqa: F811
+) -> None:
+    sent = given_orders_and_its_dlq(url)
+    claim_id, _ = claim_one(url, "orders")
+    ok(url, "reject", "orders", sent, "--claim", claim_id, "--reason", "bad")
+    for command in COMMANDS_ON_ANOTHER_QUEUE:
+        result = run(url, *command)
+        assert result.exit_code == 1, (command, result.output)
+        assert f"queue '{TYPO}' does not exist" in result.output, result.output
+        assert "'orders-dlq' does not exist" not in result.output

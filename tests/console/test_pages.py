@@ -117,6 +117,8 @@ def test_a_message_failing_past_max_claims_climbs_its_badge_and_moves_to_the_dlq
     expect(cell(page, "dlq-strip", first).locator(".badge")).to_have_text("2")
     expect(page.locator("#main-strip .cell")).to_have_count(2)
     expect(page.locator("#dlq-depth")).to_have_text("depth = 1")
+    # the DLQ says when its oldest dead letter expires (the DLQ's retention, 14 days)
+    expect(page.locator("#dlq-expiry")).to_contain_text("oldest expires ")
     assert {second, third} == set(
         page.locator("#main-strip .cell").evaluate_all("cells => cells.map(c => c.dataset.id)")
     )

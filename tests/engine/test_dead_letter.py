@@ -7,6 +7,7 @@ import pytest
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
 from deadletter.domain.model import (
+    MAX_TTL,
     SOURCE_QUEUE_ATTRIBUTE,
     Attribute,
     DeadLetterFilter,
@@ -36,7 +37,8 @@ def test_n_deliveries_then_moved_on_the_next_claim(engine: Engine, clock: Manual
     assert (p.source_queue, p.reason, p.claim_count) == ("orders", Reason.MAX_CLAIMS, 3)
     assert (p.original_message_id, p.original_enqueued_at) == (sent.id, sent.enqueued_at)
     assert p.dead_lettered_at == clock.now()
-    assert dead.expires_at == sent.expires_at  # no DLQ TTL: keeps its remaining TTL
+    # No DLQ TTL: kept for the DLQ's retention (its maximum TTL), from the original send.
+    assert dead.expires_at == sent.enqueued_at + MAX_TTL
     # Visible and claimable in the DLQ at once.
     assert [m.id for m in engine.claim(P, "orders-dlq", 1).messages] == [sent.id]
 

@@ -5,11 +5,13 @@ Conservation per group: after every step, every message ever sent is, for each g
 untagged consumers and each tag), exactly one of ready, claimed, delayed (given back with a
 delay), acknowledged, dead-lettered or expired; the engine's counts of each agree with the
 model, the DLQ holds each group's dead letters under its tag, and a message is in its queue
-exactly while some group still needs it.
+exactly while some group still needs it; and the DLQ holds at most one dead letter of a
+message for each group (the race of claims and sweeps is tests/engine/test_dead_letter_once.py).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
@@ -214,6 +216,14 @@ def run_machine(store: Store) -> None:
                 if group is None:
                     dead = [x for x in dead if x.provenance and x.provenance.source_tag is None]
                 assert len(dead) == s["dead"], group
+
+        @invariant()
+        def at_most_one_dead_letter_per_message_and_group(self) -> None:
+            dead = self.engine.list_dead_letters(P, DLQ, DeadLetterFilter(), limit=1000)
+            pairs = Counter(
+                (x.body, x.provenance.source_tag if x.provenance else None) for x in dead
+            )
+            assert [pair for pair, n in pairs.items() if n > 1] == []
 
         @invariant()
         def a_message_stays_while_some_group_needs_it(self) -> None:

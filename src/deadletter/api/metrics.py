@@ -72,6 +72,13 @@ class Metrics(EngineListener):
             ["project", "queue"],
             registry=r,
         )
+        self.dead_letters_expired_total = Counter(
+            "deadletter_dead_letters_expired",
+            "Dead letters that expired in their dead-letter queue and were dropped (counted in"
+            " deadletter_messages_expired as well).",
+            ["project", "dlq"],
+            registry=r,
+        )
         self.dropped_total = Counter(
             "deadletter_messages_dropped",
             "Messages dropped past a limit, by reason: not eligible for the DLQ (max_claims,"
@@ -143,6 +150,9 @@ class Metrics(EngineListener):
 
     def expired(self, project: str, queue: str, count: int) -> None:
         self.expired_total.labels(project, self._q(project, queue)).inc(count)
+
+    def dead_letters_expired(self, project: str, dlq: str, sources: list[str], count: int) -> None:
+        self.dead_letters_expired_total.labels(project, self._q(project, dlq)).inc(count)
 
     def dropped(self, project: str, queue: str, reason: str, count: int) -> None:
         self.dropped_total.labels(project, self._q(project, queue), reason).inc(count)

@@ -10,6 +10,11 @@ from starlette.requests import Request
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.routes import ROUTES
 from deadletter.domain import settings as declared
+from deadletter.domain.model import Reason, TaskStatus
+
+# The domain's enums, read from their types: a reason or a status added there is documented.
+REASON = {"enum": [r.value for r in Reason]}
+TASK_STATUS = {"enum": [t.value for t in TaskStatus]}
 
 # handler name -> (summary, query parameters, success status, request body schema or None)
 OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
@@ -190,7 +195,7 @@ QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
     "list_dead_letters": {
         "marker": {"type": "integer", "minimum": 0},
         "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
+        "reason": REASON,
     },
 }
 NAME = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}
@@ -348,7 +353,7 @@ SCHEMAS: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "source_queue": STR,
-                    "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
+                    "reason": REASON,
                     "description": STR,
                     "error": STR,
                     "error_class": STR,
@@ -395,7 +400,12 @@ SCHEMAS: dict[str, Any] = {
             },
         },
     },
-    "DeadLetter": {"type": "object", "properties": {"description": STR, "error": ERROR}},
+    # `reason` is the consumer's own words, as `description` (one of the two): kept as the
+    # dead letter's description beside its reason `rejected`.
+    "DeadLetter": {
+        "type": "object",
+        "properties": {"description": STR, "reason": STR, "error": ERROR},
+    },
     "DeadLetterBatch": {
         "type": "object",
         "properties": {
@@ -410,6 +420,7 @@ SCHEMAS: dict[str, Any] = {
                 },
             },
             "description": STR,
+            "reason": STR,
             "error": ERROR,
         },
     },
@@ -428,7 +439,7 @@ SCHEMAS: dict[str, Any] = {
             "destination": STR,
             "source_queue": STR,
             "source_tag": STR,
-            "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
+            "reason": REASON,
             "since": EPOCH,
             "until": EPOCH,
             "message_ids": {"type": "array", "items": STR, "maxItems": 10_000},
@@ -468,9 +479,7 @@ SCHEMAS: dict[str, Any] = {
             "destination": STR,
             "filter": OBJ,
             "rate": {"type": "number"},
-            "status": {
-                "enum": ["RUNNING", "COMPLETED", "CANCELLING", "CANCELLED", "FAILED", "PAUSED"]
-            },
+            "status": TASK_STATUS,
             "moved": INT,
             "to_move": INT,
             "started_at": TIME,

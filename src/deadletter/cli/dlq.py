@@ -12,6 +12,7 @@ from deadletter.cli.output import (
     Failure,
     brief,
     json_option,
+    oldest_expiry,
     print_json,
     print_table,
     server_options,
@@ -96,7 +97,11 @@ def list_(
     columns += ["description", "error"] if wide else ["why"]
     if found:
         print_table(name, columns, rows, wide=wide, flexible=("why",))
-    total = client.stats(name)["messages"]["total"]
+    stats = client.stats(name)
+    total = stats["messages"]["total"]
+    expiry = oldest_expiry(stats, "dead letter")
+    if expiry:
+        click.echo(expiry)
     filtered = any((source, source_tag, reason, since, until))
     if filtered or len(found) < total:
         click.echo(f"{len(found)} shown; {total} dead letters in {name} in all")

@@ -28,6 +28,9 @@ from deadletter.client import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# A dead letter that leaves its DLQ sooner than this is said when a command sets it up
+# (queue create/update, template create/update).
+SHORT_DEAD_LETTER_LIFE = 3600
 MIN_FLEXIBLE = 10  # free text narrower than this says nothing
 # A uuid's last 8 hex digits: unique enough to read a table by, not to script with. The last,
 # as the console shows them: ids made in the same minute share their first (engine/ids.py).
@@ -193,3 +196,32 @@ def when(value: Any, wide: bool = False) -> str | None:
     if instant.tzinfo is not None:
         instant = instant.astimezone(UTC)
     return instant.strftime("%m-%d %H:%M:%S")
+
+
+def oldest_expiry(stats: dict[str, Any], noun: str = "message") -> str | None:
+    """When a queue's oldest message (on a DLQ, its oldest dead letter) expires, from the
+    queue's stats: the instant, and how long from the server's now (its `created` and `age`
+    say the server's clock, which the client need not share)."""
+    oldest = (stats.get("messages") or {}).get("oldest") or {}
+    expires, created, age = oldest.get("expires"), oldest.get("created"), oldest.get("age")
+    if expires is None:
+        return None
+    try:
+        left = (
+            datetime.fromisoformat(str(expires).replace("Z", "+00:00"))
+            - datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+        ).total_seconds() - float(age or 0)
+    except (TypeError, ValueError):
+        return f"the oldest {noun} expires {expires}"
+    return f"the oldest {noun} expires {expires} (in {_duration(left)})"
+
+
+def _duration(seconds: float) -> str:
+    """A span in its largest whole unit or two: `13 d 23 h`, `59 min`, `40 s`."""
+    s = max(0, int(seconds))
+    days, hours, minutes = s // 86_400, s % 86_400 // 3600, s % 3600 // 60
+    if days:
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{minutes} min" if minutes else f"{s} s"

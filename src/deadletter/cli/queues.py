@@ -9,7 +9,15 @@ from typing import Any, TypeVar
 
 import click
 
-from deadletter.cli.output import Failure, json_option, print_json, print_table, server_options
+from deadletter.cli.output import (
+    SHORT_DEAD_LETTER_LIFE,
+    Failure,
+    json_option,
+    oldest_expiry,
+    print_json,
+    print_table,
+    server_options,
+)
 from deadletter.cli.setting_options import (
     RETRY_OPTIONS,
     TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
@@ -194,6 +202,7 @@ def create(client: Client, name: str, **values: Any) -> None:
     metadata = _metadata(values)
     if client.create_queue(name, metadata):
         click.echo(f"created {name}")
+        _warn_short_dead_letter_life(client, name, values["dlq"], values["dlq_ttl"])
         return
     current = client.get_queue(name)
     differ = [s for s in SETTINGS if s.key in metadata and current.get(s.key) != metadata[s.key]]
@@ -302,6 +311,33 @@ def update(
         return
     client.update_queue(name, operations)
     click.echo(f"updated {name}")
+    if given & set(POLICY):
+        dlq_ttl = None if no_dlq else values["dlq_ttl"] or current.get(BY_OPTION["dlq_ttl"].key)
+        dlq = None if no_dlq else values["dlq"] or current.get(BY_OPTION["dlq"].key)
+        _warn_short_dead_letter_life(client, name, dlq, dlq_ttl)
+
+
+def _warn_short_dead_letter_life(
+    client: Client, name: str, dlq: str | None, dlq_ttl: int | None
+) -> None:
+    """Say so when NAME's dead letters would leave their DLQ within the hour: a DLQ TTL that
+    short, or a DLQ whose maximum TTL is (the server keeps dead letters that long without a
+    DLQ TTL; docs/api.md, "How long dead letters stay")."""
+    if dlq is None:
+        return
+    if dlq_ttl is not None:
+        life, why = int(dlq_ttl), "--dlq-ttl"
+    else:
+        limit = client.get_queue(dlq).get(BY_OPTION["max_ttl"].key)
+        if limit is None:
+            return
+        life, why = int(limit), f"the maximum TTL of {dlq}"
+    if life < SHORT_DEAD_LETTER_LIFE:
+        click.echo(
+            f"warning: dead letters of {name} stay at most {life} s in {dlq} ({why});"
+            " each one that expires is counted and logged",
+            err=True,
+        )
 
 
 def _take_template(doc: dict[str, Any], values: dict[str, Any]) -> None:
@@ -391,10 +427,15 @@ def show(client: Client, name: str, as_json: bool) -> None:
         ("acknowledged", dead.get("acknowledged")),
         ("expired and dropped", dead.get("expired_dropped")),
     ]
+    if dead.get("by_source") or dead.get("dead_letters_expired"):
+        rows += [("of them dead letters", dead.get("dead_letters_expired", 0))]
     rows += [(f"dropped ({reason})", n) for reason, n in dead.get("dropped", {}).items()]
     rows += [(f"kept, DLQ full ({reason})", n) for reason, n in dead.get("dlq_full", {}).items()]
     rows += [(f"from {source}", n) for source, n in dead.get("by_source", {}).items()]
     print_table(f"{name}: messages", ["messages", "count"], rows)
+    expiry = oldest_expiry(stats, "dead letter" if dead.get("by_source") else "message")
+    if expiry:
+        click.echo(expiry)
 
 
 @queue.command()

@@ -19,7 +19,10 @@ FC = TypeVar("FC", bound=Callable[..., Any] | click.Command)
 # The options that set one ranged setting: the setting and the option's help.
 RANGED: dict[str, tuple[declared.Setting, str]] = {
     "--max-claims": (declared.MAX_CLAIMS, "Deliveries before a message moves to the DLQ."),
-    "--dlq-ttl": (declared.DLQ_MESSAGE_TTL, "TTL of messages once in the DLQ (s)."),
+    "--dlq-ttl": (
+        declared.DLQ_MESSAGE_TTL,
+        "TTL of messages once in the DLQ, from the move (s); default: the DLQ's maximum TTL.",
+    ),
     "--ttl": (declared.DEFAULT_TTL, "Default message TTL (s)."),
     "--max-ttl": (declared.MAX_MESSAGE_TTL, "Maximum message TTL (s)."),
     "--min-ttl": (declared.MIN_MESSAGE_TTL, "Minimum message TTL (s)."),

@@ -7,7 +7,13 @@ from typing import Any, TypeVar
 
 import click
 
-from deadletter.cli.output import json_option, print_json, print_table, server_options
+from deadletter.cli.output import (
+    SHORT_DEAD_LETTER_LIFE,
+    json_option,
+    print_json,
+    print_table,
+    server_options,
+)
 from deadletter.cli.setting_options import (
     RETRY_OPTIONS,
     TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
@@ -75,6 +81,7 @@ def create(client: Client, name: str, pattern: str | None, **values: Any) -> Non
     retry_policy_of(values, None)
     client.put_template(name, {"pattern": pattern, **_settings(values)})
     click.echo(f"created template {name}")
+    _warn_short_dead_letter_life(name, client.template(name))
 
 
 @template.command()
@@ -90,6 +97,20 @@ def update(client: Client, name: str, pattern: str | None, **values: Any) -> Non
         raise click.UsageError("Give at least one setting to change.")
     client.patch_template(name, changes)
     click.echo(f"updated template {name}")
+    _warn_short_dead_letter_life(name, client.template(name))
+
+
+def _warn_short_dead_letter_life(name: str, doc: dict[str, Any]) -> None:
+    """Say so when the queues template NAME makes would keep dead letters less than an hour:
+    its DLQ TTL, or its maximum TTL should it make a DLQ (a DLQ keeps dead letters for its
+    maximum TTL; docs/api.md, "How long dead letters stay")."""
+    for key, what in (
+        ("dlq_message_ttl", "its queues' dead letters stay at most {} s in their DLQ"),
+        ("max_ttl", "a DLQ it makes keeps dead letters at most {} s"),
+    ):
+        value = doc.get(key)
+        if isinstance(value, int) and value < SHORT_DEAD_LETTER_LIFE:
+            click.echo(f"warning: template {name}: {what.format(value)}", err=True)
 
 
 @template.command(name="list")

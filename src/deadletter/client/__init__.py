@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -83,8 +84,7 @@ class Client:
             except (ValueError, AttributeError):
                 title, description = response.reason_phrase, response.text[:200]
             if response.status_code == 404 and title == "Queue not found":
-                queue = path.split("/")[3] if path.startswith("/v2/queues/") else ""
-                raise QueueNotFound(404, title, description, queue)
+                raise QueueNotFound(404, title, description, _missing_queue(path, description))
             raise ApiError(response.status_code, title or response.reason_phrase, description)
         return response
 
@@ -401,3 +401,16 @@ def parse_body(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+# How the server names the queue it did not find (`engine.lookups.require_queue`).
+_NOT_FOUND = re.compile(r"queue '([^']+)' does not exist")
+
+
+def _missing_queue(path: str, description: str) -> str:
+    """The queue a 404 is about: the one the server names, which is not always the one in
+    the path (a redrive's destination, a policy's DLQ); else the path's."""
+    named = _NOT_FOUND.search(description)
+    if named:
+        return named.group(1)
+    return path.split("/")[3] if path.startswith("/v2/queues/") else ""

@@ -520,6 +520,8 @@ class QueueStats:
     # On a source queue: messages due for the DLQ that its bound refused (overflow
     # reject-publish[-dlx]), kept in the source queue instead, by reason.
     dlq_full: dict[str, int] = field(default_factory=dict)
+    # On a DLQ: how many of its dead letters expired and were dropped (of `expired_dropped`).
+    dead_letters_expired: int = 0
 
 
 # A canary keeps at most this many of its sample's ids; its `sample` count is exact.

@@ -6,6 +6,9 @@ from deadletter.domain.model import Reason
 
 ACKNOWLEDGED = "acknowledged"
 EXPIRED_DROPPED = "expired_dropped"
+# Of those, the dead letters (a DLQ's messages that came from a source queue): kept apart, as a
+# dead letter that expires is the last of a message that failed.
+DEAD_LETTERS_EXPIRED = "dead_letters_expired"
 DEAD_LETTERED_PREFIX = "dead_lettered."
 DROPPED_PREFIX = "dropped."
 DLQ_FULL_PREFIX = "dlq_full."

@@ -69,7 +69,9 @@ class Engine(DeadLetterOperations, TagOperations):
         self.store = store
         self.clock = clock or SystemClock()
         self.queue_quota = queue_quota
-        self._runner = Runner(store, listeners)
+        # The log of dead letters that expire is the engine's own: a lost dead letter is
+        # logged whoever else listens.
+        self._runner = Runner(store, [expiry.DeadLetterExpiryLog(), *listeners])
         self.listeners: list[EngineListener] = self._runner.listeners
         self._run = self._runner.run
         self.templates = templates.Templates(self._runner, self.clock, queue_quota)

@@ -27,6 +27,10 @@ class EngineListener:
     def expired(self, project: str, queue: str, count: int) -> None:
         """`count` messages expired and were dropped."""
 
+    def dead_letters_expired(self, project: str, dlq: str, sources: list[str], count: int) -> None:
+        """`count` dead letters of `dlq` (from the source queues `sources`) expired and were
+        dropped; `expired` is told of them too."""
+
     def dropped(self, project: str, queue: str, reason: str, count: int) -> None:
         """`count` messages of `queue` went past the limit of `reason` (max_claims, expired)
         but were not eligible for the DLQ, or were pushed out of a bounded queue or DLQ with

@@ -3,6 +3,7 @@ messages whose last allowed claim lapsed in a consumer group moved to the DLQ fo
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
@@ -13,6 +14,8 @@ from deadletter.engine.events import EngineListener
 from deadletter.engine.groups import ConsumerGroup, DefaultGroup
 from deadletter.engine.transactions import Event, Pending
 from deadletter.storage.base import Transaction
+
+log = logging.getLogger("deadletter.expiry")
 
 # Expired messages handled per transaction; a sweep that found this many goes on at once.
 SWEEP_BATCH = 1000
@@ -54,6 +57,10 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
         if gone:
             tx.bump_counter(project, name, counters.EXPIRED_DROPPED, gone)
             pending.calls.append(_expired_event(project, name, gone))
+        dead = [m for m in dropped if m.provenance is not None]
+        if dead:
+            tx.bump_counter(project, name, counters.DEAD_LETTERS_EXPIRED, len(dead))
+            pending.calls.append(_dead_letters_expired_event(project, name, dead))
     due = tx.due_dead_letters(now, limit)
     by_group: dict[tuple[str, str, str | None], list[Message]] = defaultdict(list)
     for project, tag, m in due:
@@ -89,6 +96,30 @@ def _by_queue(found: Iterable[tuple[str, Message]]) -> dict[tuple[str, str], lis
     for project, m in found:
         by_queue[(project, m.queue)].append(m)
     return by_queue
+
+
+def _dead_letters_expired_event(project: str, dlq: str, dead: list[Message]) -> Event:
+    count = len(dead)
+    sources = sorted({m.provenance.source_queue for m in dead if m.provenance is not None})
+
+    def call(listener: EngineListener) -> None:
+        listener.dead_letters_expired(project, dlq, sources, count)
+
+    return call
+
+
+class DeadLetterExpiryLog(EngineListener):
+    """Logs every expiry of dead letters: the last of messages that failed leaves without a
+    consumer, which an operator must be able to find afterwards (counted as well, in the
+    DLQ's stats and the metrics)."""
+
+    def dead_letters_expired(self, project: str, dlq: str, sources: list[str], count: int) -> None:
+        log.warning(
+            "%d dead letter(s) of %s expired and were dropped",
+            count,
+            dlq,
+            extra={"project": project, "queue": dlq, "sources": sources, "count": count},
+        )
 
 
 def _expired_event(project: str, queue: str, count: int) -> Event:

@@ -96,6 +96,7 @@ def stats(tx: Transaction, project: str, name: str, now: float) -> QueueStats:
             if k.startswith(counters.DEAD_LETTERED_PREFIX)
         },
         expired_dropped=totals.get(counters.EXPIRED_DROPPED, 0),
+        dead_letters_expired=totals.get(counters.DEAD_LETTERS_EXPIRED, 0),
         acknowledged=totals.get(counters.ACKNOWLEDGED, 0),
         by_source=tx.count_by_source(project, name, now),
         policy_active=policy.active if policy else None,

@@ -11,6 +11,7 @@ from typing import Any
 
 from deadletter.domain import errors
 from deadletter.domain.model import (
+    MAX_TTL,
     RESERVED_ATTRIBUTE_PREFIX,
     SOURCE_QUEUE_ATTRIBUTE,
     SOURCE_TAG_ATTRIBUTE,
@@ -173,14 +174,7 @@ def dead_lettered(
     history event; its delivery count is kept for the record. A consumer tag's dead letter
     names the tag (`source_tag`) in its provenance and an attribute."""
     details = ErrorDetails(message=error) if isinstance(error, str) else error or ErrorDetails()
-    policy = source.settings.dead_letter
-    if policy is not None and policy.message_ttl is not None:
-        expires = now + policy.message_ttl
-    elif reason is Reason.EXPIRED:
-        # Keeping an expiry that has passed would drop it at once.
-        expires = now + dlq.settings.default_ttl
-    else:
-        expires = m.expires_at
+    expires = dead_letter_expiry(m, source, dlq, reason, now)
     event = {
         "event": "dead_lettered",
         "at": now,
@@ -220,6 +214,35 @@ def dead_lettered(
         ),
         history=(*m.history, event),
     )
+
+
+def dead_letter_expiry(m: Message, source: Queue, dlq: Queue, reason: Reason, now: float) -> float:
+    """When the dead letter of `m` leaves its DLQ: a dead letter lives as long as its DLQ
+    keeps messages, never only as long as its source would have kept it.
+
+    - The policy's DLQ TTL (Zaqar's `_dead_letter_queue_messages_ttl`), where set, counts from
+      the move, as the Zaqar spec says.
+    - Else the DLQ's retention, its maximum message TTL (SQS's MessageRetentionPeriod; on the
+      Zaqar face `_max_message_ttl`, by default the engine's longest TTL), counted from the
+      message's original enqueue time as SQS counts it for a standard DLQ: the message's
+      clock is kept, as the Zaqar spec keeps its "current TTL", and only its length is the
+      DLQ's. Keeping the source's expiry instead dropped dead letters with the source's
+      default TTL, an hour, unseen.
+    - A FIFO DLQ counts from the move, as SQS resets the enqueue time of a FIFO DLQ's
+      messages; so does a message dead-lettered because it expired, whose time in the source
+      is spent (counted from its enqueue time it would leave the DLQ at once).
+
+    A standard DLQ whose retention is shorter than the time a message spent in its source
+    keeps it no longer than that retention, as on SQS: the sweep drops it, counted and logged
+    (`expiry.sweep`)."""
+    policy = source.settings.dead_letter
+    if policy is not None and policy.message_ttl is not None:
+        return now + policy.message_ttl
+    # A DLQ that ignores TTLs (Solace's respect-ttl off) keeps messages for the longest TTL.
+    retention = MAX_TTL if dlq.settings.respect_ttl is False else dlq.settings.max_ttl
+    if dlq.settings.fifo or reason is Reason.EXPIRED:
+        return now + retention
+    return m.enqueued_at + retention
 
 
 def redriven(

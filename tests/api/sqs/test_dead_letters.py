@@ -191,7 +191,43 @@ def test_a_dead_letters_error_fields_are_its_dlq_message_attributes(
     shown = {k: v["StringValue"] for k, v in m["MessageAttributes"].items()}
     assert shown == {
         "kind": "order",
+        "DLQ.sourceQueue": "orders",
+        "DLQ.reason": "rejected",
+        "DLQ.description": "bad",
         "DLQ.errorClass": "KeyError",
         "DLQ.errorMessage": "'id'",
         "DLQ.errorStack": "Traceback\n  x",
     }
+
+
+@pytest.mark.parametrize(
+    ("names", "shown"),
+    [
+        (["All"], {"kind", "DLQ.sourceQueue", "DLQ.reason"}),
+        (["DLQ.*"], {"DLQ.sourceQueue", "DLQ.reason"}),
+        (["DLQ.sourceQueue"], {"DLQ.sourceQueue"}),
+        (["kind"], {"kind"}),
+    ],
+)
+def test_a_dead_letter_carries_its_source_queue_as_the_reserved_attribute(
+    sqs: Any, make_queue: Any, names: list[str], shown: set[str]
+) -> None:
+    # Given a DLQ of two source queues, and a message of each moved there at its limit
+    dlq = make_queue("orders-dlq")
+    for source in ("orders", "payments"):
+        url = make_queue(source, RedrivePolicy=_policy("orders-dlq", 1))
+        sqs.send_message(QueueUrl=url, MessageBody=source, MessageAttributes={
+            "kind": {"DataType": "String", "StringValue": "order"}})  # fmt: skip
+        _fail(sqs, url, 1)
+        assert "Messages" not in sqs.receive_message(QueueUrl=url)
+    # its consumer tells them apart by DLQ.sourceQueue (seed 002's reserved attribute), and
+    # reads the reason each died of beside it, picked by name as the sender's own attributes
+    got = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=names)
+    (first, second) = sorted(got["Messages"], key=lambda m: m["Body"])
+    for m, source in ((first, "orders"), (second, "payments")):
+        attributes = m.get("MessageAttributes", {})
+        assert set(attributes) == shown
+        if "DLQ.sourceQueue" in shown:
+            assert attributes["DLQ.sourceQueue"] == {"DataType": "String", "StringValue": source}
+        if "DLQ.reason" in shown:
+            assert attributes["DLQ.reason"]["StringValue"] == "max_claims"

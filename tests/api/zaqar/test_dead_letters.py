@@ -399,3 +399,27 @@ def test_a_pattern_rate_that_is_no_number_is_refused_in_zaqar_form(
         return
     assert r.status_code == 400 and set(r.json()) == {"title", "description"}
     assert api.get("/v2/queues/orders-dlq/patterns").json()["patterns"] == []
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["one", "batch"])
+def test_a_consumers_own_reason_is_kept_beside_the_reason_rejected(
+    api: ApiClient, batch: bool
+) -> None:
+    # Given a consumer that dead-letters a message with its own reason (Azure's DeadLetter)
+    with_dlq(api)
+    (mid,) = post(api, "orders", "bad")
+    cid, _ = claim(api, "orders")
+    if batch:
+        href, body = "/v2/queues/orders/dead_letter", {"messages": [{"id": mid, "claim_id": cid}]}
+    else:
+        href, body = f"/v2/queues/orders/messages/{mid}/dead_letter?claim_id={cid}", {}
+    # giving it both as reason and as description is refused, naming both
+    both = api.post(href, json={**body, "reason": "InvalidPayload", "description": "x"})
+    assert both.status_code == 400
+    assert "reason and description" in both.json()["description"]
+    r = api.post(href, json={**body, "reason": "InvalidPayload"})
+    assert r.status_code == 200, r.text
+    # I expect the dead letter's reason to stay rejected, the consumer's words beside it
+    (dead,) = dead_letters(api, "orders-dlq")
+    assert dead["provenance"]["reason"] == "rejected"
+    assert dead["provenance"]["description"] == "InvalidPayload"

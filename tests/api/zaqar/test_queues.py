@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from deadletter.api.zaqar import metadata as meta_module
 from deadletter.api.zaqar.routes import ROUTES
+from deadletter.domain.model import Reason, TaskStatus
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, make_queue, post
 
@@ -314,6 +317,32 @@ def test_openapi_document_describes_every_route(api: ApiClient) -> None:
     for path, method, handler, _ in ROUTES:
         assert paths[path][method.lower()]["operationId"] == handler.__name__
     assert "post" in paths["/v2/queues/{queue}/messages/{message_id}/dead_letter"]
+
+
+def _enums_named(doc: Any, key: str) -> list[list[Any]]:
+    """Every `enum` under a property or parameter named `key`, anywhere in `doc`."""
+    found: list[list[Any]] = []
+    if isinstance(doc, dict):
+        if doc.get("name") == key and "enum" in doc.get("schema", {}):  # a parameter
+            found.append(doc["schema"]["enum"])
+        for k, v in doc.items():
+            if k == key and isinstance(v, dict) and "enum" in v:  # a property
+                found.append(v["enum"])
+            found += _enums_named(v, key)
+    elif isinstance(doc, list):
+        for v in doc:
+            found += _enums_named(v, key)
+    return found
+
+
+def test_the_openapi_documents_enums_are_the_domains(api: ApiClient) -> None:
+    doc = api.get("/openapi.json").json()
+    reasons = _enums_named(doc, "reason")
+    assert len(reasons) >= 3
+    assert all(found == [r.value for r in Reason] for found in reasons), reasons
+    assert "maxlen" in reasons[0]
+    statuses = _enums_named(doc, "status")
+    assert statuses and all(found == [s.value for s in TaskStatus] for found in statuses)
 
 
 def test_metrics_count_requests_and_engine_events(api: ApiClient) -> None:

@@ -32,7 +32,6 @@ from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_CLAIM_TTL,
     MAX_DELAY,
-    SOURCE_QUEUE_ATTRIBUTE,
     Attribute,
     Claim,
     Message,
@@ -40,6 +39,7 @@ from deadletter.domain.model import (
     Provenance,
     Queue,
     QueueSettings,
+    Reason,
 )
 from deadletter.domain.tags import TAG_NAME
 from deadletter.engine import VisibilityChange
@@ -262,18 +262,26 @@ def _parse_handle(handle: Any) -> tuple[str, str, str | None]:
     return claim_id, message_id, tag
 
 
-# What a consumer said went wrong, shown on its dead letters as message attributes (SQS has
-# no reject to give them with; see docs/sqs.md). Reserved: no sender can set a DLQ.* name.
-ERROR_ATTRIBUTES = {
+# Why a dead letter died and what its consumer said went wrong, shown on it as message
+# attributes (SQS has no reject to give them with; see docs/sqs.md): the reason is the
+# engine's (`rejected` for a consumer's dead-lettering), the description the consumer's own
+# words. Reserved: no sender can set a DLQ.* name.
+PROVENANCE_ATTRIBUTES = {
+    "DLQ.reason": "reason",
+    "DLQ.description": "description",
     "DLQ.errorMessage": "error",
     "DLQ.errorClass": "error_class",
     "DLQ.errorStack": "error_stack",
 }
 
 
-def _error_attributes(p: Provenance) -> dict[str, Attribute]:
-    values = {name: getattr(p, field) for name, field in ERROR_ATTRIBUTES.items()}
-    return {name: Attribute("String", v) for name, v in values.items() if v}
+def _provenance_attributes(p: Provenance) -> dict[str, Attribute]:
+    values = {name: getattr(p, field) for name, field in PROVENANCE_ATTRIBUTES.items()}
+    return {
+        name: Attribute("String", v.value if isinstance(v, Reason) else v)
+        for name, v in values.items()
+        if v
+    }
 
 
 def _received(
@@ -306,10 +314,11 @@ def _received(
         out["Attributes"] = {k: v for k, v in available.items() if every or k in system}
     if not user:  # none asked for, as most receives
         return out
-    # The reserved DLQ.* attributes are shown through DeadLetterQueueSourceArn instead.
-    own = {k: v for k, v in stored.items() if k != SOURCE_QUEUE_ATTRIBUTE}
+    # The reserved DLQ.sourceQueue (and a tag's DLQ.sourceTag) as the dead letter carries
+    # them, beside DeadLetterQueueSourceArn: a DLQ of several sources is filtered by them.
+    own = dict(stored)
     if m.provenance is not None:
-        own.update(_error_attributes(m.provenance))
+        own.update(_provenance_attributes(m.provenance))
     picked = attrs.wanted(user, own)
     if picked:
         out["MessageAttributes"] = attrs.message_attributes_out(picked)

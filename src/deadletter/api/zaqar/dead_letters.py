@@ -10,6 +10,7 @@ from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range
 from deadletter.api.zaqar.parse import (
     canary_value,
+    consumer_reason,
     error_value,
     is_int_in,
     optional_text,
@@ -47,7 +48,7 @@ def dead_letter_message(ctx: Ctx) -> Response:
         ctx.project,
         ctx.queue,
         [(ctx.path["message_id"], claim_id)],
-        optional_text(doc, "description"),
+        consumer_reason(doc),
         error_value(doc),
         tag_param(ctx),
     )
@@ -72,7 +73,7 @@ def dead_letter_batch(ctx: Ctx) -> Response:
         ctx.project,
         ctx.queue,
         list(held),
-        optional_text(doc, "description"),
+        consumer_reason(doc),
         error_value(doc),
         tag_param(ctx),
     )

@@ -183,6 +183,21 @@ def optional_text(doc: dict[str, Any], key: str) -> str | None:
     return text(key, value)
 
 
+def consumer_reason(doc: dict[str, Any]) -> str | None:
+    """The consumer's own words on why it dead-letters (`"description"`, or `"reason"` as
+    Azure Service Bus names them, `DeadLetter(reason, description)`). The dead letter's reason
+    stays `rejected`, the one a consumer's dead-lettering has; these words are kept beside it,
+    as its description: given as `reason`, they used to be dropped unseen."""
+    words = optional_text(doc, "reason")
+    description = optional_text(doc, "description")
+    if words is not None and description is not None:
+        raise bad_request(
+            "reason and description are the same: the consumer's own words, kept as the dead"
+            " letter's description (its reason is rejected); give one of them."
+        )
+    return description if words is None else words
+
+
 # The fields of a structured error, as `"error": {...}` names them (Kafka Connect's context).
 ERROR_FIELDS = ("class", "message", "stack")
 

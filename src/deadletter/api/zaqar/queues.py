@@ -138,6 +138,7 @@ def queue_stats(ctx: Ctx) -> Response:
             "dead_letter": {
                 "dead_lettered": st.dead_lettered,
                 "expired_dropped": st.expired_dropped,
+                "dead_letters_expired": st.dead_letters_expired,
                 "acknowledged": st.acknowledged,
                 "by_source": st.by_source,
                 "policy_active": st.policy_active,

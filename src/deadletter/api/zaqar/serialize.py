@@ -54,6 +54,9 @@ def message_brief(m: Message | None, now: float) -> dict[str, Any] | None:
         "href": message_href(m.queue, m.id),
         "age": max(0, int(now - m.enqueued_at)),
         "created": iso(m.enqueued_at),
+        # When it leaves the queue unless consumed: on a DLQ, when its oldest dead letter is
+        # dropped.
+        "expires": iso(m.expires_at),
     }
 
 

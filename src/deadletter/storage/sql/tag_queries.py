@@ -40,11 +40,16 @@ TAG_CLAIMABLE_NEW = (
     + " AND m.expires_at > :now AND COALESCE(m.ready_at, m.enqueued_at) <= :now"
     " ORDER BY m.seq LIMIT :limit"
 )  # fmt: skip
+# The states a claim decides on are locked, as the sweep's (`DUE_TAG_DEAD_LETTERS`) are, and
+# those the sweep holds are skipped: a message whose last allowed claim lapsed is moved to the
+# DLQ by the claim or by the sweep, never by both. The tag's claimants take turns already (its
+# row, `GET_TAG_LOCKED`), so only the sweep and the tag's other writers are skipped.
 TAG_CLAIMABLE_AGAIN = (
     f"SELECT m.*, {_STATE_COLUMNS} FROM tag_states s /* indexed by tag_states_live */"
     " JOIN messages m ON m.id = s.message_id"
     " WHERE s.project = :project AND s.queue = :queue AND s.tag = :tag AND s.state = 'live'"
     " AND s.visible_at <= :now AND m.expires_at > :now ORDER BY s.seq LIMIT :limit"
+    " FOR UPDATE OF s SKIP LOCKED"
 )
 # Where the cursor may go: just before the first message the tag has not touched.
 TAG_FIRST_UNSEEN = (

@@ -80,6 +80,8 @@ export async function queuePicture(el, name, params) {
   const dlqStrip = h("div", { class: "strip quarantine", id: "dlq-strip" });
   const dlqDepth = h("span", { class: "depth", id: "dlq-depth" });
   const dlqMore = h("span", { class: "more", id: "dlq-more" });
+  // When the DLQ's oldest dead letter expires (its stats' oldest), as `dlq list` says it.
+  const dlqExpiry = h("span", { class: "muted", id: "dlq-expiry" });
   const counts = h("span", { class: "muted", id: "main-legend" });
   // What left this queue, and why (its stats' dead_letter counts): beside the strip whose
   // depth they explain.
@@ -120,7 +122,8 @@ export async function queuePicture(el, name, params) {
         h("div", { class: "lane-head" },
           h("strong", { text: "DLQ" }), " ",
           h("a", { href: `#/dlq/${encodeURIComponent(dlq)}`, text: dlq }), " ",
-          h("span", { class: "muted", text: "quarantine — no workers attached" }), " ", dlqDepth),
+          h("span", { class: "muted", text: "quarantine — no workers attached" }), " ", dlqDepth,
+          " ", dlqExpiry),
         h("div", { class: "row" }, dlqStrip, dlqMore))
         : null,
       !dlq && !isDlq ? h("p", { class: "muted", text: "No dead-letter policy: messages are never moved." }) : null),
@@ -268,6 +271,7 @@ export async function queuePicture(el, name, params) {
     if (dlq) {
       const d = dlqStats.messages || {};
       dlqDepth.textContent = `depth = ${d.total ?? 0}`;
+      dlqExpiry.textContent = d.oldest?.expires ? `· oldest expires ${d.oldest.expires}` : "";
       const context = distinguish(cells.map((x) => x.body));
       clear(dlqStrip).append(...cells.map((msg) => cell(msg, { inDlq: true, context, pattern: patterns.get(msg.id) })));
       if (!cells.length) dlqStrip.append(h("span", { class: "empty", text: "empty" }));

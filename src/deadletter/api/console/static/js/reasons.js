@@ -29,5 +29,9 @@ export function reasonParts(dl) {
     class: "dropped", title: "expired in this queue without being dead-lettered: deleted",
     text: `expired and dropped ${dl.expired_dropped}`,
   }));
+  if (dl.dead_letters_expired > 0) parts.push(h("span", {
+    class: "dropped", title: "dead letters that expired in this DLQ: deleted, counted and logged",
+    text: `dead letters expired ${dl.dead_letters_expired}`,
+  }));
   return parts.flatMap((part, i) => (i ? [" · ", part] : [part]));
 }
