@@ -161,6 +161,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a message redriven to one tag is delivered to that tag only",
     ),
     # Auth checks
+    # The loosened parser in one line: any letters matched, then compared by `.upper()` (the
+    # walrus folds `text` before the comparison below it): a dotless i (U+0131) in admin, or
+    # a long s (U+017F) in consumer, then names the role.
     Mutation(
         "role-case-folding",
         "auth/roles.py",
