@@ -17,7 +17,9 @@ from tests.pipeline.conftest import PANDAS_WARNING, load_labels
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings(PANDAS_WARNING)]
 
 
-@pytest.fixture(scope="module")
+# Session-wide, not module-wide: under xdist this module's tests may be interleaved with other
+# modules' on their worker, and a module fixture would be rebuilt each time (a Spark analysis).
+@pytest.fixture(scope="session")
 def result(spark: Any, corpus_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     from deadletter.pipeline.analysis import analyze
 
