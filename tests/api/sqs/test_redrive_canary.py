@@ -19,13 +19,13 @@ from deadletter.domain.model import (
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
 from tests.api.sqs.conftest import ACCOUNT, arn, client
-from tests.support.servers import serving
+from tests.support.servers import SharedServer
 
 
 @pytest.fixture
-def served(store: Store) -> Iterator[tuple[Engine, str]]:
+def served(store: Store, sqs_server: SharedServer) -> Iterator[tuple[Engine, str]]:
     engine = Engine(store, clock=ManualClock())
-    with serving(build_app(engine, AppOptions(test_mode=True))) as url:
+    with sqs_server.hosting(build_app(engine, AppOptions(test_mode=True))) as url:
         yield engine, url
 
 
