@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deadletter.domain.errors import DeadletterError
+from deadletter.domain.projects import tenant_of
 from deadletter.engine import EngineListener, TagInfo
 
 # The label value of a project's queues past its first `max_queues` (a queue name cannot
@@ -234,9 +235,7 @@ class _OneProject:
 
     def _own(self, labels: dict[str, str]) -> bool:
         project = labels.get("project")
-        return project is not None and (
-            project == self.project or project.startswith(self.project + "@")
-        )
+        return project is not None and tenant_of(project) == self.project
 
     def collect(self) -> Iterator[Metric]:
         for family in self.registry.collect():

@@ -17,6 +17,7 @@ from deadletter.auth import roles, signed_urls, sigv4, tokens
 from deadletter.auth.credentials import Credential, MasterKey, account_id_for, issue, reseal
 from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
+from deadletter.domain.projects import check_tenant
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import CredentialRecord, Transaction
 
@@ -117,10 +118,7 @@ class Authority:
 
         A caller that decides who may issue `role` parses it first (`parse_role`) and passes
         the Role, so the role stored is the role that was checked."""
-        if not project or len(project) > 256 or "\x00" in project:
-            raise errors.InvalidInput(
-                "A credential needs a project of 1 to 256 characters, without NUL."
-            )
+        check_tenant(project, "A credential's project")
         chosen = role if isinstance(role, Role) else parse_role(role)
         credential, secret = issue(self.master, project, chosen, self.now())
         self.engine.add_credential(lambda tx: insert(tx, credential))
