@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from deadletter.domain.limits import BODY_BYTES
 from deadletter.domain.model import DEFAULT_QUEUE_QUOTA
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -33,7 +34,7 @@ class ServerConfig:
     access_log: bool = False
     test_mode: bool = False
     # The largest request body either face reads (docs/limits.md).
-    max_body_bytes: int = 4 * 1024 * 1024
+    max_body_bytes: int = BODY_BYTES
     # The most queues one project may hold; 0: no limit (docs/limits.md).
     max_queues: int = DEFAULT_QUEUE_QUOTA
     auth: str | None = None  # "required" or "off"; None: off on loopback, else required

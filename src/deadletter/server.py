@@ -27,6 +27,7 @@ from uvicorn.supervisors import Multiprocess
 
 from deadletter.adapters.webhooks import HttpxSender
 from deadletter.api.app import AppOptions, Background, Limits, build_app
+from deadletter.api.http_head import BoundedHttpToolsProtocol
 from deadletter.auth.credentials import (
     MASTER_KEY_ENV,
     Credential,
@@ -170,8 +171,9 @@ def _app(
 
 # The HTTP server that costs the least CPU per request on both faces (`./dev bench framework`,
 # docs/benchmarks.md): uvicorn with httptools and uvloop, named so that a missing one fails
-# at start instead of falling back to the slower h11 and asyncio.
-HTTP_PARSER = "httptools"
+# at start instead of falling back to the slower h11 and asyncio. Its protocol bounds each
+# request's head (docs/limits.md), which uvicorn's own does not.
+HTTP_PARSER = BoundedHttpToolsProtocol
 EVENT_LOOP = "uvloop"
 
 
