@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from deadletter.auth.signed_urls import SignedUrl
 from deadletter.clock import Clock
 from deadletter.domain import errors
+from deadletter.domain.limits import SUBSCRIPTIONS_PER_PROJECT, SUBSCRIPTIONS_PER_QUEUE
 from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message, Reason
 from deadletter.domain.subscriptions import (
     MAX_SUBSCRIBER_LENGTH,
@@ -39,6 +40,23 @@ from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
 
 T = TypeVar("T")
+
+
+def check_room(tx: Transaction, project: str, queue: str) -> None:
+    """LimitExceeded when the queue or its project holds as many subscriptions as it may: one
+    post fans out to every subscription of its queue, and every project's notifications share
+    one sender, so a bound here bounds what one project can put before another's."""
+    in_project, in_queue = tx.count_subscriptions(project, queue)
+    if in_queue >= SUBSCRIPTIONS_PER_QUEUE:
+        raise errors.LimitExceeded(
+            f"queue {queue!r} already has {SUBSCRIPTIONS_PER_QUEUE} subscriptions, the most one"
+            " queue may have; delete one first"
+        )
+    if in_project >= SUBSCRIPTIONS_PER_PROJECT:
+        raise errors.LimitExceeded(
+            f"project {project!r} already has {SUBSCRIPTIONS_PER_PROJECT} subscriptions, the"
+            " most one project may have; delete one first"
+        )
 
 
 class Run(Protocol):
@@ -318,6 +336,7 @@ class Subscriptions:
                 return old, False
             if old is not None:
                 tx.delete_subscriptions(project, queue, [old.id])
+            check_room(tx, project, queue)
             new = Subscription(
                 new_id(), project, queue, subscriber, ttl, dict(options), now, now + ttl
             )

@@ -39,6 +39,10 @@ class Subscriptions(abc.ABC):
         """Delete subscriptions and cancel the notifications still owed to them."""
 
     @abc.abstractmethod
+    def count_subscriptions(self, project: str, queue: str) -> tuple[int, int]:
+        """(the project's, the queue's) subscriptions, expired ones not yet swept included."""
+
+    @abc.abstractmethod
     def delete_expired_subscriptions(self, now: float) -> int:
         """Expired subscriptions go; what was owed to them while they lived is still sent."""
 

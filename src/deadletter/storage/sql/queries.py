@@ -71,7 +71,10 @@ DELETE_QUEUE_ROWS = (
     "DELETE FROM tag_states WHERE project = :project AND queue = :name",
     "DELETE FROM tags WHERE project = :project AND queue = :name",
 )
-COUNT_QUEUES = "SELECT count(*) AS n FROM queues WHERE project = :project"
+# A tenant's queues in every project derived from its name (`<tenant>@<region>`) too.
+COUNT_QUEUES = (
+    "SELECT count(*) AS n FROM queues WHERE project = :project OR substr(project, 1, :n) = :prefix"
+)
 LIST_QUEUES = (
     "SELECT * FROM queues WHERE project = :project AND name > :after"
     " AND (starts_with(name, :prefix) OR :prefix IS NULL)"
@@ -500,6 +503,11 @@ DELETE_EXPIRED_SUBSCRIPTIONS = (
 ADD_SUBSCRIPTIONS = (
     "UPDATE queues SET subscriptions = subscriptions + :n"
     " WHERE project = :project AND name = :queue"
+)
+COUNT_SUBSCRIPTIONS = (
+    "SELECT coalesce(sum(subscriptions), 0) AS project_n,"
+    " coalesce(sum(CASE WHEN name = :queue THEN subscriptions ELSE 0 END), 0) AS queue_n"
+    " FROM queues WHERE project = :project"
 )
 # Deleting a subscription (or purging a queue's) cancels what is still owed to it.
 CANCEL_DELIVERIES = "DELETE FROM deliveries WHERE subscription_id = ANY(:ids)"

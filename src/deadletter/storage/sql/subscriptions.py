@@ -44,6 +44,10 @@ class SubscriptionStatements(Executor):
         self.run(q.INSERT_SUBSCRIPTION, subscription_params(subscription))
         self._add_subscriptions(subscription.project, subscription.queue, 1)
 
+    def count_subscriptions(self, project: str, queue: str) -> tuple[int, int]:
+        r = self.one(q.COUNT_SUBSCRIPTIONS, {"project": project, "queue": queue})
+        return (int(r["project_n"]), int(r["queue_n"])) if r else (0, 0)
+
     def get_subscription(
         self, project: str, queue: str, subscription_id: str, lock: bool = False
     ) -> Subscription | None:
