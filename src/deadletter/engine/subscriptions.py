@@ -9,9 +9,10 @@ the queue's `dropped.delivery_failed` counter and logged, never lost silently.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -436,10 +437,42 @@ class Subscriptions:
 
     # The notifications owed (deadletter.engine.deliveries sends them)
 
-    def take(self, limit: int, busy: Sequence[str], lease: float) -> list[Delivery]:
-        """Due notifications, leased for `lease` seconds."""
+    def take(
+        self,
+        limit: int,
+        busy: Sequence[str],
+        lease: float,
+        *,
+        after: str | None = None,
+        skip: Collection[str] = (),
+    ) -> list[Delivery]:
+        """Due notifications, leased for `lease` seconds, shared between the projects owed
+        any: each gets an equal share of `limit` in turn, starting with the first project
+        after `after` (the caller's round-robin cursor), and a share one project leaves goes
+        to the others; none of the projects in `skip` (those the caller has enough of in
+        flight). So one project's backlog, however old, cannot hold another's back."""
         now = self.clock.now()
-        return self._run(lambda tx, _: tx.due_deliveries(now, limit, busy, now + lease))
+
+        def work(tx: Transaction, _: Pending) -> list[Delivery]:
+            projects = [p for p in tx.delivery_projects() if p not in skip]
+            start = bisect.bisect_right(projects, after) if after is not None else 0
+            wanting = projects[start:] + projects[:start]
+            taken: list[Delivery] = []
+            while wanting and len(taken) < limit:
+                share = max(1, (limit - len(taken)) // len(wanting))
+                more = []
+                for project in wanting:
+                    room = min(share, limit - len(taken))
+                    if room <= 0:
+                        break
+                    got = tx.due_deliveries(now, room, busy, now + lease, project=project)
+                    taken += got
+                    if len(got) == room:
+                        more.append(project)
+                wanting = more
+            return taken
+
+        return self._run(work)
 
     def release(self, deliveries: Sequence[Delivery]) -> None:
         """Give back taken notifications unsent: due now, their attempts unchanged."""

@@ -51,11 +51,20 @@ class Subscriptions(abc.ABC):
 
     @abc.abstractmethod
     def due_deliveries(
-        self, now: float, limit: int, busy: Sequence[str], lease_until: float
+        self,
+        now: float,
+        limit: int,
+        busy: Sequence[str],
+        lease_until: float,
+        project: str | None = None,
     ) -> list[Delivery]:
-        """Due notifications, oldest first, none of the subscriptions in `busy`, each leased
-        until `lease_until` (another taker skips it until then: were this process to die with
-        it in flight, it is sent again then)."""
+        """Due notifications (of `project` only, if given), oldest first, none of the
+        subscriptions in `busy`, each leased until `lease_until` (another taker skips it until
+        then: were this process to die with it in flight, it is sent again then)."""
+
+    @abc.abstractmethod
+    def delivery_projects(self) -> list[str]:
+        """The projects owed any notification (due or not), by name."""
 
     @abc.abstractmethod
     def get_delivery(self, delivery_id: str) -> Delivery | None:

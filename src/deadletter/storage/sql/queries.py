@@ -526,6 +526,21 @@ DUE_DELIVERIES = (
     " AND (NOT (subscription_id = ANY(:busy)) OR :busy IS NULL)"
     " ORDER BY due_at, id LIMIT :limit FOR UPDATE SKIP LOCKED"
 )
+# One project's due notifications (its rows found by deliveries_queue, project first).
+DUE_DELIVERIES_OF = (
+    "SELECT * FROM deliveries WHERE project = :project AND due_at <= :now"
+    " AND (NOT (subscription_id = ANY(:busy)) OR :busy IS NULL)"
+    " ORDER BY due_at, id LIMIT :limit FOR UPDATE SKIP LOCKED"
+)
+# The projects owed any notification, one index probe each (a loose scan of deliveries_queue).
+DELIVERY_PROJECTS = (
+    "WITH RECURSIVE owed(project) AS ("
+    " SELECT min(project) FROM deliveries"
+    " UNION ALL"
+    " SELECT (SELECT min(project) FROM deliveries WHERE project > owed.project)"
+    " FROM owed WHERE owed.project IS NOT NULL"
+    ") SELECT project FROM owed WHERE project IS NOT NULL"
+)
 # Leases a taken notification (`due_at` moves past the time a POST can take) and records an
 # attempt's failure (`due_at` is then the retry's time).
 UPDATE_DELIVERY = (

@@ -102,14 +102,26 @@ class SubscriptionStatements(Executor):
         self.run_many(q.INSERT_DELIVERY, [delivery_params(d) for d in deliveries])
 
     def due_deliveries(
-        self, now: float, limit: int, busy: Sequence[str], lease_until: float
+        self,
+        now: float,
+        limit: int,
+        busy: Sequence[str],
+        lease_until: float,
+        project: str | None = None,
     ) -> list[Delivery]:
         params = {"now": now, "limit": limit, "busy": list(busy) or None}
-        due = [delivery_from(r) for r in self.all(q.DUE_DELIVERIES, params)]
+        if project is None:
+            rows = self.all(q.DUE_DELIVERIES, params)
+        else:
+            rows = self.all(q.DUE_DELIVERIES_OF, {**params, "project": project})
+        due = [delivery_from(r) for r in rows]
         leased = [replace(d, due_at=lease_until) for d in due]
         for d in leased:
             self.update_delivery(d)
         return leased
+
+    def delivery_projects(self) -> list[str]:
+        return [str(r["project"]) for r in self.all(q.DELIVERY_PROJECTS, {})]
 
     def get_delivery(self, delivery_id: str) -> Delivery | None:
         r = self.one(q.GET_DELIVERY_LOCKED, {"id": delivery_id})
