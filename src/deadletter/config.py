@@ -54,6 +54,25 @@ class ServerConfig:
     # Per project, how many queue names /metrics labels (docs/security.md#metrics).
     metrics_queues: int = 100
 
+    def check_db(self) -> None:
+        """ConfigError for a `--db` no backend takes (`mysql://...`, which would otherwise name
+        a SQLite file `mysql:/...`), or a SQLite file in a directory that does not exist: the
+        server creates its data directory, never one that `--db` names (a typo would put the
+        database somewhere nobody looks)."""
+        url = self.database_url
+        scheme, sep, _ = url.partition("://")
+        if sep and scheme not in DB_SCHEMES:
+            raise ConfigError(
+                f"--db {redacted(url)}: unknown scheme {scheme!r}; use sqlite:///path/to/file.db"
+                " or postgresql://user@host/database."
+            )
+        database = sqlite_file(url)
+        if self.db and database is not None and not database.parent.is_dir():
+            raise ConfigError(
+                f"--db {redacted(url)}: the directory {database.parent} does not exist;"
+                " create it first."
+            )
+
     def check_workers(self) -> None:
         """ConfigError for several worker processes on SQLite."""
         if self.workers > 1 and not self.database_url.startswith(("postgresql://", "postgres://")):
@@ -126,6 +145,18 @@ class ServerConfig:
     @property
     def uses_data_dir(self) -> bool:
         return not self.db
+
+
+DB_SCHEMES = ("sqlite", "postgresql", "postgres")
+
+
+def redacted(url: str) -> str:
+    """A database URL with its password hidden, for messages and logs."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return url
 
 
 def sqlite_file(url: str) -> Path | None:
