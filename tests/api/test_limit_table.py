@@ -198,6 +198,14 @@ def subscriptions_per_project(server: str, bound: int) -> tuple[int, int]:
         return made[-1], _subscribe(c, "last", 0)
 
 
+def tags_per_queue(server: str, bound: int) -> tuple[int, int]:
+    with _zaqar(server) as c:
+        c.put("/v2/queues/q", json={})
+        made = [c.put(f"/v2/queues/q/tags/t{i}", json={}).status_code for i in range(bound)]
+        assert set(made) == {201}, made
+        return made[-1], c.put("/v2/queues/q/tags/one-more", json={}).status_code
+
+
 PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     "request_line": (request_line, (204, 414)),
     "header_count": (header_count, (204, 431)),
@@ -207,6 +215,7 @@ PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     "queues_per_tenant": (queues_per_tenant, (201, 403)),
     "templates_per_project": (templates_per_project, (201, 403)),
     "template_page": (template_page, (200, 400)),
+    "tags_per_queue": (tags_per_queue, (201, 400)),
     "subscriptions_per_queue": (subscriptions_per_queue, (201, 403)),
     "subscriptions_per_project": (subscriptions_per_project, (201, 403)),
 }

@@ -93,6 +93,13 @@ LIMITS: tuple[Limit, ...] = (
         refusal="400 for a larger `?limit`",
     ),
     Limit(
+        key="tags_per_queue",
+        what="Consumer tags of one queue",
+        value=64,
+        applies="`PUT /v2/queues/{q}/tags/{tag}`",
+        refusal="400",
+    ),
+    Limit(
         key="subscriptions_per_queue",
         what="Subscriptions of one queue",
         value=100,
