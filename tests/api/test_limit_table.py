@@ -206,6 +206,21 @@ def tags_per_queue(server: str, bound: int) -> tuple[int, int]:
         return made[-1], c.put("/v2/queues/q/tags/one-more", json={}).status_code
 
 
+def live_feeds_per_project(server: str, bound: int) -> tuple[int, int]:
+    project = f"t{uuid.uuid4().hex[:12]}"
+    with contextlib.ExitStack() as feeds, httpx.Client(base_url=server, timeout=30) as c:
+
+        def feed() -> int:
+            headers = {"X-Project-ID": project}
+            return feeds.enter_context(
+                c.stream("GET", "/console/events", headers=headers)
+            ).status_code
+
+        statuses = [feed() for _ in range(bound)]
+        assert set(statuses) == {200}, statuses
+        return statuses[-1], feed()
+
+
 PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     "request_line": (request_line, (204, 414)),
     "header_count": (header_count, (204, 431)),
@@ -216,6 +231,7 @@ PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     "templates_per_project": (templates_per_project, (201, 403)),
     "template_page": (template_page, (200, 400)),
     "tags_per_queue": (tags_per_queue, (201, 400)),
+    "live_feeds_per_project": (live_feeds_per_project, (200, 503)),
     "subscriptions_per_queue": (subscriptions_per_queue, (201, 403)),
     "subscriptions_per_project": (subscriptions_per_project, (201, 403)),
 }

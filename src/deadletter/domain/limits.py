@@ -100,6 +100,13 @@ LIMITS: tuple[Limit, ...] = (
         refusal="400",
     ),
     Limit(
+        key="live_feeds_per_project",
+        what="Console live feeds open for one project (200 in all)",
+        value=20,
+        applies="`GET /console/events`",
+        refusal="503 (the console polls instead)",
+    ),
+    Limit(
         key="subscriptions_per_queue",
         what="Subscriptions of one queue",
         value=100,
