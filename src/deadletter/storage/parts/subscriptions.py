@@ -40,7 +40,9 @@ class Subscriptions(abc.ABC):
 
     @abc.abstractmethod
     def count_subscriptions(self, project: str, queue: str) -> tuple[int, int]:
-        """(the project's, the queue's) subscriptions, expired ones not yet swept included."""
+        """(the project's, the queue's) subscriptions, expired ones not yet swept included.
+        Concurrent counts of one project wait for one another until each transaction ends, so
+        a count followed by an insert is exact."""
 
     @abc.abstractmethod
     def delete_expired_subscriptions(self, now: float) -> int:
