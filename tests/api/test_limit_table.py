@@ -6,7 +6,11 @@ here fails `test_every_limit_has_a_probe`."""
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import socket
+import subprocess
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +23,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from deadletter.domain.limits import BY_KEY, LIMITS, limit, markdown_table
-from tests.api.serve_process import start, stop
+from tests.api.serve_process import DEADLETTER, start, stop
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "limits.md"
 CLIENT = "3f8b0a0e-0d47-4f3e-9b59-7f0c1e6a2a11"
@@ -221,6 +225,32 @@ def live_feeds_per_project(server: str, bound: int) -> tuple[int, int]:
         return statuses[-1], feed()
 
 
+def credentials_per_project(server: str, bound: int) -> tuple[int, int]:
+    """On a server of its own, with authentication required."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"sqlite:///{tmp}/d.db"
+        env = {**os.environ, "DEADLETTER_DATA_DIR": tmp}
+        made = subprocess.run(
+            [DEADLETTER, "credentials", "create-operator", "--db", db, "--json"],
+            capture_output=True, text=True, env=env, timeout=60, check=True,
+        )  # fmt: skip
+        operator = json.loads(made.stdout)
+        proc, url = start(db, Path(tmp), "--auth", "required")
+        try:
+            token = {"X-Auth-Token": f"{operator['key_id']}:{operator['secret']}"}
+            with httpx.Client(base_url=url, headers={"Client-ID": CLIENT, **token}) as c:
+
+                def issue() -> int:
+                    doc = {"project": "tenant-c", "role": "producer"}
+                    return c.post("/v2/credentials", json=doc).status_code
+
+                statuses = [issue() for _ in range(bound)]
+                assert set(statuses) == {201}, statuses
+                return statuses[-1], issue()
+        finally:
+            stop(proc)
+
+
 PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     "request_line": (request_line, (204, 414)),
     "header_count": (header_count, (204, 431)),
@@ -231,6 +261,7 @@ PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     "templates_per_project": (templates_per_project, (201, 403)),
     "template_page": (template_page, (200, 400)),
     "tags_per_queue": (tags_per_queue, (201, 400)),
+    "credentials_per_project": (credentials_per_project, (201, 403)),
     "live_feeds_per_project": (live_feeds_per_project, (200, 503)),
     "subscriptions_per_queue": (subscriptions_per_queue, (201, 403)),
     "subscriptions_per_project": (subscriptions_per_project, (201, 403)),

@@ -107,6 +107,13 @@ LIMITS: tuple[Limit, ...] = (
         refusal="503 (the console polls instead)",
     ),
     Limit(
+        key="credentials_per_project",
+        what="Credentials of one project that are not revoked",
+        value=100,
+        applies="`POST /v2/credentials` (a rotation replaces one, and is not refused)",
+        refusal="403",
+    ),
+    Limit(
         key="subscriptions_per_queue",
         what="Subscriptions of one queue",
         value=100,
@@ -137,6 +144,7 @@ MESSAGES_PER_REQUEST = limit("messages_per_request")
 QUEUES_PER_TENANT = limit("queues_per_tenant")
 TEMPLATES_PER_PROJECT = limit("templates_per_project")
 TEMPLATE_PAGE = limit("template_page")
+CREDENTIALS_PER_PROJECT = limit("credentials_per_project")
 SUBSCRIPTIONS_PER_QUEUE = limit("subscriptions_per_queue")
 SUBSCRIPTIONS_PER_PROJECT = limit("subscriptions_per_project")
 

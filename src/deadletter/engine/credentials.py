@@ -17,6 +17,7 @@ from deadletter.auth import roles, signed_urls, sigv4, tokens
 from deadletter.auth.credentials import Credential, MasterKey, account_id_for, issue, reseal
 from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
+from deadletter.domain.limits import CREDENTIALS_PER_PROJECT
 from deadletter.domain.projects import check_tenant
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import CredentialRecord, Transaction
@@ -72,6 +73,12 @@ def insert(tx: Transaction, credential: Credential) -> None:
     if others:
         raise errors.Conflict(
             f"Account id {credential.account_id} already belongs to another project."
+        )
+    live = sum(not r.revoked for r in tx.list_credentials(credential.project))
+    if live >= CREDENTIALS_PER_PROJECT:
+        raise errors.LimitExceeded(
+            f"project {credential.project!r} already has {CREDENTIALS_PER_PROJECT} credentials"
+            " that are not revoked, the most one project may have; revoke one first"
         )
     tx.insert_credential(record_of(credential))
 
