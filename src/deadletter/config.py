@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from deadletter.domain.limits import BODY_BYTES
 from deadletter.domain.model import DEFAULT_QUEUE_QUOTA
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -33,7 +34,7 @@ class ServerConfig:
     access_log: bool = False
     test_mode: bool = False
     # The largest request body either face reads (docs/limits.md).
-    max_body_bytes: int = 4 * 1024 * 1024
+    max_body_bytes: int = BODY_BYTES
     # The most queues one project may hold; 0: no limit (docs/limits.md).
     max_queues: int = DEFAULT_QUEUE_QUOTA
     auth: str | None = None  # "required" or "off"; None: off on loopback, else required
@@ -52,6 +53,25 @@ class ServerConfig:
     signed_url_max_lifetime: int = 7 * 24 * 3600
     # Per project, how many queue names /metrics labels (docs/security.md#metrics).
     metrics_queues: int = 100
+
+    def check_db(self) -> None:
+        """ConfigError for a `--db` no backend takes (`mysql://...`, which would otherwise name
+        a SQLite file `mysql:/...`), or a SQLite file in a directory that does not exist: the
+        server creates its data directory, never one that `--db` names (a typo would put the
+        database somewhere nobody looks)."""
+        url = self.database_url
+        scheme, sep, _ = url.partition("://")
+        if sep and scheme not in DB_SCHEMES:
+            raise ConfigError(
+                f"--db {redacted(url)}: unknown scheme {scheme!r}; use sqlite:///path/to/file.db"
+                " or postgresql://user@host/database."
+            )
+        database = sqlite_file(url)
+        if self.db and database is not None and not database.parent.is_dir():
+            raise ConfigError(
+                f"--db {redacted(url)}: the directory {database.parent} does not exist;"
+                " create it first."
+            )
 
     def check_workers(self) -> None:
         """ConfigError for several worker processes on SQLite."""
@@ -125,6 +145,18 @@ class ServerConfig:
     @property
     def uses_data_dir(self) -> bool:
         return not self.db
+
+
+DB_SCHEMES = ("sqlite", "postgresql", "postgres")
+
+
+def redacted(url: str) -> str:
+    """A database URL with its password hidden, for messages and logs."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return url
 
 
 def sqlite_file(url: str) -> Path | None:

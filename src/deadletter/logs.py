@@ -93,9 +93,13 @@ def use_json(fmt: str, stream: TextIO) -> bool:
     return fmt == "json"
 
 
-def configure_logging(level: str, fmt: str = "auto", stream: TextIO | None = None) -> None:
+def configure_logging(
+    level: str, fmt: str = "auto", stream: TextIO | None = None, access_log: bool = True
+) -> None:
     """Every logger of the process, uvicorn's included, writes to `stream` (stderr) in the
-    format chosen; access lines (uvicorn.access) pass through the redaction filter."""
+    format chosen; access lines (uvicorn.access) pass through the redaction filter, and are
+    not written at all without `access_log`. Said here, not left to uvicorn's configuration:
+    a `--workers` process sets its logging up after uvicorn has."""
     out = stream if stream is not None else sys.stderr
     handler = logging.StreamHandler(out)
     handler.setFormatter(JsonFormatter() if use_json(fmt, out) else TextFormatter())
@@ -109,3 +113,4 @@ def configure_logging(level: str, fmt: str = "auto", stream: TextIO | None = Non
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, RedactQuery) for f in access.filters):
         access.addFilter(RedactQuery())
+    access.disabled = not access_log

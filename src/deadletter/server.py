@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -27,6 +28,7 @@ from uvicorn.supervisors import Multiprocess
 
 from deadletter.adapters.webhooks import HttpxSender
 from deadletter.api.app import AppOptions, Background, Limits, build_app
+from deadletter.api.http_head import BoundedHttpToolsProtocol
 from deadletter.auth.credentials import (
     MASTER_KEY_ENV,
     Credential,
@@ -41,6 +43,7 @@ from deadletter.config import (
     ServerConfig,
     config_from_json,
     config_to_json,
+    redacted,
     sqlite_file,
 )
 from deadletter.engine.credentials import Authority, Role, reseal_all
@@ -79,17 +82,55 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
+def check_store(config: ServerConfig) -> None:
+    """ConfigError, in one line, for a `--db` the server cannot use: a scheme no backend takes,
+    a directory that does not exist, a database that does not exist or refuses the
+    connection, a file that is read-only or no database. Said before anything starts, in place
+    of a driver's traceback (or, for PostgreSQL, its pool's timeout ten seconds later)."""
+    config.check_db()
+    url = config.database_url
+    if sqlite_file(url) is None and url.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        try:
+            psycopg.connect(url, connect_timeout=5).close()
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise ConfigError(f"--db {redacted(url)}: {reason}") from None
+    if config.uses_data_dir:
+        config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        open_store(url).close()  # migrates (a file that is no database fails here)
+        database = sqlite_file(url)
+        if database is not None:
+            _check_writable(database)
+    except Exception as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ConfigError(f"--db {redacted(url)}: {reason}") from None
+
+
+def _check_writable(database: Path) -> None:
+    """sqlite3.OperationalError if the file takes no write. Opening it proves nothing once it
+    is migrated (nothing is written then), and a permission check proves nothing for root."""
+    conn = sqlite3.connect(database, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        conn.execute("CREATE TABLE deadletter_write_probe (x INTEGER)")
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+
+
 def run(config: ServerConfig) -> None:
     """Serve until SIGTERM or SIGINT; uvicorn then finishes in-flight requests, the lifespan
     stops the worker, and the store is closed (every acknowledged write is already committed)."""
-    configure_logging(config.log_level, config.log_format)
+    configure_logging(config.log_level, config.log_format, access_log=config.access_log)
     config.check_workers()
     auth_required = config.auth_required
-    if config.uses_data_dir:
-        config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the database, the key
     # The port first: a busy one is said before anything starts, not after uvicorn's startup.
     sock = listen(config.host, config.port)
     try:
+        check_store(config)  # creates the data directory when the database is in it
         if config.workers > 1:
             _run_workers(config, sock)
             return
@@ -99,7 +140,7 @@ def run(config: ServerConfig) -> None:
             server = _Server(uvicorn.Config(app, **_uvicorn_options(config)))
             log.info(
                 "starting",
-                extra={"host": config.host, "port": config.port, "store": _redacted(store.url)},
+                extra={"host": config.host, "port": config.port, "store": redacted(store.url)},
             )
             server.run(sockets=[sock])
         finally:
@@ -170,8 +211,9 @@ def _app(
 
 # The HTTP server that costs the least CPU per request on both faces (`./dev bench framework`,
 # docs/benchmarks.md): uvicorn with httptools and uvloop, named so that a missing one fails
-# at start instead of falling back to the slower h11 and asyncio.
-HTTP_PARSER = "httptools"
+# at start instead of falling back to the slower h11 and asyncio. Its protocol bounds each
+# request's head (docs/limits.md), which uvicorn's own does not.
+HTTP_PARSER = BoundedHttpToolsProtocol
 EVENT_LOOP = "uvloop"
 
 
@@ -193,7 +235,6 @@ def _uvicorn_options(config: ServerConfig) -> dict[str, Any]:
 def _run_workers(config: ServerConfig, sock: socket.socket) -> None:
     """Supervise `config.workers` processes that serve the bound `sock` (uvicorn's
     Multiprocess: SIGTERM or SIGINT stops each gracefully, a dead one is replaced)."""
-    open_store(config.database_url).close()  # migrate once, and fail here if unreachable
     os.environ[CONFIG_ENV] = config_to_json(config)
     os.environ[SUPERVISOR_ENV] = str(os.getpid())
     settings = uvicorn.Config(
@@ -204,7 +245,7 @@ def _run_workers(config: ServerConfig, sock: socket.socket) -> None:
         extra={
             "host": config.host,
             "port": config.port,
-            "store": _redacted(config.database_url),
+            "store": redacted(config.database_url),
             "workers": config.workers,
         },
     )
@@ -218,7 +259,7 @@ def worker_app() -> Starlette:
     """The app of one worker process of `--workers`, built from the supervisor's config; its
     lifespan closes the store last, after the background worker has stopped."""
     config = config_from_json(os.environ[CONFIG_ENV])
-    configure_logging(config.log_level, config.log_format)
+    configure_logging(config.log_level, config.log_format, access_log=config.access_log)
     orphaned = _stop_when_orphaned(int(os.environ[SUPERVISOR_ENV]))
     store = _open_when_reachable(config.database_url, orphaned)
     return _app(config, store, config.auth_required, first=[_Closing(store)])
@@ -255,7 +296,7 @@ def _open_when_reachable(url: str, stop: threading.Event) -> Store:
             except Exception as exc:
                 log.warning(
                     "cannot open the store; retrying",
-                    extra={"store": _redacted(url), "error": str(exc), "retry_in": delay},
+                    extra={"store": redacted(url), "error": str(exc), "retry_in": delay},
                 )
                 stop.wait(delay)
                 delay = min(delay * 2, longest)
@@ -309,15 +350,6 @@ class _Closing:
 
     def stop(self) -> None:
         self._store.close()
-
-
-def _redacted(url: str) -> str:
-    """A database URL without its password."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-    return url
 
 
 class OfflineSetupError(Exception):

@@ -50,6 +50,7 @@ SQS_EXPECTED: dict[type[errors.DeadletterError], tuple[str, str, int]] = {
     errors.ClaimMismatch: NOT_INFLIGHT,
     errors.MessageClaimed: NOT_INFLIGHT,
     errors.QueueQuotaExceeded: ("OverLimit", "OverLimit", 403),
+    errors.LimitExceeded: ("OverLimit", "OverLimit", 403),
     errors.QueueFull: ("OverLimit", "OverLimit", 403),
     errors.DeadLetterQueueFull: ("OverLimit", "OverLimit", 403),
     errors.DeadletterError: ("InternalFailure", "InternalFailure", 500),

@@ -122,3 +122,17 @@ def test_a_store_that_does_not_answer_leaves_the_counters() -> None:
     text = metrics.exposition().decode()
     assert _series(text, "deadletter_messages_sent_total") == {"alpha/q": 1}
     assert "deadletter_tag_messages_ready{" not in text
+
+
+def test_a_tenant_gets_one_bound_for_all_its_regions() -> None:
+    # Given a bound of 3 labelled queues, and a tenant sending to 2 queues in each of 5 regions
+    metrics = Metrics(max_queues=3)
+    regions = ["", "@eu-west-1", "@xx-yyy-1", "@xx-yyy-2", "@zz-qqq-9"]
+    for region in regions:
+        for n in range(2):
+            metrics.sent(f"alpha{region}", f"q{n}", 1)
+    sent = _series(metrics.exposition().decode(), "deadletter_messages_sent_total")
+    # I expect 3 queue labels in all, and the other 7 sends under ~other
+    named = [k for k in sent if not k.endswith("/" + OTHER)]
+    assert len(named) == 3
+    assert sum(v for k, v in sent.items() if k.endswith("/" + OTHER)) == 7

@@ -68,3 +68,17 @@ def test_the_token_is_looked_up_off_the_event_loop() -> None:
 
     status, loop_thread = run_apart(main())
     assert status == 200 and len(seen) == 1 and seen[0] != loop_thread
+
+
+def test_a_head_answers_at_once_and_holds_no_feed() -> None:
+    feed = Feed("default")
+
+    async def heads() -> list[int]:
+        answers = []
+        for _ in range(MAX_PER_PROJECT + 1):
+            scope = {**request("p").scope, "method": "HEAD"}
+            answers.append((await feed.endpoint(Request(scope))).status_code)
+        return answers
+
+    assert run_apart(heads()) == [200] * (MAX_PER_PROJECT + 1)
+    assert feed.subscriber_count == 0

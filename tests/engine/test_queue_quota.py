@@ -37,6 +37,25 @@ def test_a_project_at_its_quota_creates_no_more_queues_until_it_deletes_one(
     limited.create_queue(P, "in-its-place")
 
 
+@pytest.mark.parametrize(
+    "regions",
+    [["eu-west-1", "xx-yyy-1"], ["ap-south-9"] * 3, ["eu-west-1", "eu-west-2", "us-gov-west-1"]],
+)
+def test_every_region_of_a_tenant_counts_against_its_one_quota(
+    limited: Engine, regions: list[str]
+) -> None:
+    # Given a tenant whose queues are spread over its home and other regions
+    projects = [P, *(f"{P}@{r}" for r in regions)]
+    for i in range(QUOTA):
+        limited.create_queue(projects[i % len(projects)], f"q{i}")
+    # when it asks for one more in a region it never used, it is refused
+    with pytest.raises(errors.QueueQuotaExceeded):
+        limited.create_queue(f"{P}@zz-new-1", "one-too-many")
+    # while a tenant whose name only begins like it keeps its own quota
+    limited.create_queue(P + "x", "q0")
+    limited.create_queue(f"{P}x@eu-west-1", "q0")
+
+
 def test_a_template_creation_counts_against_the_quota(limited: Engine) -> None:
     for i in range(QUOTA):
         limited.templates.create_queue(P, f"q{i}")

@@ -24,6 +24,7 @@ from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.auth import errors as auth_errors
 from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
+from deadletter.domain.projects import check_project
 from deadletter.engine import Authority, Credential, is_signed_url, parse_role
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -53,7 +54,13 @@ def token_credential(authority: Authority, headers: Mapping[str, str]) -> Creden
 
 
 def acting_project(credential: Credential, named: str | None) -> str:
-    """The project a request acts in: the credential's own; an operator may name another."""
+    """The project a request acts in: the credential's own; an operator may name another
+    (a tenant or a tenant's derived project, `projects.check_project`)."""
+    if named:
+        try:
+            check_project(named)
+        except errors.InvalidInput as exc:
+            raise bad_request(str(exc)) from None
     if not named or named == credential.project:
         return credential.project
     if credential.role is Role.OPERATOR:

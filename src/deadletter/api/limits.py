@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from deadletter.domain.limits import BODY_BYTES
+
 # What the faces may answer too-large bodies with: (scope, limit in bytes) -> response.
 Refusal = Callable[[Scope, int], Response]
 
@@ -30,8 +32,8 @@ class Limits:
     triple; 4 MiB leaves room for that and the parameter names around it.
     """
 
-    zaqar_body: int = 4 * MIB
-    sqs_body: int = 4 * MIB
+    zaqar_body: int = BODY_BYTES
+    sqs_body: int = BODY_BYTES
 
 
 class BodyLimit:

@@ -2,8 +2,9 @@
 
 Two bounds keep the exposition safe to show and cheap to scrape (docs/security.md#metrics):
 
-- Cardinality: each project gets its own `queue` (and `source`, `dlq`, `tag`) label values
-  for its first `max_queues` names only; later names are counted under `OTHER`. First come,
+- Cardinality: each tenant gets its own `queue` (and `source`, `dlq`, `tag`) label values
+  for its first `max_queues` names only, all its SQS regions (`<tenant>@<region>`) together;
+  later names are counted under `OTHER`. First come,
   not top-N by volume: a counter series must never go down, and a queue moving into or out
   of a top-N would move its count between series.
 - Visibility: `exposition(project)` keeps only the samples of one project (and of its SQS
@@ -25,6 +26,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deadletter.domain.errors import DeadletterError
+from deadletter.domain.projects import tenant_of
 from deadletter.engine import EngineListener, TagInfo
 
 # The label value of a project's queues past its first `max_queues` (a queue name cannot
@@ -41,7 +43,8 @@ class Metrics(EngineListener):
 
     def __init__(self, max_queues: int = DEFAULT_MAX_QUEUES) -> None:
         self.max_queues = max_queues
-        self._named: dict[tuple[str, str], set[str]] = {}
+        # (tenant, kind) -> the (project, name) pairs labelled so far, regions included
+        self._named: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._lock = threading.Lock()
         self.registry = CollectorRegistry()
         r = self.registry
@@ -119,18 +122,19 @@ class Metrics(EngineListener):
 
     def labelled_queues(self) -> list[tuple[str, str]]:
         with self._lock:
-            return [(p, q) for (p, kind), names in self._named.items() if kind == "queue"
-                    for q in sorted(names)]  # fmt: skip
+            return [pair for (_, kind), pairs in self._named.items() if kind == "queue"
+                    for pair in sorted(pairs)]  # fmt: skip
 
     def _q(self, project: str, name: str, kind: str = "queue") -> str:
-        """`name` as a label value: itself while the project has fewer than `max_queues`
-        names of this kind, OTHER after that."""
+        """`name` as a label value: itself while the project's tenant has fewer than
+        `max_queues` names of this kind in all its regions, OTHER after that."""
+        key = (project, name)
         with self._lock:
-            named = self._named.setdefault((project, kind), set())
-            if name in named:
+            named = self._named.setdefault((tenant_of(project), kind), set())
+            if key in named:
                 return name
             if len(named) < self.max_queues:
-                named.add(name)
+                named.add(key)
                 return name
         return OTHER
 
@@ -244,9 +248,7 @@ class _OneProject:
 
     def _own(self, labels: dict[str, str]) -> bool:
         project = labels.get("project")
-        return project is not None and (
-            project == self.project or project.startswith(self.project + "@")
-        )
+        return project is not None and tenant_of(project) == self.project
 
     def collect(self) -> Iterator[Metric]:
         for family in self.registry.collect():

@@ -102,7 +102,7 @@ OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
         "200",
         "Assignments",
     ),
-    "list_templates": ("Queue templates of the project, by name", [], "200", None),
+    "list_templates": ("Queue templates of the project, by name", ["limit", "marker"], "200", None),
     "put_template": ("Create (201) or replace (200) a queue template", [], "201", "Template"),
     "get_template": ("One queue template", [], "200", None),
     "patch_template": ("Change a template's keys (null clears one)", [], "200", "Template"),

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from deadletter.auth.errors import MasterKeyError
 from deadletter.auth.roles import Action, Role, permits
+from deadletter.domain.projects import is_tenant
 
 KEY_ID_PREFIX = "DLAK"
 MASTER_KEY_ENV = "DEADLETTER_MASTER_KEY"
@@ -68,8 +69,15 @@ class Credential:
     revoked: bool = False
 
     def may(self, action: Action, project: str) -> bool:
-        """Whether this credential may do `action` in `project` (never once revoked)."""
-        return not self.revoked and permits(self.role, self.project, project, action)
+        """Whether this credential may do `action` in `project` (never once revoked). A
+        credential stored before tenant names were held to `projects.TENANT` (one named like
+        another tenant's derived project, `proja@eu-west-1`) may do nothing: it could reach
+        that tenant's queues. An operator can still list and revoke it."""
+        return (
+            not self.revoked
+            and is_tenant(self.project)
+            and permits(self.role, self.project, project, action)
+        )
 
     def revoke(self) -> Credential:
         return replace(self, revoked=True)

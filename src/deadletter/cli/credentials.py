@@ -12,8 +12,18 @@ import click
 from deadletter.cli.output import json_option, print_json, print_table, server_options, when
 from deadletter.cli.store import store_options
 from deadletter.client import DEFAULT_PROJECT, Client
+from deadletter.domain.errors import InvalidInput
+from deadletter.domain.projects import check_tenant
 
 ROLES = ["admin", "producer", "consumer", "reader", "operator"]
+
+
+def tenant_option(value: str) -> str:
+    """--project of a new credential, held to the server's rule for tenant names."""
+    try:
+        return check_tenant(value)
+    except InvalidInput as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.group()
@@ -93,6 +103,7 @@ def revoke(client: Client, key_id: str) -> None:
     default=DEFAULT_PROJECT,
     show_default=True,
     help="The operator's own project (its SQS account).",
+    callback=lambda _ctx, _param, value: tenant_option(value),
 )
 @json_option
 def create_operator(

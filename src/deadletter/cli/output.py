@@ -25,6 +25,7 @@ from deadletter.client import (
     QueueNotFound,
     Unreachable,
 )
+from deadletter.domain.projects import MAX_TENANT, is_project
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,6 +94,12 @@ def server_options(command: F) -> F:
         server = resolve(url, project, root.get("key_id"), root.get("secret"))
         # With a credential, an unstated project is the credential's own (the server knows it).
         chosen = server.project
+        if not is_project(chosen.value):
+            raise click.BadParameter(
+                f"{chosen.value!r} (from {chosen.origin}) is not a project name: 1 to "
+                f"{MAX_TENANT} ASCII letters, digits, '_', '-' or '.', optionally '@<region>'.",
+                param_hint="--project",
+            )
         project = None if server.credential and chosen.origin == "the default" else chosen.value
         with Client(server.url.value, project, credential=server.credential) as client:
             try:

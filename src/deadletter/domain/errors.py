@@ -20,7 +20,8 @@
     ├── InvalidInput
     │   ├── ReservedAttribute
     │   └── MessageTooLarge
-    ├── QueueQuotaExceeded       (the project holds as many queues as it may)
+    ├── QueueQuotaExceeded       (the tenant holds as many queues as it may)
+    ├── LimitExceeded            (a project holds as many templates or subscriptions as it may)
     ├── QueueFull                (a bounded queue refuses a send past its bound)
     │   └── DeadLetterQueueFull  (a bounded DLQ refuses a dead letter)
     ├── DeadLetterPolicyError
@@ -112,7 +113,11 @@ class MessageTooLarge(InvalidInput):
 
 
 class QueueQuotaExceeded(DeadletterError):
-    """The project already holds as many queues as the server allows one project."""
+    """The tenant already holds as many queues as the server allows one tenant."""
+
+
+class LimitExceeded(DeadletterError):
+    """The project already holds as many of these as one project may (docs/limits.md)."""
 
 
 class QueueFull(DeadletterError):

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, dataclass_transform
 
+from deadletter.domain.limits import QUEUES_PER_TENANT
+
 # Limits the engine enforces whatever the front end; faces may be narrower.
 MAX_CLAIM_COUNT = 1000
 # The most queues one project holds unless the server says otherwise (`serve --max-queues`):
 # enough for an application, few enough that one credential cannot fill the store or /metrics.
-DEFAULT_QUEUE_QUOTA = 1000
+DEFAULT_QUEUE_QUOTA = QUEUES_PER_TENANT
 MIN_DLQ_MESSAGE_TTL = 60
 MAX_TTL = 1_209_600
 MAX_DELAY = 900

@@ -17,6 +17,8 @@ from deadletter.auth import roles, signed_urls, sigv4, tokens
 from deadletter.auth.credentials import Credential, MasterKey, account_id_for, issue, reseal
 from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
+from deadletter.domain.limits import CREDENTIALS_PER_PROJECT
+from deadletter.domain.projects import check_tenant
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import CredentialRecord, Transaction
 
@@ -72,6 +74,12 @@ def insert(tx: Transaction, credential: Credential) -> None:
         raise errors.Conflict(
             f"Account id {credential.account_id} already belongs to another project."
         )
+    live = sum(not r.revoked for r in tx.list_credentials(credential.project))
+    if live >= CREDENTIALS_PER_PROJECT:
+        raise errors.LimitExceeded(
+            f"project {credential.project!r} already has {CREDENTIALS_PER_PROJECT} credentials"
+            " that are not revoked, the most one project may have; revoke one first"
+        )
     tx.insert_credential(record_of(credential))
 
 
@@ -117,10 +125,7 @@ class Authority:
 
         A caller that decides who may issue `role` parses it first (`parse_role`) and passes
         the Role, so the role stored is the role that was checked."""
-        if not project or len(project) > 256 or "\x00" in project:
-            raise errors.InvalidInput(
-                "A credential needs a project of 1 to 256 characters, without NUL."
-            )
+        check_tenant(project, "A credential's project")
         chosen = role if isinstance(role, Role) else parse_role(role)
         credential, secret = issue(self.master, project, chosen, self.now())
         self.engine.add_credential(lambda tx: insert(tx, credential))

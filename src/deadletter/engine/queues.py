@@ -13,6 +13,7 @@ from deadletter.domain.model import (
     QueueSettings,
     QueueStats,
 )
+from deadletter.domain.projects import tenant_of
 from deadletter.engine import counters, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.storage.base import Transaction
@@ -29,9 +30,10 @@ def create(
     """Create a queue; `quota` is the most queues the project may hold (None: no limit)."""
     if tx.get_queue(project, name) is not None:
         raise errors.QueueAlreadyExists(f"queue {name!r} already exists")
-    if quota is not None and tx.count_queues(project) >= quota:
+    if quota is not None and tx.count_queues(tenant_of(project)) >= quota:
         raise errors.QueueQuotaExceeded(
-            f"project {project!r} already holds {quota} queues, the most one project may hold;"
+            f"project {tenant_of(project)!r} already holds {quota} queues in all its regions,"
+            " the most one project may hold;"
             " delete one first, or ask the operator to raise the limit (serve --max-queues)"
         )
     # A new queue has no consumer tags, whatever settings it was given.

@@ -9,9 +9,10 @@ the queue's `dropped.delivery_failed` counter and logged, never lost silently.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 from deadletter.auth.signed_urls import SignedUrl
 from deadletter.clock import Clock
 from deadletter.domain import errors
+from deadletter.domain.limits import SUBSCRIPTIONS_PER_PROJECT, SUBSCRIPTIONS_PER_QUEUE
 from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message, Reason
 from deadletter.domain.subscriptions import (
     MAX_SUBSCRIBER_LENGTH,
@@ -39,6 +41,23 @@ from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
 
 T = TypeVar("T")
+
+
+def check_room(tx: Transaction, project: str, queue: str) -> None:
+    """LimitExceeded when the queue or its project holds as many subscriptions as it may: one
+    post fans out to every subscription of its queue, and every project's notifications share
+    one sender, so a bound here bounds what one project can put before another's."""
+    in_project, in_queue = tx.count_subscriptions(project, queue)
+    if in_queue >= SUBSCRIPTIONS_PER_QUEUE:
+        raise errors.LimitExceeded(
+            f"queue {queue!r} already has {SUBSCRIPTIONS_PER_QUEUE} subscriptions, the most one"
+            " queue may have; delete one first"
+        )
+    if in_project >= SUBSCRIPTIONS_PER_PROJECT:
+        raise errors.LimitExceeded(
+            f"project {project!r} already has {SUBSCRIPTIONS_PER_PROJECT} subscriptions, the"
+            " most one project may have; delete one first"
+        )
 
 
 class Run(Protocol):
@@ -318,6 +337,7 @@ class Subscriptions:
                 return old, False
             if old is not None:
                 tx.delete_subscriptions(project, queue, [old.id])
+            check_room(tx, project, queue)
             new = Subscription(
                 new_id(), project, queue, subscriber, ttl, dict(options), now, now + ttl
             )
@@ -417,10 +437,42 @@ class Subscriptions:
 
     # The notifications owed (deadletter.engine.deliveries sends them)
 
-    def take(self, limit: int, busy: Sequence[str], lease: float) -> list[Delivery]:
-        """Due notifications, leased for `lease` seconds."""
+    def take(
+        self,
+        limit: int,
+        busy: Sequence[str],
+        lease: float,
+        *,
+        after: str | None = None,
+        skip: Collection[str] = (),
+    ) -> list[Delivery]:
+        """Due notifications, leased for `lease` seconds, shared between the projects owed
+        any: each gets an equal share of `limit` in turn, starting with the first project
+        after `after` (the caller's round-robin cursor), and a share one project leaves goes
+        to the others; none of the projects in `skip` (those the caller has enough of in
+        flight). So one project's backlog, however old, cannot hold another's back."""
         now = self.clock.now()
-        return self._run(lambda tx, _: tx.due_deliveries(now, limit, busy, now + lease))
+
+        def work(tx: Transaction, _: Pending) -> list[Delivery]:
+            projects = [p for p in tx.delivery_projects() if p not in skip]
+            start = bisect.bisect_right(projects, after) if after is not None else 0
+            wanting = projects[start:] + projects[:start]
+            taken: list[Delivery] = []
+            while wanting and len(taken) < limit:
+                share = max(1, (limit - len(taken)) // len(wanting))
+                more = []
+                for project in wanting:
+                    room = min(share, limit - len(taken))
+                    if room <= 0:
+                        break
+                    got = tx.due_deliveries(now, room, busy, now + lease, project=project)
+                    taken += got
+                    if len(got) == room:
+                        more.append(project)
+                wanting = more
+            return taken
+
+        return self._run(work)
 
     def release(self, deliveries: Sequence[Delivery]) -> None:
         """Give back taken notifications unsent: due now, their attempts unchanged."""

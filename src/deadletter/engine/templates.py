@@ -15,6 +15,7 @@ from typing import Any
 
 from deadletter.clock import Clock
 from deadletter.domain import errors
+from deadletter.domain.limits import TEMPLATES_PER_PROJECT
 from deadletter.domain.model import (
     DEFAULT_DEAD_LETTER_QUEUE,
     DeadLetterPolicy,
@@ -92,6 +93,11 @@ class Templates:
         template = QueueTemplate(project, name, pattern, settings, now, now)
 
         def work(tx: Transaction, _: Pending) -> QueueTemplate:
+            if len(tx.list_templates(project)) >= TEMPLATES_PER_PROJECT:
+                raise errors.LimitExceeded(
+                    f"project {project!r} already holds {TEMPLATES_PER_PROJECT} templates, the"
+                    " most one project may hold; delete one first"
+                )
             if not tx.insert_template(template):
                 raise errors.Conflict(f"template {name!r} already exists")
             return template
@@ -104,6 +110,11 @@ class Templates:
     def all(self, project: str) -> list[QueueTemplate]:
         """The project's templates, by name."""
         return self._run(lambda tx, _: tx.list_templates(project))
+
+    def page(self, project: str, *, after: str | None, limit: int) -> list[QueueTemplate]:
+        """Up to `limit` of the project's templates named after `after`, by name."""
+        found = self.all(project)
+        return [t for t in found if after is None or t.name > after][:limit]
 
     def change(
         self, project: str, name: str, change: Callable[[QueueTemplate], QueueTemplate]

@@ -22,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.errors import ZaqarError, response_for
 from deadletter.domain.errors import StoreUnavailable
+from deadletter.domain.limits import limit
 from deadletter.engine import EngineListener
 
 Event = dict[str, Any]
@@ -35,7 +36,7 @@ KEEPALIVE_SECONDS = 5.0
 RETRY_MS = 1000
 MAX_SUBSCRIBERS = 200
 # One project's share, so that one project cannot hold every feed and leave others to poll.
-MAX_PER_PROJECT = 20
+MAX_PER_PROJECT = limit("live_feeds_per_project")
 # A page that falls this far behind is told to reload its view instead of replaying events.
 BACKLOG = 500
 MAX_FILTER_QUEUES = 20
@@ -146,6 +147,8 @@ class Feed(EngineListener):
         queues = frozenset(q for q in request.query_params.getlist("queue") if q)
         if len(queues) > MAX_FILTER_QUEUES:
             return _error(400, f"At most {MAX_FILTER_QUEUES} queue parameters.")
+        if request.method == "HEAD":  # what a GET would answer, without holding a feed open
+            return Response(status_code=200, media_type="text/event-stream")
         with self._lock:
             if len(self._subscribers) >= MAX_SUBSCRIBERS:
                 return _error(503, "Too many live feeds are open; the console polls instead.")

@@ -175,6 +175,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.MessageTooLarge: invalid_parameter,
     errors.InvalidInput: invalid_parameter,
     errors.QueueQuotaExceeded: lambda message: SqsError("OverLimit", message),
+    errors.LimitExceeded: lambda message: SqsError("OverLimit", message),
     # AWS's own code for a limit a queue has reached (its in-flight maximum), 403.
     errors.QueueFull: lambda message: SqsError("OverLimit", message),
     errors.DeadLetterQueueFull: lambda message: SqsError("OverLimit", message),

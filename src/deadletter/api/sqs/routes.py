@@ -27,21 +27,13 @@ from deadletter.api.sqs.actions import ASYNC_ACTIONS, BOUNDED, SYNC_ACTIONS, Cal
 from deadletter.api.sqs.errors import SqsError, from_exception, queue_does_not_exist
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.api.threads import in_thread, on_loop
+from deadletter.domain.projects import REGION, regional
 from deadletter.engine import Engine
 
 TARGET_PREFIX = "AmazonSQS."
 STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/")
 _ACCOUNT = re.compile(r"^\d{12}$")
-# An AWS region's name (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-5...).
-REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$")
-
-
-def regional_project(project: str, region: str, home: str) -> str:
-    """The engine project holding one region's queues of an SQS account: the project itself
-    for the server's home region, `<project>@<region>` for any other, so that a queue of one
-    region is never one of another (docs/sqs.md)."""
-    return project if region == home else f"{project}@{region}"
 
 
 def _queue_region(params: dict[str, Any], path_region: str | None, home: str) -> str | None:
@@ -50,7 +42,7 @@ def _queue_region(params: dict[str, Any], path_region: str | None, home: str) ->
     host (`sqs.eu-west-1.amazonaws.com`, `eu-west-1.queue.amazonaws.com`); else the home
     region. None when the request names its queue by name or not at all."""
     if path_region is not None:
-        if not REGION.match(path_region):
+        if not REGION.fullmatch(path_region):
             raise queue_does_not_exist()
         return path_region
     url = params.get("QueueUrl")
@@ -58,9 +50,9 @@ def _queue_region(params: dict[str, Any], path_region: str | None, home: str) ->
         return None
     host, *path = url.split("://", 1)[1].split("/")
     parts = [p for p in path if p]
-    if len(parts) >= 3 and REGION.match(parts[-3]):
+    if len(parts) >= 3 and REGION.fullmatch(parts[-3]):
         return parts[-3]
-    named = [label for label in host.split(":")[0].split(".") if REGION.match(label)]
+    named = [label for label in host.split(":")[0].split(".") if REGION.fullmatch(label)]
     return named[0] if named else home
 
 
@@ -104,12 +96,12 @@ def sqs_routes(
             region = _queue_region(params, request.path_params.get("region"), options.region) or (
                 region
             )
-            if not REGION.match(region):
+            if not REGION.fullmatch(region):
                 raise SqsError(
                     "IncompleteSignature",
                     f"Credential should be scoped to a valid region, not '{region}'.",
                 )
-            project = regional_project(project, region, options.region)
+            project = regional(project, region, options.region)
             call = Call(
                 engine=engine,
                 notifier=notifier,

@@ -24,9 +24,8 @@ from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.api.zaqar.serialize import message_json
 from deadletter.auth.roles import Action
 from deadletter.domain.model import Message
+from deadletter.domain.projects import check_project
 from deadletter.engine import Engine
-
-MAX_PROJECT_ID = 256
 
 
 @dataclass
@@ -172,11 +171,7 @@ def endpoint(
                 raise bad_request("Form-encoded bodies are not accepted; send JSON.")
             cid = request.headers.get("client-id")
             cid = check_client_id(cid) if client_id else cid
-            project = request.headers.get("x-project-id") or options.default_project
-            if len(project) > MAX_PROJECT_ID:
-                raise bad_request(
-                    f"X-Project-ID may not be longer than {MAX_PROJECT_ID} characters."
-                )
+            project = check_project(request.headers.get("x-project-id") or options.default_project)
             check_text_params(request, project)
             if options.authority is not None:
                 project = await in_thread(

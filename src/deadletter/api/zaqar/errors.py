@@ -74,6 +74,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.MessageTooLarge: (400, "Invalid request body"),
     errors.InvalidInput: (400, "Invalid API request"),
     errors.QueueQuotaExceeded: (403, "Queue quota exceeded"),
+    errors.LimitExceeded: (403, "Limit exceeded"),
     # The queue's state refuses the send, not the request's form: the same request succeeds
     # once its consumers have taken messages out (409, as for a conflict of state).
     errors.QueueFull: (409, "Queue is full"),

@@ -57,6 +57,8 @@ def _posted(ctx: Ctx, max_message_size: int, min_ttl: int | None) -> list[NewMes
     messages = doc.get("messages") if isinstance(doc, dict) else None
     if not isinstance(messages, list) or not messages:
         raise bad_request('The body must be {"messages": [...]} with at least one message.')
+    if len(messages) > PAGE_LIMIT:
+        raise bad_request(f"A post carries at most {PAGE_LIMIT} messages, not {len(messages)}.")
     floor = meta.ttl_floor(min_ttl)
     return [new_message(m, floor) for m in messages]
 

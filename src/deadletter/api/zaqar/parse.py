@@ -12,6 +12,7 @@ from deadletter.api.zaqar import metadata as meta
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range, shown
 from deadletter.api.zaqar.serialize import encode_body
+from deadletter.domain.limits import MESSAGES_PER_REQUEST
 from deadletter.domain.model import (
     DEFAULT_CANARY_WATCH,
     MAX_CLAIM_TTL,
@@ -25,7 +26,7 @@ from deadletter.domain.model import (
 )
 from deadletter.domain.tags import TAG_NAME
 
-PAGE_LIMIT = 20
+PAGE_LIMIT = MESSAGES_PER_REQUEST
 # Times a client may give (epoch seconds): from 1970 to the year 5138, which every datetime,
 # every store and every later answer can hold.
 MAX_EPOCH = 1e11

@@ -11,7 +11,9 @@ from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request, shown
 from deadletter.api.zaqar.metadata import retry_policy
+from deadletter.api.zaqar.serialize import next_link
 from deadletter.domain import errors
+from deadletter.domain.limits import TEMPLATE_PAGE
 from deadletter.domain.model import QueueTemplate, TemplateSettings
 
 # The keys of a template document besides its pattern: TemplateSettings' fields.
@@ -60,7 +62,14 @@ def _pattern(doc: dict[str, Any]) -> str:
 
 
 def list_templates(ctx: Ctx) -> Response:
-    return JSONResponse({"templates": [to_doc(t) for t in ctx.engine.templates.all(ctx.project)]})
+    """One page of the project's templates by name, after `?marker`; the default page holds
+    every template a project may have, so a client that does not page sees them all."""
+    limit = ctx.int_param("limit", TEMPLATE_PAGE, 1, TEMPLATE_PAGE)
+    marker = ctx.params.get("marker") or None
+    found = ctx.engine.templates.page(ctx.project, after=marker, limit=limit)
+    full = len(found) == limit
+    links = next_link("/v2/templates", {"marker": found[-1].name, "limit": limit}) if full else []
+    return JSONResponse({"templates": [to_doc(t) for t in found], "links": links})
 
 
 def put_template(ctx: Ctx) -> Response:

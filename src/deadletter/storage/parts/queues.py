@@ -16,7 +16,8 @@ class Queues(abc.ABC):
 
     @abc.abstractmethod
     def count_queues(self, project: str) -> int:
-        """How many queues the project holds. Concurrent counts of one project wait for one
+        """How many queues the tenant `project` holds, in its own project and in those derived
+        from its name (`<tenant>@<region>`). Concurrent counts of one tenant wait for one
         another until each transaction ends, so a count followed by an insert is exact."""
 
     @abc.abstractmethod

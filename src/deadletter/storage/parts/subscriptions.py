@@ -39,6 +39,12 @@ class Subscriptions(abc.ABC):
         """Delete subscriptions and cancel the notifications still owed to them."""
 
     @abc.abstractmethod
+    def count_subscriptions(self, project: str, queue: str) -> tuple[int, int]:
+        """(the project's, the queue's) subscriptions, expired ones not yet swept included.
+        Concurrent counts of one project wait for one another until each transaction ends, so
+        a count followed by an insert is exact."""
+
+    @abc.abstractmethod
     def delete_expired_subscriptions(self, now: float) -> int:
         """Expired subscriptions go; what was owed to them while they lived is still sent."""
 
@@ -47,11 +53,20 @@ class Subscriptions(abc.ABC):
 
     @abc.abstractmethod
     def due_deliveries(
-        self, now: float, limit: int, busy: Sequence[str], lease_until: float
+        self,
+        now: float,
+        limit: int,
+        busy: Sequence[str],
+        lease_until: float,
+        project: str | None = None,
     ) -> list[Delivery]:
-        """Due notifications, oldest first, none of the subscriptions in `busy`, each leased
-        until `lease_until` (another taker skips it until then: were this process to die with
-        it in flight, it is sent again then)."""
+        """Due notifications (of `project` only, if given), oldest first, none of the
+        subscriptions in `busy`, each leased until `lease_until` (another taker skips it until
+        then: were this process to die with it in flight, it is sent again then)."""
+
+    @abc.abstractmethod
+    def delivery_projects(self) -> list[str]:
+        """The projects owed any notification (due or not), by name."""
 
     @abc.abstractmethod
     def get_delivery(self, delivery_id: str) -> Delivery | None:

@@ -104,6 +104,10 @@ TRY_CLEAR_LANE = f"SELECT pg_try_advisory_xact_lock{_LANE} AS cleared"
 PROJECT_QUEUES_LOCK = (
     "SELECT pg_advisory_xact_lock(x'7071'::int, hashtext(current_schema() || '/' || :project))"
 )
+# A project's subscription creations, one at a time, for the same reason (its own key space).
+PROJECT_SUBSCRIPTIONS_LOCK = (
+    "SELECT pg_advisory_xact_lock(x'7073'::int, hashtext(current_schema() || '/' || :project))"
+)
 # Every payload of a burst in one statement, its own transaction (the notifier's session is in
 # autocommit): one round trip, where BEGIN, a NOTIFY each and COMMIT took four or more.
 NOTIFY_EACH = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
@@ -209,6 +213,11 @@ class PostgresTransaction(SQLTransaction):
         # Adds the project's lock that `Queues.count_queues` promises (SQLite's writer holds it).
         self.run(PROJECT_QUEUES_LOCK, {"project": project})
         return super().count_queues(project)
+
+    def count_subscriptions(self, project: str, queue: str) -> tuple[int, int]:
+        # Adds the project's lock that `Subscriptions.count_subscriptions` promises.
+        self.run(PROJECT_SUBSCRIPTIONS_LOCK, {"project": project})
+        return super().count_subscriptions(project, queue)
 
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery

@@ -71,7 +71,10 @@ DELETE_QUEUE_ROWS = (
     "DELETE FROM tag_states WHERE project = :project AND queue = :name",
     "DELETE FROM tags WHERE project = :project AND queue = :name",
 )
-COUNT_QUEUES = "SELECT count(*) AS n FROM queues WHERE project = :project"
+# A tenant's queues in every project derived from its name (`<tenant>@<region>`) too.
+COUNT_QUEUES = (
+    "SELECT count(*) AS n FROM queues WHERE project = :project OR substr(project, 1, :n) = :prefix"
+)
 LIST_QUEUES = (
     "SELECT * FROM queues WHERE project = :project AND name > :after"
     " AND (starts_with(name, :prefix) OR :prefix IS NULL)"
@@ -501,6 +504,11 @@ ADD_SUBSCRIPTIONS = (
     "UPDATE queues SET subscriptions = subscriptions + :n"
     " WHERE project = :project AND name = :queue"
 )
+COUNT_SUBSCRIPTIONS = (
+    "SELECT coalesce(sum(subscriptions), 0) AS project_n,"
+    " coalesce(sum(CASE WHEN name = :queue THEN subscriptions ELSE 0 END), 0) AS queue_n"
+    " FROM queues WHERE project = :project"
+)
 # Deleting a subscription (or purging a queue's) cancels what is still owed to it.
 CANCEL_DELIVERIES = "DELETE FROM deliveries WHERE subscription_id = ANY(:ids)"
 QUEUE_SUBSCRIPTION_IDS = "SELECT id FROM subscriptions WHERE project = :project AND queue = :queue"
@@ -517,6 +525,21 @@ DUE_DELIVERIES = (
     "SELECT * FROM deliveries WHERE due_at <= :now"
     " AND (NOT (subscription_id = ANY(:busy)) OR :busy IS NULL)"
     " ORDER BY due_at, id LIMIT :limit FOR UPDATE SKIP LOCKED"
+)
+# One project's due notifications (its rows found by deliveries_queue, project first).
+DUE_DELIVERIES_OF = (
+    "SELECT * FROM deliveries WHERE project = :project AND due_at <= :now"
+    " AND (NOT (subscription_id = ANY(:busy)) OR :busy IS NULL)"
+    " ORDER BY due_at, id LIMIT :limit FOR UPDATE SKIP LOCKED"
+)
+# The projects owed any notification, one index probe each (a loose scan of deliveries_queue).
+DELIVERY_PROJECTS = (
+    "WITH RECURSIVE owed(project) AS ("
+    " SELECT min(project) FROM deliveries"
+    " UNION ALL"
+    " SELECT (SELECT min(project) FROM deliveries WHERE project > owed.project)"
+    " FROM owed WHERE owed.project IS NOT NULL"
+    ") SELECT project FROM owed WHERE project IS NOT NULL"
 )
 # Leases a taken notification (`due_at` moves past the time a POST can take) and records an
 # attempt's failure (`due_at` is then the retry's time).

@@ -44,6 +44,10 @@ class SubscriptionStatements(Executor):
         self.run(q.INSERT_SUBSCRIPTION, subscription_params(subscription))
         self._add_subscriptions(subscription.project, subscription.queue, 1)
 
+    def count_subscriptions(self, project: str, queue: str) -> tuple[int, int]:
+        r = self.one(q.COUNT_SUBSCRIPTIONS, {"project": project, "queue": queue})
+        return (int(r["project_n"]), int(r["queue_n"])) if r else (0, 0)
+
     def get_subscription(
         self, project: str, queue: str, subscription_id: str, lock: bool = False
     ) -> Subscription | None:
@@ -98,14 +102,26 @@ class SubscriptionStatements(Executor):
         self.run_many(q.INSERT_DELIVERY, [delivery_params(d) for d in deliveries])
 
     def due_deliveries(
-        self, now: float, limit: int, busy: Sequence[str], lease_until: float
+        self,
+        now: float,
+        limit: int,
+        busy: Sequence[str],
+        lease_until: float,
+        project: str | None = None,
     ) -> list[Delivery]:
         params = {"now": now, "limit": limit, "busy": list(busy) or None}
-        due = [delivery_from(r) for r in self.all(q.DUE_DELIVERIES, params)]
+        if project is None:
+            rows = self.all(q.DUE_DELIVERIES, params)
+        else:
+            rows = self.all(q.DUE_DELIVERIES_OF, {**params, "project": project})
+        due = [delivery_from(r) for r in rows]
         leased = [replace(d, due_at=lease_until) for d in due]
         for d in leased:
             self.update_delivery(d)
         return leased
+
+    def delivery_projects(self) -> list[str]:
+        return [str(r["project"]) for r in self.all(q.DELIVERY_PROJECTS, {})]
 
     def get_delivery(self, delivery_id: str) -> Delivery | None:
         r = self.one(q.GET_DELIVERY_LOCKED, {"id": delivery_id})

@@ -19,6 +19,7 @@ from deadletter.domain.model import (
     QueueSettings,
     RedriveTask,
 )
+from deadletter.domain.projects import SEPARATOR
 from deadletter.domain.tags import DEFAULT_DONE_AT
 from deadletter.storage.base import ClaimRecord, Transaction
 from deadletter.storage.rows import (
@@ -106,7 +107,9 @@ class SQLTransaction(
 
     def count_queues(self, project: str) -> int:
         # SQLite's writer holds the whole database: no other count runs beside this one.
-        return int(self.one(q.COUNT_QUEUES, {"project": project})["n"])
+        prefix = project + SEPARATOR
+        key = {"project": project, "n": len(prefix), "prefix": prefix}
+        return int(self.one(q.COUNT_QUEUES, key)["n"])
 
     def insert_queue(self, queue: Queue) -> None:
         self.run(
