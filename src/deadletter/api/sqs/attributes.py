@@ -39,7 +39,7 @@ from deadletter.api.sqs.errors import (
     invalid_value,
     missing_parameter,
 )
-from deadletter.api.strict_json import InvalidJson, loads
+from deadletter.api.strict_json import InvalidJson, loads, unknown_name
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     RESERVED_ATTRIBUTE_PREFIX,
@@ -433,6 +433,12 @@ def select(names: list[str], available: dict[str, str]) -> dict[str, str]:
 # Message attributes --------------------------------------------------------------------
 
 
+# The fields of a message attribute's value, as botocore's model names them.
+ATTRIBUTE_VALUE_FIELDS = frozenset(
+    {"DataType", "StringValue", "BinaryValue", "StringListValues", "BinaryListValues"}
+)
+
+
 def message_attributes_in(raw: Any) -> dict[str, Attribute]:
     """SQS MessageAttributes -> engine attributes (binary values stay base64)."""
     if raw is None:
@@ -449,6 +455,9 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
         check_attribute_name(name)
         if not isinstance(value, dict) or not isinstance(value.get("DataType"), str):
             raise missing_parameter(f"MessageAttributes.{name}.DataType")
+        refused = unknown_name(value, ATTRIBUTE_VALUE_FIELDS, "message attribute field")
+        if refused is not None:
+            raise invalid_parameter(refused)
         data_type = value["DataType"]
         base = data_type.split(".", 1)[0]
         if len(data_type) > MAX_ATTRIBUTE_NAME:

@@ -25,6 +25,7 @@ from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, BOUNDED, SYNC_ACTIONS, Call
 from deadletter.api.sqs.errors import SqsError, from_exception, queue_does_not_exist
+from deadletter.api.sqs.parameters import check_parameters
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.api.threads import in_thread, on_loop
 from deadletter.engine import Engine
@@ -122,6 +123,7 @@ def sqs_routes(
                 home_region=options.region,
                 clean=clean,
             )
+            check_parameters(action, params)
             if action in ASYNC_ACTIONS:
                 result = await ASYNC_ACTIONS[action](call)
             elif action in BOUNDED:

@@ -21,6 +21,7 @@ from deadletter.api.auth import zaqar_may, zaqar_project
 from deadletter.api.options import AppOptions
 from deadletter.api.threads import in_thread, on_loop
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
+from deadletter.api.zaqar.reads import ANYTHING, FREE, Reads
 from deadletter.api.zaqar.serialize import message_json
 from deadletter.auth.roles import Action
 from deadletter.domain.model import Message
@@ -40,6 +41,8 @@ class Ctx:
     body: bytes
     params: dict[str, str] = field(default_factory=dict)
     options: AppOptions | None = None
+    # What the route reads; its body's fields are checked as the handler reads the body.
+    reads: Reads = ANYTHING
 
     @property
     def path(self) -> dict[str, str]:
@@ -72,12 +75,13 @@ class Ctx:
             if default is None:
                 raise bad_request("The request body is empty; a JSON document is expected.")
             return default
-        try:
-            return strict_json.loads(self.body)
-        except strict_json.InvalidJson as exc:
-            raise ZaqarError(
-                400, "Malformed JSON", f"The request body could not be parsed as JSON: {exc}."
-            ) from None
+        doc = parse_body(self.body)
+        fields = self.reads.body
+        if isinstance(doc, dict) and fields is not None and fields is not FREE:
+            refused = strict_json.unknown_name(doc, fields, "field")
+            if refused is not None:
+                raise bad_request(refused)
+        return doc
 
     def json_object(self, empty_ok: bool = True) -> dict[str, Any]:
         doc = self.json({} if empty_ok else None)
@@ -109,6 +113,35 @@ class Ctx:
 
 
 Handler = Callable[[Ctx], Response]
+
+
+def parse_body(body: bytes) -> Any:
+    try:
+        return strict_json.loads(body)
+    except strict_json.InvalidJson as exc:
+        raise ZaqarError(
+            400, "Malformed JSON", f"The request body could not be parsed as JSON: {exc}."
+        ) from None
+
+
+def check_reads(reads: Reads, method: str, params: Mapping[str, str], body: bytes) -> None:
+    """Refuse a query parameter the route does not read, and fields in the body of a route
+    that takes none (an empty object passes), before the handler runs. A GET's body means
+    nothing in HTTP and is left alone: python-zaqarclient reuses a request, body and all, to
+    read back what it just created."""
+    if params:
+        refused = strict_json.unknown_name(params, reads.query, "query parameter")
+        if refused is not None:
+            raise bad_request(refused)
+    if reads.body is None and method != "GET" and body.strip():
+        doc = parse_body(body)
+        if not isinstance(doc, dict):
+            raise bad_request("This request takes no body.")
+        refused = strict_json.unknown_name(doc, (), "field")
+        if refused is not None:
+            raise bad_request(f"{refused[:-1]}: this request takes no body.")
+
+
 FORMAT_HEADER = "x-deadletter-format"
 
 
@@ -161,9 +194,12 @@ def endpoint(
     client_id: bool = True,
     template: str = "",
     bounded: bool = False,
+    *,
+    reads: Reads,
 ) -> Callable[[Request], Any]:
     """The Starlette endpoint of `handler`; a `bounded` one (a message route: its work is one
-    batch at most) runs on the event loop when the store need not wait (`on_loop`)."""
+    batch at most) runs on the event loop when the store need not wait (`on_loop`); `reads`
+    is what the route reads (`reads.READS`)."""
 
     async def call(request: Request) -> Response:
         try:
@@ -185,7 +221,8 @@ def endpoint(
                 )  # fmt: skip
             body = await request.body()
             params = dict(request.query_params)
-            ctx = Ctx(request, engine, project, cid, body, params, options)
+            check_reads(reads, request.method, params, body)
+            ctx = Ctx(request, engine, project, cid, body, params, options, reads)
             if bounded:
                 return await on_loop(engine, handler, ctx)
             return await in_thread(handler, ctx)

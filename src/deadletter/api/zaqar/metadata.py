@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from deadletter.api.strict_json import unknown_name
 from deadletter.api.zaqar.errors import bad_request, out_of_range, shown
 from deadletter.domain import model
 from deadletter.domain import settings as declared
@@ -90,6 +91,8 @@ RESERVED = frozenset(
     }
 )
 
+RESERVED_PREFIX = "_"
+
 # A queue created through Zaqar gets Zaqar's defaults (SQS-created queues have SQS's).
 ZAQAR_DEFAULTS = QueueSettings(default_ttl=3600, claim_ttl=300)
 
@@ -165,6 +168,13 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
     its default. Ranges the engine checks (claim count, DLQ existence, chains) are left to it."""
     if not isinstance(metadata, dict):
         raise bad_request("Queue metadata must be a JSON object.")
+    # Keys without `_` are the user's; one with it is a setting, and a misspelled setting kept
+    # as a user key would leave the queue without the setting meant, without a word.
+    refused = unknown_name(
+        (k for k in metadata if k.startswith(RESERVED_PREFIX)), RESERVED, "reserved key"
+    )
+    if refused is not None:
+        raise bad_request(f"{refused} Keys starting with {RESERVED_PREFIX} are settings.")
     m = _claims_from_redelivery({k: v for k, v in metadata.items() if k not in READ_ONLY})
     user = {k: v for k, v in m.items() if k not in RESERVED}
     if len(json.dumps(user, ensure_ascii=False).encode()) > MAX_USER_METADATA:
@@ -292,10 +302,13 @@ def retry_policy(key: str, value: Any, base: RetryPolicy | None) -> RetryPolicy 
     return RetryPolicy(**backoffs)
 
 
+REDRIVE_FIELDS = frozenset({"permission", "sources"})
+
+
 def _redrive_allow(value: Any) -> RedriveAllow:
     if value is None:
         return RedriveAllow()
-    if not isinstance(value, dict) or "permission" not in value:
+    if not isinstance(value, dict) or "permission" not in value or set(value) - REDRIVE_FIELDS:
         raise bad_request(
             f'{REDRIVE_ALLOW} must be {{"permission": "allowAll"|"denyAll"|"byQueue",'
             ' "sources": [queue names]}.'

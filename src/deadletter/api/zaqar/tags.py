@@ -19,8 +19,6 @@ from deadletter.api.zaqar.serialize import iso
 from deadletter.domain import errors
 from deadletter.engine import TagInfo
 
-FIELDS = frozenset({"start", "filter"})
-
 
 def tag_json(queue: str, info: TagInfo) -> dict[str, Any]:
     t, c = info.tag, info.counts
@@ -45,9 +43,6 @@ def tag_json(queue: str, info: TagInfo) -> dict[str, Any]:
 
 def create_tag(ctx: Ctx) -> Response:
     doc = ctx.json_object()
-    unknown = set(doc) - FIELDS
-    if unknown:
-        raise bad_request(f"Unknown field(s): {', '.join(sorted(unknown))}.")
     start = time_value("start", doc.get("start"))
     attribute = value = None
     where = doc.get("filter")
