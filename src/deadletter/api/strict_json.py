@@ -104,12 +104,21 @@ def unknown_name(given: Iterable[str], known: Collection[str], what: str = "fiel
     if not missing:
         return None
     name = sorted(missing)[0]
-    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6) or _within(name, known)
     hint = f"; did you mean {_quoted(near[0])}?" if near else "."
     listed = ""
     if not near and len(known) <= MAX_LISTED:
         listed = f" It takes {', '.join(sorted(known))}." if known else " It takes none."
     return f"Unknown {what} {_quoted(name)}{hint}{listed}"
+
+
+def _within(name: str, known: Collection[str]) -> list[str]:
+    """The longest known name inside `name` or holding it (`delay` for `delay_seconds`), for
+    the misspellings that add or drop a word, which difflib's ratio finds too far."""
+    found = sorted(
+        (k for k in known if len(k) > 2 and (k in name or name in k)), key=lambda k: -len(k)
+    )
+    return found[:1]
 
 
 # The most known names an unknown one's refusal lists (a queue's metadata has more).

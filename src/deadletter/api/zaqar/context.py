@@ -41,7 +41,7 @@ class Ctx:
     body: bytes
     params: dict[str, str] = field(default_factory=dict)
     options: AppOptions | None = None
-    # What the route reads; its body's fields are checked as the handler reads the body.
+    # What the route reads (`endpoint` checks the body's fields before the handler runs).
     reads: Reads = ANYTHING
 
     @property
@@ -75,6 +75,11 @@ class Ctx:
             if default is None:
                 raise bad_request("The request body is empty; a JSON document is expected.")
             return default
+        return self.doc
+
+    @cached_property  # parsed once, whoever reads it first
+    def doc(self) -> Any:
+        """The body parsed, a field the route does not read refused (not a blank body)."""
         doc = parse_body(self.body)
         fields = self.reads.body
         if isinstance(doc, dict) and fields is not None and fields is not FREE:
@@ -223,6 +228,8 @@ def endpoint(
             params = dict(request.query_params)
             check_reads(reads, request.method, params, body)
             ctx = Ctx(request, engine, project, cid, body, params, options, reads)
+            if reads.body is not None and reads.body is not FREE and body.strip():
+                ctx.doc  # noqa: B018 (refused before the handler looks anything up)
             if bounded:
                 return await on_loop(engine, handler, ctx)
             return await in_thread(handler, ctx)

@@ -308,7 +308,11 @@ REDRIVE_FIELDS = frozenset({"permission", "sources"})
 def _redrive_allow(value: Any) -> RedriveAllow:
     if value is None:
         return RedriveAllow()
-    if not isinstance(value, dict) or "permission" not in value or set(value) - REDRIVE_FIELDS:
+    if isinstance(value, dict):
+        refused = unknown_name(value, REDRIVE_FIELDS, f"{REDRIVE_ALLOW} field")
+        if refused is not None:
+            raise bad_request(refused)
+    if not isinstance(value, dict) or "permission" not in value:
         raise bad_request(
             f'{REDRIVE_ALLOW} must be {{"permission": "allowAll"|"denyAll"|"byQueue",'
             ' "sources": [queue names]}.'

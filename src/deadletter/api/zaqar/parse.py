@@ -170,6 +170,8 @@ def acknowledgement(doc: dict[str, Any]) -> tuple[str, list[str]] | None:
     value = doc.get("acknowledge")
     if value is None:
         return None
+    if isinstance(value, dict):
+        known_fields(value, ("claim_id", "ids"), "acknowledge field")
     if not isinstance(value, dict) or set(value) != {"claim_id", "ids"}:
         raise bad_request('acknowledge must be {"claim_id": "...", "ids": ["...", ...]}.')
     claim_id, ids = value["claim_id"], value["ids"]

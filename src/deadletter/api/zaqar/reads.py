@@ -68,7 +68,9 @@ READS: dict[str, Reads] = {
     "purge_queue": Reads(("force",), frozenset({"resource_types"})),
     "post_messages": Reads(body=frozenset({"messages"})),
     "list_messages": Reads((*PAGE, "echo", "include_claimed", "include_delayed", "ids")),
-    "delete_messages": Reads(("ids", "pop")),
+    # Zaqar's `claim_ids` names the claims of the messages `ids` lists; they are deleted
+    # whatever their claims, so it changes nothing here.
+    "delete_messages": Reads(("ids", "pop", "claim_ids")),
     "get_message": Reads(),
     "delete_message": Reads(("claim_id", "tag")),
     "dead_letter_message": Reads(("claim_id", "tag"), DEAD_LETTER_FIELDS),
