@@ -108,7 +108,7 @@ def unknown_name(given: Iterable[str], known: Collection[str], what: str = "fiel
     hint = f"; did you mean {_quoted(near[0])}?" if near else "."
     listed = ""
     if not near and len(known) <= MAX_LISTED:
-        listed = f" It takes {', '.join(sorted(known))}." if known else " It takes none."
+        listed = f" It takes {', '.join(sorted(known))}." if known else ""
     return f"Unknown {what} {_quoted(name)}{hint}{listed}"
 
 

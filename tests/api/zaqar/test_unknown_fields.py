@@ -6,12 +6,19 @@ table, so a route added tomorrow is covered the day it is added."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
+import anyio.from_thread
+import httpx
 import pytest
 
+from deadletter.api.app import AppOptions, build_app
+from deadletter.api.auth import ADMIN_ROUTES
 from deadletter.api.zaqar.reads import FREE, READS
 from deadletter.api.zaqar.routes import ROUTES
+from deadletter.auth.credentials import MasterKey
+from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, claim, make_queue, post, with_dlq
 
@@ -208,3 +215,30 @@ def test_documented_calls_still_work(api: ApiClient) -> None:
     assert r.status_code == 200, r.text
     r = api.get("/v2/queues", params={"detailed": "true", "with_count": "true", "limit": 5})
     assert r.status_code == 200, r.text
+
+
+@pytest.fixture
+def admin_api(engine: Engine) -> Iterator[ApiClient]:
+    """The app with credentials on, so that its admin routes exist."""
+    authority = Authority(engine, MasterKey.generate())
+    transport = httpx.ASGITransport(app=build_app(engine, AppOptions(authority=authority)))
+    with anyio.from_thread.start_blocking_portal() as portal:
+        client = httpx.AsyncClient(transport=transport, base_url="http://testserver")
+        try:
+            yield ApiClient(portal, client)
+        finally:
+            portal.call(client.aclose)
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "name"),
+    [pytest.param(p, m, h.__name__, id=f"{m} {p}") for p, m, h in ADMIN_ROUTES],
+)
+def test_every_admin_route_refuses_an_unknown_name(
+    admin_api: ApiClient, engine: Engine, path: str, method: str, name: str
+) -> None:
+    where = url(path.replace("{key_id}", "AKIDEADLETTER0000000"))
+    refused(admin_api.request(method, where, params={"bogus_param": "1"}), "bogus_param")
+    if method != "GET":
+        refused(admin_api.request(method, where, json={"bogus_field": 1}), "bogus_field")
+    assert engine.list_queues(PROJECT, limit=10) == []

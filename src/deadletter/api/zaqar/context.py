@@ -21,7 +21,7 @@ from deadletter.api.auth import zaqar_may, zaqar_project
 from deadletter.api.options import AppOptions
 from deadletter.api.threads import in_thread, on_loop
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
-from deadletter.api.zaqar.reads import ANYTHING, FREE, Reads
+from deadletter.api.zaqar.reads import ANYTHING, FREE, Reads, check_fields, check_reads
 from deadletter.api.zaqar.serialize import message_json
 from deadletter.auth.roles import Action
 from deadletter.domain.model import Message
@@ -81,11 +81,7 @@ class Ctx:
     def doc(self) -> Any:
         """The body parsed, a field the route does not read refused (not a blank body)."""
         doc = parse_body(self.body)
-        fields = self.reads.body
-        if isinstance(doc, dict) and fields is not None and fields is not FREE:
-            refused = strict_json.unknown_name(doc, fields, "field")
-            if refused is not None:
-                raise bad_request(refused)
+        check_fields(self.reads, doc)
         return doc
 
     def json_object(self, empty_ok: bool = True) -> dict[str, Any]:
@@ -127,24 +123,6 @@ def parse_body(body: bytes) -> Any:
         raise ZaqarError(
             400, "Malformed JSON", f"The request body could not be parsed as JSON: {exc}."
         ) from None
-
-
-def check_reads(reads: Reads, method: str, params: Mapping[str, str], body: bytes) -> None:
-    """Refuse a query parameter the route does not read, and fields in the body of a route
-    that takes none (an empty object passes), before the handler runs. A GET's body means
-    nothing in HTTP and is left alone: python-zaqarclient reuses a request, body and all, to
-    read back what it just created."""
-    if params:
-        refused = strict_json.unknown_name(params, reads.query, "query parameter")
-        if refused is not None:
-            raise bad_request(refused)
-    if reads.body is None and method != "GET" and body.strip():
-        doc = parse_body(body)
-        if not isinstance(doc, dict):
-            raise bad_request("This request takes no body.")
-        refused = strict_json.unknown_name(doc, (), "field")
-        if refused is not None:
-            raise bad_request(f"{refused[:-1]}: this request takes no body.")
 
 
 FORMAT_HEADER = "x-deadletter-format"

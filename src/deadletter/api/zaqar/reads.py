@@ -11,7 +11,12 @@ reserved (`_`) ones (`metadata.to_settings`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from deadletter.api import strict_json
+from deadletter.api.zaqar.errors import bad_request
 
 
 @dataclass(frozen=True)
@@ -108,3 +113,32 @@ READS: dict[str, Reads] = {
     "get_tag": Reads(),
     "delete_tag": Reads(),
 }
+
+
+def check_reads(reads: Reads, method: str, params: Mapping[str, str], body: bytes) -> None:
+    """Refuse a query parameter the route does not read, and fields in the body of a route
+    that takes none (an empty object passes), before the handler runs. A GET's body means
+    nothing in HTTP and is left alone: python-zaqarclient reuses a request, body and all, to
+    read back what it just created."""
+    if params:
+        refused = strict_json.unknown_name(params, reads.query, "query parameter")
+        if refused is not None:
+            raise bad_request(refused)
+    if reads.body is None and method != "GET" and body.strip():
+        try:
+            doc = strict_json.loads(body)
+        except strict_json.InvalidJson:
+            doc = None
+        if not isinstance(doc, dict):
+            raise bad_request("This request takes no body.")
+        refused = strict_json.unknown_name(doc, (), "field")
+        if refused is not None:
+            raise bad_request(f"{refused} This request takes no body.")
+
+
+def check_fields(reads: Reads, doc: Any) -> None:
+    """Refuse a field of the body object `doc` that the route does not read."""
+    if isinstance(doc, dict) and reads.body is not None and reads.body is not FREE:
+        refused = strict_json.unknown_name(doc, reads.body, "field")
+        if refused is not None:
+            raise bad_request(refused)
