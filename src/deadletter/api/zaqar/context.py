@@ -20,14 +20,13 @@ from deadletter.api import strict_json
 from deadletter.api.auth import zaqar_may, zaqar_project
 from deadletter.api.options import AppOptions
 from deadletter.api.threads import in_thread, on_loop
-from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
+from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for, shown
 from deadletter.api.zaqar.reads import ANYTHING, FREE, Reads, check_fields, check_reads
 from deadletter.api.zaqar.serialize import message_json
 from deadletter.auth.roles import Action
+from deadletter.domain import names
 from deadletter.domain.model import Message
 from deadletter.engine import Engine
-
-MAX_PROJECT_ID = 256
 
 
 @dataclass
@@ -155,6 +154,27 @@ def _client_id(value: str) -> str:
         raise bad_request(f"The Client-ID header must be a UUID, not {value!r}.") from None
 
 
+# The names a path may hold, each checked whole by its kind's one pattern; a queue's is any
+# queue name either face makes (an SQS queue is reached through this face too).
+PATH_NAMES: dict[str, names.Kind] = {
+    "queue": names.QUEUE_REFERENCE,
+    "template": names.TEMPLATE,
+    "tag": names.TAG,
+}
+
+
+def check_names(path: Mapping[str, Any], project: str) -> None:
+    """Refuse a path whose names are not names of their kind, or a project that is not one,
+    before anything is looked up: a name is checked whole (no newline at its end, no control
+    character anywhere), so none is stored that an answer could not carry."""
+    for key, kind in PATH_NAMES.items():
+        value = path.get(key)
+        if value is not None and not kind.valid(value):
+            raise bad_request(f"{shown(value)} is not a {kind.what}: {kind.rule}.")
+    if not names.PROJECT.valid(project):
+        raise bad_request(f"X-Project-ID must be {names.PROJECT.rule}, not {shown(project)}.")
+
+
 def check_text_params(request: Request, project: str) -> None:
     """Path parts, query values and the project reach SQL as they are, and PostgreSQL text
     cannot hold NUL: such a request is refused here, alike on every store."""
@@ -192,10 +212,7 @@ def endpoint(
             cid = request.headers.get("client-id")
             cid = check_client_id(cid) if client_id else cid
             project = request.headers.get("x-project-id") or options.default_project
-            if len(project) > MAX_PROJECT_ID:
-                raise bad_request(
-                    f"X-Project-ID may not be longer than {MAX_PROJECT_ID} characters."
-                )
+            check_names(request.path_params, project)
             check_text_params(request, project)
             if options.authority is not None:
                 project = await in_thread(

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from deadletter.api.strict_json import unknown_name
 from deadletter.api.zaqar.errors import bad_request, out_of_range, shown
-from deadletter.domain import model
+from deadletter.domain import model, names
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     DeadLetterPolicy,
@@ -21,10 +20,6 @@ from deadletter.domain.model import (
 
 # Zaqar's own lower bounds for TTLs (the engine allows shorter ones for SQS).
 MIN_TTL = declared.ZAQAR_MIN_TTL
-# Zaqar's alphabet for the queues it creates; a queue it refers to may also have been made
-# through SQS (whose names allow up to 80 characters and a `.fifo` suffix).
-QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-QUEUE_REFERENCE = re.compile(r"^[a-zA-Z0-9_-]{1,80}(\.fifo)?$")
 # The user keys of a queue's metadata, as JSON.
 MAX_USER_METADATA = 65_536
 
@@ -98,7 +93,9 @@ ZAQAR_DEFAULTS = QueueSettings(default_ttl=3600, claim_ttl=300)
 
 
 def check_queue_name(name: str) -> None:
-    if not QUEUE_NAME.match(name):
+    # Zaqar's alphabet for the queues it creates; a queue it refers to may also have been
+    # made through SQS (whose names allow up to 80 characters and a `.fifo` suffix).
+    if not names.QUEUE.valid(name):
         raise bad_request(
             f"Queue names may not be more than 64 characters long and may contain only"
             f" ASCII letters, digits, underscores and dashes, not {shown(name)}."
@@ -106,7 +103,7 @@ def check_queue_name(name: str) -> None:
 
 
 def check_queue_reference(name: str) -> None:
-    if not QUEUE_REFERENCE.match(name):
+    if not names.QUEUE_REFERENCE.valid(name):
         raise bad_request(f"{shown(name)} is not the name of a queue.")
 
 

@@ -15,6 +15,7 @@ from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range, shown
 from deadletter.api.zaqar.reads import MESSAGE_FIELDS
 from deadletter.api.zaqar.serialize import encode_body
+from deadletter.domain import names
 from deadletter.domain.model import (
     DEFAULT_CANARY_WATCH,
     MAX_CLAIM_TTL,
@@ -26,7 +27,6 @@ from deadletter.domain.model import (
     NewMessage,
     Reason,
 )
-from deadletter.domain.tags import TAG_NAME
 
 PAGE_LIMIT = 20
 # Times a client may give (epoch seconds): from 1970 to the year 5138, which every datetime,
@@ -289,7 +289,7 @@ def tag_param(ctx: Ctx) -> str | None:
     value = ctx.params.get("tag")
     if value is None or value == "":
         return None
-    if not TAG_NAME.match(value):
+    if not names.TAG.valid(value):
         raise bad_request(f"tag must be a tag name (1-64 of A-Z a-z 0-9 - _), not {shown(value)}.")
     return value
 
