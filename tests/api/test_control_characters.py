@@ -100,7 +100,9 @@ def test_every_zaqar_route_refuses_a_name_ending_in_a_control_character(
         name = VALID[key] + char
         r = zaqar(http, method, path, key, name)
         assert r.status_code == 400, (repr(char), r.status_code, r.text)
-        assert f"is not a {PATH_NAMES[key].what}" in r.json()["description"], r.text
+        # NUL has its own words, the same for every value of every route (PostgreSQL text).
+        words = "may not contain NUL" if char == "\x00" else f"is not a {PATH_NAMES[key].what}"
+        assert words in r.json()["description"], r.text
     assert written(engine) == before
 
 

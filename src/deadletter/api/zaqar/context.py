@@ -212,8 +212,8 @@ def endpoint(
             cid = request.headers.get("client-id")
             cid = check_client_id(cid) if client_id else cid
             project = request.headers.get("x-project-id") or options.default_project
-            check_names(request.path_params, project)
             check_text_params(request, project)
+            check_names(request.path_params, project)
             if options.authority is not None:
                 project = await in_thread(
                     zaqar_project, options.authority, request.method, template,
