@@ -8,8 +8,10 @@ from typing import Any
 from starlette.requests import Request
 
 from deadletter.api.json_response import JSONResponse
-from deadletter.api.zaqar.reads import READS
+from deadletter.api.zaqar.context import PATH_NAMES
+from deadletter.api.zaqar.reads import FREE, READS
 from deadletter.api.zaqar.routes import ROUTES
+from deadletter.domain import names
 from deadletter.domain import settings as declared
 
 # handler name -> (summary, success status, request body schema or None); the query
@@ -140,6 +142,13 @@ MORE_ERRORS: dict[str, dict[str, str]] = {
     "update_subscription": {"409": "The new subscriber is subscribed already"},
     "create_tag": {"409": "The queue has a tag of that name already"},
 }
+
+
+def _whole(kind: names.Kind) -> dict[str, Any]:
+    """A name's schema: its kind's one pattern, matched whole."""
+    return {"type": "string", "pattern": f"^(?:{kind.pattern.pattern})$"}
+
+
 # Typed query parameters; the rest are strings.
 QUERY: dict[str, dict[str, Any]] = {
     "limit": {"type": "integer", "minimum": 1, "maximum": 20},
@@ -152,8 +161,8 @@ QUERY: dict[str, dict[str, Any]] = {
     "include_claimed": {"type": "boolean"},
     "include_delayed": {"type": "boolean"},
     # The consumer tag an operation is for; without it, the queue's untagged consumers.
-    "tag": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
-    "source_tag": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+    "tag": _whole(names.TAG),
+    "source_tag": _whole(names.TAG),
 }
 QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
     "list_messages": {"marker": {"type": "integer", "minimum": 0}},
@@ -163,7 +172,6 @@ QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
         "reason": {"enum": ["max_claims", "expired", "rejected", "delivery_failed"]},
     },
 }
-NAME = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}
 PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
 MEDIA_TYPES = {"home": "application/json-home"}
 EMPTY = {("create_queue", "201")}  # answered with a Location header only
@@ -530,6 +538,16 @@ def _responses(handler: str, status: str) -> dict[str, Any]:
     return out
 
 
+def _schemas() -> dict[str, Any]:
+    """The body schemas; one whose route declares its fields (`reads.READS`) takes no other."""
+    schemas = dict(SCHEMAS)
+    for name, (_, _, body) in OPERATIONS.items():
+        fields = READS[name].body
+        if body is not None and fields is not None and fields is not FREE:
+            schemas[body] = {**schemas[body], "additionalProperties": False}
+    return schemas
+
+
 def document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for path, method, handler, client_id in ROUTES:
@@ -541,7 +559,7 @@ def document() -> dict[str, Any]:
                 "name": part,
                 "in": "path",
                 "required": True,
-                "schema": NAME if part == "queue" else STR,
+                "schema": _whole(PATH_NAMES[part]) if part in PATH_NAMES else STR,
             }
             for part in re.findall(r"{(\w+)}", path)
         ]
@@ -554,7 +572,7 @@ def document() -> dict[str, Any]:
                 {
                     "name": "X-Project-ID",
                     "in": "header",
-                    "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+                    "schema": _whole(names.PROJECT),
                 }
             )
         op: dict[str, Any] = {
@@ -589,7 +607,7 @@ def document() -> dict[str, Any]:
             "description": "OpenStack Zaqar v2 with dead-letter extensions.",
         },
         "paths": paths,
-        "components": {"schemas": SCHEMAS},
+        "components": {"schemas": _schemas()},
     }
 
 
