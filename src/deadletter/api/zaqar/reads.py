@@ -1,9 +1,9 @@
 """What each Zaqar route reads from a request: its query parameters and its body's fields.
 
-One table, by handler: `endpoint` refuses a query parameter a route does not read before its
-handler runs, and a body on a route that takes none; `Ctx.json` refuses a body field the
-route does not read as the handler reads the body, before anything is written. The OpenAPI
-document lists each route's query parameters from here. Nested objects (a message, a filter,
+One table, by handler: before a handler runs, `context.endpoint` refuses a query parameter
+its route does not read, a body field it does not read, and fields in the body of a route
+that takes none; nothing has been looked up or written yet. The OpenAPI document lists each
+route's query parameters and body fields from here (`openapi.py`). Nested objects (a message, a filter,
 a patch operation) are checked by the code that reads them, with the same rule
 (`parse.known_fields`); a queue's metadata keeps its free user keys and refuses unknown
 reserved (`_`) ones (`metadata.to_settings`).
