@@ -3,9 +3,9 @@
 One table, by handler: before a handler runs, `context.endpoint` refuses a query parameter
 its route does not read, a body field it does not read, and fields in the body of a route
 that takes none; nothing has been looked up or written yet. The OpenAPI document lists each
-route's query parameters and body fields from here (`openapi.py`). Nested objects (a message, a filter,
-a patch operation) are checked by the code that reads them, with the same rule
-(`parse.known_fields`); a queue's metadata keeps its free user keys and refuses unknown
+route's query parameters and body fields from here (`openapi.py`). Nested objects (a
+message, a filter, a patch operation) are checked by the code that reads them, with the same
+rule (`parse.known_fields`); a queue's metadata keeps its free user keys and refuses unknown
 reserved (`_`) ones (`metadata.to_settings`).
 """
 
