@@ -252,7 +252,8 @@ def credentials_per_project(server: str, bound: int) -> tuple[int, int]:
 
 
 PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
-    "request_line": (request_line, (204, 414)),
+    # At the bound the head is read whole and the app answers (its refusal of the unknown `pad`).
+    "request_line": (request_line, (400, 414)),
     "header_count": (header_count, (204, 431)),
     "head_bytes": (head_bytes, (204, 431)),
     "body_bytes": (body_bytes, (400, 413)),

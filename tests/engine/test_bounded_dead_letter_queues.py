@@ -137,7 +137,7 @@ def test_a_full_dlq_leaves_a_spent_message_in_its_queue(engine: Engine, overflow
     engine.release_claim(P, "orders", claim.id)
     assert engine.stats(P, "orders").dlq_full == {"max_claims": 3}
     # Once the DLQ has room, it goes there
-    engine.purge(P, DLQ)
+    engine.purge(P, DLQ, force=True)
     assert engine.claim(P, "orders", 10).messages == ()
     assert in_dlq(engine) == ["b"]
 
@@ -195,7 +195,7 @@ def test_a_full_dlq_keeps_an_expired_message_alive(engine: Engine, clock: Manual
     assert stats.total == 1 and stats.dlq_full == {"expired": 1}
     assert stats.expired_dropped == 0
     # It is tried again once its new life ends, and goes when there is room
-    engine.purge(P, DLQ)
+    engine.purge(P, DLQ, force=True)
     clock.advance(120)
     engine.sweep_expired()
     assert in_dlq(engine) == ["b"]

@@ -119,7 +119,7 @@ def test_deleting_a_dlq_deactivates_its_sources_and_keeps_their_messages(engine:
     with_dlq(engine, max_claims=1)
     send(engine, "orders", "m")
     assert engine.stats(P, "orders").policy_active is True
-    engine.delete_queue(P, "orders-dlq")
+    engine.delete_queue(P, "orders-dlq", force=True)
     policy = engine.get_queue(P, "orders").settings.dead_letter
     assert policy is not None and policy.active is False
     assert engine.stats(P, "orders").policy_active is False
@@ -127,3 +127,35 @@ def test_deleting_a_dlq_deactivates_its_sources_and_keeps_their_messages(engine:
     fail(engine, "orders", 3)
     assert [m.body for m in engine.claim(P, "orders", 10).messages] == [b"m"]
     assert engine.stats(P, "orders").dead_lettered == {}
+
+
+def test_a_dlq_in_use_is_deleted_or_purged_only_by_force(engine: Engine) -> None:
+    # Given orders and billing dead-lettering into orders-dlq, which holds a dead letter
+    with_dlq(engine, max_claims=1)
+    engine.create_queue(P, "billing", QueueSettings(dead_letter=DeadLetterPolicy("orders-dlq", 2)))
+    send(engine, "orders", "poison")
+    fail(engine, "orders", 1)
+    assert engine.stats(P, "orders-dlq").total == 1
+    # When it is deleted or purged without force, each is refused naming both sources
+    for attempt in (
+        lambda: engine.delete_queue(P, "orders-dlq"),
+        lambda: engine.purge(P, "orders-dlq"),
+    ):
+        with pytest.raises(errors.DeadLetterQueueInUse) as refused:
+            attempt()
+        assert refused.value.sources == ("billing", "orders")
+        assert "'billing', 'orders'" in refused.value.message
+    # and nothing changed
+    assert engine.stats(P, "orders-dlq").total == 1
+    assert engine.stats(P, "orders").policy_active is True
+    # With force, both go ahead
+    assert engine.purge(P, "orders-dlq", force=True) == 1
+    assert engine.delete_queue(P, "orders-dlq", force=True)
+    assert engine.stats(P, "billing").policy_active is False
+
+
+def test_a_dlq_whose_sources_are_gone_or_inactive_needs_no_force(engine: Engine) -> None:
+    with_dlq(engine)
+    engine.delete_queue(P, "orders")
+    assert engine.purge(P, "orders-dlq") == 0
+    assert engine.delete_queue(P, "orders-dlq")

@@ -21,6 +21,7 @@ from deadletter.api import strict_json
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.sqs.errors import SqsError
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
+from deadletter.api.zaqar.reads import Reads, check_fields, check_reads
 from deadletter.auth import errors as auth_errors
 from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
@@ -342,9 +343,14 @@ def share_queue(authority: Authority, request: Request, body: bytes) -> Response
 
 
 def _route(authority: Authority, handler: Handler) -> Endpoint:
+    reads = ADMIN_READS[handler.__name__]
+
     async def call(request: Request) -> Response:
         try:
             body = await request.body()
+            check_reads(reads, request.method, request.query_params, body)
+            if reads.body and body.strip():
+                check_fields(reads, _json_body(body))
             return await run_in_threadpool(handler, authority, request, body)
         except Exception as exc:
             return response_for(exc, f"{request.method} {request.url.path}")
@@ -361,6 +367,18 @@ ADMIN_ROUTES: list[tuple[str, str, Handler]] = [
     ("/v2/credentials/{key_id}/rotate", "POST", rotate_credential),
     ("/v2/queues/{queue}/share", "POST", share_queue),
 ]
+
+
+# What each admin route reads, as `reads.READS` says it for the others.
+ADMIN_READS: dict[str, Reads] = {
+    "issue_token": Reads(body=frozenset({"key_id", "secret", "ttl"})),
+    "create_credential": Reads(body=frozenset({"role", "project"})),
+    "list_credentials": Reads(("project", "all")),
+    "get_credential": Reads(),
+    "revoke_credential": Reads(),
+    "rotate_credential": Reads(),
+    "share_queue": Reads(body=frozenset({"paths", "methods", "expires"})),
+}
 
 
 def admin_routes(authority: Authority) -> list[BaseRoute]:

@@ -8,7 +8,10 @@ from typing import Any
 from starlette.requests import Request
 
 from deadletter.api.json_response import JSONResponse
+from deadletter.api.zaqar.context import PATH_NAMES
+from deadletter.api.zaqar.reads import FREE, READS
 from deadletter.api.zaqar.routes import ROUTES
+from deadletter.domain import names
 from deadletter.domain import settings as declared
 from deadletter.domain.model import Reason, TaskStatus
 
@@ -16,122 +19,90 @@ from deadletter.domain.model import Reason, TaskStatus
 REASON = {"enum": [r.value for r in Reason]}
 TASK_STATUS = {"enum": [t.value for t in TaskStatus]}
 
-# handler name -> (summary, query parameters, success status, request body schema or None)
-OPERATIONS: dict[str, tuple[str, list[str], str, str | None]] = {
-    "versions": ("API versions (300 Multiple Choices)", [], "300", None),
-    "home": ("JSON home document", [], "200", None),
-    "ping": ("Liveness check", [], "204", None),
-    "health": ("Storage health", [], "200", None),
-    "list_queues": ("List queues", ["marker", "limit", "detailed", "with_count"], "200", None),
-    "create_queue": (
-        "Create a queue with metadata (201; 204 when it exists)",
-        [],
-        "201",
-        "Metadata",
-    ),
+# handler name -> (summary, success status, request body schema or None); the query
+# parameters each reads are `reads.READS`'s.
+OPERATIONS: dict[str, tuple[str, str, str | None]] = {
+    "versions": ("API versions (300 Multiple Choices)", "300", None),
+    "home": ("JSON home document", "200", None),
+    "ping": ("Liveness check", "204", None),
+    "health": ("Storage health", "200", None),
+    "list_queues": ("List queues", "200", None),
+    "create_queue": ("Create a queue with metadata (201; 204 when it exists)", "201", "Metadata"),
     "get_queue": (
         "Queue metadata: user keys and the reserved keys that are set (with defaults=true,"
         " every reserved key, its default where unset)",
-        ["defaults"],
         "200",
         None,
     ),
     "patch_queue": (
         "Update metadata (application/openstack-messaging-v2.0-json-patch)",
-        [],
         "200",
         "Patch",
     ),
-    "delete_queue": ("Delete a queue and its messages", [], "204", None),
-    "queue_stats": ("Message counts and dead-letter counters", [], "200", None),
-    "purge_queue": ("Delete every message of the queue", [], "204", "Purge"),
-    "post_messages": ("Send messages (the queue is created if missing)", [], "201", "NewMessages"),
-    "list_messages": (
-        "List messages, or get some by ids",
-        ["marker", "limit", "echo", "include_claimed", "include_delayed", "ids"],
-        "200",
-        None,
-    ),
-    "delete_messages": ("Delete messages by ids, or pop some", ["ids", "pop"], "204", None),
-    "get_message": ("One message", [], "200", None),
-    "delete_message": ("Acknowledge one message", ["claim_id", "tag"], "204", None),
+    "delete_queue": ("Delete a queue and its messages", "204", None),
+    "queue_stats": ("Message counts and dead-letter counters", "200", None),
+    "purge_queue": ("Delete every message of the queue", "204", "Purge"),
+    "post_messages": ("Send messages (the queue is created if missing)", "201", "NewMessages"),
+    "list_messages": ("List messages, or get some by ids", "200", None),
+    "delete_messages": ("Delete messages by ids, or pop some", "204", None),
+    "get_message": ("One message", "200", None),
+    "delete_message": ("Acknowledge one message", "204", None),
     "dead_letter_message": (
         "Move one claimed message to the DLQ now (reason rejected)",
-        ["claim_id", "tag"],
         "200",
         "DeadLetter",
     ),
-    "release_message": (
-        "Give one claimed message back (nack)",
-        ["claim_id", "tag"],
-        "204",
-        "Release",
-    ),
+    "release_message": ("Give one claimed message back (nack)", "204", "Release"),
     "create_claim": (
         "Claim messages (204 when none); with acknowledge, first acknowledge the last batch",
-        ["limit", "tag"],
         "201",
         "ClaimRequest",
     ),
-    "get_claim": ("A claim and its messages", ["tag"], "200", None),
-    "renew_claim": ("Renew a claim", ["tag"], "204", "ClaimTimes"),
-    "release_claim": ("Release a claim", ["tag"], "204", None),
-    "dead_letter_batch": (
-        "Move several claimed messages to the DLQ",
-        ["tag"],
-        "200",
-        "DeadLetterBatch",
-    ),
-    "list_dead_letters": (
-        "Browse a DLQ without consuming it",
-        ["source_queue", "source_tag", "reason", "since", "until", "marker", "limit"],
-        "200",
-        None,
-    ),
-    "dead_letter_sources": ("Queues whose dead-letter policy names this queue", [], "200", None),
-    "start_redrive": ("Start a redrive task", [], "201", "Redrive"),
-    "list_redrives": ("Redrive tasks of a DLQ, newest first", [], "200", None),
-    "get_redrive": ("One redrive task", [], "200", None),
-    "cancel_redrive": ("Cancel a running or paused redrive task (202)", [], "202", None),
-    "resume_redrive": ("Resume a task its canary paused: move the rest (202)", [], "202", None),
-    "put_patterns": ("Store failure patterns found by the analysis", [], "204", "Patterns"),
-    "get_patterns": ("Stored failure patterns", [], "200", None),
+    "get_claim": ("A claim and its messages", "200", None),
+    "renew_claim": ("Renew a claim", "204", "ClaimTimes"),
+    "release_claim": ("Release a claim", "204", None),
+    "dead_letter_batch": ("Move several claimed messages to the DLQ", "200", "DeadLetterBatch"),
+    "list_dead_letters": ("Browse a DLQ without consuming it", "200", None),
+    "dead_letter_sources": ("Queues whose dead-letter policy names this queue", "200", None),
+    "start_redrive": ("Start a redrive task", "201", "Redrive"),
+    "list_redrives": ("Redrive tasks of a DLQ, newest first", "200", None),
+    "get_redrive": ("One redrive task", "200", None),
+    "cancel_redrive": ("Cancel a running or paused redrive task (202)", "202", None),
+    "resume_redrive": ("Resume a task its canary paused: move the rest (202)", "202", None),
+    "put_patterns": ("Store failure patterns found by the analysis", "204", "Patterns"),
+    "get_patterns": ("Stored failure patterns", "200", None),
     "merge_assignments": (
         "Merge a writer's batch of pattern assignments, once per (writer, batch)",
-        [],
         "200",
         "Assignments",
     ),
-    "list_templates": ("Queue templates of the project, by name", ["limit", "marker"], "200", None),
-    "put_template": ("Create (201) or replace (200) a queue template", [], "201", "Template"),
-    "get_template": ("One queue template", [], "200", None),
-    "patch_template": ("Change a template's keys (null clears one)", [], "200", "Template"),
-    "delete_template": ("Delete a queue template", [], "204", None),
+    "list_templates": ("Queue templates of the project, by name", "200", None),
+    "put_template": ("Create (201) or replace (200) a queue template", "201", "Template"),
+    "get_template": ("One queue template", "200", None),
+    "patch_template": ("Change a template's keys (null clears one)", "200", "Template"),
+    "delete_template": ("Delete a queue template", "204", None),
     "create_subscription": (
         "Subscribe an http(s) webhook to the queue's messages",
-        [],
         "201",
         "Subscription",
     ),
-    "list_subscriptions": ("Live subscriptions of the queue", ["marker", "limit"], "200", None),
-    "get_subscription": ("One subscription", [], "200", None),
+    "list_subscriptions": ("Live subscriptions of the queue", "200", None),
+    "get_subscription": ("One subscription", "200", None),
     "update_subscription": (
         "Change a subscription's subscriber, ttl or options",
-        [],
         "204",
         "Subscription",
     ),
-    "delete_subscription": ("Unsubscribe (204 even when it did not exist)", [], "204", None),
+    "delete_subscription": ("Unsubscribe (204 even when it did not exist)", "204", None),
     "confirm_subscription": (
         "Confirm (or withdraw) a subscription, with the signed URL sent to the subscriber",
-        [],
         "204",
         "Confirmation",
     ),
-    "list_tags": ("The queue's consumer tags, with their counts", [], "200", None),
-    "create_tag": ("Create a consumer tag on the queue", [], "201", "Tag"),
-    "get_tag": ("One consumer tag, with its counts", [], "200", None),
-    "delete_tag": ("Delete a consumer tag (204 even when it did not exist)", [], "204", None),
+    "list_tags": ("The queue's consumer tags, with their counts", "200", None),
+    "create_tag": ("Create a consumer tag on the queue", "201", "Tag"),
+    "get_tag": ("One consumer tag, with its counts", "200", None),
+    "delete_tag": ("Delete a consumer tag (204 even when it did not exist)", "204", None),
 }
 
 # Further successes an operation may answer with (204: nothing to claim or queue existed;
@@ -176,6 +147,13 @@ MORE_ERRORS: dict[str, dict[str, str]] = {
     "update_subscription": {"409": "The new subscriber is subscribed already"},
     "create_tag": {"409": "The queue has a tag of that name already"},
 }
+
+
+def _whole(kind: names.Kind) -> dict[str, Any]:
+    """A name's schema: its kind's one pattern, matched whole."""
+    return {"type": "string", "pattern": f"^(?:{kind.pattern.pattern})$"}
+
+
 # Typed query parameters; the rest are strings.
 QUERY: dict[str, dict[str, Any]] = {
     "limit": {"type": "integer", "minimum": 1, "maximum": 20},
@@ -183,12 +161,13 @@ QUERY: dict[str, dict[str, Any]] = {
     "detailed": {"type": "boolean"},
     "defaults": {"type": "boolean"},
     "with_count": {"type": "boolean"},
+    "force": {"type": "boolean"},
     "echo": {"type": "boolean"},
     "include_claimed": {"type": "boolean"},
     "include_delayed": {"type": "boolean"},
     # The consumer tag an operation is for; without it, the queue's untagged consumers.
-    "tag": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
-    "source_tag": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+    "tag": _whole(names.TAG),
+    "source_tag": _whole(names.TAG),
 }
 QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
     "list_messages": {"marker": {"type": "integer", "minimum": 0}},
@@ -198,7 +177,6 @@ QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
         "reason": REASON,
     },
 }
-NAME = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}
 PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
 MEDIA_TYPES = {"home": "application/json-home"}
 EMPTY = {("create_queue", "201")}  # answered with a Location header only
@@ -569,17 +547,28 @@ def _responses(handler: str, status: str) -> dict[str, Any]:
     return out
 
 
+def _schemas() -> dict[str, Any]:
+    """The body schemas; one whose route declares its fields (`reads.READS`) takes no other."""
+    schemas = dict(SCHEMAS)
+    for name, (_, _, body) in OPERATIONS.items():
+        fields = READS[name].body
+        if body is not None and fields is not None and fields is not FREE:
+            schemas[body] = {**schemas[body], "additionalProperties": False}
+    return schemas
+
+
 def document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for path, method, handler, client_id in ROUTES:
         name = handler.__name__
-        summary, query, status, body = OPERATIONS[name]
+        summary, status, body = OPERATIONS[name]
+        query = READS[name].query
         params: list[dict[str, Any]] = [
             {
                 "name": part,
                 "in": "path",
                 "required": True,
-                "schema": NAME if part == "queue" else STR,
+                "schema": _whole(PATH_NAMES[part]) if part in PATH_NAMES else STR,
             }
             for part in re.findall(r"{(\w+)}", path)
         ]
@@ -592,7 +581,7 @@ def document() -> dict[str, Any]:
                 {
                     "name": "X-Project-ID",
                     "in": "header",
-                    "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+                    "schema": _whole(names.PROJECT),
                 }
             )
         op: dict[str, Any] = {
@@ -627,7 +616,7 @@ def document() -> dict[str, Any]:
             "description": "OpenStack Zaqar v2 with dead-letter extensions.",
         },
         "paths": paths,
-        "components": {"schemas": SCHEMAS},
+        "components": {"schemas": _schemas()},
     }
 
 

@@ -9,12 +9,17 @@ msgspec parses (six times faster than `json` on the faces' requests, `./dev benc
 framework`) and refuses all of those itself; a text it refuses is parsed again by the
 `json` module with the checks below, so what is refused, and the words of the refusal, are
 what they were with `json` alone.
+
+`unknown_name` is the one rule by which both faces refuse a field, parameter or key they do
+not know, in the same words.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import msgspec
@@ -89,3 +94,37 @@ def check_encodable(value: Any) -> None:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidJson("a string holds a lone UTF-16 surrogate (not valid Unicode)") from exc
+
+
+def unknown_name(given: Iterable[str], known: Collection[str], what: str = "field") -> str | None:
+    """The words refusing the first name of `given` that is not in `known`, or None when every
+    name is known: both faces refuse what they do not know (a misspelled filter would otherwise
+    select everything) and name the known one a typo is closest to."""
+    missing = [name for name in given if name not in known]
+    if not missing:
+        return None
+    name = sorted(missing)[0]
+    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6) or _within(name, known)
+    hint = f"; did you mean {_quoted(near[0])}?" if near else "."
+    listed = ""
+    if not near and len(known) <= MAX_LISTED:
+        listed = f" It takes {', '.join(sorted(known))}." if known else ""
+    return f"Unknown {what} {_quoted(name)}{hint}{listed}"
+
+
+def _within(name: str, known: Collection[str]) -> list[str]:
+    """The longest known name inside `name` or holding it (`delay` for `delay_seconds`), for
+    the misspellings that add or drop a word, which difflib's ratio finds too far."""
+    found = sorted(
+        (k for k in known if len(k) > 2 and (k in name or name in k)), key=lambda k: -len(k)
+    )
+    return found[:1]
+
+
+# The most known names an unknown one's refusal lists (a queue's metadata has more).
+MAX_LISTED = 16
+
+
+def _quoted(name: str) -> str:
+    text = json.dumps(name, ensure_ascii=True)
+    return text if len(text) <= 60 else text[:57] + "..."

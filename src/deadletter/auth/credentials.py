@@ -70,7 +70,7 @@ class Credential:
 
     def may(self, action: Action, project: str) -> bool:
         """Whether this credential may do `action` in `project` (never once revoked). A
-        credential stored before tenant names were held to `projects.TENANT` (one named like
+        credential stored before tenant names were held to `names.TENANT` (one named like
         another tenant's derived project, `proja@eu-west-1`) may do nothing: it could reach
         that tenant's queues. An operator can still list and revoke it."""
         return (

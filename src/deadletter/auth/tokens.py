@@ -25,7 +25,7 @@ from deadletter.auth.roles import Role
 PREFIX = "dlt1"
 DEFAULT_TTL = 3600
 MAX_TTL = 24 * 3600
-_PART = re.compile(r"^[A-Za-z0-9_-]+$")
+_PART = re.compile(r"[A-Za-z0-9_-]+")
 
 CredentialLookup = Callable[[str], Credential | None]
 
@@ -58,7 +58,7 @@ def issue_token(key: bytes, credential: Credential, now: float, ttl: int = DEFAU
 def verify_token(key: bytes, token: str, now: float, lookup: CredentialLookup) -> TokenClaims:
     """The claims of a valid token; raises TokenInvalid, TokenExpired or TokenRevoked."""
     parts = token.split(".")
-    if len(parts) != 3 or parts[0] != PREFIX or not all(_PART.match(p) for p in parts[1:]):
+    if len(parts) != 3 or parts[0] != PREFIX or not all(_PART.fullmatch(p) for p in parts[1:]):
         raise TokenInvalid()
     _, body, mac = parts
     try:

@@ -17,6 +17,7 @@ from deadletter.cli.redrive import redrive
 from deadletter.cli.store import store_options
 from deadletter.cli.tags import tag
 from deadletter.cli.templates import template
+from deadletter.domain import names
 from deadletter.domain.model import DEFAULT_QUEUE_QUOTA
 
 
@@ -42,9 +43,8 @@ def main(key_id: str | None, secret: str | None) -> None:
 
 def _region(value: str) -> str:
     """An SQS home region, refused unless it has the form of AWS's region names."""
-    import re
 
-    if not re.match(r"^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$", value):
+    if not names.REGION.valid(value):
         raise click.BadParameter(f"{value!r} is not an AWS region's name (such as us-east-1).")
     return value
 

@@ -375,6 +375,24 @@ def _said(setting: Setting, value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+# A source whose DLQ was deleted: its policy is inactive, so its poison messages are
+# delivered again without limit until the DLQ is back (created again, or another named).
+MISSING_SHORT = "(missing)"
+MISSING_LONG = (
+    "(MISSING: deleted; the policy is inactive and poison messages are delivered again"
+    " without limit until it is created again)"
+)
+
+
+def _missing_dlq(metadata: dict[str, Any], missing: str) -> str | None:
+    """The queue's DLQ flagged as gone, as `queue list` and `queue show` say it; None while
+    it is there (or none is named)."""
+    dlq = metadata.get("_dead_letter_queue")
+    if dlq is not None and metadata.get("_dead_letter_policy_active") is False:
+        return f"{dlq} {missing}"
+    return None
+
+
 @queue.command(name="list")
 @json_option
 @server_options
@@ -390,7 +408,8 @@ def list_(client: Client, as_json: bool) -> None:
         (
             (
                 q["name"],
-                (q.get("metadata") or {}).get("_dead_letter_queue"),
+                _missing_dlq(q.get("metadata") or {}, MISSING_SHORT)
+                or (q.get("metadata") or {}).get("_dead_letter_queue"),
                 (q.get("metadata") or {}).get("_max_claim_count"),
             )
             for q in queues
@@ -411,6 +430,10 @@ def show(client: Client, name: str, as_json: bool) -> None:
         return
     known = {s.key for s in (*SETTINGS, *SHOWN)} | {"_enable_encrypt_messages"}
     rows = [(s.label, _said(s, settings.get(s.key))) for s in (*SETTINGS, *SHOWN)]
+    gone = _missing_dlq(settings, MISSING_LONG)
+    if gone is not None:
+        at = next(i for i, s in enumerate(SETTINGS) if s.key == "_dead_letter_queue")
+        rows[at] = (rows[at][0], gone)
     rows += [
         (f"metadata {key}", _said(Setting("", key, key), value))
         for key, value in sorted(settings.items())
@@ -440,9 +463,15 @@ def show(client: Client, name: str, as_json: bool) -> None:
 
 @queue.command()
 @click.argument("name")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Delete it even if it is the DLQ of other queues: their dead-letter policies turn"
+    " inactive, and their poison messages are delivered again without limit.",
+)
 @server_options
-def delete(client: Client, name: str) -> None:
-    """Delete queue NAME and its messages."""
+def delete(client: Client, name: str, force: bool) -> None:
+    """Delete queue NAME and its messages (a DLQ other queues use only with --force)."""
     client.get_queue(name)  # Zaqar deletes a missing queue without a word: a typo must show
-    client.delete_queue(name)
+    client.delete_queue(name, force=force)
     click.echo(f"deleted {name}")

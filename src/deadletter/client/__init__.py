@@ -127,8 +127,10 @@ class Client:
                 return out
             params["marker"] = page[-1]["name"]
 
-    def delete_queue(self, name: str) -> None:
-        self._call("DELETE", f"/v2/queues/{name}")
+    def delete_queue(self, name: str, force: bool = False) -> None:
+        """Delete a queue; a DLQ that other queues name only with `force`."""
+        params = {"force": "true"} if force else {}
+        self._call("DELETE", f"/v2/queues/{name}", params=params)
 
     def stats(self, name: str) -> dict[str, Any]:
         doc: dict[str, Any] = self._json("GET", f"/v2/queues/{name}/stats")

@@ -15,7 +15,8 @@
     │   ├── TaskNotRunning
     │   ├── TaskNotPaused
     │   ├── TagAlreadyExists
-    │   └── BatchBehind
+    │   ├── BatchBehind
+    │   └── DeadLetterQueueInUse (deleting or purging a DLQ sources name, without force)
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
     │   ├── ReservedAttribute
@@ -86,6 +87,14 @@ class MessageClaimed(Conflict):
 
 class RedriveTaskActive(Conflict):
     """A redrive task is already running on this dead-letter queue."""
+
+
+class DeadLetterQueueInUse(Conflict):
+    """The queue is the dead-letter queue of other queues; force it to delete or purge it."""
+
+    def __init__(self, message: str | None = None, sources: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.sources = sources
 
 
 class TaskNotRunning(Conflict):

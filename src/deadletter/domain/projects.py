@@ -12,23 +12,17 @@ Names are case-sensitive (`ProjA` and `proja` are two tenants), as they always w
 
 from __future__ import annotations
 
-import re
-
+from deadletter.domain import names
 from deadletter.domain.errors import InvalidInput
 
 MAX_TENANT = 256
-# A tenant: ASCII letters, digits, '_', '-' and '.' (Keystone project ids, account numbers and
-# plain names all fit); never the derivation separator.
-TENANT = re.compile(r"[A-Za-z0-9_.-]{1,256}")
-SEPARATOR = "@"
-# An AWS region's name (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-5...).
-REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+SEPARATOR = "@"  # in names.PROJECT's pattern too
 # The longest name a project of either kind has: a tenant, '@' and a region.
 MAX_PROJECT = MAX_TENANT + 1 + 32
 
 
 def is_tenant(name: str) -> bool:
-    return TENANT.fullmatch(name) is not None
+    return names.TENANT.valid(name)
 
 
 def check_tenant(name: str, what: str = "A project") -> str:
@@ -44,8 +38,7 @@ def check_tenant(name: str, what: str = "A project") -> str:
 
 def is_project(name: str) -> bool:
     """Whether `name` is a tenant or one of a tenant's derived projects."""
-    tenant, sep, region = name.partition(SEPARATOR)
-    return is_tenant(tenant) and (not sep or REGION.fullmatch(region) is not None)
+    return names.PROJECT.valid(name)
 
 
 def check_project(name: str, what: str = "X-Project-ID") -> str:

@@ -9,14 +9,11 @@ delivery state; a tag's state for a message exists only once the tag has touched
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass, replace
 
 from deadletter.domain.limits import limit
 from deadletter.domain.model import Message
 
-# Tag names follow queue names: 1-64 of letters, digits, '-' and '_'.
-TAG_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_TAGS_PER_QUEUE = limit("tags_per_queue")
 # `visible_at` of a message that the default group is done with while tags still need it: far
 # beyond any claim, so that the default group's claims never see it (year 9999).

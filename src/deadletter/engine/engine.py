@@ -147,10 +147,12 @@ class Engine(DeadLetterOperations, TagOperations):
 
         return self._run(work)
 
-    def delete_queue(self, project: str, name: str) -> bool:
-        """Delete a queue and its messages. Sources that used it as DLQ keep their messages,
-        which go on being delivered; their policy turns inactive."""
-        return self._run(lambda tx, _: queues.delete(tx, project, name, self.clock.now()))
+    def delete_queue(self, project: str, name: str, *, force: bool = False) -> bool:
+        """Delete a queue and its messages. A DLQ that other queues name is deleted only with
+        `force` (DeadLetterQueueInUse names them otherwise): their messages go on being
+        delivered, without a limit, as their policy turns inactive."""
+        now = self.clock.now()
+        return self._run(lambda tx, _: queues.delete(tx, project, name, now, force))
 
     def list_queues(
         self, project: str, prefix: str | None = None, after: str | None = None, limit: int = 10
@@ -168,9 +170,16 @@ class Engine(DeadLetterOperations, TagOperations):
         at = self._read(lambda tx: tx.next_visible(project, name, now))
         return None if at is None else max(0.0, at - now)
 
-    def purge(self, project: str, name: str) -> int:
+    def purge(self, project: str, name: str, *, force: bool = False) -> int:
+        """Delete every message of the queue; the dead letters of a DLQ that other queues
+        name only with `force` (DeadLetterQueueInUse names them otherwise)."""
+
         def work(tx: Transaction, _: Pending) -> int:
             require_queue(tx, project, name)
+            if not force:
+                queues.refuse_in_use(
+                    tx, project, name, "purging", "would delete the dead letters they sent it"
+                )
             return tx.purge(project, name)
 
         return self._run(work)

@@ -64,9 +64,42 @@ def checked(
     return validation.checked_settings(tx, project, name, settings)
 
 
-def delete(tx: Transaction, project: str, name: str, now: float) -> bool:
-    """Delete a queue and its messages. Sources that used it as DLQ keep their messages,
-    which go on being delivered; their policy turns inactive."""
+def in_use(tx: Transaction, project: str, name: str) -> list[str]:
+    """The other queues whose active dead-letter policy names queue `name`."""
+    return sorted(
+        source.name
+        for source in tx.sources_of(project, name)
+        if source.name != name
+        and source.settings.dead_letter
+        and source.settings.dead_letter.active
+    )
+
+
+def refuse_in_use(tx: Transaction, project: str, name: str, doing: str, outcome: str) -> None:
+    """Refuse to `doing` queue `name` while sources name it as their DLQ (say which)."""
+    sources = in_use(tx, project, name)
+    if sources:
+        listed = ", ".join(repr(s) for s in sources)
+        raise errors.DeadLetterQueueInUse(
+            f"queue {name!r} is the dead-letter queue of {listed}: {doing} it {outcome};"
+            " force it to go ahead",
+            tuple(sources),
+        )
+
+
+def delete(tx: Transaction, project: str, name: str, now: float, force: bool = False) -> bool:
+    """Delete a queue and its messages. A DLQ that sources name is deleted only by force:
+    those sources keep their messages, which go on being delivered without a limit, as
+    their policy turns inactive."""
+    if not force:
+        refuse_in_use(
+            tx,
+            project,
+            name,
+            "deleting",
+            "would turn their dead-letter policies inactive, and their poison messages would be"
+            " delivered again without limit",
+        )
     for source in tx.sources_of(project, name):
         policy = source.settings.dead_letter
         if policy is not None and policy.active:

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from deadletter.domain import errors
+from deadletter.domain import errors, names
 from deadletter.domain.model import Message, Queue
 from deadletter.domain.tags import (
     DEFAULT_DONE_AT,
     MAX_TAGS_PER_QUEUE,
-    TAG_NAME,
     ConsumerTag,
     TagCounts,
     default_done,
@@ -42,7 +41,7 @@ def require_tag(
 
 
 def check_name(name: str) -> None:
-    if not TAG_NAME.match(name):
+    if not names.TAG.valid(name):
         raise errors.InvalidInput("a tag name is 1-64 characters of letters, digits, '-' and '_'")
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 
-from deadletter.domain import errors
+from deadletter.domain import errors, names
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     DEFAULT_DEAD_LETTER_QUEUE,
@@ -37,10 +36,6 @@ ATTRIBUTE_TYPES = ("String", "Number", "Binary")
 MAX_REDRIVE_RATE = 1e6
 MAX_EPOCH = 1e11
 MAX_REDRIVE_IDS = 10_000
-# A template's name is a queue name; its pattern a glob over queue names.
-TEMPLATE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-TEMPLATE_PATTERN = re.compile(r"^[a-zA-Z0-9_.*?!\[\]-]{1,128}$")
-QUEUE_REFERENCE = re.compile(r"^[a-zA-Z0-9_-]{1,80}(\.fifo)?$")
 
 
 def check_range(what: str, value: int | float, low: int, high: int) -> None:
@@ -229,11 +224,11 @@ def _check_retry(retry: RetryPolicy | None) -> None:
 def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
     """A template's name, pattern and settings, checked as a queue's would be, so that it
     can only fail a queue's creation by naming a DLQ that is missing or refuses it."""
-    if not TEMPLATE_NAME.match(name):
+    if not names.TEMPLATE.valid(name):
         raise errors.InvalidInput(
             "template names are 1 to 64 ASCII letters, digits, underscores and dashes"
         )
-    if not TEMPLATE_PATTERN.match(pattern):
+    if not names.TEMPLATE_PATTERN.valid(pattern):
         raise errors.InvalidInput(
             "a template pattern is a glob of 1 to 128 characters: queue-name characters,"
             " '.', and the wildcards * ? [...] [!...]"
@@ -243,7 +238,7 @@ def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
             raise errors.InvalidInput("a template's DLQ settings need its max claims")
     else:
         check_range(declared.MAX_CLAIMS.what, t.max_claims, *_range(declared.MAX_CLAIMS))
-    if t.dlq is not None and not QUEUE_REFERENCE.match(t.dlq):
+    if t.dlq is not None and not names.QUEUE_REFERENCE.valid(t.dlq):
         raise errors.InvalidInput(f"{t.dlq!r} is not the name of a queue")
     for setting, value in (
         (declared.DLQ_MESSAGE_TTL, t.dlq_message_ttl),

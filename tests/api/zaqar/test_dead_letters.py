@@ -133,8 +133,9 @@ def test_sources_of_a_dlq(api: ApiClient) -> None:
 
 def test_deleting_the_dlq_turns_the_policy_inactive(api: ApiClient) -> None:
     with_dlq(api, "a", "dlq")
-    api.delete("/v2/queues/dlq")
+    assert api.delete("/v2/queues/dlq?force=true").status_code == 204
     assert api.get("/v2/queues/a").json()["_dead_letter_policy_active"] is False
+    assert api.get("/v2/queues/a/stats").json()["dead_letter"]["dlq_missing"] is True
 
 
 def test_explicit_dead_letter_of_one_claimed_message(api: ApiClient) -> None:

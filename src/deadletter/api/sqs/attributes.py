@@ -39,7 +39,8 @@ from deadletter.api.sqs.errors import (
     invalid_value,
     missing_parameter,
 )
-from deadletter.api.strict_json import InvalidJson, loads
+from deadletter.api.strict_json import InvalidJson, loads, unknown_name
+from deadletter.domain import names
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     RESERVED_ATTRIBUTE_PREFIX,
@@ -62,7 +63,7 @@ MAX_OPAQUE = 2_048  # KmsMasterKeyId and the like
 MAX_ATTRIBUTE_NAME = 256
 # Message attribute names: letters, digits, `_ - .`, no leading, trailing or double period;
 # `AWS.` and `Amazon.` (any case) belong to AWS.
-ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$")
+ATTRIBUTE_NAME = re.compile(r"(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)")
 AWS_PREFIXES = ("aws.", "amazon.")
 MAX_RECEIVE_WAIT = declared.MAX_RECEIVE_WAIT
 # AWS's wording, its typographic apostrophe included.
@@ -79,7 +80,6 @@ def arn_format(parameter: str) -> str:
 
 
 MAX_MESSAGE_ATTRIBUTES = 10
-QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$")
 OPAQUE = ("Policy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled")
 # The declared settings an attribute of its own holds (domain/settings.py), one integer each.
 INTEGERS = {name: s for name, s in declared.BY_SQS_NAME.items() if "." not in name}
@@ -150,7 +150,7 @@ def parse_arn(
 
 def check_name(name: str) -> None:
     """1 to 80 characters, a FIFO queue's `.fifo` included (sqs.fifo checks the type)."""
-    if not QUEUE_NAME.match(name):
+    if not names.SQS_QUEUE.valid(name):
         raise invalid_parameter(
             "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"
         )
@@ -433,6 +433,12 @@ def select(names: list[str], available: dict[str, str]) -> dict[str, str]:
 # Message attributes --------------------------------------------------------------------
 
 
+# The fields of a message attribute's value, as botocore's model names them.
+ATTRIBUTE_VALUE_FIELDS = frozenset(
+    {"DataType", "StringValue", "BinaryValue", "StringListValues", "BinaryListValues"}
+)
+
+
 def message_attributes_in(raw: Any) -> dict[str, Attribute]:
     """SQS MessageAttributes -> engine attributes (binary values stay base64)."""
     if raw is None:
@@ -449,6 +455,9 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
         check_attribute_name(name)
         if not isinstance(value, dict) or not isinstance(value.get("DataType"), str):
             raise missing_parameter(f"MessageAttributes.{name}.DataType")
+        refused = unknown_name(value, ATTRIBUTE_VALUE_FIELDS, "message attribute field")
+        if refused is not None:
+            raise invalid_parameter(refused)
         data_type = value["DataType"]
         base = data_type.split(".", 1)[0]
         if len(data_type) > MAX_ATTRIBUTE_NAME:
@@ -485,13 +494,13 @@ def check_attribute_name(name: str) -> None:
     """Message attribute names as SQS allows them; `DLQ.` is the engine's own prefix."""
     if len(name.encode()) >= MAX_ATTRIBUTE_NAME:
         raise invalid_parameter("Message (user) attribute names must be shorter than 256 Bytes")
-    if not ATTRIBUTE_NAME.match(name) and not (name.startswith(".") or name.endswith(".")):
+    if not ATTRIBUTE_NAME.fullmatch(name) and not (name.startswith(".") or name.endswith(".")):
         raise invalid_parameter(
             "Message (user) attributes name can only contain upper and lower score characters,"
             " digits, periods, hyphens and underscores. "
         )
     lowered = name.lower()
-    if not ATTRIBUTE_NAME.match(name) or lowered.startswith(AWS_PREFIXES):
+    if not ATTRIBUTE_NAME.fullmatch(name) or lowered.startswith(AWS_PREFIXES):
         raise invalid_parameter(
             "You can't use message attribute names beginning with 'AWS.' or 'Amazon.'. These"
             " strings are reserved for internal use. Additionally, they cannot start or end"

@@ -20,6 +20,7 @@ from deadletter.api.sqs.errors import (
     missing_parameter,
     queue_does_not_exist,
 )
+from deadletter.domain import names
 from deadletter.engine import Engine
 
 MAX_BATCH = 10
@@ -171,10 +172,6 @@ def decode_token(token: str) -> str:
         name = base64.urlsafe_b64decode(token.encode()).decode()
     except (binascii.Error, UnicodeDecodeError):
         raise invalid_parameter("Invalid NextToken value.") from None
-    if not _TOKEN_NAME.match(name):
+    if not names.ANY_QUEUE.valid(name):
         raise invalid_parameter("Invalid NextToken value.")
     return name
-
-
-# Any queue name either face allows (Zaqar's may hold periods).
-_TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,80}$")

@@ -28,7 +28,7 @@ from deadletter.api.sqs.errors import (
     receipt_handle_invalid,
 )
 from deadletter.api.threads import in_thread, on_loop
-from deadletter.domain import errors
+from deadletter.domain import errors, names
 from deadletter.domain.model import (
     MAX_CLAIM_TTL,
     MAX_DELAY,
@@ -41,7 +41,6 @@ from deadletter.domain.model import (
     QueueSettings,
     Reason,
 )
-from deadletter.domain.tags import TAG_NAME
 from deadletter.engine import VisibilityChange
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
@@ -224,7 +223,7 @@ def _tagged(name: str) -> tuple[str, str | None]:
     queue, separator, tag = name.partition(TAG_SEPARATOR)
     if not separator:
         return name, None
-    if not TAG_NAME.match(tag):
+    if not names.TAG.valid(tag):
         raise queue_does_not_exist(name)
     return queue, tag
 
@@ -235,8 +234,7 @@ def _handle(claim_id: str, message_id: str, tag: str | None = None) -> str:
 
 
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
-# The engine's ids are UUIDs; a handle naming anything else cannot be one of ours.
-_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+# The engine's ids are UUIDs (names.ID); a handle naming anything else cannot be one of ours.
 
 
 def _parse_handle(handle: Any) -> tuple[str, str, str | None]:
@@ -255,9 +253,9 @@ def _parse_handle(handle: Any) -> tuple[str, str, str | None]:
         raise receipt_handle_invalid(handle)
     claim_id, message_id = parts[:2]
     tag = parts[2] if len(parts) == 3 else None
-    if not (_ID.match(claim_id) and _ID.match(message_id)):
+    if not (names.ID.valid(claim_id) and names.ID.valid(message_id)):
         raise receipt_handle_invalid(handle)
-    if tag is not None and not TAG_NAME.match(tag):
+    if tag is not None and not names.TAG.valid(tag):
         raise receipt_handle_invalid(handle)
     return claim_id, message_id, tag
 

@@ -5,19 +5,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from typing import Any
 
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs.call import Call
 from deadletter.api.sqs.errors import SqsError, invalid_parameter
 from deadletter.api.strict_json import InvalidJson, loads
-from deadletter.domain import errors
+from deadletter.domain import errors, names
 from deadletter.domain.model import RedriveTask, TaskStatus
 
 MAX_MOVE_RATE = 500
 MAX_MOVE_TASKS = 10
-_TASK_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def _not_found(parameter: str) -> SqsError:
@@ -61,7 +59,7 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
         task_id, source_arn = doc["taskId"], doc["sourceArn"]
     except (binascii.Error, InvalidJson, KeyError, TypeError):
         raise invalid_parameter("Value for parameter TaskHandle is invalid.") from None
-    if not (isinstance(task_id, str) and _TASK_ID.match(task_id) and isinstance(source_arn, str)):
+    if not (isinstance(task_id, str) and names.ID.valid(task_id) and isinstance(source_arn, str)):
         raise invalid_parameter("Value for parameter TaskHandle is invalid.")
     dlq = attrs.parse_arn(source_arn, call.account, region=call.region)
     try:

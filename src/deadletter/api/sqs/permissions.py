@@ -4,7 +4,6 @@ written as AWS writes them. The policy is stored and shown, not enforced (docs/s
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from deadletter.api.sqs import attributes as attrs
@@ -15,12 +14,11 @@ from deadletter.api.sqs.errors import (
     missing_parameter,
 )
 from deadletter.api.strict_json import InvalidJson, loads
+from deadletter.domain import names
 from deadletter.domain.model import Queue, QueueSettings
 
 MAX_ACTIONS = 7
 MAX_STATEMENTS = 20  # AWS's limit of permissions per queue policy
-LABEL = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
-ACCOUNT = re.compile(r"^\d{12}$")
 # What AddPermission may grant; the other actions are the queue owner's alone.
 SHARED = frozenset(
     {
@@ -56,7 +54,7 @@ OWNER_ONLY = frozenset(
 def _label(call: Call) -> str:
     label = call.text("Label")
     assert label is not None
-    if not LABEL.match(label):
+    if not names.PERMISSION_LABEL.valid(label):
         raise invalid_value(
             label,
             "Label",
@@ -104,7 +102,7 @@ def add_permission(call: Call) -> dict[str, Any]:
     if not accounts:
         raise invalid_value("[]", "PrincipalId", "Unable to verify.")
     for account in accounts:
-        if not ACCOUNT.match(account):
+        if not names.ACCOUNT.valid(account):
             raise invalid_value(f"[{account}]", "PrincipalId", "Unable to verify.")
     if not actions:
         raise missing_parameter("Actions")

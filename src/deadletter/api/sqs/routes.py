@@ -24,16 +24,22 @@ from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, BOUNDED, SYNC_ACTIONS, Call
-from deadletter.api.sqs.errors import SqsError, from_exception, queue_does_not_exist
+from deadletter.api.sqs.errors import (
+    SqsError,
+    from_exception,
+    invalid_parameter,
+    queue_does_not_exist,
+)
+from deadletter.api.sqs.parameters import check_parameters
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.api.threads import in_thread, on_loop
-from deadletter.domain.projects import REGION, regional
+from deadletter.domain import names
+from deadletter.domain.projects import regional
 from deadletter.engine import Engine
 
 TARGET_PREFIX = "AmazonSQS."
 STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/")
-_ACCOUNT = re.compile(r"^\d{12}$")
 
 
 def _queue_region(params: dict[str, Any], path_region: str | None, home: str) -> str | None:
@@ -42,7 +48,7 @@ def _queue_region(params: dict[str, Any], path_region: str | None, home: str) ->
     host (`sqs.eu-west-1.amazonaws.com`, `eu-west-1.queue.amazonaws.com`); else the home
     region. None when the request names its queue by name or not at all."""
     if path_region is not None:
-        if not REGION.fullmatch(path_region):
+        if not names.REGION.valid(path_region):
             raise queue_does_not_exist()
         return path_region
     url = params.get("QueueUrl")
@@ -50,9 +56,9 @@ def _queue_region(params: dict[str, Any], path_region: str | None, home: str) ->
         return None
     host, *path = url.split("://", 1)[1].split("/")
     parts = [p for p in path if p]
-    if len(parts) >= 3 and REGION.fullmatch(parts[-3]):
+    if len(parts) >= 3 and names.REGION.valid(parts[-3]):
         return parts[-3]
-    named = [label for label in host.split(":")[0].split(".") if REGION.fullmatch(label)]
+    named = [label for label in host.split(":")[0].split(".") if names.REGION.valid(label)]
     return named[0] if named else home
 
 
@@ -64,7 +70,7 @@ def _identity(request: Request, options: AppOptions) -> tuple[str, str]:
     if not found:
         return options.default_project, options.region
     key, region = found.groups()
-    return (key if _ACCOUNT.match(key) else options.default_project), region
+    return (key if names.ACCOUNT.valid(key) else options.default_project), region
 
 
 def sqs_routes(
@@ -85,6 +91,8 @@ def sqs_routes(
             if "account" in request.path_params:
                 account = request.path_params["account"]
             wire.check_text([account, request.path_params.get("queue", "")], "QueueUrl")
+            if not names.PROJECT.valid(account):
+                raise invalid_parameter(f"The queue URL's account is not {names.PROJECT.rule}.")
             project = account
             if options.authority is not None:
                 body = await request.body()
@@ -96,7 +104,7 @@ def sqs_routes(
             region = _queue_region(params, request.path_params.get("region"), options.region) or (
                 region
             )
-            if not REGION.fullmatch(region):
+            if not names.REGION.valid(region):
                 raise SqsError(
                     "IncompleteSignature",
                     f"Credential should be scoped to a valid region, not '{region}'.",
@@ -114,6 +122,7 @@ def sqs_routes(
                 home_region=options.region,
                 clean=clean,
             )
+            check_parameters(action, params)
             if action in ASYNC_ACTIONS:
                 result = await ASYNC_ACTIONS[action](call)
             elif action in BOUNDED:

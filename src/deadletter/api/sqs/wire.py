@@ -24,7 +24,21 @@ JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
 
 # Flattened query lists whose JSON name is not the query name plus "s".
 _LIST_NAMES = {"Tag": "Tags", "TagKey": "TagKeys", "ActionName": "Actions"}
-_ENTRY = re.compile(r"^\w+RequestEntry$")
+_ENTRY = re.compile(r"\w+RequestEntry")
+# The query protocol's own fields, beside an action's parameters.
+_PROTOCOL_FIELDS = frozenset(
+    {
+        "Action",
+        "Version",
+        "AWSAccessKeyId",
+        "Signature",
+        "SignatureMethod",
+        "SignatureVersion",
+        "Timestamp",
+        "Expires",
+        "SecurityToken",
+    }
+)
 
 
 def parse_query(fields: dict[str, str]) -> tuple[str, dict[str, Any]]:
@@ -32,8 +46,9 @@ def parse_query(fields: dict[str, str]) -> tuple[str, dict[str, Any]]:
     action = fields.get("Action", "")
     tree: dict[str, Any] = {}
     for key, value in fields.items():
-        # A presigned request's X-Amz-* fields are its signature, not the action's parameters.
-        if key in ("Action", "Version") or key.startswith("X-Amz-"):
+        # A presigned request's X-Amz-* fields are its signature, not the action's parameters,
+        # nor are the fields of a signature in AWS's older scheme (version 2).
+        if key in _PROTOCOL_FIELDS or key.startswith("X-Amz-"):
             continue
         node = tree
         parts = key.split(".")
@@ -103,7 +118,7 @@ def _normalise(tree: dict[str, Any]) -> dict[str, Any]:
             out["MessageSystemAttributes"] = {n: _attribute_value(v) for n, v in pairs.items()}
         elif key == "Tag" and isinstance(value, dict):
             out["Tags"] = _pairs(key, value, "Key", "Value")
-        elif _ENTRY.match(key) and isinstance(value, dict):
+        elif _ENTRY.fullmatch(key) and isinstance(value, dict):
             out["Entries"] = [_normalise(e) for e in _structures(key, value)]
         elif _numbered(value):
             # `AttributeName.1` (the model's flattened name) or `AttributeNames.1`

@@ -20,9 +20,11 @@ from deadletter.api import strict_json
 from deadletter.api.auth import zaqar_may, zaqar_project
 from deadletter.api.options import AppOptions
 from deadletter.api.threads import in_thread, on_loop
-from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
+from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for, shown
+from deadletter.api.zaqar.reads import ANYTHING, FREE, Reads, check_fields, check_reads
 from deadletter.api.zaqar.serialize import message_json
 from deadletter.auth.roles import Action
+from deadletter.domain import names
 from deadletter.domain.model import Message
 from deadletter.domain.projects import check_project
 from deadletter.engine import Engine
@@ -39,6 +41,8 @@ class Ctx:
     body: bytes
     params: dict[str, str] = field(default_factory=dict)
     options: AppOptions | None = None
+    # What the route reads (`endpoint` checks the body's fields before the handler runs).
+    reads: Reads = ANYTHING
 
     @property
     def path(self) -> dict[str, str]:
@@ -71,12 +75,14 @@ class Ctx:
             if default is None:
                 raise bad_request("The request body is empty; a JSON document is expected.")
             return default
-        try:
-            return strict_json.loads(self.body)
-        except strict_json.InvalidJson as exc:
-            raise ZaqarError(
-                400, "Malformed JSON", f"The request body could not be parsed as JSON: {exc}."
-            ) from None
+        return self.doc
+
+    @cached_property  # parsed once, whoever reads it first
+    def doc(self) -> Any:
+        """The body parsed, a field the route does not read refused (not a blank body)."""
+        doc = parse_body(self.body)
+        check_fields(self.reads, doc)
+        return doc
 
     def json_object(self, empty_ok: bool = True) -> dict[str, Any]:
         doc = self.json({} if empty_ok else None)
@@ -108,6 +114,17 @@ class Ctx:
 
 
 Handler = Callable[[Ctx], Response]
+
+
+def parse_body(body: bytes) -> Any:
+    try:
+        return strict_json.loads(body)
+    except strict_json.InvalidJson as exc:
+        raise ZaqarError(
+            400, "Malformed JSON", f"The request body could not be parsed as JSON: {exc}."
+        ) from None
+
+
 FORMAT_HEADER = "x-deadletter-format"
 
 
@@ -138,6 +155,25 @@ def _client_id(value: str) -> str:
         raise bad_request(f"The Client-ID header must be a UUID, not {value!r}.") from None
 
 
+# The names a path may hold, each checked whole by its kind's one pattern; a queue's is any
+# queue name either face makes (an SQS queue is reached through this face too).
+PATH_NAMES: dict[str, names.Kind] = {
+    "queue": names.QUEUE_REFERENCE,
+    "template": names.TEMPLATE,
+    "tag": names.TAG,
+}
+
+
+def check_names(path: Mapping[str, Any]) -> None:
+    """Refuse a path whose names are not names of their kind before anything is looked up: a
+    name is checked whole (no newline at its end, no control character anywhere), so none is
+    stored that an answer could not carry. (The project is checked by `check_project`.)"""
+    for key, kind in PATH_NAMES.items():
+        value = path.get(key)
+        if value is not None and not kind.valid(value):
+            raise bad_request(f"{shown(value)} is not a {kind.what}: {kind.rule}.")
+
+
 def check_text_params(request: Request, project: str) -> None:
     """Path parts, query values and the project reach SQL as they are, and PostgreSQL text
     cannot hold NUL: such a request is refused here, alike on every store."""
@@ -160,9 +196,12 @@ def endpoint(
     client_id: bool = True,
     template: str = "",
     bounded: bool = False,
+    *,
+    reads: Reads,
 ) -> Callable[[Request], Any]:
     """The Starlette endpoint of `handler`; a `bounded` one (a message route: its work is one
-    batch at most) runs on the event loop when the store need not wait (`on_loop`)."""
+    batch at most) runs on the event loop when the store need not wait (`on_loop`); `reads`
+    is what the route reads (`reads.READS`)."""
 
     async def call(request: Request) -> Response:
         try:
@@ -171,8 +210,10 @@ def endpoint(
                 raise bad_request("Form-encoded bodies are not accepted; send JSON.")
             cid = request.headers.get("client-id")
             cid = check_client_id(cid) if client_id else cid
-            project = check_project(request.headers.get("x-project-id") or options.default_project)
-            check_text_params(request, project)
+            project = request.headers.get("x-project-id") or options.default_project
+            check_text_params(request, project)  # a NUL is named as such, before the rest
+            project = check_project(project)
+            check_names(request.path_params)
             if options.authority is not None:
                 project = await in_thread(
                     zaqar_project, options.authority, request.method, template,
@@ -180,7 +221,10 @@ def endpoint(
                 )  # fmt: skip
             body = await request.body()
             params = dict(request.query_params)
-            ctx = Ctx(request, engine, project, cid, body, params, options)
+            check_reads(reads, request.method, params, body)
+            ctx = Ctx(request, engine, project, cid, body, params, options, reads)
+            if reads.body is not None and reads.body is not FREE and body.strip():
+                ctx.doc  # noqa: B018 (refused before the handler looks anything up)
             if bounded:
                 return await on_loop(engine, handler, ctx)
             return await in_thread(handler, ctx)

@@ -13,6 +13,7 @@ from deadletter.api.zaqar.parse import (
     consumer_reason,
     error_value,
     is_int_in,
+    known_fields,
     optional_text,
     parse_time,
     rate_value,
@@ -66,6 +67,7 @@ def dead_letter_batch(ctx: Ctx) -> Response:
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise bad_request('Each entry needs an "id" and a "claim_id".')
+        known_fields(item, ("id", "claim_id"), "message field")
         if not isinstance(item.get("claim_id"), str) or not item["claim_id"]:
             raise ZaqarError(403, "Claim required", f"Message {item['id']!r} needs a claim_id.")
         held[(text("id", item["id"]), text("claim_id", item["claim_id"]))] = None
@@ -214,9 +216,6 @@ def merge_assignments(ctx: Ctx) -> Response:
     if len(ctx.body) > MAX_PATTERNS_BYTES:
         raise bad_request(f"A batch may not take more than {MAX_PATTERNS_BYTES} bytes.")
     doc = ctx.json_object(empty_ok=False)
-    unknown = sorted(set(doc) - {"writer", "batch", "assignments"})
-    if unknown:
-        raise bad_request(f"Unknown field(s) {unknown}: expected writer, batch, assignments.")
     writer = doc.get("writer")
     if not isinstance(writer, str) or not 1 <= len(writer) <= MAX_WRITER_ID:
         raise bad_request(f'"writer" must be a string of 1 to {MAX_WRITER_ID} characters.')
@@ -250,9 +249,7 @@ def _assignment(i: int, item: object) -> Assignment:
     where = f"assignments[{i}]"
     if not isinstance(item, dict):
         raise bad_request(f"{where} must be an object.")
-    unknown = sorted(set(item) - ASSIGNMENT_KEYS)
-    if unknown:
-        raise bad_request(f"{where}: unknown field(s) {unknown}.")
+    known_fields(item, ASSIGNMENT_KEYS, f"field of {where}:")
     ids = []
     for key in ("message_id", "pattern_id"):
         value = item.get(key)

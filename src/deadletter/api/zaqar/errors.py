@@ -68,6 +68,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.TaskNotPaused: (409, "Redrive task not paused"),
     errors.TagAlreadyExists: (409, "Tag already exists"),
     errors.BatchBehind: (409, "Batch behind"),
+    errors.DeadLetterQueueInUse: (409, "Dead-letter queue in use"),
     errors.Conflict: (409, "Conflict"),
     errors.ClaimMismatch: (400, "Invalid claim"),
     errors.ReservedAttribute: (400, "Invalid message attribute"),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from deadletter.api.strict_json import unknown_name
 from deadletter.api.zaqar.errors import bad_request, out_of_range, shown
-from deadletter.domain import model
+from deadletter.domain import model, names
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     DeadLetterPolicy,
@@ -20,10 +20,6 @@ from deadletter.domain.model import (
 
 # Zaqar's own lower bounds for TTLs (the engine allows shorter ones for SQS).
 MIN_TTL = declared.ZAQAR_MIN_TTL
-# Zaqar's alphabet for the queues it creates; a queue it refers to may also have been made
-# through SQS (whose names allow up to 80 characters and a `.fifo` suffix).
-QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-QUEUE_REFERENCE = re.compile(r"^[a-zA-Z0-9_-]{1,80}(\.fifo)?$")
 # The user keys of a queue's metadata, as JSON.
 MAX_USER_METADATA = 65_536
 
@@ -90,12 +86,16 @@ RESERVED = frozenset(
     }
 )
 
+RESERVED_PREFIX = "_"
+
 # A queue created through Zaqar gets Zaqar's defaults (SQS-created queues have SQS's).
 ZAQAR_DEFAULTS = QueueSettings(default_ttl=3600, claim_ttl=300)
 
 
 def check_queue_name(name: str) -> None:
-    if not QUEUE_NAME.match(name):
+    # Zaqar's alphabet for the queues it creates; a queue it refers to may also have been
+    # made through SQS (whose names allow up to 80 characters and a `.fifo` suffix).
+    if not names.QUEUE.valid(name):
         raise bad_request(
             f"Queue names may not be more than 64 characters long and may contain only"
             f" ASCII letters, digits, underscores and dashes, not {shown(name)}."
@@ -103,7 +103,7 @@ def check_queue_name(name: str) -> None:
 
 
 def check_queue_reference(name: str) -> None:
-    if not QUEUE_REFERENCE.match(name):
+    if not names.QUEUE_REFERENCE.valid(name):
         raise bad_request(f"{shown(name)} is not the name of a queue.")
 
 
@@ -165,6 +165,13 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
     its default. Ranges the engine checks (claim count, DLQ existence, chains) are left to it."""
     if not isinstance(metadata, dict):
         raise bad_request("Queue metadata must be a JSON object.")
+    # Keys without `_` are the user's; one with it is a setting, and a misspelled setting kept
+    # as a user key would leave the queue without the setting meant, without a word.
+    refused = unknown_name(
+        (k for k in metadata if k.startswith(RESERVED_PREFIX)), RESERVED, "reserved key"
+    )
+    if refused is not None:
+        raise bad_request(f"{refused} Keys starting with {RESERVED_PREFIX} are settings.")
     m = _claims_from_redelivery({k: v for k, v in metadata.items() if k not in READ_ONLY})
     user = {k: v for k, v in m.items() if k not in RESERVED}
     if len(json.dumps(user, ensure_ascii=False).encode()) > MAX_USER_METADATA:
@@ -292,9 +299,16 @@ def retry_policy(key: str, value: Any, base: RetryPolicy | None) -> RetryPolicy 
     return RetryPolicy(**backoffs)
 
 
+REDRIVE_FIELDS = frozenset({"permission", "sources"})
+
+
 def _redrive_allow(value: Any) -> RedriveAllow:
     if value is None:
         return RedriveAllow()
+    if isinstance(value, dict):
+        refused = unknown_name(value, REDRIVE_FIELDS, f"{REDRIVE_ALLOW} field")
+        if refused is not None:
+            raise bad_request(refused)
     if not isinstance(value, dict) or "permission" not in value:
         raise bad_request(
             f'{REDRIVE_ALLOW} must be {{"permission": "allowAll"|"denyAll"|"byQueue",'

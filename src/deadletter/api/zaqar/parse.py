@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 import math
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
+from deadletter.api import strict_json
 from deadletter.api.zaqar import metadata as meta
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range, shown
+from deadletter.api.zaqar.reads import MESSAGE_FIELDS
 from deadletter.api.zaqar.serialize import encode_body
+from deadletter.domain import names
 from deadletter.domain.limits import MESSAGES_PER_REQUEST
 from deadletter.domain.model import (
     DEFAULT_CANARY_WATCH,
@@ -24,7 +28,6 @@ from deadletter.domain.model import (
     NewMessage,
     Reason,
 )
-from deadletter.domain.tags import TAG_NAME
 
 PAGE_LIMIT = MESSAGES_PER_REQUEST
 # Times a client may give (epoch seconds): from 1970 to the year 5138, which every datetime,
@@ -34,6 +37,14 @@ MAX_EPOCH = 1e11
 MAX_REDRIVE_IDS = 10_000
 # The fastest a redrive may go, in messages per second.
 MAX_RATE = 1e6
+
+
+def known_fields(doc: dict[str, Any], known: Collection[str], what: str = "field") -> None:
+    """Refuse the first key of `doc` that is not in `known` (the faces' one rule, in
+    `strict_json.unknown_name`): a field nobody reads would be ignored without a word."""
+    refused = strict_json.unknown_name(doc, known, what)
+    if refused is not None:
+        raise bad_request(refused)
 
 
 def text(name: str, value: str) -> str:
@@ -70,6 +81,7 @@ def new_message(doc: Any, floor: int = meta.MIN_TTL) -> NewMessage:
     """One posted message; its TTL at least `floor` (the queue's `_min_message_ttl`)."""
     if not isinstance(doc, dict) or "body" not in doc:
         raise bad_request('Each message must be a JSON object with a "body".')
+    known_fields(doc, MESSAGE_FIELDS, "message field")
     ttl = doc.get("ttl")
     if ttl is not None and not is_int_in(ttl, floor, MAX_TTL):
         raise out_of_range("The ttl of a message", floor, MAX_TTL, ttl, " seconds")
@@ -107,6 +119,7 @@ def attributes(raw: Any) -> dict[str, Attribute]:
     for name, a in raw.items():
         if not (isinstance(a, dict) and isinstance(a.get("type"), str)):
             raise bad_request(f'attribute {name!r} needs a "type" and a string "value".')
+        known_fields(a, ATTRIBUTE_FIELDS, "attribute field")
         value = a.get("value")
         if isinstance(value, int | float) and not isinstance(value, bool):
             value = str(value)
@@ -158,6 +171,8 @@ def acknowledgement(doc: dict[str, Any]) -> tuple[str, list[str]] | None:
     value = doc.get("acknowledge")
     if value is None:
         return None
+    if isinstance(value, dict):
+        known_fields(value, ("claim_id", "ids"), "acknowledge field")
     if not isinstance(value, dict) or set(value) != {"claim_id", "ids"}:
         raise bad_request('acknowledge must be {"claim_id": "...", "ids": ["...", ...]}.')
     claim_id, ids = value["claim_id"], value["ids"]
@@ -199,6 +214,7 @@ def consumer_reason(doc: dict[str, Any]) -> str | None:
     return description if words is None else words
 
 
+ATTRIBUTE_FIELDS = ("type", "value")
 # The fields of a structured error, as `"error": {...}` names them (Kafka Connect's context).
 ERROR_FIELDS = ("class", "message", "stack")
 
@@ -211,11 +227,7 @@ def error_value(doc: dict[str, Any]) -> str | ErrorDetails | None:
         return optional_text(doc, "error")
     if not isinstance(value, dict):
         raise bad_request("error must be a string or an object of class, message and stack.")
-    unknown = sorted(set(value) - set(ERROR_FIELDS))
-    if unknown:
-        raise bad_request(
-            f"error has no field {shown(unknown[0])}; it takes class, message, stack."
-        )
+    known_fields(value, ERROR_FIELDS, "error field")
     if not value:
         raise bad_request("error must give at least one of class, message and stack.")
     fields: dict[str, str | None] = {}
@@ -248,9 +260,13 @@ def time_value(name: str, value: Any) -> float | None:
     raise bad_request(f"{name} must be an ISO 8601 time or epoch seconds.")
 
 
+PATCH_FIELDS = ("op", "path", "value")
+
+
 def patch_op(op: Any) -> tuple[str, Any]:
     if not isinstance(op, dict) or op.get("op") not in ("add", "replace", "remove"):
         raise bad_request('Each patch operation needs "op": add, replace or remove.')
+    known_fields(op, PATCH_FIELDS, "patch operation field")
     path = op.get("path")
     prefix = "/metadata/"
     if not isinstance(path, str) or not path.startswith(prefix) or len(path) == len(prefix):
@@ -289,7 +305,7 @@ def tag_param(ctx: Ctx) -> str | None:
     value = ctx.params.get("tag")
     if value is None or value == "":
         return None
-    if not TAG_NAME.match(value):
+    if not names.TAG.valid(value):
         raise bad_request(f"tag must be a tag name (1-64 of A-Z a-z 0-9 - _), not {shown(value)}.")
     return value
 

@@ -116,7 +116,9 @@ def patch_queue(ctx: Ctx) -> Response:
 
 
 def delete_queue(ctx: Ctx) -> Response:
-    ctx.engine.delete_queue(ctx.project, ctx.queue)
+    """204 whether it existed or not, as in Zaqar; a DLQ that sources name only with
+    `?force=true` (409 naming them otherwise)."""
+    ctx.engine.delete_queue(ctx.project, ctx.queue, force=ctx.bool_param("force"))
     return Response(status_code=204)
 
 
@@ -144,6 +146,8 @@ def queue_stats(ctx: Ctx) -> Response:
                 "policy_active": st.policy_active,
                 "dropped": st.dropped,
                 "dlq_full": st.dlq_full,
+                # The queue's DLQ was deleted: its policy is inactive until the DLQ is back.
+                "dlq_missing": st.policy_active is False,
             },
         }
     )
@@ -156,7 +160,7 @@ def purge_queue(ctx: Ctx) -> Response:
         raise bad_request('resource_types must list "messages" and/or "subscriptions".')
     ctx.engine.get_queue(ctx.project, ctx.queue)
     if "messages" in kinds:
-        ctx.engine.purge(ctx.project, ctx.queue)
+        ctx.engine.purge(ctx.project, ctx.queue, force=ctx.bool_param("force"))
     if "subscriptions" in kinds:
         ctx.engine.subscriptions.purge(ctx.project, ctx.queue)
     return Response(status_code=204)

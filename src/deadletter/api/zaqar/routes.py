@@ -40,6 +40,7 @@ from deadletter.api.zaqar.queues import (
     purge_queue,
     queue_stats,
 )
+from deadletter.api.zaqar.reads import READS
 from deadletter.api.zaqar.subscriptions import (
     confirm_subscription,
     create_subscription,
@@ -58,7 +59,8 @@ from deadletter.api.zaqar.templates import (
 )
 from deadletter.engine import Engine
 
-# (path, method, handler, needs Client-ID); openapi.py documents each from this table.
+# (path, method, handler, needs Client-ID); openapi.py documents each from this table, and
+# what each handler reads from a request is declared in `reads.READS`.
 Q = "/v2/queues/{queue}"
 M = Q + "/messages/{message_id}"
 ROUTES: list[tuple[str, str, Handler, bool]] = [
@@ -118,7 +120,15 @@ def zaqar_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
     return [
         Route(
             path,
-            endpoint(engine, options, handler, client_id, path, bounded=(method, path) in HOT),
+            endpoint(
+                engine,
+                options,
+                handler,
+                client_id,
+                path,
+                bounded=(method, path) in HOT,
+                reads=READS[handler.__name__],
+            ),
             methods=[method],
         )
         for path, method, handler, client_id in ROUTES

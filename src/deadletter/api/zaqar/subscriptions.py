@@ -20,7 +20,6 @@ from deadletter.domain.subscriptions import DEFAULT_SUBSCRIPTION_TTL, Subscripti
 
 # Options are the subscriber's (post_headers, post_data...): kept whole, up to this size.
 MAX_OPTIONS_BYTES = 65_536
-FIELDS = ("subscriber", "ttl", "options")
 # What a header's value reads as to whoever may read a subscription but not make one: the
 # values of `post_headers` are often the subscriber's secrets (a token, a signature key).
 REDACTED = "<redacted>"
@@ -50,9 +49,6 @@ def _sees_secrets(ctx: Ctx) -> bool:
 
 
 def _fields(doc: dict[str, Any]) -> tuple[str | None, int | None, dict[str, Any] | None]:
-    unknown = sorted(set(doc) - set(FIELDS))
-    if unknown:
-        raise bad_request(f"Unknown subscription fields: {', '.join(unknown)}.")
     subscriber = doc.get("subscriber")
     if subscriber is not None and not isinstance(subscriber, str):
         raise bad_request("subscriber must be a string (an http:// or https:// URL).")

@@ -14,12 +14,10 @@ from starlette.responses import Response
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request
-from deadletter.api.zaqar.parse import optional_text, text, time_value
+from deadletter.api.zaqar.parse import known_fields, optional_text, text, time_value
 from deadletter.api.zaqar.serialize import iso
 from deadletter.domain import errors
 from deadletter.engine import TagInfo
-
-FIELDS = frozenset({"start", "filter"})
 
 
 def tag_json(queue: str, info: TagInfo) -> dict[str, Any]:
@@ -45,13 +43,12 @@ def tag_json(queue: str, info: TagInfo) -> dict[str, Any]:
 
 def create_tag(ctx: Ctx) -> Response:
     doc = ctx.json_object()
-    unknown = set(doc) - FIELDS
-    if unknown:
-        raise bad_request(f"Unknown field(s): {', '.join(sorted(unknown))}.")
     start = time_value("start", doc.get("start"))
     attribute = value = None
     where = doc.get("filter")
     if where is not None:
+        if isinstance(where, dict):
+            known_fields(where, ("attribute", "value"), "filter field")
         if not isinstance(where, dict) or set(where) != {"attribute", "value"}:
             raise bad_request('filter must be {"attribute": <name>, "value": <string>}.')
         attribute, value = optional_text(where, "attribute"), optional_text(where, "value")

@@ -9,8 +9,9 @@ from starlette.responses import Response
 
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
-from deadletter.api.zaqar.errors import bad_request, shown
+from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.metadata import retry_policy
+from deadletter.api.zaqar.parse import known_fields
 from deadletter.api.zaqar.serialize import next_link
 from deadletter.domain import errors
 from deadletter.domain.limits import TEMPLATE_PAGE
@@ -18,6 +19,7 @@ from deadletter.domain.model import QueueTemplate, TemplateSettings
 
 # The keys of a template document besides its pattern: TemplateSettings' fields.
 SETTINGS_KEYS = frozenset(TemplateSettings().to_dict())
+FIELDS = SETTINGS_KEYS | {"pattern"}
 
 
 def to_doc(t: QueueTemplate) -> dict[str, Any]:
@@ -34,9 +36,7 @@ def to_doc(t: QueueTemplate) -> dict[str, Any]:
 def _settings(doc: dict[str, Any], base: TemplateSettings) -> TemplateSettings:
     """`base` with the settings `doc` names (null clears one); types are checked here, ranges
     by the engine."""
-    unknown = set(doc) - SETTINGS_KEYS - {"pattern"}
-    if unknown:
-        raise bad_request(f"Unknown template keys: {', '.join(sorted(map(shown, unknown)))}.")
+    known_fields(doc, FIELDS, "template field")
     values = {**base.to_dict(), **{k: v for k, v in doc.items() if k in SETTINGS_KEYS}}
     policy = retry_policy(_RETRY, values.pop(_RETRY), None)
     for key, value in values.items():

