@@ -18,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from deadletter.clock import ManualClock
 from deadletter.domain.model import (
+    MAX_TTL,
     DeadLetterPolicy,
     ListQuery,
     NewMessage,
@@ -32,6 +33,7 @@ P = "p"
 SRC, DLQ = "src", "dlq"
 MAX_CLAIMS = 2
 DEFAULT_TTL = 3600  # both queues' default message TTL
+DLQ_RETENTION = MAX_TTL  # the DLQ's max TTL, created with the defaults: how long it keeps one
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Msg:
     seq: int  # the model's order within its queue
     queue: str = SRC
     expires: float = 0.0
+    enqueued: float = 0.0
     visible: float = 0.0
     claim: str | None = None
     claim_until: float = 0.0
@@ -84,8 +87,11 @@ class Model:
             m.claim, m.visible = None, self.now + delay
 
     def move(self, m: Msg, reason: str) -> None:
+        """A dead letter stays for the DLQ's retention, from its enqueue time (its clock kept),
+        or from the move when it expired (its time in the source spent)."""
         self.dead[reason] = self.dead.get(reason, 0) + 1
         m.queue, m.claim, m.visible, m.seq = DLQ, None, self.now, self.seq()
+        m.expires = (self.now if reason == "expired" else m.enqueued) + DLQ_RETENTION
 
 
 def run_machine(store: Store) -> None:
@@ -120,7 +126,12 @@ def run_machine(store: Store) -> None:
             for b, m in zip(bodies, stored, strict=True):
                 self.ids[b] = m.id
                 self.model.msgs[b] = Msg(
-                    b, self.model.seq(), expires=now + ttl, visible=now, eligible=eligible
+                    b,
+                    self.model.seq(),
+                    expires=now + ttl,
+                    enqueued=now,
+                    visible=now,
+                    eligible=eligible,
                 )
 
         @rule(limit=st.integers(1, 3), ttl=st.sampled_from([10, 50]))
@@ -202,7 +213,6 @@ def run_machine(store: Store) -> None:
                     continue
                 if m.queue == SRC and m.eligible:
                     self.model.move(m, "expired")
-                    m.expires = now + DEFAULT_TTL
                 else:
                     m.where = "dropped"
                     self.model.dropped[m.queue] = self.model.dropped.get(m.queue, 0) + 1
@@ -229,7 +239,7 @@ def run_machine(store: Store) -> None:
             assert task.moved == len(moved)
             for m in moved:
                 m.queue, m.count, m.claim, m.visible = SRC, 0, None, now
-                m.expires, m.seq = now + DEFAULT_TTL, self.model.seq()
+                m.expires, m.enqueued, m.seq = now + DEFAULT_TTL, now, self.model.seq()
             # A redriven message is a new message: learn its id.
             listed = self.engine.list_messages(
                 P, SRC, ListQuery(limit=1000, include_claimed=True, include_delayed=True)

@@ -77,12 +77,16 @@ def test_a_dead_letter_carries_its_provenance_and_one_more_history_event() -> No
     assert (dead.provenance.claim_count, dead.provenance.original_message_id) == (3, "m1")
     assert (dead.provenance.description, dead.provenance.error) == ("bad", "trace")
     assert [e["event"] for e in dead.history] == ["dead_lettered"]
-    assert dead.expires_at == held.expires_at  # no policy TTL: the message keeps its own
+    # No policy TTL: the DLQ's retention, counted from the message's enqueue time (its clock
+    # kept, its length the DLQ's), never the source's shorter expiry.
+    assert dead.expires_at == held.enqueued_at + DLQ.settings.max_ttl
+    assert dead.expires_at > held.expires_at
 
 
-def test_an_expired_dead_letter_gets_the_dlq_ttl_and_a_policy_ttl_wins() -> None:
+def test_an_expired_dead_letter_gets_the_dlq_retention_and_a_policy_ttl_wins() -> None:
+    # Its time in the source spent, an expired message's retention counts from the move.
     dead = transitions.dead_lettered(message(), SOURCE, DLQ, Reason.EXPIRED, NOW)
-    assert dead.expires_at == NOW + 7200
+    assert dead.expires_at == NOW + DLQ.settings.max_ttl
     policy = DeadLetterPolicy(target="orders-dlq", max_claims=3, message_ttl=120)
     source = queue("orders", dead_letter=policy)
     assert transitions.dead_lettered(message(), source, DLQ, Reason.MAX_CLAIMS, NOW).expires_at == (
