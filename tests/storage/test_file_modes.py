@@ -4,9 +4,11 @@ files 0600, and a directory it makes 0700, whatever the process's umask."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,13 +53,26 @@ DEADLETTER = str(Path(sys.executable).parent / "deadletter")
 
 
 def test_the_servers_data_directory_is_created_0700(tmp_path: Path, umask: int) -> None:
-    # `serve` makes its data directory before it binds the port, so an unusable host still
-    # leaves it; `create-operator` makes it and the database, with no server.
+    # `serve` makes its data directory once it holds its port, before it serves; it is
+    # stopped as soon as the database is there. `create-operator` makes the directory and the
+    # database with no server.
     served, made = tmp_path / "served", tmp_path / "made"
-    subprocess.run(
-        [DEADLETTER, "serve", "--port", "1", "--data-dir", str(served), "--host", "256.0.0.1"],
-        capture_output=True, timeout=60, check=False,
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [DEADLETTER, "serve", "--port", str(port), "--data-dir", str(served)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (served / "deadletter.db").exists():
+            assert server.poll() is None, "serve stopped before it made its data directory"
+            assert time.monotonic() < deadline, "serve made no data directory"
+            time.sleep(0.05)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
     subprocess.run(
         [DEADLETTER, "credentials", "create-operator", "--data-dir", str(made)],
         capture_output=True, timeout=60, check=True,
