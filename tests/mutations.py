@@ -268,17 +268,17 @@ MUTATIONS: tuple[Mutation, ...] = (
     # Validation
     Mutation(
         "zaqar-queue-name-length",
-        "api/zaqar/metadata.py",
-        'QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")',
-        'QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,65}$")',
+        "domain/names.py",
+        'QUEUE = _kind("queue name", f"1 to 64 {_WORD}", r"[a-zA-Z0-9_-]{1,64}")',
+        'QUEUE = _kind("queue name", f"1 to 64 {_WORD}", r"[a-zA-Z0-9_-]{1,65}")',
         ("tests/api/zaqar/test_queues.py",),
         "Zaqar queue names are at most 64 characters",
     ),
     Mutation(
         "sqs-fifo-name-length",
-        "api/sqs/attributes.py",
-        'QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\\.fifo)$")',
-        'QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,80}\\.fifo)$")',
+        "domain/names.py",
+        'r"[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\\.fifo",',
+        'r"[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,80}\\.fifo",',
         (
             "tests/api/sqs/test_queues.py",
             "tests/api/sqs/test_fifo.py",
@@ -288,9 +288,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "sqs-standard-name-length",
-        "api/sqs/attributes.py",
-        'QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\\.fifo)$")',
-        'QUEUE_NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,81}|[A-Za-z0-9_-]{1,75}\\.fifo)$")',
+        "domain/names.py",
+        'r"[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\\.fifo",',
+        'r"[A-Za-z0-9_-]{1,81}|[A-Za-z0-9_-]{1,75}\\.fifo",',
         ("tests/api/sqs/test_queues.py", "tests/api/sqs/test_queue_name_lengths.py"),
         "an SQS queue name is at most 80 characters",
     ),
