@@ -19,6 +19,7 @@ from deadletter.cli.tags import tag
 from deadletter.cli.templates import template
 from deadletter.domain import names
 from deadletter.domain.model import DEFAULT_QUEUE_QUOTA
+from deadletter.logs import FORMATS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -83,7 +84,7 @@ def _region(value: str) -> str:
     "--log-format",
     envvar="DEADLETTER_LOG_FORMAT",
     show_envvar=True,
-    type=click.Choice(["auto", "text", "json"]),
+    type=click.Choice(FORMATS),
     default="auto",
     show_default=True,
     help="auto: lines for people on a terminal, JSON objects (one a line) otherwise.",

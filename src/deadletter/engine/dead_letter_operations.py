@@ -205,6 +205,3 @@ class DeadLetterOperations:
             return redrive.is_redrive_source(tx, project, name, self.clock.now())
 
         return self._runner.read(work)
-
-    def is_dead_letter_queue(self, project: str, name: str) -> bool:
-        return self._runner.read(lambda tx: name in tx.dead_letter_targets(project))
