@@ -175,6 +175,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.ClaimMismatch: message_not_inflight,
     errors.ReservedAttribute: invalid_parameter,
     errors.MessageTooLarge: invalid_parameter,
+    errors.OutOfRange: invalid_parameter,
     errors.InvalidInput: invalid_parameter,
     errors.QueueQuotaExceeded: lambda message: SqsError("OverLimit", message),
     errors.LimitExceeded: lambda message: SqsError("OverLimit", message),
