@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from deadletter.domain import errors
 
-log = logging.getLogger("deadletter.api.sqs")
+log = logging.getLogger(__name__)
 
 _Q = "AWS.SimpleQueueService."
 # shape -> (query error code, HTTP status). Modelled exceptions first, then AWS's common

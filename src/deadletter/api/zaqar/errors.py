@@ -26,7 +26,7 @@ class ZaqarError(Exception):
         self.description = description
 
 
-log = logging.getLogger("deadletter.api.zaqar")
+log = logging.getLogger(__name__)
 
 INTERNAL = (500, "Internal server error")
 
