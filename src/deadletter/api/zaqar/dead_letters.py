@@ -27,12 +27,14 @@ from deadletter.api.zaqar.parse import (
 )
 from deadletter.api.zaqar.serialize import next_link, task_href, task_json
 from deadletter.domain import settings as declared
-from deadletter.domain.model import Assignment, DeadLetterFilter
+from deadletter.domain.model import (
+    MAX_PATTERNS,
+    MAX_PATTERNS_BYTES,
+    Assignment,
+    DeadLetterFilter,
+)
 
 MAX_DEAD_LETTER_BATCH = 100
-# What one queue's stored failure patterns may hold (the analysis writes them whole).
-MAX_PATTERNS = 1_000
-MAX_PATTERNS_BYTES = 4 * 1024 * 1024
 # One micro-batch of pattern assignments (a streaming sink's batch) and its fields.
 MAX_ASSIGNMENTS = 10_000
 MAX_WRITER_ID = 200
