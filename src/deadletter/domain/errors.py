@@ -119,8 +119,16 @@ class OutOfRange(InvalidInput):
     that a face words the refusal its own way (its parameter's name, its phrasing) without
     keeping a copy of the range."""
 
-    def __init__(self, what: str, value: object, low: int, high: int) -> None:
-        super().__init__(f"{what} must be between {low} and {high}, not {value!r}")
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        what: str = "the value",
+        value: object = None,
+        low: int = 0,
+        high: int = 0,
+    ) -> None:
+        super().__init__(message or f"{what} must be between {low} and {high}, not {value!r}")
         self.what, self.value, self.low, self.high = what, value, low, high
 
 

@@ -40,7 +40,7 @@ MAX_REDRIVE_IDS = 10_000
 
 def check_range(what: str, value: int | float, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise errors.OutOfRange(what, value, low, high)
+        raise errors.OutOfRange(what=what, value=value, low=low, high=high)
 
 
 def check_attributes(attributes: dict[str, Attribute]) -> None:
