@@ -112,7 +112,14 @@ def _cli_serve(i: Import) -> bool:
     """`deadletter serve` starts the server in-process, `credentials create-operator`
     bootstraps its first credential and `credentials rotate-master-key` re-seals the stored
     secrets: the CLI reaches the server side only through the composition root,
-    `deadletter.server`, and its configuration."""
+    `deadletter.server`, and its configuration. The server's settings are declared in the
+    configuration, and `cli/server_options.py` builds serve's options from them."""
+    if (i.source, i.function, i.target) == (
+        "deadletter.cli.server_options",
+        None,
+        "deadletter.config",
+    ):
+        return True
     return (i.source, i.function) in (
         ("deadletter.cli.main", "serve"),
         ("deadletter.cli.credentials", "create_operator"),

@@ -1,58 +1,185 @@
-"""The server's configuration: one value per `deadletter serve` flag and DEADLETTER_* variable."""
+"""The server's configuration: one value per `deadletter serve` flag and DEADLETTER_* variable.
+
+Each setting is declared once, as a field of `ServerConfig` that carries its default and its
+`Option` (help, bounds, environment variable); `serve`'s click options and `--help` are built
+from these (cli/server_options.py), so a new setting is one field here and the code that reads
+it.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import json
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable
+from dataclasses import Field, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from deadletter.auth import signed_urls
+from deadletter.domain import names
 from deadletter.domain.limits import BODY_BYTES
 from deadletter.domain.model import DEFAULT_QUEUE_QUOTA
+from deadletter.logs import FORMATS
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+# Where a server started with its defaults listens (the client's default URL too).
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8888
 # Where `serve --workers` leaves its configuration for the worker processes it starts.
 CONFIG_ENV = "DEADLETTER_SERVE_CONFIG"
+ENV_PREFIX = "DEADLETTER_"
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 class ConfigError(Exception):
     """The flags contradict each other or the server's safety rules."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """How `deadletter serve` takes one setting: as `--name-with-dashes`, and from the
+    environment variable DEADLETTER_NAME unless `env` is False (a flag that gives up a
+    guarantee is typed each time, never inherited from an environment)."""
+
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    # A boolean that the command line spells as two words, the first meaning true.
+    words: tuple[str, str] | None = None
+    # A boolean spelled `--x/--no-x` rather than a flag that only turns it on.
+    switch: bool = False
+    env: bool = True
+    directory: bool = False  # a path that names a folder, not a file
+    metavar: str | None = None
+    # What is wrong with a value of the right type, or None (the region's form).
+    check: Callable[[Any], str | None] | None = None
+    # The default as `--help` states it, where the field's own (None) means "decided later".
+    shown_default: str | None = None
+
+
+def setting(default: Any, help: str, **how: Any) -> Any:
+    """A ServerConfig field: its default, and its option (see `Option`)."""
+    return field(default=default, metadata={"option": Option(help=help, **how)})
+
+
+def flag_of(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def env_of(name: str) -> str:
+    return ENV_PREFIX + name.upper()
+
+
+def _region_refused(value: str) -> str | None:
+    if names.REGION.valid(value):
+        return None
+    return f"{value!r} is not an AWS region's name (such as us-east-1)."
+
+
 @dataclass(frozen=True)
 class ServerConfig:
-    host: str = "127.0.0.1"
-    port: int = 8888
-    db: str | None = None
-    data_dir: Path = Path("data")
-    sweep_interval: float = 1.0
-    log_level: str = "info"
+    host: str = setting(
+        DEFAULT_HOST,
+        "The address to listen on; on any but a loopback host authentication is required"
+        " (docs/security.md).",
+    )
+    port: int = setting(DEFAULT_PORT, "The port to listen on.", low=0, high=65535)
+    db: str | None = setting(
+        None,
+        "Database URL: sqlite:///path/file.db or postgresql://...",
+        shown_default="sqlite:///<data-dir>/deadletter.db",
+    )
+    data_dir: Path = setting(Path("data"), "Folder of the default SQLite database.", directory=True)
+    sweep_interval: float = setting(1.0, "Seconds between sweeps for expired messages.", low=0.01)
+    log_level: str = setting("info", "The least severe log lines written.", choices=LOG_LEVELS)
     # auto: text on a terminal, JSON otherwise (docs/cli.md, "Serving").
-    log_format: str = "auto"
+    log_format: str = setting(
+        "auto",
+        "auto: lines for people on a terminal, JSON objects (one a line) otherwise.",
+        choices=FORMATS,
+    )
     # One line per request, off unless asked for (secret query parameters redacted).
-    access_log: bool = False
-    test_mode: bool = False
+    access_log: bool = setting(
+        False,
+        "Log one line per request (query parameters that carry signatures or credentials"
+        " redacted).",
+        switch=True,
+    )
+    test_mode: bool = setting(
+        False,
+        "Enable test-only endpoints (POST /moto-api/reset wipes every queue): only on a"
+        " loopback host with authentication off.",
+    )
     # The largest request body either face reads (docs/limits.md).
-    max_body_bytes: int = BODY_BYTES
+    max_body_bytes: int = setting(
+        BODY_BYTES,
+        "Largest request body read; larger ones are refused with 413 (docs/limits.md).",
+        low=1024,
+    )
     # The most queues one project may hold; 0: no limit (docs/limits.md).
-    max_queues: int = DEFAULT_QUEUE_QUOTA
-    auth: str | None = None  # "required" or "off"; None: off on loopback, else required
-    insecure_no_auth: bool = False
-    master_key_file: Path | None = None
-    ssl_certfile: Path | None = None
-    ssl_keyfile: Path | None = None
-    workers: int = 1
+    max_queues: int = setting(
+        DEFAULT_QUEUE_QUOTA,
+        "Most queues one project may hold (0: no limit); a create beyond is refused with"
+        " 403 / OverLimit (docs/limits.md).",
+        low=0,
+    )
+    # "required" or "off"; None: off on loopback, else required.
+    auth: str | None = setting(
+        None,
+        "Require credentials.",
+        choices=("required", "off"),
+        shown_default="off on a loopback host, else required",
+    )
+    insecure_no_auth: bool = setting(False, "Allow --auth off on a non-loopback host.", env=False)
+    master_key_file: Path | None = setting(
+        None,
+        "Master key file.",
+        shown_default="DEADLETTER_MASTER_KEY, else <sqlite database>.key",
+    )
+    ssl_certfile: Path | None = setting(
+        None, "TLS certificate (PEM); goes with --ssl-keyfile.", env=False
+    )
+    ssl_keyfile: Path | None = setting(
+        None, "TLS private key (PEM); goes with --ssl-certfile.", env=False
+    )
+    workers: int = setting(
+        1, "Server processes sharing the port (more than 1 needs a PostgreSQL --db).", low=1
+    )
     # Zaqar's `require_confirmation`: webhooks are notified only once they confirm.
-    subscription_confirmation: bool = False
+    subscription_confirmation: bool = setting(
+        False,
+        "With required, a new webhook subscription is sent a confirmation request (with a"
+        " signed URL when auth is on) and notified only once it confirms (Zaqar's"
+        " require_confirmation).",
+        words=("required", "off"),
+    )
     # The SQS home region: its queues are the projects' own, another region's are apart.
-    region: str = "us-east-1"
+    region: str = setting(
+        "us-east-1",
+        "The SQS home region: its queues are each project's own; requests signed for another"
+        " region see that region's queues, kept apart (docs/sqs.md).",
+        check=_region_refused,
+    )
     # Networks webhooks may reach although they are not public (`--webhook-allow`, CIDRs).
-    webhook_allow: tuple[str, ...] = ()
+    webhook_allow: tuple[str, ...] = setting(
+        (),
+        "A network webhooks may reach although it is not public (loopback, private,"
+        " link-local...); repeatable, or space-separated in the variable (docs/security.md).",
+        metavar="CIDR",
+    )
     # The longest lifetime of a Zaqar signed URL, in seconds (docs/security.md).
-    signed_url_max_lifetime: int = 7 * 24 * 3600
+    signed_url_max_lifetime: int = setting(
+        signed_urls.MAX_TTL,
+        "Seconds a Zaqar signed URL may live at most; longer `expires` are refused.",
+        low=60,
+    )
     # Per project, how many queue names /metrics labels (docs/security.md#metrics).
-    metrics_queues: int = 100
+    metrics_queues: int = setting(
+        100,
+        "Per project, how many queue names /metrics labels; the rest count as ~other.",
+        low=1,
+    )
 
     def check_db(self) -> None:
         """ConfigError for a `--db` no backend takes (`mysql://...`, which would otherwise name
@@ -145,6 +272,33 @@ class ServerConfig:
     @property
     def uses_data_dir(self) -> bool:
         return not self.db
+
+
+def options() -> list[tuple[Field[Any], Option]]:
+    """Every setting with its option, in the order of the fields."""
+    return [(f, f.metadata["option"]) for f in fields(ServerConfig)]
+
+
+def markdown_table() -> str:
+    """docs/api.md's table of `serve`'s flags, as it must read (checked by
+    tests/cli/test_server_options.py)."""
+    rows = ["| flag | environment | default | what |", "|---|---|---|---|"]
+    for f, how in options():
+        env = f"`{env_of(f.name)}`" if how.env else ""
+        rows.append(f"| `{flag_of(f.name)}` | {env} | {_shown(f.default, how)} | {how.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def _shown(default: Any, how: Option) -> str:
+    if how.shown_default is not None:
+        return how.shown_default.replace("<", "\\<")  # not an HTML tag
+    if how.words is not None:
+        return f"`{how.words[0] if default else how.words[1]}`"
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if default is None or default == ():
+        return "none"
+    return f"`{default}`"
 
 
 DB_SCHEMES = ("sqlite", "postgresql", "postgres")

@@ -55,7 +55,7 @@ from deadletter.logs import configure_logging
 from deadletter.storage import open_store
 from deadletter.storage.base import Store
 
-log = logging.getLogger("deadletter.server")
+log = logging.getLogger(__name__)
 
 
 class _Server(uvicorn.Server):

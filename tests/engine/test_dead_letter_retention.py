@@ -76,12 +76,12 @@ def test_an_expired_dead_letter_is_counted_told_and_logged(
     assert engine.stats(P, "orders-dlq").total == 3
     # when the hour has passed
     clock.advance(HOUR + 1)
-    with caplog.at_level(logging.WARNING, logger="deadletter.expiry"):
+    with caplog.at_level(logging.WARNING, logger="deadletter.engine.expiry"):
         engine.sweep_expired()
     # I expect all three dropped, the two dead letters counted as such, told and logged
     stats = engine.stats(P, "orders-dlq")
     assert (stats.total, stats.expired_dropped, stats.dead_letters_expired) == (0, 3, 2)
     assert told.expired == [(P, "orders-dlq", ["orders"], 2)]
-    (record,) = [r for r in caplog.records if r.name == "deadletter.expiry"]
+    (record,) = [r for r in caplog.records if r.name == "deadletter.engine.expiry"]
     assert record.levelno == logging.WARNING
     assert "2 dead letter(s) of orders-dlq expired" in record.getMessage()

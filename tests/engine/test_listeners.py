@@ -51,7 +51,7 @@ def test_a_failing_listener_neither_fails_nor_repeats_the_operation(
     engine.add_listener(counting)
 
     # When a message is sent, claimed and dead-lettered
-    with caplog.at_level(logging.ERROR, logger="deadletter.engine"):
+    with caplog.at_level(logging.ERROR, logger="deadletter.engine.transactions"):
         (sent,) = send(engine, "orders", "a")
         claim = engine.claim(P, "orders", 10)
         moved = engine.dead_letter(P, "orders", [(sent.id, claim.id)], description="bad")
@@ -65,6 +65,6 @@ def test_a_failing_listener_neither_fails_nor_repeats_the_operation(
     assert broken.heard == 3  # sent, claimed, dead_lettered
     assert engine.listener_failures == 3
     assert counting.sent_count == 1
-    failures = [r for r in caplog.records if r.name == "deadletter.engine"]
+    failures = [r for r in caplog.records if r.name == "deadletter.engine.transactions"]
     assert len(failures) == 3
     assert all(r.exc_info and r.exc_info[0] is RuntimeError for r in failures)

@@ -42,7 +42,7 @@ def test_each_change_succeeds_or_fails_alone_in_one_transaction(
     assert isinstance(back_b, Message) and back_b.claim_id is None
     assert [type(r) for r in refused] == [
         errors.ClaimMismatch,
-        errors.InvalidInput,
+        errors.OutOfRange,
         errors.MessageNotFound,
     ]
     # and the refused ones to have written nothing: c is still held, until its claim lapses

@@ -117,7 +117,7 @@ def test_an_outage_is_logged_once_each_way(
     monkeypatch.setattr(base, "SETTLE_SECONDS", 0.0)
     store = SQLiteStore(f"{tmp_path}/db")
     try:
-        with caplog.at_level(logging.INFO, logger="deadletter.storage"):
+        with caplog.at_level(logging.INFO, logger="deadletter.storage.base"):
             # Given a disk that refused a hundred writes,
             for _ in range(100):
                 with pytest.raises(StoreUnavailable), store.transaction():
@@ -184,7 +184,7 @@ def test_the_worker_waits_for_the_store_without_failing_tasks_or_tracebacks(
         assert looked.wait(timeout=30)
         worker.stop()
     # then it logs nothing of it (the store does, once), and the task is still running.
-    assert not [r for r in caplog.records if r.name == "deadletter.worker"]
+    assert not [r for r in caplog.records if r.name == "deadletter.engine.worker"]
     monkeypatch.undo()
     assert engine.get_task(P, "dlq", task.id).status is TaskStatus.RUNNING
 

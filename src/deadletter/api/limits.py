@@ -19,8 +19,6 @@ from deadletter.domain.limits import BODY_BYTES
 # What the faces may answer too-large bodies with: (scope, limit in bytes) -> response.
 Refusal = Callable[[Scope, int], Response]
 
-MIB = 1024 * 1024
-
 
 @dataclass(frozen=True)
 class Limits:

@@ -9,6 +9,7 @@ from starlette.requests import Request
 
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import PATH_NAMES
+from deadletter.api.zaqar.parse import CLAIM_TIMES
 from deadletter.api.zaqar.reads import FREE, READS
 from deadletter.api.zaqar.routes import ROUTES
 from deadletter.domain import names
@@ -198,7 +199,11 @@ ERROR: dict[str, Any] = {
     ]
 }
 TTL: dict[str, Any] = {"type": "integer", "minimum": 60, "maximum": 1_209_600}
-CLAIM_TTL: dict[str, Any] = {"type": ["integer", "null"], "minimum": 60, "maximum": 43_200}
+CLAIM_TTL: dict[str, Any] = {
+    "type": ["integer", "null"],
+    "minimum": CLAIM_TIMES[0],
+    "maximum": CLAIM_TIMES[1],
+}
 EPOCH: dict[str, Any] = {"type": ["number", "string"], "minimum": 0, "maximum": 1e11}
 
 
@@ -406,7 +411,11 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "description": "Without a delay, the queue's _retry_policy sets it (docs/api.md).",
         "properties": {
-            "delay": {"type": "integer", "minimum": 0, "maximum": 43_200},
+            "delay": {
+                "type": "integer",
+                "minimum": declared.CLAIM_TTL.low,
+                "maximum": declared.CLAIM_TTL.high,
+            },
             # false: dead-lettered at once (reason rejected), or dropped without a DLQ.
             "requeue": {"type": "boolean", "default": True},
         },

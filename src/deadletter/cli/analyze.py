@@ -17,7 +17,7 @@ import httpx
 
 from deadletter.cli.config import resolve, unreachable_hint
 from deadletter.cli.output import UNREACHABLE, Failure, no_such_queue
-from deadletter.client import ApiError, Client, QueueNotFound, Unreachable
+from deadletter.client import DEFAULT_URL, ApiError, Client, QueueNotFound, Unreachable
 
 # Lines of a large export read before Spark starts: a wrong file is wrong from its first line.
 CHECKED_LINES = 1000
@@ -35,7 +35,7 @@ EXPORT_HELP = "--input takes what `deadletter dlq export` writes (a JSON object 
     "--url",
     default=None,
     help="The server (as for every client command: --url, then DEADLETTER_URL, then the "
-    "config file, then http://127.0.0.1:8888).",
+    f"config file, then {DEFAULT_URL}).",
 )
 @click.option(
     "--queue",

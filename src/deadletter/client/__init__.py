@@ -10,7 +10,10 @@ from typing import Any
 
 import httpx
 
-DEFAULT_URL = "http://127.0.0.1:8888"
+from deadletter.config import DEFAULT_HOST, DEFAULT_PORT
+
+# Where `deadletter serve` listens unless told otherwise.
+DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 DEFAULT_PROJECT = "123456789012"
 
 

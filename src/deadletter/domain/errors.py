@@ -19,6 +19,7 @@
     │   └── DeadLetterQueueInUse (deleting or purging a DLQ sources name, without force)
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
+    │   ├── OutOfRange           (a number outside the range the engine takes for it)
     │   ├── ReservedAttribute
     │   └── MessageTooLarge
     ├── QueueQuotaExceeded       (the tenant holds as many queues as it may)
@@ -111,6 +112,24 @@ class ClaimMismatch(DeadletterError):
 
 class InvalidInput(DeadletterError):
     """The request is not valid."""
+
+
+class OutOfRange(InvalidInput):
+    """A number outside the range the engine takes for it. The range travels with the error so
+    that a face words the refusal its own way (its parameter's name, its phrasing) without
+    keeping a copy of the range."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        what: str = "the value",
+        value: object = None,
+        low: int = 0,
+        high: int = 0,
+    ) -> None:
+        super().__init__(message or f"{what} must be between {low} and {high}, not {value!r}")
+        self.what, self.value, self.low, self.high = what, value, low, high
 
 
 class ReservedAttribute(InvalidInput):

@@ -34,6 +34,10 @@ MAX_ERROR_DETAILS = 32_768
 # trace are each bounded by MAX_ERROR_DETAILS, as the error text is.
 MAX_ERROR_CLASS = 1_024
 MAX_REDRIVE_ALLOW_SOURCES = 10
+# The failure patterns a DLQ keeps (the pipeline's results): how many, and their bytes as JSON,
+# whether a client stores them whole or they are merged from batches of assignments.
+MAX_PATTERNS = 1_000
+MAX_PATTERNS_BYTES = 4 * 1024 * 1024
 RESERVED_ATTRIBUTE_PREFIX = "DLQ."
 SOURCE_QUEUE_ATTRIBUTE = "DLQ.sourceQueue"
 # On a dead letter that one tag of its source queue gave up on: the tag's name.

@@ -17,8 +17,6 @@ from deadletter.domain.errors import InvalidInput
 
 MAX_TENANT = 256
 SEPARATOR = "@"  # in names.PROJECT's pattern too
-# The longest name a project of either kind has: a tenant, '@' and a region.
-MAX_PROJECT = MAX_TENANT + 1 + 32
 
 
 def is_tenant(name: str) -> bool:

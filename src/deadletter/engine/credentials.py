@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from deadletter.auth import errors as auth_errors
 from deadletter.auth import roles, signed_urls, sigv4, tokens
-from deadletter.auth.credentials import Credential, MasterKey, account_id_for, issue, reseal
+from deadletter.auth.credentials import Credential, MasterKey, issue, reseal
 from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
 from deadletter.domain import errors
 from deadletter.domain.limits import CREDENTIALS_PER_PROJECT
@@ -262,7 +262,3 @@ class Authority:
 
 def is_signed_url(headers: Mapping[str, str]) -> bool:
     return signed_urls.is_signed(headers)
-
-
-def account_of(project: str) -> str:
-    return account_id_for(project)

@@ -9,6 +9,8 @@ from typing import Any
 
 from deadletter.clock import Clock
 from deadletter.domain.model import (
+    MAX_PATTERNS,
+    MAX_PATTERNS_BYTES,
     Assignment,
     Canary,
     DeadLetterFilter,
@@ -138,8 +140,8 @@ class DeadLetterOperations:
         writer: str,
         batch: int,
         assigned: list[Assignment],
-        limit: int = 1_000,
-        max_bytes: int = 4 * 1024 * 1024,
+        limit: int = MAX_PATTERNS,
+        max_bytes: int = MAX_PATTERNS_BYTES,
     ) -> MergedBatch:
         """Merge one writer's micro-batch into the DLQ's patterns in one transaction, once per
         (writer, batch), raising the alerts a store of patterns raises."""
@@ -205,6 +207,3 @@ class DeadLetterOperations:
             return redrive.is_redrive_source(tx, project, name, self.clock.now())
 
         return self._runner.read(work)
-
-    def is_dead_letter_queue(self, project: str, name: str) -> bool:
-        return self._runner.read(lambda tx: name in tx.dead_letter_targets(project))

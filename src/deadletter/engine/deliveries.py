@@ -24,7 +24,7 @@ from deadletter.engine.events import EngineListener
 from deadletter.engine.notifier import WebhookSender
 from deadletter.engine.subscriptions import RetryPolicy
 
-log = logging.getLogger("deadletter.deliveries")
+log = logging.getLogger(__name__)
 
 # How much longer than a POST may take a taken notification stays leased to this process.
 LEASE_MARGIN = 30.0

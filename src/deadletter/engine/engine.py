@@ -21,7 +21,6 @@ from deadletter.clock import Clock, SystemClock
 from deadletter.domain import errors
 from deadletter.domain.model import (
     DEFAULT_QUEUE_QUOTA,
-    MAX_CLAIM_TTL,
     Claim,
     ErrorDetails,
     ListQuery,
@@ -423,11 +422,12 @@ class Engine(DeadLetterOperations, TagOperations):
         as an SQS receipt handle grown stale does. Answers the ids acknowledged and the claim.
         """
         validation.check_claim(limit, grace)
+        if ttl is not None:  # the queue's own was checked with its settings
+            validation.check_claim_ttl("claim TTL", ttl)
 
         def work(tx: Transaction, pending: Pending) -> tuple[list[str], Claim]:
             queue = require_queue(tx, project, queue_name)
             claim_ttl = queue.settings.claim_ttl if ttl is None else ttl
-            validation.check_range("claim TTL", claim_ttl, 0, MAX_CLAIM_TTL)
             group = groups.of(tx, queue, tag, lock=True)
             now = self.clock.now()
             acknowledged = []
@@ -455,7 +455,7 @@ class Engine(DeadLetterOperations, TagOperations):
         grace: int | None = None,
         tag: str | None = None,
     ) -> Claim:
-        validation.check_range("claim TTL", ttl, 0, MAX_CLAIM_TTL)
+        validation.check_claim_ttl("claim TTL", ttl)
 
         def work(tx: Transaction, _: Pending) -> Claim:
             group = groups.of(tx, require_queue(tx, project, queue), tag)
@@ -495,7 +495,7 @@ class Engine(DeadLetterOperations, TagOperations):
         dead-lettered at once (reason `rejected`) where the queue has an active DLQ policy,
         else dropped and counted (None)."""
         if delay is not None:
-            validation.check_range("delay", delay, 0, MAX_CLAIM_TTL)
+            validation.check_claim_ttl("delay", delay)
         if not requeue and delay:
             raise errors.InvalidInput("a delay applies only to a message given back to its queue")
 
@@ -521,8 +521,7 @@ class Engine(DeadLetterOperations, TagOperations):
         tag: str | None = None,
     ) -> Message:
         """Extend or shorten one message's claim; 0 makes it visible now (a nack: at its
-        delivery limit it goes to the DLQ at once)."""
-        validation.check_range("visibility timeout", timeout, 0, MAX_CLAIM_TTL)
+        delivery limit it goes to the DLQ at once); the timeout is checked with the change."""
         (changed,) = self.change_visibilities(
             project, queue, [(message_id, claim_id, timeout, tag)]
         )

@@ -15,7 +15,7 @@ from deadletter.engine.groups import ConsumerGroup, DefaultGroup
 from deadletter.engine.transactions import Event, Pending
 from deadletter.storage.base import Transaction
 
-log = logging.getLogger("deadletter.expiry")
+log = logging.getLogger(__name__)
 
 # Expired messages handled per transaction; a sweep that found this many goes on at once.
 SWEEP_BATCH = 1000

@@ -37,7 +37,6 @@ SEQUENCE_BASE = 10**19
 # A claim looks this far beyond its limit for groups, in case those in front are held by
 # another claimant.
 LOOKAHEAD = 100
-HIGH_THROUGHPUT = ("messageGroup", "perMessageGroupId")
 
 
 def sequence_number(m: Message) -> str:

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from deadletter.domain import errors
-from deadletter.domain.model import Assignment, MergedBatch
+from deadletter.domain.model import MAX_PATTERNS, MAX_PATTERNS_BYTES, Assignment, MergedBatch
 from deadletter.engine.events import EngineListener
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import fan_out_events
@@ -168,8 +168,8 @@ def merge(
     assigned: list[Assignment],
     now: float,
     confirmed_only: bool = False,
-    limit: int = 1_000,
-    max_bytes: int = 4 * 1024 * 1024,
+    limit: int = MAX_PATTERNS,
+    max_bytes: int = MAX_PATTERNS_BYTES,
 ) -> MergedBatch:
     """Add one writer's batch to the stored patterns, unless it merged that batch already; the
     check, the read and the write under the DLQ's lock, so concurrent writers each see the

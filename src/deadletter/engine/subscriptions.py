@@ -66,7 +66,7 @@ class Run(Protocol):
     def __call__(self, work: Callable[[Transaction, Pending], T], /) -> T: ...
 
 
-log = logging.getLogger("deadletter.subscriptions")
+log = logging.getLogger(__name__)
 
 SCHEMES = ("http", "https")
 # Far enough for any clock: a larger ttl would overflow the times stores and answers hold.

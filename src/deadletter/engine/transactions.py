@@ -14,7 +14,7 @@ from deadletter.storage.base import Store, Transaction, TransactionConflict
 T = TypeVar("T")
 CONFLICT_RETRIES = 5
 
-log = logging.getLogger("deadletter.engine")
+log = logging.getLogger(__name__)
 
 Event = Callable[[EngineListener], None]
 

@@ -316,16 +316,6 @@ def split_eligible(messages: list[Message]) -> tuple[list[Message], list[Message
     )
 
 
-def redrive_skip(
-    m: Message, source: Queue | None, dead_letter_targets: set[str]
-) -> SkipReason | None:
-    """Why a redrive to its own source leaves `m` in the DLQ (`source` is that queue as it is
-    now), or None when it can go back."""
-    if m.provenance is None:
-        return SkipReason.NO_SOURCE
-    return redrive_skip_of(m.provenance.source_queue, source, dead_letter_targets)
-
-
 def redrive_skip_of(
     name: str, source: Queue | None, dead_letter_targets: set[str]
 ) -> SkipReason | None:

@@ -40,7 +40,7 @@ MAX_REDRIVE_IDS = 10_000
 
 def check_range(what: str, value: int | float, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise errors.InvalidInput(f"{what} must be between {low} and {high}, not {value!r}")
+        raise errors.OutOfRange(what=what, value=value, low=low, high=high)
 
 
 def check_attributes(attributes: dict[str, Attribute]) -> None:
@@ -117,8 +117,11 @@ def check_claim(limit: int, grace: int) -> None:
     check_range("grace", grace, 0, MAX_TTL)
 
 
-def check_claim_ttl(what: str, ttl: int) -> None:
-    check_range(what, ttl, declared.CLAIM_TTL.low, declared.CLAIM_TTL.high)
+def check_claim_ttl(what: str, seconds: int) -> None:
+    """The one check of a span bounded as a claim's TTL is (a claim, its renewal, a
+    visibility change, a nack's delay): the faces leave it to the engine and word its
+    `OutOfRange` their own way."""
+    check_range(what, seconds, declared.CLAIM_TTL.low, declared.CLAIM_TTL.high)
 
 
 def check_declared(s: QueueSettings, among: tuple[declared.Setting, ...]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from deadletter.domain import errors
-from deadletter.domain.model import MAX_CLAIM_TTL, Message, Queue
+from deadletter.domain.model import Message, Queue
 from deadletter.engine import claims, groups, transitions, validation
 from deadletter.engine.groups import ConsumerGroup
 from deadletter.engine.lookups import held_by
@@ -71,7 +71,7 @@ def change(
     for message_id, claim_id, timeout, tag in changes:
         batch = batches[tag]
         try:  # everything that may refuse the change comes before its first write
-            validation.check_range("visibility timeout", timeout, 0, MAX_CLAIM_TTL)
+            validation.check_claim_ttl("visibility timeout", timeout)
             held = batch.held(message_id, claim_id)
         except errors.DeadletterError as exc:
             results.append(exc)

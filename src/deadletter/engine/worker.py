@@ -14,7 +14,7 @@ from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
 from deadletter.engine.expiry import SWEEP_BATCH
 
-log = logging.getLogger("deadletter.worker")
+log = logging.getLogger(__name__)
 
 
 class Worker:

@@ -285,12 +285,6 @@ def exception_signature(error: str | None) -> tuple[str, str]:
     return "", " ".join(line.strip() for line in lines)
 
 
-def mining_text(error: str | None, description: str | None) -> tuple[str, str]:
-    """(signature, text to mine): the error's headline, else the description."""
-    signature, headline = exception_signature(error)
-    return signature, headline or (description or "").strip()
-
-
 _LEADING_NAME = re.compile(r"^([A-Za-z_$][\w.$]*)(?::\s*|$)")
 
 

@@ -50,7 +50,7 @@ class Transaction(Queues, Messages, Counts, Groups, Subscriptions, Administratio
 # transaction that succeeds (`Store.transaction`, `Store.read`), and only the changes of state
 # are logged. `/v2/health` reads the state back (`Engine.store_outage`).
 
-log = logging.getLogger("deadletter.storage")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

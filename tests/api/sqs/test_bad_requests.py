@@ -506,8 +506,8 @@ def test_a_result_that_cannot_be_written_is_a_logged_internal_failure(
 
     monkeypatch.setattr(wire, "xml_response", broken)
     monkeypatch.setattr("deadletter.api.sqs.routes.JSONResponse", broken_results)
-    with caplog.at_level(logging.ERROR, logger="deadletter.api.sqs"):
+    with caplog.at_level(logging.ERROR, logger="deadletter.api.sqs.errors"):
         r = call(http, protocol, "ListQueues", {})
     assert error_code(r)[:2] == (500, "InternalFailure")
-    (record,) = [rec for rec in caplog.records if rec.name == "deadletter.api.sqs"]
+    (record,) = [rec for rec in caplog.records if rec.name == "deadletter.api.sqs.errors"]
     assert record.exc_info is not None and record.exc_info[1] is failure

@@ -55,7 +55,7 @@ def failure(
 
 
 def _logged(caplog: pytest.LogCaptureFixture, failure: Exception) -> None:
-    (record,) = [r for r in caplog.records if r.name == "deadletter.api.sqs"]
+    (record,) = [r for r in caplog.records if r.name == "deadletter.api.sqs.errors"]
     assert record.levelno == logging.ERROR
     assert record.exc_info is not None and record.exc_info[1] is failure
 
@@ -63,7 +63,7 @@ def _logged(caplog: pytest.LogCaptureFixture, failure: Exception) -> None:
 def test_json_protocol_gets_an_internal_failure(
     http: ApiClient, failure: Exception, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="deadletter.api.sqs"):
+    with caplog.at_level(logging.ERROR, logger="deadletter.api.sqs.errors"):
         r = http.post("/", content=b"{}", headers=JSON_HEADERS)
     assert r.status_code == 500
     assert r.json() == {
@@ -77,7 +77,7 @@ def test_json_protocol_gets_an_internal_failure(
 def test_query_protocol_gets_an_internal_failure(
     http: ApiClient, failure: Exception, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="deadletter.api.sqs"):
+    with caplog.at_level(logging.ERROR, logger="deadletter.api.sqs.errors"):
         r = http.post("/", data={"Action": "ListQueues", "Version": "2012-11-05"})
     assert r.status_code == 500
     assert r.headers["content-type"].startswith("text/xml")
@@ -91,11 +91,11 @@ def test_query_protocol_gets_an_internal_failure(
 def test_a_body_that_is_not_json_is_still_the_clients_fault(
     http: ApiClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.DEBUG, logger="deadletter.api.sqs"):
+    with caplog.at_level(logging.DEBUG, logger="deadletter.api.sqs.errors"):
         r = http.post("/", content=b"{not json", headers=JSON_HEADERS)
     assert r.status_code == 400
     assert r.json()["__type"] == "com.amazonaws.sqs#SerializationException"
-    assert not [r for r in caplog.records if r.name == "deadletter.api.sqs"]
+    assert not [r for r in caplog.records if r.name == "deadletter.api.sqs.errors"]
 
 
 def test_a_binary_attribute_that_is_not_base64_is_refused_before_sending(

@@ -32,7 +32,7 @@ def test_an_unexpected_failure_is_a_zaqar_500_logged_with_its_traceback(
 
     monkeypatch.setattr(engine, "list_queues", broken)
     # When a client lists queues
-    with caplog.at_level(logging.ERROR, logger="deadletter.api.zaqar"):
+    with caplog.at_level(logging.ERROR, logger="deadletter.api.zaqar.errors"):
         r = api.get("/v2/queues")
     # Then it gets Zaqar's error document, without the internal message
     assert r.status_code == 500
@@ -41,13 +41,13 @@ def test_an_unexpected_failure_is_a_zaqar_500_logged_with_its_traceback(
         "description": "The request failed; see logs.",
     }
     # And the log has the failure with its traceback
-    (record,) = [r for r in caplog.records if r.name == "deadletter.api.zaqar"]
+    (record,) = [r for r in caplog.records if r.name == "deadletter.api.zaqar.errors"]
     assert record.levelno == logging.ERROR
     assert record.exc_info is not None and record.exc_info[1] is failure
     assert "GET /v2/queues" in record.getMessage()
 
 
 def test_a_mapped_error_is_not_logged(api: ApiClient, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.DEBUG, logger="deadletter.api.zaqar"):
+    with caplog.at_level(logging.DEBUG, logger="deadletter.api.zaqar.errors"):
         assert api.get("/v2/queues/missing").status_code == 404
-    assert not [r for r in caplog.records if r.name == "deadletter.api.zaqar"]
+    assert not [r for r in caplog.records if r.name == "deadletter.api.zaqar.errors"]

@@ -55,7 +55,6 @@ from deadletter.domain.model import (
 )
 
 DEFAULT_RETENTION = 345_600  # SQS's default: 4 days
-MIN_RETENTION = declared.SQS_MIN_RETENTION
 # SQS takes messages (and batches) of up to 1 MiB since 2025, as the engine does.
 SQS_MAX_MESSAGE_SIZE = declared.SQS_MAX_MESSAGE_SIZE
 MAX_POLICY = 8_192  # bytes of a queue's access policy

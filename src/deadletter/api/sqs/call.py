@@ -62,10 +62,16 @@ class Call:
         return value
 
     def integer(
-        self, name: str, low: int, high: int, default: int | None = None, reason: str = ""
+        self,
+        name: str,
+        low: int | None = None,
+        high: int | None = None,
+        default: int | None = None,
+        reason: str = "",
     ) -> int | None:
-        """An integer parameter in [low, high]; AWS words most ranges as `reason` says, by
-        default `Must be between LOW and HIGH, if provided.`"""
+        """An integer parameter in [low, high] (any integer without them, where the engine
+        checks the range); AWS words most ranges as `reason` says, by default `Must be
+        between LOW and HIGH, if provided.`"""
         raw = self.params.get(name)
         if raw is None or raw == "":
             return default
@@ -73,7 +79,7 @@ class Call:
             value = int(str(raw))
         except ValueError:
             raise invalid_value(raw, name, "Must be an integer.") from None
-        if not low <= value <= high:
+        if low is not None and high is not None and not low <= value <= high:
             raise invalid_value(
                 value, name, reason or f"Must be between {low} and {high}, if provided."
             )

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from deadletter.domain import errors
 
-log = logging.getLogger("deadletter.api.sqs")
+log = logging.getLogger(__name__)
 
 _Q = "AWS.SimpleQueueService."
 # shape -> (query error code, HTTP status). Modelled exceptions first, then AWS's common
@@ -175,6 +175,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.ClaimMismatch: message_not_inflight,
     errors.ReservedAttribute: invalid_parameter,
     errors.MessageTooLarge: invalid_parameter,
+    errors.OutOfRange: invalid_parameter,
     errors.InvalidInput: invalid_parameter,
     errors.QueueQuotaExceeded: lambda message: SqsError("OverLimit", message),
     errors.LimitExceeded: lambda message: SqsError("OverLimit", message),

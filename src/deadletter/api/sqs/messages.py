@@ -30,7 +30,6 @@ from deadletter.api.sqs.errors import (
 from deadletter.api.threads import in_thread, on_loop
 from deadletter.domain import errors, names
 from deadletter.domain.model import (
-    MAX_CLAIM_TTL,
     MAX_DELAY,
     Attribute,
     Claim,
@@ -329,7 +328,7 @@ def _received(
 async def receive_message(call: Call) -> dict[str, Any]:
     name, tag = _tagged(call.queue())
     limit = call.integer("MaxNumberOfMessages", 1, MAX_RECEIVE, 1)
-    visibility = call.integer("VisibilityTimeout", 0, MAX_CLAIM_TTL)
+    visibility = call.integer("VisibilityTimeout")  # its range: the engine's claim TTL
     wait = call.integer(
         "WaitTimeSeconds",
         0,
@@ -344,7 +343,10 @@ async def receive_message(call: Call) -> dict[str, Any]:
     claim_now = partial(call.engine.claim, call.project, name, limit, visibility, tag=tag)
     start = asyncio.get_running_loop().time()
     seen = call.notifier.announcements(call.project, name)
-    claim = await on_loop(call.engine, claim_now)
+    try:
+        claim = await on_loop(call.engine, claim_now)
+    except errors.OutOfRange as exc:  # the only number not checked above
+        raise visibility_refused(exc) from None
     if not claim.messages:
         if wait is None:  # the queue's own wait, read only when a receive must wait
             queue = await in_thread(call.engine.get_queue, call.project, name)
@@ -442,7 +444,8 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
 
 
 def _visibility_change(params: dict[str, Any]) -> VisibilityChange:
-    """(message id, claim id, timeout, consumer tag) of one change, checked as SQS checks it."""
+    """(message id, claim id, timeout, consumer tag) of one change, checked as SQS checks it
+    (the timeout's range is the engine's: see `visibility_refused`)."""
     claim_id, message_id, tag = _parse_handle(params.get("ReceiptHandle"))
     raw = params.get("VisibilityTimeout")
     if raw is None or raw == "":
@@ -451,17 +454,23 @@ def _visibility_change(params: dict[str, Any]) -> VisibilityChange:
         timeout = int(str(raw))
     except ValueError:
         raise invalid_value(raw, "VisibilityTimeout", "Must be an integer.") from None
-    if not 0 <= timeout <= MAX_CLAIM_TTL:
-        raise invalid_value(
-            timeout, "VisibilityTimeout", f"Must be between 0 and {MAX_CLAIM_TTL}, if provided."
-        )
     return message_id, claim_id, timeout, tag
+
+
+def visibility_refused(exc: errors.OutOfRange) -> SqsError:
+    """The engine's refusal of a claim's TTL, in the words SQS has for a VisibilityTimeout."""
+    return invalid_value(
+        exc.value, "VisibilityTimeout", f"Must be between {exc.low} and {exc.high}, if provided."
+    )
 
 
 def change_message_visibility(call: Call) -> dict[str, Any]:
     name, _ = _tagged(call.queue())
     message_id, claim_id, timeout, tag = _visibility_change(call.params)
-    call.engine.change_visibility(call.project, name, message_id, claim_id, timeout, tag)
+    try:
+        call.engine.change_visibility(call.project, name, message_id, claim_id, timeout, tag)
+    except errors.OutOfRange as exc:
+        raise visibility_refused(exc) from None
     return {}
 
 
@@ -487,7 +496,9 @@ def change_message_visibility_batch(call: Call) -> dict[str, Any]:
         changes = [change for _, change in valid]
         results = call.engine.change_visibilities(call.project, name, changes)
         for (entry_id, _), result in zip(valid, results, strict=True):
-            if isinstance(result, errors.DeadletterError):
+            if isinstance(result, errors.OutOfRange):
+                outcomes[entry_id] = visibility_refused(result)
+            elif isinstance(result, errors.DeadletterError):
                 outcomes[entry_id] = from_exception(result)
     else:
         call.engine.get_queue(call.project, name)

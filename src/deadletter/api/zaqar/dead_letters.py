@@ -12,6 +12,7 @@ from deadletter.api.zaqar.parse import (
     canary_value,
     consumer_reason,
     error_value,
+    is_int,
     is_int_in,
     known_fields,
     optional_text,
@@ -25,12 +26,15 @@ from deadletter.api.zaqar.parse import (
     time_value,
 )
 from deadletter.api.zaqar.serialize import next_link, task_href, task_json
-from deadletter.domain.model import MAX_CLAIM_TTL, Assignment, DeadLetterFilter
+from deadletter.domain import settings as declared
+from deadletter.domain.model import (
+    MAX_PATTERNS,
+    MAX_PATTERNS_BYTES,
+    Assignment,
+    DeadLetterFilter,
+)
 
 MAX_DEAD_LETTER_BATCH = 100
-# What one queue's stored failure patterns may hold (the analysis writes them whole).
-MAX_PATTERNS = 1_000
-MAX_PATTERNS_BYTES = 4 * 1024 * 1024
 # One micro-batch of pattern assignments (a streaming sink's batch) and its fields.
 MAX_ASSIGNMENTS = 10_000
 MAX_WRITER_ID = 200
@@ -88,8 +92,9 @@ def release_message(ctx: Ctx) -> Response:
     doc = ctx.json_object()
     # Without a delay the queue's retry policy says when the message is visible again.
     delay = doc.get("delay")
-    if delay is not None and not is_int_in(delay, 0, MAX_CLAIM_TTL):
-        raise out_of_range("delay", 0, MAX_CLAIM_TTL, delay, " seconds")
+    if delay is not None and not is_int(delay):  # its range is the engine's (a claim TTL's)
+        low, high = declared.CLAIM_TTL.low, declared.CLAIM_TTL.high
+        raise out_of_range("delay", low, high, delay, " seconds")
     requeue = doc.get("requeue", True)
     if not isinstance(requeue, bool):
         raise bad_request("requeue must be true or false.")

@@ -26,7 +26,7 @@ class ZaqarError(Exception):
         self.description = description
 
 
-log = logging.getLogger("deadletter.api.zaqar")
+log = logging.getLogger(__name__)
 
 INTERNAL = (500, "Internal server error")
 
@@ -73,6 +73,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.ClaimMismatch: (400, "Invalid claim"),
     errors.ReservedAttribute: (400, "Invalid message attribute"),
     errors.MessageTooLarge: (400, "Invalid request body"),
+    errors.OutOfRange: (400, "Invalid API request"),
     errors.InvalidInput: (400, "Invalid API request"),
     errors.QueueQuotaExceeded: (403, "Queue quota exceeded"),
     errors.LimitExceeded: (403, "Limit exceeded"),
@@ -107,6 +108,8 @@ def error_response(
 
 def response_for(exc: Exception, request: str = "") -> JSONResponse:
     """The answer to any exception a handler raised; `request` (method and path) is logged."""
+    if isinstance(exc, errors.OutOfRange):  # worded as the face's own range refusals
+        exc = out_of_range(exc.what, exc.low, exc.high, exc.value)
     if isinstance(exc, ZaqarError):
         return error_response(exc.status, exc.title, exc.description)
     if isinstance(exc, errors.DeadletterError):

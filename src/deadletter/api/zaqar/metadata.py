@@ -36,7 +36,6 @@ MAX_CLAIM_COUNT = _key(declared.MAX_CLAIMS)
 DLQ = declared.DLQ_TARGET.zaqar
 DLQ_TTL = _key(declared.DLQ_MESSAGE_TTL)
 MAX_MESSAGE_TTL = _key(declared.MAX_MESSAGE_TTL)
-DEFAULT_CLAIM_TTL = _key(declared.CLAIM_TTL)
 ON_EXPIRY = "_dead_letter_on_expiry"
 ELIGIBLE = "_dead_letter_eligible"
 REDRIVE_ALLOW = "_redrive_allow"

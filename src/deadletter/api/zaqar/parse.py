@@ -16,10 +16,10 @@ from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range, s
 from deadletter.api.zaqar.reads import MESSAGE_FIELDS
 from deadletter.api.zaqar.serialize import encode_body
 from deadletter.domain import names
+from deadletter.domain import settings as declared
 from deadletter.domain.limits import MESSAGES_PER_REQUEST
 from deadletter.domain.model import (
     DEFAULT_CANARY_WATCH,
-    MAX_CLAIM_TTL,
     MAX_DELAY,
     MAX_TTL,
     Attribute,
@@ -106,8 +106,13 @@ def new_message(doc: Any, floor: int = meta.MIN_TTL) -> NewMessage:
     )
 
 
+def is_int(value: Any) -> bool:
+    """An integer as JSON spells one (`true` is not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def is_int_in(value: Any, low: int, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    return is_int(value) and low <= value <= high
 
 
 def attributes(raw: Any) -> dict[str, Attribute]:
@@ -151,13 +156,16 @@ def id_batch(name: str, ids: list[str]) -> list[str]:
     return [text(name, i) for i in ids]
 
 
+# A claim's ttl and grace on this face: the engine's claim TTL range, narrowed to Zaqar's
+# floor (a face may narrow a range, never widen it: domain/settings.py).
+CLAIM_TIMES = declared.CLAIM_TTL.face_range(declared.Name("ttl", low=meta.MIN_TTL))
+
+
 def claim_times(doc: dict[str, Any], ttl: int | None, grace: int | None) -> tuple[Any, Any]:
     for key in ("ttl", "grace"):
         value = doc.get(key)
-        if value is not None and not is_int_in(value, meta.MIN_TTL, MAX_CLAIM_TTL):
-            raise out_of_range(
-                f"The {key} of a claim", meta.MIN_TTL, MAX_CLAIM_TTL, value, " seconds"
-            )
+        if value is not None and not is_int_in(value, *CLAIM_TIMES):
+            raise out_of_range(f"The {key} of a claim", *CLAIM_TIMES, value, " seconds")
     # null means "the default", as python-zaqarclient sends it for an unset grace.
     return (
         ttl if doc.get("ttl") is None else doc["ttl"],

@@ -48,7 +48,7 @@ from deadletter.storage.base import (
     Transaction,
     TransactionConflict,
 )
-from deadletter.storage.migrations import migration_scripts
+from deadletter.storage.migrations import migration_scripts, pending
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.dialect import PARAMETER, Dialect, Statement, Statements
@@ -254,7 +254,11 @@ class PostgresStore(Store):
             open=True,
             name="deadletter",
         )
-        self._schema, statement_timeout = self._migrate()
+        try:
+            self._schema, statement_timeout = self._migrate()
+        except BaseException:  # a store that does not open leaves no pool behind
+            self._pool.close()
+            raise
         self._deadlines = _Deadlines(
             statement_timeout + DEADLINE_GRACE if statement_timeout else DEADLINE_SECONDS
         )
@@ -271,12 +275,11 @@ class PostgresStore(Store):
             ).fetchone()
             conn.execute(MIGRATION_LOCK)
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = conn.execute("SELECT MAX(version) AS v FROM schema_version").fetchone()
-            current = (row["v"] if row else None) or 0
-            for version, sql in migration_scripts("deadletter.storage.postgres"):
-                if version > current:
-                    conn.execute(sql)  # no parameters: several statements at once
-                    conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+            rows = conn.execute("SELECT version FROM schema_version").fetchall()
+            applied = {row["version"] for row in rows}
+            for version, sql in pending(migration_scripts("deadletter.storage.postgres"), applied):
+                conn.execute(sql)  # no parameters: several statements at once
+                conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
             schema_row = conn.execute("SELECT current_schema() AS s").fetchone()
             schema = str(schema_row["s"]) if schema_row else "public"
             return schema, int(timeout_row["reset_val"]) / 1000 if timeout_row else 0.0

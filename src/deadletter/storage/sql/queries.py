@@ -511,7 +511,6 @@ COUNT_SUBSCRIPTIONS = (
 )
 # Deleting a subscription (or purging a queue's) cancels what is still owed to it.
 CANCEL_DELIVERIES = "DELETE FROM deliveries WHERE subscription_id = ANY(:ids)"
-QUEUE_SUBSCRIPTION_IDS = "SELECT id FROM subscriptions WHERE project = :project AND queue = :queue"
 DELETE_QUEUE_SUBSCRIPTIONS = (
     "DELETE FROM deliveries WHERE project = :project AND queue = :name",
     "DELETE FROM subscriptions WHERE project = :project AND queue = :name",

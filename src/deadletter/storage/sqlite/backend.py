@@ -56,7 +56,7 @@ from deadletter.storage.base import (
     TransactionConflict,
     running_now,
 )
-from deadletter.storage.migrations import migration_scripts
+from deadletter.storage.migrations import migration_scripts, pending
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.dialect import ID_LIST, Dialect, Reader, Statement, Statements
@@ -197,6 +197,13 @@ class SQLiteStore(Store):
         self._conn = self._connect()
         # Servers started together on a new file race to switch it to WAL and migrate it; the
         # switch can answer "database is locked" without waiting, so the setup is retried.
+        try:
+            self._set_up()
+        except BaseException:  # a store that does not open leaves no connection behind
+            self._conn.close()
+            raise
+
+    def _set_up(self) -> None:
         for attempt in range(1, SETUP_ATTEMPTS + 1):
             try:
                 self._conn.execute("PRAGMA journal_mode = WAL")
@@ -227,13 +234,12 @@ class SQLiteStore(Store):
             c.execute("BEGIN IMMEDIATE")
             try:
                 c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-                row = c.execute("SELECT MAX(version) FROM schema_version").fetchone()
-                current = row[0] or 0
-                for version, sql in migration_scripts("deadletter.storage.sqlite"):
-                    if version > current:
-                        for statement in _statements(sql):
-                            c.execute(statement)
-                        c.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+                applied = {row[0] for row in c.execute("SELECT version FROM schema_version")}
+                scripts = migration_scripts("deadletter.storage.sqlite")
+                for version, sql in pending(scripts, applied):
+                    for statement in _statements(sql):
+                        c.execute(statement)
+                    c.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
                 c.execute("COMMIT")
             except BaseException:
                 c.execute("ROLLBACK")
