@@ -23,9 +23,10 @@ def test_the_queue_examples_answer_2xx(url: str) -> None:  # noqa: F811
     blocks = sh_blocks()
     (setup,) = (b for b in blocks if "U=http" in b)
     (queue_block,) = (b for b in blocks if "/claims?limit=5" in b)
-    # Given a claimed message for the example's $MID and $CID
+    # Given the example's queues, and a claimed message for its $MID and $CID
     with Client(url) as client:
-        client.create_queue("orders")
+        client.create_queue("orders-dlq")
+        client.create_queue("orders", {"_max_claim_count": 3, "_dead_letter_queue": "orders-dlq"})
         client.send("orders", ["for the DELETE"])
         cid, (message,) = client.claim("orders")
     # When the examples run as pasted, each curl reporting only its status

@@ -95,14 +95,14 @@ def start(
         max_redeath=_percent(max_redeath),
     )
     if wait:
-        _started(dlq, task, "started")
-        task = _follow(client, dlq, task, quiet=as_json)
+        task = _follow(client, dlq, task, quiet=as_json, what="started")
     _report(task, as_json)
 
 
 def _started(dlq: str, task: dict[str, Any], what: str) -> None:
     """The task's id before any progress (on stderr: stdout keeps the result), so that a
-    watch cut short still leaves the id to look the task up by."""
+    watch cut short still leaves the id to look the task up by. Not with --json, whose
+    output is the finished task alone."""
     click.echo(
         f"redrive {task['id']} {what} on {dlq}: {task['to_move']} to move"
         " (Ctrl-C stops watching; the task goes on)",
@@ -161,13 +161,17 @@ def _echo_skipped(task: dict[str, Any]) -> None:
         click.echo(f"... and {task['skipped'] - recorded} more, still in the DLQ")
 
 
-def _follow(client: Client, dlq: str, task: dict[str, Any], quiet: bool) -> dict[str, Any]:
+def _follow(
+    client: Client, dlq: str, task: dict[str, Any], *, quiet: bool, what: str
+) -> dict[str, Any]:
     """Progress until the task ends. Ctrl-C ends the watching only: the task runs on the
     server, so the command says so and how to watch or stop it, and exits 130 (a shell's
     code for SIGINT) rather than click's bare "Aborted!"."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     try:
+        if not quiet:
+            _started(dlq, task, what)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
         with Progress(
             TextColumn("redrive"), BarColumn(), MofNCompleteColumn(), disable=quiet
         ) as progress:
@@ -246,6 +250,5 @@ def resume(client: Client, dlq: str, task_id: str, wait: bool, as_json: bool) ->
     """Resume a task its canary paused: move the rest of what it selected after all."""
     task = client.resume_redrive(dlq, task_id)
     if wait:
-        _started(dlq, task, "resumed")
-        task = _follow(client, dlq, task, quiet=as_json)
+        task = _follow(client, dlq, task, quiet=as_json, what="resumed")
     _report(task, as_json)
