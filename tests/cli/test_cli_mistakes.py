@@ -99,18 +99,18 @@ def test_dlq_list_on_an_ordinary_queue_is_refused(url: str) -> None:  # noqa: F8
     assert "'orders' is not a dead-letter queue" in result.output
     assert "deadletter peek orders" in result.output
     # A DLQ with nothing in it is still one: an empty listing with its total.
-    assert ok(url, "dlq", "list", "orders-dlq").splitlines() == ["0 dead letters in orders-dlq"]
+    assert ok(url, "dlq", "list", "orders-dlq").splitlines() == ["no dead letters in orders-dlq"]
 
 
 def test_dlq_list_ends_with_the_total_that_a_redrive_changes(url: str) -> None:  # noqa: F811
     sent = given_orders_and_its_dlq(url)
     claim_id, _ = claim_one(url, "orders")
     ok(url, "reject", "orders", sent, "--claim", claim_id, "--reason", "bad")
-    assert ok(url, "dlq", "list", "orders-dlq").splitlines()[-1] == "1 dead letters in orders-dlq"
+    assert ok(url, "dlq", "list", "orders-dlq").splitlines()[-1] == "1 dead letter in orders-dlq"
     limited = ok(url, "dlq", "list", "orders-dlq", "--reason", "max_claims")
-    assert limited.splitlines()[-1] == "0 shown; 1 dead letters in orders-dlq in all"
+    assert limited.splitlines()[-1] == "none matches; 1 dead letter in orders-dlq in all"
     ok(url, "redrive", "start", "orders-dlq", "--wait")
-    assert ok(url, "dlq", "list", "orders-dlq").splitlines()[-1] == "0 dead letters in orders-dlq"
+    assert ok(url, "dlq", "list", "orders-dlq").splitlines()[-1] == "no dead letters in orders-dlq"
 
 
 def test_queue_create_on_an_existing_queue_with_other_settings_points_to_update(

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 
 from deadletter.cli.config import resolve, unreachable_hint
-from deadletter.cli.output import UNREACHABLE, Failure, no_such_queue
+from deadletter.cli.output import UNREACHABLE, Failure, counted, no_such_queue
 from deadletter.client import DEFAULT_URL, ApiError, Client, QueueNotFound, Unreachable
 
 # Lines of a large export read before Spark starts: a wrong file is wrong from its first line.
@@ -157,6 +156,8 @@ def analyze(
         check_input(input_path)
     if queue and (input_path is None or post):
         _check_queue(url, project, credential, queue, server.url)
+    import httpx
+
     if follow:
         assert queue is not None
         _follow(
@@ -193,16 +194,38 @@ def analyze(
 def _check_queue(
     url: str, project: str | None, credential: tuple[str, str] | None, queue: str, origin: Any
 ) -> None:
-    """The DLQ exists and the server answers, before anything starts."""
+    """The DLQ exists, is a DLQ, and the server answers, before anything starts."""
     with Client(url, project, credential=credential) as client:
         try:
-            client.get_queue(queue)
+            _require_dlq(client, queue, client.get_queue(queue))
         except QueueNotFound:
             raise no_such_queue(client, queue) from None
         except ApiError as exc:
             raise Failure(f"{exc.title}: {exc.description}") from None
         except Unreachable as exc:
             raise Failure(f"{exc}\n{unreachable_hint(origin)}", UNREACHABLE) from None
+
+
+def _require_dlq(client: Client, queue: str, metadata: dict[str, Any]) -> None:
+    """Failure unless `queue` is a dead-letter queue: one some queue names as its DLQ, or one
+    holding dead letters still (its sources gone). Another queue's messages are live work,
+    not failures: patterns found in them, and stored on that queue, would mean nothing."""
+    target = metadata.get("_dead_letter_queue")
+    if target:  # a source queue (no chains: a source is never a DLQ)
+        raise Failure(
+            f"{queue!r} is not a dead-letter queue: its dead letters go to {target!r};"
+            f" analyse those: deadletter analyze --queue {target}"
+        )
+    if client.dead_letter_sources(queue):
+        return
+    first = next(client.dead_letter_pages(queue, page_size=1), [])
+    if any(m.get("provenance") for m in first):
+        return
+    raise Failure(
+        f"{queue!r} is not a dead-letter queue: no queue names it as its DLQ and it holds no"
+        f" dead letters, so there is nothing to analyse (its messages: deadletter peek {queue});"
+        " `deadletter queue list` names each queue's dead-letter queue"
+    )
 
 
 def check_input(path: Path) -> None:
@@ -353,6 +376,8 @@ def _follow(
         raise click.ClickException(
             f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
         ) from exc
+    import httpx
+
     say = Progress()
     options = {"url": url, "queue": queue, "project": project or ""}
     if credential is not None:
@@ -425,7 +450,8 @@ def _done(say: Progress, result: Any, out_dir: Path) -> None:
     from deadletter.pipeline.report import label
 
     say("done")
-    click.echo(f"{result.total} dead letters, {len(result.patterns)} patterns -> {out_dir}")
+    found = counted(result.total, "dead letter"), counted(len(result.patterns), "pattern")
+    click.echo(f"{found[0]}, {found[1]} -> {out_dir}")
     for p in result.patterns[:10]:
         click.echo(f"  {p['id']}  {p['count']:>6}  {label(p)[:54]}")
 
@@ -457,4 +483,4 @@ def generate(out_path: Path, count: int, seed: int) -> None:
     from deadletter.pipeline.corpus import write_jsonl
 
     n = write_jsonl(out_path, count, seed)
-    click.echo(f"{n} dead letters -> {out_path}")
+    click.echo(f"{counted(n, 'dead letter')} -> {out_path}")

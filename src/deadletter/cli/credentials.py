@@ -4,18 +4,48 @@ first operator credential (there is nobody yet to authenticate that request)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
-from deadletter.cli.output import json_option, print_json, print_table, server_options, when
+from deadletter.cli.output import (
+    Failure,
+    json_option,
+    print_json,
+    print_table,
+    server_options,
+    when,
+)
 from deadletter.cli.store import store_options
-from deadletter.client import DEFAULT_PROJECT, Client
+from deadletter.client import DEFAULT_PROJECT, ApiError, Client
 from deadletter.domain.errors import InvalidInput
 from deadletter.domain.projects import check_tenant
 
 ROLES = ["admin", "producer", "consumer", "reader", "operator"]
+F = TypeVar("F", bound=Callable[..., Any])
+AUTH_OFF = (
+    "this server has authentication off: every request is accepted without a credential, and"
+    " credentials exist only on a server started with --auth required (docs/security.md)"
+)
+
+
+def needs_auth(command: F) -> F:
+    """A server with authentication off has no credential routes at all; its 404 ("There is
+    no resource at /v2/credentials") would leave a user thinking of a wrong URL."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ApiError as exc:
+            if exc.status == 404 and "no resource at /v2/credentials" in exc.description:
+                raise Failure(AUTH_OFF) from None
+            raise
+
+    return wrapper  # type: ignore[return-value]
 
 
 def tenant_option(value: str) -> str:
@@ -45,6 +75,7 @@ def _print_issued(doc: dict[str, Any], as_json: bool) -> None:
 @click.option("--role", type=click.Choice(ROLES), required=True)
 @json_option
 @server_options
+@needs_auth
 def create(client: Client, role: str, as_json: bool) -> None:
     """Issue a credential of --project (an operator may name any; default: the caller's own
     project); its secret is printed once."""
@@ -55,6 +86,7 @@ def create(client: Client, role: str, as_json: bool) -> None:
 @click.option("--all", "every_project", is_flag=True, help="Every project's (operator only).")
 @json_option
 @server_options
+@needs_auth
 def list_(client: Client, every_project: bool, as_json: bool) -> None:
     """List the project's credentials (never their secrets)."""
     found = client.credentials(every_project)
@@ -68,6 +100,7 @@ def list_(client: Client, every_project: bool, as_json: bool) -> None:
             (c["key_id"], c["project"], c["role"], c["account_id"], _time(c), c["revoked"])
             for c in found
         ),
+        empty="no credentials" + ("" if every_project else " in this project"),
     )
 
 
@@ -81,6 +114,7 @@ def _time(c: dict[str, Any]) -> str | None:
 @click.argument("key_id")
 @json_option
 @server_options
+@needs_auth
 def rotate(client: Client, key_id: str, as_json: bool) -> None:
     """Replace KEY_ID by a new key id and secret (same project and role); KEY_ID is revoked."""
     _print_issued(client.rotate_credential(key_id), as_json)
@@ -89,6 +123,7 @@ def rotate(client: Client, key_id: str, as_json: bool) -> None:
 @credentials.command()
 @click.argument("key_id")
 @server_options
+@needs_auth
 def revoke(client: Client, key_id: str) -> None:
     """Revoke KEY_ID: its signatures and tokens are refused from now on."""
     client.revoke_credential(key_id)

@@ -11,6 +11,7 @@ import click
 from deadletter.cli.output import (
     Failure,
     brief,
+    counted,
     json_option,
     oldest_expiry,
     print_json,
@@ -104,9 +105,10 @@ def list_(
         click.echo(expiry)
     filtered = any((source, source_tag, reason, since, until))
     if filtered or len(found) < total:
-        click.echo(f"{len(found)} shown; {total} dead letters in {name} in all")
+        shown = f"{len(found)} shown" if found else "none matches"
+        click.echo(f"{shown}; {counted(total, 'dead letter')} in {name} in all")
     else:
-        click.echo(f"{total} dead letters in {name}")
+        click.echo(f"{counted(total, 'dead letter') if total else 'no dead letters'} in {name}")
 
 
 def _sources(client: Client, name: str) -> list[dict[str, Any]]:
@@ -143,6 +145,7 @@ def sources(client: Client, name: str, as_json: bool) -> None:
         ["source queue", "details"],
         ((s.get("name"), brief(s, 200)) for s in found),
         flexible=("details",),
+        empty=f"no queue names {name} as its dead-letter queue",
     )
 
 
@@ -168,15 +171,19 @@ def export(
     records = (
         export_record(m) for m in client.dead_letters(name, source_queue=source, reason=reason)
     )
-    if fmt == "jsonl":
-        count = 0
-        with out.open("w", encoding="utf-8") as fh:
-            for record in records:
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
-    else:
-        count = _write_parquet(list(records), out)
-    click.echo(f"exported {count} dead letters to {out}")
+    try:
+        if fmt == "jsonl":
+            count = 0
+            with out.open("w", encoding="utf-8") as fh:
+                for record in records:
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    count += 1
+        else:
+            count = _write_parquet(list(records), out)
+    except OSError as exc:
+        # A folder that does not exist, no permission, a full disk: the file's fault, in a line.
+        raise Failure(f"cannot write {out}: {exc.strerror or exc}") from None
+    click.echo(f"exported {counted(count, 'dead letter')} to {out}")
 
 
 def _write_parquet(records: list[dict[str, object]], out: Path) -> int:

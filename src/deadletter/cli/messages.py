@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TextIO
+
 import click
 
 from deadletter.cli.output import (
@@ -22,7 +24,16 @@ from deadletter.domain import settings as declared
 
 @click.command()
 @click.argument("queue")
-@click.argument("bodies", nargs=-1, required=True)
+@click.argument("bodies", nargs=-1)
+@click.option(
+    "--body-file",
+    "body_files",
+    type=click.File("r", encoding="utf-8"),
+    multiple=True,
+    metavar="PATH",
+    help="A message whose body is the file's content (- reads standard input); repeatable,"
+    " and for bodies too large for an argument (over 128 KB).",
+)
 @click.option(
     "--ttl",
     # At most what any queue's maximum TTL may be; the queue's own bounds are the server's.
@@ -44,14 +55,26 @@ def send(
     client: Client,
     queue: str,
     bodies: tuple[str, ...],
+    body_files: tuple[TextIO, ...],
     ttl: int | None,
     delay: int | None,
     create: bool,
 ) -> None:
-    """Send messages to QUEUE; each BODY is JSON if it parses, else text. Prints their ids.
+    """Send messages to QUEUE; each BODY (and each --body-file's content) is JSON if it
+    parses, else text. Prints their ids.
 
     A QUEUE that does not exist is refused (a typo would make a queue nobody reads) unless
     --create is given."""
+    if not bodies and not body_files:
+        raise click.UsageError("Give a BODY, or --body-file PATH (- for standard input).")
+    # Read before anything is sent: a file that cannot be read sends nothing.
+    for fh in body_files:
+        try:
+            bodies += (fh.read(),)
+        except UnicodeDecodeError:
+            raise click.BadParameter(
+                f"{fh.name} is not UTF-8 text (a body is JSON or text)", param_hint="--body-file"
+            ) from None
     if not create:
         try:
             client.get_queue(queue)  # the server creates a queue on a first send (Zaqar's way)
@@ -87,6 +110,8 @@ def peek(
         ),
         wide=wide,
         flexible=("body",),
+        empty=f"no messages in {queue}"
+        + ("" if include_claimed else " to show (claimed ones too: --include-claimed)"),
     )
 
 

@@ -11,10 +11,6 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
-from rich import box
-from rich.cells import cell_len
-from rich.console import Console
-from rich.table import Table
 
 from deadletter.cli.config import CONFIG_ENV, PROJECT_ENV, URL_ENV, resolve, unreachable_hint
 from deadletter.client import (
@@ -26,6 +22,9 @@ from deadletter.client import (
     Unreachable,
 )
 from deadletter.domain.projects import MAX_TENANT, is_project
+
+# rich is imported by the functions that print tables: `--help`, and commands that print a
+# line, do without it.
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -131,14 +130,24 @@ def print_table(
     wide: bool = False,
     flexible: Sequence[str] = (),
     optional: Sequence[str] = (),
+    empty: str | None = None,
 ) -> None:
     """A table that fits the terminal: every column keeps its values whole and on one line
     except the `flexible` ones (free text), which share what is left and are cut with an
     ellipsis. `optional` columns (details) are left out, the rightmost first, while the rest
     would not fit, and a line after the table names them. With `wide`, nothing is cut or left
-    out and the table is as wide as its content."""
+    out and the table is as wide as its content. With no rows, `empty` (a sentence) is said
+    instead of a header over nothing."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.table import Table
+
     columns = list(columns)
     cells = [["" if v is None else str(v) for v in row] for row in rows]
+    if not cells and empty is not None:
+        click.echo(empty)
+        return
     console = Console()
     widths = [max([cell_len(c), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
 
@@ -178,6 +187,11 @@ def print_table(
         console.print(f"(--wide shows {', '.join(left_out)} too)", highlight=False)
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 dead letter`, `2 dead letters`, `0 patterns`: a count with its noun agreeing."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def brief(value: Any, width: int = 60) -> str:
     """A body or text cut to fit a table cell."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -203,6 +217,15 @@ def when(value: Any, wide: bool = False) -> str | None:
     if instant.tzinfo is not None:
         instant = instant.astimezone(UTC)
     return instant.strftime("%m-%d %H:%M:%S")
+
+
+def iso_time(epoch: Any) -> Any:
+    """Epoch seconds (as some documents give times) as an ISO 8601 instant in UTC, to the
+    second; anything else as it is."""
+    if isinstance(epoch, bool) or not isinstance(epoch, int | float):
+        return epoch
+    instant = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+    return instant.replace("+00:00", "Z")
 
 
 def oldest_expiry(stats: dict[str, Any], noun: str = "message") -> str | None:

@@ -414,6 +414,7 @@ def list_(client: Client, as_json: bool) -> None:
             )
             for q in queues
         ),
+        empty="no queues yet; make one: deadletter queue create NAME",
     )
 
 

@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from deadletter.cli.dlq import REASONS
 from deadletter.cli.output import (
@@ -20,6 +19,7 @@ from deadletter.cli.output import (
 from deadletter.client import Client
 
 ACTIVE = ("RUNNING", "CANCELLING")  # a PAUSED task moves nothing more
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
 
 @click.group()
@@ -95,8 +95,19 @@ def start(
         max_redeath=_percent(max_redeath),
     )
     if wait:
-        task = _follow(client, dlq, task, quiet=as_json)
+        task = _follow(client, dlq, task, quiet=as_json, what="started")
     _report(task, as_json)
+
+
+def _started(dlq: str, task: dict[str, Any], what: str) -> None:
+    """The task's id before any progress (on stderr: stdout keeps the result), so that a
+    watch cut short still leaves the id to look the task up by. Not with --json, whose
+    output is the finished task alone."""
+    click.echo(
+        f"redrive {task['id']} {what} on {dlq}: {task['to_move']} to move"
+        " (Ctrl-C stops watching; the task goes on)",
+        err=True,
+    )
 
 
 def _report(task: dict[str, Any], as_json: bool) -> None:
@@ -150,16 +161,35 @@ def _echo_skipped(task: dict[str, Any]) -> None:
         click.echo(f"... and {task['skipped'] - recorded} more, still in the DLQ")
 
 
-def _follow(client: Client, dlq: str, task: dict[str, Any], quiet: bool) -> dict[str, Any]:
-    with Progress(
-        TextColumn("redrive"), BarColumn(), MofNCompleteColumn(), disable=quiet
-    ) as progress:
-        bar = progress.add_task("redrive", total=task["to_move"] or 1)
-        while task["status"] in ACTIVE:
-            progress.update(bar, completed=task["moved"])
-            time.sleep(0.2)
-            task = client.redrive(dlq, task["id"])
-        progress.update(bar, completed=task["moved"] if task["to_move"] else 1)
+def _follow(
+    client: Client, dlq: str, task: dict[str, Any], *, quiet: bool, what: str
+) -> dict[str, Any]:
+    """Progress until the task ends. Ctrl-C ends the watching only: the task runs on the
+    server, so the command says so and how to watch or stop it, and exits 130 (a shell's
+    code for SIGINT) rather than click's bare "Aborted!"."""
+    try:
+        if not quiet:
+            _started(dlq, task, what)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(
+            TextColumn("redrive"), BarColumn(), MofNCompleteColumn(), disable=quiet
+        ) as progress:
+            bar = progress.add_task("redrive", total=task["to_move"] or 1)
+            while task["status"] in ACTIVE:
+                progress.update(bar, completed=task["moved"])
+                time.sleep(0.2)
+                task = client.redrive(dlq, task["id"])
+            progress.update(bar, completed=task["moved"] if task["to_move"] else 1)
+    except KeyboardInterrupt:
+        click.echo(
+            f"interrupted: redrive {task['id']} keeps running on the server"
+            f" (moved {task['moved']} of {task['to_move']} when last seen).\n"
+            f"  watch it: deadletter redrive status {dlq} {task['id']}\n"
+            f"  stop it:  deadletter redrive cancel {dlq} {task['id']}",
+            err=True,
+        )
+        raise click.exceptions.Exit(INTERRUPTED) from None
     return task
 
 
@@ -194,6 +224,7 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
         ),
         wide=wide,
         optional=("destination", "rate", "started"),
+        empty=f"no redrive tasks on {dlq}; start one: deadletter redrive start {dlq}",
     )
     if task_id:
         _echo_skipped(tasks[0])
@@ -219,5 +250,5 @@ def resume(client: Client, dlq: str, task_id: str, wait: bool, as_json: bool) ->
     """Resume a task its canary paused: move the rest of what it selected after all."""
     task = client.resume_redrive(dlq, task_id)
     if wait:
-        task = _follow(client, dlq, task, quiet=as_json)
+        task = _follow(client, dlq, task, quiet=as_json, what="resumed")
     _report(task, as_json)

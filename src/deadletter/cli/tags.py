@@ -74,7 +74,7 @@ def list_(client: Client, queue: str, as_json: bool) -> None:
     if as_json:
         print_json(found)
         return
-    print_table(queue, HEADERS, (_row(t) for t in found))
+    print_table(queue, HEADERS, (_row(t) for t in found), empty=f"{queue} has no consumer tags")
 
 
 @tag.command()

@@ -9,6 +9,7 @@ import click
 
 from deadletter.cli.output import (
     SHORT_DEAD_LETTER_LIFE,
+    iso_time,
     json_option,
     print_json,
     print_table,
@@ -129,6 +130,7 @@ def list_(client: Client, as_json: bool) -> None:
             (t["name"], t["pattern"], t["max_claims"], t["dlq"], t["max_ttl"], t["respect_ttl"])
             for t in found
         ),
+        empty="no templates; make one: deadletter template create NAME --pattern GLOB",
     )
 
 
@@ -142,7 +144,11 @@ def show(client: Client, name: str, as_json: bool) -> None:
     if as_json:
         print_json(doc)
         return
-    print_table(f"template {name}", ["setting", "value"], sorted(doc.items()))
+    rows = ((k, iso_time(v) if k in TIMES else v) for k, v in sorted(doc.items()))
+    print_table(f"template {name}", ["setting", "value"], rows)
+
+
+TIMES = ("created_at", "updated_at")  # epoch seconds on the wire, an instant for people
 
 
 @template.command()

@@ -1,4 +1,7 @@
-"""A small synchronous client of the native API (Zaqar v2 with the dead-letter extensions)."""
+"""A small synchronous client of the native API (Zaqar v2 with the dead-letter extensions).
+
+httpx is imported when a client is made, not with this module: the command line imports the
+module for its names and errors, and `deadletter --help` should not pay for an HTTP stack."""
 
 from __future__ import annotations
 
@@ -6,9 +9,10 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 from deadletter.config import DEFAULT_HOST, DEFAULT_PORT
 
@@ -53,6 +57,8 @@ class Client:
         request, which a server with authentication required accepts as it accepts a token;
         a server with authentication off ignores it. A `project` of None sends no
         X-Project-ID: the server then takes the credential's project."""
+        import httpx
+
         self.url = url.rstrip("/")
         headers = {"Client-ID": client_id or str(uuid.uuid4())}
         if project is not None:
@@ -76,6 +82,8 @@ class Client:
         self.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        import httpx
+
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
@@ -85,7 +93,10 @@ class Client:
                 doc = response.json()
                 title, description = str(doc.get("title", "")), str(doc.get("description", ""))
             except (ValueError, AttributeError):
-                title, description = response.reason_phrase, response.text[:200]
+                raise self._not_the_api(response) from None
+            hint = self._path_hint()
+            if hint and description.startswith("There is no resource at "):  # a URL ending /v2
+                description = description.rstrip(".") + hint
             if response.status_code == 404 and title == "Queue not found":
                 raise QueueNotFound(404, title, description, _missing_queue(path, description))
             raise ApiError(response.status_code, title or response.reason_phrase, description)
@@ -93,7 +104,34 @@ class Client:
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._call(method, path, **kwargs)
-        return response.json() if response.status_code != 204 and response.content else None
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise self._not_the_api(response) from None
+
+    def _not_the_api(self, response: httpx.Response) -> ApiError:
+        """An answer that is not the native API's JSON: the URL reaches some other page of
+        the server (its console, the SQS face at a path) or another server. Said in a line,
+        with the base URL to try when this one has a path, instead of the raw XML or HTML."""
+        kind = response.headers.get("content-type", "no content type").split(";")[0]
+        return ApiError(
+            response.status_code,
+            "Not the deadletter API",
+            f"{self.url} answered {response.status_code} with {kind}, not the native API's"
+            f" JSON{self._path_hint()}",
+        )
+
+    def _path_hint(self) -> str:
+        """When the URL has a path: the server's base URL, which has none."""
+        import httpx
+
+        url = httpx.URL(self.url)
+        if url.path in ("", "/"):
+            return ""
+        root = str(url.copy_with(path="/", query=None, fragment=None)).rstrip("/")
+        return f"; the server's base URL has no path ({url.path}): {root}"
 
     # Queues
 
@@ -264,6 +302,8 @@ class Client:
     ) -> Iterator[list[dict[str, Any]]]:
         """The pages of `dead_letters`, fetched one at a time as they are consumed: taking
         the first page of size one costs one request."""
+        import httpx
+
         params: dict[str, Any] = {k: v for k, v in filters.items() if v}
         params["limit"] = page_size
         path = f"/v2/queues/{dlq}/dead_letters"

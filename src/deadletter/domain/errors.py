@@ -16,6 +16,8 @@
     │   ├── TaskNotPaused
     │   ├── TagAlreadyExists
     │   ├── BatchBehind
+    │   ├── TemplateAlreadyExists
+    │   ├── TemplatePatternTaken (another template has the pattern: this one would never apply)
     │   └── DeadLetterQueueInUse (deleting or purging a DLQ sources name, without force)
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
@@ -183,6 +185,15 @@ class TagNotFound(NotFound):
 
 class TagAlreadyExists(Conflict):
     """The queue already has a consumer tag of that name."""
+
+
+class TemplateAlreadyExists(Conflict):
+    """The project already has a template of that name."""
+
+
+class TemplatePatternTaken(Conflict):
+    """Another template of the project has this pattern; of two equal patterns only the first
+    by name ever applies, so a second would be a template that never takes effect."""
 
 
 class BatchBehind(Conflict):

@@ -98,8 +98,9 @@ class Templates:
                     f"project {project!r} already holds {TEMPLATES_PER_PROJECT} templates, the"
                     " most one project may hold; delete one first"
                 )
+            _pattern_free(tx.list_templates(project), name, pattern)
             if not tx.insert_template(template):
-                raise errors.Conflict(f"template {name!r} already exists")
+                raise errors.TemplateAlreadyExists(f"template {name!r} already exists")
             return template
 
         return self._run(work)
@@ -126,6 +127,7 @@ class Templates:
             old = _require(tx, project, name)
             new = change(old)
             validation.check_template(name, new.pattern, new.settings)
+            _pattern_free(tx.list_templates(project), name, new.pattern)
             changed = replace(new, project=project, name=name, updated_at=self._clock.now())
             tx.update_template(changed)
             return changed
@@ -169,3 +171,15 @@ def _require(tx: Transaction, project: str, name: str) -> QueueTemplate:
     if template is None:
         raise errors.NotFound(f"template {name!r} does not exist")
     return template
+
+
+def _pattern_free(templates: Sequence[QueueTemplate], name: str, pattern: str) -> None:
+    """Refuse a pattern another template has: `matching` would always pick the first of the
+    two by name, so the other would never apply, and nothing would say so."""
+    for other in templates:
+        if other.pattern == pattern and other.name != name:
+            raise errors.TemplatePatternTaken(
+                f"template {other.name!r} already has the pattern {pattern!r}, and of two"
+                f" templates with one pattern only the first by name applies; change"
+                f" {other.name!r} instead, or give {name!r} another pattern"
+            )

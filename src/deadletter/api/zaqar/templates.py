@@ -79,7 +79,7 @@ def put_template(ctx: Ctx) -> Response:
     pattern, settings = _pattern(doc), _settings(doc, TemplateSettings())
     try:
         created = ctx.engine.templates.create(ctx.project, name, pattern, settings)
-    except errors.Conflict:
+    except errors.TemplateAlreadyExists:
         changed = ctx.engine.templates.change(
             ctx.project, name, lambda old: replace(old, pattern=pattern, settings=settings)
         )
