@@ -2,6 +2,7 @@
 
 Zaqar's routes live under `/` (GET) and `/v2`; SQS requests are `POST /` (JSON protocol or
 query protocol) and `POST /<account>/<queue>` (query protocol), so the two never collide.
+Zaqar's WebSocket transport is served at `/` and `/v2/ws` (`zaqar/websocket.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import QueryGet, sqs_routes
 from deadletter.api.zaqar.routes import zaqar_routes
+from deadletter.api.zaqar.websocket import websocket_routes
 from deadletter.engine import Engine
 
 __all__ = ["AppOptions", "Background", "Limits", "build_app"]
@@ -88,14 +90,16 @@ def build_app(
                 job.stop()
 
     metrics_endpoint = guarded(authority, metrics.response) if authority else metrics.endpoint
+    long_polls = Notifier()
     routes: list[BaseRoute] = [
+        # Zaqar's WebSocket transport: only WebSocket requests match these, HTTP ones pass on.
+        *websocket_routes(long_polls),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi.endpoint, methods=["GET"]),
         *(admin_routes(authority) if authority else []),
         *console.routes(),
     ]
     zaqar = zaqar_routes(engine, options)
-    long_polls = Notifier()
     metrics.watch_long_polls(long_polls.waiting_total)
     sqs = sqs_routes(engine, options, long_polls)
     # `GET /?Action=...` is SQS's query protocol over GET, any other `GET /` Zaqar's versions
