@@ -2,7 +2,7 @@
 
 Zaqar's routes live under `/` (GET) and `/v2`; SQS requests are `POST /` (JSON protocol or
 query protocol) and `POST /<account>/<queue>` (query protocol), so the two never collide.
-Zaqar's WebSocket transport is served at `/` and `/v2/ws` (`zaqar/websocket.py`).
+Zaqar's WebSocket transport takes WebSocket requests at every path (`zaqar/websocket.py`).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ face's, written once (`context.endpoint`, `reads.READS`). The answer is Zaqar's 
 `{"request", "headers": {"status"}, "body"}`, with the few body keys Zaqar's WebSocket API adds
 (`message_ids`, `claim_id`, `error`). Frames are answered in order, one at a time.
 
-python-zaqarclient's `ws://` transport connects to the URL it is given (Zaqar serves any path),
-sends `authenticate` with `X-Auth-Token` first and every parameter in the body.
+python-zaqarclient's `ws://` transport connects to the URL it is given (Zaqar serves any path,
+and so does this), sends `authenticate` with `X-Auth-Token` first and every parameter in the body.
 
 `subscription_create` without a `subscriber` subscribes the socket itself, as in Zaqar: each
 message sent to the queue from then on is pushed to it as a webhook receives it (`{"body",
@@ -38,14 +38,12 @@ from deadletter.api.auth import acting_project, token_credential
 from deadletter.api.json_response import dumps
 from deadletter.api.notify import Notifier, wait_for
 from deadletter.api.threads import in_thread
-from deadletter.api.zaqar.errors import ZaqarError, bad_request, error_response, response_for
+from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
+from deadletter.api.zaqar.parse import PAGE_LIMIT
 from deadletter.domain.projects import check_project
 from deadletter.engine import Authority, Engine
 
 log = logging.getLogger("deadletter.api.zaqar.websocket")
-
-# Where the transport is served; python-zaqarclient's endpoint is usually `ws://host:port`.
-PATHS = ("/", "/v2/ws")
 
 Q = "/v2/queues/{queue_name}"
 
@@ -114,7 +112,7 @@ OWNED = frozenset({"host", "content-length", "content-type", "transfer-encoding"
 FORMAT = ("x-deadletter-format", "zaqar")
 # A socket's own subscriptions, at most; each lists at most a page per announcement.
 MAX_SOCKET_SUBSCRIPTIONS = 16
-PUSH_PAGE = 100
+PUSH_PAGE = PAGE_LIMIT
 # A subscription looks again this often without an announcement (a claim ending, a delay).
 PUSH_IDLE = 30.0
 BINARY = "Binary (MessagePack) frames are not accepted; send JSON text frames."
@@ -502,18 +500,5 @@ def websocket_routes(notifier: Notifier) -> list[BaseRoute]:
         finally:
             session.close()
 
-    async def elsewhere(websocket: WebSocket) -> None:
-        """Any other path: a 404 in Zaqar's words naming where the transport is, where the
-        server can send an answer to a refused handshake (else a bare 403)."""
-        where = " or ".join(PATHS)
-        path = websocket.scope.get("path", "")
-        response = error_response(
-            404, "Not found", f"There is no WebSocket at {path}; Zaqar's is at {where}."
-        )
-        if "websocket.http.response" in websocket.scope.get("extensions", {}):
-            await websocket.send_denial_response(response)
-        else:
-            await websocket.close()
-
-    routes: list[BaseRoute] = [WebSocketRoute(path, serve) for path in PATHS]
-    return [*routes, WebSocketRoute("/{rest:path}", elsewhere)]
+    # Every path, as Zaqar serves it: a client is given `ws://host:port` or a path of its own.
+    return [WebSocketRoute("/{path:path}", serve)]
