@@ -90,16 +90,20 @@ def build_app(
                 job.stop()
 
     metrics_endpoint = guarded(authority, metrics.response) if authority else metrics.endpoint
-    long_polls = Notifier()
+    # The queues a socket subscribed to announce their messages here, apart from the long
+    # polls (whose number is a metric).
+    sockets = Notifier()
+    engine.add_listener(sockets)
     routes: list[BaseRoute] = [
-        # Zaqar's WebSocket transport: only WebSocket requests match these, HTTP ones pass on.
-        *websocket_routes(long_polls),
+        # Zaqar's WebSocket transport: only WebSocket requests match this, HTTP ones pass on.
+        *websocket_routes(sockets),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi.endpoint, methods=["GET"]),
         *(admin_routes(authority) if authority else []),
         *console.routes(),
     ]
     zaqar = zaqar_routes(engine, options)
+    long_polls = Notifier()
     metrics.watch_long_polls(long_polls.waiting_total)
     sqs = sqs_routes(engine, options, long_polls)
     # `GET /?Action=...` is SQS's query protocol over GET, any other `GET /` Zaqar's versions

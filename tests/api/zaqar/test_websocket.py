@@ -231,8 +231,12 @@ def test_authenticate_carries_the_token_of_every_later_frame(live: Live) -> None
         admin.close()
     assert live.engine.find_queue("alpha", "jobs") is not None
     # A token that does not verify is refused at `authenticate`, and so is every frame after.
-    with pytest.raises(zerrors.UnauthorizedError):
-        Ws(live.url, token="dlt1.abc.def", project="alpha")("queue_list")
+    stranger = Ws(live.url, token="dlt1.abc.def", project="alpha")
+    try:
+        with pytest.raises(zerrors.UnauthorizedError):
+            stranger("queue_list")
+    finally:
+        stranger.close()
     unauthenticated = _frame(live.url, {"action": "queue_list", "headers": {}, "body": {}})
     assert unauthenticated["headers"]["status"] == 401
 

@@ -40,6 +40,7 @@ from deadletter.api.notify import Notifier, wait_for
 from deadletter.api.threads import in_thread
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.api.zaqar.parse import PAGE_LIMIT
+from deadletter.domain.limits import SUBSCRIPTIONS_PER_SOCKET
 from deadletter.domain.projects import check_project
 from deadletter.engine import Authority, Engine
 
@@ -110,8 +111,7 @@ ACTIONS: dict[str, Act] = {
 OWNED = frozenset({"host", "content-length", "content-type", "transfer-encoding", "connection"})
 # The message fields Zaqar's WebSocket API answers with, unless a frame asks for others.
 FORMAT = ("x-deadletter-format", "zaqar")
-# A socket's own subscriptions, at most; each lists at most a page per announcement.
-MAX_SOCKET_SUBSCRIPTIONS = 16
+# Each of a socket's own subscriptions lists at most a page per announcement.
 PUSH_PAGE = PAGE_LIMIT
 # A subscription looks again this often without an announcement (a claim ending, a delay).
 PUSH_IDLE = 30.0
@@ -279,10 +279,9 @@ class Session:
     def _own(self, action: str, doc: dict[str, Any]) -> str | None:
         """The id of this socket's subscription that a get or delete names, if it is one."""
         sid = doc.get("subscription_id")
-        named = action in ("subscription_get", "subscription_delete") and sid in self.pushes
-        if named and doc.get("queue_name") == self.pushes[str(sid)][0]:
-            return str(sid)
-        return None
+        if action not in ("subscription_get", "subscription_delete") or not isinstance(sid, str):
+            return None
+        return sid if sid in self.pushes and doc.get("queue_name") == self.pushes[sid][0] else None
 
     def _shown(self, sid: str) -> dict[str, Any]:
         queue, until, _ = self.pushes[sid]
@@ -321,8 +320,8 @@ class Session:
         ttl = doc.get("ttl")
         if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 1):
             raise bad_request("ttl must be a positive integer (seconds).")
-        if len(self.pushes) >= MAX_SOCKET_SUBSCRIPTIONS:
-            raise bad_request(f"A socket holds at most {MAX_SOCKET_SUBSCRIPTIONS} subscriptions.")
+        if len(self.pushes) >= SUBSCRIPTIONS_PER_SOCKET:
+            raise bad_request(f"A socket holds at most {SUBSCRIPTIONS_PER_SOCKET} subscriptions.")
         headers = {k.lower(): v for k, v in frame_headers.items()}
         if self.token and "x-auth-token" not in headers:
             headers["x-auth-token"] = self.token
