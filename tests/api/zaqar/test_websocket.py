@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import websocket
-from zaqarclient import errors as zerrors
+from zaqarclient.transport import errors as zerrors
 from zaqarclient.transport import get_transport_for
 from zaqarclient.transport import request as zrequest
 
