@@ -23,6 +23,7 @@ from tests.auth.live import Live, live_server
 from tests.support.servers import serving
 
 PROJECT = "p"
+CLIENT = "3f8b0a0e-0d47-4f3e-9b59-7f0c1e6a2a11"
 
 
 class Ws:
@@ -173,7 +174,17 @@ def _frame(url: str, frame: Any) -> Any:
         ({"action": "queue_get", "body": {}}, 400, "queue_name is required"),
         # A name holding a '/' would reach another route: it is refused.
         ({"action": "queue_get", "body": {"queue_name": "q/messages"}}, 400, "may not contain"),
-        ({"action": "queue_get", "body": {"queue_name": "bad name!"}}, 400, "is not a"),
+        (
+            {
+                "action": "queue_get",
+                "headers": {"Client-ID": CLIENT},
+                "body": {"queue_name": "a b"},
+            },
+            400,
+            "is not a",
+        ),
+        # The HTTP route's own rules: a Zaqar request names its client.
+        ({"action": "queue_get", "body": {"queue_name": "q"}}, 400, "Client-ID header is required"),
         ({"action": "queue_list", "body": {}, "extra": 1}, 400, "Unknown frame key"),
         ("{not json", 400, "Can't decode the frame"),
     ],
@@ -188,7 +199,8 @@ def test_a_frame_it_cannot_answer_gets_an_error_frame(
 
 
 def test_an_answer_frame_echoes_the_request_as_zaqar_does(url: str) -> None:
-    frame = {"action": "queue_list", "headers": {"X-Project-ID": PROJECT}, "body": {"limit": 5}}
+    headers = {"Client-ID": CLIENT, "X-Project-ID": PROJECT}
+    frame = {"action": "queue_list", "headers": headers, "body": {"limit": 5}}
     answered = _frame(url, frame)
     assert answered == {
         "request": {**frame, "api": "v2"},
@@ -237,7 +249,8 @@ def test_authenticate_carries_the_token_of_every_later_frame(live: Live) -> None
             stranger("queue_list")
     finally:
         stranger.close()
-    unauthenticated = _frame(live.url, {"action": "queue_list", "headers": {}, "body": {}})
+    headers = {"Client-ID": CLIENT}
+    unauthenticated = _frame(live.url, {"action": "queue_list", "headers": headers, "body": {}})
     assert unauthenticated["headers"]["status"] == 401
 
 
