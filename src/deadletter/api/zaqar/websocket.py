@@ -357,7 +357,9 @@ class Session:
         query = {"limit": PUSH_PAGE, "echo": True, "include_claimed": True, "include_delayed": True}
         try:
             async with self.notifier.watching(project, queue) as event:
-                while loop.time() < until:
+                # Deleted is gone from `pushes`: a cancel alone may be lost (asyncio.wait_for
+                # before Python 3.12 drops one that arrives as its event is set).
+                while loop.time() < until and sid in self.pushes:
                     doc = {"queue_name": queue, "marker": str(marker), **query}
                     call = request_of(ACTIONS["message_list"], doc)
                     status, _, body = await self.dispatch(call, headers)
@@ -365,6 +367,8 @@ class Session:
                         return
                     found = body.get("messages", []) if isinstance(body, dict) else []
                     for m in found:
+                        if sid not in self.pushes:
+                            return
                         await self.send(notification(queue, m))
                     marker = _next_marker(body, marker)
                     if len(found) < PUSH_PAGE:
