@@ -16,6 +16,8 @@ from zaqarclient.transport import get_transport_for
 from zaqarclient.transport import request as zrequest
 
 from deadletter.api.app import build_app
+from deadletter.api.zaqar.reads import FREE, READS
+from deadletter.api.zaqar.routes import ROUTES
 from deadletter.api.zaqar.websocket import ACTIONS, request_of
 from deadletter.auth.roles import Role, allowed, zaqar_action
 from deadletter.engine.engine import Engine
@@ -154,6 +156,20 @@ def test_a_socket_subscribed_to_a_queue_is_pushed_each_new_message(url: str, ws:
     ws("message_post", queue_name="events", messages=[{"body": "after"}])
     with pytest.raises(websocket.WebSocketTimeoutException):
         ws.pushed(timeout=0.5)
+
+
+@pytest.mark.parametrize("action", list(ACTIONS))
+def test_each_action_is_a_zaqar_route_and_reads_only_what_it_reads(action: str) -> None:
+    # The action table adds no rule of its own: each action names a route of the route
+    # table, and sends it only query parameters and body fields that route declares.
+    act = ACTIONS[action]
+    template = act.path.replace("{queue_name}", "{queue}")
+    (handler,) = [h for p, m, h, _ in ROUTES if (p, m) == (template, act.method)]
+    reads = READS[handler.__name__]
+    assert set(act.query.values()) <= set(reads.query)
+    sent = set(act.body) | ({act.whole} if act.whole else set())
+    assert not sent or reads.body is FREE or sent <= set(reads.body or ())
+    assert not act.whole or reads.body is FREE
 
 
 def _frame(url: str, frame: Any) -> Any:
