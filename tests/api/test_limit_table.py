@@ -19,6 +19,7 @@ from typing import Any
 import boto3
 import httpx
 import pytest
+import websocket
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -251,6 +252,28 @@ def credentials_per_project(server: str, bound: int) -> tuple[int, int]:
             stop(proc)
 
 
+def subscriptions_per_socket(server: str, bound: int) -> tuple[int, int]:
+    project = f"t{uuid.uuid4().hex[:12]}"
+    conn = websocket.create_connection(server.replace("http://", "ws://", 1), timeout=30)
+    try:
+
+        def subscribe(n: int) -> int:
+            headers = {"Client-ID": CLIENT, "X-Project-ID": project}
+            frame = {
+                "action": "subscription_create",
+                "headers": headers,
+                "body": {"queue_name": f"q{n}"},
+            }
+            conn.send(json.dumps(frame))
+            return int(json.loads(conn.recv())["headers"]["status"])
+
+        statuses = [subscribe(n) for n in range(bound)]
+        assert set(statuses) == {201}, statuses
+        return statuses[-1], subscribe(bound)
+    finally:
+        conn.close()
+
+
 PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     # At the bound the head is read whole and the app answers (its refusal of the unknown `pad`).
     "request_line": (request_line, (400, 414)),
@@ -266,6 +289,7 @@ PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     "live_feeds_per_project": (live_feeds_per_project, (200, 503)),
     "subscriptions_per_queue": (subscriptions_per_queue, (201, 403)),
     "subscriptions_per_project": (subscriptions_per_project, (201, 403)),
+    "subscriptions_per_socket": (subscriptions_per_socket, (201, 400)),
 }
 
 

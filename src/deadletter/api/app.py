@@ -2,6 +2,7 @@
 
 Zaqar's routes live under `/` (GET) and `/v2`; SQS requests are `POST /` (JSON protocol or
 query protocol) and `POST /<account>/<queue>` (query protocol), so the two never collide.
+Zaqar's WebSocket transport takes WebSocket requests at every path (`zaqar/websocket.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs.routes import QueryGet, sqs_routes
 from deadletter.api.zaqar.routes import zaqar_routes
+from deadletter.api.zaqar.websocket import websocket_routes
 from deadletter.engine import Engine
 
 __all__ = ["AppOptions", "Background", "Limits", "build_app"]
@@ -88,7 +90,13 @@ def build_app(
                 job.stop()
 
     metrics_endpoint = guarded(authority, metrics.response) if authority else metrics.endpoint
+    # The queues a socket subscribed to announce their messages here, apart from the long
+    # polls (whose number is a metric).
+    sockets = Notifier()
+    engine.add_listener(sockets)
     routes: list[BaseRoute] = [
+        # Zaqar's WebSocket transport: only WebSocket requests match this, HTTP ones pass on.
+        *websocket_routes(sockets),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi.endpoint, methods=["GET"]),
         *(admin_routes(authority) if authority else []),

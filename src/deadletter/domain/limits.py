@@ -127,6 +127,13 @@ LIMITS: tuple[Limit, ...] = (
         applies="`POST /v2/queues/{q}/subscriptions`",
         refusal="403",
     ),
+    Limit(
+        key="subscriptions_per_socket",
+        what="Subscriptions of one WebSocket to queues (pushed to it, never stored)",
+        value=16,
+        applies="WebSocket `subscription_create` without a `subscriber`",
+        refusal="400",
+    ),
 )
 
 BY_KEY = {limit.key: limit for limit in LIMITS}
@@ -147,6 +154,7 @@ TEMPLATE_PAGE = limit("template_page")
 CREDENTIALS_PER_PROJECT = limit("credentials_per_project")
 SUBSCRIPTIONS_PER_QUEUE = limit("subscriptions_per_queue")
 SUBSCRIPTIONS_PER_PROJECT = limit("subscriptions_per_project")
+SUBSCRIPTIONS_PER_SOCKET = limit("subscriptions_per_socket")
 
 
 def markdown_table() -> str:

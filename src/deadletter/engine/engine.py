@@ -285,6 +285,11 @@ class Engine(DeadLetterOperations, TagOperations):
 
         return self._read(work)
 
+    def newest_seq(self, project: str, queue: str) -> int:
+        """The sequence number of the newest message `queue` holds (0 for none): a listing
+        after it shows only what is sent from now on, as a subscription of a socket does."""
+        return self._read(lambda tx: tx.max_seq(project, queue))
+
     def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
         """The unexpired messages among `ids`; missing ones are left out."""
 
