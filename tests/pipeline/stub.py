@@ -14,7 +14,7 @@ from starlette.routing import Route
 class ContractStub:
     """The native API's dead-letter browsing, message posting and pattern storing, exactly as
     the contract states them, over an in-memory list; it records what it was asked. Every
-    queue it is asked about exists (`deadletter analyze --queue` looks first)."""
+    queue it is asked about exists and is a DLQ (`deadletter analyze --queue` looks first)."""
 
     def __init__(self, dead_letters: list[dict[str, Any]]) -> None:
         self.dead_letters = sorted(dead_letters, key=lambda m: m["provenance"]["dead_lettered_at"])
@@ -25,6 +25,7 @@ class ContractStub:
             routes=[
                 Route("/v2/queues/{q}", self.queue, methods=["GET"]),
                 Route("/v2/queues/{q}/dead_letters", self.browse, methods=["GET"]),
+                Route("/v2/queues/{q}/dead_letter_sources", self.sources, methods=["GET"]),
                 Route("/v2/queues/{q}/messages", self.post, methods=["POST"]),
                 Route("/v2/queues/{q}/patterns", self.put_patterns, methods=["PUT"]),
             ]
@@ -32,6 +33,18 @@ class ContractStub:
 
     async def queue(self, request: Request) -> Response:
         return JSONResponse({})
+
+    async def sources(self, request: Request) -> Response:
+        """The queues that name this one as their DLQ: those its dead letters came from."""
+        names = sorted({m["provenance"]["source_queue"] for m in self.dead_letters})
+        return JSONResponse(
+            {
+                "sources": [
+                    {"name": n, "href": f"/v2/queues/{n}", "max_claim_count": 3, "active": True}
+                    for n in names
+                ]
+            }
+        )
 
     async def browse(self, request: Request) -> Response:
         params = dict(request.query_params)

@@ -10,8 +10,9 @@ from deadletter.engine.engine import Engine
 
 
 def until_polling(engine: Engine, project: str, queue: str, timeout: float = 30.0) -> None:
-    (notifier,) = (n for n in engine.listeners if isinstance(n, Notifier))
+    # The SQS face's long polls and the WebSocket face's subscriptions each have a notifier.
+    notifiers = [n for n in engine.listeners if isinstance(n, Notifier)]
     deadline = time.monotonic() + timeout
-    while notifier.waiting(project, queue) == 0:
+    while not any(n.waiting(project, queue) for n in notifiers):
         assert time.monotonic() < deadline, f"no long poll started waiting on {queue!r}"
         time.sleep(0.01)

@@ -168,6 +168,8 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.TaskNotRunning: unsupported,
     errors.TaskNotPaused: unsupported,
     errors.TagAlreadyExists: invalid_parameter,
+    errors.TemplateAlreadyExists: invalid_parameter,
+    errors.TemplatePatternTaken: invalid_parameter,
     errors.BatchBehind: invalid_parameter,
     # Never raised here: this face deletes and purges as AWS does, DLQ or not (docs/sqs.md).
     errors.DeadLetterQueueInUse: invalid_parameter,

@@ -67,6 +67,8 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.TaskNotRunning: (409, "Redrive task not running"),
     errors.TaskNotPaused: (409, "Redrive task not paused"),
     errors.TagAlreadyExists: (409, "Tag already exists"),
+    errors.TemplateAlreadyExists: (409, "Template already exists"),
+    errors.TemplatePatternTaken: (409, "Template pattern taken"),
     errors.BatchBehind: (409, "Batch behind"),
     errors.DeadLetterQueueInUse: (409, "Dead-letter queue in use"),
     errors.Conflict: (409, "Conflict"),

@@ -44,7 +44,7 @@ from deadletter.domain.limits import SUBSCRIPTIONS_PER_SOCKET
 from deadletter.domain.projects import check_project
 from deadletter.engine import Authority, Engine
 
-log = logging.getLogger("deadletter.api.zaqar.websocket")
+log = logging.getLogger(__name__)
 
 Q = "/v2/queues/{queue_name}"
 
