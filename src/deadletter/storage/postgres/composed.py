@@ -13,6 +13,7 @@ statements of queries.py these are built from).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -54,13 +55,27 @@ def _add(table: str, key: str, value: str, select: str) -> str:
     )
 
 
-# New messages of one queue: the lane taken (shared) before any is numbered, then numbered,
-# inserted and counted (`SQLTransaction.insert_messages`, `PostgresDialect.numbered`).
+def _arrays(fields: Sequence[str]) -> str:
+    return ", ".join(f":{f}::{_SENT_TYPES[f]}[]" for f in fields)
+
+
+def _numbered(fields: Sequence[str]) -> str:
+    """CTEs `lane`, `seqs` and `new`: the queue's lane taken (shared) before any number is,
+    then one number per row of the arrays `fields`, in the arrays' order (`numbered`)."""
+    return (
+        f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{LANE}),"
+        " seqs AS MATERIALIZED (SELECT nextval('message_seq') AS seq"
+        " FROM lane, generate_series(1, :n)),"
+        f" new AS MATERIALIZED (SELECT s.seq, r.* FROM unnest({_arrays(fields)})"
+        f" WITH ORDINALITY AS r({', '.join(fields)}, ord)"
+        " JOIN (SELECT seq, row_number() OVER (ORDER BY seq) AS ord FROM seqs) AS s USING (ord))"
+    )
+
+
+# New messages of one queue, numbered, inserted and counted (`SQLTransaction.insert_messages`,
+# `PostgresDialect.numbered`).
 INSERT_SENT = (
-    f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{LANE}),"
-    " new AS MATERIALIZED (SELECT nextval('message_seq') AS seq, r.* FROM lane,"
-    f" unnest({', '.join(f':{f}::{_SENT_TYPES[f]}[]' for f in _SENT)}) AS r({', '.join(_SENT)})),"
-    f" stored AS (INSERT INTO messages ({', '.join(q.MESSAGE_FIELDS)})"
+    _numbered(_SENT) + f", stored AS (INSERT INTO messages ({', '.join(q.MESSAGE_FIELDS)})"
     f" SELECT {', '.join(':' + f if f in ('project', 'queue') else f for f in q.MESSAGE_FIELDS)}"
     " FROM new),"
     " depths AS ("
@@ -79,7 +94,35 @@ INSERT_SENT = (
         f"SELECT :project, :queue, hidden, {q.SHARD}, count(*) FROM new WHERE hidden > 0"
         " GROUP BY 3 ORDER BY 3",
     )
-    + ") SELECT seq FROM new"
+    + ") SELECT id, seq FROM new"
+)
+
+# Messages moved to one queue (`SQLTransaction.move_messages`): numbered as new ones of it,
+# every column but the id, project and body rewritten, and the counts changed by what the
+# engine knows moved (`:depth_*` and `:hidden_*`, computed from where the rows were).
+_MOVED = tuple(f for f in q.MESSAGE_FIELDS if f not in ("project", "queue", "seq", "body"))
+MOVE_TO_ONE_QUEUE = (
+    _numbered(_MOVED)
+    + ", moved AS (UPDATE messages AS m SET queue = :queue, seq = new.seq, "
+    + ", ".join(f"{f} = new.{f}" for f in _MOVED if f != "id")
+    + " FROM new WHERE m.id = new.id AND m.project IS NOT DISTINCT FROM :project),"
+    " depths AS ("
+    + _add(
+        "queue_depths",
+        "source",
+        "n",
+        f"SELECT :project, d.queue, d.source, {q.SHARD}, d.n FROM unnest(:depth_queues::text[],"
+        " :depth_sources::text[], :depth_n::bigint[]) AS d(queue, source, n) ORDER BY 2, 3",
+    )
+    + "), shown AS ("
+    + _add(
+        "queue_hidden",
+        "hidden",
+        "n",
+        f"SELECT :project, h.queue, h.hidden, {q.SHARD}, h.n FROM unnest(:hidden_queues::text[],"
+        " :hidden_classes::int[], :hidden_n::bigint[]) AS h(queue, hidden, n) ORDER BY 2, 3",
+    )
+    + ") SELECT id, seq FROM new"
 )
 
 # The counters the engine bumped since the transaction's last statement, as arrays.
@@ -212,14 +255,49 @@ class ComposedStatements(SQLTransaction):
         if len(queues) != 1:  # none, or copies to several queues: one step each
             return super().insert_messages(project, messages)
         rows = [message_params(project, m) for m in messages]
-        params: dict[str, Any] = {"project": project, "queue": queues.pop()}
+        params: dict[str, Any] = {"project": project, "queue": queues.pop(), "n": len(rows)}
         for field in _SENT:
             params[field] = [r[field] for r in rows]
-        seqs = sorted(int(r["seq"]) for r in self.all(INSERT_SENT, params))
-        stored = [with_seq(m, seq) for m, seq in zip(messages, seqs, strict=True)]
+        seq_of = {r["id"]: int(r["seq"]) for r in self.all(INSERT_SENT, params)}
         for r in rows:
             self._note_place(r)
-        return stored
+        return [with_seq(m, seq_of[m.id]) for m in messages]
+
+    def move_messages(self, project: str, messages: Sequence[Message]) -> None:
+        queues = {m.queue for m in messages}
+        if len(queues) != 1:  # none, or to several queues: one step each
+            super().move_messages(project, messages)
+            return
+        before = self.places_before(project, [m.id for m in messages])
+        rows = [message_params(project, m) for m in messages]
+        depths: Counter[tuple[str, str]] = Counter()
+        hidden: Counter[tuple[str, int]] = Counter()
+        for r in rows:
+            if r["id"] in before:
+                depths[(r["queue"], r["dl_source"] or "")] += 1
+                hidden[(r["queue"], r["hidden"])] += 1
+        for queue, source, cls in before.values():
+            depths[(queue, source)] -= 1
+            hidden[(queue, cls)] -= 1
+        changed = sorted((k, n) for k, n in depths.items() if n)
+        shown = sorted((k, n) for k, n in hidden.items() if n and k[1])
+        params: dict[str, Any] = {
+            "project": project,
+            "queue": queues.pop(),
+            "n": len(rows),
+            "depth_queues": [queue for (queue, _), _ in changed],
+            "depth_sources": [source for (_, source), _ in changed],
+            "depth_n": [n for _, n in changed],
+            "hidden_queues": [queue for (queue, _), _ in shown],
+            "hidden_classes": [cls for (_, cls), _ in shown],
+            "hidden_n": [n for _, n in shown],
+        }
+        for field in _MOVED:
+            params[field] = [r[field] for r in rows]
+        seq_of = {r["id"]: int(r["seq"]) for r in self.all(MOVE_TO_ONE_QUEUE, params)}
+        for r in rows:
+            r["seq"] = seq_of[r["id"]]
+            self._note_place(r)
 
     def claim_next(
         self, claim: ClaimRecord, now: float, limit: int, live_until: float
