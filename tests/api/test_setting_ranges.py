@@ -61,7 +61,7 @@ def test_every_dependency_is_declared() -> None:
 @pytest.fixture
 def app(engine: Engine) -> Iterator[ApiClient]:
     """The app in-process, with a DLQ for the settings that need one."""
-    engine.create_queue(ACCOUNT, "dlq", QueueSettings())
+    engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings())
     transport = httpx.ASGITransport(app=build_app(engine))
     with anyio.from_thread.start_blocking_portal() as portal:
         client = httpx.AsyncClient(
@@ -79,7 +79,7 @@ def app(engine: Engine) -> Iterator[ApiClient]:
 def test_the_engine_holds_each_declared_range(
     engine: Engine, setting: declared.Setting, value: int, accepted: bool
 ) -> None:
-    engine.create_queue(ACCOUNT, "dlq", QueueSettings())
+    engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings())
     # Respect-TTL, so that a TTL at its edge is not refused for exceeding another TTL.
     base = QueueSettings(respect_ttl=True)
     if setting.field.startswith("dead_letter."):
@@ -91,10 +91,10 @@ def test_the_engine_holds_each_declared_range(
     else:
         settings = base.with_changes(**{setting.field: value})
     if accepted:
-        assert setting.value(engine.create_queue(ACCOUNT, "q", settings).settings) == value
+        assert setting.value(engine.create_queue(ACCOUNT, "q", settings=settings).settings) == value
     else:
         with pytest.raises(errors.InvalidInput, match=setting.what):
-            engine.create_queue(ACCOUNT, "q", settings)
+            engine.create_queue(ACCOUNT, "q", settings=settings)
         assert engine.find_queue(ACCOUNT, "q") is None
 
 
