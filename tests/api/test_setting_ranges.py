@@ -60,7 +60,7 @@ def test_every_dependency_is_declared() -> None:
 @pytest.fixture
 def app(engine: Engine) -> Iterator[ApiClient]:
     """The app in-process, with a DLQ for the settings that need one."""
-    engine.create_queue(ACCOUNT, "dlq", QueueSettings())
+    engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings())
     with in_process(
         build_app(engine), headers={"Client-ID": "3f8b0a0e-0d47-4f3e-9b59-7f0c1e6a2a11"}
     ) as client:
@@ -71,7 +71,7 @@ def app(engine: Engine) -> Iterator[ApiClient]:
 def test_the_engine_holds_each_declared_range(
     engine: Engine, setting: declared.Setting, value: int, accepted: bool
 ) -> None:
-    engine.create_queue(ACCOUNT, "dlq", QueueSettings())
+    engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings())
     # Respect-TTL, so that a TTL at its edge is not refused for exceeding another TTL.
     base = QueueSettings(respect_ttl=True)
     if setting.field.startswith("dead_letter."):

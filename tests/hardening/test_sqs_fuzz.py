@@ -56,7 +56,9 @@ def _handle(claim_id: str, message_id: str) -> str:
 def _ensure_queues(engine: Engine) -> None:
     for name in (DLQ, *QUEUES):
         if engine.find_queue(ACCOUNT, name) is None:
-            engine.create_queue(ACCOUNT, name, QueueSettings(default_ttl=3600, max_ttl=3600))
+            engine.create_queue(
+                ACCOUNT, name, settings=QueueSettings(default_ttl=3600, max_ttl=3600)
+            )
 
 
 def _refill(engine: Engine, pool: Pool, sentinel: Sentinel) -> None:
@@ -64,8 +66,8 @@ def _refill(engine: Engine, pool: Pool, sentinel: Sentinel) -> None:
     naming the sentinel)."""
     _ensure_queues(engine)
     for name in (DLQ, *QUEUES):
-        engine.send(ACCOUNT, name, [NewMessage(body=b"fodder") for _ in range(3)])
-    claim = engine.claim(ACCOUNT, QUEUES[0], 2, 600)
+        engine.send(ACCOUNT, name, messages=[NewMessage(body=b"fodder") for _ in range(3)])
+    claim = engine.claim(ACCOUNT, QUEUES[0], limit=2, ttl=600)
     pool.handles = [_handle(claim.id, m.id) for m in claim.messages]
     pool.handles.append(_handle(str(uuid.uuid4()), sentinel.message_id))
 

@@ -47,7 +47,7 @@ def http(engine: Engine) -> Iterator[ApiClient]:
 @pytest.fixture
 def sentinel(engine: Engine) -> Iterator[Sentinel]:
     """Given a queue `work` and a message on another queue that no request names."""
-    engine.create_queue(ACCOUNT, "work", QueueSettings(default_ttl=3600, max_ttl=3600))
+    engine.create_queue(ACCOUNT, "work", settings=QueueSettings(default_ttl=3600, max_ttl=3600))
     planted = Sentinel.plant(engine)
     yield planted
     planted.check(engine, "the test")
