@@ -83,10 +83,10 @@ def test_the_engine_holds_each_declared_range(
     else:
         settings = base.with_changes(**{setting.field: value})
     if accepted:
-        assert setting.value(engine.create_queue(ACCOUNT, "q", settings).settings) == value
+        assert setting.value(engine.create_queue(ACCOUNT, "q", settings=settings).settings) == value
     else:
         with pytest.raises(errors.InvalidInput, match=setting.what):
-            engine.create_queue(ACCOUNT, "q", settings)
+            engine.create_queue(ACCOUNT, "q", settings=settings)
         assert engine.find_queue(ACCOUNT, "q") is None
 
 

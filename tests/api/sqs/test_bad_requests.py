@@ -175,14 +175,14 @@ def test_a_binary_attribute_that_is_not_base64_does_not_fail_the_receive(
 ) -> None:
     # Given four good messages and one whose Binary attribute is not base64 (as the Zaqar
     # face once stored), on a queue that dead-letters after one receive
-    engine.create_queue(ACCOUNT, "dlq", QueueSettings(default_ttl=3600, max_ttl=3600))
+    engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings(default_ttl=3600, max_ttl=3600))
     policy = json.dumps({"deadLetterTargetArn": f"{ARN}:dlq", "maxReceiveCount": 1})
     json_call(
         http, "SetQueueAttributes", {"QueueUrl": QUEUE_URL, "Attributes": {"RedrivePolicy": policy}}
     )
     good = [NewMessage(body=f"good {i}".encode()) for i in range(4)]
     bad = NewMessage(body=b"bad", attributes={"blob": Attribute("Binary", "not base64!")})
-    engine.send(ACCOUNT, "work", [*good[:2], bad, *good[2:]])
+    engine.send(ACCOUNT, "work", messages=[*good[:2], bad, *good[2:]])
     # When all are received
     r = json_call(
         http,
