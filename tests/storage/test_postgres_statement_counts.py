@@ -126,29 +126,31 @@ def _requests(engine: Engine) -> dict[str, Callable[[], Any]]:
     state: dict[str, Any] = {}
 
     def claim() -> Any:
-        state["claim"] = c = engine.claim(P, "q", BATCH, ttl=60)
+        state["claim"] = c = engine.claim(P, "q", limit=BATCH, ttl=60)
         return c
 
     def delete_by_ids() -> Any:  # Zaqar's bulk delete, `?ids=...&claim_ids=...`
-        c = engine.claim(P, "q", BATCH, ttl=60)
-        return lambda: engine.delete_messages(P, "q", [m.id for m in c.messages])
+        c = engine.claim(P, "q", limit=BATCH, ttl=60)
+        return lambda: engine.delete_messages(P, "q", ids=[m.id for m in c.messages])
 
     def delete_one() -> Any:  # Zaqar's DELETE of a message with its claim
-        c = engine.claim(P, "q", 1, ttl=60)
-        return lambda: engine.delete_message(P, "q", c.messages[0].id, c.id)
+        c = engine.claim(P, "q", limit=1, ttl=60)
+        return lambda: engine.delete_message(P, "q", message_id=c.messages[0].id, claim_id=c.id)
 
     def acknowledge_and_claim() -> Any:  # Zaqar's claim that acknowledges the last batch
-        c = engine.claim(P, "q", BATCH, ttl=60)
+        c = engine.claim(P, "q", limit=BATCH, ttl=60)
         ids = [m.id for m in c.messages]
-        return lambda: engine.acknowledge_and_claim(P, "q", c.id, ids, BATCH, ttl=60)
+        return lambda: engine.acknowledge_and_claim(
+            P, "q", done_claim=c.id, done=ids, limit=BATCH, ttl=60
+        )
 
     def delete_batch() -> Any:  # SQS DeleteMessageBatch: receipt handles, one claim each
-        c = engine.claim(P, "q", BATCH, ttl=60)
+        c = engine.claim(P, "q", limit=BATCH, ttl=60)
         held = [(m.id, c.id, None) for m in c.messages]
-        return lambda: engine.acknowledge(P, "q", held, strict=False)
+        return lambda: engine.acknowledge(P, "q", held=held, strict=False)
 
     return {
-        "send": lambda: lambda: engine.send(P, "q", _batch()),
+        "send": lambda: lambda: engine.send(P, "q", messages=_batch()),
         "claim": lambda: claim,  # also SQS ReceiveMessage (`Engine.claim` with its TTL)
         "delete by ids": delete_by_ids,
         "delete one": delete_one,
@@ -160,7 +162,7 @@ def _requests(engine: Engine) -> dict[str, Callable[[], Any]]:
 def measure(engine: Engine, wire: Wire) -> dict[str, Sent]:
     engine.create_queue(P, "q")
     for _ in range(WARM_UP * 8):
-        engine.send(P, "q", _batch())
+        engine.send(P, "q", messages=_batch())
     requests = _requests(engine)
     for _ in range(WARM_UP):
         for ready in requests.values():

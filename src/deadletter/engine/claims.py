@@ -40,7 +40,7 @@ def claim(
     while len(delivered) < limit:
         wanted = limit - len(delivered)
         if at_once:
-            found = group.take(tx, record, now, wanted, expires + grace)
+            found = group.take(tx, record, now=now, limit=wanted, live_until=expires + grace)
         else:
             found = group.claimable(tx, now, wanted)
         if not found:

@@ -62,7 +62,7 @@ class ConsumerGroup(abc.ABC):
         return False
 
     def take(
-        self, tx: Transaction, claim: ClaimRecord, now: float, limit: int, live_until: float
+        self, tx: Transaction, claim: ClaimRecord, *, now: float, limit: int, live_until: float
     ) -> list[Message]:
         """What `claimable` finds, already written as claimed by `claim` (recorded with
         them), as it was before; only where `takes_at_once`."""
@@ -152,9 +152,9 @@ class DefaultGroup(ConsumerGroup):
         return not s.fifo and s.retry_policy is None
 
     def take(
-        self, tx: Transaction, claim: ClaimRecord, now: float, limit: int, live_until: float
+        self, tx: Transaction, claim: ClaimRecord, *, now: float, limit: int, live_until: float
     ) -> list[Message]:
-        return tx.claim_next(claim, now, limit, live_until)
+        return tx.claim_next(claim, now=now, limit=limit, live_until=live_until)
 
     def held(self, tx: Transaction, ids: Sequence[str], now: float) -> list[Message]:
         return held_rows(tx, self.queue.project, self.queue.name, ids, now)

@@ -119,7 +119,7 @@ class Messages(abc.ABC):
 
     @abc.abstractmethod
     def claim_next(
-        self, claim: ClaimRecord, now: float, limit: int, live_until: float
+        self, claim: ClaimRecord, *, now: float, limit: int, live_until: float
     ) -> list[Message]:
         """`claimable` and `claim_messages` of what it finds, one step where the store can:
         up to `limit` messages of the claim's queue written as claimed by `claim` (recorded

@@ -300,7 +300,7 @@ class ComposedStatements(SQLTransaction):
             self._note_place(r)
 
     def claim_next(
-        self, claim: ClaimRecord, now: float, limit: int, live_until: float
+        self, claim: ClaimRecord, *, now: float, limit: int, live_until: float
     ) -> list[Message]:
         params = {"project": claim.project, "queue": claim.queue, "now": now, "limit": limit,
                   "claim_id": claim.id, "expires": claim.expires_at, "live_until": live_until,

@@ -349,7 +349,7 @@ class SQLTransaction(
         self._claim_rows(project, ids, first.claim_id, first.claim_expires_at, now, live_until)
 
     def claim_next(
-        self, claim: ClaimRecord, now: float, limit: int, live_until: float
+        self, claim: ClaimRecord, *, now: float, limit: int, live_until: float
     ) -> list[Message]:
         found = self.claimable(claim.project, claim.queue, now, limit)
         if found:
