@@ -13,9 +13,13 @@ statements of queries.py these are built from).
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
 
 from deadletter.domain.model import Message
 from deadletter.domain.tags import DEFAULT_DONE_AT
@@ -205,34 +209,65 @@ class ComposedStatements(SQLTransaction):
         super().__init__(cursor, dialect)
         # Counter bumps not yet written: (project, queue, name) -> amount.
         self._bumps: dict[tuple[str, str, str], int] = {}
+        # The session is in autocommit: the transaction's BEGIN goes with its first statement
+        # and its COMMIT with what is left to write (`commit`), one round trip each.
+        self._begun = False
+        self._connection: psycopg.Connection[Any] = cursor.connection
 
-    # Counters: written with the next statement, or before the commit (`finish`)
+    # The transaction's frame
 
-    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
-        key = (project, queue, name)
-        self._bumps[key] = self._bumps.get(key, 0) + amount
+    def commit(self) -> None:
+        """Write what is still pending and commit, in one round trip; a transaction that sent
+        nothing has nothing to commit."""
+        if not self._begun:
+            return
+        with self._connection.pipeline():
+            if self._bumps:
+                self._write_bumps()
+            self._connection.execute("COMMIT")
+
+    def abandon(self) -> None:
+        """Roll back what was sent; the error that ended the transaction is the caller's to
+        raise (a connection that broke under it is discarded by the pool)."""
+        conn = self._connection
+        status = conn.info.transaction_status
+        if conn.closed or status == TransactionStatus.IDLE:
+            return
+        if status == TransactionStatus.ACTIVE:
+            conn.close()  # interrupted mid-statement, so it cannot roll back: the pool replaces it
+            return
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()
 
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         if sql in _CARRY_BUMPS:
             params = {**(params or {}), **self._take_bumps()}
         elif self._bumps:  # every other statement sees them written, as if written at once
             self._write_bumps()
-        return super().run(sql, params)
+        if self._begun:
+            return super().run(sql, params)
+        self._begun = True
+        with self._connection.pipeline():
+            self._connection.execute("BEGIN")
+            super().run(sql, params)
+        return self.cur.rowcount
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if self._bumps:
             self._write_bumps()
-        super().run_many(sql, rows)
+        if self._begun or not rows:
+            super().run_many(sql, rows)
+            return
+        self._begun = True
+        with self._connection.pipeline():
+            self._connection.execute("BEGIN")
+            super().run_many(sql, rows)
 
-    @property
-    def pending(self) -> bool:
-        """Whether writes wait for `finish`."""
-        return bool(self._bumps)
+    # Counters: written with the next statement, or with the COMMIT
 
-    def finish(self) -> None:
-        """Write what is still pending; the last statement before the commit."""
-        if self._bumps:
-            self._write_bumps()
+    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
+        key = (project, queue, name)
+        self._bumps[key] = self._bumps.get(key, 0) + amount
 
     def _take_bumps(self) -> dict[str, list[Any]]:
         bumps = sorted(self._bumps.items())
@@ -245,8 +280,8 @@ class ComposedStatements(SQLTransaction):
         }
 
     def _write_bumps(self) -> None:
-        bumps = self._take_bumps()
-        super().run(BUMP_COUNTERS, bumps)
+        # Never the transaction's first statement: the engine bumps a counter after a write.
+        SQLTransaction.run(self, BUMP_COUNTERS, self._take_bumps())
 
     # Messages
 
