@@ -109,6 +109,7 @@ EXPORT_HELP = "--input takes what `deadletter dlq export` writes (a JSON object 
 @click.pass_context
 def analyze(
     ctx: click.Context,
+    *,
     input_path: Path | None,
     url: str | None,
     queue: str | None,
