@@ -82,6 +82,7 @@ def zaqar_may(
 
 def zaqar_project(
     authority: Authority,
+    *,
     method: str,
     template: str,
     path: str,
@@ -318,12 +319,12 @@ def share_queue(authority: Authority, request: Request, body: bytes) -> Response
     queue = str(request.path_params["queue"])
     project = zaqar_project(
         authority,
-        "POST",
-        "/v2/queues/{queue}/share",
-        request.url.path,
-        request.headers,
-        dict(request.query_params),
-        "",
+        method="POST",
+        template="/v2/queues/{queue}/share",
+        path=request.url.path,
+        headers=request.headers,
+        params=dict(request.query_params),
+        default_project="",
     )
     if authority.engine.find_queue(project, queue) is None:
         raise errors.QueueNotFound(f"Queue {queue} does not exist.")

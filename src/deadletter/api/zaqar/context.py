@@ -216,13 +216,21 @@ def endpoint(
             check_names(request.path_params)
             if options.authority is not None:
                 project = await in_thread(
-                    zaqar_project, options.authority, request.method, template,
-                    request.url.path, request.headers, dict(request.query_params), project,
-                )  # fmt: skip
+                    zaqar_project,
+                    options.authority,
+                    method=request.method,
+                    template=template,
+                    path=request.url.path,
+                    headers=request.headers,
+                    params=dict(request.query_params),
+                    default_project=project,
+                )
             body = await request.body()
             params = dict(request.query_params)
             check_reads(reads, request.method, params, body)
-            ctx = Ctx(request, engine, project, cid, body, params, options, reads)
+            ctx = Ctx(
+                request, engine, project, cid, body, params=params, options=options, reads=reads
+            )
             if reads.body is not None and reads.body is not FREE and body.strip():
                 ctx.doc  # noqa: B018 (refused before the handler looks anything up)
             if bounded:
