@@ -7,7 +7,7 @@ Zaqar's WebSocket transport takes WebSocket requests at every path (`zaqar/webso
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Protocol
@@ -44,14 +44,12 @@ class Background(Protocol):
 
 
 class _App(Starlette):
-    """Starlette, with the message routes answered in front of its middleware stack
-    (`deadletter.api.hot`)."""
-
-    hot: Callable[[ASGIApp], ASGIApp] | None = None
+    """Starlette, with the message routes answered ahead of its router, through the app's own
+    middleware (`deadletter.api.hot`)."""
 
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()
-        return self.hot(stack) if self.hot is not None else stack
+        return HotRoutes(stack, hot_routes(self.routes), self.user_middleware)
 
 
 def build_app(
@@ -122,13 +120,6 @@ def build_app(
         ],
         exception_handlers={HTTPException: refusals.http_error},
         lifespan=lifespan,
-    )
-    app.hot = partial(
-        HotRoutes,
-        routes=hot_routes(routes),
-        limit_for=body_limit,
-        refuse=refusals.too_large,
-        times=times,
     )
     app.state.metrics = metrics
     app.state.engine = engine
