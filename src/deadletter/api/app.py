@@ -24,6 +24,7 @@ from deadletter.api.console import Console
 from deadletter.api.head import HeadWithoutBody
 from deadletter.api.hot import HotRoutes, hot_routes
 from deadletter.api.limits import BodyLimit, Limits
+from deadletter.api.listeners import for_engine
 from deadletter.api.metrics import LatencyMiddleware, Metrics, RequestTimes
 from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
@@ -65,15 +66,18 @@ def build_app(
     def body_limit(scope: Scope) -> int:
         return limits.zaqar_body if refusals.is_zaqar(scope["path"]) else limits.sqs_body
 
+    # The app's listeners, heard while the app lives, registered with the engine once for
+    # every app built on it (`listeners.py`).
+    listeners = for_engine(engine)
     metrics = Metrics(options.metrics_queues)
-    engine.add_listener(metrics)
+    listeners.add(metrics)
     metrics.watch_tags(engine.tags_of)
     authority = options.authority
     console = Console(
         options.default_project,
         partial(feed_project, authority) if authority is not None else None,
     )
-    engine.add_listener(console.feed)
+    listeners.add(console.feed)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -91,7 +95,7 @@ def build_app(
     # The queues a socket subscribed to announce their messages here, apart from the long
     # polls (whose number is a metric).
     sockets = Notifier()
-    engine.add_listener(sockets)
+    listeners.add(sockets)
     routes: list[BaseRoute] = [
         # Zaqar's WebSocket transport: only WebSocket requests match this, HTTP ones pass on.
         *websocket_routes(sockets),

@@ -22,6 +22,7 @@ from starlette.types import Scope
 from deadletter.api.auth import sqs_account
 from deadletter.api.hot import HotRoute
 from deadletter.api.json_response import JSONResponse
+from deadletter.api.listeners import for_engine
 from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
@@ -200,7 +201,7 @@ def sqs_routes(
 ) -> list[BaseRoute]:
     """The SQS face's routes; `notifier` wakes its long polls (one of their own if None)."""
     notifier = notifier or Notifier()
-    engine.add_listener(notifier)
+    for_engine(engine).add(notifier)
     endpoint = SqsEndpoint(engine, options, notifier).endpoint
 
     async def reset(request: Request) -> Response:
