@@ -162,7 +162,9 @@ class DefaultGroup(ConsumerGroup):
     def claimed_by(
         self, tx: Transaction, claim_id: str, now: float, lock: bool = False
     ) -> list[Message]:
-        return live_messages(tx, self.queue.project, self.queue.name, claim_id, now, lock)
+        return live_messages(
+            tx, self.queue.project, self.queue.name, claim_id=claim_id, now=now, lock=lock
+        )
 
     def acknowledgeable(self, tx: Transaction, ids: Sequence[str], now: float) -> list[Message]:
         return tags.not_done_by_default(self.held(tx, ids, now))

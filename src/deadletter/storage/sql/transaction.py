@@ -82,7 +82,13 @@ def _source(m: Message) -> str:
 
 def _claim_from(r: Row) -> ClaimRecord:
     return ClaimRecord(
-        r["id"], r["project"], r["queue"], r["ttl"], r["grace"], r["created_at"], r["expires_at"]
+        id=r["id"],
+        project=r["project"],
+        queue=r["queue"],
+        ttl=r["ttl"],
+        grace=r["grace"],
+        created_at=r["created_at"],
+        expires_at=r["expires_at"],
     )
 
 
