@@ -14,7 +14,8 @@ from deadletter.api.zaqar.reads import FREE, READS
 from deadletter.api.zaqar.routes import ROUTES
 from deadletter.domain import names
 from deadletter.domain import settings as declared
-from deadletter.domain.model import Reason, TaskStatus
+from deadletter.domain.model import TaskStatus
+from deadletter.domain.provenance import Reason
 
 # The domain's enums, read from their types: a reason or a status added there is documented.
 REASON = {"enum": [r.value for r in Reason]}

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from deadletter.clock import Clock
 from deadletter.domain import errors
-from deadletter.domain.model import Claim, ErrorDetails, Message
+from deadletter.domain.model import Claim, Message
+from deadletter.domain.provenance import ErrorDetails
 from deadletter.engine import acknowledgements, claims, dead_letters, groups, validation, visibility
 from deadletter.engine.lookups import held_by, require_queue
 from deadletter.engine.transactions import Pending, Runner

@@ -8,7 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
 
-from deadletter.domain.model import Message, Reason
+from deadletter.domain.model import Message
+from deadletter.domain.provenance import Reason
 from deadletter.engine import counters, dead_letters, groups, transitions
 from deadletter.engine.events import EngineListener
 from deadletter.engine.groups import ConsumerGroup, DefaultGroup

@@ -22,7 +22,8 @@ from deadletter.auth.signed_urls import SignedUrl
 from deadletter.clock import Clock
 from deadletter.domain import errors
 from deadletter.domain.limits import SUBSCRIPTIONS_PER_PROJECT, SUBSCRIPTIONS_PER_QUEUE
-from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message, Reason
+from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message
+from deadletter.domain.provenance import Reason
 from deadletter.domain.subscriptions import (
     MAX_SUBSCRIBER_LENGTH,
     MIN_SUBSCRIPTION_TTL,

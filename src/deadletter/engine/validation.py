@@ -17,14 +17,13 @@ from deadletter.domain.model import (
     RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
     DeadLetterFilter,
-    ErrorDetails,
     NewMessage,
     Overflow,
     QueueSettings,
-    RedrivePermission,
-    RetryPolicy,
-    TemplateSettings,
 )
+from deadletter.domain.policies import RedrivePermission, RetryPolicy
+from deadletter.domain.provenance import ErrorDetails
+from deadletter.domain.templates import TemplateSettings
 from deadletter.engine import fifo
 from deadletter.storage.base import Transaction
 

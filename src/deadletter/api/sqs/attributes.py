@@ -35,11 +35,9 @@ from deadletter.api.sqs.errors import (
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.domain import names
 from deadletter.domain import settings as declared
-from deadletter.domain.model import (
+from deadletter.domain.model import Queue, QueueSettings, QueueStats
+from deadletter.domain.policies import (
     DeadLetterPolicy,
-    Queue,
-    QueueSettings,
-    QueueStats,
     RedriveAllow,
     RedrivePermission,
     RetryPolicy,

@@ -33,11 +33,10 @@ from deadletter.domain.model import (
     Claim,
     Message,
     NewMessage,
-    Provenance,
     Queue,
     QueueSettings,
-    Reason,
 )
+from deadletter.domain.provenance import Provenance, Reason
 from deadletter.engine import VisibilityChange
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
