@@ -8,8 +8,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
-import httpx
 import pytest
 
 from deadletter.api.app import build_app
@@ -19,6 +17,7 @@ from deadletter.domain.model import QueueSettings
 from deadletter.domain.policies import DeadLetterPolicy, RetryPolicy
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
+from tests.support.clients import in_process
 
 ACCOUNT = "123456789012"
 SQS_TARGET = "AmazonSQS."
@@ -63,17 +62,10 @@ def test_every_dependency_is_declared() -> None:
 def app(engine: Engine) -> Iterator[ApiClient]:
     """The app in-process, with a DLQ for the settings that need one."""
     engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings())
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(
-            transport=transport,
-            base_url="http://testserver",
-            headers={"Client-ID": "3f8b0a0e-0d47-4f3e-9b59-7f0c1e6a2a11"},
-        )
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    with in_process(
+        build_app(engine), headers={"Client-ID": "3f8b0a0e-0d47-4f3e-9b59-7f0c1e6a2a11"}
+    ) as client:
+        yield client
 
 
 @pytest.mark.parametrize(("setting", "value", "accepted"), _cases("engine"))

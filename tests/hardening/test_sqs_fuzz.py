@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Iterator
 from urllib.parse import quote
 
-import anyio.from_thread
 import httpx
 import pytest
 
@@ -29,6 +28,7 @@ from deadletter.domain.model import NewMessage, QueueSettings
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
 from tests.support import sqs_fuzz
+from tests.support.clients import in_process
 from tests.support.sqs_fuzz import ACCOUNT, Case, Pool, Sentinel
 
 REGION = "us-east-1"
@@ -45,13 +45,8 @@ RARE = {"DeleteQueue": 0.1, "PurgeQueue": 0.3}
 
 @pytest.fixture
 def http(engine: Engine) -> Iterator[ApiClient]:
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url=BASE_URL)
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    with in_process(build_app(engine)) as client:
+        yield client
 
 
 def _handle(claim_id: str, message_id: str) -> str:

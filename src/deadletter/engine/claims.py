@@ -33,11 +33,29 @@ def claim(
     policy, retry = queue.settings.dead_letter, queue.settings.retry_policy
     claim_id = new_id()
     expires = now + claim_ttl
+    record = ClaimRecord(
+        id=claim_id,
+        project=project,
+        queue=name,
+        ttl=claim_ttl,
+        grace=grace,
+        created_at=now,
+        expires_at=expires,
+    )
+    # Where the group can, the store takes and claims the messages in one step and the rule
+    # is applied to what it took: the poisoned ones then leave the claim for the DLQ.
+    at_once = group.takes_at_once()
+    taken = False
     delivered: list[Message] = []
     while len(delivered) < limit:
-        found = group.claimable(tx, now, limit - len(delivered))
+        wanted = limit - len(delivered)
+        if at_once:
+            found = group.take(tx, record, now=now, limit=wanted, live_until=expires + grace)
+        else:
+            found = group.claimable(tx, now, wanted)
         if not found:
             break
+        taken = True
         matching = group.skip_unmatched(tx, found)
         poisoned = [m for m in matching if transitions.poisoned(m, policy)]
         kept: list[Message] = []
@@ -57,23 +75,20 @@ def claim(
             for m in matching
             if not transitions.poisoned(m, policy) or m.id in kept_ids
         ]
-        group.hold_claimed(tx, fresh, now, expires + grace)
+        if at_once:
+            # Taken as `transitions.claimed` makes them; a last delivery also falls due.
+            group.hold(tx, [m for m in fresh if m.dead_letter_due_at is not None])
+        else:
+            group.hold_claimed(tx, fresh, now, expires + grace)
         delivered += fresh
         if not poisoned and len(matching) == len(found):
             break
     group.claim_ended(tx)
+    if at_once and taken and not delivered:
+        tx.delete_claim(project, name, claim_id)  # recorded as it took what left for the DLQ
+    elif delivered and not at_once:
+        tx.insert_claim(record)
     if delivered:
-        tx.insert_claim(
-            ClaimRecord(
-                id=claim_id,
-                project=project,
-                queue=name,
-                ttl=claim_ttl,
-                grace=grace,
-                created_at=now,
-                expires_at=expires,
-            )
-        )
         group.claimed(pending, len(delivered))
     return Claim(
         id=claim_id,

@@ -15,7 +15,7 @@ from dataclasses import replace
 from deadletter.auth import errors as auth_errors
 from deadletter.auth import roles, signed_urls, sigv4, tokens
 from deadletter.auth.credentials import Credential, MasterKey, issue, reseal
-from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
+from deadletter.auth.roles import Action, Role
 from deadletter.domain import errors
 from deadletter.domain.limits import CREDENTIALS_PER_PROJECT
 from deadletter.domain.projects import check_tenant
@@ -23,14 +23,12 @@ from deadletter.engine.engine import Engine
 from deadletter.storage.base import CredentialRecord, Transaction
 
 __all__ = [
-    "SQS_ACTIONS",
     "Action",
     "Authority",
     "Credential",
     "Role",
     "auth_errors",
     "parse_role",
-    "zaqar_action",
 ]
 
 

@@ -8,15 +8,12 @@ import json
 import logging
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
 import httpx
 import pytest
 from starlette.responses import JSONResponse
 
-from deadletter.api.app import build_app
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs import message_attributes as message_attrs
 from deadletter.api.sqs import wire
@@ -29,26 +26,6 @@ BASE_URL = "http://testserver"
 NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 QUEUE_URL = f"{BASE_URL}/{ACCOUNT}/work"
 ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}"
-
-
-@pytest.fixture
-def http(engine: Engine) -> Iterator[ApiClient]:
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url=BASE_URL)
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
-
-
-@pytest.fixture
-def sentinel(engine: Engine) -> Iterator[Sentinel]:
-    """Given a queue `work` and a message on another queue that no request names."""
-    engine.create_queue(ACCOUNT, "work", settings=QueueSettings(default_ttl=3600, max_ttl=3600))
-    planted = Sentinel.plant(engine)
-    yield planted
-    planted.check(engine, "the test")
 
 
 def json_call(http: ApiClient, action: str, body: bytes | dict[str, Any]) -> httpx.Response:
