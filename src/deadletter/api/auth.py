@@ -82,6 +82,7 @@ def zaqar_may(
 
 def zaqar_project(
     authority: Authority,
+    *,
     action: Action | None,
     method: str,
     path: str,
@@ -317,7 +318,12 @@ def share_queue(authority: Authority, request: Request, body: bytes) -> Response
     claims, for whoever holds it, until it expires."""
     queue = str(request.path_params["queue"])
     project = zaqar_project(
-        authority, Action.QUEUE_SHARE, "POST", request.url.path, request.headers, ""
+        authority,
+        action=Action.QUEUE_SHARE,
+        method="POST",
+        path=request.url.path,
+        headers=request.headers,
+        default_project="",
     )
     if authority.engine.find_queue(project, queue) is None:
         raise errors.QueueNotFound(f"Queue {queue} does not exist.")

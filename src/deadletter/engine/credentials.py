@@ -229,13 +229,13 @@ class Authority:
     ) -> signed_urls.SignedUrl:
         return signed_urls.share(
             self.master.signed_url_key,
-            project,
-            queue,
-            self.now(),
-            names,
-            methods,
-            expires,
-            self.signed_url_max_ttl,
+            project=project,
+            queue=queue,
+            now=self.now(),
+            names=names,
+            methods=methods,
+            expires=expires,
+            max_ttl=self.signed_url_max_ttl,
         )
 
     def sign(self, project: str, path: str, methods: list[str]) -> signed_urls.SignedUrl:
@@ -243,9 +243,9 @@ class Authority:
         limit if shorter (a subscription's confirmation link)."""
         return signed_urls.create_signed_url(
             self.master.signed_url_key,
-            [path],
-            project,
-            self.now(),
+            paths=[path],
+            project=project,
+            now=self.now(),
             methods=methods,
             max_ttl=self.signed_url_max_ttl,
         )
@@ -254,7 +254,12 @@ class Authority:
         self, method: str, path: str, headers: Mapping[str, str]
     ) -> signed_urls.SignedUrl:
         return signed_urls.verify_signed_request(
-            self.master.signed_url_key, method, path, headers, self.now(), self.signed_url_max_ttl
+            self.master.signed_url_key,
+            method=method,
+            path=path,
+            headers=headers,
+            now=self.now(),
+            max_ttl=self.signed_url_max_ttl,
         )
 
 

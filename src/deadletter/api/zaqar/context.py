@@ -218,12 +218,19 @@ def endpoint(
             params = dict(request.query_params)
             if options.authority is not None:
                 project = await in_thread(
-                    zaqar_project, options.authority, action_for(params), request.method,
-                    request.url.path, request.headers, project,
-                )  # fmt: skip
+                    zaqar_project,
+                    options.authority,
+                    action=action_for(params),
+                    method=request.method,
+                    path=request.url.path,
+                    headers=request.headers,
+                    default_project=project,
+                )
             body = await request.body()
             check_reads(reads, request.method, params, body)
-            ctx = Ctx(request, engine, project, cid, body, params, options, reads)
+            ctx = Ctx(
+                request, engine, project, cid, body, params=params, options=options, reads=reads
+            )
             if reads.body is not None and reads.body is not FREE and body.strip():
                 ctx.doc  # noqa: B018 (refused before the handler looks anything up)
             if bounded:
