@@ -9,15 +9,12 @@ never pushes a live message out of a drop-head queue to make room.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from deadletter.domain import errors
 from deadletter.domain.model import (
-    MAX_CANARY_IDS_RECORDED,
-    MAX_CANARY_WATCH,
     MAX_SKIPPED_RECORDED,
     Canary,
     CanaryDecision,
@@ -29,6 +26,7 @@ from deadletter.domain.model import (
     TaskStatus,
 )
 from deadletter.engine import bounds, fifo, transitions
+from deadletter.engine import canary as canaries
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.transactions import Pending
@@ -71,12 +69,21 @@ def start(
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
     max_seq = tx.max_seq(project, dlq)
     to_move = tx.count_dead_letters(project, dlq, now, where, max_seq)
+    task_id = new_id()
     if canary is not None:
-        canary = replace(canary, size=canary_size(canary, to_move), seen_seq=max_seq)
-        if canary.size == 0:  # nothing selected, nothing to watch: the task ends at its step
-            canary = replace(canary, decision=CanaryDecision.CONTINUED, decided_at=now)
+        canary = canaries.started(
+            tx,
+            canary,
+            project=project,
+            dlq=dlq,
+            where=where,
+            max_seq=max_seq,
+            to_move=to_move,
+            task_id=task_id,
+            now=now,
+        )
     task = RedriveTask(
-        id=new_id(),
+        id=task_id,
         project=project,
         dlq=dlq,
         destination=destination,
@@ -94,30 +101,6 @@ def start(
     return task
 
 
-def check_canary(canary: Canary) -> None:
-    """A canary's request is whole and in range before a task is written."""
-    if (canary.count is None) == (canary.percent is None):
-        raise errors.InvalidInput("a canary is a number of dead letters or a percentage of them")
-    if canary.count is not None and not 1 <= canary.count <= 1_000_000:
-        raise errors.InvalidInput("a canary takes 1 to 1000000 dead letters")
-    if canary.percent is not None and not 0 < canary.percent <= 100:
-        raise errors.InvalidInput("a canary's percentage is more than 0 and at most 100")
-    if not 0 < canary.watch <= MAX_CANARY_WATCH:
-        raise errors.InvalidInput(
-            f"a canary's watch is more than 0 and at most {MAX_CANARY_WATCH} s"
-        )
-    if not 0 <= canary.max_redeath <= 100:
-        raise errors.InvalidInput("a canary's max_redeath is a percentage, 0 to 100")
-
-
-def canary_size(canary: Canary, to_move: int) -> int:
-    """How many dead letters the sample takes, at most all the task selects: a percentage
-    rounds up, so it is never empty."""
-    if canary.count is not None:
-        return min(canary.count, to_move)
-    return math.ceil(to_move * (canary.percent or 0) / 100)
-
-
 def is_redrive_source(tx: Transaction, project: str, name: str, now: float) -> bool:
     """Whether a redrive may start on `name`: a policy points at it, or it holds dead letters."""
     return bool(tx.sources_of(project, name) or tx.count_by_source(project, name, now))
@@ -129,7 +112,8 @@ def active_tasks(tx: Transaction, project: str) -> list[RedriveTask]:
 
 
 def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: float) -> RedriveTask:
-    """Move up to `budget` messages of a running task, with its progress, under its row lock."""
+    """Move up to `budget` messages of a running task, with its progress, under its row lock:
+    while its canary samples or watches, the canary's part; then the rest of the selection."""
     task = tx.get_task(task_id, lock=True)
     if task is None:
         raise errors.TaskNotFound(f"redrive task {task_id!r} does not exist")
@@ -139,30 +123,77 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         return task
     if task.status is not TaskStatus.RUNNING or budget <= 0:
         return task
-    canary = task.canary
-    if canary is not None and watching(task):
-        task = _watch(tx, task, canary, now)
-        if watching(task) or task.status is not TaskStatus.RUNNING:
-            return task
-        canary = task.canary
-    sampling = canary is not None and canary.decision is None
+    c = task.canary
+    if c is not None and canaries.state(c) is canaries.State.WATCHING:
+        task = _watch(tx, task, c, now)
+        c = task.canary
+    if c is not None and canaries.state(c) is canaries.State.SAMPLING:
+        return _sample(tx, pending, task, c, budget, now)
+    if c is not None and canaries.state(c) is canaries.State.WATCHING:
+        return task
+    if task.status is not TaskStatus.RUNNING:
+        return task
     allowed, paced_to = paced(task, now, budget)
-    if sampling and canary is not None:
-        allowed = min(allowed, canary.size - canary.sample)
-        if canary.size - canary.sample <= 0:
-            return _start_watch(tx, task, canary, now)
     if allowed == 0:
         return task
+    drawn = frozenset(c.plan) if c is not None else frozenset()
+    moved = _move(tx, pending, task, task.filter, task.cursor_seq, allowed, paced_to, now, drawn)
+    if isinstance(moved, RedriveTask):
+        return moved
+    task, _, last_seq, _ = moved
+    if last_seq is None:
+        task = replace(task, status=TaskStatus.COMPLETED, updated_at=now)
+    else:
+        task = replace(task, cursor_seq=last_seq)
+    tx.update_task(task)
+    return task
+
+
+def _sample(
+    tx: Transaction, pending: Pending, task: RedriveTask, c: Canary, budget: int, now: float
+) -> RedriveTask:
+    """One step of the canary's sample: the drawn dead letters, in the DLQ's order."""
+    allowed, paced_to = paced(task, now, min(budget, c.size - c.sample))
+    if allowed == 0:
+        return task
+    where = canaries.sample_filter(c, task.filter)
+    moved = _move(tx, pending, task, where, c.plan_seq, allowed, paced_to, now)
+    if isinstance(moved, RedriveTask):
+        return moved
+    task, ids, last_seq, short = moved
+    task = replace(task, canary=canaries.sampled(c, ids, None if short else last_seq, now))
+    tx.update_task(task)
+    return task
+
+
+# What `_move` did: the task with its counts (not yet written), the ids it moved, the last
+# sequence number it read (None: the selection holds no more), and whether it read fewer
+# than it was allowed (no more after them).
+Moved = tuple[RedriveTask, list[str], int | None, bool]
+
+
+def _move(
+    tx: Transaction,
+    pending: Pending,
+    task: RedriveTask,
+    where: DeadLetterFilter,
+    after_seq: int,
+    allowed: int,
+    paced_to: Callable[[int], float],
+    now: float,
+    drawn: frozenset[str] = frozenset(),
+) -> Moved | RedriveTask:
+    """Move up to `allowed` of the next dead letters of `where` after `after_seq`, leaving
+    out the `drawn` sample (its own steps examined it); or the task failed, written, when it
+    cannot go on."""
     batch = tx.dead_letter_sources(
-        task.project, task.dlq, now, task.filter, task.max_seq, allowed, task.cursor_seq
+        task.project, task.dlq, now, where, task.max_seq, allowed, after_seq
     )
     if not batch:
-        if sampling and canary is not None and canary.sample:
-            # The selection ran out inside the sample: the sample is all there is to watch.
-            return _start_watch(tx, task, canary, now)
-        task = replace(task, status=TaskStatus.COMPLETED, updated_at=now)
-        tx.update_task(task)
-        return task
+        return task, [], None, True
+    last_seq, short = batch[-1][1], len(batch) < allowed
+    if drawn:
+        batch = [b for b in batch if b[0] not in drawn]
     outcome = _outcomes(tx, task, batch)
     if isinstance(outcome, str):
         task = replace(task, status=TaskStatus.FAILED, failure_reason=outcome, updated_at=now)
@@ -176,50 +207,31 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         expires = now + destination.settings.default_ttl
         tx.redrive_messages(task.project, ids, destination.name, expires, event, now, tag)
         pending.available.add((task.project, destination.name))
-    count = sum(len(ids) for _, ids in fresh.values())
+    moved_ids = [mid for _, ids in fresh.values() for mid in ids]
+    count = len(moved_ids)
     if count:
-        project, dlq = task.project, task.dlq
+        project, dlq, task_id = task.project, task.dlq, task.id
         pending.calls.append(lambda lst: lst.redriven(project, dlq, task_id, count))
     room = MAX_SKIPPED_RECORDED - len(task.skipped_messages)
-    if sampling and canary is not None:
-        moved_ids = [mid for _, ids in fresh.values() for mid in ids]
-        kept = MAX_CANARY_IDS_RECORDED - len(canary.sample_ids)
-        canary = replace(
-            canary,
-            sample=canary.sample + count,
-            sample_ids=canary.sample_ids + tuple(moved_ids[: max(kept, 0)]),
-        )
     task = replace(
         task,
         moved=task.moved + count,
         skipped=task.skipped + len(skipped),
         skipped_messages=task.skipped_messages + tuple(skipped[: max(room, 0)]),
-        cursor_seq=batch[-1][1],
         updated_at=paced_to(count),
-        canary=canary,
     )
-    if sampling and canary is not None and canary.sample >= canary.size:
-        return _start_watch(tx, task, canary, now)
-    tx.update_task(task)
-    return task
+    return task, moved_ids, last_seq, short
 
 
 # How many of the DLQ's new arrivals one watching step reads for the sample's re-deaths.
 WATCH_BATCH = 500
 
 
-def _start_watch(tx: Transaction, task: RedriveTask, canary: Canary, now: float) -> RedriveTask:
-    """The whole sample has moved: the watch runs from now (by the engine's clock)."""
-    task = replace(task, canary=replace(canary, watch_until=now + canary.watch))
-    tx.update_task(task)
-    return task
-
-
-def _watch(tx: Transaction, task: RedriveTask, canary: Canary, now: float) -> RedriveTask:
+def _watch(tx: Transaction, task: RedriveTask, c: Canary, now: float) -> RedriveTask:
     """Count the sample's messages that came back dead into the DLQ since the last look (a
-    message redriven by this task carries the task's id in its history), and decide: pause
-    as soon as too many died again, go on with the rest once the watch is over."""
-    redeaths, seen = canary.redeaths, canary.seen_seq
+    message redriven by this task carries the task's id in its history), and let the canary
+    decide: pause as soon as too many died again, go on with the rest once the watch is over."""
+    redeaths, seen = c.redeaths, c.seen_seq
     while True:
         query = ListQuery(after_seq=seen, limit=WATCH_BATCH, include_claimed=True,
                           include_delayed=True)  # fmt: skip
@@ -229,21 +241,15 @@ def _watch(tx: Transaction, task: RedriveTask, canary: Canary, now: float) -> Re
             seen = arrived[-1].seq
         if len(arrived) < WATCH_BATCH:
             break
-    canary = replace(canary, redeaths=redeaths, seen_seq=seen)
-    if redeaths * 100 > canary.max_redeath * canary.sample:
-        reason = f"{redeaths} of {canary.sample} canaries died again" + (
-            f": pattern {canary.pattern_id} still failing" if canary.pattern_id else ""
-        )
-        canary = replace(canary, decision=CanaryDecision.PAUSED, decided_at=now, reason=reason)
-        task = replace(task, status=TaskStatus.PAUSED, canary=canary, updated_at=now)
-    elif now >= (canary.watch_until or now):
-        canary = replace(canary, decision=CanaryDecision.CONTINUED, decided_at=now)
-        # The rest is paced from now, not from before the watch.
-        task = replace(task, canary=canary, updated_at=max(task.updated_at, now))
-    elif canary == task.canary:
+    judged = canaries.watched(c, redeaths, seen, now)
+    if judged == c:
         return task
-    else:
-        task = replace(task, canary=canary)
+    if judged.decision is CanaryDecision.PAUSED:
+        task = replace(task, status=TaskStatus.PAUSED, updated_at=now)
+    elif judged.decision is CanaryDecision.CONTINUED:
+        # The rest is paced from now, not from before the watch.
+        task = replace(task, updated_at=max(task.updated_at, now))
+    task = replace(task, canary=judged)
     tx.update_task(task)
     return task
 
@@ -255,7 +261,7 @@ def _redriven_by(history: tuple[dict[str, Any], ...], task_id: str) -> bool:
 def watching(task: RedriveTask) -> bool:
     """Whether a task waits for its canary's verdict: its sample moved, the rest waits."""
     c = task.canary
-    return c is not None and c.decision is None and c.watch_until is not None
+    return c is not None and canaries.state(c) is canaries.State.WATCHING
 
 
 # (queue name, consumer tag or None) -> (the queue, the ids that go back to it)
