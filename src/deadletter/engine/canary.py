@@ -38,8 +38,7 @@ from deadletter.domain.model import (
     Canary,
     CanaryDecision,
     DeadLetterFilter,
-    ListQuery,
-    Message,
+    Provenance,
 )
 from deadletter.storage.base import Transaction
 
@@ -54,6 +53,9 @@ OTHER = "\x00other"
 UNMATCHED = "\x00unmatched"
 # A pattern whose stored purity score is under this is impure (when it carries no flag).
 PURE_AT_LEAST = 0.9
+
+# A dead letter as the draw reads it: its id and its provenance (its error).
+Member = tuple[str, Provenance | None]
 
 
 class State(enum.Enum):
@@ -130,7 +132,7 @@ def started(
     elif any(_error_of(m) for m in members):
         drawn_by, profiles = "errors", error_profiles(members)
     else:
-        drawn_by, profiles = "random", {m.id: () for m in members}
+        drawn_by, profiles = "random", {mid: () for mid, _ in members}
     d = draw(profiles, canary.size, seed)
     return replace(
         canary,
@@ -180,32 +182,30 @@ def _scan(
     max_seq: int,
     to_move: int,
     now: float,
-) -> list[Message]:
+) -> list[Member]:
     """The selection's dead letters the draw chooses from: all of them up to MAX_SCAN, else
     runs of SCAN_RUN spread evenly over the DLQ's numbering."""
     runs = 1 if to_move <= MAX_SCAN else MAX_SCAN // SCAN_RUN
     starts = [max_seq * i // runs for i in range(runs)]
-    found: dict[str, Message] = {}
+    found: dict[str, Provenance | None] = {}
     for i, after in enumerate(starts):
         end = starts[i + 1] if i + 1 < runs else max_seq
         want = MAX_SCAN if runs == 1 else SCAN_RUN
         while want > 0 and after < end:
-            query = ListQuery(after_seq=after, limit=min(want, SCAN_RUN), include_claimed=True,
-                              include_delayed=True, dead_letters=where, max_seq=end)  # fmt: skip
-            batch = tx.list_messages(project, dlq, now, query)
-            for m in batch:
-                found[m.id] = m
-            if len(batch) < query.limit:
+            limit = min(want, SCAN_RUN)
+            batch = tx.dead_letter_provenances(project, dlq, now, where, end, limit, after)
+            found.update((mid, p) for mid, _, p in batch)
+            if len(batch) < limit:
                 break
-            after, want = batch[-1].seq, want - len(batch)
-    return list(found.values())
+            after, want = batch[-1][1], want - len(batch)
+    return list(found.items())
 
 
 # Kinds
 
 
-def _error_of(m: Message) -> str:
-    p = m.provenance
+def _error_of(m: Member) -> str:
+    p = m[1]
     if p is None:
         return ""
     return p.error or p.description or ""
@@ -234,14 +234,14 @@ def template_reader(template: str) -> re.Pattern[str]:
     return re.compile("^" + " ".join(parts) + "$")
 
 
-def pattern_profiles(members: Sequence[Message], template: str) -> dict[str, tuple[str, ...]]:
+def pattern_profiles(members: Sequence[Member], template: str) -> dict[str, tuple[str, ...]]:
     """Each member's values at the template's variable positions, rare values folded into
     OTHER; a member the template does not read is a kind of its own."""
     reader = template_reader(template)
     raw: dict[str, tuple[str, ...] | None] = {}
     for m in members:
         match = reader.match(" ".join(_tokens(_error_of(m))))
-        raw[m.id] = match.groups() if match else None
+        raw[m[0]] = match.groups() if match else None
     return _folded(raw)
 
 
@@ -251,12 +251,12 @@ def _shape(text: str) -> str:
     return " ".join("#" if re.search(r"\d", w) else w for w in words)
 
 
-def error_profiles(members: Sequence[Message]) -> dict[str, tuple[str, ...]]:
+def error_profiles(members: Sequence[Member]) -> dict[str, tuple[str, ...]]:
     """Each member's error class and the shape of its error text, rare ones folded."""
     raw: dict[str, tuple[str, ...] | None] = {}
     for m in members:
-        cls = (m.provenance.error_class if m.provenance else None) or ""
-        raw[m.id] = (cls, _shape(_error_of(m)))
+        cls = (m[1].error_class if m[1] else None) or ""
+        raw[m[0]] = (cls, _shape(_error_of(m)))
     return _folded(raw)
 
 
