@@ -142,7 +142,7 @@ def started(
         kinds_covered=d.kinds_covered,
         combinations=d.combinations,
         combinations_covered=d.combinations_covered,
-        coverage=describe(d, drawn_by, read=len(members), selected=to_move),
+        coverage=coverage_of(d, drawn_by, read=len(members), selected=to_move),
     )
 
 
@@ -343,7 +343,7 @@ def _kinds(combo: tuple[str, ...]) -> Iterable[tuple[int, str]]:
     return enumerate(combo)
 
 
-def describe(d: Draw, drawn_by: str, *, read: int, selected: int) -> str:
+def coverage_of(d: Draw, drawn_by: str, *, read: int, selected: int) -> str:
     """What the sample covers, in one sentence for the task's status."""
     n = len(d.ids)
     read_note = "" if read >= selected else f" (kinds learnt from {read:,} of {selected:,})"
