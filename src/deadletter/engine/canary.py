@@ -217,32 +217,60 @@ _PLACEHOLDER = re.compile(r"<(?:[A-Z]+|\*)>:?")
 _CONTEXT = " :: "
 
 
-def _tokens(text: str) -> list[str]:
+def tokens_of(text: str) -> list[str]:
     return [t for t in (w.strip(_EDGE) for w in _SPLIT.split(text)) if t]
 
 
-def template_reader(template: str) -> re.Pattern[str]:
-    """A regular expression that reads an error text's tokens (split and trimmed as the
-    analysis splits them, so a template without punctuation still reads the raw text) against
-    a template: constants as they are, each placeholder one group of one token or more."""
-    parts = []
+# A template as the draw reads it: its tokens, None for each variable position.
+Template = tuple[str | None, ...]
+
+
+def template_of(template: str) -> Template:
+    """A stored template's tokens, trimmed as `tokens_of` trims an error's, so that a template
+    without punctuation still reads the raw text; each placeholder None."""
+    out: list[str | None] = []
     for token in template.split(_CONTEXT, 1)[0].split(" "):
         if _PLACEHOLDER.fullmatch(token):
-            parts.append("(.+?)")
+            out.append(None)
         elif token.strip(_EDGE) and token != "::":
-            parts.append(re.escape(token.strip(_EDGE)))
-    return re.compile("^" + " ".join(parts) + "$")
+            out.append(token.strip(_EDGE))
+    return tuple(out)
+
+
+def read(tokens: Sequence[str], template: Template) -> tuple[str, ...] | None:
+    """The values `tokens` hold at the template's variable positions, or None when the
+    template does not read them. A value runs up to the first place where the constant that
+    follows it appears (one token when a variable follows instead; the rest of the text when
+    it is the last): one pass, however many variables, with no backtracking."""
+    values: list[str] = []
+    i = 0
+    for j, want in enumerate(template):
+        if want is not None:
+            if i >= len(tokens) or tokens[i] != want:
+                return None
+            i += 1
+            continue
+        if i >= len(tokens):
+            return None
+        after = template[j + 1] if j + 1 < len(template) else None
+        if j + 1 == len(template):
+            end = len(tokens)
+        elif after is None:
+            end = i + 1
+        else:
+            end = next((k for k in range(i + 1, len(tokens)) if tokens[k] == after), -1)
+            if end < 0:
+                return None
+        values.append(" ".join(tokens[i:end]))
+        i = end
+    return tuple(values) if i == len(tokens) else None
 
 
 def pattern_profiles(members: Sequence[Member], template: str) -> dict[str, tuple[str, ...]]:
     """Each member's values at the template's variable positions, rare values folded into
     OTHER; a member the template does not read is a kind of its own."""
-    reader = template_reader(template)
-    raw: dict[str, tuple[str, ...] | None] = {}
-    for m in members:
-        match = reader.match(" ".join(_tokens(_error_of(m))))
-        raw[m[0]] = match.groups() if match else None
-    return _folded(raw)
+    shape = template_of(template)
+    return folded({mid: read(tokens_of(_error_of((mid, p))), shape) for mid, p in members})
 
 
 def _shape(text: str) -> str:
@@ -257,10 +285,10 @@ def error_profiles(members: Sequence[Member]) -> dict[str, tuple[str, ...]]:
     for m in members:
         cls = (m[1].error_class if m[1] else None) or ""
         raw[m[0]] = (cls, _shape(_error_of(m)))
-    return _folded(raw)
+    return folded(raw)
 
 
-def _folded(raw: dict[str, tuple[str, ...] | None]) -> dict[str, tuple[str, ...]]:
+def folded(raw: dict[str, tuple[str, ...] | None]) -> dict[str, tuple[str, ...]]:
     """Values that fewer than KIND_SHARE of the members hold at a position become OTHER."""
     width = max((len(v) for v in raw.values() if v is not None), default=0)
     least = max(2, math.ceil(len(raw) * KIND_SHARE))
