@@ -58,47 +58,47 @@ def given_a_mixed_pattern(engine: Engine, seed: int, **stored: object) -> None:
         else:
             runs.append((rng.choice(FORMATS), 1))
     send(engine, "a", *[json.dumps({"kind": k}) for k, n in runs for _ in range(n)])
-    claim = engine.claim(P, "a", SIZE)
+    claim = engine.claim(P, "a", limit=SIZE)
     held = iter(claim.messages)
     ids: list[str] = []
     for kind, n in runs:
         pairs = [(next(held).id, claim.id) for _ in range(n)]
-        ids += [m.id for m in engine.dead_letter(P, "a", pairs, error=_error(kind))]
+        ids += [m.id for m in engine.dead_letter(P, "a", held=pairs, error=_error(kind))]
     assert len(ids) == SIZE
     _store_pattern(engine, ids, **stored)
 
 
 def _store_pattern(engine: Engine, ids: list[str], **stored: object) -> None:
     pattern = {"id": PATTERN, "template": "The <*> is invalid <*>", "count": len(ids)}
-    engine.save_patterns(P, "dlq", [{**pattern, "message_ids": ids, **stored}])
+    engine.save_patterns(P, "dlq", found=[{**pattern, "message_ids": ids, **stored}])
 
 
 def _consume(engine: Engine) -> list[str]:
     """The source's consumer: the fixed kinds are handled, the other fails again (back in
     the DLQ, as it was); the ids of those that failed."""
-    claim = engine.claim(P, "a", SIZE)
+    claim = engine.claim(P, "a", limit=SIZE)
     failing = [m for m in claim.messages if json.loads(m.body)["kind"] == FAILING]
     done = [m.id for m in claim.messages if m not in failing]
     if done:
-        engine.delete_messages(P, "a", done)
+        engine.delete_messages(P, "a", ids=done)
     if not failing:
         return []
     pairs = [(m.id, claim.id) for m in failing]
-    return [m.id for m in engine.dead_letter(P, "a", pairs, error=_error(FAILING))]
+    return [m.id for m in engine.dead_letter(P, "a", held=pairs, error=_error(FAILING))]
 
 
 def redrive_with_canary(engine: Engine, clock: ManualClock, canary: Canary) -> TaskStatus:
     """The pattern redriven with `canary`: the sample moves, the consumer handles what it
     can, the watch ends; where the task stands then. The task is then cancelled and the
     pattern stored again over what the DLQ holds of it, for the next canary."""
-    ids = engine.pattern_message_ids(P, "dlq", PATTERN)
+    ids = engine.pattern_message_ids(P, "dlq", pattern_id=PATTERN)
     task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(message_ids=ids), canary=canary)
     task = engine.redrive_step(task.id, SIZE)
     assert task.canary is not None and task.canary.sample == canary.count
     back = _consume(engine)
     clock.advance(WATCH)
     verdict = engine.redrive_step(task.id, 1).status  # a pass moves one more at most
-    if engine.cancel_redrive(P, "dlq", task.id).status is TaskStatus.CANCELLING:
+    if engine.cancel_redrive(P, "dlq", task_id=task.id).status is TaskStatus.CANCELLING:
         assert engine.redrive_step(task.id, SIZE).status is TaskStatus.CANCELLED
     sampled = set(task.canary.sample_ids)
     _store_pattern(engine, [i for i in ids if i not in sampled] + back)
@@ -120,7 +120,7 @@ def test_a_two_percent_minority_failure_pauses_the_redrive_in_every_seeded_run(
 
 def test_the_task_says_what_its_sample_covers(engine: Engine) -> None:
     given_a_mixed_pattern(engine, seed=1)
-    ids = engine.pattern_message_ids(P, "dlq", PATTERN)
+    ids = engine.pattern_message_ids(P, "dlq", pattern_id=PATTERN)
     canary = Canary(count=10, watch=WATCH, pattern_id=PATTERN, seed=7)
     task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(message_ids=ids), canary=canary)
     c = task.canary
@@ -134,7 +134,7 @@ def test_the_task_says_what_its_sample_covers(engine: Engine) -> None:
         " covers 100% of the pattern's value combinations (9 of 9)"
     )
     # The seed is kept: the same draw again is the same sample.
-    assert engine.get_task(P, "dlq", task.id).canary == c
+    assert engine.get_task(P, "dlq", task_id=task.id).canary == c
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_a_pattern_flagged_impure_is_refused_a_canary_unless_forced(
     engine: Engine, flag: dict[str, object]
 ) -> None:
     given_a_mixed_pattern(engine, seed=2, **flag)
-    ids = engine.pattern_message_ids(P, "dlq", PATTERN)
+    ids = engine.pattern_message_ids(P, "dlq", pattern_id=PATTERN)
     where = DeadLetterFilter(message_ids=ids)
     canary = Canary(count=10, watch=WATCH, pattern_id=PATTERN)
     with pytest.raises(errors.PatternImpure, match=f"pattern {PATTERN} is flagged impure"):
@@ -161,7 +161,7 @@ def test_a_pattern_not_flagged_impure_takes_a_canary(
     engine: Engine, flag: dict[str, object]
 ) -> None:
     given_a_mixed_pattern(engine, seed=3, **flag)
-    ids = engine.pattern_message_ids(P, "dlq", PATTERN)
+    ids = engine.pattern_message_ids(P, "dlq", pattern_id=PATTERN)
     canary = Canary(count=10, watch=WATCH, pattern_id=PATTERN)
     task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(message_ids=ids), canary=canary)
     assert task.canary is not None and task.canary.drawn_by == "pattern"
@@ -173,12 +173,12 @@ def test_without_a_pattern_the_sample_is_drawn_across_error_classes_and_texts(
     # Given 196 dead letters of one error and 4 of another class, the 4 sent last
     with_dlq(engine, "a", "dlq", max_claims=1)
     send(engine, "a", *[f"m{i}" for i in range(200)])
-    claim = engine.claim(P, "a", 200)
+    claim = engine.claim(P, "a", limit=200)
     pairs = [(m.id, claim.id) for m in claim.messages]
     timeout = ErrorDetails("read timed out after 30 s", "java.net.SocketTimeoutException")
-    engine.dead_letter(P, "a", pairs[:196], error=timeout)
+    engine.dead_letter(P, "a", held=pairs[:196], error=timeout)
     broken = ErrorDetails("Unexpected character 'x' at 12", "JsonParseException")
-    rare = {m.id for m in engine.dead_letter(P, "a", pairs[196:], error=broken)}
+    rare = {m.id for m in engine.dead_letter(P, "a", held=pairs[196:], error=broken)}
     # A canary of two takes one of each
     for seed in range(5):
         task = engine.start_redrive(P, "dlq", canary=Canary(count=2, watch=WATCH, seed=seed))
@@ -188,7 +188,7 @@ def test_without_a_pattern_the_sample_is_drawn_across_error_classes_and_texts(
             "2 dead letters drawn across 4 of 4 kinds:"
             " covers 100% of the selection's error kinds (2 of 2)"
         )
-        assert engine.cancel_redrive(P, "dlq", task.id).status is TaskStatus.CANCELLING
+        assert engine.cancel_redrive(P, "dlq", task_id=task.id).status is TaskStatus.CANCELLING
         engine.redrive_step(task.id, 1)
 
 
@@ -196,7 +196,7 @@ def test_dead_letters_without_an_error_are_drawn_at_random(engine: Engine) -> No
     with_dlq(engine, "a", "dlq", max_claims=1)
     send(engine, "a", *[f"m{i}" for i in range(50)])
     fail(engine, "a", 1)
-    engine.claim(P, "a", 1000)  # over their one delivery: all move to the DLQ, unexplained
+    engine.claim(P, "a", limit=1000)  # over their one delivery: all move to the DLQ, unexplained
     plans = []
     for seed in (1, 1, 2):
         task = engine.start_redrive(P, "dlq", canary=Canary(count=5, watch=WATCH, seed=seed))
@@ -205,7 +205,7 @@ def test_dead_letters_without_an_error_are_drawn_at_random(engine: Engine) -> No
             "5 dead letters drawn at random: no error text to tell kinds apart"
         )
         plans.append(task.canary.plan)
-        engine.cancel_redrive(P, "dlq", task.id)
+        engine.cancel_redrive(P, "dlq", task_id=task.id)
         engine.redrive_step(task.id, 1)
     # Reproducible by its seed, and not the first five of the DLQ
     first = tuple(m.id for m in engine.list_dead_letters(P, "dlq", limit=5))

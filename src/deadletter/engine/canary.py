@@ -26,7 +26,7 @@ import hashlib
 import math
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -318,7 +318,7 @@ class Draw:
     combinations_covered: int
 
 
-def draw(profiles: dict[str, tuple[str, ...]], n: int, seed: int) -> Draw:
+def draw(profiles: Mapping[str, tuple[str, ...]], n: int, seed: int) -> Draw:
     """`n` members: one of every kind first (the rarest first), then one of every combination
     not yet drawn (the rarest first), then the rest at random; all from `seed`."""
     rng = random.Random(seed)

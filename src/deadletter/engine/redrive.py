@@ -137,7 +137,8 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
     if allowed == 0:
         return task
     drawn = frozenset(c.plan) if c is not None else frozenset()
-    moved = _move(tx, pending, task, task.filter, task.cursor_seq, allowed, paced_to, now, drawn)
+    moved = _move(tx, pending, task, where=task.filter, after_seq=task.cursor_seq,
+                  allowed=allowed, paced_to=paced_to, now=now, drawn=drawn)  # fmt: skip
     if isinstance(moved, RedriveTask):
         return moved
     task, _, last_seq, _ = moved
@@ -157,7 +158,8 @@ def _sample(
     if allowed == 0:
         return task
     where = canaries.sample_filter(c, task.filter)
-    moved = _move(tx, pending, task, where, c.plan_seq, allowed, paced_to, now)
+    moved = _move(tx, pending, task, where=where, after_seq=c.plan_seq, allowed=allowed,
+                  paced_to=paced_to, now=now)  # fmt: skip
     if isinstance(moved, RedriveTask):
         return moved
     task, ids, last_seq, short = moved
@@ -176,6 +178,7 @@ def _move(
     tx: Transaction,
     pending: Pending,
     task: RedriveTask,
+    *,
     where: DeadLetterFilter,
     after_seq: int,
     allowed: int,
