@@ -7,7 +7,17 @@ import random
 
 import pytest
 
-from deadletter.engine.canary import OTHER, UNMATCHED, draw, folded, read, template_of, tokens_of
+from deadletter.domain.model import Provenance, Reason
+from deadletter.engine.canary import (
+    OTHER,
+    UNMATCHED,
+    draw,
+    folded,
+    profiles_of,
+    read,
+    template_of,
+    tokens_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -70,3 +80,13 @@ def test_the_draw_takes_every_kind_then_every_combination_then_at_random() -> No
     assert draw(profiles, 50, seed=3) == draw(profiles, 50, seed=3)
     assert draw(profiles, 50, seed=3).ids != draw(profiles, 50, seed=4).ids
     assert len(draw(profiles, 5000, seed=3).ids) == 1001
+
+
+def test_a_template_that_reads_none_of_the_members_gives_way_to_their_errors() -> None:
+    a = Provenance("a", Reason.REJECTED, 0.0, 1, "x", 0.0, error="disk full: /var")
+    b = Provenance("a", Reason.REJECTED, 0.0, 1, "y", 0.0, error="quota exceeded")
+    members = [("m1", a), ("m2", b)]
+    pattern = {"id": "p", "template": "timeout after <NUM> ms"}
+    assert profiles_of(members, pattern)[0] == "errors"
+    assert profiles_of(members, {**pattern, "template": "disk full <*>"})[0] == "pattern"
+    assert profiles_of([("m1", None)], pattern)[0] == "random"

@@ -126,13 +126,7 @@ def started(
     if canary.size == 0:  # nothing selected, nothing to watch: the task ends at its step
         return replace(canary, decision=CanaryDecision.CONTINUED, decided_at=now)
     members = _scan(tx, project, dlq, where, max_seq, to_move, now)
-    template = pattern.get("template") if pattern is not None else None
-    if isinstance(template, str) and template:
-        drawn_by, profiles = "pattern", pattern_profiles(members, template)
-    elif any(_error_of(m) for m in members):
-        drawn_by, profiles = "errors", error_profiles(members)
-    else:
-        drawn_by, profiles = "random", {mid: () for mid, _ in members}
+    drawn_by, profiles = profiles_of(members, pattern)
     d = draw(profiles, canary.size, seed)
     return replace(
         canary,
@@ -144,6 +138,21 @@ def started(
         combinations_covered=d.combinations_covered,
         coverage=coverage_of(d, drawn_by, read=len(members), selected=to_move),
     )
+
+
+def profiles_of(
+    members: Sequence[Member], pattern: dict[str, Any] | None
+) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """What the draw goes by, and each member's kinds: the pattern's values where its
+    template reads the members, else their error classes and texts, else nothing."""
+    template = pattern.get("template") if pattern is not None else None
+    if isinstance(template, str) and template:
+        profiles = pattern_profiles(members, template)
+        if any(p != (UNMATCHED,) for p in profiles.values()):
+            return "pattern", profiles
+    if any(_error_of(m) for m in members):
+        return "errors", error_profiles(members)
+    return "random", {mid: () for mid, _ in members}
 
 
 def seed_of(task_id: str) -> int:
