@@ -43,9 +43,11 @@ from deadletter.domain.model import (
 from deadletter.storage.base import Transaction
 
 # The most dead letters the draw reads to learn the kinds; a larger selection is read in
-# SCAN_RUNS runs spread over the DLQ's numbering.
+# MAX_SCAN // SCAN_RUN runs spread over the DLQ's numbering.
 MAX_SCAN = 20_000
 SCAN_RUN = 500
+# What one statement of the scan reads (a statement with a long id list costs per call).
+SCAN_BATCH = 2500
 # A value is a kind of its own when at least this share of the members (and two of them)
 # hold it at its position; rarer values count together as one kind ("other values").
 KIND_SHARE = 0.005
@@ -201,7 +203,7 @@ def _scan(
         end = starts[i + 1] if i + 1 < runs else max_seq
         want = MAX_SCAN if runs == 1 else SCAN_RUN
         while want > 0 and after < end:
-            limit = min(want, SCAN_RUN)
+            limit = min(want, SCAN_BATCH)
             batch = tx.dead_letter_provenances(project, dlq, now, where, end, limit, after)
             found.update((mid, p) for mid, _, p in batch)
             if len(batch) < limit:
@@ -279,7 +281,14 @@ def pattern_profiles(members: Sequence[Member], template: str) -> dict[str, tupl
     """Each member's values at the template's variable positions, rare values folded into
     OTHER; a member the template does not read is a kind of its own."""
     shape = template_of(template)
-    return folded({mid: read(tokens_of(_error_of((mid, p))), shape) for mid, p in members})
+    values: dict[str, tuple[str, ...] | None] = {}  # by error text: many members share one
+    raw: dict[str, tuple[str, ...] | None] = {}
+    for m in members:
+        text = _error_of(m)
+        if text not in values:
+            values[text] = read(tokens_of(text), shape)
+        raw[m[0]] = values[text]
+    return folded(raw)
 
 
 def _shape(text: str) -> str:
@@ -290,10 +299,14 @@ def _shape(text: str) -> str:
 
 def error_profiles(members: Sequence[Member]) -> dict[str, tuple[str, ...]]:
     """Each member's error class and the shape of its error text, rare ones folded."""
+    shapes: dict[str, str] = {}
     raw: dict[str, tuple[str, ...] | None] = {}
     for m in members:
         cls = (m[1].error_class if m[1] else None) or ""
-        raw[m[0]] = (cls, _shape(_error_of(m)))
+        text = _error_of(m)
+        if text not in shapes:
+            shapes[text] = _shape(text)
+        raw[m[0]] = (cls, shapes[text])
     return folded(raw)
 
 
