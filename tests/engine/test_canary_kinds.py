@@ -21,6 +21,7 @@ import pytest
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
 from deadletter.domain.model import Canary, DeadLetterFilter, ErrorDetails, TaskStatus
+from deadletter.engine import canary as canary_module
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 
@@ -211,3 +212,25 @@ def test_dead_letters_without_an_error_are_drawn_at_random(engine: Engine) -> No
     first = tuple(m.id for m in engine.list_dead_letters(P, "dlq", limit=5))
     assert plans[0] == plans[1] != plans[2]
     assert set(plans[0]) != set(first)
+
+
+def test_past_its_scan_the_draw_reads_runs_spread_over_the_dlq(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a scan of 100 in runs of 10 (20,000 in runs of 500 in earnest) and 300 dead letters
+    monkeypatch.setattr(canary_module, "MAX_SCAN", 100)
+    monkeypatch.setattr(canary_module, "SCAN_RUN", 10)
+    with_dlq(engine, "a", "dlq", max_claims=1)
+    send(engine, "a", *[f"m{i}" for i in range(300)])
+    fail(engine, "a", 1)
+    engine.claim(P, "a", limit=1000)
+    order = [m.id for m in engine.list_dead_letters(P, "dlq", limit=300)]
+    # A canary of 100 draws from ten runs of ten across the whole DLQ
+    task = engine.start_redrive(P, "dlq", canary=Canary(count=100, watch=WATCH, seed=1))
+    assert task.canary is not None and task.canary.coverage == (
+        "100 dead letters drawn at random: no error text to tell kinds apart"
+        " (kinds learnt from 100 of 300)"
+    )
+    places = sorted(order.index(i) for i in task.canary.plan)
+    assert places[0] < 30 and places[-1] >= 270
+    assert len({p // 30 for p in places}) == 10

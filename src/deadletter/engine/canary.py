@@ -197,7 +197,11 @@ def _scan(
     """The selection's dead letters the draw chooses from: all of them up to MAX_SCAN, else
     runs of SCAN_RUN spread evenly over the DLQ's numbering."""
     runs = 1 if to_move <= MAX_SCAN else MAX_SCAN // SCAN_RUN
-    starts = [max_seq * i // runs for i in range(runs)]
+    low = 0
+    if runs > 1:  # the DLQ's numbers are the store's: spread from the selection's first
+        first = tx.dead_letter_provenances(project, dlq, now, where, max_seq, 1, 0)
+        low = first[0][1] - 1 if first else 0
+    starts = [low + (max_seq - low) * i // runs for i in range(runs)]
     found: dict[str, Provenance | None] = {}
     for i, after in enumerate(starts):
         end = starts[i + 1] if i + 1 < runs else max_seq
