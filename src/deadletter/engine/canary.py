@@ -39,6 +39,7 @@ from deadletter.domain.model import (
     CanaryDecision,
     DeadLetterFilter,
     Provenance,
+    RedriveTask,
 )
 from deadletter.storage.base import Transaction
 
@@ -102,32 +103,21 @@ def size_of(canary: Canary, to_move: int) -> int:
 # Starting: the draw
 
 
-def started(
-    tx: Transaction,
-    canary: Canary,
-    *,
-    project: str,
-    dlq: str,
-    where: DeadLetterFilter,
-    max_seq: int,
-    to_move: int,
-    task_id: str,
-    now: float,
-) -> Canary:
-    """The canary of a new task, its sample drawn: refused over a pattern flagged impure
-    unless forced."""
-    pattern = _pattern(tx, project, dlq, canary.pattern_id)
+def started(tx: Transaction, canary: Canary, task: RedriveTask, now: float) -> Canary:
+    """The canary of a new task, its sample drawn from what the task selects: refused over a
+    pattern flagged impure unless forced."""
+    pattern = _pattern(tx, task.project, task.dlq, canary.pattern_id)
     if pattern is not None and not canary.force and impure(pattern):
         raise errors.PatternImpure(
             f"pattern {canary.pattern_id} is flagged impure (it may mix failures of different"
             " causes): a canary drawn from it cannot vouch for the rest; split it, or redrive"
             " with force"
         )
-    seed = canary.seed if canary.seed is not None else seed_of(task_id)
-    canary = replace(canary, size=size_of(canary, to_move), seen_seq=max_seq, seed=seed)
+    seed = canary.seed if canary.seed is not None else seed_of(task.id)
+    canary = replace(canary, size=size_of(canary, task.to_move), seen_seq=task.max_seq, seed=seed)
     if canary.size == 0:  # nothing selected, nothing to watch: the task ends at its step
         return replace(canary, decision=CanaryDecision.CONTINUED, decided_at=now)
-    members = _scan(tx, project, dlq, where, max_seq, to_move, now)
+    members = _scan(tx, task, now)
     drawn_by, profiles = profiles_of(members, pattern)
     d = draw(profiles, canary.size, seed)
     return replace(
@@ -138,7 +128,7 @@ def started(
         kinds_covered=d.kinds_covered,
         combinations=d.combinations,
         combinations_covered=d.combinations_covered,
-        coverage=coverage_of(d, drawn_by, read=len(members), selected=to_move),
+        coverage=coverage_of(d, drawn_by, read=len(members), selected=task.to_move),
     )
 
 
@@ -185,21 +175,16 @@ def _pattern(
     return next((p for p in tx.get_patterns(project, dlq) if p.get("id") == pattern_id), None)
 
 
-def _scan(
-    tx: Transaction,
-    project: str,
-    dlq: str,
-    where: DeadLetterFilter,
-    max_seq: int,
-    to_move: int,
-    now: float,
-) -> list[Member]:
+def _scan(tx: Transaction, task: RedriveTask, now: float) -> list[Member]:
     """The selection's dead letters the draw chooses from: all of them up to MAX_SCAN, else
     runs of SCAN_RUN spread evenly over the DLQ's numbering."""
-    runs = 1 if to_move <= MAX_SCAN else MAX_SCAN // SCAN_RUN
+    project, dlq, where, max_seq = task.project, task.dlq, task.filter, task.max_seq
+    runs = 1 if task.to_move <= MAX_SCAN else MAX_SCAN // SCAN_RUN
     low = 0
     if runs > 1:  # the DLQ's numbers are the store's: spread from the selection's first
-        first = tx.dead_letter_provenances(project, dlq, now, where, max_seq, 1, 0)
+        first = tx.dead_letter_provenances(
+            project, dlq, now=now, where=where, max_seq=max_seq, limit=1, after_seq=0
+        )
         low = first[0][1] - 1 if first else 0
     starts = [low + (max_seq - low) * i // runs for i in range(runs)]
     found: dict[str, Provenance | None] = {}
@@ -208,7 +193,9 @@ def _scan(
         want = MAX_SCAN if runs == 1 else SCAN_RUN
         while want > 0 and after < end:
             limit = min(want, SCAN_BATCH)
-            batch = tx.dead_letter_provenances(project, dlq, now, where, end, limit, after)
+            batch = tx.dead_letter_provenances(
+                project, dlq, now=now, where=where, max_seq=end, limit=limit, after_seq=after
+            )
             found.update((mid, p) for mid, _, p in batch)
             if len(batch) < limit:
                 break
@@ -353,44 +340,45 @@ def draw(profiles: Mapping[str, tuple[str, ...]], n: int, seed: int) -> Draw:
         by_combo.setdefault(profiles[mid], []).append(mid)
     for ids in by_combo.values():
         rng.shuffle(ids)
-    kinds: dict[tuple[int, str], list[tuple[str, ...]]] = {}
-    for combo in by_combo:
-        for kind in _kinds(combo):
-            kinds.setdefault(kind, []).append(combo)
-
-    def size(combo: tuple[str, ...]) -> int:
-        return len(by_combo[combo])
-
-    chosen: list[str] = []
-    used: dict[tuple[str, ...], int] = {}
-    covered: set[tuple[int, str]] = set()
-
-    def take(combo: tuple[str, ...]) -> None:
-        chosen.append(by_combo[combo][used.get(combo, 0)])
-        used[combo] = used.get(combo, 0) + 1
-        covered.update(_kinds(combo))
-
-    order = sorted(kinds, key=lambda k: (sum(size(c) for c in kinds[k]), k))
-    for kind in order:
-        if len(chosen) >= n:
-            break
-        if kind not in covered:
-            take(min(kinds[kind], key=lambda c: (c in used, size(c), c)))
-    for combo in sorted(by_combo, key=lambda c: (size(c), c)):
-        if len(chosen) >= n:
-            break
-        if combo not in used:
-            take(combo)
+    chosen = [by_combo[combo][0] for combo in _combinations_first(by_combo, n)]
     picked = set(chosen)
     rest = [mid for ids in by_combo.values() for mid in ids if mid not in picked]
     chosen += rng.sample(rest, min(max(n - len(chosen), 0), len(rest)))
     return Draw(
         ids=tuple(chosen),
-        kinds=len(kinds),
+        kinds=len({k for combo in by_combo for k in _kinds(combo)}),
         kinds_covered=len({k for mid in chosen for k in _kinds(profiles[mid])}),
         combinations=len(by_combo),
         combinations_covered=len({profiles[mid] for mid in chosen}),
     )
+
+
+def _combinations_first(
+    by_combo: dict[tuple[str, ...], list[str]], n: int
+) -> list[tuple[str, ...]]:
+    """At most `n` combinations to take one member of: for every kind not yet covered, the
+    rarest first, its rarest combination; then every combination not yet taken, the rarest
+    first. No combination twice: one that is taken covers all its kinds."""
+    combos_of: dict[tuple[int, str], list[tuple[str, ...]]] = {}
+    for combo in by_combo:
+        for kind in _kinds(combo):
+            combos_of.setdefault(kind, []).append(combo)
+
+    def rarity(combo: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+        return len(by_combo[combo]), combo
+
+    taken: dict[tuple[str, ...], None] = {}
+    covered: set[tuple[int, str]] = set()
+    kinds = sorted(combos_of, key=lambda k: (sum(len(by_combo[c]) for c in combos_of[k]), k))
+    for kind in kinds:
+        if len(taken) < n and kind not in covered:
+            combo = min(combos_of[kind], key=rarity)
+            taken[combo] = None
+            covered.update(_kinds(combo))
+    for combo in sorted(by_combo, key=rarity):
+        if len(taken) < n:
+            taken.setdefault(combo, None)
+    return list(taken)
 
 
 def _kinds(combo: tuple[str, ...]) -> Iterable[tuple[int, str]]:

@@ -54,7 +54,16 @@ class DeadLetterOperations:
 
         def work(tx: Transaction, pending: Pending) -> RedriveTask:
             now = self.clock.now()
-            task = redrive.start(tx, project, dlq, destination, filter_, rate, now, canary)
+            task = redrive.start(
+                tx,
+                project,
+                dlq,
+                destination=destination,
+                where=filter_,
+                rate=rate,
+                now=now,
+                canary=canary,
+            )
             pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
             return task
 
@@ -132,7 +141,13 @@ class DeadLetterOperations:
         confirmed_only = self.subscriptions.require_confirmation
         return self._runner.run(
             lambda tx, pending: patterns.save(
-                tx, pending, project, dlq, found, self.clock.now(), confirmed_only
+                tx,
+                pending,
+                project,
+                dlq,
+                patterns=found,
+                now=self.clock.now(),
+                confirmed_only=confirmed_only,
             )
         )
 
@@ -156,13 +171,13 @@ class DeadLetterOperations:
                 pending,
                 project,
                 dlq,
-                writer,
-                batch,
-                assigned,
-                self.clock.now(),
-                confirmed_only,
-                limit,
-                max_bytes,
+                writer=writer,
+                batch=batch,
+                assigned=assigned,
+                now=self.clock.now(),
+                confirmed_only=confirmed_only,
+                limit=limit,
+                max_bytes=max_bytes,
             )
         )
 

@@ -113,7 +113,7 @@ class Engine(DeadLetterOperations, TagOperations):
         checked = settings or QueueSettings()
         return self._run(
             lambda tx, _: queues.create(
-                tx, project, name, checked, self.clock.now(), self.queue_quota
+                tx, project, name, settings=checked, now=self.clock.now(), quota=self.queue_quota
             )
         )
 
@@ -257,7 +257,14 @@ class Engine(DeadLetterOperations, TagOperations):
             for new in messages:
                 ttl, delay, eligible = validation.checked_send(new, s)
                 m = transitions.enqueued(
-                    new, new_id(), queue_name, now, ttl, delay, eligible, client_id
+                    new,
+                    message_id=new_id(),
+                    queue=queue_name,
+                    now=now,
+                    ttl=ttl,
+                    delay=delay,
+                    eligible=eligible,
+                    client_id=client_id,
                 )
                 built.append(fifo.enqueued(new, m, s))
             taken, full = bounds.admit(tx, queue, built, now, each)
@@ -275,7 +282,12 @@ class Engine(DeadLetterOperations, TagOperations):
                 outcomes[i] = m
             dead_letters.drop_head(tx, pending, queue, now)
             due = fan_out(
-                tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation
+                tx,
+                project,
+                queue_name,
+                messages=enqueued,
+                now=now,
+                confirmed_only=self.subscriptions.require_confirmation,
             )
             pending.available.add((project, queue_name))
             pending.calls.append(lambda lst: lst.sent(project, queue_name, len(enqueued)))
@@ -375,7 +387,9 @@ class Engine(DeadLetterOperations, TagOperations):
             for tag, where in by_tag.items():
                 group = groups.of(tx, source, tag)
                 pairs = [(held[i][0], held[i][1]) for i in where]
-                got = acknowledgements.acknowledge(tx, pending, group, pairs, now, strict)
+                got = acknowledgements.acknowledge(
+                    tx, pending, group, held=pairs, now=now, strict=strict
+                )
                 results.update(zip(where, got, strict=True))
             return [results[i] for i in range(len(held))]
 
@@ -463,9 +477,13 @@ class Engine(DeadLetterOperations, TagOperations):
             acknowledged = []
             if done:
                 held = [(mid, done_claim) for mid in done]
-                verdicts = acknowledgements.acknowledge(tx, pending, group, held, now, False)
+                verdicts = acknowledgements.acknowledge(
+                    tx, pending, group, held=held, now=now, strict=False
+                )
                 acknowledged = [mid for mid, ok in zip(done, verdicts, strict=True) if ok is True]
-            return acknowledged, claims.claim(tx, pending, group, limit, claim_ttl, grace, now)
+            return acknowledged, claims.claim(
+                tx, pending, group, limit=limit, claim_ttl=claim_ttl, grace=grace, now=now
+            )
 
         return self._run(work)
 
@@ -492,7 +510,9 @@ class Engine(DeadLetterOperations, TagOperations):
 
         def work(tx: Transaction, _: Pending) -> Claim:
             group = groups.of(tx, require_queue(tx, project, queue), tag)
-            return claims.renew(tx, group, claim_id, ttl, grace, self.clock.now())
+            return claims.renew(
+                tx, group, claim_id=claim_id, ttl=ttl, grace=grace, now=self.clock.now()
+            )
 
         return self._run(work)
 
@@ -542,7 +562,9 @@ class Engine(DeadLetterOperations, TagOperations):
             if not requeue:
                 moved = dead_letters.not_requeued(tx, pending, group, message, now)
                 return moved[0] if moved else None
-            (released,) = claims.given_back(tx, pending, group, [message], now, delay) or [message]
+            (released,) = claims.given_back(
+                tx, pending, group, messages=[message], now=now, delay=delay
+            ) or [message]
             return released
 
         return self._run(work)
@@ -601,7 +623,9 @@ class Engine(DeadLetterOperations, TagOperations):
         def work(tx: Transaction, pending: Pending) -> list[Message]:
             group = groups.of(tx, require_queue(tx, project, queue_name), tag)
             now = self.clock.now()
-            return dead_letters.reject(tx, pending, group, held, now, description, details)
+            return dead_letters.reject(
+                tx, pending, group, held=held, now=now, description=description, error=details
+            )
 
         return self._run(work)
 

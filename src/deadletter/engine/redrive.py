@@ -42,6 +42,7 @@ def start(
     tx: Transaction,
     project: str,
     dlq: str,
+    *,
     destination: str | None,
     where: DeadLetterFilter,
     rate: float | None,
@@ -69,21 +70,8 @@ def start(
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
     max_seq = tx.max_seq(project, dlq)
     to_move = tx.count_dead_letters(project, dlq, now, where, max_seq)
-    task_id = new_id()
-    if canary is not None:
-        canary = canaries.started(
-            tx,
-            canary,
-            project=project,
-            dlq=dlq,
-            where=where,
-            max_seq=max_seq,
-            to_move=to_move,
-            task_id=task_id,
-            now=now,
-        )
     task = RedriveTask(
-        id=task_id,
+        id=new_id(),
         project=project,
         dlq=dlq,
         destination=destination,
@@ -95,8 +83,9 @@ def start(
         max_seq=max_seq,
         started_at=now,
         updated_at=now,
-        canary=canary,
     )
+    if canary is not None:
+        task = replace(task, canary=canaries.started(tx, canary, task, now))
     tx.insert_task(task)
     return task
 
@@ -128,17 +117,17 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         task = _watch(tx, task, c, now)
         c = task.canary
     if c is not None and canaries.state(c) is canaries.State.SAMPLING:
-        return _sample(tx, pending, task, c, budget, now)
+        return _sample(tx, pending, task, budget=budget, now=now)
     if c is not None and canaries.state(c) is canaries.State.WATCHING:
         return task
     if task.status is not TaskStatus.RUNNING:
         return task
-    allowed, paced_to = paced(task, now, budget)
-    if allowed == 0:
+    pace = paced(task, now, budget)
+    if pace[0] == 0:
         return task
     drawn = frozenset(c.plan) if c is not None else frozenset()
-    moved = _move(tx, pending, task, where=task.filter, after_seq=task.cursor_seq,
-                  allowed=allowed, paced_to=paced_to, now=now, drawn=drawn)  # fmt: skip
+    moved = _move(tx, pending, task, where=task.filter, after_seq=task.cursor_seq, pace=pace,
+                  now=now, drawn=drawn)  # fmt: skip
     if isinstance(moved, RedriveTask):
         return moved
     task, _, last_seq, _ = moved
@@ -151,15 +140,16 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
 
 
 def _sample(
-    tx: Transaction, pending: Pending, task: RedriveTask, c: Canary, budget: int, now: float
+    tx: Transaction, pending: Pending, task: RedriveTask, *, budget: int, now: float
 ) -> RedriveTask:
     """One step of the canary's sample: the drawn dead letters, in the DLQ's order."""
-    allowed, paced_to = paced(task, now, min(budget, c.size - c.sample))
-    if allowed == 0:
+    c = task.canary
+    assert c is not None
+    pace = paced(task, now, min(budget, c.size - c.sample))
+    if pace[0] == 0:
         return task
     where = canaries.sample_filter(c, task.filter)
-    moved = _move(tx, pending, task, where=where, after_seq=c.plan_seq, allowed=allowed,
-                  paced_to=paced_to, now=now)  # fmt: skip
+    moved = _move(tx, pending, task, where=where, after_seq=c.plan_seq, pace=pace, now=now)
     if isinstance(moved, RedriveTask):
         return moved
     task, ids, last_seq, short = moved
@@ -181,16 +171,22 @@ def _move(
     *,
     where: DeadLetterFilter,
     after_seq: int,
-    allowed: int,
-    paced_to: Callable[[int], float],
+    pace: tuple[int, Callable[[int], float]],
     now: float,
     drawn: frozenset[str] = frozenset(),
 ) -> Moved | RedriveTask:
     """Move up to `allowed` of the next dead letters of `where` after `after_seq`, leaving
     out the `drawn` sample (its own steps examined it); or the task failed, written, when it
-    cannot go on."""
+    cannot go on. `pace` is `paced`'s answer: how many may move, and the new `updated_at`."""
+    allowed, paced_to = pace
     batch = tx.dead_letter_sources(
-        task.project, task.dlq, now, where, task.max_seq, allowed, after_seq
+        task.project,
+        task.dlq,
+        now=now,
+        where=where,
+        max_seq=task.max_seq,
+        limit=allowed,
+        after_seq=after_seq,
     )
     if not batch:
         return task, [], None, True
@@ -208,7 +204,15 @@ def _move(
     for (_, tag), (destination, ids) in fresh.items():
         event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
         expires = now + destination.settings.default_ttl
-        tx.redrive_messages(task.project, ids, destination.name, expires, event, now, tag)
+        tx.redrive_messages(
+            task.project,
+            ids,
+            destination=destination.name,
+            expires_at=expires,
+            event=event,
+            now=now,
+            only_tag=tag,
+        )
         pending.available.add((task.project, destination.name))
     moved_ids = [mid for _, ids in fresh.values() for mid in ids]
     count = len(moved_ids)

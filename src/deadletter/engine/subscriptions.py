@@ -162,6 +162,7 @@ def fan_out(
     tx: Transaction,
     project: str,
     queue: str,
+    *,
     messages: Sequence[Message],
     now: float,
     confirmed_only: bool = False,
@@ -198,6 +199,7 @@ def fan_out_events(
     tx: Transaction,
     project: str,
     queue: str,
+    *,
     bodies: Sequence[bytes],
     now: float,
     ttl: int,
@@ -265,7 +267,13 @@ def give_up(tx: Transaction, pending: Pending, d: Delivery, failures: int, now: 
         dead_letter_eligible=True,
     )
     moved = transitions.dead_lettered(
-        notification, source, dlq, Reason.DELIVERY_FAILED, now, description, error
+        notification,
+        source=source,
+        dlq=dlq,
+        reason=Reason.DELIVERY_FAILED,
+        now=now,
+        description=description,
+        error=error,
     )
     assert moved.provenance is not None
     provenance = replace(
@@ -339,7 +347,14 @@ class Subscriptions:
                 tx.delete_subscriptions(project, queue, [old.id])
             check_room(tx, project, queue)
             new = Subscription(
-                new_id(), project, queue, subscriber, ttl, dict(options), now, now + ttl
+                id=new_id(),
+                project=project,
+                queue=queue,
+                subscriber=subscriber,
+                ttl=ttl,
+                options=dict(options),
+                created_at=now,
+                expires_at=now + ttl,
             )
             tx.insert_subscription(new)
             if self.require_confirmation:

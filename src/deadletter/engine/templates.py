@@ -162,7 +162,9 @@ class Templates:
             if build is not None:
                 settings = build(settings)
             now = self._clock.now()
-            return queues.create(tx, project, name, settings, now, self._queue_quota)
+            return queues.create(
+                tx, project, name, settings=settings, now=now, quota=self._queue_quota
+            )
 
         return self._run(work)
 

@@ -284,7 +284,7 @@ def _provenance_attributes(p: Provenance) -> dict[str, Attribute]:
 
 
 def _received(
-    call: Call, m: Message, claim_id: str, system: list[str], user: list[str], tag: str | None
+    call: Call, m: Message, *, claim_id: str, system: list[str], user: list[str], tag: str | None
 ) -> Any:
     try:
         body, body_digest = m.body.decode(), attrs.md5_of_bytes(m.body)
@@ -354,16 +354,24 @@ async def receive_message(call: Call) -> dict[str, Any]:
             queue = await in_thread(call.engine.get_queue, call.project, name)
             wait = queue.settings.receive_wait
         if wait > 0:
-            claim = await _long_poll(call, name, claim_now, start + wait, claim, seen)
+            claim = await _long_poll(
+                call, name, claim_now, deadline=start + wait, claim=claim, seen=seen
+            )
     if not claim.messages:
         return {}  # as SQS: no Messages member at all when nothing was received
-    return {"Messages": [_received(call, m, claim.id, system, user, tag) for m in claim.messages]}
+    return {
+        "Messages": [
+            _received(call, m, claim_id=claim.id, system=system, user=user, tag=tag)
+            for m in claim.messages
+        ]
+    }
 
 
 async def _long_poll(
     call: Call,
     name: str,
     claim_now: Callable[[], Claim],
+    *,
     deadline: float,
     claim: Claim,
     seen: int,

@@ -269,10 +269,11 @@ def time_value(name: str, value: Any) -> float | None:
 
 
 PATCH_FIELDS = ("op", "path", "value")
+PATCH_OPS = ("add", "replace", "remove")  # of JSON patch (RFC 6902), those metadata takes
 
 
 def patch_op(op: Any) -> tuple[str, Any]:
-    if not isinstance(op, dict) or op.get("op") not in ("add", "replace", "remove"):
+    if not isinstance(op, dict) or op.get("op") not in PATCH_OPS:
         raise bad_request('Each patch operation needs "op": add, replace or remove.')
     known_fields(op, PATCH_FIELDS, "patch operation field")
     path = op.get("path")
@@ -348,14 +349,7 @@ def canary_value(doc: dict[str, Any], pattern_id: str | None) -> Canary | None:
             or not math.isfinite(value)
         ):
             raise bad_request(f"{key} must be a number.")
-    seed = doc.get("seed")
-    if seed is not None and (
-        isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32
-    ):
-        raise bad_request("seed must be an integer from 0 to 4294967295.")
-    force = doc.get("force", False)
-    if not isinstance(force, bool):
-        raise bad_request("force must be true or false.")
+    seed, force = _draw_options(doc)
     return Canary(
         count=count,
         percent=percent,
@@ -365,3 +359,17 @@ def canary_value(doc: dict[str, Any], pattern_id: str | None) -> Canary | None:
         seed=seed,
         force=force,
     )
+
+
+def _draw_options(doc: dict[str, Any]) -> tuple[int | None, bool]:
+    """A canary's `seed` (the draw's, to draw the same sample again) and `force` (a pattern
+    flagged impure too)."""
+    seed = doc.get("seed")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32
+    ):
+        raise bad_request("seed must be an integer from 0 to 4294967295.")
+    force = doc.get("force", False)
+    if not isinstance(force, bool):
+        raise bad_request("force must be true or false.")
+    return seed, force
