@@ -68,11 +68,12 @@ class State(enum.Enum):
     PAUSED = "paused"
 
 
-def state(c: Canary) -> State:
+def state(c: Canary | None) -> State:
+    """Where a task's canary stands; a task without one has nothing to wait for (PASSED)."""
+    if c is None or c.decision is CanaryDecision.CONTINUED:
+        return State.PASSED
     if c.decision is CanaryDecision.PAUSED:
         return State.PAUSED
-    if c.decision is CanaryDecision.CONTINUED:
-        return State.PASSED
     return State.SAMPLING if c.watch_until is None else State.WATCHING
 
 
@@ -432,6 +433,11 @@ def watched(c: Canary, redeaths: int, seen_seq: int, now: float) -> Canary:
     if now >= (c.watch_until or now):
         return replace(c, decision=CanaryDecision.CONTINUED, decided_at=now)
     return c
+
+
+def drawn(c: Canary | None) -> frozenset[str]:
+    """The dead letters the sample's steps examined, which the rest's steps leave out."""
+    return frozenset(c.plan) if c is not None else frozenset()
 
 
 def sample_filter(c: Canary, where: DeadLetterFilter) -> DeadLetterFilter:

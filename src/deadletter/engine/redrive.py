@@ -112,20 +112,17 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         return task
     if task.status is not TaskStatus.RUNNING or budget <= 0:
         return task
-    c = task.canary
-    if c is not None and canaries.state(c) is canaries.State.WATCHING:
-        task = _watch(tx, task, c, now)
-        c = task.canary
-    if c is not None and canaries.state(c) is canaries.State.SAMPLING:
+    if canaries.state(task.canary) is canaries.State.WATCHING:
+        task = _watch(tx, task, now)
+    phase = canaries.state(task.canary)
+    if phase is canaries.State.SAMPLING:
         return _sample(tx, pending, task, budget=budget, now=now)
-    if c is not None and canaries.state(c) is canaries.State.WATCHING:
-        return task
-    if task.status is not TaskStatus.RUNNING:
+    if phase is canaries.State.WATCHING or task.status is not TaskStatus.RUNNING:
         return task
     pace = paced(task, now, budget)
     if pace[0] == 0:
         return task
-    drawn = frozenset(c.plan) if c is not None else frozenset()
+    drawn = canaries.drawn(task.canary)
     moved = _move(tx, pending, task, where=task.filter, after_seq=task.cursor_seq, pace=pace,
                   now=now, drawn=drawn)  # fmt: skip
     if isinstance(moved, RedriveTask):
@@ -234,10 +231,12 @@ def _move(
 WATCH_BATCH = 500
 
 
-def _watch(tx: Transaction, task: RedriveTask, c: Canary, now: float) -> RedriveTask:
+def _watch(tx: Transaction, task: RedriveTask, now: float) -> RedriveTask:
     """Count the sample's messages that came back dead into the DLQ since the last look (a
     message redriven by this task carries the task's id in its history), and let the canary
     decide: pause as soon as too many died again, go on with the rest once the watch is over."""
+    c = task.canary
+    assert c is not None
     redeaths, seen = c.redeaths, c.seen_seq
     while True:
         query = ListQuery(after_seq=seen, limit=WATCH_BATCH, include_claimed=True,
@@ -267,8 +266,7 @@ def _redriven_by(history: tuple[dict[str, Any], ...], task_id: str) -> bool:
 
 def watching(task: RedriveTask) -> bool:
     """Whether a task waits for its canary's verdict: its sample moved, the rest waits."""
-    c = task.canary
-    return c is not None and canaries.state(c) is canaries.State.WATCHING
+    return canaries.state(task.canary) is canaries.State.WATCHING
 
 
 # (queue name, consumer tag or None) -> (the queue, the ids that go back to it)
