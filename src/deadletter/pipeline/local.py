@@ -19,7 +19,8 @@ from typing import Any
 from deadletter.pipeline import summary
 from deadletter.pipeline.analysis import Result
 from deadletter.pipeline.columns import COLUMNS, parse_time
-from deadletter.pipeline.mining import DEFAULT_THRESHOLD, explain, pattern_id, with_context
+from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
+from deadletter.pipeline.purity import explain
 
 # Above this size an export goes to Spark: by then its parallel masking has paid for its
 # start (docs/pipeline.md, "Small inputs").

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from deadletter.pipeline import rules
+from deadletter.pipeline.purity import CONTEXT_SEPARATOR, split_hidden
 from deadletter.pipeline.text import PLACEHOLDERS
 
 WILDCARD = "<*>"
@@ -693,9 +694,6 @@ def _mine_buckets(
         names |= reused
 
 
-CONTEXT_SEPARATOR = " :: "
-
-
 def with_context(
     rows: Iterable[tuple[str, str, int]], threshold: float = DEFAULT_THRESHOLD
 ) -> dict[tuple[str, str], str]:
@@ -705,7 +703,8 @@ def with_context(
     contexts (descriptions). A text template whose dead letters carry more than one context
     template is split by context, and the context template is appended after " :: ": a
     generic `HandlerError failed` over `timeout after <NUM> ms` and `quota exceeded` is two
-    patterns. A context shared by the whole group adds nothing and is left out.
+    patterns. A context shared by the whole group adds nothing and is left out. Before
+    that, a text template whose variable place hides a split is cut (purity.split_hidden).
     """
     counts: dict[tuple[str, str], int] = {}
     for text, context, n in rows:
@@ -716,7 +715,7 @@ def with_context(
         text_counts[text] = text_counts.get(text, 0) + n
         if context:
             context_counts[context] = context_counts.get(context, 0) + n
-    texts = mine_all(text_counts.items(), threshold)
+    texts = split_hidden(mine_all(text_counts.items(), threshold), text_counts)
     contexts = mine_all(context_counts.items(), threshold)
     seen: dict[str, set[str]] = {}
     for text, context in counts:
@@ -728,73 +727,3 @@ def with_context(
             template = f"{template}{CONTEXT_SEPARATOR}{contexts.get(context, '')}".rstrip()
         out[(text, context)] = template
     return out
-
-
-EXAMPLE_VALUES = 3
-
-
-def explain(
-    found: dict[tuple[str, str], str], counts: Iterable[tuple[str, str, int]]
-) -> dict[str, list[dict[str, object]]]:
-    """Why the members of each template belong together: for each variable of the template
-    (`<*>`, a program name `<*>:`), the values its members hold there, the most frequent
-    first (at most EXAMPLE_VALUES), and how many there are. Typed placeholders (`<PATH>`)
-    name their kind already and are left out unless their members differ in kind.
-
-    `found` is `with_context`'s answer and `counts` its input: both engines call this on the
-    same distinct pairs, so the explanations are the same too."""
-    values: dict[str, list[dict[str, int]]] = {}
-    shapes: dict[str, re.Pattern[str] | None] = {}
-    for text, context, n in counts:
-        template = found[(text, context)]
-        head = template.split(CONTEXT_SEPARATOR, 1)[0]
-        if head not in shapes:
-            aligned = shapes[head] = _alignment(head)
-            values[head] = [{} for _ in range(aligned.groups if aligned else 0)]
-        shape = shapes[head]
-        if shape is None:
-            continue
-        tokens = " ".join(t for t in text.split(" ") if t != TAIL_MARK)
-        match = shape.match(tokens)
-        if match is None:
-            continue
-        for i, value in enumerate(match.groups(default="")):
-            seen = values[head][i]
-            seen[value] = seen.get(value, 0) + int(n)
-    out: dict[str, list[dict[str, object]]] = {}
-    for template in set(found.values()):
-        head = template.split(CONTEXT_SEPARATOR, 1)[0]
-        places = [t for t in head.split(" ") if t in PLACEHOLDERS or t == WILDCARD + HEAD_MARK]
-        variables = []
-        for position, (token, seen) in enumerate(zip(places, values.get(head, []), strict=False)):
-            if token not in (WILDCARD, WILDCARD + HEAD_MARK) and set(seen) <= {token}:
-                continue
-            top = sorted(seen, key=lambda v: (-seen[v], v))[:EXAMPLE_VALUES]
-            variables.append(
-                {"variable": position + 1, "token": token, "values": top, "distinct": len(seen)}
-            )
-        out[template] = variables
-    return out
-
-
-def _alignment(template: str) -> re.Pattern[str] | None:
-    """A regular expression that reads a member's tokens against its template: constants as
-    they are, each variable one group of one token or more, or of none (a template may hold
-    members whose value there is empty, `_filled_slots`): the group and its blank are
-    optional, and an empty value reads as ""."""
-    if not template:
-        return None
-    out = ""
-    blank = ""
-    for token in template.split(" "):
-        if token in PLACEHOLDERS:
-            if out:
-                out += "(?: (.+?))?"
-            else:
-                out, blank = "(?:(.+?) )?", ""
-                continue
-        else:
-            part = r"(\S+):" if token == WILDCARD + HEAD_MARK else re.escape(token)
-            out += blank + part
-        blank = " "
-    return re.compile("^" + out + "$")

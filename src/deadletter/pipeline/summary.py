@@ -154,18 +154,21 @@ def assemble(
     examples: dict[str, dict[str, Any]],
     shapes: dict[str, dict[str, list[str]]],
     attrs: dict[str, list[dict[str, Any]]],
-    variables: dict[str, list[dict[str, Any]]] | None = None,
+    explained: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One JSON-ready dict per pattern, largest first (ties by id); `variables` by template
-    (mining.explain)."""
+    """One JSON-ready dict per pattern, largest first (ties by id); `explained` by template
+    (purity.explain: its variables, purity and impure flag)."""
     patterns = []
     for pid, r in folded.base.items():
         shape = shapes.get(pid, {})
+        sure = (explained or {}).get(r["template"] or "") or {}
         patterns.append(
             {
                 "id": pid,
                 "template": r["template"] or "",
-                "variables": (variables or {}).get(r["template"] or "", []),
+                "variables": sure.get("variables", []),
+                "purity": sure.get("purity", 1.0),
+                "impure": sure.get("impure", False),
                 "signature": r["signature"] or "",
                 "count": r["count"],
                 "source_queues": sorted(q for q in r["source_queues"] if q is not None),
