@@ -19,8 +19,8 @@ from typing import Any
 from deadletter.pipeline import require_pyspark, summary
 from deadletter.pipeline.columns import COLUMNS
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
-from deadletter.pipeline.purity import explain
 from deadletter.pipeline.outputs import members_of, read_assignments, write_jsonl
+from deadletter.pipeline.purity import explain
 from deadletter.pipeline.schema import read_export, require_columns, session, to_schema
 
 

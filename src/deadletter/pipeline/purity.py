@@ -79,7 +79,7 @@ def _few_recurring(seen: dict[str, int], least: int) -> bool:
     )
 
 
-def _hidden_split(values: list[dict[str, int]], by: list[dict[str, str]], least: int) -> int:
+def _hidden_split(values: list[dict[str, int]], by: list[dict[int, str]], least: int) -> int:
     """The variable place that hides two events or more, or -1.
 
     A place whose few values each recur (`_few_recurring`) is one when its values differ in
@@ -119,7 +119,7 @@ def _cut(template: str, texts: dict[str, int], depth: int) -> list[tuple[str, di
     shape = alignment(template)
     if shape is None:
         return [(template, texts)]
-    rows: dict[str, dict[str, str]] = {}
+    rows: dict[str, dict[int, str]] = {}
     for text in texts:
         match = shape.match(_member(text))
         if match is None:
@@ -137,8 +137,22 @@ def _cut(template: str, texts: dict[str, int], depth: int) -> list[tuple[str, di
         parts.setdefault(row[place], {})[text] = texts[text]
     out = []
     for value, part in sorted(parts.items()):
-        out += _cut(_filled(template, place, value), part, depth - 1)
+        for new, members in _cut(_filled(template, place, value), part, depth - 1):
+            out.append((_settled(new, members), members))
     return out
+
+
+def _settled(template: str, texts: dict[str, int]) -> str:
+    """A part's template with each variable place that holds one run of words in all its
+    members written as those words: the cut left a single value there."""
+    values = _values(template, texts)
+    if not values:
+        return template
+    for place in reversed(range(len(values))):
+        (value, *others) = values[place]
+        if not others and _constant_words(value):
+            template = _filled(template, place, value)
+    return template
 
 
 def _filled(template: str, place: int, value: str) -> str:
@@ -208,6 +222,7 @@ def _explained(head: str, texts: dict[str, int]) -> dict[str, object]:
 
 
 _SEPARATORS = r"[\s,;=()\[\]{}|:.!?\"'`]*?"
+_BESIDE = r"[\s,;=()\[\]{}|:.!?]*"
 
 
 def raw_template(template: str, raw: str) -> str | None:
@@ -218,15 +233,19 @@ def raw_template(template: str, raw: str) -> str | None:
     tokens = [t for t in template.split(CONTEXT_SEPARATOR, 1)[0].split(" ") if t]
     if not tokens:
         return None
-    parts = []
+    expression = ""
+    after = ""
     for token in tokens:
         if token in PLACEHOLDERS:
-            parts.append("(.*?)")
-        elif token == WILDCARD + HEAD_MARK:
-            parts.append(r"(\S+?):")
-        else:
-            parts.append(re.escape(token))
-    shape = re.compile(r"^\s*" + _SEPARATORS.join(parts) + r"[\s.!?:;,\"'`]*$", re.DOTALL)
+            # Quotes around a value are the value's; the blanks and marks beside it are not.
+            expression += _BESIDE + "(.*?)"
+            after = _BESIDE
+            continue
+        expression += (after or _SEPARATORS) if expression else ""
+        expression += r"(\S+?):" if token == WILDCARD + HEAD_MARK else re.escape(token)
+        after = ""
+    end = r"[\s.!?:;,]*$" if after else r"[\s.!?:;,\"'`]*$"
+    shape = re.compile(r"^\s*" + expression + end, re.DOTALL)
     match = shape.match(raw)
     if match is None:
         return None
@@ -234,11 +253,11 @@ def raw_template(template: str, raw: str) -> str | None:
     at = 0
     variables = [t for t in tokens if t in PLACEHOLDERS or t == WILDCARD + HEAD_MARK]
     for group, token in enumerate(variables, start=1):
-        start, end = match.span(group)
-        if start < 0:
+        begin, finish = match.span(group)
+        if begin < 0:
             continue
-        out.append(raw[at:start] + (WILDCARD if token == WILDCARD + HEAD_MARK else token))
-        at = end
+        out.append(raw[at:begin] + (WILDCARD if token == WILDCARD + HEAD_MARK else token))
+        at = finish
     out.append(raw[at:])
     return "".join(out)
 
@@ -247,8 +266,6 @@ def raw_pattern(raw: str) -> re.Pattern[str]:
     """A regular expression matching the raw texts of `raw_template`'s answer."""
     pieces = re.split("(" + "|".join(re.escape(p) for p in sorted(PLACEHOLDERS)) + ")", raw)
     return re.compile(
-        "^"
-        + "".join(".*?" if p in PLACEHOLDERS else re.escape(p) for p in pieces)
-        + "$",
+        "^" + "".join(".*?" if p in PLACEHOLDERS else re.escape(p) for p in pieces) + "$",
         re.DOTALL,
     )

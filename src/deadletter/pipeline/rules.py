@@ -112,9 +112,10 @@ MASKS: list[tuple[str, str, str, str]] = [
     ),
     # A clock duration ("lifetime 02:19"), after the timestamps took the hh:mm:ss ones.
     (r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])", "<DUR>", ":", r"\d:\d"),
-    # A number written in hex is a number: `0x1f` in one message and `31` in another do not
-    # split an event (a size or a duration in hex was read as one above).
-    (r"\b0x[0-9a-fA-F]+\b", "<NUM>", "0x", ""),
+    # A number written in hex (a size or a duration in hex was read as one above): the miner
+    # reads `<HEX>` and `<NUM>` in one place as one variable, so `0x1f` in one message and
+    # `31` in another do not split an event.
+    (r"\b0x[0-9a-fA-F]+\b", "<HEX>", "0x", ""),
 ]
 
 # (pattern, needs): a text in which no pattern of SPANS is found (or whose `needs` it lacks;

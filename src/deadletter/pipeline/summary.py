@@ -166,6 +166,7 @@ def assemble(
             {
                 "id": pid,
                 "template": r["template"] or "",
+                "raw_template": _written(r["template"] or "", examples.get(pid)),
                 "variables": sure.get("variables", []),
                 "purity": sure.get("purity", 1.0),
                 "impure": sure.get("impure", False),
@@ -185,6 +186,22 @@ def assemble(
         )
     patterns.sort(key=lambda p: (-p["count"], p["id"]))
     return patterns
+
+
+def _written(template: str, example: dict[str, Any] | None) -> str | None:
+    """The template as the example's text writes it, punctuation kept (purity.raw_template):
+    it matches the members' raw text, where the template matches their masked tokens."""
+    from deadletter.pipeline.purity import CONTEXT_SEPARATOR, raw_pattern, raw_template
+    from deadletter.pipeline.text import mining_parts
+
+    if not template or not example:
+        return None
+    _signature, headline, _context = mining_parts(
+        example.get("error"), example.get("description"), example.get("error_class")
+    )
+    written = raw_template(template.split(CONTEXT_SEPARATOR, 1)[0], headline)
+    # Kept only when it reads its own example back.
+    return written if written and raw_pattern(written).match(headline) else None
 
 
 def write_summary(patterns: list[dict[str, Any]], out: Path) -> int:
