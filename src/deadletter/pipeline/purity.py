@@ -63,6 +63,27 @@ def _values(template: str, members: dict[str, int]) -> list[dict[str, int]] | No
     return out
 
 
+def _read(
+    template: str, members: dict[str, int]
+) -> tuple[list[dict[str, int]], list[dict[int, str]]]:
+    """Each variable's values with counts, and each member's values by place; members that
+    do not read against the template are left out."""
+    shape = alignment(template)
+    if shape is None:
+        return [], []
+    values: list[dict[str, int]] = [{} for _ in range(shape.groups)]
+    rows = []
+    for text, n in members.items():
+        match = shape.match(_member(text))
+        if match is None:
+            continue
+        row = dict(enumerate(match.groups(default="")))
+        rows.append(row)
+        for i, value in row.items():
+            values[i][value] = values[i].get(value, 0) + n
+    return values, rows
+
+
 def _constant_words(value: str) -> bool:
     """Whether a value holds a word that is not a placeholder: the values of a hidden split
     are words of the events' own text; a value that is all placeholders is a variable's."""
@@ -80,7 +101,13 @@ def _few_recurring(seen: dict[str, int], least: int) -> bool:
 
 
 def _hidden_split(values: list[dict[str, int]], by: list[dict[int, str]], least: int) -> int:
-    """The variable place that hides two events or more, or -1.
+    """The variable place that hides two events or more, or -1 (`_hidden_splits`' first)."""
+    found = _hidden_splits(values, by, least)
+    return found[0] if found else -1
+
+
+def _hidden_splits(values: list[dict[str, int]], by: list[dict[int, str]], least: int) -> list[int]:
+    """The variable places that hide two events or more.
 
     A place whose few values each recur (`_few_recurring`) is one when its values differ in
     length (`format` / `repartition parameter <NUM>`: phrases of separate messages), or when
@@ -88,16 +115,16 @@ def _hidden_split(values: list[dict[str, int]], by: list[dict[int, str]], least:
     `extend` with `No space left on device`): the members disagree on a structure the
     template hides. A variable's values come and go independently of the other places."""
     few = [i for i, seen in enumerate(values) if _few_recurring(seen, least)]
+    out = []
     for i in few:
         if len({len(v.split(" ")) if v else 0 for v in values[i]}) > 1:
-            return i
+            out.append(i)
+            continue
         for j in few:
-            if j == i:
-                continue
-            pairs = {(row[i], row[j]) for row in by}
-            if len(pairs) == len(values[i]) == len(values[j]):
-                return i
-    return -1
+            if j != i and len({(row[i], row[j]) for row in by}) == len(values[i]) == len(values[j]):
+                out.append(i)
+                break
+    return out
 
 
 def split_hidden(found: dict[str, str], counts: dict[str, int]) -> dict[str, str]:
@@ -197,9 +224,12 @@ def explain(
 
 
 def _explained(head: str, texts: dict[str, int]) -> dict[str, object]:
-    values = _values(head, texts) or []
+    values, rows = _read(head, texts)
     places = [t for t in head.split(" ") if t in PLACEHOLDERS or t == WILDCARD + HEAD_MARK]
     total = sum(texts.values())
+    # Places that still look like a hidden split with values seen twice or more: too few
+    # messages to cut (split_hidden), enough to warn.
+    suspect = set(_hidden_splits(values, rows, 2))
     variables = []
     purity = 1.0
     for position, (token, seen) in enumerate(zip(places, values, strict=False)):
@@ -211,11 +241,12 @@ def _explained(head: str, texts: dict[str, int]) -> dict[str, object]:
             "counts": [seen[v] for v in top],
             "distinct": len(seen),
         }
-        if _few_recurring(seen, 2):
+        if position in suspect:
             share = max(seen.values()) / total
             purity = min(purity, share)
             variable["warning"] = (
-                f"{len(seen)} values that each recur: maybe {len(seen)} different failures"
+                f"{len(seen)} values that each recur with their own structure: maybe"
+                f" {len(seen)} different failures"
             )
         variables.append(variable)
     return {"variables": variables, "purity": round(purity, 4), "impure": purity < 1.0}
@@ -244,7 +275,7 @@ def raw_template(template: str, raw: str) -> str | None:
         expression += (after or _SEPARATORS) if expression else ""
         expression += r"(\S+?):" if token == WILDCARD + HEAD_MARK else re.escape(token)
         after = ""
-    end = r"[\s.!?:;,]*$" if after else r"[\s.!?:;,\"'`]*$"
+    end = r"[\s.!?:;,)\]}]*$" if after else r"[\s.!?:;,)\]}\"'`]*$"
     shape = re.compile(r"^\s*" + expression + end, re.DOTALL)
     match = shape.match(raw)
     if match is None:

@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+import msgspec
+
 from deadletter.pipeline import rules
 
 # The rules (rules.py) compiled once; see there for what each one is for.
@@ -355,14 +357,20 @@ def _type_name(value: Any) -> str:
     return "object"
 
 
+_DECODE = msgspec.json.Decoder().decode
+
+
 def key_paths(body: str | None, max_paths: int = 200) -> list[str]:
     """Sorted `path:type` entries of a JSON body (`items[].sku:string`); [] when not JSON."""
     if not body:
         return []
     try:
-        value = json.loads(body)
-    except (ValueError, TypeError):
-        return []
+        value = _DECODE(body)
+    except msgspec.DecodeError:
+        try:
+            value = json.loads(body)
+        except (ValueError, TypeError):
+            return []
     out: set[str] = set()
 
     def walk(node: Any, prefix: str) -> None:
