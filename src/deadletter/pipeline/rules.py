@@ -218,11 +218,11 @@ MANY_VALUES = 6
 MIN_VARIANT_VALUES = 3
 MIN_STEM_CONSTANTS = 2
 # A run of words that varies between a shared start and end is one variable when the start
-# and the end hold at least this many constants (mining._free_runs).
+# and the end hold at least this many constants (phrases._free_runs).
 MIN_FRAME_CONSTANTS = 3
 # Templates longer than this many tokens are not searched for runs of free text.
 MAX_FRAME_TOKENS = 40
-# At most this many passes of the merge across buckets (mining._across_buckets).
+# At most this many passes of the merge across buckets (drain._across_buckets).
 MAX_PASSES = 3
 WORD = r"^[A-Za-z][A-Za-z_-]*$"
 CODE_NAME = r"^'?[A-Za-z][A-Za-z_.:$-]*'?$"
