@@ -268,5 +268,11 @@ def reject(
     # The error's message alone is sent as one text, as it always was.
     details = given if error_class is not None or error_stack is not None else error
     moved = client.dead_letter(queue, message_id, claim_id, reason, details, tag)
-    dlq = ((moved.get("message") or {}).get("href") or "").split("/")[3:4]
-    click.echo(f"dead-lettered {message_id}" + (f" to {dlq[0]}" if dlq else ""))
+    # The dead letter is what `dlq list` and a redrive name; for a tag it is a copy with an
+    # id of its own (the queue's other consumers still hold the original).
+    letter = moved.get("message") or {}
+    dlq = (letter.get("href") or "").split("/")[3:4]
+    dead_id = letter.get("id") or message_id
+    where = f" to {dlq[0]}" if dlq else ""
+    also = f" (from message {message_id})" if dead_id != message_id else ""
+    click.echo(f"dead-lettered {dead_id}{where}{also}")
