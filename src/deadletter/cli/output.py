@@ -41,6 +41,7 @@ SHORT_ID = 8
 # what the command needs; 2 a usage error (click's own) or no server answering.
 REFUSED = 1
 UNREACHABLE = 2
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
 
 class Failure(click.ClickException):
