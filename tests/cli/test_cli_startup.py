@@ -16,6 +16,7 @@ import pytest
 from deadletter import config
 from deadletter.cli.main import COMMANDS, main
 from deadletter.client import DEFAULT_URL
+from tests.cli.test_cli import ok, url  # noqa: F401 (the live-server fixture)
 
 # Never for these commands: an HTTP stack beyond http.client, the server and its
 # configuration, the settings table (domain/), a table printer, Spark.
@@ -38,18 +39,24 @@ print(json.dumps(sorted(found)))
 """
 
 
-def imported_by(*words: str, url: str = "http://127.0.0.1:9") -> list[str]:
+def imported_by(*words: str, base: str = "http://127.0.0.1:9") -> list[str]:
     """The heavy modules a fresh interpreter holds once `deadletter WORDS` has run."""
+    return run_fresh(*words, base=base)[0]
+
+
+def run_fresh(*words: str, base: str) -> tuple[list[str], str]:
+    """The heavy modules, and what the command printed."""
     done = subprocess.run(
         [sys.executable, "-c", RUN, json.dumps(HEAVY), *words],
         capture_output=True,
         text=True,
         timeout=60,
-        env={"DEADLETTER_URL": url, "PATH": "", "PYTHONPATH": ":".join(sys.path)},
+        env={"DEADLETTER_URL": base, "PATH": "", "PYTHONPATH": ":".join(sys.path)},
     )
     assert done.stdout, done.stderr
-    found: list[str] = json.loads(done.stdout.splitlines()[-1])
-    return found
+    *printed, last = done.stdout.splitlines()
+    found: list[str] = json.loads(last)
+    return found, "\n".join(printed)
 
 
 def test_the_top_help_loads_no_command() -> None:
@@ -85,3 +92,12 @@ def test_the_top_help_says_of_each_command_what_its_own_help_says() -> None:
 def test_the_clients_default_url_is_where_the_server_listens_by_default() -> None:
     server = f"http://{config.DEFAULT_HOST}:{config.DEFAULT_PORT}"
     assert server == DEFAULT_URL
+
+
+def test_a_claim_that_prints_its_table_imports_nothing_heavy(url: str) -> None:  # noqa: F811
+    # Given a queue with messages, when a fresh process claims two and prints their table
+    ok(url, "queue", "create", "orders")
+    ok(url, "send", "orders", "a", '{"b": 2}')
+    heavy, printed = run_fresh("claim", "orders", "--limit", "2", base=url)
+    assert heavy == []
+    assert " message " in printed and " claims " in printed and '{"b": 2}' in printed
