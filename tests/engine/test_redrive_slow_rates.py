@@ -16,7 +16,7 @@ def test_half_a_message_a_second_moves_one_every_two_seconds(
     with_dlq(engine, "a", "dlq", max_claims=1)
     send(engine, "a", *[f"m{i}" for i in range(5)])
     fail(engine, "a", 1)
-    engine.claim(P, "a", 1000)
+    engine.claim(P, "a", limit=1000)
     task = engine.start_redrive(P, "dlq", rate=0.5)
     # When it is stepped every second
     moved = []

@@ -45,6 +45,7 @@ def dlq() -> None:
 @server_options
 def list_(
     client: Client,
+    *,
     name: str,
     source: str | None,
     source_tag: str | None,

@@ -52,6 +52,7 @@ from deadletter.client import ApiError, Client, QueueNotFound, parse_body
 @server_options
 def send(
     client: Client,
+    *,
     queue: str,
     bodies: tuple[str, ...],
     body_files: tuple[TextIO, ...],
@@ -91,7 +92,7 @@ def send(
 @wide_option
 @server_options
 def peek(
-    client: Client, queue: str, limit: int, include_claimed: bool, as_json: bool, wide: bool
+    client: Client, *, queue: str, limit: int, include_claimed: bool, as_json: bool, wide: bool
 ) -> None:
     """Show QUEUE's messages without consuming them."""
     messages = client.peek(queue, limit, include_claimed)
@@ -137,6 +138,7 @@ def peek(
 @server_options
 def claim(
     client: Client,
+    *,
     queue: str,
     limit: int,
     ttl: int | None,
@@ -224,6 +226,7 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
 @server_options
 def nack(
     client: Client,
+    *,
     queue: str,
     message_id: str,
     claim_id: str,
@@ -235,7 +238,7 @@ def nack(
     --no-requeue, for none (RabbitMQ's nack with requeue=false)."""
     if no_requeue and delay:
         raise click.UsageError("--delay applies only to a requeued message.")
-    client.release(queue, message_id, claim_id, delay, tag, requeue=not no_requeue)
+    client.release(queue, message_id, claim_id, delay=delay, tag=tag, requeue=not no_requeue)
     click.echo(f"{'not requeued' if no_requeue else 'released'} {message_id}")
 
 
@@ -251,6 +254,7 @@ def nack(
 @server_options
 def reject(
     client: Client,
+    *,
     queue: str,
     message_id: str,
     claim_id: str,
@@ -266,7 +270,9 @@ def reject(
     given = {k: v for k, v in fields.items() if v is not None}
     # The error's message alone is sent as one text, as it always was.
     details = given if error_class is not None or error_stack is not None else error
-    moved = client.dead_letter(queue, message_id, claim_id, reason, details, tag)
+    moved = client.dead_letter(
+        queue, message_id, claim_id, description=reason, error=details, tag=tag
+    )
     # The dead letter is what `dlq list` and a redrive name; for a tag it is a copy with an
     # id of its own (the queue's other consumers still hold the original).
     letter = moved.get("message") or {}

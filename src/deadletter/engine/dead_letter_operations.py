@@ -38,6 +38,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         destination: str | None = None,
         where: DeadLetterFilter | None = None,
         rate: float | None = None,
@@ -52,7 +53,16 @@ class DeadLetterOperations:
 
         def work(tx: Transaction, pending: Pending) -> RedriveTask:
             now = self.clock.now()
-            task = redrive.start(tx, project, dlq, destination, filter_, rate, now, canary)
+            task = redrive.start(
+                tx,
+                project,
+                dlq,
+                destination=destination,
+                where=filter_,
+                rate=rate,
+                now=now,
+                canary=canary,
+            )
             pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
             return task
 
@@ -72,24 +82,24 @@ class DeadLetterOperations:
         """Mark a task whose step cannot run as FAILED, so that it stops taking turns."""
         return self._runner.run(lambda tx, _: redrive.fail(tx, task_id, reason, self.clock.now()))
 
-    def cancel_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def cancel_redrive(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         return self._runner.run(
             lambda tx, _: redrive.cancel(tx, project, dlq, task_id, self.clock.now())
         )
 
-    def resume_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def resume_redrive(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         return self._runner.run(
             lambda tx, _: redrive.resume(tx, project, dlq, task_id, self.clock.now())
         )
 
-    def get_task(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def get_task(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         """A redrive task of `dlq`; a task of another queue or project is not found."""
         return redrive.owned(
             self._runner.read(lambda tx: tx.get_task(task_id)), project, dlq, task_id
         )
 
     def list_tasks(
-        self, project: str, dlq: str | None = None, limit: int = 100
+        self, project: str, dlq: str | None = None, *, limit: int = 100
     ) -> list[RedriveTask]:
         return self._runner.read(lambda tx: tx.list_tasks(project, dlq, limit))
 
@@ -100,6 +110,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         where: DeadLetterFilter | None = None,
         after_seq: int = 0,
         limit: int = 100,
@@ -122,14 +133,20 @@ class DeadLetterOperations:
     # Failure patterns from the analysis pipeline
 
     def save_patterns(
-        self, project: str, dlq: str, found: list[dict[str, Any]]
+        self, project: str, dlq: str, *, found: list[dict[str, Any]]
     ) -> list[tuple[str, str]]:
         """Replace the DLQ's patterns; the alerts that raised, (kind, pattern id) each."""
         patterns.check(found)
         confirmed_only = self.subscriptions.require_confirmation
         return self._runner.run(
             lambda tx, pending: patterns.save(
-                tx, pending, project, dlq, found, self.clock.now(), confirmed_only
+                tx,
+                pending,
+                project,
+                dlq,
+                patterns=found,
+                now=self.clock.now(),
+                confirmed_only=confirmed_only,
             )
         )
 
@@ -137,6 +154,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         writer: str,
         batch: int,
         assigned: list[Assignment],
@@ -152,17 +170,17 @@ class DeadLetterOperations:
                 pending,
                 project,
                 dlq,
-                writer,
-                batch,
-                assigned,
-                self.clock.now(),
-                confirmed_only,
-                limit,
-                max_bytes,
+                writer=writer,
+                batch=batch,
+                assigned=assigned,
+                now=self.clock.now(),
+                confirmed_only=confirmed_only,
+                limit=limit,
+                max_bytes=max_bytes,
             )
         )
 
-    def pattern_message_ids(self, project: str, dlq: str, pattern_id: str) -> tuple[str, ...]:
+    def pattern_message_ids(self, project: str, dlq: str, *, pattern_id: str) -> tuple[str, ...]:
         return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)
 
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:

@@ -44,6 +44,7 @@ def start(
     tx: Transaction,
     project: str,
     dlq: str,
+    *,
     destination: str | None,
     where: DeadLetterFilter,
     rate: float | None,
@@ -154,7 +155,13 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
     if allowed == 0:
         return task
     batch = tx.dead_letter_sources(
-        task.project, task.dlq, now, task.filter, task.max_seq, allowed, task.cursor_seq
+        task.project,
+        task.dlq,
+        now=now,
+        where=task.filter,
+        max_seq=task.max_seq,
+        limit=allowed,
+        after_seq=task.cursor_seq,
     )
     if not batch:
         if sampling and canary is not None and canary.sample:
@@ -174,7 +181,15 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
     for (_, tag), (destination, ids) in fresh.items():
         event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
         expires = now + destination.settings.default_ttl
-        tx.redrive_messages(task.project, ids, destination.name, expires, event, now, tag)
+        tx.redrive_messages(
+            task.project,
+            ids,
+            destination=destination.name,
+            expires_at=expires,
+            event=event,
+            now=now,
+            only_tag=tag,
+        )
         pending.available.add((task.project, destination.name))
     count = sum(len(ids) for _, ids in fresh.values())
     if count:
