@@ -21,7 +21,10 @@ def test_each_operation_is_counted_and_named_by_the_b_trees_it_wrote() -> None:
 
 @pytest.mark.postgres
 def test_on_postgresql_each_operation_adds_wal() -> None:
-    kib = run_postgres(preload=100, cycles=3)
+    kib, cpu = run_postgres(preload=100, cycles=3)
     assert set(kib) == {"send", "claim", "delete"}
     # ten 1 KiB bodies are in the WAL of a send; a claim rewrites its rows
     assert kib["send"] >= 10 and kib["claim"] > 0 and kib["delete"] > 0
+    # the engine's process spends CPU on a cycle; the backend's is read where it runs here
+    assert cpu["process_ms_per_cycle"] > 0
+    assert set(cpu) <= {"process_ms_per_cycle", "backend_ms_per_cycle"}
