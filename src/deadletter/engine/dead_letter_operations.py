@@ -20,6 +20,7 @@ from deadletter.domain.model import (
     Queue,
     RedriveTask,
 )
+from deadletter.engine import canary as canaries
 from deadletter.engine import patterns, redrive, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import Subscriptions
@@ -49,7 +50,7 @@ class DeadLetterOperations:
         filter_ = where or DeadLetterFilter()
         validation.check_redrive(filter_, rate)
         if canary is not None:
-            redrive.check_canary(canary)
+            canaries.check(canary)
 
         def work(tx: Transaction, pending: Pending) -> RedriveTask:
             now = self.clock.now()

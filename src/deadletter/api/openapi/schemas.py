@@ -10,7 +10,8 @@ from deadletter.api.zaqar.parse import CLAIM_TIMES, PATCH_OPS
 from deadletter.api.zaqar.queues import PURGE_KINDS
 from deadletter.domain import names
 from deadletter.domain import settings as declared
-from deadletter.domain.model import CanaryDecision, Reason, SkipReason, TaskStatus
+from deadletter.domain.model import CanaryDecision, SkipReason, TaskStatus
+from deadletter.domain.provenance import Reason
 
 
 def enum(values: Any, nullable: bool = False) -> dict[str, Any]:
@@ -283,7 +284,7 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Move this many dead letters first (or this percentage of those"
                 ' selected, as "10%"), watch them, then the rest or a pause',
                 "oneOf": [
-                    {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+                    {"type": "integer", "minimum": 1, "maximum": 10_000},
                     {"type": "string", "pattern": "^([0-9]{1,7}|[0-9]{1,3}(\\.[0-9]{1,6})?%)$"},
                 ],
             },
@@ -301,6 +302,19 @@ SCHEMAS: dict[str, Any] = {
                 "minimum": 0,
                 "maximum": 100,
                 "default": 0,
+            },
+            "seed": {
+                "description": "The seed of the canary's draw, to draw the same sample again"
+                " (with canary only; by default one derived from the task's id)",
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4_294_967_295,
+            },
+            "force": {
+                "description": "A canary over a pattern flagged impure too, which is refused"
+                " otherwise (with canary only)",
+                "type": "boolean",
+                "default": False,
             },
         },
     },
