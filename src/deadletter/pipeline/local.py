@@ -20,7 +20,7 @@ import msgspec
 
 from deadletter.pipeline import summary
 from deadletter.pipeline.analysis import Result
-from deadletter.pipeline.columns import COLUMNS, parse_time
+from deadletter.pipeline.columns import COLUMNS
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
 from deadletter.pipeline.purity import explain
 
@@ -72,8 +72,10 @@ def _time(value: Any) -> datetime | None:
         return None
     if not isinstance(value, str) or not _TIME.fullmatch(value):
         raise NotLocal(f"a time Spark may read otherwise: {value!r}")
-    parsed = parse_time(value)
-    assert parsed is not None
+    # The expression above is ISO 8601 only: parse_time's reading as epoch seconds is moot.
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        return parsed
     return parsed.astimezone(UTC).replace(tzinfo=None)
 
 
