@@ -237,7 +237,7 @@ def analyze_rows(
 ) -> Result:
     """The analysis of dead letters already read (dicts in SCHEMA, message ids unique)."""
     from deadletter.pipeline.masking import masked_rows
-    from deadletter.pipeline.text import key_paths
+    from deadletter.pipeline.shape import key_paths_of_shape, shape_of
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -266,7 +266,9 @@ def analyze_rows(
         members[pid].append(row["message_id"])
         at = row["dead_lettered_at"]
         hour = at.replace(minute=0, second=0, microsecond=0) if at is not None else None
-        key = (pid, template, signature, row["source_queue"], row["reason"], hour, row["body"])
+        # By body shape, as the Spark job groups: key paths once per shape, fewer groups.
+        shape = shape_of(row["body"])
+        key = (pid, template, signature, row["source_queue"], row["reason"], hour, shape)
         group = groups.get(key)
         if group is None:
             groups[key] = [1, at, at]
@@ -282,7 +284,7 @@ def analyze_rows(
     samples = {pid: ids_of[: summary.SAMPLES] for pid, ids_of in members.items()}
     by_id = {row["message_id"]: row for row in rows}
     examples = {pid: summary.example_of(by_id[ids_of[0]]) for pid, ids_of in samples.items()}
-    shapes = summary.shape_findings(folded.shaped, folded.base, key_paths)
+    shapes = summary.shape_findings(folded.shaped, folded.base, key_paths_of_shape)
     attrs = summary.attribute_findings(_attribute_candidates(rows, assigned), folded.sizes())
     variables = explain(found, ((t, c, n) for (t, c), n in counts.items()))
     patterns = summary.assemble(folded, samples, examples, shapes, attrs, variables)
