@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from deadletter.cli.dlq import REASONS
 from deadletter.cli.output import (
+    INTERRUPTED,
     json_option,
     print_json,
     print_table,
@@ -16,10 +17,9 @@ from deadletter.cli.output import (
     when,
     wide_option,
 )
-from deadletter.client import Client
+from deadletter.client import ApiError, Client, Unreachable
 
 ACTIVE = ("RUNNING", "CANCELLING")  # a PAUSED task moves nothing more
-INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
 
 @click.group()
@@ -96,25 +96,61 @@ def start(
         canary is None
     ):
         raise click.UsageError("--watch, --max-redeath, --seed and --force go with --canary.")
-    task = client.start_redrive(
-        dlq,
-        destination=destination,
-        source_queue=source,
-        source_tag=source_tag,
-        reason=reason,
-        since=since,
-        until=until,
-        pattern_id=pattern,
-        rate=rate,
-        canary=canary,
-        watch=watch,
-        max_redeath=_percent(max_redeath),
-        seed=seed,
-        force=force or None,
-    )
+    share = _percent(max_redeath)
+    try:
+        task = client.start_redrive(
+            dlq,
+            destination=destination,
+            source_queue=source,
+            source_tag=source_tag,
+            reason=reason,
+            since=since,
+            until=until,
+            pattern_id=pattern,
+            rate=rate,
+            canary=canary,
+            watch=watch,
+            max_redeath=share,
+            seed=seed,
+            force=force or None,
+        )
+    except KeyboardInterrupt:
+        _interrupted_start(client, dlq)
     if wait:
         task = _follow(client, dlq, task, quiet=as_json, what="started")
     _report(task, as_json)
+
+
+def _interrupted_start(client: Client, dlq: str) -> NoReturn:
+    """Ctrl-C before the server answered the start: the request may have reached it or not.
+    The DLQ's running task, if there is one, is the one this command started (one runs on a
+    DLQ at a time, and a start while another runs is refused), so it is named with how to
+    watch and cancel it; else the command says none runs, and where a finished one shows."""
+    try:
+        running = [t for t in client.redrives(dlq) if t["status"] in ACTIVE]
+    except (ApiError, Unreachable, KeyboardInterrupt):
+        running = None
+    if running:
+        task = running[0]
+        said = (
+            f"interrupted: redrive {task['id']} was started on {dlq} and keeps running on the"
+            f" server (moved {task['moved']} of {task['to_move']}).\n"
+            f"  watch it: deadletter redrive status {dlq} {task['id']}\n"
+            f"  stop it:  deadletter redrive cancel {dlq} {task['id']}"
+        )
+    elif running is None:
+        said = (
+            f"interrupted before the server answered: a redrive may have started on {dlq}.\n"
+            f"  see: deadletter redrive status {dlq}  (cancel one: deadletter redrive cancel"
+            f" {dlq} TASK_ID)"
+        )
+    else:
+        said = (
+            f"interrupted before the server answered: no redrive task runs on {dlq} now (one"
+            f" started and already done would be the first of: deadletter redrive status {dlq})."
+        )
+    click.echo(said, err=True)
+    raise click.exceptions.Exit(INTERRUPTED)
 
 
 def _started(dlq: str, task: dict[str, Any], what: str) -> None:

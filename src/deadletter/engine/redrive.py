@@ -397,12 +397,14 @@ def paced(task: RedriveTask, now: float, budget: int) -> tuple[int, Callable[[in
     """How many messages a step may move now, and the task's new `updated_at` once it moved n.
 
     For a task with a rate, `updated_at` is the time up to which its allowance is spent: a step
-    may move what accrued since (at most a second's worth), and advances it by n / rate. Every
+    may move what accrued since (at most a second's worth, or one message), and advances it by
+    n / rate, so the fraction of a message not yet moved is kept for the next step. Every
     server process steps the same row under its lock, so together they keep to the rate.
     """
     if task.rate is None:
         return budget, lambda n: now
     rate = task.rate
-    since = max(task.updated_at, now - RATE_BURST_SECONDS)
+    # Under one message a second the burst is one message: the fraction accrues step by step.
+    since = max(task.updated_at, now - max(RATE_BURST_SECONDS, 1 / rate))
     allowed = min(budget, int((now - since + TIME_SLACK_SECONDS) * rate))
     return allowed, lambda n: since + n / rate
