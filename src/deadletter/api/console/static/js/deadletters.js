@@ -196,7 +196,7 @@ export async function deadLetterMessage(el, dlq, id) {
   try {
     m = await api.message(dlq, id);
   } catch (err) {
-    if (err.status === 404) { el.append(h("p", { text: "This message is no longer in the queue (redriven, deleted or expired)." })); return {}; }
+    if (err.status === 404 && !api.isQueueMissing(err)) { el.append(h("p", { text: "This message is no longer in the queue (redriven, deleted or expired)." })); return {}; }
     throw err;
   }
   const p = m.provenance || {};
