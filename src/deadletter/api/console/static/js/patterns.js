@@ -157,11 +157,15 @@ function presenceOf(dlq) {
       const first = was && was.left ? Math.max(0, starts.indexOf(was.from)) : 0;
       const order = [...starts.slice(first), ...starts.slice(0, first)];
       let state = null;
-      for (const [n, at] of order.entries()) {
-        if (budget <= 0) break;
-        budget -= 1;
-        if ((await api.messagesByIds(dlq, ids.slice(at, at + api.PAGE))).length) { state = { key, left: true, from: at }; break; }
-        if (n === order.length - 1) state = { key, left: false, from: 0 };
+      try {
+        for (const [n, at] of order.entries()) {
+          if (budget <= 0) break;
+          budget -= 1;
+          if ((await api.messagesByIds(dlq, ids.slice(at, at + api.PAGE))).length) { state = { key, left: true, from: at }; break; }
+          if (n === order.length - 1) state = { key, left: false, from: 0 };
+        }
+      } catch {
+        // Not known this time: offered, as before the look.
       }
       if (state) known.set(p.id, state); else known.delete(p.id);
     }
