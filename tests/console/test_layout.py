@@ -224,3 +224,22 @@ def test_the_consumers_panel_is_as_tall_as_its_claims(api: Api, page: Any, width
         "cells => cells.map((c) => Math.round(c.getBoundingClientRect().top))"
     )
     assert tops.count(tops[0]) >= 4, tops[:8]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_queue_picture_offers_redrive_beside_its_dlq_and_unfolds_it_under_the_picture(
+    api: Api, page: Any, width: int
+) -> None:
+    # Given orders with a dead letter in its DLQ
+    full_dlq(api, n=3)
+    open_at(page, width, "#/queues/orders")
+    expect(page.locator("#dlq-strip .cell")).to_have_count(3)
+    # I expect *redrive DLQ* on the DLQ's line, between the threshold and the DLQ's strip
+    button = box(page.locator("#redrive-button"))
+    assert box(page.locator("#threshold"))["y"] < button["y"] < box(page.locator("#dlq-strip"))["y"]
+    expect(page.locator("#redrive-card")).to_be_hidden()
+    # and, clicked, its form under the picture, this queue as the source
+    page.click("#redrive-button")
+    expect(page.locator("#redrive-source")).to_have_value("orders")
+    form = box(page.locator("#redrive-form"))
+    assert box(page.locator(".picture"))["y"] < form["y"] < box(page.locator("#cell-detail"))["y"]
