@@ -72,9 +72,16 @@ export function redrivePanel(dlq, options = {}) {
   let stopped = false;
 
   let wantedPattern = d.pattern || "";
+  pattern.addEventListener("change", () => { wantedPattern = pattern.value; });
+  let listed = null;
+  // The options again only when they changed, so a refresh leaves an open select alone.
   function listPatterns(list) {
+    const texts = list.map((p) => [p.id, `${p.id}: ${p.template || ""} (${p.count ?? "?"})`]);
+    const signature = JSON.stringify(texts);
+    if (signature === listed) return;
+    listed = signature;
     pattern.replaceChildren(h("option", { value: "", text: "no pattern" }),
-      ...list.map((p) => h("option", { value: p.id, text: `${p.id}: ${p.template || ""} (${p.count ?? "?"})` })));
+      ...texts.map(([value, text]) => h("option", { value, text })));
     pattern.value = list.some((p) => p.id === wantedPattern) ? wantedPattern : "";
   }
   const patternsLoaded = (single ? Promise.resolve([]) : options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
