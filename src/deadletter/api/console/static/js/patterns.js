@@ -22,6 +22,7 @@ const LIST_SHOWN = 6;
 // Requests one look at which patterns still hold dead letters may make (20 ids each); a
 // pattern not reached in time is taken to hold some, and is looked at again next time.
 const PROBE_BUDGET = 50;
+const PROBES_AT_ONCE = 4;
 
 function list(value) {
   return Array.isArray(value) ? value.map((v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))).join(", ") : String(value);
@@ -139,36 +140,45 @@ function presenceOf(dlq) {
   let stale = true;          // something may have left the DLQ since the last look
   const keyOf = (ids) => `${ids.length}:${ids[0] ?? ""}:${ids[ids.length - 1] ?? ""}`;
 
+  // One pattern: its ids 20 at a time, from where they were found last time, until one is
+  // there (it holds some) or none was (it holds none); null when the budget ran out first.
+  async function probe(ids, key, was, take) {
+    const starts = [];
+    for (let i = 0; i < ids.length; i += api.PAGE) starts.push(i);
+    const first = was && was.left ? Math.max(0, starts.indexOf(was.from)) : 0;
+    for (const at of [...starts.slice(first), ...starts.slice(0, first)]) {
+      if (!take()) return null;
+      if ((await api.messagesByIds(dlq, ids.slice(at, at + api.PAGE))).length) return { key, left: true, from: at };
+    }
+    return { key, left: false, from: 0 };
+  }
+
   async function look(patterns) {
     const stats = await api.stats(dlq).catch(() => null);
     const empty = stats !== null && ((stats.messages || {}).total ?? null) === 0;
-    let budget = PROBE_BUDGET;
+    const due = [];
     for (const p of patterns) {
       const ids = (p.message_ids || []).map(String);
       const key = keyOf(ids);
       const was = known.get(p.id);
-      if (empty && ids.length) { known.set(p.id, { key, left: false, from: 0 }); continue; }
-      if (!ids.length) { known.delete(p.id); continue; }   // no ids stored: nothing to tell
-      if (was && was.left === false && was.key === key) continue;
-      if (was && was.left === true && !stale) continue;
-      // From where its dead letters were found last time, around to the start.
-      const starts = [];
-      for (let i = 0; i < ids.length; i += api.PAGE) starts.push(i);
-      const first = was && was.left ? Math.max(0, starts.indexOf(was.from)) : 0;
-      const order = [...starts.slice(first), ...starts.slice(0, first)];
-      let state = null;
-      try {
-        for (const [n, at] of order.entries()) {
-          if (budget <= 0) break;
-          budget -= 1;
-          if ((await api.messagesByIds(dlq, ids.slice(at, at + api.PAGE))).length) { state = { key, left: true, from: at }; break; }
-          if (n === order.length - 1) state = { key, left: false, from: 0 };
-        }
-      } catch {
-        // Not known this time: offered, as before the look.
-      }
-      if (state) known.set(p.id, state); else known.delete(p.id);
+      if (!ids.length) known.delete(p.id);   // no ids stored: nothing to tell
+      else if (empty) known.set(p.id, { key, left: false, from: 0 });
+      else if (was && was.left === false && was.key === key) continue;
+      else if (was && was.left === true && !stale) continue;
+      else due.push([p.id, ids, key, was]);
     }
+    let budget = PROBE_BUDGET;
+    const take = () => budget-- > 0;
+    // A few patterns at a time, so a page of many patterns opens without waiting on each.
+    const workers = Array.from({ length: PROBES_AT_ONCE }, async () => {
+      for (let next = due.shift(); next; next = due.shift()) {
+        const [id, ids, key, was] = next;
+        const state = await probe(ids, key, was, take).catch(() => null);
+        // Not known this time: offered, as before the look.
+        if (state) known.set(id, state); else known.delete(id);
+      }
+    });
+    await Promise.all(workers);
     stale = false;
   }
 
