@@ -38,6 +38,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         destination: str | None = None,
         where: DeadLetterFilter | None = None,
         rate: float | None = None,
@@ -72,24 +73,24 @@ class DeadLetterOperations:
         """Mark a task whose step cannot run as FAILED, so that it stops taking turns."""
         return self._runner.run(lambda tx, _: redrive.fail(tx, task_id, reason, self.clock.now()))
 
-    def cancel_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def cancel_redrive(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         return self._runner.run(
             lambda tx, _: redrive.cancel(tx, project, dlq, task_id, self.clock.now())
         )
 
-    def resume_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def resume_redrive(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         return self._runner.run(
             lambda tx, _: redrive.resume(tx, project, dlq, task_id, self.clock.now())
         )
 
-    def get_task(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def get_task(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         """A redrive task of `dlq`; a task of another queue or project is not found."""
         return redrive.owned(
             self._runner.read(lambda tx: tx.get_task(task_id)), project, dlq, task_id
         )
 
     def list_tasks(
-        self, project: str, dlq: str | None = None, limit: int = 100
+        self, project: str, dlq: str | None = None, *, limit: int = 100
     ) -> list[RedriveTask]:
         return self._runner.read(lambda tx: tx.list_tasks(project, dlq, limit))
 
@@ -100,6 +101,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         where: DeadLetterFilter | None = None,
         after_seq: int = 0,
         limit: int = 100,
@@ -122,7 +124,7 @@ class DeadLetterOperations:
     # Failure patterns from the analysis pipeline
 
     def save_patterns(
-        self, project: str, dlq: str, found: list[dict[str, Any]]
+        self, project: str, dlq: str, *, found: list[dict[str, Any]]
     ) -> list[tuple[str, str]]:
         """Replace the DLQ's patterns; the alerts that raised, (kind, pattern id) each."""
         patterns.check(found)
@@ -137,6 +139,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         writer: str,
         batch: int,
         assigned: list[Assignment],
@@ -162,7 +165,7 @@ class DeadLetterOperations:
             )
         )
 
-    def pattern_message_ids(self, project: str, dlq: str, pattern_id: str) -> tuple[str, ...]:
+    def pattern_message_ids(self, project: str, dlq: str, *, pattern_id: str) -> tuple[str, ...]:
         return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)
 
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:

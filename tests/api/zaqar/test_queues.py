@@ -67,9 +67,9 @@ def test_projects_are_isolated_and_default_to_the_default_project(
     # its post made a queue of its own, of the same name, beside ours.
     sent = api.post("/v2/queues/shared/messages", headers=other, json={"messages": [{"body": 2}]})
     assert sent.status_code == 201
-    assert [m.body for m in engine.claim("other", "shared", 10).messages] == [b"2"]
+    assert [m.body for m in engine.claim("other", "shared", limit=10).messages] == [b"2"]
     assert engine.stats("123456789012", "shared").total == 1
-    assert [m.id for m in engine.claim("123456789012", "shared", 10).messages] == [mid]
+    assert [m.id for m in engine.claim("123456789012", "shared", limit=10).messages] == [mid]
 
 
 def test_put_creates_then_answers_204_without_changing_metadata(api: ApiClient) -> None:

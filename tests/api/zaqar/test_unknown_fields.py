@@ -9,8 +9,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
-import httpx
 import pytest
 
 from deadletter.api.app import AppOptions, build_app
@@ -22,6 +20,7 @@ from deadletter.auth.credentials import MasterKey
 from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, claim, make_queue, post, with_dlq
+from tests.support.clients import in_process
 
 PROJECT = "default"
 UUID = "0b0e7a53-87a1-4a3c-9d3e-0d1b4f6a9c11"
@@ -222,13 +221,8 @@ def test_documented_calls_still_work(api: ApiClient) -> None:
 def admin_api(engine: Engine) -> Iterator[ApiClient]:
     """The app with credentials on, so that its admin routes exist."""
     authority = Authority(engine, MasterKey.generate())
-    transport = httpx.ASGITransport(app=build_app(engine, AppOptions(authority=authority)))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url="http://testserver")
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    with in_process(build_app(engine, AppOptions(authority=authority))) as client:
+        yield client
 
 
 @pytest.mark.parametrize(

@@ -52,10 +52,10 @@ def dead_letter_message(ctx: Ctx) -> Response:
     moved = ctx.engine.dead_letter(
         ctx.project,
         ctx.queue,
-        [(ctx.path["message_id"], claim_id)],
-        consumer_reason(doc),
-        error_value(doc),
-        tag_param(ctx),
+        held=[(ctx.path["message_id"], claim_id)],
+        description=consumer_reason(doc),
+        error=error_value(doc),
+        tag=tag_param(ctx),
     )
     return JSONResponse({"message": ctx.message(moved[0], ctx.now())})
 
@@ -78,10 +78,10 @@ def dead_letter_batch(ctx: Ctx) -> Response:
     moved = ctx.engine.dead_letter(
         ctx.project,
         ctx.queue,
-        list(held),
-        consumer_reason(doc),
-        error_value(doc),
-        tag_param(ctx),
+        held=list(held),
+        description=consumer_reason(doc),
+        error=error_value(doc),
+        tag=tag_param(ctx),
     )
     now = ctx.now()
     return JSONResponse({"messages": [ctx.message(m, now) for m in moved]})
@@ -99,7 +99,15 @@ def release_message(ctx: Ctx) -> Response:
     if not isinstance(requeue, bool):
         raise bad_request("requeue must be true or false.")
     message_id, tag = ctx.path["message_id"], tag_param(ctx)
-    ctx.engine.release_message(ctx.project, ctx.queue, message_id, claim_id, delay, tag, requeue)
+    ctx.engine.release_message(
+        ctx.project,
+        ctx.queue,
+        message_id=message_id,
+        claim_id=claim_id,
+        delay=delay,
+        tag=tag,
+        requeue=requeue,
+    )
     return Response(status_code=204)
 
 
@@ -113,7 +121,9 @@ def list_dead_letters(ctx: Ctx) -> Response:
         until=parse_time("until", ctx.params.get("until")),
         source_tag=text("source_tag", ctx.params.get("source_tag") or "") or None,
     )
-    found = ctx.engine.list_dead_letters(ctx.project, ctx.queue, where, marker, limit)
+    found = ctx.engine.list_dead_letters(
+        ctx.project, ctx.queue, where=where, after_seq=marker, limit=limit
+    )
     now = ctx.now()
     links: list[dict[str, str]] = []
     if len(found) == limit:
@@ -158,7 +168,7 @@ def start_redrive(ctx: Ctx) -> Response:
     if pattern_id is not None:
         if ids is not None:
             raise bad_request("Give message_ids or pattern_id, not both.")
-        ids = ctx.engine.pattern_message_ids(ctx.project, ctx.queue, pattern_id)
+        ids = ctx.engine.pattern_message_ids(ctx.project, ctx.queue, pattern_id=pattern_id)
     where = DeadLetterFilter(
         source_queue=source_queue,
         reason=reason,
@@ -168,7 +178,9 @@ def start_redrive(ctx: Ctx) -> Response:
         source_tag=optional_text(doc, "source_tag"),
     )
     canary = canary_value(doc, pattern_id)
-    task = ctx.engine.start_redrive(ctx.project, ctx.queue, destination, where, rate, canary)
+    task = ctx.engine.start_redrive(
+        ctx.project, ctx.queue, destination=destination, where=where, rate=rate, canary=canary
+    )
     return JSONResponse(
         task_json(task, pattern_id), status_code=201, headers={"Location": task_href(task)}
     )
@@ -181,17 +193,17 @@ def list_redrives(ctx: Ctx) -> Response:
 
 
 def get_redrive(ctx: Ctx) -> Response:
-    task = ctx.engine.get_task(ctx.project, ctx.queue, ctx.path["task_id"])
+    task = ctx.engine.get_task(ctx.project, ctx.queue, task_id=ctx.path["task_id"])
     return JSONResponse(task_json(task))
 
 
 def cancel_redrive(ctx: Ctx) -> Response:
-    task = ctx.engine.cancel_redrive(ctx.project, ctx.queue, ctx.path["task_id"])
+    task = ctx.engine.cancel_redrive(ctx.project, ctx.queue, task_id=ctx.path["task_id"])
     return JSONResponse(task_json(task), status_code=202)
 
 
 def resume_redrive(ctx: Ctx) -> Response:
-    task = ctx.engine.resume_redrive(ctx.project, ctx.queue, ctx.path["task_id"])
+    task = ctx.engine.resume_redrive(ctx.project, ctx.queue, task_id=ctx.path["task_id"])
     return JSONResponse(task_json(task), status_code=202)
 
 
@@ -208,7 +220,7 @@ def put_patterns(ctx: Ctx) -> Response:
         raise bad_request(f"Patterns may not take more than {MAX_PATTERNS_BYTES} bytes.")
     for p in patterns:
         text("a pattern id", p["id"])
-    ctx.engine.save_patterns(ctx.project, ctx.queue, patterns)
+    ctx.engine.save_patterns(ctx.project, ctx.queue, found=patterns)
     return Response(status_code=204)
 
 
@@ -234,11 +246,11 @@ def merge_assignments(ctx: Ctx) -> Response:
     merged = ctx.engine.merge_assignments(
         ctx.project,
         ctx.queue,
-        text("writer", writer),
-        batch,
-        assigned,
-        MAX_PATTERNS,
-        MAX_PATTERNS_BYTES,
+        writer=text("writer", writer),
+        batch=batch,
+        assigned=assigned,
+        limit=MAX_PATTERNS,
+        max_bytes=MAX_PATTERNS_BYTES,
     )
     return JSONResponse(
         {

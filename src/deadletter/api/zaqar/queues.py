@@ -52,7 +52,10 @@ def create_queue(ctx: Ctx) -> Response:
     try:
         # What the metadata leaves out comes from the template the name matches.
         ctx.engine.templates.create_queue(
-            ctx.project, ctx.queue, lambda base: meta.to_settings(doc, base), meta.ZAQAR_DEFAULTS
+            ctx.project,
+            ctx.queue,
+            build=lambda base: meta.to_settings(doc, base),
+            base=meta.ZAQAR_DEFAULTS,
         )
     except errors.QueueAlreadyExists:
         return Response(status_code=204)
@@ -111,7 +114,7 @@ def patch_queue(ctx: Ctx) -> Response:
         )
         return meta.to_settings(view, base)
 
-    updated = ctx.engine.change_settings(ctx.project, ctx.queue, patched)
+    updated = ctx.engine.change_settings(ctx.project, ctx.queue, change=patched)
     return JSONResponse(meta.to_metadata(updated))
 
 
