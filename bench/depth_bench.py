@@ -35,14 +35,14 @@ import psycopg
 from bench.engine_bench import BODY, P, store_url
 from deadletter.domain.model import (
     DeadLetterFilter,
-    DeadLetterPolicy,
     ListQuery,
     Message,
     NewMessage,
     Queue,
     QueueSettings,
-    Reason,
 )
+from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.provenance import Reason
 from deadletter.engine import transitions
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
@@ -68,12 +68,23 @@ def fill(store: Store, queue: Queue, n: int, shape: str, source: Queue | None = 
             i = made + len(batch)
             delay = HOUR if shape == "busy head" and n // 4 <= i < n // 2 else 0
             m = transitions.enqueued(
-                NewMessage(body=BODY), uuid.uuid4().hex, queue.name, now, DAY, delay, True, None
+                NewMessage(body=BODY),
+                message_id=uuid.uuid4().hex,
+                queue=queue.name,
+                now=now,
+                ttl=DAY,
+                delay=delay,
+                eligible=True,
+                client_id=None,
             )
             if shape == "busy head" and i < n // 4:
-                m = transitions.claimed(m, uuid.uuid4().hex, now, now + HOUR, 60)
+                m = transitions.claimed(
+                    m, claim_id=uuid.uuid4().hex, now=now, expires=now + HOUR, grace=60
+                )
             if shape == "dlq" and source is not None:
-                m = transitions.dead_lettered(m, source, queue, Reason.MAX_CLAIMS, now)
+                m = transitions.dead_lettered(
+                    m, source=source, dlq=queue, reason=Reason.MAX_CLAIMS, now=now
+                )
             batch.append(m)
         with store.transaction() as tx:
             tx.insert_messages(queue.project, batch)

@@ -58,8 +58,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "lapsed-last-claim-reason",
         "engine/expiry.py",
-        "moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)",
-        "moved = dead_letters.past_limit(tx, pending, group, spent, Reason.EXPIRED, now)",
+        "tx, pending, group, messages=spent, reason=Reason.MAX_CLAIMS, now=now",
+        "tx, pending, group, messages=spent, reason=Reason.EXPIRED, now=now",
         (
             "tests/engine/test_dead_letter.py",
             "tests/engine/test_worker.py",
@@ -71,8 +71,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "expiry-dead-letter-reason",
         "engine/expiry.py",
-        "kept = dead_letters.move(tx, pending, group, to_dlq, Reason.EXPIRED, now).kept",
-        "kept = dead_letters.move(tx, pending, group, to_dlq, Reason.MAX_CLAIMS, now).kept",
+        "tx, pending, group, messages=to_dlq, reason=Reason.EXPIRED, now=now",
+        "tx, pending, group, messages=to_dlq, reason=Reason.MAX_CLAIMS, now=now",
         ("tests/engine/test_expiry.py",),
         "an expired message dead-lettered on expiry says so",
     ),
@@ -338,6 +338,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if seen >= limit:",
         ("tests/api/test_limits.py", "tests/api/test_limits_chunked.py"),
         "a chunked body of exactly the limit passes",
+    ),
+    Mutation(
+        "canary-draw-ignores-kinds",
+        "engine/canary.py",
+        'return "pattern", profiles',
+        'return "pattern", {mid: () for mid in profiles}',
+        ("tests/engine/test_canary_kinds.py",),
+        "a canary over a pattern samples every value of its variables, a minority one too",
+    ),
+    Mutation(
+        "canary-impure-unforced",
+        "engine/canary.py",
+        "if pattern is not None and not canary.force and impure(pattern):",
+        "if pattern is not None and canary.force and impure(pattern):",
+        ("tests/engine/test_canary_kinds.py",),
+        "a pattern flagged impure is refused a canary unless forced",
     ),
 )
 

@@ -49,9 +49,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/v2/queues/{queue}/patterns"): {"patterns": []},
 }
 NAMED = [
-    pytest.param(method, path, key, id=f"{method} {path} {key}")
-    for path, method, _, _ in ROUTES
-    for key in re.findall(r"\{(\w+)\}", path)
+    pytest.param(r.method, r.path, key, id=f"{r.method} {r.path} {key}")
+    for r in ROUTES
+    for key in re.findall(r"\{(\w+)\}", r.path)
     if key in VALID
 ]
 

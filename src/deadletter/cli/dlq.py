@@ -22,7 +22,7 @@ from deadletter.cli.output import (
     wide_option,
 )
 from deadletter.client import Client, export_record
-from deadletter.domain.model import Reason
+from deadletter.domain.provenance import Reason
 
 REASONS = click.Choice([r.value for r in Reason])
 
@@ -45,6 +45,7 @@ def dlq() -> None:
 @server_options
 def list_(
     client: Client,
+    *,
     name: str,
     source: str | None,
     source_tag: str | None,

@@ -57,11 +57,23 @@ def redrive() -> None:
     metavar="P%",
     help="The share of the canary that may die again, the task still going on (default 0%).",
 )
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    help="The seed of the canary's draw, to draw the same sample again (default: from the task).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="A canary over a pattern flagged impure too (refused otherwise: the sample cannot"
+    " vouch for a pattern that mixes failures).",
+)
 @click.option("--wait", is_flag=True, help="Show progress until the task ends.")
 @json_option
 @server_options
 def start(
     client: Client,
+    *,
     dlq: str,
     destination: str | None,
     source: str | None,
@@ -74,12 +86,16 @@ def start(
     canary: str | None,
     watch: float | None,
     max_redeath: str | None,
+    seed: int | None,
+    force: bool,
     wait: bool,
     as_json: bool,
 ) -> None:
     """Move dead letters of DLQ back to where they came from."""
-    if (watch is not None or max_redeath is not None) and canary is None:
-        raise click.UsageError("--watch and --max-redeath go with --canary.")
+    if (watch is not None or max_redeath is not None or seed is not None or force) and (
+        canary is None
+    ):
+        raise click.UsageError("--watch, --max-redeath, --seed and --force go with --canary.")
     task = client.start_redrive(
         dlq,
         destination=destination,
@@ -93,6 +109,8 @@ def start(
         canary=canary,
         watch=watch,
         max_redeath=_percent(max_redeath),
+        seed=seed,
+        force=force or None,
     )
     if wait:
         task = _follow(client, dlq, task, quiet=as_json, what="started")
@@ -150,6 +168,8 @@ def _echo_canary(canary: dict[str, Any]) -> None:
         f"canary: {canary['sample']} of {canary['size']} moved,"
         f" {canary['redeaths']} died again: {verdict}"
     )
+    if canary.get("coverage"):
+        click.echo(f"canary sample: {canary['coverage']} (seed {canary['seed']})")
 
 
 def _echo_skipped(task: dict[str, Any]) -> None:
@@ -228,6 +248,8 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
     )
     if task_id:
         _echo_skipped(tasks[0])
+        if tasks[0].get("canary"):
+            _echo_canary(tasks[0]["canary"])
 
 
 @redrive.command()

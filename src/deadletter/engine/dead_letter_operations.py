@@ -20,6 +20,7 @@ from deadletter.domain.model import (
     Queue,
     RedriveTask,
 )
+from deadletter.engine import canary as canaries
 from deadletter.engine import patterns, redrive, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import Subscriptions
@@ -49,11 +50,20 @@ class DeadLetterOperations:
         filter_ = where or DeadLetterFilter()
         validation.check_redrive(filter_, rate)
         if canary is not None:
-            redrive.check_canary(canary)
+            canaries.check(canary)
 
         def work(tx: Transaction, pending: Pending) -> RedriveTask:
             now = self.clock.now()
-            task = redrive.start(tx, project, dlq, destination, filter_, rate, now, canary)
+            task = redrive.start(
+                tx,
+                project,
+                dlq,
+                destination=destination,
+                where=filter_,
+                rate=rate,
+                now=now,
+                canary=canary,
+            )
             pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
             return task
 
@@ -131,7 +141,13 @@ class DeadLetterOperations:
         confirmed_only = self.subscriptions.require_confirmation
         return self._runner.run(
             lambda tx, pending: patterns.save(
-                tx, pending, project, dlq, found, self.clock.now(), confirmed_only
+                tx,
+                pending,
+                project,
+                dlq,
+                patterns=found,
+                now=self.clock.now(),
+                confirmed_only=confirmed_only,
             )
         )
 
@@ -155,13 +171,13 @@ class DeadLetterOperations:
                 pending,
                 project,
                 dlq,
-                writer,
-                batch,
-                assigned,
-                self.clock.now(),
-                confirmed_only,
-                limit,
-                max_bytes,
+                writer=writer,
+                batch=batch,
+                assigned=assigned,
+                now=self.clock.now(),
+                confirmed_only=confirmed_only,
+                limit=limit,
+                max_bytes=max_bytes,
             )
         )
 

@@ -51,7 +51,14 @@ class TagOperations:
         now = self.clock.now()
         return self._runner.run(
             lambda tx, _: tags.create(
-                tx, project, queue, name, start_at, filter_attribute, filter_value, now
+                tx,
+                project,
+                queue,
+                name=name,
+                start_at=start_at,
+                filter_attribute=filter_attribute,
+                filter_value=filter_value,
+                now=now,
             )
         )
 

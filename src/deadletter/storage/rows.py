@@ -13,16 +13,15 @@ from deadletter.domain.model import (
     Canary,
     DeadLetterFilter,
     Message,
-    Provenance,
     Queue,
     QueueSettings,
-    QueueTemplate,
     RedriveTask,
     SkipReason,
     TaskStatus,
-    TemplateSettings,
 )
+from deadletter.domain.provenance import Provenance
 from deadletter.domain.subscriptions import Delivery, Subscription
+from deadletter.domain.templates import QueueTemplate, TemplateSettings
 from deadletter.storage.base import CredentialRecord
 from deadletter.storage.sql.queries import CREDENTIAL_FIELDS
 
@@ -190,27 +189,27 @@ def message_of(values: Sequence[Any]) -> Message:
 def with_seq(m: Message, seq: int) -> Message:
     """`m` with a sequence number (spelled out: `dataclasses.replace` is slow on hot paths)."""
     return Message(
-        m.id,
-        m.queue,
-        seq,
-        m.body,
-        m.attributes,
-        m.enqueued_at,
-        m.expires_at,
-        m.visible_at,
-        m.claim_id,
-        m.claim_expires_at,
-        m.claim_count,
-        m.first_claimed_at,
-        m.client_id,
-        m.dead_letter_eligible,
-        m.provenance,
-        m.history,
-        m.dead_letter_due_at,
-        m.group_id,
-        m.deduplication_id,
-        m.ready_at,
-        m.only_tag,
+        id=m.id,
+        queue=m.queue,
+        seq=seq,
+        body=m.body,
+        attributes=m.attributes,
+        enqueued_at=m.enqueued_at,
+        expires_at=m.expires_at,
+        visible_at=m.visible_at,
+        claim_id=m.claim_id,
+        claim_expires_at=m.claim_expires_at,
+        claim_count=m.claim_count,
+        first_claimed_at=m.first_claimed_at,
+        client_id=m.client_id,
+        dead_letter_eligible=m.dead_letter_eligible,
+        provenance=m.provenance,
+        history=m.history,
+        dead_letter_due_at=m.dead_letter_due_at,
+        group_id=m.group_id,
+        deduplication_id=m.deduplication_id,
+        ready_at=m.ready_at,
+        only_tag=m.only_tag,
     )
 
 

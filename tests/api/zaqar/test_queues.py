@@ -8,7 +8,8 @@ import pytest
 
 from deadletter.api.zaqar import metadata as meta_module
 from deadletter.api.zaqar.routes import ROUTES
-from deadletter.domain.model import Reason, TaskStatus
+from deadletter.domain.model import TaskStatus
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, make_queue, post
 
@@ -314,8 +315,8 @@ def test_openapi_document_describes_every_route(api: ApiClient) -> None:
     doc = api.get("/openapi.json").json()
     assert doc["openapi"].startswith("3.")
     paths = doc["paths"]
-    for path, method, handler, _ in ROUTES:
-        assert paths[path][method.lower()]["operationId"] == handler.__name__
+    for r in ROUTES:
+        assert paths[r.path][r.method.lower()]["operationId"] == r.handler.__name__
     assert "post" in paths["/v2/queues/{queue}/messages/{message_id}/dead_letter"]
 
 

@@ -72,10 +72,7 @@ def refused(r: Any, name: str) -> None:
     assert f'"{name}"' in r.json()["description"], r.text
 
 
-ROUTE_CASES = [
-    pytest.param(method, path, handler.__name__, id=f"{method} {path}")
-    for path, method, handler, _ in ROUTES
-]
+ROUTE_CASES = [pytest.param(r.method, r.path, r.name, id=f"{r.method} {r.path}") for r in ROUTES]
 
 
 @pytest.mark.parametrize(("method", "path", "name"), ROUTE_CASES)
@@ -92,10 +89,10 @@ def test_every_route_refuses_an_unknown_query_parameter(
 
 
 BODY_CASES = [
-    pytest.param(method, path, handler.__name__, id=f"{method} {path}")
-    for path, method, handler, _ in ROUTES
+    pytest.param(r.method, r.path, r.name, id=f"{r.method} {r.path}")
+    for r in ROUTES
     # A GET's body means nothing in HTTP (python-zaqarclient sends one: context.check_reads).
-    if not (method == "GET" and READS[handler.__name__].body is None)
+    if not (r.method == "GET" and READS[r.name].body is None)
 ]
 
 
@@ -114,7 +111,7 @@ def test_every_route_refuses_an_unknown_body_field(
 def test_every_route_whose_handler_checks_its_body_has_a_case() -> None:
     free = {name for name, reads in READS.items() if reads.body is FREE}
     assert free == set(FREE_BODIES)
-    assert {handler.__name__ for _, _, handler, _ in ROUTES} == set(READS)
+    assert {r.name for r in ROUTES} == set(READS)
 
 
 # A typo one away from a documented call: each refused, naming the field it meant.
@@ -244,14 +241,14 @@ def test_the_openapi_document_says_what_each_route_reads() -> None:
     route's query parameters are the ones it reads."""
     doc = document()
     schemas = doc["components"]["schemas"]
-    for path, method, handler, _ in ROUTES:
-        op = doc["paths"][path][method.lower()]
-        reads = READS[handler.__name__]
+    for r in ROUTES:
+        op = doc["paths"][r.path][r.method.lower()]
+        reads = READS[r.name]
         query = [p["name"] for p in op["parameters"] if p["in"] == "query"]
-        assert query == list(reads.query), handler.__name__
+        assert query == list(reads.query), r.name
         if reads.body is None or reads.body is FREE:
             continue
         ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         schema = schemas[ref.rsplit("/", 1)[1]]
-        assert set(schema["properties"]) == set(reads.body), handler.__name__
-        assert schema["additionalProperties"] is False, handler.__name__
+        assert set(schema["properties"]) == set(reads.body), r.name
+        assert schema["additionalProperties"] is False, r.name

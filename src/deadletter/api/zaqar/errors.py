@@ -71,6 +71,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.TemplatePatternTaken: (409, "Template pattern taken"),
     errors.BatchBehind: (409, "Batch behind"),
     errors.DeadLetterQueueInUse: (409, "Dead-letter queue in use"),
+    errors.PatternImpure: (409, "Pattern impure"),
     errors.Conflict: (409, "Conflict"),
     errors.ClaimMismatch: (400, "Invalid claim"),
     errors.ReservedAttribute: (400, "Invalid message attribute"),

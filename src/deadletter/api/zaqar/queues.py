@@ -156,10 +156,14 @@ def queue_stats(ctx: Ctx) -> Response:
     )
 
 
+# What a purge may empty, all by default.
+PURGE_KINDS = ("messages", "subscriptions")
+
+
 def purge_queue(ctx: Ctx) -> Response:
     doc = ctx.json_object()
-    kinds = doc.get("resource_types", ["messages", "subscriptions"])
-    if not isinstance(kinds, list) or not all(k in ("messages", "subscriptions") for k in kinds):
+    kinds = doc.get("resource_types", list(PURGE_KINDS))
+    if not isinstance(kinds, list) or not all(k in PURGE_KINDS for k in kinds):
         raise bad_request('resource_types must list "messages" and/or "subscriptions".')
     ctx.engine.get_queue(ctx.project, ctx.queue)
     if "messages" in kinds:

@@ -55,6 +55,8 @@ REDRIVE_FIELDS = frozenset(
         "canary",
         "watch",
         "max_redeath",
+        "seed",
+        "force",
     }
 )
 SUBSCRIPTION_FIELDS = frozenset({"subscriber", "ttl", "options"})

@@ -10,7 +10,8 @@ from urllib.parse import urlencode
 import msgspec
 
 from deadletter.api.json_response import dumps
-from deadletter.domain.model import Canary, Message, RedriveTask, death_counts
+from deadletter.domain.model import Canary, Message, RedriveTask
+from deadletter.domain.provenance import death_counts
 from deadletter.domain.tags import DEFAULT_DONE_AT
 
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at", "first_at", "last_at"})
@@ -157,4 +158,13 @@ def canary_json(c: Canary) -> dict[str, Any]:
         "decided_at": iso(c.decided_at) if c.decided_at is not None else None,
         "reason": c.reason,
         "resumed_at": iso(c.resumed_at) if c.resumed_at is not None else None,
+        # What the sample was drawn across (engine/canary.py) and how much of it it covers.
+        "seed": c.seed,
+        "force": c.force,
+        "drawn_by": c.drawn_by,
+        "kinds": c.kinds,
+        "kinds_covered": c.kinds_covered,
+        "combinations": c.combinations,
+        "combinations_covered": c.combinations_covered,
+        "coverage": c.coverage,
     }

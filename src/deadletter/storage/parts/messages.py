@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deadletter.domain.model import DeadLetterFilter, ListQuery, Message
+from deadletter.domain.model import DeadLetterFilter, ListQuery, Message, Provenance
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,20 @@ class Messages(abc.ABC):
         return locked: all a redrive needs to decide, without reading the messages."""
 
     @abc.abstractmethod
+    def dead_letter_provenances(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        after_seq: int,
+    ) -> list[tuple[str, int, Provenance | None]]:
+        """(id, seq, provenance) of what `dead_letters` would return, unlocked: what a
+        canary's draw reads of each (its error), without the bodies and histories."""
+
+    @abc.abstractmethod
     def redrive_messages(
         self,
         project: str,
@@ -116,6 +130,15 @@ class Messages(abc.ABC):
         without a retry backoff and none at its last delivery (living at least until
         `live_until`), in one statement: what `update_messages` writes, computed by the
         store from each row as it is."""
+
+    @abc.abstractmethod
+    def claim_next(
+        self, claim: ClaimRecord, *, now: float, limit: int, live_until: float
+    ) -> list[Message]:
+        """`claimable` and `claim_messages` of what it finds, one step where the store can:
+        up to `limit` messages of the claim's queue written as claimed by `claim` (recorded
+        once, with the first it takes), returned as they were before, oldest first, so that
+        the engine decides from them what the claim hands out and what leaves for the DLQ."""
 
     @abc.abstractmethod
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:

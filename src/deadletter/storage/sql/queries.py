@@ -202,6 +202,7 @@ DEAD_LETTERS_LOCKED = DEAD_LETTERS + " FOR UPDATE SKIP LOCKED"
 DEAD_LETTER_SOURCES_LOCKED = DEAD_LETTERS_LOCKED.replace(
     "SELECT *", "SELECT id, queue, seq, dl_source, dl_tag, hidden"
 )
+DEAD_LETTER_PROVENANCES = DEAD_LETTERS.replace("SELECT *", "SELECT id, seq, provenance")
 COUNT_DEAD_LETTERS = (
     "SELECT COUNT(*) AS n FROM messages WHERE project = :project AND queue = :queue"
     " AND seq <= :max_seq AND expires_at > :now" + _DEAD_LETTER_FILTER
@@ -369,6 +370,9 @@ NEWEST_MESSAGE = _LIVE + " ORDER BY seq DESC LIMIT 1"
 INSERT_CLAIM = _insert(
     "claims", ("id", "project", "queue", "ttl", "grace", "created_at", "expires_at")
 )
+# A claim recorded by the step that takes its messages (`claim_next`), which may run again
+# for the same claim when the first took messages for the DLQ.
+RECORD_CLAIM = INSERT_CLAIM + " ON CONFLICT (id) DO NOTHING"
 GET_CLAIM = "SELECT * FROM claims WHERE project = :project AND queue = :queue AND id = :id"
 GET_CLAIM_LOCKED = GET_CLAIM + " FOR UPDATE"  # a renewal and a release take turns
 UPDATE_CLAIM = (

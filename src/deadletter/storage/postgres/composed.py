@@ -1,0 +1,370 @@
+"""The hot requests' steps composed for PostgreSQL: one data-modifying statement each where
+`SQLTransaction` sends several (docs/benchmarks.md, "Statements per request").
+
+Each statement a request sends costs psycopg 20-40 µs of Python and the server a round trip,
+so a send numbers, inserts and counts its messages in one statement; a claim picks, claims,
+counts and records them in one; an acknowledgement deletes and counts in one; and the
+counters the engine bumps wait for the next statement of the transaction, or its commit,
+and go with it. Every statement does exactly what the steps it stands for would do, and
+only that: which messages a claim hands out, which leave for the DLQ, what an acknowledgement
+may delete is still decided where `SQLTransaction`'s steps leave it (the engine, or the
+statements of queries.py these are built from).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+from deadletter.domain.model import Message
+from deadletter.domain.tags import DEFAULT_DONE_AT
+from deadletter.storage.base import ClaimRecord
+from deadletter.storage.rows import message_params, with_seq
+from deadletter.storage.sql import queries as q
+from deadletter.storage.sql.transaction import SQLTransaction
+
+# A queue's lane (backend.py's module docstring): advisory lock keys (class, hash of the
+# queue) in a class of their own.
+LANE = "(x'646c'::int, hashtext(current_schema() || '/' || :project || '/' || :queue))"
+CLAIMED = 2  # the class of a claimed message (`rows.hidden_class`)
+
+# The columns of a message a send gives, each as an array of one element per message, and
+# the type the array is read as.
+_SENT_TYPES = {
+    "id": "text", "body": "bytea", "attributes": "text", "enqueued_at": "float8",
+    "expires_at": "float8", "visible_at": "float8", "claim_id": "text",
+    "claim_expires_at": "float8", "claim_count": "int", "first_claimed_at": "float8",
+    "client_id": "text", "dl_eligible": "bool", "provenance": "text", "dl_source": "text",
+    "dl_reason": "text", "dl_at": "float8", "history": "text", "dl_due_at": "float8",
+    "group_id": "text", "dedup_id": "text", "ready_at": "float8", "only_tag": "text",
+    "dl_tag": "text", "hidden": "int",
+}  # fmt: skip
+_SENT = tuple(f for f in q.MESSAGE_FIELDS if f in _SENT_TYPES)
+assert set(_SENT) | {"project", "queue", "seq"} == set(q.MESSAGE_FIELDS)
+
+
+def _add(table: str, key: str, value: str, select: str) -> str:
+    """An upsert of `table`'s sharded counts adding each row `select` gives (project, queue,
+    key, shard, value), in key order so that two transactions never wait for each other's
+    rows in turn."""
+    return (
+        f"INSERT INTO {table} (project, queue, {key}, shard, {value}) {select}"
+        f" ON CONFLICT (project, queue, {key}, shard)"
+        f" DO UPDATE SET {value} = {table}.{value} + excluded.{value}"
+    )
+
+
+def _numbered(fields: Sequence[str]) -> str:
+    """CTEs `lane`, `seqs` and `new`: the queue's lane taken (shared) before any number is,
+    then one number per row of `:rows` (a JSON array of objects: `ord`, their order from 1,
+    and `fields`; a body in hex as `body_hex`), in their order (`numbered`). One JSON text
+    costs psycopg a fraction of what an array per column does (it inspects every list)."""
+    columns = ", ".join("body_hex text" if f == "body" else f"{f} {_SENT_TYPES[f]}" for f in fields)
+    body = "decode(r.body_hex, 'hex') AS body, " if "body" in fields else ""
+    return (
+        f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{LANE}),"
+        " seqs AS MATERIALIZED (SELECT nextval('message_seq') AS seq"
+        " FROM lane, generate_series(1, :n)),"
+        f" new AS MATERIALIZED (SELECT s.seq, {body}r.*"
+        f" FROM json_to_recordset(:rows::json) AS r(ord bigint, {columns})"
+        " JOIN (SELECT seq, row_number() OVER (ORDER BY seq) AS ord FROM seqs) AS s USING (ord))"
+    )
+
+
+def _rows(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> str:
+    """`rows` as `_numbered` reads them."""
+    hexed = "body" in fields
+    return json.dumps(
+        [
+            {
+                "ord": i,
+                **{f: r[f] for f in fields if f != "body"},
+                **({"body_hex": r["body"].hex()} if hexed else {}),
+            }
+            for i, r in enumerate(rows, 1)
+        ]
+    )
+
+
+# New messages of one queue, numbered, inserted and counted (`SQLTransaction.insert_messages`,
+# `PostgresDialect.numbered`).
+INSERT_SENT = (
+    _numbered(_SENT) + f", stored AS (INSERT INTO messages ({', '.join(q.MESSAGE_FIELDS)})"
+    f" SELECT {', '.join(':' + f if f in ('project', 'queue') else f for f in q.MESSAGE_FIELDS)}"
+    " FROM new),"
+    " depths AS ("
+    + _add(
+        "queue_depths",
+        "source",
+        "n",
+        f"SELECT :project, :queue, COALESCE(dl_source, ''), {q.SHARD}, count(*) FROM new"
+        " GROUP BY 3 ORDER BY 3",
+    )
+    + "), shown AS ("
+    + _add(
+        "queue_hidden",
+        "hidden",
+        "n",
+        f"SELECT :project, :queue, hidden, {q.SHARD}, count(*) FROM new WHERE hidden > 0"
+        " GROUP BY 3 ORDER BY 3",
+    )
+    + ") SELECT id, seq FROM new"
+)
+
+# Messages moved to one queue (`SQLTransaction.move_messages`): numbered as new ones of it,
+# every column but the id, project and body rewritten, and the counts changed by what the
+# engine knows moved (`:depth_*` and `:hidden_*`, computed from where the rows were).
+_MOVED = tuple(f for f in q.MESSAGE_FIELDS if f not in ("project", "queue", "seq", "body"))
+MOVE_TO_ONE_QUEUE = (
+    _numbered(_MOVED)
+    + ", moved AS (UPDATE messages AS m SET queue = :queue, seq = new.seq, "
+    + ", ".join(f"{f} = new.{f}" for f in _MOVED if f != "id")
+    + " FROM new WHERE m.id = new.id AND m.project IS NOT DISTINCT FROM :project),"
+    " depths AS ("
+    + _add(
+        "queue_depths",
+        "source",
+        "n",
+        f"SELECT :project, d.queue, d.source, {q.SHARD}, d.n FROM json_to_recordset(:depths::json)"
+        " AS d(queue text, source text, n bigint) ORDER BY 2, 3",
+    )
+    + "), shown AS ("
+    + _add(
+        "queue_hidden",
+        "hidden",
+        "n",
+        f"SELECT :project, h.queue, h.hidden, {q.SHARD}, h.n FROM json_to_recordset(:shown::json)"
+        " AS h(queue text, hidden int, n bigint) ORDER BY 2, 3",
+    )
+    + ") SELECT id, seq FROM new"
+)
+
+# The counters the engine bumped since the transaction's last statement, as arrays.
+_BUMPS = (
+    f"SELECT b.project, b.queue, b.name, {q.SHARD}, b.amount FROM json_to_recordset(:bumps::json)"
+    " AS b(project text, queue text, name text, amount bigint) ORDER BY 1, 2, 3"
+)
+BUMP_COUNTERS = _add("counters", "name", "value", _BUMPS)
+
+# A claim's step (`SQLTransaction.claim_next`): the oldest of the ready and the hidden
+# messages whose time has come, as `claimable` picks them, written as `CLAIM_MESSAGES`
+# writes them, the class counts changed, the claim recorded, and the counters bumped since
+# the last statement; the messages come back as they were picked.
+CLAIM_NEXT = (
+    f"WITH ready AS MATERIALIZED ({q.CLAIMABLE_READY}),"
+    f" later AS MATERIALIZED ({q.CLAIMABLE_HIDDEN}),"
+    " picked AS MATERIALIZED (SELECT * FROM ready UNION ALL SELECT * FROM later"
+    " ORDER BY seq LIMIT :limit),"
+    " claimed AS (UPDATE messages AS m SET claim_id = :claim_id, claim_expires_at = :expires,"
+    " visible_at = :expires, claim_count = m.claim_count + 1,"
+    " first_claimed_at = COALESCE(NULLIF(m.first_claimed_at, 0), :now),"
+    " expires_at = CASE WHEN m.expires_at > :live_until THEN m.expires_at ELSE :live_until END,"
+    f" dl_due_at = NULL, hidden = {CLAIMED} FROM picked WHERE m.id = picked.id),"
+    " shown AS ("
+    + _add(
+        "queue_hidden",
+        "hidden",
+        "n",
+        f"SELECT :project, :queue, c.hidden, {q.SHARD}, sum(c.n) FROM"
+        f" (SELECT hidden, -count(*) AS n FROM picked WHERE hidden <> {CLAIMED} GROUP BY hidden"
+        f" UNION ALL SELECT {CLAIMED}, count(*) FROM picked WHERE hidden <> {CLAIMED}) AS c"
+        " WHERE c.hidden > 0 GROUP BY 3 HAVING sum(c.n) <> 0 ORDER BY 3",
+    )
+    + "), recorded AS (INSERT INTO claims (id, project, queue, ttl, grace, created_at,"
+    " expires_at) SELECT :claim_id, :project, :queue, :ttl, :grace, :created_at, :expires"
+    " WHERE EXISTS (SELECT 1 FROM picked) ON CONFLICT (id) DO NOTHING),"
+    f" bumped AS ({BUMP_COUNTERS})"
+    " SELECT * FROM picked ORDER BY seq"
+)
+
+
+def _counted(delete: str) -> str:
+    """`delete` (a DELETE of messages of `:queue` returning each row's `source`, `hidden`
+    and `id`) with the counts it changes, in one statement; the ids deleted come back."""
+    return (
+        f"WITH gone AS ({delete}),"
+        " depths AS ("
+        + _add(
+            "queue_depths",
+            "source",
+            "n",
+            f"SELECT :project, :queue, source, {q.SHARD}, -count(*) FROM gone"
+            " GROUP BY 3 ORDER BY 3",
+        )
+        + "), shown AS ("
+        + _add(
+            "queue_hidden",
+            "hidden",
+            "n",
+            f"SELECT :project, :queue, hidden, {q.SHARD}, -count(*) FROM gone WHERE hidden > 0"
+            " GROUP BY 3 ORDER BY 3",
+        )
+        + ") SELECT id FROM gone"
+    )
+
+
+DELETE_MESSAGES = _counted(q.DELETE_MESSAGES + ", id")
+DELETE_UNFINISHED = _counted(q.DELETE_UNFINISHED + ", id")
+DELETE_HELD = _counted(q.DELETE_HELD)
+# The statements that take the pending counter bumps with them.
+_CARRY_BUMPS = frozenset({CLAIM_NEXT})
+
+
+class ComposedStatements(SQLTransaction):
+    """`SQLTransaction` with the hot requests' steps in one statement each (module docstring);
+    what each returns and changes is the same."""
+
+    def __init__(self, cursor: Any, dialect: Any) -> None:
+        super().__init__(cursor, dialect)
+        # Counter bumps not yet written: (project, queue, name) -> amount.
+        self._bumps: dict[tuple[str, str, str], int] = {}
+        # The session is in autocommit: the transaction's BEGIN goes with its first statement
+        # and its COMMIT with what is left to write (`commit`), one round trip each.
+        self._begun = False
+        self._connection: psycopg.Connection[Any] = cursor.connection
+
+    # The transaction's frame
+
+    def commit(self) -> None:
+        """Write what is still pending and commit, in one round trip; a transaction that sent
+        nothing has nothing to commit."""
+        if not self._begun:
+            return
+        with self._connection.pipeline():
+            if self._bumps:
+                self._write_bumps()
+            self._connection.execute("COMMIT")
+
+    def abandon(self) -> None:
+        """Roll back what was sent; the error that ended the transaction is the caller's to
+        raise (a connection that broke under it is discarded by the pool)."""
+        conn = self._connection
+        status = conn.info.transaction_status
+        if conn.closed or status == TransactionStatus.IDLE:
+            return
+        if status == TransactionStatus.ACTIVE:
+            conn.close()  # interrupted mid-statement, so it cannot roll back: the pool replaces it
+            return
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()
+
+    def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        if sql in _CARRY_BUMPS:
+            params = {**(params or {}), **self._take_bumps()}
+        elif self._bumps:  # every other statement sees them written, as if written at once
+            self._write_bumps()
+        if self._begun:
+            return super().run(sql, params)
+        self._begun = True
+        with self._connection.pipeline():
+            self._connection.execute("BEGIN")
+            super().run(sql, params)
+        return self.cur.rowcount
+
+    def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if self._bumps:
+            self._write_bumps()
+        if self._begun or not rows:
+            super().run_many(sql, rows)
+            return
+        self._begun = True
+        with self._connection.pipeline():
+            self._connection.execute("BEGIN")
+            super().run_many(sql, rows)
+
+    # Counters: written with the next statement, or with the COMMIT
+
+    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
+        key = (project, queue, name)
+        self._bumps[key] = self._bumps.get(key, 0) + amount
+
+    def _take_bumps(self) -> dict[str, str]:
+        bumps = [
+            {"project": p, "queue": qn, "name": n, "amount": amount}
+            for (p, qn, n), amount in self._bumps.items()
+        ]
+        self._bumps = {}
+        return {"bumps": json.dumps(bumps)}
+
+    def _write_bumps(self) -> None:
+        # Never the transaction's first statement: the engine bumps a counter after a write.
+        SQLTransaction.run(self, BUMP_COUNTERS, self._take_bumps())
+
+    # Messages
+
+    def insert_messages(self, project: str, messages: Sequence[Message]) -> list[Message]:
+        queues = {m.queue for m in messages}
+        if len(queues) != 1:  # none, or copies to several queues: one step each
+            return super().insert_messages(project, messages)
+        rows = [message_params(project, m) for m in messages]
+        params = {"project": project, "queue": queues.pop(), "n": len(rows),
+                  "rows": _rows(rows, _SENT)}  # fmt: skip
+        seq_of = {r["id"]: int(r["seq"]) for r in self.all(INSERT_SENT, params)}
+        for r in rows:
+            self._note_place(r)
+        return [with_seq(m, seq_of[m.id]) for m in messages]
+
+    def move_messages(self, project: str, messages: Sequence[Message]) -> None:
+        queues = {m.queue for m in messages}
+        if len(queues) != 1:  # none, or to several queues: one step each
+            super().move_messages(project, messages)
+            return
+        before = self.places_before(project, [m.id for m in messages])
+        rows = [message_params(project, m) for m in messages]
+        depths: Counter[tuple[str, str]] = Counter()
+        hidden: Counter[tuple[str, int]] = Counter()
+        for r in rows:
+            if r["id"] in before:
+                depths[(r["queue"], r["dl_source"] or "")] += 1
+                hidden[(r["queue"], r["hidden"])] += 1
+        for queue, source, cls in before.values():
+            depths[(queue, source)] -= 1
+            hidden[(queue, cls)] -= 1
+        changed = [{"queue": k[0], "source": k[1], "n": n} for k, n in depths.items() if n]
+        shown = [{"queue": k[0], "hidden": k[1], "n": n} for k, n in hidden.items() if n and k[1]]
+        params = {"project": project, "queue": queues.pop(), "n": len(rows),
+                  "rows": _rows(rows, _MOVED), "depths": json.dumps(changed),
+                  "shown": json.dumps(shown)}  # fmt: skip
+        seq_of = {r["id"]: int(r["seq"]) for r in self.all(MOVE_TO_ONE_QUEUE, params)}
+        for r in rows:
+            r["seq"] = seq_of[r["id"]]
+            self._note_place(r)
+
+    def claim_next(
+        self, claim: ClaimRecord, *, now: float, limit: int, live_until: float
+    ) -> list[Message]:
+        params = {"project": claim.project, "queue": claim.queue, "now": now, "limit": limit,
+                  "claim_id": claim.id, "expires": claim.expires_at, "live_until": live_until,
+                  "ttl": claim.ttl, "grace": claim.grace,
+                  "created_at": claim.created_at}  # fmt: skip
+        found = self._messages(CLAIM_NEXT, params)  # their places as picked, now claimed:
+        for m in found:
+            queue, source, _ = self._places[m.id]
+            self._places[m.id] = (queue, source, CLAIMED)
+        return found
+
+    def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
+        return len(self._deleted(DELETE_MESSAGES, {"project": project, "queue": queue}, ids))
+
+    def delete_unfinished(self, project: str, queue: str, ids: Sequence[str]) -> int:
+        params = {"project": project, "queue": queue, "done": DEFAULT_DONE_AT}
+        return len(self._deleted(DELETE_UNFINISHED, params, ids))
+
+    def delete_held(
+        self, project: str, queue: str, ids: Sequence[str], claim_id: str, now: float, live: bool
+    ) -> list[str]:
+        params = {"project": project, "queue": queue, "claim": claim_id, "now": now,
+                  "lapsed": not live, "done": DEFAULT_DONE_AT}  # fmt: skip
+        return self._deleted(DELETE_HELD, params, ids)
+
+    def _deleted(self, sql: str, params: dict[str, Any], ids: Sequence[str]) -> list[str]:
+        rows = self.all(sql, {**params, "ids": list(ids)})
+        for i in ids:
+            self._places.pop(i, None)
+        return [str(r["id"]) for r in rows]
