@@ -11,15 +11,14 @@ from deadletter.clock import Clock
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
-    Assignment,
     Canary,
     DeadLetterFilter,
     ListQuery,
-    MergedBatch,
     Message,
     Queue,
     RedriveTask,
 )
+from deadletter.domain.patterns import Assignment, MergedBatch
 from deadletter.engine import canary as canaries
 from deadletter.engine import patterns, redrive, validation
 from deadletter.engine.lookups import require_queue

@@ -27,12 +27,8 @@ from deadletter.api.zaqar.parse import (
 )
 from deadletter.api.zaqar.serialize import next_link, task_href, task_json
 from deadletter.domain import settings as declared
-from deadletter.domain.model import (
-    MAX_PATTERNS,
-    MAX_PATTERNS_BYTES,
-    Assignment,
-    DeadLetterFilter,
-)
+from deadletter.domain.model import MAX_PATTERNS, MAX_PATTERNS_BYTES, DeadLetterFilter
+from deadletter.domain.patterns import Assignment
 
 MAX_DEAD_LETTER_BATCH = 100
 # One micro-batch of pattern assignments (a streaming sink's batch) and its fields.
