@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from deadletter.domain.model import Provenance, Reason
+from deadletter.domain.provenance import Provenance, Reason
 from deadletter.engine.canary import (
     OTHER,
     UNMATCHED,

@@ -38,9 +38,9 @@ from deadletter.domain.model import (
     Canary,
     CanaryDecision,
     DeadLetterFilter,
-    Provenance,
     RedriveTask,
 )
+from deadletter.domain.provenance import Provenance
 from deadletter.storage.base import Transaction
 
 # The most dead letters the draw reads to learn the kinds; a larger selection is read in

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deadletter.domain.model import DeadLetterFilter, ListQuery, Message, Provenance
+from deadletter.domain.model import DeadLetterFilter, ListQuery, Message
+from deadletter.domain.provenance import Provenance
 
 
 @dataclass(frozen=True)

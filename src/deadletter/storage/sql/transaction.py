@@ -15,12 +15,12 @@ from deadletter.domain.model import (
     DeadLetterFilter,
     ListQuery,
     Message,
-    Provenance,
     Queue,
     QueueSettings,
     RedriveTask,
 )
 from deadletter.domain.projects import SEPARATOR
+from deadletter.domain.provenance import Provenance
 from deadletter.domain.tags import DEFAULT_DONE_AT
 from deadletter.storage.base import ClaimRecord, Transaction
 from deadletter.storage.rows import (
