@@ -14,10 +14,19 @@ from deadletter.api.zaqar.reads import FREE, READS
 from deadletter.api.zaqar.routes import ROUTES
 from deadletter.domain import names
 from deadletter.domain import settings as declared
+from deadletter.domain.filters import FILTER_KEYS
 from deadletter.domain.model import Reason, TaskStatus
 
 # The domain's enums, read from their types: a reason or a status added there is documented.
 REASON = {"enum": [r.value for r in Reason]}
+# The dead-letter filter language (domain/filters.py): text, but for these.
+DEATHS: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 1_000_000}
+FILTER_QUERY: dict[str, dict[str, Any]] = {
+    "reason": REASON,
+    "min_deaths": DEATHS,
+    "max_deaths": DEATHS,
+}
+FILTER_FIELD: dict[str, Any] = {"type": ["string", "number"]}
 TASK_STATUS = {"enum": [t.value for t in TaskStatus]}
 
 # handler name -> (summary, success status, request body schema or None); the query
@@ -64,6 +73,13 @@ OPERATIONS: dict[str, tuple[str, str, str | None]] = {
     "release_claim": ("Release a claim", "204", None),
     "dead_letter_batch": ("Move several claimed messages to the DLQ", "200", "DeadLetterBatch"),
     "list_dead_letters": ("Browse a DLQ without consuming it", "200", None),
+    "count_dead_letters": ("How many dead letters a filter selects now", "200", None),
+    "purge_dead_letters": ("Delete the dead letters a filter selects", "200", None),
+    "edit_dead_letter": (
+        "Patch a dead letter's body or attributes (merge patch or JSON Patch)",
+        "200",
+        "DeadLetterEdit",
+    ),
     "dead_letter_sources": ("Queues whose dead-letter policy names this queue", "200", None),
     "start_redrive": ("Start a redrive task", "201", "Redrive"),
     "list_redrives": ("Redrive tasks of a DLQ, newest first", "200", None),
@@ -141,6 +157,10 @@ MORE_ERRORS: dict[str, dict[str, str]] = {
     },
     "delete_messages": {"403": "Message is claimed"},
     "start_redrive": {"409": "A redrive task is already running"},
+    "edit_dead_letter": {
+        "409": "The JSON Patch does not apply",
+        "415": "Wrong Content-Type for an edit",
+    },
     "cancel_redrive": {"409": "The task is not running"},
     "resume_redrive": {"409": "The task is not paused, or another runs on its DLQ"},
     "renew_claim": {"409": "Conflict"},
@@ -175,10 +195,14 @@ QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
     "list_dead_letters": {
         "marker": {"type": "integer", "minimum": 0},
         "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "reason": REASON,
+        **FILTER_QUERY,
     },
+    "count_dead_letters": FILTER_QUERY,
+    "purge_dead_letters": FILTER_QUERY,
+    "edit_dead_letter": {"redrive": {"type": "boolean"}},
 }
 PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
+MERGE_PATCH_TYPE = "application/merge-patch+json"
 MEDIA_TYPES = {"home": "application/json-home"}
 EMPTY = {("create_queue", "201")}  # answered with a Location header only
 
@@ -431,6 +455,20 @@ SCHEMAS: dict[str, Any] = {
             "until": EPOCH,
             "message_ids": {"type": "array", "items": STR, "maxItems": 10_000},
             "pattern_id": STR,
+            **{k: FILTER_FIELD for k in FILTER_KEYS if k not in ("reason", "since", "until")},
+            "attribute": {
+                "description": "NAME=VALUE (or NAME: present); a list, each must hold",
+                "oneOf": [STR, {"type": "array", "items": STR, "maxItems": 10}],
+            },
+            "dry_run": {
+                "description": "Count what the task would select, and start nothing",
+                "type": "boolean",
+            },
+            "transform": {
+                "description": "A JSON Merge Patch of {body, attributes} applied to each"
+                " dead letter as it moves, kept in its history",
+                "type": "object",
+            },
             "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6},
             "canary": {
                 "description": "Move this many dead letters first (or this percentage of those"
@@ -456,6 +494,11 @@ SCHEMAS: dict[str, Any] = {
                 "default": 0,
             },
         },
+    },
+    "DeadLetterEdit": {
+        "description": "A JSON Merge Patch (application/merge-patch+json) of"
+        ' {"body", "attributes"}, or a JSON Patch (application/json-patch+json) of it',
+        "type": ["object", "array"],
     },
     "Task": {
         "type": "object",
@@ -600,7 +643,9 @@ def document() -> dict[str, Any]:
             "responses": _responses(name, status),
         }
         if body is not None:
-            media_type = PATCH_TYPE if body == "Patch" else "application/json"
+            media_type = {"Patch": PATCH_TYPE, "DeadLetterEdit": MERGE_PATCH_TYPE}.get(
+                body, "application/json"
+            )
             op["requestBody"] = _json({"$ref": f"#/components/schemas/{body}"}, media_type)
         paths.setdefault(path, {})[method.lower()] = op
     paths["/metrics"] = {

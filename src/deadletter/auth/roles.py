@@ -74,6 +74,7 @@ class Action(StrEnum):
     # Dead-letter queues
     DLQ_BROWSE = "dlq:browse"
     DLQ_EXPORT = "dlq:export"
+    DLQ_EDIT = "dlq:edit"  # patch a dead letter's body or attributes
     REDRIVE_START = "redrive:start"
     REDRIVE_LIST = "redrive:list"
     REDRIVE_GET = "redrive:get"
@@ -198,6 +199,10 @@ ZAQAR_ROUTES: dict[tuple[str, str], Action] = {
     ("DELETE", _Q + "/claims/{claim_id}"): Action.MESSAGE_RELEASE,
     ("POST", _Q + "/dead_letter"): Action.MESSAGE_DEAD_LETTER,
     ("GET", _Q + "/dead_letters"): Action.DLQ_BROWSE,
+    ("GET", _Q + "/dead_letters/count"): Action.DLQ_BROWSE,
+    # Deleting the dead letters a filter selects is a purge of part of the queue.
+    ("DELETE", _Q + "/dead_letters"): Action.QUEUE_PURGE,
+    ("PATCH", _Q + "/dead_letters/{message_id}"): Action.DLQ_EDIT,
     ("GET", _Q + "/dead_letter_sources"): Action.QUEUE_GET,
     ("POST", _Q + "/redrives"): Action.REDRIVE_START,
     ("GET", _Q + "/redrives"): Action.REDRIVE_LIST,

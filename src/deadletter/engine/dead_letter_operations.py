@@ -8,23 +8,27 @@ from collections.abc import Callable
 from typing import Any
 
 from deadletter.clock import Clock
+from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
     Assignment,
     Canary,
     DeadLetterFilter,
-    ListQuery,
     MergedBatch,
     Message,
+    MessagePatch,
     Queue,
     RedriveTask,
 )
-from deadletter.engine import patterns, redrive, validation
+from deadletter.engine import edits, patterns, redrive, selection, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import Subscriptions
 from deadletter.engine.transactions import Pending, Runner
 from deadletter.storage.base import CredentialRecord, Transaction
+
+# Dead letters one transaction of a purge deletes.
+PURGE_BATCH = 1000
 
 
 class DeadLetterOperations:
@@ -42,17 +46,23 @@ class DeadLetterOperations:
         where: DeadLetterFilter | None = None,
         rate: float | None = None,
         canary: Canary | None = None,
+        transform: MessagePatch | None = None,
     ) -> RedriveTask:
         """Start moving dead letters back: to each one's source queue, or to `destination`;
-        with a `canary`, a sample first, and the rest only if the sample stays alive."""
+        with a `canary`, a sample first, and the rest only if the sample stays alive; with a
+        `transform`, each edited as it moves (kept in its history)."""
         filter_ = where or DeadLetterFilter()
         validation.check_redrive(filter_, rate)
         if canary is not None:
             redrive.check_canary(canary)
+        if transform is not None:
+            edits.check(transform)
 
         def work(tx: Transaction, pending: Pending) -> RedriveTask:
             now = self.clock.now()
-            task = redrive.start(tx, project, dlq, destination, filter_, rate, now, canary)
+            task = redrive.start(
+                tx, project, dlq, destination, filter_, rate, now, canary, transform
+            )
             pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
             return task
 
@@ -104,20 +114,85 @@ class DeadLetterOperations:
         after_seq: int = 0,
         limit: int = 100,
     ) -> list[Message]:
-        """Browse a DLQ without consuming it, claimed messages included."""
-        query = ListQuery(
-            after_seq=after_seq,
-            limit=limit,
-            include_claimed=True,
-            include_delayed=True,
-            dead_letters=where or DeadLetterFilter(),
-        )
+        """Browse a DLQ without consuming it, claimed messages included: those `where`
+        selects (`engine.selection`)."""
 
         def work(tx: Transaction) -> list[Message]:
             require_queue(tx, project, dlq)
-            return tx.list_messages(project, dlq, self.clock.now(), query)
+            now = self.clock.now()
+            resolved = selection.resolve(tx, project, dlq, where or DeadLetterFilter(), now)
+            return selection.listed(tx, project, dlq, now, resolved, after_seq, limit)
 
         return self._runner.read(work)
+
+    def count_dead_letters(
+        self, project: str, dlq: str, where: DeadLetterFilter | None = None
+    ) -> int:
+        """How many dead letters `where` selects now: the preview of a purge or a redrive."""
+
+        def work(tx: Transaction) -> int:
+            require_queue(tx, project, dlq)
+            now = self.clock.now()
+            resolved = selection.resolve(tx, project, dlq, where or DeadLetterFilter(), now)
+            return selection.count(tx, project, dlq, now, resolved, tx.max_seq(project, dlq))
+
+        return self._runner.read(work)
+
+    def purge_dead_letters(self, project: str, dlq: str, where: DeadLetterFilter) -> int:
+        """Delete the dead letters `where` selects now (those that arrive later stay), a
+        batch per transaction; how many. An empty filter is refused: a whole queue is
+        purged by `purge`, which says so."""
+        if where == DeadLetterFilter():
+            raise errors.InvalidFilter(
+                "a purge of dead letters takes a filter; to empty the whole queue, purge it"
+            )
+
+        def start(tx: Transaction) -> tuple[DeadLetterFilter, int]:
+            require_queue(tx, project, dlq)
+            now = self.clock.now()
+            return selection.resolve(tx, project, dlq, where, now), tx.max_seq(project, dlq)
+
+        resolved, max_seq = self._runner.read(start)
+
+        def batch(after: int) -> tuple[int, int, bool]:
+            def work(tx: Transaction, _: Pending) -> tuple[int, int, bool]:
+                queue = require_queue(tx, project, dlq)
+                now = self.clock.now()
+                page = selection.listed(
+                    tx, project, dlq, now, resolved, after, PURGE_BATCH, max_seq
+                )
+                ids = [m.id for m in page]
+                gone = tx.delete_messages(project, dlq, ids) if ids else 0
+                if ids and queue.settings.consumer_tags:
+                    tx.forget_tag_states(ids)
+                return gone, page[-1].seq if page else after, len(page) < PURGE_BATCH
+
+            return self._runner.run(work)
+
+        total, after, done = 0, 0, False
+        while not done:
+            gone, after, done = batch(after)
+            total += gone
+        return total
+
+    def edit_dead_letter(
+        self, project: str, dlq: str, message_id: str, patch: MessagePatch, by: dict[str, Any]
+    ) -> Message:
+        """Patch one dead letter's body or attributes where it is (`engine.edits`), kept in
+        its history with `by` and the time; it is redriven as it now is."""
+        edits.check(patch)
+
+        def work(tx: Transaction, _: Pending) -> Message:
+            queue = require_queue(tx, project, dlq)
+            found = tx.get_messages(project, dlq, [message_id], lock=True)
+            if not found or found[0].provenance is None:
+                raise errors.MessageNotFound(f"no dead letter {message_id!r} in {dlq!r}")
+            now = self.clock.now()
+            m = edits.edited(found[0], patch, by, now, queue.settings.max_message_size)
+            tx.edit_messages(project, [m])
+            return m
+
+        return self._runner.run(work)
 
     # Failure patterns from the analysis pipeline
 

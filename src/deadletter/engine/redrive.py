@@ -23,12 +23,13 @@ from deadletter.domain.model import (
     CanaryDecision,
     DeadLetterFilter,
     ListQuery,
+    MessagePatch,
     Queue,
     RedriveTask,
     SkipReason,
     TaskStatus,
 )
-from deadletter.engine import bounds, fifo, transitions
+from deadletter.engine import bounds, edits, fifo, selection, transitions
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.transactions import Pending
@@ -49,6 +50,7 @@ def start(
     rate: float | None,
     now: float,
     canary: Canary | None = None,
+    transform: MessagePatch | None = None,
 ) -> RedriveTask:
     """A new running task over the dead letters `dlq` holds now (those sent later stay).
 
@@ -70,7 +72,9 @@ def start(
     if any(t.dlq == dlq for t in active_tasks(tx, project)):
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
     max_seq = tx.max_seq(project, dlq)
-    to_move = tx.count_dead_letters(project, dlq, now, where, max_seq)
+    # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
+    where = selection.resolve(tx, project, dlq, where, now)
+    to_move = selection.count(tx, project, dlq, now, where, max_seq)
     if canary is not None:
         canary = replace(canary, size=canary_size(canary, to_move), seen_seq=max_seq)
         if canary.size == 0:  # nothing selected, nothing to watch: the task ends at its step
@@ -89,6 +93,7 @@ def start(
         started_at=now,
         updated_at=now,
         canary=canary,
+        transform=transform,
     )
     tx.insert_task(task)
     return task
@@ -153,9 +158,14 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
             return _start_watch(tx, task, canary, now)
     if allowed == 0:
         return task
-    batch = tx.dead_letter_sources(
-        task.project, task.dlq, now, task.filter, task.max_seq, allowed, task.cursor_seq
+    batch, cursor = selection.redrive_batch(
+        tx, task.project, task.dlq, now, task.filter, task.max_seq, allowed, task.cursor_seq
     )
+    if not batch and cursor != task.cursor_seq:
+        # Read past dead letters the filter does not select: the next step goes on after.
+        task = replace(task, cursor_seq=cursor)
+        tx.update_task(task)
+        return task
     if not batch:
         if sampling and canary is not None and canary.sample:
             # The selection ran out inside the sample: the sample is all there is to watch.
@@ -171,6 +181,9 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
     fresh, skipped = outcome
     fresh, full = _within_bounds(tx, task.project, task.dlq, fresh, now)
     skipped += full
+    if task.transform is not None:
+        fresh, refused = _transformed(tx, task, task.transform, fresh, now)
+        skipped += refused
     for (_, tag), (destination, ids) in fresh.items():
         event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
         expires = now + destination.settings.default_ttl
@@ -194,7 +207,7 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         moved=task.moved + count,
         skipped=task.skipped + len(skipped),
         skipped_messages=task.skipped_messages + tuple(skipped[: max(room, 0)]),
-        cursor_seq=batch[-1][1],
+        cursor_seq=cursor,
         updated_at=paced_to(count),
         canary=canary,
     )
@@ -333,6 +346,28 @@ def _within_bounds(
             else:
                 skipped.append((m.id, SkipReason.QUEUE_FULL))
     return within, skipped
+
+
+def _transformed(
+    tx: Transaction, task: RedriveTask, patch: MessagePatch, fresh: Destinations, now: float
+) -> tuple[Destinations, list[tuple[str, SkipReason]]]:
+    """The task's transform applied to the dead letters about to move, each edit kept in
+    its history; one it does not apply to stays in the DLQ, skipped (`transform_refused`)."""
+    kept: Destinations = {}
+    refused: list[tuple[str, SkipReason]] = []
+    for key, (queue, ids) in fresh.items():
+        changed = []
+        for m in tx.get_messages(task.project, task.dlq, ids):
+            try:
+                by = patch.by or {}
+                limit = queue.settings.max_message_size
+                changed.append(edits.edited(m, patch, by, now, limit, task.id))
+            except (errors.InvalidInput, errors.PatchConflict):
+                refused.append((m.id, SkipReason.TRANSFORM_REFUSED))
+        tx.edit_messages(task.project, changed)
+        if changed:
+            kept[key] = (queue, [m.id for m in changed])
+    return kept, refused
 
 
 def fail(tx: Transaction, task_id: str, reason: str, now: float) -> RedriveTask | None:

@@ -1,0 +1,207 @@
+"""What a dead-letter filter selects, for every operation that takes one: browse, count,
+export, purge, redrive (and the preview of each, a count).
+
+The store reads the filter's columns (source queue, consumer tag, reason, the time of death,
+ids); the engine turns ages into times and a pattern into its ids first, so those are read by
+the store too, and evaluates the rest (error class and text, attributes, body, deaths) on
+each dead letter the store returns, a page at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import jmespath
+
+from deadletter.domain import errors
+from deadletter.domain.filters import REGEX_TIMEOUT, compiled_body, compiled_regex
+from deadletter.domain.model import DeadLetterFilter, ListQuery, Message
+from deadletter.engine import patterns
+from deadletter.storage.base import Transaction
+
+# Dead letters read per statement when the engine evaluates part of the filter.
+SCAN = 500
+
+
+def resolve(
+    tx: Transaction, project: str, dlq: str, where: DeadLetterFilter, now: float
+) -> DeadLetterFilter:
+    """`where` as the store can read it: its ages as times of death (older than N s: died
+    before now - N) and its pattern as the ids of the pattern's dead letters (beside any ids
+    it lists, both must hold). A pattern the DLQ does not store is PatternNotFound."""
+    since, until, ids = where.since, where.until, where.message_ids
+    if where.older_than is not None:
+        bound = now - where.older_than
+        until = bound if until is None else min(until, bound)
+    if where.newer_than is not None:
+        bound = now - where.newer_than
+        since = bound if since is None else max(since, bound)
+    if where.pattern_id is not None:
+        members = patterns.message_ids(patterns.stored(tx, project, dlq), where.pattern_id)
+        ids = members if ids is None else tuple(i for i in ids if i in set(members))
+    return replace(
+        where, since=since, until=until, message_ids=ids, older_than=None, newer_than=None,
+        pattern_id=None,
+    )  # fmt: skip
+
+
+def matches(m: Message, where: DeadLetterFilter) -> bool:
+    """Whether the dead letter `m` passes the part of `where` the engine evaluates."""
+    p = m.provenance
+    if where.error_class is not None and not _class_matches(m, where.error_class):
+        return False
+    if where.error_contains is not None or where.error_matches is not None:
+        text = error_text(m)
+        if where.error_contains is not None and where.error_contains not in text:
+            return False
+        if where.error_matches is not None and not _searches(where.error_matches, text):
+            return False
+    for name, value in where.attributes:
+        found = m.attributes.get(name)
+        if found is None or (value is not None and found.value != value):
+            return False
+    if where.min_deaths is not None or where.max_deaths is not None:
+        deaths = sum(1 for e in m.history if e.get("event") == "dead_lettered")
+        if p is not None and not deaths:
+            deaths = 1  # dead before deaths were recorded in the history
+        if where.min_deaths is not None and deaths < where.min_deaths:
+            return False
+        if where.max_deaths is not None and deaths > where.max_deaths:
+            return False
+    return where.body is None or _body_selects(where.body, m.body)
+
+
+def error_text(m: Message) -> str:
+    """What a dead letter says of its error, as one text: the consumer's description, the
+    error, its class and its stack."""
+    p = m.provenance
+    if p is None:
+        return ""
+    parts = (p.description, p.error, p.error_class, p.error_stack)
+    return "\n".join(t for t in parts if t)
+
+
+def error_class(m: Message) -> str | None:
+    """The error's class: as the consumer gave it, else the name a text error's last line
+    starts with (`KeyError: 'id'`, a traceback's last line)."""
+    p = m.provenance
+    if p is None:
+        return None
+    if p.error_class:
+        return p.error_class
+    lines = [line.strip() for line in (p.error or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    head = lines[-1].split(":", 1)[0].strip()
+    return head if head and all(part.isidentifier() for part in head.split(".")) else None
+
+
+def _class_matches(m: Message, wanted: str) -> bool:
+    """The class named whole, or by its last dotted part (`KeyError` names
+    `builtins.KeyError`)."""
+    found = error_class(m)
+    return found is not None and (found == wanted or found.endswith("." + wanted))
+
+
+def _searches(pattern: str, text: str) -> bool:
+    try:
+        return compiled_regex(pattern).search(text, timeout=REGEX_TIMEOUT) is not None
+    except TimeoutError:
+        raise errors.InvalidFilter(
+            f"error_matches took more than {REGEX_TIMEOUT * 1000:.0f} ms on one dead letter's"
+            " error: simplify the expression (nested repetitions backtrack)"
+        ) from None
+
+
+def decode_body(raw: bytes) -> Any:
+    """The body as JSON when it is JSON (Zaqar's messages), else its text (SQS's)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw.decode("utf-8", errors="replace")
+
+
+def _body_selects(expression: str, raw: bytes) -> bool:
+    try:
+        result = compiled_body(expression).search(decode_body(raw))
+    except jmespath.exceptions.JMESPathError:
+        return False  # a function given the wrong type by this body: it does not match
+    # JMESPath's truth: null, false, an empty string, list or object are false.
+    return result not in (None, False, "", [], {})
+
+
+def listed(
+    tx: Transaction,
+    project: str,
+    dlq: str,
+    now: float,
+    where: DeadLetterFilter,
+    after_seq: int,
+    limit: int,
+    max_seq: int | None = None,
+) -> list[Message]:
+    """Up to `limit` dead letters `where` selects after `after_seq`, oldest first, claimed
+    and delayed ones included; `where` resolved (`resolve`)."""
+    stored = where.for_store()
+    found: list[Message] = []
+    while True:
+        take = SCAN if where.in_engine else limit
+        query = ListQuery(after_seq=after_seq, limit=take, include_claimed=True,
+                          include_delayed=True, dead_letters=stored, max_seq=max_seq)  # fmt: skip
+        page = tx.list_messages(project, dlq, now, query)
+        if not where.in_engine:
+            return page
+        found.extend(m for m in page if matches(m, where))
+        if len(found) >= limit or len(page) < take:
+            return found[:limit]
+        after_seq = page[-1].seq
+
+
+def count(
+    tx: Transaction, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
+) -> int:
+    """How many dead letters up to `max_seq` `where` selects (resolved)."""
+    if not where.in_engine:
+        return tx.count_dead_letters(project, dlq, now, where.for_store(), max_seq)
+    stored, total, after = where.for_store(), 0, 0
+    while True:
+        query = ListQuery(after_seq=after, limit=SCAN, include_claimed=True,
+                          include_delayed=True, dead_letters=stored, max_seq=max_seq)  # fmt: skip
+        page = tx.list_messages(project, dlq, now, query)
+        total += sum(1 for m in page if matches(m, where))
+        if len(page) < SCAN:
+            return total
+        after = page[-1].seq
+
+
+def redrive_batch(
+    tx: Transaction,
+    project: str,
+    dlq: str,
+    now: float,
+    where: DeadLetterFilter,
+    max_seq: int,
+    limit: int,
+    after_seq: int,
+) -> tuple[list[tuple[str, int, str | None, str | None]], int]:
+    """Up to `limit` visible dead letters `where` selects after `after_seq`, locked for a
+    redrive's step: (id, seq, source queue, consumer tag) each, and the seq the next step
+    goes on after (past what was read and not selected)."""
+    stored = where.for_store()
+    if not where.in_engine:
+        batch = tx.dead_letter_sources(project, dlq, now, stored, max_seq, limit, after_seq)
+        return batch, batch[-1][1] if batch else after_seq
+    page = tx.dead_letters(project, dlq, now, stored, max_seq, max(limit, SCAN), True, after_seq)
+    picked: list[tuple[str, int, str | None, str | None]] = []
+    cursor = after_seq
+    for m in page:
+        if len(picked) == limit:
+            break
+        cursor = m.seq
+        if matches(m, where):
+            p = m.provenance
+            source, tag = (p.source_queue, p.source_tag) if p is not None else (None, None)
+            picked.append((m.id, m.seq, source, tag))
+    return picked, cursor
