@@ -106,6 +106,8 @@ def _class_matches(m: Message, wanted: str) -> bool:
 
 
 def _searches(pattern: str, text: str) -> bool:
+    """Whether `pattern` is found in `text`, the match stopped at its timeout: a pattern
+    that backtracks without end is refused on the first dead letter it meets."""
     try:
         return compiled_regex(pattern).search(text, timeout=REGEX_TIMEOUT) is not None
     except TimeoutError:
