@@ -68,6 +68,8 @@ def check(patch: MessagePatch) -> None:
             raise errors.InvalidPatch(
                 f'a patch changes the body and the attributes only, not "{unknown[0]}"'
             )
+        named = patch.document.get("attributes")
+        _refuse_reserved(named if isinstance(named, dict) else {})
         return
     try:
         jsonpatch.JsonPatch(patch.document)
@@ -75,6 +77,25 @@ def check(patch: MessagePatch) -> None:
         raise errors.InvalidPatch(f"not a JSON Patch: {exc}") from None
     if not isinstance(patch.document, list) or not patch.document:
         raise errors.InvalidPatch("a JSON Patch is a list of one or more operations")
+    paths = [op.get(k) for op in patch.document for k in ("path", "from")]
+    prefix = "/attributes/"
+    _refuse_reserved(
+        [
+            p[len(prefix) :].split("/")[0]
+            for p in paths
+            if isinstance(p, str) and p.startswith(prefix)
+        ]
+    )
+
+
+def _refuse_reserved(names: Any) -> None:
+    """The `DLQ.` attributes are the server's record of where a dead letter came from."""
+    for name in names:
+        if _reserved(name):
+            raise errors.ReservedAttribute(
+                f"attribute {name!r}: the {RESERVED_ATTRIBUTE_PREFIX!r} attributes are the"
+                " server's and no edit changes them"
+            )
 
 
 def edited(
