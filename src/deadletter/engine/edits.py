@@ -93,8 +93,8 @@ def _refuse_reserved(names: Any) -> None:
     for name in names:
         if _reserved(name):
             raise errors.ReservedAttribute(
-                f"attribute {name!r}: the {RESERVED_ATTRIBUTE_PREFIX!r} attributes are the"
-                " server's and no edit changes them"
+                f"attribute {name!r}: the {RESERVED_ATTRIBUTE_PREFIX!r} attributes are"
+                " reserved to the server, which no edit changes"
             )
 
 
