@@ -72,7 +72,10 @@ def parse(given: Mapping[str, Sequence[str]]) -> DeadLetterFilter:
         if not texts:
             continue
         if key not in FILTER_KEYS:
-            raise errors.InvalidFilter(f"{key} is not a filter")
+            raise errors.InvalidFilter(
+                f"{key[:40] or 'a blank name'} is not a filter; the filters are"
+                f" {', '.join(FILTER_KEYS)}"
+            )
         for value in texts:
             if "\x00" in value:
                 raise errors.InvalidFilter(f"{key} may not contain NUL characters")
