@@ -237,9 +237,6 @@ class DeadLetterOperations:
             )
         )
 
-    def pattern_message_ids(self, project: str, dlq: str, pattern_id: str) -> tuple[str, ...]:
-        return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)
-
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
         return self._runner.read(lambda tx: patterns.stored(tx, project, dlq))
 
