@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from deadletter.clock import ManualClock
+from deadletter.engine import selection
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient, claim, post, with_dlq
 
@@ -186,3 +187,21 @@ def test_a_regular_expression_that_backtracks_is_refused_not_run_for_ever(
     r = api.get(f"{DLQ}/dead_letters", params={"error_matches": "(a|aa)+$"})
     assert r.status_code == 400, r.text
     assert "error_matches took more than" in r.json()["description"]
+
+
+def test_a_redrive_reads_past_pages_its_filter_selects_nothing_of(
+    api: ApiClient, engine: Engine, letters: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given pages of two dead letters, the first selecting none of what the filter wants
+    monkeypatch.setattr(selection, "SCAN", 2)
+    assert selected(api, "error_contains=no customer") == {letters["d"]}
+    r = api.post(f"{DLQ}/redrives", json={"error_contains": "no customer"})
+    assert r.json()["to_move"] == 1
+    # When the task steps, a page without a match moves nothing and the task goes on
+    task = engine.redrive_step(r.json()["id"], 1)
+    assert (task.status.value, task.moved) == ("RUNNING", 0)
+    while task.status.value == "RUNNING":
+        task = engine.redrive_step(task.id, 1)
+    # Then it moved the one it selected, from the second page
+    assert (task.status.value, task.moved) == ("COMPLETED", 1)
+    assert selected(api, "") == {letters["a"], letters["b"], letters["c"]}
