@@ -176,13 +176,21 @@ class DeadLetterOperations:
         return total
 
     def edit_dead_letter(
-        self, project: str, dlq: str, message_id: str, patch: MessagePatch, by: dict[str, Any]
-    ) -> Message:
+        self,
+        project: str,
+        dlq: str,
+        message_id: str,
+        patch: MessagePatch,
+        by: dict[str, Any],
+        *,
+        redrive_it: bool = False,
+    ) -> tuple[Message, RedriveTask | None]:
         """Patch one dead letter's body or attributes where it is (`engine.edits`), kept in
-        its history with `by` and the time; it is redriven as it now is."""
+        its history with `by` and the time; with `redrive_it`, a redrive task of that one
+        dead letter starts in the same transaction (both happen, or neither)."""
         edits.check(patch)
 
-        def work(tx: Transaction, _: Pending) -> Message:
+        def work(tx: Transaction, pending: Pending) -> tuple[Message, RedriveTask | None]:
             queue = require_queue(tx, project, dlq)
             found = tx.get_messages(project, dlq, [message_id], lock=True)
             if not found or found[0].provenance is None:
@@ -190,7 +198,12 @@ class DeadLetterOperations:
             now = self.clock.now()
             m = edits.edited(found[0], patch, by, now, queue.settings.max_message_size)
             tx.edit_messages(project, [m])
-            return m
+            if not redrive_it:
+                return m, None
+            where = DeadLetterFilter(message_ids=(m.id,))
+            task = redrive.start(tx, project, dlq, None, where, None, now)
+            pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
+            return m, task
 
         return self._runner.run(work)
 

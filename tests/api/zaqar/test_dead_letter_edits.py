@@ -143,3 +143,16 @@ def test_a_redrive_transform_edits_every_letter_it_moves(api: ApiClient, engine:
     # and the one that had an id is still dead, untouched
     (kept,) = api.get(f"{DLQ}/dead_letters").json()["messages"]
     assert kept["body"] == {"customer": {"id": 7}}
+
+
+def test_an_edit_whose_redrive_cannot_start_changes_nothing(api: ApiClient) -> None:
+    # Given a redrive task running on the DLQ
+    with_dlq(api)
+    mid = reject(api, {"n": 1}, "boom")
+    reject(api, {"n": 2}, "boom")
+    assert api.post(f"{DLQ}/redrives", json={"rate": 0.001}).status_code == 201
+    # an edit that would start another is refused whole: the letter is as it was
+    r = api.patch(f"{DLQ}/dead_letters/{mid}?redrive=true", json={"body": 9}, headers=MERGE)
+    assert r.status_code == 409, r.text
+    letters = api.get(f"{DLQ}/dead_letters").json()["messages"]
+    assert [m["body"] for m in letters] == [{"n": 1}, {"n": 2}]

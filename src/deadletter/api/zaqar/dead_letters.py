@@ -165,13 +165,12 @@ def edit_dead_letter(ctx: Ctx) -> Response:
     if then_redrive and not ctx.may(Action.REDRIVE_START):
         raise ZaqarError(403, "Forbidden", "Redriving the edited dead letter needs redrive:start.")
     patch = MessagePatch(kinds[content_type], ctx.json())
-    edited = ctx.engine.edit_dead_letter(
-        ctx.project, ctx.queue, ctx.path["message_id"], patch, actor(ctx)
+    edited, task = ctx.engine.edit_dead_letter(
+        ctx.project, ctx.queue, ctx.path["message_id"], patch, actor(ctx), redrive_it=then_redrive
     )
     out: dict[str, Any] = {"message": ctx.message(edited, ctx.now())}
-    if then_redrive:
-        where = DeadLetterFilter(message_ids=(edited.id,))
-        out["redrive"] = task_json(ctx.engine.start_redrive(ctx.project, ctx.queue, None, where))
+    if task is not None:
+        out["redrive"] = task_json(task)
     return JSONResponse(out)
 
 
