@@ -60,6 +60,7 @@ FILTER_OPTIONS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--body", "body", "A JMESPath expression over the body that must be true: customer.id.", {}),
     ("--min-deaths", "min_deaths", "Died at least this often.", {"type": click.IntRange(0)}),
     ("--max-deaths", "max_deaths", "Died at most this often.", {"type": click.IntRange(0)}),
+    ("--redriven-by", "redriven_by", "Sent back by this redrive task, and dead again.", {}),
 ]
 
 

@@ -46,6 +46,7 @@ FILTER_KEYS = (
     "body",
     "min_deaths",
     "max_deaths",
+    "redriven_by",
 )
 # Only `attribute` may be given more than once (each must hold).
 REPEATABLE = frozenset({"attribute"})
@@ -105,6 +106,7 @@ def parse(given: Mapping[str, Sequence[str]]) -> DeadLetterFilter:
         body=_body(values.get("body")),
         min_deaths=_deaths("min_deaths", values.get("min_deaths")),
         max_deaths=_deaths("max_deaths", values.get("max_deaths")),
+        redriven_by=values.get("redriven_by"),
     )
     low, high = where.min_deaths, where.max_deaths
     if low is not None and high is not None and low > high:

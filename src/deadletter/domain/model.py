@@ -503,6 +503,8 @@ class DeadLetterFilter:
     # How many times the message died (its history's deaths, this one included).
     min_deaths: int | None = None
     max_deaths: int | None = None
+    # Sent back by this redrive task and dead again since: how a retried group is followed.
+    redriven_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         extra = {k: v for k, v in self._extra().items() if v not in (None, ())}
@@ -532,6 +534,7 @@ class DeadLetterFilter:
             "body": self.body,
             "min_deaths": self.min_deaths,
             "max_deaths": self.max_deaths,
+            "redriven_by": self.redriven_by,
         }
 
     @classmethod
@@ -554,6 +557,7 @@ class DeadLetterFilter:
             body=data.get("body"),
             min_deaths=data.get("min_deaths"),
             max_deaths=data.get("max_deaths"),
+            redriven_by=data.get("redriven_by"),
         )
 
     @property
@@ -567,6 +571,7 @@ class DeadLetterFilter:
             or self.body is not None
             or self.min_deaths is not None
             or self.max_deaths is not None
+            or self.redriven_by is not None
         )
 
     def for_store(self) -> DeadLetterFilter:

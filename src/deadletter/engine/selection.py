@@ -70,6 +70,10 @@ def matches(m: Message, where: DeadLetterFilter) -> bool:
             return False
         if where.max_deaths is not None and deaths > where.max_deaths:
             return False
+    if where.redriven_by is not None and not any(
+        e.get("event") == "redriven" and e.get("task_id") == where.redriven_by for e in m.history
+    ):
+        return False
     return where.body is None or _body_selects(where.body, m.body)
 
 

@@ -205,3 +205,23 @@ def test_a_redrive_reads_past_pages_its_filter_selects_nothing_of(
     # Then it moved the one it selected, from the second page
     assert (task.status.value, task.moved) == ("COMPLETED", 1)
     assert selected(api, "") == {letters["a"], letters["b"], letters["c"]}
+
+
+def test_a_retried_group_is_followed_by_the_task_that_sent_it_back(
+    api: ApiClient, engine: Engine, letters: dict[str, str]
+) -> None:
+    # Given the KeyError and the ValueError redriven by one task
+    r = api.post(f"{DLQ}/redrives", json={"error_matches": "^(KeyError|ValueError)|'sku'"})
+    task = r.json()["id"]
+    assert r.json()["to_move"] == 2
+    while engine.redrive_step(task, 10).status.value == "RUNNING":
+        pass
+    # When one of them fails again
+    cid, (again, _) = claim(api, "orders", limit=2)
+    r = api.post(f"/v2/queues/orders/messages/{again['id']}/dead_letter?claim_id={cid}",
+                 json={"error": "KeyError: 'sku'"})  # fmt: skip
+    assert r.status_code == 200, r.text
+    # Then the task's group is followed: one of its two came back dead
+    assert api.get(f"{DLQ}/dead_letters/count", params={"redriven_by": task}).json() == {"count": 1}
+    assert selected(api, f"redriven_by={task}") == {again["id"]}
+    assert selected(api, "redriven_by=another-task") == set()
