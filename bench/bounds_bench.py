@@ -44,19 +44,19 @@ def run(backend: str, depth: int, sends: int) -> dict[str, float]:
         try:
             engine = Engine(store)
             engine.create_queue(P, "dlq")
-            engine.create_queue(P, "bounded-dlq", QueueSettings(max_messages=depth))
+            engine.create_queue(P, "bounded-dlq", settings=QueueSettings(max_messages=depth))
             for start in range(0, depth, FILL_BATCH):
                 batch = [NewMessage(body=BODY)] * min(FILL_BATCH, depth - start)
-                engine.send(P, "bounded-dlq", batch)
+                engine.send(P, "bounded-dlq", messages=batch)
             for name, settings in _shapes(depth).items():
-                engine.create_queue(P, name, settings)
+                engine.create_queue(P, name, settings=settings)
                 for start in range(0, depth, FILL_BATCH):
                     batch = [NewMessage(body=BODY)] * min(FILL_BATCH, depth - start)
-                    engine.send(P, name, batch)
+                    engine.send(P, name, messages=batch)
                 times = []
                 for _ in range(sends):
                     began = time.perf_counter()
-                    engine.send(P, name, [NewMessage(body=BODY)])
+                    engine.send(P, name, messages=[NewMessage(body=BODY)])
                     times.append((time.perf_counter() - began) * 1000)
                 out[name] = statistics.median(times)
         finally:

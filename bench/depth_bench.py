@@ -68,12 +68,23 @@ def fill(store: Store, queue: Queue, n: int, shape: str, source: Queue | None = 
             i = made + len(batch)
             delay = HOUR if shape == "busy head" and n // 4 <= i < n // 2 else 0
             m = transitions.enqueued(
-                NewMessage(body=BODY), uuid.uuid4().hex, queue.name, now, DAY, delay, True, None
+                NewMessage(body=BODY),
+                message_id=uuid.uuid4().hex,
+                queue=queue.name,
+                now=now,
+                ttl=DAY,
+                delay=delay,
+                eligible=True,
+                client_id=None,
             )
             if shape == "busy head" and i < n // 4:
-                m = transitions.claimed(m, uuid.uuid4().hex, now, now + HOUR, 60)
+                m = transitions.claimed(
+                    m, claim_id=uuid.uuid4().hex, now=now, expires=now + HOUR, grace=60
+                )
             if shape == "dlq" and source is not None:
-                m = transitions.dead_lettered(m, source, queue, Reason.MAX_CLAIMS, now)
+                m = transitions.dead_lettered(
+                    m, source=source, dlq=queue, reason=Reason.MAX_CLAIMS, now=now
+                )
             batch.append(m)
         with store.transaction() as tx:
             tx.insert_messages(queue.project, batch)
@@ -107,14 +118,17 @@ def measure(engine: Engine, queue: str, reps: int, source: str | None = None) ->
         return out
 
     for _ in range(reps):
-        engine.send(P, queue, [NewMessage(body=BODY)] * 10)
-        claim = timed("claim 10", lambda: engine.claim(P, queue, 10, ttl=HOUR))
+        engine.send(P, queue, messages=[NewMessage(body=BODY)] * 10)
+        claim = timed("claim 10", lambda: engine.claim(P, queue, limit=10, ttl=HOUR))
         ids = [m.id for m in claim.messages]
-        timed("delete 10", lambda ids=ids: engine.delete_messages(P, queue, ids))
-        timed("list 10", lambda: engine.list_messages(P, queue, ListQuery(limit=10)))
+        timed("delete 10", lambda ids=ids: engine.delete_messages(P, queue, ids=ids))
+        timed("list 10", lambda: engine.list_messages(P, queue, query=ListQuery(limit=10)))
         timed("stats", lambda: engine.stats(P, queue))
         if source is not None:
-            timed("list 10 of a source", lambda: engine.list_dead_letters(P, queue, where, 0, 10))
+            timed(
+                "list 10 of a source",
+                lambda: engine.list_dead_letters(P, queue, where=where, after_seq=0, limit=10),
+            )
     return {op: median_ms(samples) for op, samples in times.items() if samples}
 
 
@@ -149,10 +163,10 @@ def explained(plans: list[str]) -> Iterator[None]:
 def explain_round(engine: Engine, queue: str, shape: str, depth: int) -> list[str]:
     """The plans of one claim, delete, listing and stats on `queue`."""
     out = [f"## {shape}, {depth:,} messages\n"]
-    engine.send(P, queue, [NewMessage(body=BODY)] * 10)
+    engine.send(P, queue, messages=[NewMessage(body=BODY)] * 10)
     steps: list[tuple[str, Callable[[], Any]]] = [
-        ("claim 10", lambda: engine.claim(P, queue, 10, ttl=HOUR)),
-        ("list 10", lambda: engine.list_messages(P, queue, ListQuery(limit=10))),
+        ("claim 10", lambda: engine.claim(P, queue, limit=10, ttl=HOUR)),
+        ("list 10", lambda: engine.list_messages(P, queue, query=ListQuery(limit=10))),
         ("stats", lambda: engine.stats(P, queue)),
     ]
     for op, work in steps:
@@ -163,7 +177,7 @@ def explain_round(engine: Engine, queue: str, shape: str, depth: int) -> list[st
             ids = [m.id for m in got.messages]
             out.append(f"## delete 10 ({shape}, {depth:,})\n")
             with explained(out):
-                engine.delete_messages(P, queue, ids)
+                engine.delete_messages(P, queue, ids=ids)
     return out
 
 
@@ -183,7 +197,9 @@ def backend_run(
             free = engine.create_queue(P, "free")
             dlq = engine.create_queue(P, "dlq")
             source = engine.create_queue(
-                P, "source", QueueSettings(dead_letter=DeadLetterPolicy("dlq", max_claims=3))
+                P,
+                "source",
+                settings=QueueSettings(dead_letter=DeadLetterPolicy("dlq", max_claims=3)),
             )
             depth = 0
             depth_max = depths(max_depth)[-1]
@@ -191,7 +207,7 @@ def backend_run(
                 fill(store, free, target - depth, "free")
                 fill(store, dlq, target - depth, "dlq", source)
                 depth = target
-                rare = engine.create_queue(P, f"rare{target}", source.settings)
+                rare = engine.create_queue(P, f"rare{target}", settings=source.settings)
                 fill(store, dlq, 10, "dlq", rare)
                 busy = engine.create_queue(P, f"busy{target}")
                 fill(store, busy, target, "busy head")

@@ -88,7 +88,7 @@ def engine_run(backend: str, messages: int) -> dict[str, float]:
 
                 def send(queue: str = queue, batch: int = batch, n: int = n) -> None:
                     for _ in range(n // batch):
-                        engine.send(P, queue, [NewMessage(body=BODY)] * batch)
+                        engine.send(P, queue, messages=[NewMessage(body=BODY)] * batch)
 
                 out[f"send x{batch}"] = timed(n, send)
                 held: list[tuple[str, str]] = []
@@ -96,7 +96,7 @@ def engine_run(backend: str, messages: int) -> dict[str, float]:
                 def claim(
                     queue: str = queue, batch: int = batch, held: list[tuple[str, str]] = held
                 ) -> None:
-                    while got := engine.claim(P, queue, batch, ttl=3600).messages:
+                    while got := engine.claim(P, queue, limit=batch, ttl=3600).messages:
                         held.extend((m.id, got[0].claim_id or "") for m in got)
 
                 out[f"claim x{batch}"] = timed(n, claim)
@@ -106,11 +106,11 @@ def engine_run(backend: str, messages: int) -> dict[str, float]:
                 ) -> None:
                     if batch == 1:
                         for mid, cid in held:
-                            engine.delete_message(P, queue, mid, claim_id=cid)
+                            engine.delete_message(P, queue, message_id=mid, claim_id=cid)
                     else:
                         for start in range(0, len(held), batch):
                             engine.delete_messages(
-                                P, queue, [mid for mid, _ in held[start : start + batch]]
+                                P, queue, ids=[mid for mid, _ in held[start : start + batch]]
                             )
 
                 out[f"delete x{batch}"] = timed(n, delete)
@@ -129,7 +129,7 @@ def concurrent_send_run(engine: Engine, n: int) -> float:
 
     def sender() -> None:
         for _ in range(per_thread):
-            engine.send(P, "concurrent", [NewMessage(body=BODY)])
+            engine.send(P, "concurrent", messages=[NewMessage(body=BODY)])
 
     def send_all() -> None:
         threads = [threading.Thread(target=sender) for _ in range(SENDER_THREADS)]
@@ -145,19 +145,19 @@ def mixed_run(engine: Engine, n: int) -> dict[str, float]:
     """Reads (a message by id, as GET of one message) in MIXED_THREADS threads while as many
     threads send single messages to the same queue: reads per second and sends per second."""
     engine.create_queue(P, "mixed")
-    (probe,) = engine.send(P, "mixed", [NewMessage(body=BODY)])
+    (probe,) = engine.send(P, "mixed", messages=[NewMessage(body=BODY)])
     per_thread = n // MIXED_THREADS
 
     ended: dict[str, list[float]] = {"send": [], "read": []}
 
     def sender() -> None:
         for _ in range(per_thread):
-            engine.send(P, "mixed", [NewMessage(body=BODY)])
+            engine.send(P, "mixed", messages=[NewMessage(body=BODY)])
         ended["send"].append(time.perf_counter())
 
     def reader() -> None:
         for _ in range(per_thread):
-            engine.get_message(P, "mixed", probe.id)
+            engine.get_message(P, "mixed", message_id=probe.id)
         ended["read"].append(time.perf_counter())
 
     threads = [threading.Thread(target=work) for work in [sender, reader] * MIXED_THREADS]
@@ -179,18 +179,18 @@ def dead_letter_run(store: Store, messages: int) -> dict[str, float]:
     engine = Engine(store, clock)
     engine.create_queue(P, "dlq")
     policy = DeadLetterPolicy("dlq", max_claims=1)
-    engine.create_queue(P, "src", QueueSettings(dead_letter=policy))
+    engine.create_queue(P, "src", settings=QueueSettings(dead_letter=policy))
     for _ in range(messages // 100):
-        engine.send(P, "src", [NewMessage(body=BODY)] * 100)
+        engine.send(P, "src", messages=[NewMessage(body=BODY)] * 100)
     # Deliver every message once and let the claims lapse: the next claim of each moves it
     # (a release would move them at once, in the release).
-    while engine.claim(P, "src", 100, ttl=60).messages:
+    while engine.claim(P, "src", limit=100, ttl=60).messages:
         pass
     clock.advance(61)
 
     def move() -> None:
         while engine.stats(P, "src").total:
-            engine.claim(P, "src", 100, ttl=3600)
+            engine.claim(P, "src", limit=100, ttl=3600)
 
     moved = engine.stats(P, "src").total
     rates = {"dead-letter move x100": timed(moved, move)}

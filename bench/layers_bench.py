@@ -127,15 +127,17 @@ def engine_cycle(db: Database, durable: bool, face: str) -> Callable[[], dict[st
 
     def zaqar() -> dict[str, float]:
         t0 = time.process_time()
-        engine.send(PROJECT, QUEUE, [NewMessage(body, ttl=3600) for _ in range(BATCH)])
+        engine.send(PROJECT, QUEUE, messages=[NewMessage(body, ttl=3600) for _ in range(BATCH)])
         t1 = time.process_time()
-        claim = engine.claim(PROJECT, QUEUE, BATCH, ttl=300, grace=60)
+        claim = engine.claim(PROJECT, QUEUE, limit=BATCH, ttl=300, grace=60)
         t2 = time.process_time()
-        engine.delete_messages(PROJECT, QUEUE, [m.id for m in claim.messages])
+        engine.delete_messages(PROJECT, QUEUE, ids=[m.id for m in claim.messages])
         t3 = time.process_time()
-        engine.send(PROJECT, QUEUE, [NewMessage(body, ttl=3600) for _ in range(BATCH)])
+        engine.send(PROJECT, QUEUE, messages=[NewMessage(body, ttl=3600) for _ in range(BATCH)])
         t4 = time.process_time()
-        _, claim = engine.acknowledge_and_claim(PROJECT, QUEUE, held[0], held[1], BATCH, 300, 60)
+        _, claim = engine.acknowledge_and_claim(
+            PROJECT, QUEUE, done_claim=held[0], done=held[1], limit=BATCH, ttl=300, grace=60
+        )
         t5 = time.process_time()
         held[:] = [claim.id, [m.id for m in claim.messages]]
         return {"send": t1 - t0, "claim": t2 - t1, "delete": t3 - t2, "claim+ack": t5 - t4}
@@ -145,13 +147,13 @@ def engine_cycle(db: Database, durable: bool, face: str) -> Callable[[], dict[st
 
     def sqs() -> dict[str, float]:
         t0 = time.process_time()
-        send_each(PROJECT, QUEUE, lambda _: [NewMessage(body) for _ in range(BATCH)])
+        send_each(PROJECT, QUEUE, prepare=lambda _: [NewMessage(body) for _ in range(BATCH)])
         t1 = time.process_time()
-        claim = engine.claim(PROJECT, QUEUE, BATCH, 300)
+        claim = engine.claim(PROJECT, QUEUE, limit=BATCH, ttl=300)
         t2 = time.process_time()
         receipts = [(m.id, claim.id, None) for m in claim.messages]
         t3 = time.process_time()
-        engine.acknowledge(PROJECT, QUEUE, receipts, strict=False)
+        engine.acknowledge(PROJECT, QUEUE, held=receipts, strict=False)
         t4 = time.process_time()
         return {"send": t1 - t0, "claim": t2 - t1, "delete": t4 - t3}
 

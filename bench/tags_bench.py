@@ -33,11 +33,11 @@ def drain(engine: Engine, tag: str | None, batch: int) -> int:
     """Claim and acknowledge everything the group has; how many messages."""
     done = 0
     while True:
-        claim = engine.claim(P, "q", batch, ttl=3600, tag=tag)
+        claim = engine.claim(P, "q", limit=batch, ttl=3600, tag=tag)
         if not claim.messages:
             return done
         held: list[tuple[str, str | None]] = [(m.id, claim.id) for m in claim.messages]
-        engine.delete_held(P, "q", held, tag=tag)
+        engine.delete_held(P, "q", held=held, tag=tag)
         done += len(held)
 
 
@@ -49,10 +49,10 @@ def run(backend: str, tags: int, messages: int, batch: int) -> dict[str, float]:
             engine.create_queue(P, "q")
             names = [f"t{i}" for i in range(tags)]
             for name in names:
-                engine.create_tag(P, "q", name)
+                engine.create_tag(P, "q", name=name)
             started = time.perf_counter()
             for _ in range(messages // batch):
-                engine.send(P, "q", [NewMessage(body=BODY)] * batch)
+                engine.send(P, "q", messages=[NewMessage(body=BODY)] * batch)
             send = messages / (time.perf_counter() - started)
             groups: list[str | None] = [*names, None]
             timings: list[float] = []

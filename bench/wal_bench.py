@@ -65,18 +65,20 @@ def _operations(store: Any, preload: int) -> list[Operation]:
     engine.create_queue("p", "q")
 
     def send() -> object:
-        return engine.send("p", "q", [NewMessage(body=BODY, ttl=3600) for _ in range(BATCH)])
+        return engine.send(
+            "p", "q", messages=[NewMessage(body=BODY, ttl=3600) for _ in range(BATCH)]
+        )
 
     for _ in range(preload // BATCH):
         send()
     claimed: list[str] = []
 
     def claim() -> object:
-        claimed[:] = [m.id for m in engine.claim("p", "q", BATCH, ttl=60).messages]
+        claimed[:] = [m.id for m in engine.claim("p", "q", limit=BATCH, ttl=60).messages]
         return claimed
 
     def delete() -> object:
-        return engine.delete_messages("p", "q", claimed)
+        return engine.delete_messages("p", "q", ids=claimed)
 
     return [("send", send), ("claim", claim), ("delete", delete)]
 

@@ -104,13 +104,13 @@ def post(engine: Engine, project: str, queue: str, n: int, tag: str = "") -> Non
             NewMessage(json.dumps({"n": i, "tag": tag}).encode())
             for i in range(start, min(n, start + 20))
         ]
-        engine.send(project, queue, batch)
+        engine.send(project, queue, messages=batch)
 
 
 def rate(url: str, messages: int) -> dict[str, float]:
     with store_url(url) as db, sending(db) as engine, receiving() as hook:
         engine.create_queue("p", "q")
-        engine.subscriptions.create("p", "q", hook.url, 3600, {})
+        engine.subscriptions.create("p", "q", subscriber=hook.url, ttl=3600, options={})
         began = time.monotonic()
         post(engine, "p", "q", messages)
         assert hook.wait_for(lambda a: len(a) >= messages, 300), "not all delivered"
@@ -123,10 +123,12 @@ def fairness(url: str, flood: int) -> dict[str, float]:
     with store_url(url) as db, sending(db) as engine, receiving(0.05) as slow, receiving() as fast:
         engine.create_queue("flood", "q")
         for i in range(10):
-            engine.subscriptions.create("flood", "q", f"{slow.url}/{i}", 3600, {})
+            engine.subscriptions.create(
+                "flood", "q", subscriber=f"{slow.url}/{i}", ttl=3600, options={}
+            )
         post(engine, "flood", "q", flood // 10)
         engine.create_queue("quiet", "q")
-        engine.subscriptions.create("quiet", "q", fast.url, 3600, {})
+        engine.subscriptions.create("quiet", "q", subscriber=fast.url, ttl=3600, options={})
         for i in range(10):
             sent = time.monotonic()
             post(engine, "quiet", "q", 1, tag=f"quiet-{i}")

@@ -52,15 +52,15 @@ def run_once(producers: int, consumers: int, seconds: float) -> dict[str, Any]:
 
     def produce() -> None:
         while time.monotonic() < stop:
-            engine.send(PROJECT, QUEUE, [NewMessage(body, ttl=3600) for _ in range(BATCH)])
+            engine.send(PROJECT, QUEUE, messages=[NewMessage(body, ttl=3600) for _ in range(BATCH)])
             with lock:
                 moved["sent"] += BATCH
 
     def consume() -> None:
         while time.monotonic() < stop:
-            claim = engine.claim(PROJECT, QUEUE, BATCH, ttl=300, grace=60)
+            claim = engine.claim(PROJECT, QUEUE, limit=BATCH, ttl=300, grace=60)
             if claim.messages:
-                engine.delete_messages(PROJECT, QUEUE, [m.id for m in claim.messages])
+                engine.delete_messages(PROJECT, QUEUE, ids=[m.id for m in claim.messages])
                 with lock:
                     moved["deleted"] += len(claim.messages)
 

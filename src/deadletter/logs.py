@@ -13,7 +13,11 @@ from typing import Any, TextIO
 FORMATS = ("auto", "text", "json")
 
 # Attributes every LogRecord has; anything else came in through `extra=` and is logged too.
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+_STANDARD = set(
+    vars(
+        logging.LogRecord(name="", level=0, pathname="", lineno=0, msg="", args=None, exc_info=None)
+    )
+) | {"message", "asctime"}
 
 # Query parameters that carry a signature or a credential: a presigned SigV4 URL
 # (X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token, replayable until it expires),

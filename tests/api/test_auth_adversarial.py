@@ -29,8 +29,9 @@ from starlette.routing import Route
 
 from deadletter.api.app import AppOptions, build_app
 from deadletter.api.auth import ADMIN_ROUTES
+from deadletter.api.zaqar.routes import zaqar_action
 from deadletter.auth.credentials import MasterKey
-from deadletter.auth.roles import Action, Role, allowed, zaqar_action
+from deadletter.auth.roles import Action, Role, allowed
 from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient

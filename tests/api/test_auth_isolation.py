@@ -43,7 +43,7 @@ def _victim(live: Live) -> dict[str, Any]:
     claim = zaqar(live.url, "POST", "/v2/queues/b-jobs/claims", token=token, json={"ttl": 60})
     message_id = claim.json()["messages"][0]["id"] if claim.status_code == 201 else "m"
     claim_id = claim.headers.get("location", "/x").rsplit("/", 1)[1]
-    task = live.engine.start_redrive(BETA, "b-dlq", None, None, None)
+    task = live.engine.start_redrive(BETA, "b-dlq", destination=None, where=None, rate=None)
     return {
         "account": admin.account_id,
         "url": url,

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-import anyio.from_thread
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +27,7 @@ from deadletter.api.zaqar.context import PATH_NAMES
 from deadletter.api.zaqar.routes import ROUTES
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import CLIENT_ID, PATCH_TYPE, ApiClient
+from tests.support.clients import in_process
 from tests.support.sqs_fuzz import query_fields
 
 CONTROLS = [chr(c) for c in range(0x20)] + ["\x7f", "\x85", "\u2028", "\u2029"]
@@ -49,24 +49,17 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/v2/queues/{queue}/patterns"): {"patterns": []},
 }
 NAMED = [
-    pytest.param(method, path, key, id=f"{method} {path} {key}")
-    for path, method, _, _ in ROUTES
-    for key in re.findall(r"\{(\w+)\}", path)
+    pytest.param(r.method, r.path, key, id=f"{r.method} {r.path} {key}")
+    for r in ROUTES
+    for key in re.findall(r"\{(\w+)\}", r.path)
     if key in VALID
 ]
 
 
 @pytest.fixture
 def http(engine: Engine) -> Iterator[ApiClient]:
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(
-            transport=transport, base_url=BASE, headers={"Client-ID": CLIENT_ID}
-        )
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    with in_process(build_app(engine), base_url=BASE, headers={"Client-ID": CLIENT_ID}) as client:
+        yield client
 
 
 def written(engine: Engine) -> Any:

@@ -164,7 +164,7 @@ def test_events_are_told_after_the_commit_even_when_the_caller_has_gone(
 
     async def gone() -> None:
         task = asyncio.create_task(
-            on_loop(sqlite_engine, sqlite_engine.send, "p", "loop", [NewMessage(b"x")])
+            on_loop(sqlite_engine, sqlite_engine.send, "p", "loop", messages=[NewMessage(b"x")])
         )
         await asyncio.sleep(0)  # the send has run and waits for its commit
         assert told == []
@@ -247,7 +247,9 @@ def test_a_message_announced_between_the_empty_claim_and_the_watch_is_claimed_wi
     @asynccontextmanager
     async def sent_first(self: Notifier, project: str, queue: str) -> Any:
         # a send that commits and is announced after the receive looked, before it watches
-        await on_loop(sqlite_engine, sqlite_engine.send, project, queue, [NewMessage(b"late")])
+        await on_loop(
+            sqlite_engine, sqlite_engine.send, project, queue, messages=[NewMessage(b"late")]
+        )
         async with original(self, project, queue) as event:
             yield event
 

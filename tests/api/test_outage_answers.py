@@ -109,8 +109,8 @@ def test_every_zaqar_route_answers_503_with_retry_after_and_never_500(
     answers = {}
     with caplog.at_level(logging.INFO), unreachable(engine):
         # when every route of the face is called,
-        for template, method, _, _ in ROUTES:
-            answers[(template, method)] = zaqar_request(api, template, method)
+        for r in ROUTES:
+            answers[(r.path, r.method)] = zaqar_request(api, r.path, r.method)
     # then none answers 500, every 503 is the face's own with Retry-After,
     assert not [k for k, (status, _, _) in answers.items() if status >= 500 and status != 503]
     for key, (status, body, headers) in answers.items():

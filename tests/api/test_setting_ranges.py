@@ -8,8 +8,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
-import httpx
 import pytest
 
 from deadletter.api.app import build_app
@@ -18,6 +16,7 @@ from deadletter.domain import settings as declared
 from deadletter.domain.model import DeadLetterPolicy, QueueSettings, RetryPolicy
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
+from tests.support.clients import in_process
 
 ACCOUNT = "123456789012"
 SQS_TARGET = "AmazonSQS."
@@ -61,25 +60,18 @@ def test_every_dependency_is_declared() -> None:
 @pytest.fixture
 def app(engine: Engine) -> Iterator[ApiClient]:
     """The app in-process, with a DLQ for the settings that need one."""
-    engine.create_queue(ACCOUNT, "dlq", QueueSettings())
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(
-            transport=transport,
-            base_url="http://testserver",
-            headers={"Client-ID": "3f8b0a0e-0d47-4f3e-9b59-7f0c1e6a2a11"},
-        )
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings())
+    with in_process(
+        build_app(engine), headers={"Client-ID": "3f8b0a0e-0d47-4f3e-9b59-7f0c1e6a2a11"}
+    ) as client:
+        yield client
 
 
 @pytest.mark.parametrize(("setting", "value", "accepted"), _cases("engine"))
 def test_the_engine_holds_each_declared_range(
     engine: Engine, setting: declared.Setting, value: int, accepted: bool
 ) -> None:
-    engine.create_queue(ACCOUNT, "dlq", QueueSettings())
+    engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings())
     # Respect-TTL, so that a TTL at its edge is not refused for exceeding another TTL.
     base = QueueSettings(respect_ttl=True)
     if setting.field.startswith("dead_letter."):
@@ -91,10 +83,10 @@ def test_the_engine_holds_each_declared_range(
     else:
         settings = base.with_changes(**{setting.field: value})
     if accepted:
-        assert setting.value(engine.create_queue(ACCOUNT, "q", settings).settings) == value
+        assert setting.value(engine.create_queue(ACCOUNT, "q", settings=settings).settings) == value
     else:
         with pytest.raises(errors.InvalidInput, match=setting.what):
-            engine.create_queue(ACCOUNT, "q", settings)
+            engine.create_queue(ACCOUNT, "q", settings=settings)
         assert engine.find_queue(ACCOUNT, "q") is None
 
 

@@ -46,47 +46,60 @@ def client_headers(doc: dict[str, object]) -> dict[str, str]:
 
 
 def test_the_signature_is_zaqars() -> None:
-    signed = create_signed_url(KEY, [MESSAGES], "p1", NOW, ["POST", "GET"], EXPIRES)
+    signed = create_signed_url(
+        KEY, paths=[MESSAGES], project="p1", now=NOW, methods=["POST", "GET"], expires=EXPIRES
+    )
     assert signed.methods == ["GET", "POST"]
     assert signed.signature == zaqar_signature([MESSAGES], ["GET", "POST"], "p1", EXPIRES)
 
 
 def test_expires_is_normalised_to_utc_and_defaults_to_a_day() -> None:
-    signed = create_signed_url(KEY, [MESSAGES], "p1", NOW, expires="2030-01-02T14:00:00+02:00")
+    signed = create_signed_url(
+        KEY, paths=[MESSAGES], project="p1", now=NOW, expires="2030-01-02T14:00:00+02:00"
+    )
     assert signed.expires == EXPIRES
-    assert create_signed_url(KEY, [MESSAGES], "p1", NOW).expires == EXPIRES
+    assert create_signed_url(KEY, paths=[MESSAGES], project="p1", now=NOW).expires == EXPIRES
 
 
 @pytest.mark.parametrize("expires", ["1893585600", "2029-12-31T00:00:00"])
 def test_integer_or_past_expiry_is_refused_as_zaqar_does(expires: str) -> None:
     with pytest.raises(ValueError):
-        create_signed_url(KEY, [MESSAGES], "p1", NOW, expires=expires)
+        create_signed_url(KEY, paths=[MESSAGES], project="p1", now=NOW, expires=expires)
 
 
 def test_share_builds_queue_paths_and_refuses_unknown_ones() -> None:
-    signed = share(KEY, "p1", "orders", NOW, ["claims", "messages"])
+    signed = share(KEY, project="p1", queue="orders", now=NOW, names=["claims", "messages"])
     assert signed.paths == ["/v2/queues/orders/claims", MESSAGES]
     with pytest.raises(ValueError):
-        share(KEY, "p1", "orders", NOW, ["subscriptions"])
+        share(KEY, project="p1", queue="orders", now=NOW, names=["subscriptions"])
 
 
 def test_zaqarclient_headers_verify() -> None:
-    doc = share(KEY, "p1", "orders", NOW, methods=["GET", "POST"], expires=EXPIRES).as_json()
+    doc = share(
+        KEY, project="p1", queue="orders", now=NOW, methods=["GET", "POST"], expires=EXPIRES
+    ).as_json()
     headers = client_headers(doc)
     assert "URL-Signature" in headers and headers["X-Project-Id"] == "p1"
-    grant = verify_signed_request(KEY, "GET", MESSAGES, headers, NOW)
+    grant = verify_signed_request(KEY, method="GET", path=MESSAGES, headers=headers, now=NOW)
     assert grant.project == "p1"
-    assert verify_signed_request(KEY, "GET", MESSAGES + "/abc123", headers, NOW).project == "p1"
+    assert (
+        verify_signed_request(
+            KEY, method="GET", path=MESSAGES + "/abc123", headers=headers, now=NOW
+        ).project
+        == "p1"
+    )
 
 
 @pytest.fixture
 def headers() -> dict[str, str]:
-    return client_headers(share(KEY, "p1", "orders", NOW, expires=EXPIRES).as_json())
+    return client_headers(
+        share(KEY, project="p1", queue="orders", now=NOW, expires=EXPIRES).as_json()
+    )
 
 
 def test_another_method_is_refused(headers: dict[str, str]) -> None:
     with pytest.raises(SignedUrlRefused):
-        verify_signed_request(KEY, "DELETE", MESSAGES, headers, NOW)
+        verify_signed_request(KEY, method="DELETE", path=MESSAGES, headers=headers, now=NOW)
 
 
 @pytest.mark.parametrize(
@@ -94,7 +107,7 @@ def test_another_method_is_refused(headers: dict[str, str]) -> None:
 )
 def test_another_path_is_refused(headers: dict[str, str], path: str) -> None:
     with pytest.raises(SignedUrlRefused):
-        verify_signed_request(KEY, "GET", path, headers, NOW)
+        verify_signed_request(KEY, method="GET", path=path, headers=headers, now=NOW)
 
 
 @pytest.mark.parametrize(
@@ -110,23 +123,27 @@ def test_another_path_is_refused(headers: dict[str, str], path: str) -> None:
 def test_an_altered_header_is_refused(headers: dict[str, str], name: str, value: str) -> None:
     headers[name] = value
     with pytest.raises(SignedUrlRefused):
-        verify_signed_request(KEY, "GET", "/v2/queues/orders/messages", headers, NOW)
+        verify_signed_request(
+            KEY, method="GET", path="/v2/queues/orders/messages", headers=headers, now=NOW
+        )
 
 
 def test_another_key_is_refused(headers: dict[str, str]) -> None:
     with pytest.raises(SignedUrlRefused):
-        verify_signed_request(b"other", "GET", MESSAGES, headers, NOW)
+        verify_signed_request(b"other", method="GET", path=MESSAGES, headers=headers, now=NOW)
 
 
 def test_an_expired_url_is_refused(headers: dict[str, str]) -> None:
     later = datetime(2030, 1, 2, 12, 0, 0, tzinfo=UTC).timestamp()
     with pytest.raises(SignedUrlRefused):
-        verify_signed_request(KEY, "GET", MESSAGES, headers, later)
+        verify_signed_request(KEY, method="GET", path=MESSAGES, headers=headers, now=later)
 
 
 def test_missing_headers_are_refused() -> None:
     with pytest.raises(SignedUrlRefused):
-        verify_signed_request(KEY, "GET", MESSAGES, {"URL-Signature": "x"}, NOW)
+        verify_signed_request(
+            KEY, method="GET", path=MESSAGES, headers={"URL-Signature": "x"}, now=NOW
+        )
 
 
 WEEK = 7 * 24 * 3600
@@ -136,22 +153,30 @@ def test_expires_is_bounded_by_the_maximum_lifetime() -> None:
     """`9999-12-31` was once accepted: a URL nobody can revoke, valid forever."""
     for far in ["9999-12-31", "2030-01-08T12:00:01", "2031-01-01T00:00:00"]:
         with pytest.raises(ValueError, match="at most 604800 seconds"):
-            create_signed_url(KEY, [MESSAGES], "p1", NOW, expires=far)
-    assert create_signed_url(KEY, [MESSAGES], "p1", NOW, expires="2030-01-08T12:00:00")
+            create_signed_url(KEY, paths=[MESSAGES], project="p1", now=NOW, expires=far)
+    assert create_signed_url(
+        KEY, paths=[MESSAGES], project="p1", now=NOW, expires="2030-01-08T12:00:00"
+    )
     with pytest.raises(ValueError, match="at most 3600 seconds"):
-        share(KEY, "p1", "orders", NOW, expires=EXPIRES, max_ttl=3600)
+        share(KEY, project="p1", queue="orders", now=NOW, expires=EXPIRES, max_ttl=3600)
     # The default lifetime (a day) never passes a shorter limit.
-    short = create_signed_url(KEY, [MESSAGES], "p1", NOW, max_ttl=600)
+    short = create_signed_url(KEY, paths=[MESSAGES], project="p1", now=NOW, max_ttl=600)
     assert short.expires == "2030-01-01T12:10:00"
 
 
 def test_a_url_longer_than_the_limit_is_refused_when_used() -> None:
     """Lowering the limit ends the URLs issued under a higher one."""
-    doc = create_signed_url(KEY, [MESSAGES], "p1", NOW, ["GET"], "2030-01-05T12:00:00")
+    doc = create_signed_url(
+        KEY, paths=[MESSAGES], project="p1", now=NOW, methods=["GET"], expires="2030-01-05T12:00:00"
+    )
     headers = client_headers(doc.as_json())
-    assert verify_signed_request(KEY, "GET", MESSAGES, headers, NOW, max_ttl=WEEK)
+    assert verify_signed_request(
+        KEY, method="GET", path=MESSAGES, headers=headers, now=NOW, max_ttl=WEEK
+    )
     with pytest.raises(SignedUrlRefused, match="longer than"):
-        verify_signed_request(KEY, "GET", MESSAGES, headers, NOW, max_ttl=24 * 3600)
+        verify_signed_request(
+            KEY, method="GET", path=MESSAGES, headers=headers, now=NOW, max_ttl=24 * 3600
+        )
 
 
 @pytest.mark.parametrize(
@@ -159,7 +184,10 @@ def test_a_url_longer_than_the_limit_is_refused_when_used() -> None:
     [(["get", "Post"], ["GET", "POST"]), (["GET", "get"], ["GET"]), (None, ["GET"])],
 )
 def test_methods_are_parsed_into_one_spelling(given: list[str] | None, methods: list[str]) -> None:
-    assert create_signed_url(KEY, [MESSAGES], "p1", NOW, given).methods == methods
+    assert (
+        create_signed_url(KEY, paths=[MESSAGES], project="p1", now=NOW, methods=given).methods
+        == methods
+    )
 
 
 @pytest.mark.parametrize(
@@ -168,8 +196,8 @@ def test_methods_are_parsed_into_one_spelling(given: list[str] | None, methods: 
 )
 def test_an_unknown_method_is_refused(method: str) -> None:
     with pytest.raises(ValueError, match="Unknown method"):
-        create_signed_url(KEY, [MESSAGES], "p1", NOW, [method])
+        create_signed_url(KEY, paths=[MESSAGES], project="p1", now=NOW, methods=[method])
 
 
 def test_head_is_granted_with_get(headers: dict[str, str]) -> None:
-    assert verify_signed_request(KEY, "HEAD", MESSAGES, headers, NOW)
+    assert verify_signed_request(KEY, method="HEAD", path=MESSAGES, headers=headers, now=NOW)

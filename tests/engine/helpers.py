@@ -19,16 +19,18 @@ def with_dlq(
     engine.create_queue(
         P,
         source,
-        QueueSettings(dead_letter=DeadLetterPolicy(target=dlq, max_claims=max_claims, **policy)),  # type: ignore[arg-type]
+        settings=QueueSettings(
+            dead_letter=DeadLetterPolicy(target=dlq, max_claims=max_claims, **policy)
+        ),  # type: ignore[arg-type]
     )
 
 
 def send(engine: Engine, queue: str, *bodies: str, **fields: object) -> list[Message]:
-    return engine.send(P, queue, [NewMessage(body=b.encode(), **fields) for b in bodies])  # type: ignore[arg-type]
+    return engine.send(P, queue, messages=[NewMessage(body=b.encode(), **fields) for b in bodies])  # type: ignore[arg-type]
 
 
 def fail(engine: Engine, queue: str, times: int) -> None:
     """Claim and release everything visible, `times` times."""
     for _ in range(times):
-        claim = engine.claim(P, queue, 1000)
-        engine.release_claim(P, queue, claim.id)
+        claim = engine.claim(P, queue, limit=1000)
+        engine.release_claim(P, queue, claim_id=claim.id)

@@ -36,10 +36,10 @@ def bounded_dlq(
     **bounds: int,
 ) -> None:
     """A queue `orders` whose DLQ holds at most `bounds`."""
-    engine.create_queue(P, DLQ, QueueSettings(overflow=overflow, **bounds))  # type: ignore[arg-type]
+    engine.create_queue(P, DLQ, settings=QueueSettings(overflow=overflow, **bounds))  # type: ignore[arg-type]
     policy = DeadLetterPolicy(target=DLQ, max_claims=max_claims, on_expiry=on_expiry)
     settings = source or QueueSettings()
-    engine.create_queue(P, "orders", settings.with_changes(dead_letter=policy))
+    engine.create_queue(P, "orders", settings=settings.with_changes(dead_letter=policy))
 
 
 def in_dlq(engine: Engine) -> list[str]:
@@ -48,8 +48,8 @@ def in_dlq(engine: Engine) -> list[str]:
 
 def spend(engine: Engine, n: int) -> None:
     """Claim `n` messages once and give them back: with max_claims 1 they are spent."""
-    claim = engine.claim(P, "orders", n)
-    engine.release_claim(P, "orders", claim.id)
+    claim = engine.claim(P, "orders", limit=n)
+    engine.release_claim(P, "orders", claim_id=claim.id)
 
 
 # drop-head: the DLQ's oldest dead letters make room
@@ -71,9 +71,9 @@ def test_drop_head_dlq_drops_its_oldest_for_a_max_claims_move(engine: Engine) ->
 def test_drop_head_dlq_drops_its_oldest_for_a_rejection(engine: Engine) -> None:
     bounded_dlq(engine, max_messages=1, max_claims=5)
     send(engine, "orders", "a", "b")
-    claim = engine.claim(P, "orders", 2)
+    claim = engine.claim(P, "orders", limit=2)
     for m in claim.messages:
-        engine.dead_letter(P, "orders", [(m.id, claim.id)])
+        engine.dead_letter(P, "orders", held=[(m.id, claim.id)])
     assert in_dlq(engine) == ["b"]
     assert engine.stats(P, DLQ).dropped == {"maxlen": 1}
 
@@ -131,14 +131,14 @@ def test_a_full_dlq_leaves_a_spent_message_in_its_queue(engine: Engine, overflow
     assert stats.total == 1 and stats.dlq_full == {"max_claims": 1}
     assert stats.dead_lettered == {"max_claims": 1}
     # and is still delivered, tried again at each claim and give-back
-    claim = engine.claim(P, "orders", 10)
+    claim = engine.claim(P, "orders", limit=10)
     assert [m.body for m in claim.messages] == [b"b"]
     assert engine.stats(P, "orders").dlq_full == {"max_claims": 2}
-    engine.release_claim(P, "orders", claim.id)
+    engine.release_claim(P, "orders", claim_id=claim.id)
     assert engine.stats(P, "orders").dlq_full == {"max_claims": 3}
     # Once the DLQ has room, it goes there
     engine.purge(P, DLQ, force=True)
-    assert engine.claim(P, "orders", 10).messages == ()
+    assert engine.claim(P, "orders", limit=10).messages == ()
     assert in_dlq(engine) == ["b"]
 
 
@@ -157,9 +157,9 @@ def test_a_full_dlq_delivers_a_poisoned_message_at_claim(engine: Engine) -> None
     bounded_dlq(engine, Overflow.REJECT_PUBLISH, max_messages=1, max_claims=1)
     send(engine, "orders", "x")
     send(engine, DLQ, "filler")
-    engine.claim(P, "orders", 1, ttl=0)
+    engine.claim(P, "orders", limit=1, ttl=0)
     # When it is claimed again, the full DLQ refuses it: it is delivered instead
-    claim = engine.claim(P, "orders", 10)
+    claim = engine.claim(P, "orders", limit=10)
     assert [m.body for m in claim.messages] == [b"x"]
     assert engine.stats(P, "orders").dlq_full == {"max_claims": 1}
     assert in_dlq(engine) == ["filler"]
@@ -172,15 +172,15 @@ def test_a_full_dlq_refuses_a_rejection_and_the_consumer_keeps_it(
     bounded_dlq(engine, overflow, max_messages=1, max_claims=5)
     send(engine, DLQ, "filler")
     send(engine, "orders", "a")
-    claim = engine.claim(P, "orders", 1)
+    claim = engine.claim(P, "orders", limit=1)
     (m,) = claim.messages
     with pytest.raises(errors.DeadLetterQueueFull):
-        engine.dead_letter(P, "orders", [(m.id, claim.id)])
+        engine.dead_letter(P, "orders", held=[(m.id, claim.id)])
     with pytest.raises(errors.DeadLetterQueueFull):
-        engine.release_message(P, "orders", m.id, claim.id, requeue=False)
+        engine.release_message(P, "orders", message_id=m.id, claim_id=claim.id, requeue=False)
     # Still held by its consumer, who may acknowledge it
-    assert engine.get_claim(P, "orders", claim.id).messages[0].id == m.id
-    assert engine.delete_message(P, "orders", m.id, claim.id)
+    assert engine.get_claim(P, "orders", claim_id=claim.id).messages[0].id == m.id
+    assert engine.delete_message(P, "orders", message_id=m.id, claim_id=claim.id)
     assert in_dlq(engine) == ["filler"]
 
 
@@ -215,7 +215,7 @@ def test_a_full_dlq_refuses_a_send_that_would_push_out(engine: Engine) -> None:
     # A send that would push "a" out is refused: "a" cannot go anywhere without being lost
     with pytest.raises(errors.DeadLetterQueueFull):
         send(engine, "orders", "b")
-    assert [m.body for m in engine.claim(P, "orders", 10).messages] == [b"a"]
+    assert [m.body for m in engine.claim(P, "orders", limit=10).messages] == [b"a"]
     assert in_dlq(engine) == ["filler"]
 
 
@@ -236,7 +236,7 @@ def test_a_full_dlq_counts_what_reject_publish_dlx_refuses(engine: Engine) -> No
 
 def test_a_message_not_eligible_is_still_dropped(engine: Engine) -> None:
     bounded_dlq(engine, Overflow.REJECT_PUBLISH, max_messages=1)
-    engine.send(P, "orders", [NewMessage(body=b"x", dead_letter_eligible=False)])
+    engine.send(P, "orders", messages=[NewMessage(body=b"x", dead_letter_eligible=False)])
     send(engine, DLQ, "filler")
     spend(engine, 1)
     stats = engine.stats(P, "orders")
@@ -260,7 +260,7 @@ def test_racing_rejections_stop_exactly_at_the_dlq_bound(
         engines = [Engine(s) for s in stores]
         bounded_dlq(engines[0], overflow, max_messages=LIMIT, max_claims=5)
         send(engines[0], "orders", *[str(i) for i in range(RACERS)])
-        claims = [engines[0].claim(P, "orders", 1) for _ in range(RACERS)]
+        claims = [engines[0].claim(P, "orders", limit=1) for _ in range(RACERS)]
         start = threading.Barrier(RACERS + 1)
         refused: list[int] = []
 
@@ -268,7 +268,7 @@ def test_racing_rejections_stop_exactly_at_the_dlq_bound(
             (m,) = claims[i].messages
             start.wait()
             try:
-                engines[i % 2].dead_letter(P, "orders", [(m.id, claims[i].id)])
+                engines[i % 2].dead_letter(P, "orders", held=[(m.id, claims[i].id)])
             except errors.QueueFull:
                 refused.append(i)
 
@@ -307,11 +307,11 @@ def dead_lettered_into_bounded_source(engine: Engine, overflow: Overflow, **boun
     """Five dead letters of `orders`, then the queue bounded and holding one live message."""
     engine.create_queue(P, DLQ)
     policy = DeadLetterPolicy(target=DLQ, max_claims=1)
-    engine.create_queue(P, "orders", QueueSettings(dead_letter=policy))
+    engine.create_queue(P, "orders", settings=QueueSettings(dead_letter=policy))
     send(engine, "orders", "d1", "d2", "d3", "d4", "d5")
     spend(engine, 5)
     bounded = QueueSettings(dead_letter=policy, overflow=overflow, **bounds)  # type: ignore[arg-type]
-    engine.update_queue(P, "orders", bounded)
+    engine.update_queue(P, "orders", settings=bounded)
     send(engine, "orders", "live")
 
 
@@ -327,7 +327,7 @@ def test_a_redrive_moves_only_what_fits_its_source(engine: Engine, overflow: Ove
     assert task.moved == 2 and task.skipped == 3
     assert {r for _, r in task.skipped_messages} == {SkipReason.QUEUE_FULL}
     assert in_dlq(engine) == ["d3", "d4", "d5"]
-    claim = engine.claim(P, "orders", 10)
+    claim = engine.claim(P, "orders", limit=10)
     assert [m.body.decode() for m in claim.messages] == ["live", "d1", "d2"]
     stats = engine.stats(P, "orders")
     assert stats.dropped == {} and stats.dead_lettered == {"max_claims": 5}
@@ -342,7 +342,7 @@ def test_a_redrive_respects_a_byte_bound(engine: Engine) -> None:
 
 def test_a_redrive_to_a_named_destination_respects_its_bound(engine: Engine) -> None:
     dead_lettered_into_bounded_source(engine, Overflow.REJECT_PUBLISH, max_messages=100)
-    engine.create_queue(P, "elsewhere", QueueSettings(max_messages=1))
+    engine.create_queue(P, "elsewhere", settings=QueueSettings(max_messages=1))
     task = engine.start_redrive(P, DLQ, destination="elsewhere")
     task = engine.redrive_step(task.id, 100)
     assert task.moved == 1 and task.skipped == 4
@@ -373,7 +373,7 @@ def test_racing_redrive_and_sends_stop_exactly_at_the_bound(store_url: str) -> N
         for t in threads:
             t.join()
         assert engines[0].stats(P, "orders").total == LIMIT
-        moved = engines[0].get_task(P, DLQ, task.id).moved
+        moved = engines[0].get_task(P, DLQ, task_id=task.id).moved
         assert engines[0].stats(P, DLQ).total == 5 - moved
     finally:
         for s in stores:
@@ -386,13 +386,13 @@ def test_racing_redrive_and_sends_stop_exactly_at_the_bound(store_url: str) -> N
 def test_lowering_a_bound_pushes_the_oldest_out_at_once(engine: Engine) -> None:
     engine.create_queue(P, DLQ)
     policy = DeadLetterPolicy(target=DLQ, max_claims=5)
-    engine.create_queue(P, "orders", QueueSettings(dead_letter=policy))
+    engine.create_queue(P, "orders", settings=QueueSettings(dead_letter=policy))
     send(engine, "orders", "a", "b", "c")
-    engine.update_queue(P, "orders", QueueSettings(dead_letter=policy, max_messages=1))
+    engine.update_queue(P, "orders", settings=QueueSettings(dead_letter=policy, max_messages=1))
     assert in_dlq(engine) == ["a", "b"]
     assert engine.stats(P, "orders").dead_lettered == {"maxlen": 2}
     # and on the DLQ itself, they are dropped and counted
-    engine.update_queue(P, DLQ, QueueSettings(max_messages=1))
+    engine.update_queue(P, DLQ, settings=QueueSettings(max_messages=1))
     assert in_dlq(engine) == ["b"] and engine.stats(P, DLQ).dropped == {"maxlen": 1}
 
 
@@ -400,7 +400,7 @@ def test_lowering_a_bound_keeps_what_a_full_dlq_refuses(engine: Engine) -> None:
     bounded_dlq(engine, Overflow.REJECT_PUBLISH, max_messages=1, max_claims=5)
     send(engine, "orders", "a", "b", "c")
     policy = engine.get_queue(P, "orders").settings.dead_letter
-    engine.update_queue(P, "orders", QueueSettings(dead_letter=policy, max_messages=1))
+    engine.update_queue(P, "orders", settings=QueueSettings(dead_letter=policy, max_messages=1))
     assert in_dlq(engine) == ["a"]
     stats = engine.stats(P, "orders")
     assert stats.total == 2 and stats.dlq_full == {"maxlen": 1}

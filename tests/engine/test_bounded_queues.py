@@ -43,12 +43,12 @@ def bounded(
     engine.create_queue(
         P,
         name,
-        QueueSettings(dead_letter=policy, overflow=overflow, **bounds),  # type: ignore[arg-type]
+        settings=QueueSettings(dead_letter=policy, overflow=overflow, **bounds),  # type: ignore[arg-type]
     )
 
 
 def bodies(engine: Engine, queue: str) -> list[str]:
-    claim = engine.claim(P, queue, 1000)
+    claim = engine.claim(P, queue, limit=1000)
     return [m.body.decode() for m in claim.messages]
 
 
@@ -76,7 +76,7 @@ def test_drop_head_dead_letters_the_oldest_with_reason_maxlen(engine: Engine) ->
 def test_drop_head_counts_claimed_and_delayed_messages(engine: Engine) -> None:
     bounded(engine, max_messages=2)
     send(engine, "orders", "claimed")
-    engine.claim(P, "orders", 1)
+    engine.claim(P, "orders", limit=1)
     send(engine, "orders", "delayed", delay=60)
     # The queue is full though nothing in it is visible: the claimed one, oldest, goes.
     send(engine, "orders", "new")
@@ -95,7 +95,7 @@ def test_drop_head_without_a_dlq_drops_and_counts(engine: Engine) -> None:
 
 def test_drop_head_drops_a_message_not_eligible_for_the_dlq(engine: Engine) -> None:
     bounded(engine, max_messages=1)
-    engine.send(P, "orders", [NewMessage(body=b"kept-out", dead_letter_eligible=False)])
+    engine.send(P, "orders", messages=[NewMessage(body=b"kept-out", dead_letter_eligible=False)])
     send(engine, "orders", "b")
     assert dead(engine) == []
     assert engine.stats(P, "orders").dropped == {"maxlen": 1}
@@ -121,8 +121,8 @@ def test_reject_publish_refuses_the_whole_send_and_writes_nothing(engine: Engine
     with pytest.raises(errors.QueueFull):
         send(engine, "orders", "d")
     # Once a consumer takes one out, the queue takes one more.
-    claim = engine.claim(P, "orders", 1)
-    engine.delete_message(P, "orders", claim.messages[0].id, claim.id)
+    claim = engine.claim(P, "orders", limit=1)
+    engine.delete_message(P, "orders", message_id=claim.messages[0].id, claim_id=claim.id)
     send(engine, "orders", "d")
     assert engine.stats(P, "orders").total == 3
 
@@ -142,7 +142,7 @@ def test_reject_publish_dlx_dead_letters_what_it_refuses(engine: Engine) -> None
     assert dead(engine) == [("b", Reason.MAXLEN), ("c", Reason.MAXLEN)]
     assert bodies(engine, "orders") == ["a"]
     assert engine.stats(P, "orders").dead_lettered == {"maxlen": 2}
-    dlq = engine.list_dead_letters(P, DLQ, DeadLetterFilter(reason=Reason.MAXLEN))
+    dlq = engine.list_dead_letters(P, DLQ, where=DeadLetterFilter(reason=Reason.MAXLEN))
     assert {m.provenance.source_queue for m in dlq if m.provenance} == {"orders"}
 
 
@@ -158,7 +158,7 @@ def test_send_each_takes_what_fits_and_refuses_the_rest(engine: Engine) -> None:
     bounded(engine, max_messages=3, overflow=Overflow.REJECT_PUBLISH_DLX)
     send(engine, "orders", "a")
     news = [NewMessage(body=b.encode()) for b in "bcde"]
-    _, outcomes = engine.send_each(P, "orders", lambda _: news)
+    _, outcomes = engine.send_each(P, "orders", prepare=lambda _: news)
     assert [not isinstance(o, errors.QueueFull) for o in outcomes] == [True, True, False, False]
     assert dead(engine) == [("d", Reason.MAXLEN), ("e", Reason.MAXLEN)]
     assert engine.stats(P, "orders").total == 3
@@ -175,7 +175,7 @@ def test_removing_the_bound_unbounds_the_queue(engine: Engine) -> None:
     bounded(engine, max_messages=1, overflow=Overflow.REJECT_PUBLISH)
     send(engine, "orders", "a")
     queue = engine.get_queue(P, "orders")
-    engine.update_queue(P, "orders", queue.settings.with_changes(max_messages=None))
+    engine.update_queue(P, "orders", settings=queue.settings.with_changes(max_messages=None))
     send(engine, "orders", "b", "c")
     assert engine.stats(P, "orders").total == 3
 
@@ -183,15 +183,15 @@ def test_removing_the_bound_unbounds_the_queue(engine: Engine) -> None:
 @pytest.mark.parametrize("bad", [{"max_messages": 0}, {"max_bytes": 0}, {"overflow": "drop"}])
 def test_bounds_are_checked(engine: Engine, bad: dict[str, object]) -> None:
     with pytest.raises(errors.InvalidInput):
-        engine.create_queue(P, "q", QueueSettings(**bad))  # type: ignore[arg-type]
+        engine.create_queue(P, "q", settings=QueueSettings(**bad))  # type: ignore[arg-type]
 
 
 def test_a_consumer_tag_loses_what_drop_head_pushes_out(engine: Engine) -> None:
     bounded(engine, max_messages=1)
-    engine.create_tag(P, "orders", "billing")
+    engine.create_tag(P, "orders", name="billing")
     send(engine, "orders", "a")
     send(engine, "orders", "b")
-    assert [m.body for m in engine.claim(P, "orders", 10, tag="billing").messages] == [b"b"]
+    assert [m.body for m in engine.claim(P, "orders", limit=10, tag="billing").messages] == [b"b"]
     assert engine.stats(P, "orders").total == 1
 
 
@@ -225,7 +225,7 @@ def test_any_sends_keep_a_queue_within_its_bounds(
         except errors.QueueFull:
             pass
     everything = ListQuery(limit=1000, include_claimed=True, include_delayed=True)
-    held = engine.list_messages(P, "orders", everything)
+    held = engine.list_messages(P, "orders", query=everything)
     assert len(held) <= limit
     assert byte_limit is None or sum(len(m.body) for m in held) <= byte_limit
     # Nothing is lost silently: what was taken is held or in the DLQ.

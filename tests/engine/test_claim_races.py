@@ -118,9 +118,9 @@ def _claimed(engine: Engine, tag: str | None) -> tuple[str, str]:
     """(message id, claim id) of a message sent to a new queue `q` and claimed for a minute."""
     engine.create_queue(P, "q")
     if tag is not None:
-        engine.create_tag(P, "q", tag)
-    (sent,) = engine.send(P, "q", [NewMessage(body=b"x")])
-    claim = engine.claim(P, "q", 1, ttl=60, tag=tag)
+        engine.create_tag(P, "q", name=tag)
+    (sent,) = engine.send(P, "q", messages=[NewMessage(body=b"x")])
+    claim = engine.claim(P, "q", limit=1, ttl=60, tag=tag)
     assert [m.id for m in claim.messages] == [sent.id]
     return sent.id, claim.id
 
@@ -133,8 +133,8 @@ def _give_back_and_claim_again(
     engine: Engine, message_id: str, claim_id: str, tag: str | None, taken: list[Claim]
 ) -> None:
     """Another consumer's turn: the message given back, then claimed anew (into `taken`)."""
-    engine.release_message(P, "q", message_id, claim_id, tag=tag)
-    taken.append(engine.claim(P, "q", 1, ttl=600, tag=tag))
+    engine.release_message(P, "q", message_id=message_id, claim_id=claim_id, tag=tag)
+    taken.append(engine.claim(P, "q", limit=1, ttl=600, tag=tag))
 
 
 @pytest.mark.parametrize("tag", TAGS)
@@ -148,12 +148,12 @@ def test_a_claim_released_while_it_is_renewed_stays_released(
     # when the claim is released meanwhile
     failures = race(
         pause,
-        lambda: renewing.renew_claim(P, "q", claim_id, ttl=600, tag=tag),
-        lambda: releasing.release_claim(P, "q", claim_id, tag=tag),
+        lambda: renewing.renew_claim(P, "q", claim_id=claim_id, ttl=600, tag=tag),
+        lambda: releasing.release_claim(P, "q", claim_id=claim_id, tag=tag),
     )
     # I expect both to have happened, one after the other: the message is free again
     assert failures == []
-    again = releasing.claim(P, "q", 1, ttl=60, tag=tag)
+    again = releasing.claim(P, "q", limit=1, ttl=60, tag=tag)
     assert [(m.id, m.claim_count) for m in again.messages] == [(message_id, 2)]
 
 
@@ -169,7 +169,9 @@ def test_a_message_given_back_and_claimed_again_while_its_visibility_changes_kee
     # when the message is given back and claimed by another consumer meanwhile
     failures = race(
         pause,
-        lambda: changing.change_visibility(P, "q", message_id, claim_id, 300, tag=tag),
+        lambda: changing.change_visibility(
+            P, "q", message_id=message_id, claim_id=claim_id, timeout=300, tag=tag
+        ),
         lambda: _give_back_and_claim_again(other, message_id, claim_id, tag, taken),
     )
     # I expect the new claim to hold the message, its delivery counted
@@ -177,8 +179,8 @@ def test_a_message_given_back_and_claimed_again_while_its_visibility_changes_kee
     (again,) = taken
     assert [(m.id, m.claim_count) for m in again.messages] == [(message_id, 2)]
     if tag is None:
-        assert other.get_message(P, "q", message_id).claim_count == 2
-    assert other.delete_message(P, "q", message_id, again.id, tag=tag)
+        assert other.get_message(P, "q", message_id=message_id).claim_count == 2
+    assert other.delete_message(P, "q", message_id=message_id, claim_id=again.id, tag=tag)
 
 
 # How a delete takes the messages it may delete, each its own way: a batch under one claim
@@ -211,7 +213,7 @@ def test_a_delete_racing_a_give_back_and_a_new_claim_never_deletes_the_new_claim
     # when the message is given back and claimed by another consumer meanwhile
     failures = race(
         pause,
-        lambda: answers.append(list(deleting.delete_held(P, "q", held, tag=tag))),
+        lambda: answers.append(list(deleting.delete_held(P, "q", held=held, tag=tag))),
         lambda: _give_back_and_claim_again(other, message_id, claim_id, tag, taken),
     )
     # I expect the delete to come first, whole: the give-back then finds the message gone,
@@ -219,7 +221,7 @@ def test_a_delete_racing_a_give_back_and_a_new_claim_never_deletes_the_new_claim
     assert failures == ["MessageNotFound"]
     assert answers[0][0] is True
     assert taken == []
-    assert other.claim(P, "q", 10, ttl=60, tag=tag).messages == ()
+    assert other.claim(P, "q", limit=10, ttl=60, tag=tag).messages == ()
 
 
 def test_a_message_given_back_with_no_delay_is_claimed_again_beside_the_sweep(
@@ -227,16 +229,16 @@ def test_a_message_given_back_with_no_delay_is_claimed_again_beside_the_sweep(
 ) -> None:
     sweeping, consumer = Engine(stores[0]), Engine(stores[1])
     consumer.create_queue(P, "q")
-    (sent,) = consumer.send(P, "q", [NewMessage(body=b"x")])
+    (sent,) = consumer.send(P, "q", messages=[NewMessage(body=b"x")])
     # Given a message received with a visibility of 0 (SQS's way to give it back at once)
-    assert [m.id for m in consumer.claim(P, "q", 1, ttl=0).messages] == [sent.id]
+    assert [m.id for m in consumer.claim(P, "q", limit=1, ttl=0).messages] == [sent.id]
     taken: list[Claim] = []
     # When the sweep settles what has become visible, in a transaction still open
     pause = Pause(stores[0], "settle_hidden", monkeypatch)
     failures = race(
         pause,
         sweeping.sweep_expired,
-        lambda: taken.append(consumer.claim(P, "q", 1, ttl=0)),
+        lambda: taken.append(consumer.claim(P, "q", limit=1, ttl=0)),
     )
     # I expect the next receive to get it, not to skip it as locked by the sweep
     assert failures == []

@@ -30,13 +30,19 @@ def _changed(results: list[Message | errors.DeadletterError]) -> None:
 # `claim` holds.
 Operation = Callable[[Engine, Claim, Message, int], object]
 OPERATIONS: dict[str, Operation] = {
-    "claim": lambda e, c, m, s: e.claim(P, "q", 1, ttl=s),
-    "acknowledge and claim": lambda e, c, m, s: e.acknowledge_and_claim(P, "q", c.id, [m.id], 1, s),
-    "renew": lambda e, c, m, s: e.renew_claim(P, "q", c.id, s),
-    "nack delay": lambda e, c, m, s: e.release_message(P, "q", m.id, c.id, delay=s),
-    "visibility": lambda e, c, m, s: e.change_visibility(P, "q", m.id, c.id, s),
+    "claim": lambda e, c, m, s: e.claim(P, "q", limit=1, ttl=s),
+    "acknowledge and claim": lambda e, c, m, s: e.acknowledge_and_claim(
+        P, "q", done_claim=c.id, done=[m.id], limit=1, ttl=s
+    ),
+    "renew": lambda e, c, m, s: e.renew_claim(P, "q", claim_id=c.id, ttl=s),
+    "nack delay": lambda e, c, m, s: e.release_message(
+        P, "q", message_id=m.id, claim_id=c.id, delay=s
+    ),
+    "visibility": lambda e, c, m, s: e.change_visibility(
+        P, "q", message_id=m.id, claim_id=c.id, timeout=s
+    ),
     "visibility batch": lambda e, c, m, s: _changed(
-        e.change_visibilities(P, "q", [(m.id, c.id, s, None)])
+        e.change_visibilities(P, "q", changes=[(m.id, c.id, s, None)])
     ),
 }
 
@@ -50,14 +56,14 @@ def test_a_span_outside_the_claim_ttl_range_is_refused_with_the_range(
     # Given a message held by a claim
     engine.create_queue(P, "q")
     (m,) = send(engine, "q", "a")
-    claim = engine.claim(P, "q", 1, ttl=30)
+    claim = engine.claim(P, "q", limit=1, ttl=30)
     # When an operation is given a span just outside the claim TTL's declared range
     with pytest.raises(errors.OutOfRange) as refused:
         operation(engine, claim, m, seconds)
     # I expect the refusal to carry the value and the declared range
     assert (refused.value.value, refused.value.low, refused.value.high) == (seconds, LOW, HIGH)
     # and nothing to have changed: the message is still held, by the same claim
-    (held,) = engine.get_claim(P, "q", claim.id).messages
+    (held,) = engine.get_claim(P, "q", claim_id=claim.id).messages
     assert (held.id, held.claim_id, held.claim_expires_at) == (m.id, claim.id, claim.expires_at)
 
 

@@ -30,7 +30,9 @@ def _prepare(url: str, dead_letter: bool = False) -> None:
             engine.create_queue(P, "q")
         for start in range(0, MESSAGES, 100):
             engine.send(
-                P, "q", [NewMessage(body=str(i).encode()) for i in range(start, start + 100)]
+                P,
+                "q",
+                messages=[NewMessage(body=str(i).encode()) for i in range(start, start + 100)],
             )
     finally:
         store.close()
@@ -43,7 +45,7 @@ def _drain(url: str, batch: int = 7) -> list[str]:
         engine = Engine(store)
         got: list[str] = []
         while True:
-            claim = engine.claim(P, "q", batch, ttl=CLAIM_TTL)
+            claim = engine.claim(P, "q", limit=batch, ttl=CLAIM_TTL)
             if not claim.messages:
                 return got
             got += [m.id for m in claim.messages]
@@ -93,7 +95,7 @@ def _move_all(url: str) -> int:
         engine = Engine(store)
         delivered = 0
         while True:
-            claim = engine.claim(P, "q", 10, ttl=CLAIM_TTL)
+            claim = engine.claim(P, "q", limit=10, ttl=CLAIM_TTL)
             delivered += len(claim.messages)
             if engine.stats(P, "q").total == 0:
                 return delivered
@@ -109,7 +111,7 @@ def test_concurrent_dead_letter_moves_happen_exactly_once(store_url: str) -> Non
     engine = Engine(store)
     start = time.time()
     at_start = Engine(store, ManualClock(start))
-    while at_start.claim(P, "q", 100, ttl=1).messages:
+    while at_start.claim(P, "q", limit=100, ttl=1).messages:
         pass
     while time.time() <= start + 1:
         time.sleep(0.05)
@@ -157,7 +159,9 @@ def test_concurrent_settings_changes_keep_every_tag(engine: Engine) -> None:
     def tag(i: int) -> None:
         start.wait()
         engine.change_settings(
-            P, "q", lambda q: q.settings.with_changes(labels={**q.settings.labels, f"t{i}": "x"})
+            P,
+            "q",
+            change=lambda q: q.settings.with_changes(labels={**q.settings.labels, f"t{i}": "x"}),
         )
 
     threads = [threading.Thread(target=tag, args=(i,)) for i in range(TAGGERS)]

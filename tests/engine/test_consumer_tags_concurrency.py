@@ -24,14 +24,14 @@ def _consume(url: str, tag: str | None, got: list[str], senders_done: threading.
         engine = Engine(store)
         while True:
             last_round = senders_done.is_set()  # read before the claim: nothing comes after
-            claim = engine.claim(P, "q", 5, ttl=600, tag=tag)
+            claim = engine.claim(P, "q", limit=5, ttl=600, tag=tag)
             if not claim.messages:
                 if last_round:
                     return
                 continue
             for m in claim.messages:
                 got.append(m.id)
-                assert engine.delete_message(P, "q", m.id, claim.id, tag=tag)
+                assert engine.delete_message(P, "q", message_id=m.id, claim_id=claim.id, tag=tag)
     finally:
         store.close()
 
@@ -41,7 +41,7 @@ def test_two_tags_each_receive_every_message_once(store_url: str) -> None:
     engine = Engine(store)
     engine.create_queue(P, "q")
     for tag in TAGS:
-        engine.create_tag(P, "q", tag)
+        engine.create_tag(P, "q", name=tag)
     senders_done = threading.Event()
     got: dict[str | None, list[list[str]]] = {
         t: [[] for _ in range(CONSUMERS_PER_TAG)] for t in (*TAGS, None)
@@ -57,7 +57,7 @@ def test_two_tags_each_receive_every_message_once(store_url: str) -> None:
     try:
         for start in range(0, MESSAGES, 20):
             batch = [NewMessage(body=str(i).encode()) for i in range(start, start + 20)]
-            sent += [m.id for m in engine.send(P, "q", batch)]
+            sent += [m.id for m in engine.send(P, "q", messages=batch)]
     finally:
         senders_done.set()
         for t in threads:
@@ -69,7 +69,7 @@ def test_two_tags_each_receive_every_message_once(store_url: str) -> None:
             assert repeats == [], f"{tag}: {len(repeats)} messages were handed out twice"
             assert sorted(claimed) == sorted(sent), tag
         # Every group acknowledged every message: none is left.
-        assert engine.get_messages(P, "q", sent) == []
+        assert engine.get_messages(P, "q", ids=sent) == []
         assert engine.stats(P, "q").total == 0
     finally:
         store.close()

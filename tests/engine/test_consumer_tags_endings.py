@@ -21,10 +21,12 @@ def _expired(engine: Engine, clock: ManualClock) -> Reason:
     engine.create_queue(
         P,
         "orders",
-        QueueSettings(dead_letter=DeadLetterPolicy(target=DLQ, max_claims=5, on_expiry=True)),
+        settings=QueueSettings(
+            dead_letter=DeadLetterPolicy(target=DLQ, max_claims=5, on_expiry=True)
+        ),
     )
     for tag in TAGS:
-        engine.create_tag(P, "orders", tag)
+        engine.create_tag(P, "orders", name=tag)
     send(engine, "orders", "order-1", ttl=60)
     clock.advance(61)
     engine.sweep_expired()
@@ -35,14 +37,14 @@ def _pushed_out(engine: Engine, clock: ManualClock) -> Reason:
     engine.create_queue(
         P,
         "orders",
-        QueueSettings(
+        settings=QueueSettings(
             dead_letter=DeadLetterPolicy(target=DLQ, max_claims=5),
             max_messages=1,
             overflow=Overflow.DROP_HEAD,
         ),
     )
     for tag in TAGS:
-        engine.create_tag(P, "orders", tag)
+        engine.create_tag(P, "orders", name=tag)
     send(engine, "orders", "order-1")
     send(engine, "orders", "order-2")  # pushes order-1 out
     return Reason.MAXLEN
@@ -68,7 +70,7 @@ def test_an_ending_for_every_group_dead_letters_the_message_once(
     assert (dead.provenance.reason, dead.provenance.source_tag) == (reason, None)
     # no group receives it
     for tag in (None, *TAGS):
-        claimed = engine.claim(P, "orders", 10, tag=tag).messages
+        claimed = engine.claim(P, "orders", limit=10, tag=tag).messages
         assert b"order-1" not in [m.body for m in claimed], tag
     # and later sweeps do not dead-letter it again
     for _ in range(3):

@@ -35,9 +35,11 @@ def test_error_fields_are_kept_and_the_text_form_reads_the_message(engine: Engin
     # Given a consumer that rejects a message with the exception's class, message and stack,
     with_dlq(engine)
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1)
+    claim = engine.claim(P, "orders", limit=1)
     error = ErrorDetails(message="'id'", error_class="KeyError", stack="Traceback ...\n  x")
-    engine.dead_letter(P, "orders", [(m.id, claim.id)], "customer.id missing", error)
+    engine.dead_letter(
+        P, "orders", held=[(m.id, claim.id)], description="customer.id missing", error=error
+    )
     # the dead letter keeps each field, and its one-text error is the message.
     (dead,) = engine.list_dead_letters(P, "orders-dlq")
     p = dead.provenance
@@ -49,9 +51,9 @@ def test_error_fields_are_kept_and_the_text_form_reads_the_message(engine: Engin
 def test_a_class_alone_is_also_the_text_and_a_text_alone_adds_no_fields(engine: Engine) -> None:
     with_dlq(engine)
     a, b = send(engine, "orders", "a", "b")
-    claim = engine.claim(P, "orders", 2)
-    engine.dead_letter(P, "orders", [(a.id, claim.id)], error=ErrorDetails(error_class="E"))
-    engine.dead_letter(P, "orders", [(b.id, claim.id)], error="plain text")
+    claim = engine.claim(P, "orders", limit=2)
+    engine.dead_letter(P, "orders", held=[(a.id, claim.id)], error=ErrorDetails(error_class="E"))
+    engine.dead_letter(P, "orders", held=[(b.id, claim.id)], error="plain text")
     by_id = {d.id: d.provenance for d in engine.list_dead_letters(P, "orders-dlq")}
     assert by_id[a.id] is not None and (by_id[a.id].error, by_id[a.id].error_class) == ("E", "E")
     plain = by_id[b.id]
@@ -72,9 +74,9 @@ def test_a_class_alone_is_also_the_text_and_a_text_alone_adds_no_fields(engine: 
 def test_each_error_field_is_bounded_and_nothing_moves(engine: Engine, error: ErrorDetails) -> None:
     with_dlq(engine)
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1)
+    claim = engine.claim(P, "orders", limit=1)
     with pytest.raises(errors.InvalidInput):
-        engine.dead_letter(P, "orders", [(m.id, claim.id)], "bad", error)
+        engine.dead_letter(P, "orders", held=[(m.id, claim.id)], description="bad", error=error)
     assert engine.list_dead_letters(P, "orders-dlq") == []
 
 
@@ -85,15 +87,15 @@ def test_deaths_are_counted_per_queue_and_reason_with_first_and_last_time(
     with_dlq(engine, max_claims=1)
     send(engine, "orders", "m")
     first = clock.now()
-    claim = engine.claim(P, "orders", 1)
-    engine.release_claim(P, "orders", claim.id)  # its last delivery: to the DLQ
+    claim = engine.claim(P, "orders", limit=1)
+    engine.release_claim(P, "orders", claim_id=claim.id)  # its last delivery: to the DLQ
     rejected_at = []
     for _ in range(2):
         clock.advance(10)
         redrive_all(engine, "orders-dlq")
-        claim = engine.claim(P, "orders", 1)
+        claim = engine.claim(P, "orders", limit=1)
         rejected_at.append(clock.now())
-        engine.dead_letter(P, "orders", [(claim.messages[0].id, claim.id)], "bad")
+        engine.dead_letter(P, "orders", held=[(claim.messages[0].id, claim.id)], description="bad")
     # its deaths read like x-death: the most recent first, each with its count and times.
     (dead,) = engine.list_dead_letters(P, "orders-dlq")
     assert death_counts(dead.history) == [
@@ -140,28 +142,33 @@ def test_a_nack_not_requeued_is_dead_lettered_at_once_as_rejected(
     # Given a queue with a DLQ that allows 5 deliveries, and a message claimed once,
     with_dlq(engine, max_claims=5)
     if tag:
-        engine.create_tag(P, "orders", tag)
+        engine.create_tag(P, "orders", name=tag)
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1, tag=tag)
+    claim = engine.claim(P, "orders", limit=1, tag=tag)
     # when its consumer nacks it without requeue,
-    moved = engine.release_message(P, "orders", m.id, claim.id, tag=tag, requeue=False)
+    moved = engine.release_message(
+        P, "orders", message_id=m.id, claim_id=claim.id, tag=tag, requeue=False
+    )
     # it is in the DLQ at once, rejected, and never delivered to that consumer again.
     assert moved is not None and moved.queue == "orders-dlq"
     (dead,) = engine.list_dead_letters(P, "orders-dlq")
     assert dead.provenance is not None
     assert (dead.provenance.reason, dead.provenance.source_tag) == (Reason.REJECTED, tag)
-    assert engine.claim(P, "orders", 1, tag=tag).messages == ()
+    assert engine.claim(P, "orders", limit=1, tag=tag).messages == ()
     if tag is None:
         assert engine.stats(P, "orders").dead_lettered == {"rejected": 1}
     else:  # a tag's dead letter is a copy: the queue's own consumers still receive it
-        assert [x.id for x in engine.claim(P, "orders", 1).messages] == [m.id]
+        assert [x.id for x in engine.claim(P, "orders", limit=1).messages] == [m.id]
 
 
 def test_a_nack_not_requeued_without_a_dlq_drops_and_counts(engine: Engine) -> None:
     engine.create_queue(P, "plain")
     (m,) = send(engine, "plain", "m")
-    claim = engine.claim(P, "plain", 1)
-    assert engine.release_message(P, "plain", m.id, claim.id, requeue=False) is None
+    claim = engine.claim(P, "plain", limit=1)
+    assert (
+        engine.release_message(P, "plain", message_id=m.id, claim_id=claim.id, requeue=False)
+        is None
+    )
     stats = engine.stats(P, "plain")
     assert (stats.total, stats.dropped, stats.dead_lettered) == (0, {"rejected": 1}, {})
 
@@ -169,8 +176,11 @@ def test_a_nack_not_requeued_without_a_dlq_drops_and_counts(engine: Engine) -> N
 def test_a_nack_not_requeued_drops_what_is_not_eligible_for_the_dlq(engine: Engine) -> None:
     with_dlq(engine)
     (m,) = send(engine, "orders", "m", dead_letter_eligible=False)
-    claim = engine.claim(P, "orders", 1)
-    assert engine.release_message(P, "orders", m.id, claim.id, requeue=False) is None
+    claim = engine.claim(P, "orders", limit=1)
+    assert (
+        engine.release_message(P, "orders", message_id=m.id, claim_id=claim.id, requeue=False)
+        is None
+    )
     assert engine.list_dead_letters(P, "orders-dlq") == []
     assert engine.stats(P, "orders").dropped == {"rejected": 1}
 
@@ -178,10 +188,14 @@ def test_a_nack_not_requeued_drops_what_is_not_eligible_for_the_dlq(engine: Engi
 def test_a_nack_not_requeued_takes_no_delay_and_needs_the_claim(engine: Engine) -> None:
     with_dlq(engine)
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1)
+    claim = engine.claim(P, "orders", limit=1)
     with pytest.raises(errors.InvalidInput):
-        engine.release_message(P, "orders", m.id, claim.id, 5, requeue=False)
+        engine.release_message(
+            P, "orders", message_id=m.id, claim_id=claim.id, delay=5, requeue=False
+        )
     with pytest.raises(errors.DeadletterError):
-        engine.release_message(P, "orders", m.id, "not-the-claim", requeue=False)
+        engine.release_message(
+            P, "orders", message_id=m.id, claim_id="not-the-claim", requeue=False
+        )
     assert engine.list_dead_letters(P, "orders-dlq") == []
     assert engine.stats(P, "orders").total == 1

@@ -26,9 +26,9 @@ def test_not_eligible_is_dropped_at_max_claims_on_nack_claim_and_sweep(
     with_dlq(engine, max_claims=1)
     a, b, c = send(engine, "orders", "a", "b", "c", dead_letter_eligible=False)
     ok = send(engine, "orders", "ok")[0]
-    claim = engine.claim(P, "orders", 4, ttl=30)
-    engine.release_message(P, "orders", a.id, claim.id)  # a nack at the limit
-    engine.change_visibility(P, "orders", b.id, claim.id, 0)
+    claim = engine.claim(P, "orders", limit=4, ttl=30)
+    engine.release_message(P, "orders", message_id=a.id, claim_id=claim.id)  # a nack at the limit
+    engine.change_visibility(P, "orders", message_id=b.id, claim_id=claim.id, timeout=0)
     clock.advance(31)
     engine.sweep_expired()  # c's and ok's last claims lapsed
     stats = engine.stats(P, "orders")
@@ -59,12 +59,12 @@ def test_not_eligible_is_dropped_and_counted_on_expiry(engine: Engine, clock: Ma
 def test_the_queue_default_applies_when_the_message_says_nothing(engine: Engine) -> None:
     with_dlq(engine, max_claims=1)
     engine.change_settings(
-        P, "orders", lambda q: q.settings.with_changes(dead_letter_eligible=False)
+        P, "orders", change=lambda q: q.settings.with_changes(dead_letter_eligible=False)
     )
     (m,) = send(engine, "orders", "m")
     (yes,) = send(engine, "orders", "yes", dead_letter_eligible=True)
     assert not m.dead_letter_eligible and yes.dead_letter_eligible
-    claim = engine.claim(P, "orders", 2)
-    engine.release_claim(P, "orders", claim.id)
+    claim = engine.claim(P, "orders", limit=2)
+    engine.release_claim(P, "orders", claim_id=claim.id)
     assert engine.stats(P, "orders").dropped == {"max_claims": 1}
     assert [d.body for d in engine.list_dead_letters(P, "orders-dlq")] == [b"yes"]

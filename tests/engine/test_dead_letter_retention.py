@@ -19,15 +19,17 @@ HOUR = 3600
 
 def queues(engine: Engine, dlq: QueueSettings, source: QueueSettings | None = None) -> None:
     """ "orders-dlq" with `dlq`'s settings, the DLQ of "orders" after one delivery."""
-    engine.create_queue(P, "orders-dlq", dlq)
+    engine.create_queue(P, "orders-dlq", settings=dlq)
     policy = DeadLetterPolicy(target="orders-dlq", max_claims=1)
-    engine.create_queue(P, "orders", (source or QueueSettings()).with_changes(dead_letter=policy))
+    engine.create_queue(
+        P, "orders", settings=(source or QueueSettings()).with_changes(dead_letter=policy)
+    )
 
 
 def dead_letter_all(engine: Engine, queue: str) -> None:
     """Every message of `queue` claimed and given back once, then claimed again: moved."""
     fail_once(engine, queue, 1)
-    assert engine.claim(P, queue, 1000).messages == ()
+    assert engine.claim(P, queue, limit=1000).messages == ()
 
 
 class Told(EngineListener):
@@ -43,7 +45,7 @@ def test_a_dead_letter_is_kept_for_the_dlqs_maximum_ttl_from_its_enqueue_time(
 ) -> None:
     # Given a source with an hour's TTL whose DLQ has a day's maximum TTL
     queues(engine, QueueSettings(max_ttl=24 * HOUR), QueueSettings(default_ttl=HOUR))
-    (sent,) = engine.send(P, "orders", [NewMessage(body=b"x")])
+    (sent,) = engine.send(P, "orders", messages=[NewMessage(body=b"x")])
     clock.advance(60)
     # when it is dead-lettered a minute later
     dead_letter_all(engine, "orders")
@@ -56,7 +58,7 @@ def test_a_dlq_that_ignores_ttls_keeps_dead_letters_for_the_longest_ttl(
     engine: Engine, clock: ManualClock
 ) -> None:
     queues(engine, QueueSettings(max_ttl=HOUR, respect_ttl=False))
-    (sent,) = engine.send(P, "orders", [NewMessage(body=b"x")])
+    (sent,) = engine.send(P, "orders", messages=[NewMessage(body=b"x")])
     dead_letter_all(engine, "orders")
     (dead,) = engine.list_dead_letters(P, "orders-dlq")
     assert dead.expires_at == sent.enqueued_at + MAX_TTL
@@ -70,8 +72,8 @@ def test_an_expired_dead_letter_is_counted_told_and_logged(
     # Given two dead letters of "orders" in a DLQ that keeps messages an hour, and a message
     # sent to the DLQ itself
     queues(engine, QueueSettings(max_ttl=HOUR, default_ttl=HOUR))
-    engine.send(P, "orders", [NewMessage(body=b"a"), NewMessage(body=b"b")])
-    engine.send(P, "orders-dlq", [NewMessage(body=b"not a dead letter")])
+    engine.send(P, "orders", messages=[NewMessage(body=b"a"), NewMessage(body=b"b")])
+    engine.send(P, "orders-dlq", messages=[NewMessage(body=b"not a dead letter")])
     dead_letter_all(engine, "orders")
     assert engine.stats(P, "orders-dlq").total == 3
     # when the hour has passed

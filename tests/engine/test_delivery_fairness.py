@@ -22,7 +22,7 @@ SETTINGS = DeliverySettings(timeout=WAIT)  # what `deadletter serve` runs, but a
 def post(engine: Engine, project: str, count: int) -> None:
     for start in range(0, count, 20):
         n = min(20, count - start)
-        engine.send(project, "q", [NewMessage(json.dumps(i).encode()) for i in range(n)])
+        engine.send(project, "q", messages=[NewMessage(json.dumps(i).encode()) for i in range(n)])
 
 
 def test_a_quiet_project_is_notified_within_the_bound_while_another_floods(
@@ -35,10 +35,12 @@ def test_a_quiet_project_is_notified_within_the_bound_while_another_floods(
         # Given a project owing 1,000 notifications to ten subscribers that do not answer
         engine.create_queue("flood", "q")
         for i in range(10):
-            engine.subscriptions.create("flood", "q", f"{slow.url}/{i}", 600, {})
+            engine.subscriptions.create(
+                "flood", "q", subscriber=f"{slow.url}/{i}", ttl=600, options={}
+            )
         post(engine, "flood", 100)
         engine.create_queue("quiet", "q")
-        engine.subscriptions.create("quiet", "q", fast.url, 600, {})
+        engine.subscriptions.create("quiet", "q", subscriber=fast.url, ttl=600, options={})
         deliveries.start()
         try:
             assert slow.wait_for(1)  # the flood is being sent, and holds its slots
@@ -64,7 +66,7 @@ def test_one_subscription_is_notified_as_fast_as_its_receiver_answers(engine: En
     deliveries = Deliveries(engine, allow_local(engine), SETTINGS)
     with receiving() as hook:
         engine.create_queue("p", "q")
-        engine.subscriptions.create("p", "q", hook.url, 600, {})
+        engine.subscriptions.create("p", "q", subscriber=hook.url, ttl=600, options={})
         deliveries.start()
         try:
             began = time.monotonic()

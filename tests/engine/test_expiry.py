@@ -14,10 +14,10 @@ def test_expired_messages_are_never_returned_even_before_a_sweep(
     engine.create_queue(P, "orders")
     (m,) = send(engine, "orders", "short", ttl=10)
     clock.advance(10)
-    assert engine.claim(P, "orders", 10).messages == ()
-    assert engine.list_messages(P, "orders", ListQuery(limit=10, include_claimed=True)) == []
-    assert engine.get_messages(P, "orders", [m.id]) == []
-    assert engine.pop(P, "orders", 10) == []
+    assert engine.claim(P, "orders", limit=10).messages == ()
+    assert engine.list_messages(P, "orders", query=ListQuery(limit=10, include_claimed=True)) == []
+    assert engine.get_messages(P, "orders", ids=[m.id]) == []
+    assert engine.pop(P, "orders", limit=10) == []
     assert engine.stats(P, "orders").total == 0
 
 
@@ -28,7 +28,7 @@ def test_sweep_drops_and_counts(engine: Engine, clock: ManualClock) -> None:
     clock.advance(10)
     assert engine.sweep_expired() == 1
     assert engine.stats(P, "orders").expired_dropped == 1
-    assert [m.body for m in engine.claim(P, "orders", 10).messages] == [b"long"]
+    assert [m.body for m in engine.claim(P, "orders", limit=10).messages] == [b"long"]
 
 
 def test_dead_letter_on_expiry_moves_eligible_messages(engine: Engine, clock: ManualClock) -> None:
@@ -62,7 +62,7 @@ def test_delayed_consumption_through_expiry(engine: Engine, clock: ManualClock) 
     send(engine, "b", "in an hour", ttl=3600)
     clock.advance(3599)
     engine.sweep_expired()
-    assert engine.claim(P, "a", 1).messages == ()
+    assert engine.claim(P, "a", limit=1).messages == ()
     clock.advance(1)
     engine.sweep_expired()
-    assert [m.body for m in engine.claim(P, "a", 1).messages] == [b"in an hour"]
+    assert [m.body for m in engine.claim(P, "a", limit=1).messages] == [b"in an hour"]

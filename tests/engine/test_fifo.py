@@ -25,38 +25,38 @@ def _send(engine: Engine, queue: str, group: str, *bodies: str, dedup: bool = Tr
         NewMessage(body=b.encode(), group_id=group, deduplication_id=b if dedup else None)
         for b in bodies
     ]
-    return [m.id for m in engine.send(P, queue, news)]
+    return [m.id for m in engine.send(P, queue, messages=news)]
 
 
 def _bodies(engine: Engine, queue: str, limit: int) -> list[str]:
-    return [m.body.decode() for m in engine.claim(P, queue, limit).messages]
+    return [m.body.decode() for m in engine.claim(P, queue, limit=limit).messages]
 
 
 def test_order_within_a_group_is_kept_across_many_sends_and_receives(engine: Engine) -> None:
-    engine.create_queue(P, "q.fifo", FIFO)
+    engine.create_queue(P, "q.fifo", settings=FIFO)
     for start in range(0, 60, 7):
         _send(engine, "q.fifo", "g", *(f"m{i:03}" for i in range(start, min(start + 7, 60))))
     received: list[str] = []
     while True:
-        claim = engine.claim(P, "q.fifo", 4)
+        claim = engine.claim(P, "q.fifo", limit=4)
         if not claim.messages:
             break
         received += [m.body.decode() for m in claim.messages]
         for m in claim.messages:
-            engine.delete_message(P, "q.fifo", m.id, claim.id)
+            engine.delete_message(P, "q.fifo", message_id=m.id, claim_id=claim.id)
     assert received == [f"m{i:03}" for i in range(60)]
 
 
 def test_a_group_waits_while_a_message_is_in_flight(engine: Engine, clock: ManualClock) -> None:
     # Given a group of three messages, the first received
-    engine.create_queue(P, "q.fifo", FIFO)
+    engine.create_queue(P, "q.fifo", settings=FIFO)
     _send(engine, "q.fifo", "g", "a", "b", "c")
-    first = engine.claim(P, "q.fifo", 1)
+    first = engine.claim(P, "q.fifo", limit=1)
     assert [m.body for m in first.messages] == [b"a"]
     # Then nothing of the group is handed out until it is deleted
     assert _bodies(engine, "q.fifo", 10) == []
-    engine.delete_message(P, "q.fifo", first.messages[0].id, first.id)
-    second = engine.claim(P, "q.fifo", 1)
+    engine.delete_message(P, "q.fifo", message_id=first.messages[0].id, claim_id=first.id)
+    second = engine.claim(P, "q.fifo", limit=1)
     assert [m.body for m in second.messages] == [b"b"]
     # and when a message's visibility lapses, it comes back before the rest of its group
     clock.advance(31)
@@ -64,23 +64,23 @@ def test_a_group_waits_while_a_message_is_in_flight(engine: Engine, clock: Manua
 
 
 def test_a_group_waits_until_every_message_of_a_receive_is_done(engine: Engine) -> None:
-    engine.create_queue(P, "q.fifo", FIFO)
+    engine.create_queue(P, "q.fifo", settings=FIFO)
     _send(engine, "q.fifo", "g", "a", "b", "c")
-    claim = engine.claim(P, "q.fifo", 2)
+    claim = engine.claim(P, "q.fifo", limit=2)
     a, b = claim.messages
     # Giving the first back while the second is in flight keeps the group blocked.
-    engine.change_visibility(P, "q.fifo", a.id, claim.id, 0)
+    engine.change_visibility(P, "q.fifo", message_id=a.id, claim_id=claim.id, timeout=0)
     assert _bodies(engine, "q.fifo", 10) == []
-    engine.delete_message(P, "q.fifo", b.id, claim.id)
+    engine.delete_message(P, "q.fifo", message_id=b.id, claim_id=claim.id)
     assert _bodies(engine, "q.fifo", 10) == ["a", "c"]
 
 
 def test_two_groups_are_served_side_by_side(engine: Engine) -> None:
-    engine.create_queue(P, "q.fifo", FIFO)
+    engine.create_queue(P, "q.fifo", settings=FIFO)
     for i in range(3):
         _send(engine, "q.fifo", "red", f"r{i}")
         _send(engine, "q.fifo", "blue", f"b{i}")
-    red = engine.claim(P, "q.fifo", 1)
+    red = engine.claim(P, "q.fifo", limit=1)
     assert [m.body for m in red.messages] == [b"r0"]
     # With red in flight, a second consumer gets the blue group in order.
     assert _bodies(engine, "q.fifo", 10) == ["b0", "b1", "b2"]
@@ -89,9 +89,11 @@ def test_two_groups_are_served_side_by_side(engine: Engine) -> None:
 def test_a_duplicate_within_the_interval_is_not_enqueued(
     engine: Engine, clock: ManualClock
 ) -> None:
-    engine.create_queue(P, "q.fifo", FIFO)
+    engine.create_queue(P, "q.fifo", settings=FIFO)
     (original,) = _send(engine, "q.fifo", "g", "a")
-    (again,) = engine.send(P, "q.fifo", [NewMessage(b"other", group_id="g", deduplication_id="a")])
+    (again,) = engine.send(
+        P, "q.fifo", messages=[NewMessage(b"other", group_id="g", deduplication_id="a")]
+    )
     assert again.id == original
     assert engine.stats(P, "q.fifo").total == 1
     # Deleted or not, the id is remembered for the interval, and forgotten after.
@@ -104,23 +106,27 @@ def test_a_duplicate_within_the_interval_is_not_enqueued(
 
 
 def test_content_based_deduplication_uses_the_body(engine: Engine, clock: ManualClock) -> None:
-    engine.create_queue(P, "q.fifo", QueueSettings(fifo=True, content_based_deduplication=True))
-    first = engine.send(P, "q.fifo", [NewMessage(b"same", group_id="g")])
+    engine.create_queue(
+        P, "q.fifo", settings=QueueSettings(fifo=True, content_based_deduplication=True)
+    )
+    first = engine.send(P, "q.fifo", messages=[NewMessage(b"same", group_id="g")])
     # A repeat in the same batch and a later one both answer with the first message.
     again = engine.send(
-        P, "q.fifo", [NewMessage(b"same", group_id="h"), NewMessage(b"new", group_id="g")]
+        P, "q.fifo", messages=[NewMessage(b"same", group_id="h"), NewMessage(b"new", group_id="g")]
     )
     assert again[0].id == first[0].id
     assert again[0].seq == first[0].seq
     assert again[1].id != first[0].id
     assert engine.stats(P, "q.fifo").total == 2
     clock.advance(DEDUPLICATION_INTERVAL)
-    assert engine.send(P, "q.fifo", [NewMessage(b"same", group_id="g")])[0].id != first[0].id
+    assert (
+        engine.send(P, "q.fifo", messages=[NewMessage(b"same", group_id="g")])[0].id != first[0].id
+    )
 
 
 def test_deduplication_per_message_group(engine: Engine) -> None:
     settings = QueueSettings(fifo=True, deduplication_scope="messageGroup")
-    engine.create_queue(P, "q.fifo", settings)
+    engine.create_queue(P, "q.fifo", settings=settings)
     a = _send(engine, "q.fifo", "g1", "x")
     b = _send(engine, "q.fifo", "g2", "x")
     assert a != b
@@ -128,9 +134,11 @@ def test_deduplication_per_message_group(engine: Engine) -> None:
 
 
 def test_sequence_numbers_grow_with_each_send(engine: Engine) -> None:
-    engine.create_queue(P, "q.fifo", FIFO)
-    sent = engine.send(P, "q.fifo", [NewMessage(b"1", group_id="g", deduplication_id="1")])
-    later = engine.send(P, "q.fifo", [NewMessage(b"2", group_id="h", deduplication_id="2")])
+    engine.create_queue(P, "q.fifo", settings=FIFO)
+    sent = engine.send(P, "q.fifo", messages=[NewMessage(b"1", group_id="g", deduplication_id="1")])
+    later = engine.send(
+        P, "q.fifo", messages=[NewMessage(b"2", group_id="h", deduplication_id="2")]
+    )
     numbers = [fifo.sequence_number(m) for m in sent + later]
     assert all(len(n) == 20 for n in numbers)
     assert int(numbers[0]) < int(numbers[1])
@@ -149,9 +157,9 @@ def test_sequence_numbers_grow_with_each_send(engine: Engine) -> None:
 )
 def test_sends_fifo_queues_refuse(engine: Engine, new: NewMessage, settings: QueueSettings) -> None:
     name = "q.fifo" if settings.fifo else "q"
-    engine.create_queue(P, name, settings)
+    engine.create_queue(P, name, settings=settings)
     with pytest.raises(errors.InvalidInput):
-        engine.send(P, name, [new])
+        engine.send(P, name, messages=[new])
     assert engine.stats(P, name).total == 0
 
 
@@ -167,46 +175,46 @@ def test_sends_fifo_queues_refuse(engine: Engine, new: NewMessage, settings: Que
 )
 def test_fifo_settings_are_checked(engine: Engine, settings: QueueSettings) -> None:
     with pytest.raises(errors.InvalidInput):
-        engine.create_queue(P, "q", settings)
+        engine.create_queue(P, "q", settings=settings)
 
 
 def test_high_throughput_and_fixed_type(engine: Engine) -> None:
     high = QueueSettings(
         fifo=True, deduplication_scope="messageGroup", throughput_limit="perMessageGroupId"
     )
-    engine.create_queue(P, "q.fifo", high)
+    engine.create_queue(P, "q.fifo", settings=high)
     with pytest.raises(errors.InvalidInput):
-        engine.update_queue(P, "q.fifo", QueueSettings())
+        engine.update_queue(P, "q.fifo", settings=QueueSettings())
 
 
 def test_a_dlq_is_of_its_source_type(engine: Engine) -> None:
     engine.create_queue(P, "dlq")
-    engine.create_queue(P, "dlq.fifo", FIFO)
+    engine.create_queue(P, "dlq.fifo", settings=FIFO)
     to_standard = DeadLetterPolicy(target="dlq", max_claims=1)
     to_fifo = DeadLetterPolicy(target="dlq.fifo", max_claims=1)
     with pytest.raises(errors.DeadLetterPolicyError):
-        engine.create_queue(P, "q.fifo", FIFO.with_changes(dead_letter=to_standard))
+        engine.create_queue(P, "q.fifo", settings=FIFO.with_changes(dead_letter=to_standard))
     with pytest.raises(errors.DeadLetterPolicyError):
-        engine.create_queue(P, "q", QueueSettings(dead_letter=to_fifo))
-    engine.create_queue(P, "q.fifo", FIFO.with_changes(dead_letter=to_fifo))
-    engine.create_queue(P, "q", QueueSettings(dead_letter=to_standard))
+        engine.create_queue(P, "q", settings=QueueSettings(dead_letter=to_fifo))
+    engine.create_queue(P, "q.fifo", settings=FIFO.with_changes(dead_letter=to_fifo))
+    engine.create_queue(P, "q", settings=QueueSettings(dead_letter=to_standard))
 
 
 def test_dead_lettering_and_redrive_keep_group_order(engine: Engine, clock: ManualClock) -> None:
     # Given a FIFO queue whose messages may be received once
-    engine.create_queue(P, "dlq.fifo", FIFO)
+    engine.create_queue(P, "dlq.fifo", settings=FIFO)
     policy = DeadLetterPolicy(target="dlq.fifo", max_claims=1)
-    engine.create_queue(P, "q.fifo", FIFO.with_changes(dead_letter=policy))
-    engine.create_queue(P, "back.fifo", FIFO)
+    engine.create_queue(P, "q.fifo", settings=FIFO.with_changes(dead_letter=policy))
+    engine.create_queue(P, "back.fifo", settings=FIFO)
     bodies = [f"m{i}" for i in range(6)]
     _send(engine, "q.fifo", "g", *bodies)
     # When each is received and left to lapse, in twos, the next receive moves them
     while True:
-        claim = engine.claim(P, "q.fifo", 2)
+        claim = engine.claim(P, "q.fifo", limit=2)
         if not claim.messages:
             break
         clock.advance(31)
-    engine.claim(P, "q.fifo", 10)
+    engine.claim(P, "q.fifo", limit=10)
     # Then the DLQ holds them in their order, group id kept
     dead = engine.list_dead_letters(P, "dlq.fifo")
     assert [m.body.decode() for m in dead] == bodies
@@ -219,17 +227,19 @@ def test_dead_lettering_and_redrive_keep_group_order(engine: Engine, clock: Manu
 
 
 def test_a_redrive_between_fifo_and_standard_is_refused(engine: Engine) -> None:
-    engine.create_queue(P, "dlq.fifo", FIFO)
-    engine.create_queue(P, "q.fifo", FIFO.with_changes(dead_letter=DeadLetterPolicy("dlq.fifo", 1)))
+    engine.create_queue(P, "dlq.fifo", settings=FIFO)
+    engine.create_queue(
+        P, "q.fifo", settings=FIFO.with_changes(dead_letter=DeadLetterPolicy("dlq.fifo", 1))
+    )
     engine.create_queue(P, "standard")
     with pytest.raises(errors.InvalidInput):
         engine.start_redrive(P, "dlq.fifo", destination="standard")
 
 
 def test_pop_takes_a_group_in_order(engine: Engine) -> None:
-    engine.create_queue(P, "q.fifo", FIFO)
+    engine.create_queue(P, "q.fifo", settings=FIFO)
     _send(engine, "q.fifo", "g", "a", "b")
-    held = engine.claim(P, "q.fifo", 1)
-    assert engine.pop(P, "q.fifo", 10) == []
-    engine.delete_message(P, "q.fifo", held.messages[0].id, held.id)
-    assert [m.body for m in engine.pop(P, "q.fifo", 10)] == [b"b"]
+    held = engine.claim(P, "q.fifo", limit=1)
+    assert engine.pop(P, "q.fifo", limit=10) == []
+    engine.delete_message(P, "q.fifo", message_id=held.messages[0].id, claim_id=held.id)
+    assert [m.body for m in engine.pop(P, "q.fifo", limit=10)] == [b"b"]

@@ -25,12 +25,12 @@ def test_concurrent_consumers_never_hold_one_group_twice(store_url: str) -> None
     # Given a FIFO queue with several groups interleaved
     store = open_store(store_url)
     engine = Engine(store)
-    engine.create_queue(P, "q.fifo", QueueSettings(fifo=True))
+    engine.create_queue(P, "q.fifo", settings=QueueSettings(fifo=True))
     for i in range(PER_GROUP):
         engine.send(
             P,
             "q.fifo",
-            [
+            messages=[
                 NewMessage(f"{g}:{i:03}".encode(), group_id=f"g{g}", deduplication_id=f"{g}.{i}")
                 for g in range(GROUPS)
             ],
@@ -48,7 +48,7 @@ def test_concurrent_consumers_never_hold_one_group_twice(store_url: str) -> None
             mine = Engine(own)
             start.wait()
             while True:
-                claim = mine.claim(P, "q.fifo", 1 + me % 3, ttl=CLAIM_TTL)
+                claim = mine.claim(P, "q.fifo", limit=1 + me % 3, ttl=CLAIM_TTL)
                 if not claim.messages:
                     if mine.stats(P, "q.fifo").total == 0:
                         return
@@ -66,7 +66,7 @@ def test_concurrent_consumers_never_hold_one_group_twice(store_url: str) -> None
                 with guard:
                     for g in groups:
                         holder.pop(g, None)
-                mine.delete_held(P, "q.fifo", [(m.id, claim.id) for m in claim.messages])
+                mine.delete_held(P, "q.fifo", held=[(m.id, claim.id) for m in claim.messages])
         finally:
             own.close()
 
@@ -93,9 +93,9 @@ def test_a_claim_skips_a_group_that_another_claim_is_taking(
     store, other = open_store(store_url), open_store(store_url)
     try:
         engine = Engine(store, clock)
-        engine.create_queue(P, "q.fifo", QueueSettings(fifo=True))
+        engine.create_queue(P, "q.fifo", settings=QueueSettings(fifo=True))
         for body, group in (("a", "g"), ("b", "g"), ("c", "h")):
-            engine.send(P, "q.fifo", [NewMessage(body.encode(), group_id=group,
+            engine.send(P, "q.fifo", messages=[NewMessage(body.encode(), group_id=group,
                                                  deduplication_id=body)])  # fmt: skip
         queue = engine.get_queue(P, "q.fifo")
         # When one consumer is taking the head of g, its transaction still open
@@ -104,7 +104,7 @@ def test_a_claim_skips_a_group_that_another_claim_is_taking(
             got: list[bytes] = []
             meanwhile = threading.Thread(
                 target=lambda: got.extend(
-                    m.body for m in Engine(other, clock).claim(P, "q.fifo", 10).messages
+                    m.body for m in Engine(other, clock).claim(P, "q.fifo", limit=10).messages
                 )
             )
             meanwhile.start()

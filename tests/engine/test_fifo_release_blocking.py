@@ -20,21 +20,21 @@ RETRYING = FIFO.with_changes(retry_policy=RetryPolicy(HIDDEN, 10 * HIDDEN))
 
 def _delay(engine: Engine, claim: Claim) -> None:
     m = claim.messages[0]
-    engine.release_message(P, "q.fifo", m.id, claim.id, delay=HIDDEN)
+    engine.release_message(P, "q.fifo", message_id=m.id, claim_id=claim.id, delay=HIDDEN)
 
 
 def _release_under_retry(engine: Engine, claim: Claim) -> None:
     m = claim.messages[0]
-    engine.release_message(P, "q.fifo", m.id, claim.id)
+    engine.release_message(P, "q.fifo", message_id=m.id, claim_id=claim.id)
 
 
 def _release_claim_under_retry(engine: Engine, claim: Claim) -> None:
-    engine.release_claim(P, "q.fifo", claim.id)
+    engine.release_claim(P, "q.fifo", claim_id=claim.id)
 
 
 def _visibility_zero_under_retry(engine: Engine, claim: Claim) -> None:
     m = claim.messages[0]
-    engine.change_visibility(P, "q.fifo", m.id, claim.id, 0)
+    engine.change_visibility(P, "q.fifo", message_id=m.id, claim_id=claim.id, timeout=0)
 
 
 GIVE_BACK: dict[str, tuple[QueueSettings, Callable[[Engine, Claim], None]]] = {
@@ -46,7 +46,7 @@ GIVE_BACK: dict[str, tuple[QueueSettings, Callable[[Engine, Claim], None]]] = {
 
 
 def _bodies(engine: Engine, limit: int = 10) -> list[str]:
-    return [m.body.decode() for m in engine.claim(P, "q.fifo", limit).messages]
+    return [m.body.decode() for m in engine.claim(P, "q.fifo", limit=limit).messages]
 
 
 @pytest.mark.parametrize("how", list(GIVE_BACK))
@@ -55,14 +55,14 @@ def test_the_rest_of_a_group_waits_for_a_message_given_back_hidden(
 ) -> None:
     settings, give_back = GIVE_BACK[how]
     # Given a FIFO group a, b, c and another group x
-    engine.create_queue(P, "q.fifo", settings)
+    engine.create_queue(P, "q.fifo", settings=settings)
     engine.send(
         P,
         "q.fifo",
-        [NewMessage(body=b.encode(), group_id="g", deduplication_id=b) for b in "abc"]
+        messages=[NewMessage(body=b.encode(), group_id="g", deduplication_id=b) for b in "abc"]
         + [NewMessage(body=b"x", group_id="other", deduplication_id="x")],
     )
-    first = engine.claim(P, "q.fifo", 1)
+    first = engine.claim(P, "q.fifo", limit=1)
     assert [m.body for m in first.messages] == [b"a"]
     # When a is given back hidden for HIDDEN seconds
     give_back(engine, first)

@@ -22,7 +22,7 @@ def test_a_lapsed_last_claim_is_swept_as_max_claims_on_the_default_group(
     (sent,) = send(engine, "orders", "order-1", ttl=3600)
     # and a message claimed that many times, each claim left to lapse
     for _ in range(max_claims):
-        claim = engine.claim(P, "orders", 10, ttl=30)
+        claim = engine.claim(P, "orders", limit=10, ttl=30)
         assert [m.id for m in claim.messages] == [sent.id]
         clock.advance(31)
     # When the sweep runs, long before the message would expire

@@ -53,8 +53,8 @@ def test_a_failing_listener_neither_fails_nor_repeats_the_operation(
     # When a message is sent, claimed and dead-lettered
     with caplog.at_level(logging.ERROR, logger="deadletter.engine.transactions"):
         (sent,) = send(engine, "orders", "a")
-        claim = engine.claim(P, "orders", 10)
-        moved = engine.dead_letter(P, "orders", [(sent.id, claim.id)], description="bad")
+        claim = engine.claim(P, "orders", limit=10)
+        moved = engine.dead_letter(P, "orders", held=[(sent.id, claim.id)], description="bad")
 
     # I expect every call to have answered, the message stored once and moved once
     assert [m.id for m in claim.messages] == [sent.id]

@@ -37,36 +37,38 @@ Write = Callable[[Engine, list[str], str], object]
 # A consumer tag's writes lock the tag's states of the messages, not the messages.
 TAG = "billing"
 WRITES = [
-    pytest.param(lambda e, ids, _: e.delete_messages(P, "q", ids), None, id="delete-by-ids"),
+    pytest.param(lambda e, ids, _: e.delete_messages(P, "q", ids=ids), None, id="delete-by-ids"),
     pytest.param(
-        lambda e, ids, claim: e.delete_held(P, "q", [(i, claim) for i in ids]),
+        lambda e, ids, claim: e.delete_held(P, "q", held=[(i, claim) for i in ids]),
         None,
         id="delete-under-a-claim",
     ),
     pytest.param(
         lambda e, ids, claim: e.delete_held(
-            P, "q", [*((i, claim) for i in ids), (ids[0], "0" * 24)]
+            P, "q", held=[*((i, claim) for i in ids), (ids[0], "0" * 24)]
         ),
         None,
         id="delete-under-several-claims",
     ),
     pytest.param(
-        lambda e, ids, claim: e.dead_letter(P, "q", [(i, claim) for i in ids]),
+        lambda e, ids, claim: e.dead_letter(P, "q", held=[(i, claim) for i in ids]),
         None,
         id="dead-letter-by-the-consumer",
     ),
     pytest.param(
-        lambda e, ids, claim: e.delete_held(P, "q", [(i, claim) for i in ids], tag=TAG),
+        lambda e, ids, claim: e.delete_held(P, "q", held=[(i, claim) for i in ids], tag=TAG),
         TAG,
         id="tag-delete",
     ),
     pytest.param(
-        lambda e, ids, claim: e.change_visibilities(P, "q", [(i, claim, 60, TAG) for i in ids]),
+        lambda e, ids, claim: e.change_visibilities(
+            P, "q", changes=[(i, claim, 60, TAG) for i in ids]
+        ),
         TAG,
         id="tag-visibility-batch",
     ),
     pytest.param(
-        lambda e, ids, claim: e.dead_letter(P, "q", [(i, claim) for i in ids], tag=TAG),
+        lambda e, ids, claim: e.dead_letter(P, "q", held=[(i, claim) for i in ids], tag=TAG),
         TAG,
         id="tag-dead-letter-by-the-consumer",
     ),
@@ -91,10 +93,10 @@ def test_a_write_of_several_messages_locks_them_in_seq_order(
         engine = Engine(store)
         with_dlq(engine, "q", "dlq")
         if tag is not None:
-            engine.create_tag(P, "q", tag)
-        engine.send(P, "q", [NewMessage(body=b"x" * 1024) for _ in range(DEPTH)])
-        claim = engine.claim(P, "q", 10, ttl=600, tag=tag)
-        while engine.claim(P, "q", 20, ttl=600, tag=tag).messages:
+            engine.create_tag(P, "q", name=tag)
+        engine.send(P, "q", messages=[NewMessage(body=b"x" * 1024) for _ in range(DEPTH)])
+        claim = engine.claim(P, "q", limit=10, ttl=600, tag=tag)
+        while engine.claim(P, "q", limit=20, ttl=600, tag=tag).messages:
             pass  # all claimed: the claim's index narrows a delete no better than its ids
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("ANALYZE messages")
@@ -128,7 +130,7 @@ def test_a_write_of_several_messages_locks_them_in_seq_order(
         # and, once the other transaction is gone, to write both
         assert failures == []
         if tag is None:
-            assert engine.get_messages(P, "q", [earlier, later]) == []
+            assert engine.get_messages(P, "q", ids=[earlier, later]) == []
     finally:
         store.close()
 

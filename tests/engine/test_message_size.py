@@ -39,7 +39,7 @@ def test_attributes_count_towards_the_maximum_message_size(
     engine: Engine, attrs: dict[str, Attribute], over: int
 ) -> None:
     if engine.find_queue(P, "orders") is None:
-        engine.create_queue(P, "orders", QueueSettings(max_message_size=MAX_SIZE))
+        engine.create_queue(P, "orders", settings=QueueSettings(max_message_size=MAX_SIZE))
     engine.purge(P, "orders")
     # A body that alone is well within the maximum, and attributes that fill the rest
     room = MAX_SIZE - _size(attrs)
@@ -48,8 +48,8 @@ def test_attributes_count_towards_the_maximum_message_size(
     new = NewMessage(body=body, attributes=attrs)
     if over:
         with pytest.raises(errors.MessageTooLarge):
-            engine.send(P, "orders", [NewMessage(body=b"ok"), new])
+            engine.send(P, "orders", messages=[NewMessage(body=b"ok"), new])
         assert engine.stats(P, "orders").total == 0
     else:
-        engine.send(P, "orders", [new])
+        engine.send(P, "orders", messages=[new])
         assert engine.stats(P, "orders").total == 1

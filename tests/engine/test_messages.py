@@ -27,8 +27,8 @@ def test_typed_attributes_round_trip(engine: Engine) -> None:
         "amount": Attribute("Number", "12.5"),
         "blob": Attribute("Binary", "AAE="),
     }
-    (sent,) = engine.send(P, "orders", [NewMessage(body=b"x", attributes=attributes)])
-    assert engine.get_message(P, "orders", sent.id).attributes == attributes
+    (sent,) = engine.send(P, "orders", messages=[NewMessage(body=b"x", attributes=attributes)])
+    assert engine.get_message(P, "orders", message_id=sent.id).attributes == attributes
 
 
 @pytest.mark.parametrize(
@@ -44,13 +44,13 @@ def test_bad_attributes_are_refused(
 ) -> None:
     engine.create_queue(P, "orders")
     with pytest.raises(error):
-        engine.send(P, "orders", [NewMessage(body=b"x", attributes=attributes)])
+        engine.send(P, "orders", messages=[NewMessage(body=b"x", attributes=attributes)])
     assert engine.stats(P, "orders").total == 0
 
 
 def test_too_large_and_bad_ttl_are_refused_whole_batch(engine: Engine) -> None:
     engine.create_queue(
-        P, "orders", QueueSettings(max_message_size=10, max_ttl=100, default_ttl=50)
+        P, "orders", settings=QueueSettings(max_message_size=10, max_ttl=100, default_ttl=50)
     )
     with pytest.raises(errors.MessageTooLarge):
         send(engine, "orders", "ok", "x" * 11)
@@ -62,10 +62,10 @@ def test_too_large_and_bad_ttl_are_refused_whole_batch(engine: Engine) -> None:
 def test_peek_does_not_consume_and_hides_claimed_unless_asked(engine: Engine) -> None:
     engine.create_queue(P, "orders")
     send(engine, "orders", "a", "b")
-    assert len(engine.list_messages(P, "orders", ListQuery(limit=10))) == 2
-    engine.claim(P, "orders", 1)
-    visible = engine.list_messages(P, "orders", ListQuery(limit=10))
-    everything = engine.list_messages(P, "orders", ListQuery(limit=10, include_claimed=True))
+    assert len(engine.list_messages(P, "orders", query=ListQuery(limit=10))) == 2
+    engine.claim(P, "orders", limit=1)
+    visible = engine.list_messages(P, "orders", query=ListQuery(limit=10))
+    everything = engine.list_messages(P, "orders", query=ListQuery(limit=10, include_claimed=True))
     assert [m.body for m in visible] == [b"b"]
     assert [m.body for m in everything] == [b"a", b"b"]
 
@@ -73,32 +73,32 @@ def test_peek_does_not_consume_and_hides_claimed_unless_asked(engine: Engine) ->
 def test_listing_pages_by_sequence(engine: Engine) -> None:
     engine.create_queue(P, "orders")
     sent = send(engine, "orders", *[str(i) for i in range(5)])
-    page = engine.list_messages(P, "orders", ListQuery(limit=2))
-    rest = engine.list_messages(P, "orders", ListQuery(after_seq=page[-1].seq, limit=10))
+    page = engine.list_messages(P, "orders", query=ListQuery(limit=2))
+    rest = engine.list_messages(P, "orders", query=ListQuery(after_seq=page[-1].seq, limit=10))
     assert [m.id for m in page + rest] == [m.id for m in sent]
 
 
 def test_get_by_ids_leaves_out_missing(engine: Engine) -> None:
     engine.create_queue(P, "orders")
     sent = send(engine, "orders", "a", "b")
-    got = engine.get_messages(P, "orders", [sent[1].id, "nope"])
+    got = engine.get_messages(P, "orders", ids=[sent[1].id, "nope"])
     assert [m.id for m in got] == [sent[1].id]
     with pytest.raises(errors.MessageNotFound):
-        engine.get_message(P, "orders", "nope")
+        engine.get_message(P, "orders", message_id="nope")
 
 
 def test_delete_is_refused_while_claimed_without_the_claim(engine: Engine) -> None:
     engine.create_queue(P, "orders")
     (m,) = send(engine, "orders", "a")
-    claim = engine.claim(P, "orders", 1)
+    claim = engine.claim(P, "orders", limit=1)
     with pytest.raises(errors.MessageClaimed):
-        engine.delete_message(P, "orders", m.id)
+        engine.delete_message(P, "orders", message_id=m.id)
     with pytest.raises(errors.ClaimMismatch):
-        engine.delete_message(P, "orders", m.id, claim_id="wrong")
-    assert engine.delete_message(P, "orders", m.id, claim_id=claim.id)
+        engine.delete_message(P, "orders", message_id=m.id, claim_id="wrong")
+    assert engine.delete_message(P, "orders", message_id=m.id, claim_id=claim.id)
     assert engine.stats(P, "orders").acknowledged == 1
     with pytest.raises(errors.MessageNotFound):
-        engine.get_message(P, "orders", m.id)
+        engine.get_message(P, "orders", message_id=m.id)
 
 
 def test_a_stale_claim_is_refused_strictly_and_ignored_otherwise(
@@ -106,39 +106,41 @@ def test_a_stale_claim_is_refused_strictly_and_ignored_otherwise(
 ) -> None:
     engine.create_queue(P, "orders")
     (m,) = send(engine, "orders", "a")
-    old = engine.claim(P, "orders", 1, ttl=10)
+    old = engine.claim(P, "orders", limit=1, ttl=10)
     clock.advance(11)
-    engine.claim(P, "orders", 1, ttl=100)
+    engine.claim(P, "orders", limit=1, ttl=100)
     with pytest.raises(errors.ClaimMismatch):
-        engine.delete_message(P, "orders", m.id, claim_id=old.id)
-    assert engine.delete_message(P, "orders", m.id, claim_id=old.id, strict=False) is False
+        engine.delete_message(P, "orders", message_id=m.id, claim_id=old.id)
+    assert (
+        engine.delete_message(P, "orders", message_id=m.id, claim_id=old.id, strict=False) is False
+    )
     assert engine.stats(P, "orders").claimed == 1
 
 
 def test_pop_takes_and_deletes_oldest(engine: Engine) -> None:
     engine.create_queue(P, "orders")
     send(engine, "orders", "a", "b", "c")
-    assert [m.body for m in engine.pop(P, "orders", 2)] == [b"a", b"b"]
+    assert [m.body for m in engine.pop(P, "orders", limit=2)] == [b"a", b"b"]
     assert engine.stats(P, "orders").total == 1
 
 
 def test_delay_hides_until_due(engine: Engine, clock: ManualClock) -> None:
     engine.create_queue(P, "orders")
     send(engine, "orders", "later", delay=30)
-    assert engine.claim(P, "orders", 1).messages == ()
+    assert engine.claim(P, "orders", limit=1).messages == ()
     assert engine.stats(P, "orders").delayed == 1
     clock.advance(30)
-    assert [m.body for m in engine.claim(P, "orders", 1).messages] == [b"later"]
+    assert [m.body for m in engine.claim(P, "orders", limit=1).messages] == [b"later"]
 
 
 def test_delete_held_acknowledges_a_batch_in_one_go(engine: Engine) -> None:
     engine.create_queue(P, "orders")
     a, b, c = send(engine, "orders", "a", "b", "c")
-    claim = engine.claim(P, "orders", 2)  # a and b
+    claim = engine.claim(P, "orders", limit=2)  # a and b
     results = engine.delete_held(
         P,
         "orders",
-        [(a.id, claim.id), (b.id, "stale"), (c.id, claim.id), ("gone", claim.id)],
+        held=[(a.id, claim.id), (b.id, "stale"), (c.id, claim.id), ("gone", claim.id)],
         strict=False,
     )
     assert results[0] is True
@@ -146,4 +148,4 @@ def test_delete_held_acknowledges_a_batch_in_one_go(engine: Engine) -> None:
     assert results[2] is False  # not claimed by this claim
     assert isinstance(results[3], errors.MessageNotFound)
     assert engine.stats(P, "orders").acknowledged == 1
-    assert [m.id for m in engine.get_messages(P, "orders", [a.id, b.id, c.id])] == [b.id, c.id]
+    assert [m.id for m in engine.get_messages(P, "orders", ids=[a.id, b.id, c.id])] == [b.id, c.id]

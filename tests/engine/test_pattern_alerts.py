@@ -54,13 +54,13 @@ def test_a_new_pattern_is_posted_to_the_dlq_subscribers_once(
     alerts = Alerts()
     engine._runner.listeners.append(alerts)
     with receiving() as hook:
-        engine.subscriptions.create(P, "dlq", hook.url, 600, {})
-        assert engine.save_patterns(P, "dlq", [pattern("a"), pattern("b"), pattern("c")])
+        engine.subscriptions.create(P, "dlq", subscriber=hook.url, ttl=600, options={})
+        assert engine.save_patterns(P, "dlq", found=[pattern("a"), pattern("b"), pattern("c")])
         deliver_all(engine, runner)
         assert len(hook.posts) == 3
         # When the same three are stored again with a fourth
         raised = engine.save_patterns(
-            P, "dlq", [pattern("a", 2), pattern("b"), pattern("c"), pattern("d", 3)]
+            P, "dlq", found=[pattern("a", 2), pattern("b"), pattern("c"), pattern("d", 3)]
         )
         deliver_all(engine, runner)
         # Then the fourth alone is new, and its alert names its template, count and examples
@@ -95,9 +95,9 @@ def test_a_rate_jump_is_three_times_the_stored_rate_and_ten_a_minute(
 
 def test_a_rate_jump_alerts_and_a_steady_rate_does_not(engine: Engine) -> None:
     with_dlq(engine, "orders", "dlq")
-    engine.save_patterns(P, "dlq", [pattern("a", rate=4.0)])
-    assert engine.save_patterns(P, "dlq", [pattern("a", rate=11.0)]) == []  # under 3x
-    assert engine.save_patterns(P, "dlq", [pattern("a", rate=40.0)]) == [("rate_jump", "a")]
+    engine.save_patterns(P, "dlq", found=[pattern("a", rate=4.0)])
+    assert engine.save_patterns(P, "dlq", found=[pattern("a", rate=11.0)]) == []  # under 3x
+    assert engine.save_patterns(P, "dlq", found=[pattern("a", rate=40.0)]) == [("rate_jump", "a")]
     (stored,) = engine.get_patterns(P, "dlq")
     assert stored["alert"]["kind"] == "rate_jump"
 
@@ -108,14 +108,14 @@ def test_a_rate_that_is_not_a_number_is_refused_before_anything_is_stored(
 ) -> None:
     with_dlq(engine, "orders", "dlq")
     with pytest.raises(errors.InvalidInput):
-        engine.save_patterns(P, "dlq", [pattern("a", rate=rate)])
+        engine.save_patterns(P, "dlq", found=[pattern("a", rate=rate)])
     assert engine.get_patterns(P, "dlq") == []
 
 
 def test_a_writer_cannot_set_the_alert_stamp(engine: Engine) -> None:
     with_dlq(engine, "orders", "dlq")
-    engine.save_patterns(P, "dlq", [pattern("a")])
+    engine.save_patterns(P, "dlq", found=[pattern("a")])
     forged = {**pattern("a"), "alert": {"kind": "rate_jump", "at": "x"}}
-    engine.save_patterns(P, "dlq", [forged])
+    engine.save_patterns(P, "dlq", found=[forged])
     (stored,) = engine.get_patterns(P, "dlq")
     assert stored["alert"]["kind"] == "new"

@@ -82,7 +82,7 @@ def test_the_default_dlq_a_policy_brings_is_not_refused_at_the_quota(limited: En
     for i in range(QUOTA - 1):
         limited.create_queue(P, f"q{i}")
     policy = DeadLetterPolicy(target="_dead_msg_queue", max_claims=3)
-    limited.create_queue(P, "last", QueueSettings(dead_letter=policy))
+    limited.create_queue(P, "last", settings=QueueSettings(dead_letter=policy))
     assert limited.find_queue(P, "_dead_msg_queue") is not None
 
 

@@ -16,9 +16,9 @@ from tests.engine.helpers import P, fail, send, with_dlq
 
 
 def test_create_get_update_delete(engine: Engine) -> None:
-    engine.create_queue(P, "orders", QueueSettings(claim_ttl=45))
+    engine.create_queue(P, "orders", settings=QueueSettings(claim_ttl=45))
     assert engine.get_queue(P, "orders").settings.claim_ttl == 45
-    engine.update_queue(P, "orders", QueueSettings(claim_ttl=60))
+    engine.update_queue(P, "orders", settings=QueueSettings(claim_ttl=60))
     assert engine.get_queue(P, "orders").settings.claim_ttl == 60
     with pytest.raises(errors.QueueAlreadyExists):
         engine.create_queue(P, "orders")
@@ -33,9 +33,9 @@ def test_projects_scope_queues(engine: Engine) -> None:
     engine.create_queue("b", "orders")
     from deadletter.domain.model import NewMessage
 
-    engine.send("a", "orders", [NewMessage(body=b"for a")])
-    assert engine.claim("b", "orders", 10).messages == ()
-    assert [m.body for m in engine.claim("a", "orders", 10).messages] == [b"for a"]
+    engine.send("a", "orders", messages=[NewMessage(body=b"for a")])
+    assert engine.claim("b", "orders", limit=10).messages == ()
+    assert [m.body for m in engine.claim("a", "orders", limit=10).messages] == [b"for a"]
     with pytest.raises(errors.QueueNotFound):
         engine.get_queue("c", "orders")
 
@@ -67,7 +67,7 @@ def test_list_queues_pages_by_name_and_prefix(engine: Engine) -> None:
 )
 def test_out_of_range_settings_are_refused(engine: Engine, settings: QueueSettings) -> None:
     with pytest.raises(errors.InvalidInput):
-        engine.create_queue(P, "orders", settings)
+        engine.create_queue(P, "orders", settings=settings)
     with pytest.raises(errors.QueueNotFound):
         engine.get_queue(P, "orders")
 
@@ -87,7 +87,7 @@ def test_bad_policies_are_refused(
 ) -> None:
     engine.create_queue(P, "dlq")
     with pytest.raises(error):
-        engine.create_queue(P, "orders", QueueSettings(dead_letter=policy))
+        engine.create_queue(P, "orders", settings=QueueSettings(dead_letter=policy))
 
 
 def test_no_chains_and_no_cycles(engine: Engine) -> None:
@@ -95,24 +95,34 @@ def test_no_chains_and_no_cycles(engine: Engine) -> None:
     # The DLQ cannot get a policy of its own...
     engine.create_queue(P, "other")
     with pytest.raises(errors.DeadLetterChainRefused):
-        engine.update_queue(P, "dlq", QueueSettings(dead_letter=DeadLetterPolicy("other", 3)))
+        engine.update_queue(
+            P, "dlq", settings=QueueSettings(dead_letter=DeadLetterPolicy("other", 3))
+        )
     # ... and a queue with a policy cannot become someone's DLQ.
     with pytest.raises(errors.DeadLetterChainRefused):
-        engine.update_queue(P, "other", QueueSettings(dead_letter=DeadLetterPolicy("orders", 3)))
+        engine.update_queue(
+            P, "other", settings=QueueSettings(dead_letter=DeadLetterPolicy("orders", 3))
+        )
 
 
 def test_redrive_allow_is_checked_when_a_source_sets_its_policy(engine: Engine) -> None:
     engine.create_queue(
-        P, "closed", QueueSettings(redrive_allow=RedriveAllow(RedrivePermission.DENY_ALL))
+        P, "closed", settings=QueueSettings(redrive_allow=RedriveAllow(RedrivePermission.DENY_ALL))
     )
     engine.create_queue(
-        P, "picky", QueueSettings(redrive_allow=RedriveAllow(RedrivePermission.BY_QUEUE, ("a",)))
+        P,
+        "picky",
+        settings=QueueSettings(redrive_allow=RedriveAllow(RedrivePermission.BY_QUEUE, ("a",))),
     )
     with pytest.raises(errors.RedriveNotAllowed):
-        engine.create_queue(P, "x", QueueSettings(dead_letter=DeadLetterPolicy("closed", 3)))
+        engine.create_queue(
+            P, "x", settings=QueueSettings(dead_letter=DeadLetterPolicy("closed", 3))
+        )
     with pytest.raises(errors.RedriveNotAllowed):
-        engine.create_queue(P, "b", QueueSettings(dead_letter=DeadLetterPolicy("picky", 3)))
-    engine.create_queue(P, "a", QueueSettings(dead_letter=DeadLetterPolicy("picky", 3)))
+        engine.create_queue(
+            P, "b", settings=QueueSettings(dead_letter=DeadLetterPolicy("picky", 3))
+        )
+    engine.create_queue(P, "a", settings=QueueSettings(dead_letter=DeadLetterPolicy("picky", 3)))
 
 
 def test_deleting_a_dlq_deactivates_its_sources_and_keeps_their_messages(engine: Engine) -> None:
@@ -125,14 +135,16 @@ def test_deleting_a_dlq_deactivates_its_sources_and_keeps_their_messages(engine:
     assert engine.stats(P, "orders").policy_active is False
     # No DLQ any more: the message goes on being delivered instead of being dropped.
     fail(engine, "orders", 3)
-    assert [m.body for m in engine.claim(P, "orders", 10).messages] == [b"m"]
+    assert [m.body for m in engine.claim(P, "orders", limit=10).messages] == [b"m"]
     assert engine.stats(P, "orders").dead_lettered == {}
 
 
 def test_a_dlq_in_use_is_deleted_or_purged_only_by_force(engine: Engine) -> None:
     # Given orders and billing dead-lettering into orders-dlq, which holds a dead letter
     with_dlq(engine, max_claims=1)
-    engine.create_queue(P, "billing", QueueSettings(dead_letter=DeadLetterPolicy("orders-dlq", 2)))
+    engine.create_queue(
+        P, "billing", settings=QueueSettings(dead_letter=DeadLetterPolicy("orders-dlq", 2))
+    )
     send(engine, "orders", "poison")
     fail(engine, "orders", 1)
     assert engine.stats(P, "orders-dlq").total == 1

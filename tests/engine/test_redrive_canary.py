@@ -28,7 +28,7 @@ def ten_dead(engine: Engine) -> Engine:
     with_dlq(engine, "a", "dlq", max_claims=1)
     send(engine, "a", *[f"m{i}" for i in range(10)])
     fail(engine, "a", 1)
-    engine.claim(P, "a", 1000)  # each was delivered once already: all move to the DLQ
+    engine.claim(P, "a", limit=1000)  # each was delivered once already: all move to the DLQ
     assert engine.stats(P, "dlq").total == 10
     return engine
 
@@ -40,13 +40,13 @@ def _step(engine: Engine, task: RedriveTask) -> RedriveTask:
 def _still_failing(engine: Engine, queue: str) -> None:
     """The consumer of `queue` fails every message again: it goes back to the DLQ."""
     fail(engine, queue, 1)
-    engine.claim(P, queue, 1000)
+    engine.claim(P, queue, limit=1000)
 
 
 def _fixed(engine: Engine, queue: str) -> int:
     """The consumer of `queue` now handles every message."""
-    claim = engine.claim(P, queue, 1000)
-    engine.delete_messages(P, queue, [m.id for m in claim.messages])
+    claim = engine.claim(P, queue, limit=1000)
+    engine.delete_messages(P, queue, ids=[m.id for m in claim.messages])
     return len(claim.messages)
 
 
@@ -75,7 +75,7 @@ def test_a_still_failing_pattern_pauses_after_the_sample_and_moves_nothing_else(
     clock.advance(WATCH * 2)
     assert _step(engine, task).moved == 3
     assert task.id not in engine.active_task_ids()
-    stored = engine.get_task(P, "dlq", task.id)
+    stored = engine.get_task(P, "dlq", task_id=task.id)
     assert (stored.status, stored.moved, stored.canary) == (TaskStatus.PAUSED, 3, task.canary)
     assert engine.stats(P, "dlq").total == 10
     assert engine.stats(P, "a").total == 0
@@ -109,16 +109,20 @@ def test_re_deaths_up_to_the_threshold_let_the_task_go_on(
     canary = Canary(count=4, watch=WATCH, max_redeath=50)
     task = _step(engine, engine.start_redrive(P, "dlq", canary=canary))
     # Two of the four die again (50%, not more than 50%): the task goes on after the watch.
-    claim = engine.claim(P, "a", 2)
-    engine.dead_letter(P, "a", [(m.id, claim.id) for m in claim.messages], "still broken")
+    claim = engine.claim(P, "a", limit=2)
+    engine.dead_letter(
+        P, "a", held=[(m.id, claim.id) for m in claim.messages], description="still broken"
+    )
     assert _step(engine, task).status is TaskStatus.RUNNING
     clock.advance(WATCH)
     task = _step(engine, task)
     assert task.canary is not None
     assert (task.canary.decision, task.canary.redeaths) == (CanaryDecision.CONTINUED, 2)
     # A third death after the verdict changes nothing: the verdict was given.
-    claim = engine.claim(P, "a", 1)
-    engine.dead_letter(P, "a", [(m.id, claim.id) for m in claim.messages], "still broken")
+    claim = engine.claim(P, "a", limit=1)
+    engine.dead_letter(
+        P, "a", held=[(m.id, claim.id) for m in claim.messages], description="still broken"
+    )
     while task.status is TaskStatus.RUNNING:
         task = _step(engine, task)
     assert task.status is TaskStatus.COMPLETED
@@ -155,12 +159,14 @@ def test_the_canary_samples_only_what_the_filter_selects(
 ) -> None:
     # Given, beside "a"'s ten, four dead letters of "b" rejected by its consumer later
     engine = ten_dead
-    engine.create_queue(P, "b", engine.get_queue(P, "a").settings)
+    engine.create_queue(P, "b", settings=engine.get_queue(P, "a").settings)
     clock.advance(10)
     b_died_at = clock.now()
     send(engine, "b", "b0", "b1", "b2", "b3")
-    claim = engine.claim(P, "b", 10)
-    engine.dead_letter(P, "b", [(m.id, claim.id) for m in claim.messages], "rejected")
+    claim = engine.claim(P, "b", limit=10)
+    engine.dead_letter(
+        P, "b", held=[(m.id, claim.id) for m in claim.messages], description="rejected"
+    )
     b_ids = tuple(
         m.id
         for m in engine.list_dead_letters(P, "dlq")
@@ -224,10 +230,10 @@ def test_a_paused_task_is_cancelled_at_once_and_frees_the_dlq(ten_dead: Engine) 
     assert _step(engine, task).status is TaskStatus.PAUSED
     # A paused task does not hold the DLQ: a new redrive may start once the cause is fixed.
     other = engine.start_redrive(P, "dlq")
-    engine.cancel_redrive(P, "dlq", other.id)
-    assert engine.cancel_redrive(P, "dlq", task.id).status is TaskStatus.CANCELLED
+    engine.cancel_redrive(P, "dlq", task_id=other.id)
+    assert engine.cancel_redrive(P, "dlq", task_id=task.id).status is TaskStatus.CANCELLED
     with pytest.raises(errors.TaskNotRunning):
-        engine.cancel_redrive(P, "dlq", task.id)
+        engine.cancel_redrive(P, "dlq", task_id=task.id)
 
 
 @pytest.mark.parametrize(
@@ -260,11 +266,11 @@ def test_the_worker_decides_by_the_engine_clock_and_does_not_spin_while_watching
     worker = Worker(engine, sweep_interval=3600)
     # The sample moves; watching, the task has nothing to do until time passes.
     assert worker.run_once() is False
-    assert engine.get_task(P, "dlq", task.id).moved == 3
+    assert engine.get_task(P, "dlq", task_id=task.id).moved == 3
     assert worker.run_once() is False
     _fixed(engine, "a")
     clock.advance(WATCH)
     while worker.run_once():
         pass
-    done = engine.get_task(P, "dlq", task.id)
+    done = engine.get_task(P, "dlq", task_id=task.id)
     assert (done.status, done.moved) == (TaskStatus.COMPLETED, 10)

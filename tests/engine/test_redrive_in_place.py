@@ -22,17 +22,17 @@ def test_redriven_messages_are_new_messages_of_their_source_with_their_body_and_
 ) -> None:
     with_dlq(engine, "a", "dlq", max_claims=1)
     attributes = {"kind": Attribute("String", "x"), "n": Attribute("Number", "7")}
-    sent = engine.send(P, "a", [NewMessage(body=f"m{i}".encode(), attributes=attributes)
+    sent = engine.send(P, "a", messages=[NewMessage(body=f"m{i}".encode(), attributes=attributes)
                                 for i in range(5)])  # fmt: skip
     fail(engine, "a", 1)
-    engine.claim(P, "a", 100)
+    engine.claim(P, "a", limit=100)
     dead = engine.list_dead_letters(P, "dlq")
     assert all(SOURCE_QUEUE_ATTRIBUTE in m.attributes for m in dead)
     clock.advance(10)
     task = engine.start_redrive(P, "dlq")
     while engine.redrive_step(task.id, 2).status is TaskStatus.RUNNING:
         pass
-    back = engine.list_messages(P, "a", ListQuery(limit=10))
+    back = engine.list_messages(P, "a", query=ListQuery(limit=10))
     assert [m.body for m in back] == [b"m0", b"m1", b"m2", b"m3", b"m4"]  # in their DLQ order
     assert sorted(m.seq for m in back) == [m.seq for m in back]
     assert min(m.seq for m in back) > max(m.seq for m in dead)
@@ -64,14 +64,14 @@ def test_a_message_sent_straight_to_a_dlq_comes_back_with_its_attributes_and_one
     with_dlq(engine, "a", "dlq")
     # Given messages sent to the DLQ itself, with no history, one with "DLQ." in a value
     attributes = [{}, {"note": Attribute("String", 'moved by "DLQ.sourceQueue" rules')}]
-    engine.send(P, "dlq", [NewMessage(body=b"x", attributes=a) for a in attributes])
+    engine.send(P, "dlq", messages=[NewMessage(body=b"x", attributes=a) for a in attributes])
     clock.advance(10)
     # When they are redriven to a queue
     task = engine.start_redrive(P, "dlq", destination="a")
     while engine.redrive_step(task.id, 10).status is TaskStatus.RUNNING:
         pass
     # I expect their attributes as they were, and the redrive as their one event
-    back = engine.list_messages(P, "a", ListQuery(limit=10))
+    back = engine.list_messages(P, "a", query=ListQuery(limit=10))
     assert [m.attributes for m in back] == attributes
     event = {"event": "redriven", "at": clock.now(), "dlq": "dlq", "queue": "a",
              "task_id": task.id}  # fmt: skip

@@ -43,39 +43,39 @@ def test_messages_without_a_source_are_skipped_and_the_others_move(mixed: Engine
     # When the task runs, in small steps
     _run(engine, task.id, budget=1)
     # I expect the dead letters back in s, the other skipped, still in d, untouched
-    done = engine.get_task(P, "d", task.id)
+    done = engine.get_task(P, "d", task_id=task.id)
     (direct,) = engine.list_dead_letters(P, "d")
     assert direct.body == b"direct" and direct.claim_count == 0
     assert (done.status, done.moved, done.skipped) == (TaskStatus.COMPLETED, 2, 1)
     assert done.skipped_messages == ((direct.id, SkipReason.NO_SOURCE),)
     assert done.failure_reason is None
-    assert sorted(m.body for m in engine.claim(P, "s", 10).messages) == [b"s1", b"s2"]
+    assert sorted(m.body for m in engine.claim(P, "s", limit=10).messages) == [b"s1", b"s2"]
 
 
 def test_a_deleted_source_skips_only_its_own_messages(engine: Engine) -> None:
     with_dlq(engine, "a", "d", max_claims=1)
-    engine.create_queue(P, "b", engine.get_queue(P, "a").settings)
+    engine.create_queue(P, "b", settings=engine.get_queue(P, "a").settings)
     _kill(engine, "a", "a1")
     _kill(engine, "b", "b1")
     engine.delete_queue(P, "a")
     task = engine.start_redrive(P, "d")
     _run(engine, task.id)
-    done = engine.get_task(P, "d", task.id)
+    done = engine.get_task(P, "d", task_id=task.id)
     (a1,) = engine.list_dead_letters(P, "d")
     assert (done.status, done.moved) == (TaskStatus.COMPLETED, 1)
     assert done.skipped_messages == ((a1.id, SkipReason.SOURCE_DELETED),)
-    assert [m.body for m in engine.claim(P, "b", 10).messages] == [b"b1"]
+    assert [m.body for m in engine.claim(P, "b", limit=10).messages] == [b"b1"]
 
 
 def test_a_source_that_became_a_dlq_is_skipped(engine: Engine) -> None:
     with_dlq(engine, "a", "d", max_claims=1)
     _kill(engine, "a", "a1")
     # a stops dead-lettering and becomes the DLQ of x
-    engine.change_settings(P, "a", lambda q: q.settings.with_changes(dead_letter=None))
-    engine.create_queue(P, "x", QueueSettings(dead_letter=DeadLetterPolicy("a", 1)))
+    engine.change_settings(P, "a", change=lambda q: q.settings.with_changes(dead_letter=None))
+    engine.create_queue(P, "x", settings=QueueSettings(dead_letter=DeadLetterPolicy("a", 1)))
     task = engine.start_redrive(P, "d")
     _run(engine, task.id)
-    done = engine.get_task(P, "d", task.id)
+    done = engine.get_task(P, "d", task_id=task.id)
     assert [r for _, r in done.skipped_messages] == [SkipReason.SOURCE_IS_DLQ]
     assert engine.stats(P, "d").total == 1
 
@@ -85,7 +85,7 @@ def test_everything_can_go_to_one_destination_without_sources(mixed: Engine) -> 
     engine.create_queue(P, "other")
     task = engine.start_redrive(P, "d", destination="other")
     _run(engine, task.id)
-    done = engine.get_task(P, "d", task.id)
+    done = engine.get_task(P, "d", task_id=task.id)
     assert (done.status, done.moved, done.skipped) == (TaskStatus.COMPLETED, 3, 0)
     assert engine.stats(P, "other").total == 3
 
@@ -97,7 +97,7 @@ def test_stranded_dead_letters_can_still_be_redriven(engine: Engine, strand: str
     if strand == "delete_source":
         engine.delete_queue(P, "s")
     else:
-        engine.change_settings(P, "s", lambda q: q.settings.with_changes(dead_letter=None))
+        engine.change_settings(P, "s", change=lambda q: q.settings.with_changes(dead_letter=None))
     engine.create_queue(P, "other")
     assert engine.is_redrive_source(P, "d")
     # A DLQ target is still refused as a destination.
@@ -106,8 +106,8 @@ def test_stranded_dead_letters_can_still_be_redriven(engine: Engine, strand: str
         engine.start_redrive(P, "d", destination="t-dlq")
     task = engine.start_redrive(P, "d", destination="other")
     _run(engine, task.id)
-    assert engine.get_task(P, "d", task.id).moved == 1
-    assert [m.body for m in engine.claim(P, "other", 10).messages] == [b"s1"]
+    assert engine.get_task(P, "d", task_id=task.id).moved == 1
+    assert [m.body for m in engine.claim(P, "other", limit=10).messages] == [b"s1"]
     # Emptied, with no policy pointing at it, it is a plain queue again.
     with pytest.raises(errors.InvalidInput):
         engine.start_redrive(P, "d")
@@ -121,7 +121,7 @@ def test_a_deleted_destination_still_fails_the_task(mixed: Engine) -> None:
     task = engine.start_redrive(P, "d", destination="other")
     engine.delete_queue(P, "other")
     _run(engine, task.id)
-    failed = engine.get_task(P, "d", task.id)
+    failed = engine.get_task(P, "d", task_id=task.id)
     assert failed.status is TaskStatus.FAILED and failed.failure_reason
     assert engine.stats(P, "d").total == 3
 
@@ -130,5 +130,5 @@ def test_a_filtered_redrive_skips_within_its_filter(mixed: Engine) -> None:
     engine = mixed
     task = engine.start_redrive(P, "d", where=DeadLetterFilter(source_queue="s"))
     _run(engine, task.id)
-    done = engine.get_task(P, "d", task.id)
+    done = engine.get_task(P, "d", task_id=task.id)
     assert (done.moved, done.skipped) == (2, 0)

@@ -22,13 +22,15 @@ from tests.engine.helpers import P, send
 
 
 def with_retry(engine: Engine, minimum: int, maximum: int) -> None:
-    engine.create_queue(P, "orders", QueueSettings(retry_policy=RetryPolicy(minimum, maximum)))
+    engine.create_queue(
+        P, "orders", settings=QueueSettings(retry_policy=RetryPolicy(minimum, maximum))
+    )
 
 
 def hidden_for(engine: Engine, clock: ManualClock, message_id: str) -> float:
     """Seconds until the message is visible again, as its state and the stats show it."""
     assert engine.stats(P, "orders").delayed == 1
-    return engine.get_message(P, "orders", message_id).visible_at - clock.now()
+    return engine.get_message(P, "orders", message_id=message_id).visible_at - clock.now()
 
 
 def test_nacks_back_off_exponentially_up_to_the_maximum(engine: Engine, clock: ManualClock) -> None:
@@ -37,15 +39,15 @@ def test_nacks_back_off_exponentially_up_to_the_maximum(engine: Engine, clock: M
     (m,) = send(engine, "orders", "poison")
     delays = []
     for _ in range(5):
-        claim = engine.claim(P, "orders", 1)
+        claim = engine.claim(P, "orders", limit=1)
         assert [c.id for c in claim.messages] == [m.id]
         # When the consumer gives the message back without a delay
-        engine.release_message(P, "orders", m.id, claim.id)
+        engine.release_message(P, "orders", message_id=m.id, claim_id=claim.id)
         delay = hidden_for(engine, clock, m.id)
         delays.append(delay)
         # It is not delivered a moment before its backoff ends, and is at its end
         clock.advance(delay - 0.5)
-        assert engine.claim(P, "orders", 1).messages == ()
+        assert engine.claim(P, "orders", limit=1).messages == ()
         clock.advance(0.5)
     # I expect the delays to double from the minimum and stop at the maximum
     assert delays == [2, 4, 8, 10, 10]
@@ -54,44 +56,44 @@ def test_nacks_back_off_exponentially_up_to_the_maximum(engine: Engine, clock: M
 def test_release_and_visibility_zero_take_the_backoff(engine: Engine, clock: ManualClock) -> None:
     with_retry(engine, 5, 600)
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1)
-    assert engine.release_claim(P, "orders", claim.id) == 1
+    claim = engine.claim(P, "orders", limit=1)
+    assert engine.release_claim(P, "orders", claim_id=claim.id) == 1
     assert hidden_for(engine, clock, m.id) == 5
     clock.advance(5)
-    claim = engine.claim(P, "orders", 1)
-    engine.change_visibility(P, "orders", m.id, claim.id, 0)
+    claim = engine.claim(P, "orders", limit=1)
+    engine.change_visibility(P, "orders", message_id=m.id, claim_id=claim.id, timeout=0)
     assert hidden_for(engine, clock, m.id) == 10
 
 
 def test_a_consumers_own_delay_wins(engine: Engine, clock: ManualClock) -> None:
     with_retry(engine, 60, 600)
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1)
-    engine.release_message(P, "orders", m.id, claim.id, delay=0)
+    claim = engine.claim(P, "orders", limit=1)
+    engine.release_message(P, "orders", message_id=m.id, claim_id=claim.id, delay=0)
     assert engine.stats(P, "orders").free == 1
-    claim = engine.claim(P, "orders", 1)
-    engine.release_message(P, "orders", m.id, claim.id, delay=7)
+    claim = engine.claim(P, "orders", limit=1)
+    engine.release_message(P, "orders", message_id=m.id, claim_id=claim.id, delay=7)
     assert hidden_for(engine, clock, m.id) == 7
 
 
 def test_a_queue_without_a_policy_gives_back_at_once(engine: Engine) -> None:
     engine.create_queue(P, "orders")
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1)
-    engine.release_message(P, "orders", m.id, claim.id)
+    claim = engine.claim(P, "orders", limit=1)
+    engine.release_message(P, "orders", message_id=m.id, claim_id=claim.id)
     assert engine.stats(P, "orders").free == 1
 
 
 def test_a_consumer_tag_backs_off_by_its_queues_policy(engine: Engine, clock: ManualClock) -> None:
     with_retry(engine, 3, 600)
-    engine.create_tag(P, "orders", "audit")
+    engine.create_tag(P, "orders", name="audit")
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1, tag="audit")
-    engine.release_message(P, "orders", m.id, claim.id, tag="audit")
+    claim = engine.claim(P, "orders", limit=1, tag="audit")
+    engine.release_message(P, "orders", message_id=m.id, claim_id=claim.id, tag="audit")
     clock.advance(2.5)
-    assert engine.claim(P, "orders", 1, tag="audit").messages == ()
+    assert engine.claim(P, "orders", limit=1, tag="audit").messages == ()
     clock.advance(0.5)
-    assert [c.id for c in engine.claim(P, "orders", 1, tag="audit").messages] == [m.id]
+    assert [c.id for c in engine.claim(P, "orders", limit=1, tag="audit").messages] == [m.id]
 
 
 @pytest.mark.parametrize(
@@ -121,7 +123,7 @@ def lapsed_for(engine: Engine, clock: ManualClock, message_id: str) -> float:
     the stats show it: delayed, no longer claimed."""
     stats = engine.stats(P, "orders")
     assert (stats.claimed, stats.delayed, stats.free) == (0, 1, 0)
-    m = engine.get_message(P, "orders", message_id)
+    m = engine.get_message(P, "orders", message_id=message_id)
     assert not m.is_claimed(clock.now())
     return m.visible_at - clock.now()
 
@@ -134,7 +136,7 @@ def test_lapsed_claims_back_off_exponentially_up_to_the_maximum(
     (m,) = send(engine, "orders", "poison")
     delays = []
     for _ in range(5):
-        claim = engine.claim(P, "orders", 1, ttl=30)
+        claim = engine.claim(P, "orders", limit=1, ttl=30)
         assert [c.id for c in claim.messages] == [m.id]
         assert engine.stats(P, "orders").claimed == 1
         # When the consumer neither deletes nor gives back the message and its claim lapses
@@ -143,7 +145,7 @@ def test_lapsed_claims_back_off_exponentially_up_to_the_maximum(
         delays.append(delay)
         # It is not delivered a moment before its backoff ends, and is at its end
         clock.advance(delay - 0.5)
-        assert engine.claim(P, "orders", 1).messages == ()
+        assert engine.claim(P, "orders", limit=1).messages == ()
         clock.advance(0.5)
         assert engine.stats(P, "orders").free == 1
     # I expect the delays to double from the minimum and stop at the maximum, as a nack's do
@@ -155,27 +157,27 @@ def test_a_renewed_or_moved_claim_backs_off_from_its_new_end(
 ) -> None:
     with_retry(engine, 5, 600)
     (m,) = send(engine, "orders", "m")
-    claim = engine.claim(P, "orders", 1, ttl=30)
-    engine.renew_claim(P, "orders", claim.id, ttl=60)
+    claim = engine.claim(P, "orders", limit=1, ttl=30)
+    engine.renew_claim(P, "orders", claim_id=claim.id, ttl=60)
     clock.advance(60)
     assert lapsed_for(engine, clock, m.id) == 5
     clock.advance(5)
     # An SQS visibility timeout changed to 40 s lapses 40 s later, then backs off 10 s
-    claim = engine.claim(P, "orders", 1, ttl=30)
-    engine.change_visibility(P, "orders", m.id, claim.id, 40)
+    claim = engine.claim(P, "orders", limit=1, ttl=30)
+    engine.change_visibility(P, "orders", message_id=m.id, claim_id=claim.id, timeout=40)
     clock.advance(40)
     assert lapsed_for(engine, clock, m.id) == 10
 
 
 def test_a_lapsed_tag_claim_backs_off(engine: Engine, clock: ManualClock) -> None:
     with_retry(engine, 3, 600)
-    engine.create_tag(P, "orders", "audit")
+    engine.create_tag(P, "orders", name="audit")
     (m,) = send(engine, "orders", "m")
-    engine.claim(P, "orders", 1, ttl=30, tag="audit")
+    engine.claim(P, "orders", limit=1, ttl=30, tag="audit")
     clock.advance(32.5)
-    assert engine.claim(P, "orders", 1, tag="audit").messages == ()
+    assert engine.claim(P, "orders", limit=1, tag="audit").messages == ()
     clock.advance(0.5)
-    assert [c.id for c in engine.claim(P, "orders", 1, tag="audit").messages] == [m.id]
+    assert [c.id for c in engine.claim(P, "orders", limit=1, tag="audit").messages] == [m.id]
 
 
 def test_a_lapsed_last_delivery_is_dead_lettered_at_the_lapse(
@@ -186,22 +188,22 @@ def test_a_lapsed_last_delivery_is_dead_lettered_at_the_lapse(
     engine.create_queue(
         P,
         "orders",
-        QueueSettings(
+        settings=QueueSettings(
             dead_letter=DeadLetterPolicy("orders-dlq", max_claims=2),
             retry_policy=RetryPolicy(60, 60),
         ),
     )
     (m,) = send(engine, "orders", "m")
-    engine.claim(P, "orders", 1, ttl=30)
+    engine.claim(P, "orders", limit=1, ttl=30)
     clock.advance(30)
     assert lapsed_for(engine, clock, m.id) == 60
     clock.advance(60)
-    engine.claim(P, "orders", 1, ttl=30)
+    engine.claim(P, "orders", limit=1, ttl=30)
     # When the last delivery's claim lapses, the sweep moves it then, backoff or not
     clock.advance(30)
     engine.sweep_expired()
     assert engine.stats(P, "orders-dlq").free == 1
-    assert engine.get_message(P, "orders-dlq", m.id).claim_count == 2
+    assert engine.get_message(P, "orders-dlq", message_id=m.id).claim_count == 2
 
 
 def test_a_lapsed_message_serving_its_backoff_is_listed_as_delayed(
@@ -209,12 +211,12 @@ def test_a_lapsed_message_serving_its_backoff_is_listed_as_delayed(
 ) -> None:
     with_retry(engine, 60, 60)
     (m,) = send(engine, "orders", "m")
-    engine.claim(P, "orders", 1, ttl=30)
+    engine.claim(P, "orders", limit=1, ttl=30)
     clock.advance(30)
 
     def listed(claimed: bool, delayed: bool) -> list[str]:
         query = ListQuery(include_claimed=claimed, include_delayed=delayed)
-        return [x.id for x in engine.list_messages(P, "orders", query)]
+        return [x.id for x in engine.list_messages(P, "orders", query=query)]
 
     assert listed(claimed=False, delayed=False) == []
     assert listed(claimed=True, delayed=False) == []

@@ -34,7 +34,7 @@ def test_a_boolean_is_no_value_of_a_declared_setting(engine: Engine, value: bool
     accepted = []
     for setting in declared.SETTINGS + declared.RETRY_SETTINGS:
         try:
-            engine.create_queue(P, "q", _with(setting, value))
+            engine.create_queue(P, "q", settings=_with(setting, value))
         except errors.InvalidInput as exc:
             assert setting.what in str(exc), (setting.field, str(exc))
         else:

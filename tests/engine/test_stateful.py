@@ -103,7 +103,7 @@ def run_machine(store: Store) -> None:
             self.engine.wipe()
             self.engine.create_queue(P, DLQ)
             policy = DeadLetterPolicy(DLQ, MAX_CLAIMS, on_expiry=True)
-            self.engine.create_queue(P, SRC, QueueSettings(dead_letter=policy))
+            self.engine.create_queue(P, SRC, settings=QueueSettings(dead_letter=policy))
             self.model = Model(self.clock.now())
             self.ids: dict[str, str] = {}  # body -> the engine's current message id
             self.sent = 0
@@ -117,7 +117,7 @@ def run_machine(store: Store) -> None:
             stored = self.engine.send(
                 P,
                 SRC,
-                [
+                messages=[
                     NewMessage(body=b.encode(), ttl=ttl, dead_letter_eligible=eligible)
                     for b in bodies
                 ],
@@ -136,7 +136,7 @@ def run_machine(store: Store) -> None:
 
         @rule(limit=st.integers(1, 3), ttl=st.sampled_from([10, 50]))
         def claim(self, limit: int, ttl: int) -> None:
-            got = self.engine.claim(P, SRC, limit, ttl=ttl)
+            got = self.engine.claim(P, SRC, limit=limit, ttl=ttl)
             now = self.model.now
             expected: list[str] = []
             for m in self.model.alive(SRC):
@@ -165,7 +165,7 @@ def run_machine(store: Store) -> None:
         @rule(data=st.data())
         def ack(self, data: st.DataObject) -> None:
             m = data.draw(st.sampled_from(self._held()))
-            assert self.engine.delete_message(P, SRC, self.ids[m.body], claim_id=m.claim)
+            assert self.engine.delete_message(P, SRC, message_id=self.ids[m.body], claim_id=m.claim)
             m.where = "acked"
 
         @precondition(lambda self: self._held())
@@ -173,7 +173,9 @@ def run_machine(store: Store) -> None:
         def nack(self, data: st.DataObject, delay: int) -> None:
             m = data.draw(st.sampled_from(self._held()))
             assert m.claim is not None
-            self.engine.release_message(P, SRC, self.ids[m.body], m.claim, delay)
+            self.engine.release_message(
+                P, SRC, message_id=self.ids[m.body], claim_id=m.claim, delay=delay
+            )
             self.model.give_back(m, delay)
 
         @precondition(lambda self: self._held())
@@ -182,7 +184,7 @@ def run_machine(store: Store) -> None:
             # In message order, not by id: claim ids are random, the draw must not depend on them.
             held = list(dict.fromkeys(m.claim for m in self._held() if m.claim))
             claim_id = data.draw(st.sampled_from(held))
-            self.engine.release_claim(P, SRC, claim_id)
+            self.engine.release_claim(P, SRC, claim_id=claim_id)
             for m in self.model.alive(SRC):
                 if m.claim == claim_id:
                     self.model.give_back(m, 0)
@@ -192,7 +194,9 @@ def run_machine(store: Store) -> None:
         def reject(self, data: st.DataObject) -> None:
             m = data.draw(st.sampled_from(self._held()))
             assert m.claim is not None
-            self.engine.dead_letter(P, SRC, [(self.ids[m.body], m.claim)], "bad input")
+            self.engine.dead_letter(
+                P, SRC, held=[(self.ids[m.body], m.claim)], description="bad input"
+            )
             self.model.move(m, "rejected")
 
         # Time, expiry, redrive
@@ -242,7 +246,7 @@ def run_machine(store: Store) -> None:
                 m.expires, m.enqueued, m.seq = now + DEFAULT_TTL, now, self.model.seq()
             # A redriven message is a new message: learn its id.
             listed = self.engine.list_messages(
-                P, SRC, ListQuery(limit=1000, include_claimed=True, include_delayed=True)
+                P, SRC, query=ListQuery(limit=1000, include_claimed=True, include_delayed=True)
             )
             for x in listed:
                 self.ids[x.body.decode()] = x.id
@@ -255,7 +259,7 @@ def run_machine(store: Store) -> None:
             query = ListQuery(limit=1000, include_claimed=True, include_delayed=True)
             places: dict[str, str] = {}
             for queue in (SRC, DLQ):
-                listed = self.engine.list_messages(P, queue, query)
+                listed = self.engine.list_messages(P, queue, query=query)
                 expected = [m for m in self.model.alive(queue) if m.expires > now]
                 assert [x.body.decode() for x in listed] == [m.body for m in expected], queue
                 for x, m in zip(listed, expected, strict=True):

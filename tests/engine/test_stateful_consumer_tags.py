@@ -60,10 +60,10 @@ def run_machine(store: Store) -> None:
             self.engine.wipe()
             self.engine.create_queue(P, DLQ)
             policy = DeadLetterPolicy(DLQ, MAX_CLAIMS, message_ttl=1_000_000)
-            self.engine.create_queue(P, SRC, QueueSettings(dead_letter=policy))
+            self.engine.create_queue(P, SRC, settings=QueueSettings(dead_letter=policy))
             for tag in GROUPS[1:]:
                 assert tag is not None
-                self.engine.create_tag(P, SRC, tag)
+                self.engine.create_tag(P, SRC, name=tag)
             self.msgs: dict[str, Msg] = {}
             self.ids: dict[str, str] = {}
             self.sent = 0
@@ -98,7 +98,7 @@ def run_machine(store: Store) -> None:
             bodies = [f"m{self.sent + i}" for i in range(n)]
             self.sent += n
             stored = self.engine.send(
-                P, SRC, [NewMessage(body=b.encode(), ttl=ttl) for b in bodies]
+                P, SRC, messages=[NewMessage(body=b.encode(), ttl=ttl) for b in bodies]
             )
             for b, m in zip(bodies, stored, strict=True):
                 self.ids[b] = m.id
@@ -112,7 +112,7 @@ def run_machine(store: Store) -> None:
             ttl=st.sampled_from([10, 50]),
         )
         def claim(self, group: str | None, limit: int, ttl: int) -> None:
-            got = self.engine.claim(P, SRC, limit, ttl=ttl, tag=group)
+            got = self.engine.claim(P, SRC, limit=limit, ttl=ttl, tag=group)
             expected: list[str] = []
             for m in self.alive(group):
                 d = m.groups[group]
@@ -136,7 +136,9 @@ def run_machine(store: Store) -> None:
             group = data.draw(st.sampled_from([g for g in GROUPS if self.held(g)]))
             m = data.draw(st.sampled_from(self.held(group)))
             d = m.groups[group]
-            assert self.engine.delete_message(P, SRC, self.ids[m.body], d.claim, tag=group)
+            assert self.engine.delete_message(
+                P, SRC, message_id=self.ids[m.body], claim_id=d.claim, tag=group
+            )
             d.final = "acked"
 
         @precondition(lambda self: any(self.held(g) for g in GROUPS))
@@ -146,7 +148,9 @@ def run_machine(store: Store) -> None:
             m = data.draw(st.sampled_from(self.held(group)))
             claim_id = m.groups[group].claim
             assert claim_id is not None
-            self.engine.release_message(P, SRC, self.ids[m.body], claim_id, delay, tag=group)
+            self.engine.release_message(
+                P, SRC, message_id=self.ids[m.body], claim_id=claim_id, delay=delay, tag=group
+            )
             self.give_back(m, group, delay)
 
         @precondition(lambda self: any(self.held(g) for g in GROUPS))
@@ -156,7 +160,7 @@ def run_machine(store: Store) -> None:
             m = data.draw(st.sampled_from(self.held(group)))
             claim_id = m.groups[group].claim
             assert claim_id is not None
-            self.engine.dead_letter(P, SRC, [(self.ids[m.body], claim_id)], tag=group)
+            self.engine.dead_letter(P, SRC, held=[(self.ids[m.body], claim_id)], tag=group)
             m.groups[group].final = "dead"
 
         @rule(seconds=st.sampled_from([5, 30, 120]))
@@ -200,7 +204,7 @@ def run_machine(store: Store) -> None:
                         "acked": stats.acknowledged,
                     }
                 else:
-                    counts = self.engine.get_tag(P, SRC, group).counts
+                    counts = self.engine.get_tag(P, SRC, name=group).counts
                     seen = {
                         "ready": counts.ready,
                         "claimed": counts.claimed,
@@ -211,7 +215,7 @@ def run_machine(store: Store) -> None:
                     seen["delayed"] = s["delayed"]
                 assert seen == {k: s[k] for k in seen}, group
                 dead = self.engine.list_dead_letters(
-                    P, DLQ, DeadLetterFilter(source_tag=group), limit=1000
+                    P, DLQ, where=DeadLetterFilter(source_tag=group), limit=1000
                 )
                 if group is None:
                     dead = [x for x in dead if x.provenance and x.provenance.source_tag is None]
@@ -219,7 +223,7 @@ def run_machine(store: Store) -> None:
 
         @invariant()
         def at_most_one_dead_letter_per_message_and_group(self) -> None:
-            dead = self.engine.list_dead_letters(P, DLQ, DeadLetterFilter(), limit=1000)
+            dead = self.engine.list_dead_letters(P, DLQ, where=DeadLetterFilter(), limit=1000)
             pairs = Counter(
                 (x.body, x.provenance.source_tag if x.provenance else None) for x in dead
             )
@@ -232,7 +236,7 @@ def run_machine(store: Store) -> None:
                 for m in self.msgs.values()
                 if m.expires > self.now and any(d.final is None for d in m.groups.values())
             )
-            present = self.engine.get_messages(P, SRC, list(self.ids.values()))
+            present = self.engine.get_messages(P, SRC, ids=list(self.ids.values()))
             assert sorted(x.body.decode() for x in present) == needed
 
     run = Machine.TestCase

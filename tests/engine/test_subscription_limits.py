@@ -24,7 +24,9 @@ def small(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Engine:
 
 
 def _subscribe(engine: Engine, project: str, queue: str, n: int) -> None:
-    engine.subscriptions.create(project, queue, f"http://127.0.0.1:9/{queue}/{n}", 600, {})
+    engine.subscriptions.create(
+        project, queue, subscriber=f"http://127.0.0.1:9/{queue}/{n}", ttl=600, options={}
+    )
 
 
 def test_a_queue_holds_its_bound_and_no_more(small: Engine) -> None:

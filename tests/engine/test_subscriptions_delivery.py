@@ -40,7 +40,9 @@ def test_a_sent_message_is_posted_to_the_subscriber_as_zaqar_does(
 ) -> None:
     engine.create_queue(P, "q")
     with receiving() as hook:
-        engine.subscriptions.create(P, "q", hook.url, 600, {"post_headers": {"X-Token": "t"}})
+        engine.subscriptions.create(
+            P, "q", subscriber=hook.url, ttl=600, options={"post_headers": {"X-Token": "t"}}
+        )
         send(engine, "q", '{"order": 7}', ttl=300)
         assert round_(runner) == 1
         ((headers, body),) = hook.posts
@@ -56,7 +58,7 @@ def test_a_failing_subscriber_is_retried_with_backoff_then_dead_lettered(
     # Given a queue with a DLQ and a subscriber that answers 500
     with_dlq(engine, "q", "q-dlq")
     with receiving(status=500) as hook:
-        engine.subscriptions.create(P, "q", hook.url, 600, {})
+        engine.subscriptions.create(P, "q", subscriber=hook.url, ttl=600, options={})
         (m,) = send(engine, "q", '"hello"')
         # the first attempt fails; the retry waits its backoff
         assert round_(runner) == 1
@@ -77,7 +79,7 @@ def test_a_failing_subscriber_is_retried_with_backoff_then_dead_lettered(
     assert (p.reason, p.source_queue, p.original_message_id) == (Reason.DELIVERY_FAILED, "q", m.id)
     assert hook.url in (p.description or "") and p.error == "HTTP 500"
     assert engine.stats(P, "q").dead_lettered == {"delivery_failed": 1}
-    assert engine.get_message(P, "q", m.id).id == m.id  # the message itself stays queued
+    assert engine.get_message(P, "q", message_id=m.id).id == m.id  # the message itself stays queued
 
 
 def test_a_refusing_subscriber_is_dead_lettered_without_retries(
@@ -85,7 +87,7 @@ def test_a_refusing_subscriber_is_dead_lettered_without_retries(
 ) -> None:
     with_dlq(engine, "q", "q-dlq")
     with receiving(status=404) as hook:
-        engine.subscriptions.create(P, "q", hook.url, 600, {})
+        engine.subscriptions.create(P, "q", subscriber=hook.url, ttl=600, options={})
         send(engine, "q", "x")
         round_(runner)
     assert len(hook.posts) == 1
@@ -97,7 +99,7 @@ def test_without_a_dlq_a_failed_notification_is_counted(
     engine: Engine, clock: ManualClock, runner: Deliveries
 ) -> None:
     engine.create_queue(P, "q")
-    engine.subscriptions.create(P, "q", "http://127.0.0.1:9/closed", 600, {})
+    engine.subscriptions.create(P, "q", subscriber="http://127.0.0.1:9/closed", ttl=600, options={})
     send(engine, "q", "x")
     for _ in range(3):
         round_(runner)
@@ -108,7 +110,7 @@ def test_without_a_dlq_a_failed_notification_is_counted(
 
 def test_a_refused_connection_is_recorded_as_its_class(engine: Engine, runner: Deliveries) -> None:
     engine.create_queue(P, "q")
-    engine.subscriptions.create(P, "q", "http://127.0.0.1:9/closed", 600, {})
+    engine.subscriptions.create(P, "q", subscriber="http://127.0.0.1:9/closed", ttl=600, options={})
     send(engine, "q", "x")
     round_(runner)
     (owed,) = engine.subscriptions.pending(P, "q")
@@ -121,8 +123,8 @@ def test_a_slow_subscriber_does_not_delay_another(engine: Engine) -> None:
     gate = threading.Event()
     runner = Deliveries(engine, allow_local(engine), SETTINGS)
     with receiving(gate=gate) as slow, receiving() as prompt:
-        engine.subscriptions.create(P, "q", slow.url, 600, {})
-        engine.subscriptions.create(P, "q", prompt.url, 600, {})
+        engine.subscriptions.create(P, "q", subscriber=slow.url, ttl=600, options={})
+        engine.subscriptions.create(P, "q", subscriber=prompt.url, ttl=600, options={})
         runner.start()
         try:
             # when three messages are sent,
@@ -144,10 +146,10 @@ def test_what_is_owed_survives_a_restart(
 ) -> None:
     engine.create_queue(P, "q")
     with receiving() as hook:
-        engine.subscriptions.create(P, "q", hook.url, 600, {})
+        engine.subscriptions.create(P, "q", subscriber=hook.url, ttl=600, options={})
         send(engine, "q", "x")
         # a process takes the notification and dies before sending it:
-        assert len(engine.subscriptions.take(10, [], lease=40)) == 1
+        assert len(engine.subscriptions.take(10, busy=[], lease=40)) == 1
         # another process leaves it alone while it is leased, then sends it
         restarted = Deliveries(Engine(engine.store, clock), allow_local(engine), SETTINGS)
         try:
@@ -177,8 +179,8 @@ def test_only_a_send_that_stores_notifications_wakes_the_sender(
     due = Due()
     engine.add_listener(due)
     with receiving() as hook:
-        engine.subscriptions.create(P, "watched", hook.url, 600, {})
-        engine.subscriptions.create(P, "watched", hook.url + "/2", 600, {})
+        engine.subscriptions.create(P, "watched", subscriber=hook.url, ttl=600, options={})
+        engine.subscriptions.create(P, "watched", subscriber=hook.url + "/2", ttl=600, options={})
         # When messages go to the quiet queue, nothing is announced and the sender sleeps on
         # (a round would take the store's write path for nothing)
         send(engine, "quiet", "a", "b")

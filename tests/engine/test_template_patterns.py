@@ -19,21 +19,23 @@ def test_a_second_template_of_a_pattern_is_refused_whatever_its_name(
     engine: Engine, second: str
 ) -> None:
     t = engine.templates
-    t.create(P, "m", "orders-*", TemplateSettings(max_claims=3))
+    t.create(P, "m", pattern="orders-*", settings=TemplateSettings(max_claims=3))
     with pytest.raises(errors.TemplatePatternTaken, match="template 'm' already has"):
-        t.create(P, second, "orders-*", TemplateSettings(max_claims=5))
-    t.create(P, second, "orders-?", TemplateSettings())  # as specific, but another pattern
+        t.create(P, second, pattern="orders-*", settings=TemplateSettings(max_claims=5))
+    t.create(
+        P, second, pattern="orders-?", settings=TemplateSettings()
+    )  # as specific, but another pattern
     with pytest.raises(errors.TemplatePatternTaken):
-        t.change(P, second, lambda old: replace(old, pattern="orders-*"))
+        t.change(P, second, change=lambda old: replace(old, pattern="orders-*"))
     assert sorted((x.name, x.pattern) for x in t.all(P)) == sorted(
         [("m", "orders-*"), (second, "orders-?")]
     )
     # A template's own pattern is no conflict, and another project has its own patterns
-    t.change(P, "m", lambda old: replace(old, settings=TemplateSettings(max_claims=4)))
-    t.create("other", second, "orders-*", TemplateSettings())
+    t.change(P, "m", change=lambda old: replace(old, settings=TemplateSettings(max_claims=4)))
+    t.create("other", second, pattern="orders-*", settings=TemplateSettings())
 
 
 def test_the_name_conflict_is_its_own_kind(engine: Engine) -> None:
-    engine.templates.create(P, "m", "orders-*", TemplateSettings())
+    engine.templates.create(P, "m", pattern="orders-*", settings=TemplateSettings())
     with pytest.raises(errors.TemplateAlreadyExists):
-        engine.templates.create(P, "m", "payments-*", TemplateSettings())
+        engine.templates.create(P, "m", pattern="payments-*", settings=TemplateSettings())

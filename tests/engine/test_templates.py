@@ -20,13 +20,13 @@ from tests.engine.helpers import P, fail, send
 
 def test_templates_are_created_listed_changed_and_deleted(engine: Engine) -> None:
     t = engine.templates
-    t.create(P, "orders", "orders-*", TemplateSettings(max_claims=3))
+    t.create(P, "orders", pattern="orders-*", settings=TemplateSettings(max_claims=3))
     with pytest.raises(errors.Conflict):
-        t.create(P, "orders", "x*", TemplateSettings())
-    t.create(P, "all", "*", TemplateSettings(default_ttl=120))
+        t.create(P, "orders", pattern="x*", settings=TemplateSettings())
+    t.create(P, "all", pattern="*", settings=TemplateSettings(default_ttl=120))
     assert [x.name for x in t.all(P)] == ["all", "orders"]
     assert t.all("other") == []
-    changed = t.change(P, "orders", lambda old: replace(old, pattern="o*"))
+    changed = t.change(P, "orders", change=lambda old: replace(old, pattern="o*"))
     assert t.get(P, "orders").pattern == changed.pattern == "o*"
     assert t.delete(P, "orders") is True and t.delete(P, "orders") is False
     with pytest.raises(errors.NotFound):
@@ -49,18 +49,18 @@ def test_a_template_is_checked_before_it_is_stored(
     engine: Engine, pattern: str, settings: TemplateSettings, words: str
 ) -> None:
     with pytest.raises(errors.InvalidInput, match=words):
-        engine.templates.create(P, "t", pattern, settings)
+        engine.templates.create(P, "t", pattern=pattern, settings=settings)
     assert engine.templates.all(P) == []
 
 
 def test_the_longest_literal_prefix_wins_then_the_template_name(engine: Engine) -> None:
     assert [literal_prefix(p) for p in ("*", "orders-*", "orders-eu-?", "exact")] == [0, 7, 10, 5]
     t = engine.templates
-    t.create(P, "catch-all", "*", TemplateSettings(default_ttl=100))
-    t.create(P, "orders", "orders-*", TemplateSettings(default_ttl=200))
-    t.create(P, "orders-eu", "orders-eu-*", TemplateSettings(default_ttl=300))
-    t.create(P, "b-same", "orders-e*", TemplateSettings(default_ttl=400))
-    t.create(P, "a-same", "orders-e?", TemplateSettings(default_ttl=500))
+    t.create(P, "catch-all", pattern="*", settings=TemplateSettings(default_ttl=100))
+    t.create(P, "orders", pattern="orders-*", settings=TemplateSettings(default_ttl=200))
+    t.create(P, "orders-eu", pattern="orders-eu-*", settings=TemplateSettings(default_ttl=300))
+    t.create(P, "b-same", pattern="orders-e*", settings=TemplateSettings(default_ttl=400))
+    t.create(P, "a-same", pattern="orders-e?", settings=TemplateSettings(default_ttl=500))
     chosen = {q: t.for_queue(P, q) for q in ("misc", "orders-us", "orders-eu-1", "orders-ex")}
     assert {q: x.name if x else None for q, x in chosen.items()} == {
         "misc": "catch-all",
@@ -75,7 +75,10 @@ def test_the_longest_literal_prefix_wins_then_the_template_name(engine: Engine) 
 def test_a_queue_created_from_a_template_dead_letters_to_its_dlq(engine: Engine) -> None:
     # Given a template for orders-* with 1 claim and DLQ orders-dlq (which it also matches),
     engine.templates.create(
-        P, "orders", "orders-*", TemplateSettings(max_claims=1, dlq="orders-dlq", max_ttl=600)
+        P,
+        "orders",
+        pattern="orders-*",
+        settings=TemplateSettings(max_claims=1, dlq="orders-dlq", max_ttl=600),
     )
     dlq = engine.templates.create_queue(P, "orders-dlq")
     # the DLQ gets the template's TTLs but no policy (never its own DLQ),
@@ -86,12 +89,12 @@ def test_a_queue_created_from_a_template_dead_letters_to_its_dlq(engine: Engine)
     # and a poisoned message of orders-eu ends in orders-dlq.
     send(engine, "orders-eu", "poison")
     fail(engine, "orders-eu", 1)
-    engine.claim(P, "orders-eu", 10)
+    engine.claim(P, "orders-eu", limit=10)
     assert engine.stats(P, "orders-dlq").by_source == {"orders-eu": 1}
 
 
 def test_a_template_without_a_dlq_uses_the_default_one(engine: Engine) -> None:
-    engine.templates.create(P, "all", "*", TemplateSettings(max_claims=2))
+    engine.templates.create(P, "all", pattern="*", settings=TemplateSettings(max_claims=2))
     q = engine.templates.create_queue(P, "jobs")
     assert q.settings.dead_letter is not None
     assert q.settings.dead_letter.target == DEFAULT_DEAD_LETTER_QUEUE
@@ -102,10 +105,13 @@ def test_a_template_without_a_dlq_uses_the_default_one(engine: Engine) -> None:
 
 def test_what_the_creator_states_wins_over_the_template(engine: Engine) -> None:
     engine.templates.create(
-        P, "all", "*", TemplateSettings(default_ttl=120, respect_ttl=True, max_ttl=300)
+        P,
+        "all",
+        pattern="*",
+        settings=TemplateSettings(default_ttl=120, respect_ttl=True, max_ttl=300),
     )
     q = engine.templates.create_queue(
-        P, "mine", lambda base: base.with_changes(default_ttl=90), QueueSettings()
+        P, "mine", build=lambda base: base.with_changes(default_ttl=90), base=QueueSettings()
     )
     assert (q.settings.default_ttl, q.settings.max_ttl, q.settings.respect_ttl) == (90, 300, True)
     # Queues created through Engine.create_queue with settings take them as given.
@@ -113,14 +119,16 @@ def test_what_the_creator_states_wins_over_the_template(engine: Engine) -> None:
 
 
 def test_changing_a_template_leaves_existing_queues_alone(engine: Engine) -> None:
-    engine.templates.create(P, "all", "*", TemplateSettings(default_ttl=120))
+    engine.templates.create(P, "all", pattern="*", settings=TemplateSettings(default_ttl=120))
     engine.templates.create_queue(P, "old")
-    engine.templates.change(P, "all", lambda t: replace(t, settings=TemplateSettings()))
+    engine.templates.change(P, "all", change=lambda t: replace(t, settings=TemplateSettings()))
     assert engine.get_queue(P, "old").settings.default_ttl == 120
 
 
 def test_a_template_naming_a_missing_dlq_refuses_the_queue(engine: Engine) -> None:
-    engine.templates.create(P, "all", "*", TemplateSettings(max_claims=1, dlq="nowhere"))
+    engine.templates.create(
+        P, "all", pattern="*", settings=TemplateSettings(max_claims=1, dlq="nowhere")
+    )
     with pytest.raises(errors.DeadLetterTargetMissing):
         engine.templates.create_queue(P, "jobs")
     assert engine.find_queue(P, "jobs") is None

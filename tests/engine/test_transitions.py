@@ -31,27 +31,47 @@ DLQ = queue("orders-dlq", default_ttl=7200)
 
 def message(**fields: Any) -> Message:
     new = NewMessage(body=b"x", attributes={"tenant": Attribute("String", "acme")})
-    m = transitions.enqueued(new, "m1", "orders", NOW - 100, 600, 0, True, None)
+    m = transitions.enqueued(
+        new,
+        message_id="m1",
+        queue="orders",
+        now=NOW - 100,
+        ttl=600,
+        delay=0,
+        eligible=True,
+        client_id=None,
+    )
     return replace(m, **fields)
 
 
 def test_a_sent_message_is_visible_after_its_delay_and_lives_its_ttl() -> None:
-    m = transitions.enqueued(NewMessage(body=b"x"), "m1", "orders", NOW, 60, 5, False, "c")
+    m = transitions.enqueued(
+        NewMessage(body=b"x"),
+        message_id="m1",
+        queue="orders",
+        now=NOW,
+        ttl=60,
+        delay=5,
+        eligible=False,
+        client_id="c",
+    )
     assert (m.visible_at, m.expires_at, m.claim_count) == (NOW + 5, NOW + 60, 0)
     assert (m.client_id, m.dead_letter_eligible) == ("c", False)
 
 
 def test_a_claim_counts_a_delivery_and_keeps_the_message_alive_past_its_grace() -> None:
-    m = transitions.claimed(message(), "c1", NOW, NOW + 30, grace=1000)
+    m = transitions.claimed(message(), claim_id="c1", now=NOW, expires=NOW + 30, grace=1000)
     assert (m.claim_id, m.claim_expires_at, m.visible_at) == ("c1", NOW + 30, NOW + 30)
     assert m.claim_count == 1 and m.first_claimed_at == NOW
     assert m.expires_at == NOW + 30 + 1000
-    again = transitions.claimed(transitions.unclaimed(m, NOW + 40), "c2", NOW + 40, NOW + 70, 0)
+    again = transitions.claimed(
+        transitions.unclaimed(m, NOW + 40), claim_id="c2", now=NOW + 40, expires=NOW + 70, grace=0
+    )
     assert again.claim_count == 2 and again.first_claimed_at == NOW  # the first stays
 
 
 def test_released_messages_keep_their_delivery_count() -> None:
-    held = transitions.claimed(message(), "c1", NOW, NOW + 30, 0)
+    held = transitions.claimed(message(), claim_id="c1", now=NOW, expires=NOW + 30, grace=0)
     back = transitions.unclaimed(held, NOW, delay=10)
     assert (back.claim_id, back.claim_expires_at, back.visible_at) == (None, None, NOW + 10)
     assert back.claim_count == 1
@@ -68,8 +88,18 @@ def test_poisoned_only_under_an_active_policy_at_its_count() -> None:
 
 
 def test_a_dead_letter_carries_its_provenance_and_one_more_history_event() -> None:
-    held = transitions.claimed(message(claim_count=2), "c1", NOW, NOW + 30, 0)
-    dead = transitions.dead_lettered(held, SOURCE, DLQ, Reason.REJECTED, NOW, "bad", "trace")
+    held = transitions.claimed(
+        message(claim_count=2), claim_id="c1", now=NOW, expires=NOW + 30, grace=0
+    )
+    dead = transitions.dead_lettered(
+        held,
+        source=SOURCE,
+        dlq=DLQ,
+        reason=Reason.REJECTED,
+        now=NOW,
+        description="bad",
+        error="trace",
+    )
     assert (dead.id, dead.queue, dead.claim_id, dead.visible_at) == ("m1", "orders-dlq", None, NOW)
     assert dead.attributes[SOURCE_QUEUE_ATTRIBUTE] == Attribute("String", "orders")
     assert dead.provenance is not None
@@ -85,18 +115,24 @@ def test_a_dead_letter_carries_its_provenance_and_one_more_history_event() -> No
 
 def test_an_expired_dead_letter_gets_the_dlq_retention_and_a_policy_ttl_wins() -> None:
     # Its time in the source spent, an expired message's retention counts from the move.
-    dead = transitions.dead_lettered(message(), SOURCE, DLQ, Reason.EXPIRED, NOW)
+    dead = transitions.dead_lettered(
+        message(), source=SOURCE, dlq=DLQ, reason=Reason.EXPIRED, now=NOW
+    )
     assert dead.expires_at == NOW + DLQ.settings.max_ttl
     policy = DeadLetterPolicy(target="orders-dlq", max_claims=3, message_ttl=120)
     source = queue("orders", dead_letter=policy)
-    assert transitions.dead_lettered(message(), source, DLQ, Reason.MAX_CLAIMS, NOW).expires_at == (
-        NOW + 120
-    )
+    assert transitions.dead_lettered(
+        message(), source=source, dlq=DLQ, reason=Reason.MAX_CLAIMS, now=NOW
+    ).expires_at == (NOW + 120)
 
 
 def test_a_redriven_message_starts_afresh_but_keeps_its_history() -> None:
-    dead = transitions.dead_lettered(message(claim_count=3), SOURCE, DLQ, Reason.MAX_CLAIMS, NOW)
-    back = transitions.redriven(dead, "m2", SOURCE, "orders-dlq", "t1", NOW + 10)
+    dead = transitions.dead_lettered(
+        message(claim_count=3), source=SOURCE, dlq=DLQ, reason=Reason.MAX_CLAIMS, now=NOW
+    )
+    back = transitions.redriven(
+        dead, message_id="m2", destination=SOURCE, dlq="orders-dlq", task_id="t1", now=NOW + 10
+    )
     assert (back.id, back.queue, back.claim_count, back.provenance) == ("m2", "orders", 0, None)
     assert back.expires_at == NOW + 10 + SOURCE.settings.default_ttl
     assert back.attributes == {"tenant": Attribute("String", "acme")}
@@ -117,7 +153,7 @@ def test_expiry_dead_letters_only_eligible_messages_of_a_queue_that_asks() -> No
 
 
 def test_may_delete_by_claim() -> None:
-    held = transitions.claimed(message(), "c1", NOW, NOW + 30, 0)
+    held = transitions.claimed(message(), claim_id="c1", now=NOW, expires=NOW + 30, grace=0)
     assert transitions.may_delete(held, "m1", "c1", NOW, strict=True) is True
     assert isinstance(
         transitions.may_delete(held, "m1", None, NOW, strict=True), errors.MessageClaimed
@@ -144,7 +180,7 @@ def test_a_claim_changes_only_the_claim_fields_and_keeps_every_other() -> None:
         only_tag="billing",
     )
     # When it is claimed
-    held = transitions.claimed(m, "k", NOW, NOW + 30, 60)
+    held = transitions.claimed(m, claim_id="k", now=NOW, expires=NOW + 30, grace=60)
     # I expect the claim's fields changed, and every other field, whichever, as it was
     changed = {
         "claim_id": "k",

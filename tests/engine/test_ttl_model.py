@@ -17,14 +17,14 @@ from tests.engine.helpers import P, send
 
 
 def test_without_respect_ttl_a_ttl_above_the_maximum_is_refused(engine: Engine) -> None:
-    engine.create_queue(P, "q", QueueSettings(default_ttl=60, max_ttl=60))
+    engine.create_queue(P, "q", settings=QueueSettings(default_ttl=60, max_ttl=60))
     with pytest.raises(errors.InvalidInput, match="message TTL"):
         send(engine, "q", "long", ttl=61)
 
 
 def test_respect_ttl_caps_a_longer_or_missing_ttl_at_the_maximum(engine: Engine) -> None:
     # Given a queue that respects TTLs with a maximum of 5 s (its default stays 3600),
-    engine.create_queue(P, "q", QueueSettings(respect_ttl=True, max_ttl=5))
+    engine.create_queue(P, "q", settings=QueueSettings(respect_ttl=True, max_ttl=5))
     # a message asking for 600 s and one asking for nothing both get 5 s; a shorter one its own.
     longer, missing, shorter = (
         send(engine, "q", "a", ttl=600)[0],
@@ -37,7 +37,7 @@ def test_respect_ttl_caps_a_longer_or_missing_ttl_at_the_maximum(engine: Engine)
 def test_without_respect_ttl_messages_stay_for_the_retention_bound(
     engine: Engine, clock: ManualClock
 ) -> None:
-    engine.create_queue(P, "q", QueueSettings(respect_ttl=False))
+    engine.create_queue(P, "q", settings=QueueSettings(respect_ttl=False))
     (m,) = send(engine, "q", "kept", ttl=60)
     assert m.ttl() == MAX_TTL
     clock.advance(3600)
@@ -46,20 +46,24 @@ def test_without_respect_ttl_messages_stay_for_the_retention_bound(
 
 
 def test_ttls_go_down_to_the_queue_floor(engine: Engine) -> None:
-    engine.create_queue(P, "free", QueueSettings())
+    engine.create_queue(P, "free", settings=QueueSettings())
     assert send(engine, "free", "one second", ttl=1)[0].ttl() == 1
-    engine.create_queue(P, "floored", QueueSettings(min_ttl=30))
+    engine.create_queue(P, "floored", settings=QueueSettings(min_ttl=30))
     with pytest.raises(errors.InvalidInput, match="between 30"):
         send(engine, "floored", "too short", ttl=29)
     with pytest.raises(errors.InvalidInput, match="minimum message TTL"):
-        engine.create_queue(P, "bad", QueueSettings(min_ttl=120, max_ttl=60, default_ttl=60))
+        engine.create_queue(
+            P, "bad", settings=QueueSettings(min_ttl=120, max_ttl=60, default_ttl=60)
+        )
 
 
 def delayed(engine: Engine, delta: int) -> None:
     """Solace's delayed consumption: B respects TTLs with max-TTL delta, B's DLQ is A."""
     engine.create_queue(P, "a")
     policy = DeadLetterPolicy(target="a", max_claims=1000, on_expiry=True)
-    engine.create_queue(P, "b", QueueSettings(respect_ttl=True, max_ttl=delta, dead_letter=policy))
+    engine.create_queue(
+        P, "b", settings=QueueSettings(respect_ttl=True, max_ttl=delta, dead_letter=policy)
+    )
 
 
 @pytest.mark.parametrize("delta", [1, 5, 60])
@@ -76,7 +80,7 @@ def test_delayed_consumption_arrives_after_delta(
     # and is there, ready to claim, once delta has passed.
     clock.advance(0.5)
     engine.sweep_expired()
-    (m,) = engine.claim(P, "a", 10).messages
+    (m,) = engine.claim(P, "a", limit=10).messages
     assert m.body == b"later" and m.provenance is not None
     assert m.provenance.reason is Reason.EXPIRED and m.provenance.source_queue == "b"
 

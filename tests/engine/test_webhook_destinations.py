@@ -183,7 +183,7 @@ def test_a_subscription_to_a_refused_destination_is_not_made(
     queue(engine)
     host = ip if isinstance(ip, str) else host_of(ip)
     with pytest.raises(errors.InvalidInput, match="webhooks may not reach"):
-        engine.subscriptions.create(P, "q", f"http://{host}/hook", 600, {})
+        engine.subscriptions.create(P, "q", subscriber=f"http://{host}/hook", ttl=600, options={})
     assert engine.subscriptions.list_page(P, "q") == []
 
 
@@ -191,7 +191,9 @@ def test_a_name_resolving_inside_is_refused_and_the_address_not_told(engine: Eng
     engine.create_queue(P, "q")
     engine.subscriptions.destinations = Destinations(resolve=Resolver("10.20.30.40"))
     with pytest.raises(errors.InvalidInput) as refused_:
-        engine.subscriptions.create(P, "q", "http://db.internal.test/", 600, {})
+        engine.subscriptions.create(
+            P, "q", subscriber="http://db.internal.test/", ttl=600, options={}
+        )
     assert "private" in str(refused_.value) and "10.20.30.40" not in str(refused_.value)
 
 
@@ -199,11 +201,17 @@ def test_a_subscription_cannot_be_changed_to_a_refused_destination(engine: Engin
     engine.create_queue(P, "q")
     resolver = Resolver("93.184.216.34")
     engine.subscriptions.destinations = Destinations(resolve=resolver)
-    sub, _ = engine.subscriptions.create(P, "q", "http://hook.test/", 600, {})
+    sub, _ = engine.subscriptions.create(
+        P, "q", subscriber="http://hook.test/", ttl=600, options={}
+    )
     resolver.answers = ["169.254.169.254"]
     with pytest.raises(errors.InvalidInput, match="link-local"):
-        engine.subscriptions.update(P, "q", sub.id, subscriber="http://metadata.test/")
-    assert engine.subscriptions.get(P, "q", sub.id).subscriber == "http://hook.test/"
+        engine.subscriptions.update(
+            P, "q", subscription_id=sub.id, subscriber="http://metadata.test/"
+        )
+    assert (
+        engine.subscriptions.get(P, "q", subscription_id=sub.id).subscriber == "http://hook.test/"
+    )
 
 
 # Headers
@@ -235,12 +243,16 @@ def test_a_subscription_may_not_set_host_or_hop_by_hop_headers(engine: Engine, n
     queue(engine)
     options = {"post_headers": {"X-Token": "t", name: "evil"}}
     with pytest.raises(errors.InvalidInput, match=name):
-        engine.subscriptions.create(P, "q", "http://hooks.example/a", 600, options)
-    sub, _ = engine.subscriptions.create(P, "q", "http://hooks.example/a", 600, {})
+        engine.subscriptions.create(
+            P, "q", subscriber="http://hooks.example/a", ttl=600, options=options
+        )
+    sub, _ = engine.subscriptions.create(
+        P, "q", subscriber="http://hooks.example/a", ttl=600, options={}
+    )
     with pytest.raises(errors.InvalidInput, match=name):
-        engine.subscriptions.update(P, "q", sub.id, options=options)
-    assert engine.subscriptions.get(P, "q", sub.id).options == {}
-    engine.subscriptions.delete(P, "q", sub.id)
+        engine.subscriptions.update(P, "q", subscription_id=sub.id, options=options)
+    assert engine.subscriptions.get(P, "q", subscription_id=sub.id).options == {}
+    engine.subscriptions.delete(P, "q", subscription_id=sub.id)
 
 
 @settings(UNTIMED)
@@ -351,7 +363,9 @@ def test_a_name_that_turns_private_after_creation_is_not_contacted(
     runner = runner_with(Destinations(resolve=resolver))
     with receiving() as hook:
         port = hook.url.split(":")[2].split("/")[0]
-        engine.subscriptions.create(P, "q", f"http://rebind.test:{port}/hook", 600, {})
+        engine.subscriptions.create(
+            P, "q", subscriber=f"http://rebind.test:{port}/hook", ttl=600, options={}
+        )
         # when the name resolves to the receiver's loopback address by the time of delivery,
         resolver.answers = ["127.0.0.1"]
         send(engine, "q", "x")
@@ -373,7 +387,9 @@ def test_the_post_goes_to_the_address_checked_without_resolving_again(
     engine.create_queue(P, "q")
     with receiving() as hook:
         port = hook.url.split(":")[2].split("/")[0]
-        engine.subscriptions.create(P, "q", f"http://rebind.test:{port}/hook", 600, {})
+        engine.subscriptions.create(
+            P, "q", subscriber=f"http://rebind.test:{port}/hook", ttl=600, options={}
+        )
         asked = resolver.asked
         send(engine, "q", '"x"')
         round_(runner)
@@ -385,11 +401,11 @@ def test_the_post_goes_to_the_address_checked_without_resolving_again(
 def sent_to(engine: Engine, runner: Deliveries, url: str) -> str | None:
     """The error the first attempt at `url` recorded."""
     queue(engine)
-    sub, _ = engine.subscriptions.create(P, "q", url, 600, {})
+    sub, _ = engine.subscriptions.create(P, "q", subscriber=url, ttl=600, options={})
     send(engine, "q", "x")
     round_(runner)
     owed = engine.subscriptions.pending(P, "q")
-    engine.subscriptions.delete(P, "q", sub.id)
+    engine.subscriptions.delete(P, "q", subscription_id=sub.id)
     return owed[0].last_error if owed else "delivered"
 
 

@@ -27,12 +27,12 @@ def test_an_unlimited_task_reports_more_work_until_done(engine: Engine) -> None:
     task = engine.start_redrive(P, "dlq")
     worker = Worker(engine)
     assert worker.run_once() is True  # a full batch moved: go on without waiting
-    assert engine.get_task(P, "dlq", task.id).moved == batch
+    assert engine.get_task(P, "dlq", task_id=task.id).moved == batch
     rounds = 0
     while worker.run_once():
         rounds += 1
         assert rounds < 10
-    done = engine.get_task(P, "dlq", task.id)
+    done = engine.get_task(P, "dlq", task_id=task.id)
     assert (done.status, done.moved) == (TaskStatus.COMPLETED, total)
 
 
@@ -63,7 +63,7 @@ def test_a_task_started_in_this_process_is_stepped_without_waiting_for_the_tick(
     with_dlq(engine, "a", "dlq", max_claims=1)
     send(engine, "a", "x", "y")
     fail(engine, "a", 1)
-    engine.claim(P, "a", 10)
+    engine.claim(P, "a", limit=10)
     done = threading.Event()
 
     class Done(EngineListener):
@@ -89,4 +89,4 @@ def test_a_task_started_in_this_process_is_stepped_without_waiting_for_the_tick(
         assert done.wait(30), "the worker waited for its tick"
     finally:
         worker.stop()
-    assert engine.get_task(P, "dlq", task.id).moved == 2
+    assert engine.get_task(P, "dlq", task_id=task.id).moved == 2

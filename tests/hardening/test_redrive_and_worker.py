@@ -85,12 +85,14 @@ def dead_letters(engine: Engine, project: str, n: int) -> None:
     """`n` dead letters in `project`'s queue `dlq`, from `a`."""
     engine.create_queue(project, "dlq")
     engine.create_queue(
-        project, "a", QueueSettings(dead_letter=DeadLetterPolicy(target="dlq", max_claims=1))
+        project,
+        "a",
+        settings=QueueSettings(dead_letter=DeadLetterPolicy(target="dlq", max_claims=1)),
     )
-    engine.send(project, "a", [NewMessage(body=str(i).encode()) for i in range(n)])
-    claim = engine.claim(project, "a", 100)
-    engine.release_claim(project, "a", claim.id)
-    engine.claim(project, "a", 100)
+    engine.send(project, "a", messages=[NewMessage(body=str(i).encode()) for i in range(n)])
+    claim = engine.claim(project, "a", limit=100)
+    engine.release_claim(project, "a", claim_id=claim.id)
+    engine.claim(project, "a", limit=100)
     assert engine.stats(project, "dlq").total == n
 
 
@@ -112,13 +114,13 @@ def test_a_poisoned_task_fails_alone_and_other_projects_redrives_go_on(
         for _ in range(3):
             worker.run_once()
     # the poisoned task is FAILED with its error, logged with a traceback,
-    failed = engine.get_task("poisoned", "dlq", bad.id)
+    failed = engine.get_task("poisoned", "dlq", task_id=bad.id)
     assert failed.status is TaskStatus.FAILED
     assert "OverflowError" in (failed.failure_reason or "")
     assert any(r.exc_info for r in caplog.records)
     assert engine.stats("poisoned", "dlq").total == 2
     # and the healthy one completed.
-    done = engine.get_task("healthy", "dlq", healthy.id)
+    done = engine.get_task("healthy", "dlq", task_id=healthy.id)
     assert (done.status, done.moved) == (TaskStatus.COMPLETED, 3)
     assert engine.stats("healthy", "a").total == 3
 
@@ -141,6 +143,6 @@ def test_a_step_that_raises_fails_its_task_only(
     worker = Worker(engine)
     worker.run_once()
     worker.run_once()
-    failed = engine.get_task("one", "dlq", first.id)
+    failed = engine.get_task("one", "dlq", task_id=first.id)
     assert failed.status is TaskStatus.FAILED and "boom" in (failed.failure_reason or "")
-    assert engine.get_task("two", "dlq", second.id).status is TaskStatus.COMPLETED
+    assert engine.get_task("two", "dlq", task_id=second.id).status is TaskStatus.COMPLETED

@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Iterator
 from urllib.parse import quote
 
-import anyio.from_thread
 import httpx
 import pytest
 
@@ -29,6 +28,7 @@ from deadletter.domain.model import NewMessage, QueueSettings
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
 from tests.support import sqs_fuzz
+from tests.support.clients import in_process
 from tests.support.sqs_fuzz import ACCOUNT, Case, Pool, Sentinel
 
 REGION = "us-east-1"
@@ -45,13 +45,8 @@ RARE = {"DeleteQueue": 0.1, "PurgeQueue": 0.3}
 
 @pytest.fixture
 def http(engine: Engine) -> Iterator[ApiClient]:
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url=BASE_URL)
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    with in_process(build_app(engine)) as client:
+        yield client
 
 
 def _handle(claim_id: str, message_id: str) -> str:
@@ -61,7 +56,9 @@ def _handle(claim_id: str, message_id: str) -> str:
 def _ensure_queues(engine: Engine) -> None:
     for name in (DLQ, *QUEUES):
         if engine.find_queue(ACCOUNT, name) is None:
-            engine.create_queue(ACCOUNT, name, QueueSettings(default_ttl=3600, max_ttl=3600))
+            engine.create_queue(
+                ACCOUNT, name, settings=QueueSettings(default_ttl=3600, max_ttl=3600)
+            )
 
 
 def _refill(engine: Engine, pool: Pool, sentinel: Sentinel) -> None:
@@ -69,8 +66,8 @@ def _refill(engine: Engine, pool: Pool, sentinel: Sentinel) -> None:
     naming the sentinel)."""
     _ensure_queues(engine)
     for name in (DLQ, *QUEUES):
-        engine.send(ACCOUNT, name, [NewMessage(body=b"fodder") for _ in range(3)])
-    claim = engine.claim(ACCOUNT, QUEUES[0], 2, 600)
+        engine.send(ACCOUNT, name, messages=[NewMessage(body=b"fodder") for _ in range(3)])
+    claim = engine.claim(ACCOUNT, QUEUES[0], limit=2, ttl=600)
     pool.handles = [_handle(claim.id, m.id) for m in claim.messages]
     pool.handles.append(_handle(str(uuid.uuid4()), sentinel.message_id))
 

@@ -178,16 +178,20 @@ def _dead_letter_queue(engine: Any, clock: Any) -> list[str]:
     policy = QueueSettings(dead_letter=DeadLetterPolicy(target="dlq", max_claims=3))
     ids = []
     for queue in ("orders", "payments"):
-        engine.create_queue(project, queue, policy)
+        engine.create_queue(project, queue, settings=policy)
         for i in range(3):
             body = {"order_id": f"ord-{i}", "queue": queue}
             attrs = {"tenant": Attribute("String", f"t{i}")}
             message = NewMessage(json.dumps(body).encode(), ttl=86400, attributes=attrs)
-            engine.send(project, queue, [message])
+            engine.send(project, queue, messages=[message])
             claim = engine.claim(project, queue, limit=1)
             (msg,) = claim.messages
             engine.dead_letter(
-                project, queue, [(msg.id, claim.id)], "handler raised", f"timeout after {i}s"
+                project,
+                queue,
+                held=[(msg.id, claim.id)],
+                description="handler raised",
+                error=f"timeout after {i}s",
             )
             ids.append(msg.id)
             clock.advance(600)  # spread the dead letters in time, within their TTL

@@ -65,12 +65,12 @@ def served(tmp_path: Path) -> Iterator[tuple[Engine, str]]:
 def kill(engine: Engine, kind: str, count: int) -> list[str]:
     """`count` messages that a consumer dead-letters with the error of `kind`."""
     messages = send(engine, "orders", *(f'{{"order": {i}}}' for i in range(count)))
-    claim = engine.claim(P, "orders", 1000)
+    claim = engine.claim(P, "orders", limit=1000)
     ids = []
     for i, m in enumerate(messages):
         (dead,) = engine.dead_letter(
-            P, "orders", [(m.id, claim.id)], "rejected by the consumer",
-            KINDS[kind].format(n=1000 + 37 * i),
+            P, "orders", held=[(m.id, claim.id)], description="rejected by the consumer",
+            error=KINDS[kind].format(n=1000 + 37 * i),
         )  # fmt: skip
         ids.append(dead.id)
     return ids
@@ -185,7 +185,7 @@ def test_a_fourth_kind_of_failure_appears_as_a_pattern_and_its_alert_is_delivere
     engine, url = served
     with receiving() as hook:
         # Given a webhook subscribed to the DLQ and a follow running
-        engine.subscriptions.create(P, "dlq", hook.url, 600, {})
+        engine.subscriptions.create(P, "dlq", subscriber=hook.url, ttl=600, options={})
         follower = Follower(tmp_path / "out", post=poster(url))
         stop = threading.Event()
         loop = threading.Thread(
@@ -251,7 +251,7 @@ def test_through_a_spark_streaming_query_a_fourth_kind_is_alerted(
     engine, url = served
     with receiving() as hook:
         # Given a webhook on the DLQ, three kinds of dead letters, and the streaming query
-        engine.subscriptions.create(P, "dlq", hook.url, 600, {})
+        engine.subscriptions.create(P, "dlq", subscriber=hook.url, ttl=600, options={})
         for kind in ("timeout", "key", "refused"):
             kill(engine, kind, 2)
         follower = Follower(tmp_path / "out", post=poster(url), checkpoint=tmp_path / "state")

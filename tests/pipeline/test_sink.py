@@ -76,7 +76,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Engine, str, Stores]]:
 def _kill(engine: Engine, *bodies: str) -> None:
     send(engine, "orders", *bodies)
     fail(engine, "orders", 1)
-    engine.claim(P, "orders", 1000)  # delivered once already: they move to the DLQ
+    engine.claim(P, "orders", limit=1000)  # delivered once already: they move to the DLQ
 
 
 def _expected(engine: Engine) -> dict[str, list[str]]:

@@ -31,7 +31,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Engine, str]]:
 def _kill(engine: Engine, *bodies: str) -> None:
     send(engine, "orders", *bodies)
     fail(engine, "orders", 1)
-    engine.claim(P, "orders", 1000)  # delivered once already: they move to the DLQ
+    engine.claim(P, "orders", limit=1000)  # delivered once already: they move to the DLQ
 
 
 def _dead_ids(engine: Engine) -> list[str]:

@@ -123,7 +123,7 @@ def test_a_send_tells_other_processes_after_its_commit_and_they_hear_it() -> Non
             # Given a process listening (its listener connects in the background)
             for _ in range(100):
                 # when another sends to a queue,
-                engine.send(P, Q, [NewMessage(body=b"x")])
+                engine.send(P, Q, messages=[NewMessage(body=b"x")])
                 if arrived.wait(0.1):
                     break
             # then it hears of that queue,

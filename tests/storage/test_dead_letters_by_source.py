@@ -35,15 +35,26 @@ def fill(store: Store, seed: int) -> None:
     messages = []
     for _ in range(60):
         m = transitions.enqueued(
-            NewMessage(body=b"x"), uuid.uuid4().hex, "src", NOW - 100, 3600, 0, True, None
+            NewMessage(body=b"x"),
+            message_id=uuid.uuid4().hex,
+            queue="src",
+            now=NOW - 100,
+            ttl=3600,
+            delay=0,
+            eligible=True,
+            client_id=None,
         )
         source = Queue("p", rng.choice(SOURCES), QueueSettings(), NOW, NOW)
         tag = rng.choice((None, "t", "u"))
-        m = transitions.dead_lettered(m, source, DLQ, Reason.MAX_CLAIMS, NOW - 50, source_tag=tag)
+        m = transitions.dead_lettered(
+            m, source=source, dlq=DLQ, reason=Reason.MAX_CLAIMS, now=NOW - 50, source_tag=tag
+        )
         state = rng.choice(("free", "claimed", "lapsed", "delayed", "shown"))
         if state in ("claimed", "lapsed"):
             until = NOW + 60 if state == "claimed" else NOW - 1
-            m = transitions.claimed(m, uuid.uuid4().hex, NOW - 40, until, 60)
+            m = transitions.claimed(
+                m, claim_id=uuid.uuid4().hex, now=NOW - 40, expires=until, grace=60
+            )
         elif state in ("delayed", "shown"):
             m = transitions.unclaimed(m, NOW - 40, 100 if state == "delayed" else 39)
         messages.append(m)

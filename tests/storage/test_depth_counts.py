@@ -46,24 +46,26 @@ def test_depths_stay_exact_through_sends_deletes_moves_redrives_and_purges(
     engine.create_queue(P, "other")
     sent = send(engine, "orders", *[f"m{i}" for i in range(30)])
     send(engine, "other", "a", "b", "c")
-    engine.delete_messages(P, "orders", [m.id for m in sent[:5]])
-    claim = engine.claim(P, "orders", 3)
-    engine.delete_held(P, "orders", [(m.id, claim.id) for m in claim.messages[:2]])
+    engine.delete_messages(P, "orders", ids=[m.id for m in sent[:5]])
+    claim = engine.claim(P, "orders", limit=3)
+    engine.delete_held(P, "orders", held=[(m.id, claim.id) for m in claim.messages[:2]])
     fail(engine, "orders", 1)  # everything visible goes to the DLQ at its next claim
-    engine.claim(P, "orders", 100)
+    engine.claim(P, "orders", limit=100)
     kept, counted = kept_and_counted(store)
     expected = {("orders-dlq", "orders"): 22, ("orders", ""): 1, ("other", ""): 3}
     assert kept == counted == expected  # one is still held by the first claim
     assert engine.stats(P, "orders-dlq").total == 22
 
-    task = engine.start_redrive(P, "orders-dlq", None, DeadLetterFilter(), None)
+    task = engine.start_redrive(
+        P, "orders-dlq", destination=None, where=DeadLetterFilter(), rate=None
+    )
     while engine.redrive_step(task.id, 10).status.value == "RUNNING":
         pass
     kept, counted = kept_and_counted(store)
     assert kept == counted == {("orders", ""): 23, ("other", ""): 3}
 
     assert engine.purge(P, "orders") == 23
-    engine.pop(P, "other", 1)
+    engine.pop(P, "other", limit=1)
     kept, counted = kept_and_counted(store)
     assert kept == counted == {("other", ""): 2}
     assert engine.delete_queue(P, "other")
@@ -83,11 +85,11 @@ def test_a_subscription_made_by_another_server_is_owed_the_next_send(
 ) -> None:
     engine.create_queue(P, "q")
     send(engine, "q", "before")
-    sub, _ = second_engine.subscriptions.create(P, "q", HOOK, 600, {})
+    sub, _ = second_engine.subscriptions.create(P, "q", subscriber=HOOK, ttl=600, options={})
     send(engine, "q", "after")
     owed = engine.subscriptions.pending(P, "q")
     assert [d.body for d in owed] == [b"after"]
-    assert second_engine.subscriptions.delete(P, "q", sub.id)
+    assert second_engine.subscriptions.delete(P, "q", subscription_id=sub.id)
     send(engine, "q", "gone")
     assert [d.body for d in engine.subscriptions.pending(P, "q")] == []
 
@@ -96,8 +98,8 @@ def test_expired_subscriptions_swept_away_leave_the_queue_without_any(
     engine: Engine, store: Store, clock: ManualClock
 ) -> None:
     engine.create_queue(P, "q")
-    engine.subscriptions.create(P, "q", HOOK, 60, {})
-    engine.subscriptions.create(P, "q", HOOK + "2", 600, {})
+    engine.subscriptions.create(P, "q", subscriber=HOOK, ttl=60, options={})
+    engine.subscriptions.create(P, "q", subscriber=HOOK + "2", ttl=600, options={})
     clock.advance(120)
     with store.transaction() as tx:
         assert tx.delete_expired_subscriptions(clock.now()) == 1
@@ -120,6 +122,6 @@ def test_a_send_to_a_queue_without_subscriptions_asks_for_none(
     monkeypatch.setattr(Executor, "run", recording)
     send(engine, "q", "a", "b")
     assert ran and q.LIVE_SUBSCRIPTIONS not in ran
-    engine.subscriptions.create(P, "q", HOOK, 600, {})
+    engine.subscriptions.create(P, "q", subscriber=HOOK, ttl=600, options={})
     send(engine, "q", "c")
     assert q.LIVE_SUBSCRIPTIONS in ran

@@ -89,11 +89,13 @@ def fill_busy_head(store: Store, hidden: int, ready: int) -> None:
     messages = []
     for i in range(hidden + ready):
         m = transitions.enqueued(
-            NewMessage(body=b"x"), uuid.uuid4().hex, "q", NOW - 10, 3600,
-            600 if hidden // 2 <= i < hidden else 0, True, None,
+            NewMessage(body=b"x"), message_id=uuid.uuid4().hex, queue="q", now=NOW - 10, ttl=3600,
+            delay=600 if hidden // 2 <= i < hidden else 0, eligible=True, client_id=None,
         )  # fmt: skip
         if i < hidden // 2:
-            m = transitions.claimed(m, uuid.uuid4().hex, NOW - 5, NOW + 600, 60)
+            m = transitions.claimed(
+                m, claim_id=uuid.uuid4().hex, now=NOW - 5, expires=NOW + 600, grace=60
+            )
         messages.append(m)
     with store.transaction() as tx:
         tx.insert_messages("p", messages)
@@ -256,10 +258,21 @@ def fill_dlq(store: Store, common: int, rare: int) -> None:
     messages = []
     for i in range(common + rare):
         m = transitions.enqueued(
-            NewMessage(body=b"x"), uuid.uuid4().hex, "src", NOW - 10, 3600, 0, True, None
+            NewMessage(body=b"x"),
+            message_id=uuid.uuid4().hex,
+            queue="src",
+            now=NOW - 10,
+            ttl=3600,
+            delay=0,
+            eligible=True,
+            client_id=None,
         )
         source = Queue("p", "common" if i < common else "rare", QueueSettings(), NOW, NOW)
-        messages.append(transitions.dead_lettered(m, source, DLQ_Q, Reason.MAX_CLAIMS, NOW - 5))
+        messages.append(
+            transitions.dead_lettered(
+                m, source=source, dlq=DLQ_Q, reason=Reason.MAX_CLAIMS, now=NOW - 5
+            )
+        )
     with store.transaction() as tx:
         tx.insert_messages("p", messages)
 

@@ -90,16 +90,16 @@ def test_claimed_and_delayed_stay_exact_through_a_message_life(
     # Given a queue with a DLQ after two deliveries, ten ready messages and three delayed
     with_dlq(engine, SRC, DLQ, max_claims=2)
     send(engine, SRC, *[f"m{i}" for i in range(10)])
-    engine.send(P, SRC, [NewMessage(body=b"later", delay=30)] * 3)
-    short = engine.send(P, SRC, [NewMessage(body=b"short", ttl=40)])
+    engine.send(P, SRC, messages=[NewMessage(body=b"later", delay=30)] * 3)
+    short = engine.send(P, SRC, messages=[NewMessage(body=b"short", ttl=40)])
     step()
     # When consumers claim, give back with a delay, acknowledge and renew
-    claim = engine.claim(P, SRC, 4, ttl=60)
+    claim = engine.claim(P, SRC, limit=4, ttl=60)
     step()
     first, second = claim.messages[0], claim.messages[1]
-    engine.release_message(P, SRC, first.id, claim.id, delay=20)
-    engine.delete_held(P, SRC, [(second.id, claim.id)])
-    engine.renew_claim(P, SRC, claim.id, ttl=70)
+    engine.release_message(P, SRC, message_id=first.id, claim_id=claim.id, delay=20)
+    engine.delete_held(P, SRC, held=[(second.id, claim.id)])
+    engine.renew_claim(P, SRC, claim_id=claim.id, ttl=70)
     step()
     # Then delays end and claims lapse while time passes
     clock.advance(25)
@@ -108,23 +108,25 @@ def test_claimed_and_delayed_stay_exact_through_a_message_life(
     step()
     # A consumer that gives back at once, twice, sends everything visible to the DLQ
     for _ in range(2):
-        again = engine.claim(P, SRC, 100, ttl=10)
-        engine.change_visibility(P, SRC, again.messages[0].id, again.id, 0)
-        engine.release_claim(P, SRC, again.id)
+        again = engine.claim(P, SRC, limit=100, ttl=10)
+        engine.change_visibility(
+            P, SRC, message_id=again.messages[0].id, claim_id=again.id, timeout=0
+        )
+        engine.release_claim(P, SRC, claim_id=again.id)
         step()
-    held = engine.claim(P, SRC, 100, ttl=10)  # all of them past the limit: moved
+    held = engine.claim(P, SRC, limit=100, ttl=10)  # all of them past the limit: moved
     assert held.messages == ()
     step()
     # Dead letters are claimed in the DLQ, lapse there, and are redriven
-    engine.claim(P, DLQ, 3, ttl=5)
+    engine.claim(P, DLQ, limit=3, ttl=5)
     clock.advance(6)
     step()
-    task = engine.start_redrive(P, DLQ, None, DeadLetterFilter(), None)
+    task = engine.start_redrive(P, DLQ, destination=None, where=DeadLetterFilter(), rate=None)
     while engine.redrive_step(task.id, 4).status.value == "RUNNING":
         pass
     step()
     assert engine.stats(P, SRC).free == 12  # all but the one acknowledged and the one expired
-    assert short[0].id not in {m.id for m in engine.claim(P, SRC, 100, ttl=600).messages}
+    assert short[0].id not in {m.id for m in engine.claim(P, SRC, limit=100, ttl=600).messages}
     step()
     # Purge and deletion take the counts with them
     engine.purge(P, SRC)
@@ -140,8 +142,8 @@ def test_the_sweep_settles_what_became_visible_and_nothing_a_reader_sees_changes
     engine.create_queue(P, SRC)
     engine.create_queue(P, DLQ)
     send(engine, SRC, *[f"m{i}" for i in range(50)])
-    engine.send(P, SRC, [NewMessage(body=b"d", delay=5)] * 20)
-    claim = engine.claim(P, SRC, 30, ttl=10)
+    engine.send(P, SRC, messages=[NewMessage(body=b"d", delay=5)] * 20)
+    claim = engine.claim(P, SRC, limit=30, ttl=10)
     clock.advance(20)
     # Lapsed claims and ended delays are still counted hidden until the sweep passes
     assert unsettled(store, SRC, clock.now()) == 50
@@ -153,9 +155,11 @@ def test_the_sweep_settles_what_became_visible_and_nothing_a_reader_sees_changes
     assert (after.free, after.claimed, after.delayed) == (before.free, 0, 0) == (70, 0, 0)
     # A lapsed receipt still names its message: SQS lets its consumer delete it until another
     # receive takes it, sweep or not
-    assert engine.delete_message(P, SRC, claim.messages[0].id, claim.id, strict=False)
+    assert engine.delete_message(
+        P, SRC, message_id=claim.messages[0].id, claim_id=claim.id, strict=False
+    )
     # Claims take the settled messages in queue order
-    taken = engine.claim(P, SRC, 100, ttl=60).messages
+    taken = engine.claim(P, SRC, limit=100, ttl=60).messages
     assert [m.seq for m in taken] == sorted(m.seq for m in taken)
     assert len(taken) == 69
     check(engine, store, clock)
@@ -175,7 +179,7 @@ def test_two_servers_claiming_and_sweeping_one_queue_keep_the_counts(
     engine.create_queue(P, DLQ)
     send(engine, SRC, *[f"m{i}" for i in range(40)])
     for i in range(6):
-        (engine if i % 2 else second_engine).claim(P, SRC, 5, ttl=5 + i)
+        (engine if i % 2 else second_engine).claim(P, SRC, limit=5, ttl=5 + i)
         clock.advance(3)
         (second_engine if i % 2 else engine).sweep_expired()
         check(engine, store, clock)
@@ -192,10 +196,10 @@ def test_consumers_racing_on_one_queue_and_one_claim_keep_the_counts(
     send(engine, SRC, *[f"m{i}" for i in range(300)])
     errors: list[BaseException] = []
 
-    def refused_or_done(work: Callable[..., object], *args: object) -> None:
+    def refused_or_done(work: Callable[..., object], *args: object, **kwargs: object) -> None:
         """Run `work`; a claim that lapsed or was given back meanwhile is refused, as it may."""
         try:
-            work(*args)
+            work(*args, **kwargs)
         except DeadletterError:
             pass
         except BaseException as exc:  # reported below, in the test's own thread
@@ -203,19 +207,37 @@ def test_consumers_racing_on_one_queue_and_one_claim_keep_the_counts(
 
     def consumer(k: int) -> None:
         for j in range(8):
-            claim = engine.claim(P, SRC, 6, ttl=20 + k)
+            claim = engine.claim(P, SRC, limit=6, ttl=20 + k)
             for n, m in enumerate(claim.messages):
                 if n % 3 == 0:
-                    refused_or_done(engine.release_message, P, SRC, m.id, claim.id, 10 * (j % 2))
+                    refused_or_done(
+                        engine.release_message,
+                        P,
+                        SRC,
+                        message_id=m.id,
+                        claim_id=claim.id,
+                        delay=10 * (j % 2),
+                    )
                 elif n % 3 == 1:
-                    refused_or_done(engine.delete_message, P, SRC, m.id, claim.id, False)
+                    refused_or_done(
+                        engine.delete_message,
+                        P,
+                        SRC,
+                        message_id=m.id,
+                        claim_id=claim.id,
+                        strict=False,
+                    )
             # The claim's holder renews it while another gives it back
             racers = [
                 threading.Thread(
-                    target=refused_or_done, args=(engine.renew_claim, P, SRC, claim.id, 40)
+                    target=refused_or_done,
+                    args=(engine.renew_claim, P, SRC),
+                    kwargs={"claim_id": claim.id, "ttl": 40},
                 ),
                 threading.Thread(
-                    target=refused_or_done, args=(engine.release_claim, P, SRC, claim.id)
+                    target=refused_or_done,
+                    args=(engine.release_claim, P, SRC),
+                    kwargs={"claim_id": claim.id},
                 ),
             ]
             for t in racers:
@@ -279,12 +301,14 @@ def test_migration_0013_classes_and_counts_the_messages_a_store_holds(
     engine = Engine(store, clock)
     with_dlq(engine, SRC, DLQ, max_claims=1)
     send(engine, SRC, *[f"m{i}" for i in range(12)])
-    engine.send(P, SRC, [NewMessage(body=b"later", delay=30)] * 2)
-    first = engine.claim(P, SRC, 3, ttl=60)
-    engine.release_message(P, SRC, first.messages[0].id, first.id, delay=100)  # to the DLQ
-    engine.claim(P, SRC, 2, ttl=5)
+    engine.send(P, SRC, messages=[NewMessage(body=b"later", delay=30)] * 2)
+    first = engine.claim(P, SRC, limit=3, ttl=60)
+    engine.release_message(
+        P, SRC, message_id=first.messages[0].id, claim_id=first.id, delay=100
+    )  # to the DLQ
+    engine.claim(P, SRC, limit=2, ttl=5)
     clock.advance(10)  # that claim lapsed: its messages are visible, and due for the DLQ
-    engine.claim(P, SRC, 2, ttl=60)  # which this claim moves before taking two more
+    engine.claim(P, SRC, limit=2, ttl=60)  # which this claim moves before taking two more
     expected = {queue: counted(store, queue, clock.now()) for queue in (SRC, DLQ)}
     with store.transaction() as tx:
         assert isinstance(tx, SQLTransaction)

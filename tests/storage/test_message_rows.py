@@ -17,13 +17,19 @@ def test_messages_and_their_places_read_by_position_equal_those_read_by_name(
 ) -> None:
     with_dlq(engine, max_claims=1)
     attributes = {"kind": Attribute("String", "order"), "n": Attribute("Number", "7")}
-    sent = engine.send(P, "orders", [NewMessage(b'{"n": %d}' % i, attributes=attributes)
+    sent = engine.send(P, "orders", messages=[NewMessage(b'{"n": %d}' % i, attributes=attributes)
                                      for i in range(4)])  # fmt: skip
-    claim = engine.claim(P, "orders", 2)
-    engine.dead_letter(P, "orders", [(m.id, claim.id) for m in claim.messages], "bad", "E: no")
+    claim = engine.claim(P, "orders", limit=2)
+    engine.dead_letter(
+        P,
+        "orders",
+        held=[(m.id, claim.id) for m in claim.messages],
+        description="bad",
+        error="E: no",
+    )
     dead = [m.id for m in claim.messages]
     alive = [m.id for m in sent if m.id not in dead]
-    engine.claim(P, "orders", 1)  # one claimed, one ready
+    engine.claim(P, "orders", limit=1)  # one claimed, one ready
     for queue, ids in (("orders", alive), ("orders-dlq", dead)):
         with store.transaction() as tx:
             assert isinstance(tx, SQLTransaction)
@@ -40,6 +46,6 @@ def test_messages_and_their_places_read_by_position_equal_those_read_by_name(
             # read locked: where each message is was noted, as a write after it needs
             assert set(tx._places) == set(ids)
     # The rows read held what a message row can hold: provenance, history, attributes, claims
-    (moved, _) = engine.get_messages(P, "orders-dlq", dead)
+    (moved, _) = engine.get_messages(P, "orders-dlq", ids=dead)
     assert moved.provenance is not None and moved.history and moved.attributes
-    assert any(m.claim_id for m in engine.get_messages(P, "orders", alive))
+    assert any(m.claim_id for m in engine.get_messages(P, "orders", ids=alive))

@@ -22,11 +22,11 @@ def test_a_listing_run_many_times_is_never_prepared_while_the_claims_are() -> No
             engine = Engine(store)
             # Given a queue, listed and claimed many more times than psycopg needs to prepare
             engine.create_queue("p", "q")
-            engine.send("p", "q", [NewMessage(body=b"{}")] * 40)
+            engine.send("p", "q", messages=[NewMessage(body=b"{}")] * 40)
             for _ in range(30):
-                assert len(engine.list_messages("p", "q", ListQuery(limit=10))) == 10
+                assert len(engine.list_messages("p", "q", query=ListQuery(limit=10))) == 10
             for _ in range(8):
-                engine.claim("p", "q", 1, ttl=60)
+                engine.claim("p", "q", limit=1, ttl=60)
             # I expect the listing never prepared (planned with its values each time), and
             # the claim's statements prepared as before
             with store.read() as tx:

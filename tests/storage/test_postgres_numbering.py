@@ -36,7 +36,16 @@ def pg() -> Iterator[tuple[PostgresStore, str]]:
 
 def _message(body: str) -> Message:
     new = NewMessage(body=body.encode())
-    return transitions.enqueued(new, uuid.uuid4().hex, "q", NOW, 3600, 0, True, None)
+    return transitions.enqueued(
+        new,
+        message_id=uuid.uuid4().hex,
+        queue="q",
+        now=NOW,
+        ttl=3600,
+        delay=0,
+        eligible=True,
+        client_id=None,
+    )
 
 
 def _send(tx: Transaction, body: str) -> Message:

@@ -25,7 +25,7 @@ P, Q = "p", "orders"
 def _heard_after_sending(engine: Engine, arrived: threading.Event) -> bool:
     arrived.clear()
     for _ in range(200):
-        engine.send(P, Q, [NewMessage(body=b"x")])
+        engine.send(P, Q, messages=[NewMessage(body=b"x")])
         if arrived.wait(0.1):
             return True
     return False

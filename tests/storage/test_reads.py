@@ -78,13 +78,13 @@ def test_a_failed_read_leaves_the_store_readable(store: Store) -> None:
 def test_the_engines_reads_go_on_while_a_write_is_held_open(store: Store) -> None:
     engine = Engine(store)
     engine.create_queue("p", "q")
-    (sent,) = engine.send("p", "q", [NewMessage(body=b"x", ttl=60)])
+    (sent,) = engine.send("p", "q", messages=[NewMessage(body=b"x", ttl=60)])
     reads: list[Callable[[], object]] = [
         lambda: engine.get_queue("p", "q"),
         lambda: engine.list_queues("p"),
         lambda: engine.stats("p", "q").total,
-        lambda: [m.id for m in engine.list_messages("p", "q", ListQuery(limit=10))],
-        lambda: engine.get_message("p", "q", sent.id).id,
+        lambda: [m.id for m in engine.list_messages("p", "q", query=ListQuery(limit=10))],
+        lambda: engine.get_message("p", "q", message_id=sent.id).id,
         lambda: engine.list_dead_letters("p", "q"),
         lambda: engine.list_tasks("p"),
         lambda: engine.get_patterns("p", "q"),

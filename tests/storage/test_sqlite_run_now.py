@@ -66,7 +66,7 @@ def _committed_messages(path: str) -> int:
 
 
 def _send(engine: Engine, n: int = 2) -> list[str]:
-    return [m.id for m in engine.send("p", "q", [NewMessage(b"x") for _ in range(n)])]
+    return [m.id for m in engine.send("p", "q", messages=[NewMessage(b"x") for _ in range(n)])]
 
 
 def _ran(done: Deferred[list[str]] | None) -> Deferred[list[str]]:

@@ -34,7 +34,7 @@ def test_a_large_delete_opens_no_file_while_it_writes(
     try:
         engine.create_queue("p", "q")
         body = b'"' + b"x" * 8000 + b'"'
-        sent = engine.send("p", "q", [NewMessage(body=body, ttl=300) for _ in range(40)])
+        sent = engine.send("p", "q", messages=[NewMessage(body=body, ttl=300) for _ in range(40)])
         before = _open_files()
         during: list[set[str]] = []
         delete = SQLTransaction.delete_unfinished
@@ -47,7 +47,7 @@ def test_a_large_delete_opens_no_file_while_it_writes(
         monkeypatch.setattr(SQLTransaction, "delete_unfinished", delete_and_look)
         # A delete changes pages that were there before it, which the request's savepoint
         # keeps copies of: far more than SQLite keeps in memory otherwise (64 KiB).
-        assert engine.delete_messages("p", "q", [m.id for m in sent]) == 40
+        assert engine.delete_messages("p", "q", ids=[m.id for m in sent]) == 40
         assert during and during[0] - before == set(), "a file was opened for the write"
         assert engine.stats("p", "q").total == 0
     finally:

@@ -45,11 +45,11 @@ def test_a_delete_by_ids_reads_no_message_on_a_queue_without_consumer_tags(
 ) -> None:
     # Given ten messages claimed on a queue without consumer tags
     engine.create_queue(P, "q")
-    engine.send(P, "q", [NewMessage(body=b"x")] * 10)
-    ids = [m.id for m in engine.claim(P, "q", 10, ttl=60).messages]
+    engine.send(P, "q", messages=[NewMessage(body=b"x")] * 10)
+    ids = [m.id for m in engine.claim(P, "q", limit=10, ttl=60).messages]
     # When they are deleted by their ids (Zaqar's bulk delete)
     seen = statements(engine)
-    assert engine.delete_messages(P, "q", ids) == 10
+    assert engine.delete_messages(P, "q", ids=ids) == 10
     # I expect the queue read, one DELETE and the counts, and no SELECT of the messages
     assert seen[0] == "SELECT * FROM"  # the queue
     assert [s for s in seen if "messages" in s or s.startswith("SELECT")] == [
@@ -61,10 +61,10 @@ def test_a_delete_by_ids_reads_no_message_on_a_queue_without_consumer_tags(
 def test_a_claim_writes_its_messages_in_one_statement_on_a_plain_queue(engine: Engine) -> None:
     # Given ten messages on a queue without consumer tags or FIFO order
     engine.create_queue(P, "q")
-    engine.send(P, "q", [NewMessage(body=b"x")] * 10)
+    engine.send(P, "q", messages=[NewMessage(body=b"x")] * 10)
     # When a consumer claims all ten
     seen = statements(engine)
-    claimed = engine.claim(P, "q", 10, ttl=60).messages
+    claimed = engine.claim(P, "q", limit=10, ttl=60).messages
     # I expect the queue read, the ready and hidden heads, one UPDATE for the ten messages
     # (not one per message), the class counts and the claim
     assert len(claimed) == 10

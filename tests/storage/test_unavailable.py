@@ -186,7 +186,7 @@ def test_the_worker_waits_for_the_store_without_failing_tasks_or_tracebacks(
     # then it logs nothing of it (the store does, once), and the task is still running.
     assert not [r for r in caplog.records if r.name == "deadletter.engine.worker"]
     monkeypatch.undo()
-    assert engine.get_task(P, "dlq", task.id).status is TaskStatus.RUNNING
+    assert engine.get_task(P, "dlq", task_id=task.id).status is TaskStatus.RUNNING
 
 
 def test_queue_already_exists_is_still_translated() -> None:

@@ -142,17 +142,19 @@ class Sentinel:
 
     @classmethod
     def plant(cls, engine: Engine) -> Sentinel:
-        engine.create_queue(ACCOUNT, SENTINEL, QueueSettings(default_ttl=3600, max_ttl=3600))
+        engine.create_queue(
+            ACCOUNT, SENTINEL, settings=QueueSettings(default_ttl=3600, max_ttl=3600)
+        )
         (sent,) = engine.send(
             ACCOUNT,
             SENTINEL,
-            [NewMessage(body=b"untouched", attributes={"a": Attribute("String", "1")})],
+            messages=[NewMessage(body=b"untouched", attributes={"a": Attribute("String", "1")})],
         )
         return cls(sent.id, cls.read(engine, sent.id), engine.get_queue(ACCOUNT, SENTINEL).settings)
 
     @staticmethod
     def read(engine: Engine, message_id: str) -> object:
-        return engine.get_messages(ACCOUNT, SENTINEL, [message_id])
+        return engine.get_messages(ACCOUNT, SENTINEL, ids=[message_id])
 
     def check(self, engine: Engine, after: str) -> None:
         assert self.read(engine, self.message_id) == self.state, f"sentinel changed after {after}"

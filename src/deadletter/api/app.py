@@ -7,7 +7,7 @@ Zaqar's WebSocket transport takes WebSocket requests at every path (`zaqar/webso
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Protocol
@@ -24,6 +24,7 @@ from deadletter.api.console import Console
 from deadletter.api.head import HeadWithoutBody
 from deadletter.api.hot import HotRoutes, hot_routes
 from deadletter.api.limits import BodyLimit, Limits
+from deadletter.api.listeners import for_engine
 from deadletter.api.metrics import LatencyMiddleware, Metrics, RequestTimes
 from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
@@ -44,14 +45,12 @@ class Background(Protocol):
 
 
 class _App(Starlette):
-    """Starlette, with the message routes answered in front of its middleware stack
-    (`deadletter.api.hot`)."""
-
-    hot: Callable[[ASGIApp], ASGIApp] | None = None
+    """Starlette, with the message routes answered ahead of its router, through the app's own
+    middleware (`deadletter.api.hot`)."""
 
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()
-        return self.hot(stack) if self.hot is not None else stack
+        return HotRoutes(stack, hot_routes(self.routes), self.user_middleware)
 
 
 def build_app(
@@ -67,15 +66,18 @@ def build_app(
     def body_limit(scope: Scope) -> int:
         return limits.zaqar_body if refusals.is_zaqar(scope["path"]) else limits.sqs_body
 
+    # The app's listeners, heard while the app lives, registered with the engine once for
+    # every app built on it (`listeners.py`).
+    listeners = for_engine(engine)
     metrics = Metrics(options.metrics_queues)
-    engine.add_listener(metrics)
+    listeners.add(metrics)
     metrics.watch_tags(engine.tags_of)
     authority = options.authority
     console = Console(
         options.default_project,
         partial(feed_project, authority) if authority is not None else None,
     )
-    engine.add_listener(console.feed)
+    listeners.add(console.feed)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -93,7 +95,7 @@ def build_app(
     # The queues a socket subscribed to announce their messages here, apart from the long
     # polls (whose number is a metric).
     sockets = Notifier()
-    engine.add_listener(sockets)
+    listeners.add(sockets)
     routes: list[BaseRoute] = [
         # Zaqar's WebSocket transport: only WebSocket requests match this, HTTP ones pass on.
         *websocket_routes(sockets),
@@ -122,13 +124,6 @@ def build_app(
         ],
         exception_handlers={HTTPException: refusals.http_error},
         lifespan=lifespan,
-    )
-    app.hot = partial(
-        HotRoutes,
-        routes=hot_routes(routes),
-        limit_for=body_limit,
-        refuse=refusals.too_large,
-        times=times,
     )
     app.state.metrics = metrics
     app.state.engine = engine

@@ -23,7 +23,7 @@ from deadletter.api.sqs.errors import SqsError
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, response_for
 from deadletter.api.zaqar.reads import Reads, check_fields, check_reads
 from deadletter.auth import errors as auth_errors
-from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
+from deadletter.auth.roles import Action, Role
 from deadletter.domain import errors
 from deadletter.domain.projects import check_project
 from deadletter.engine import Authority, Credential, is_signed_url, parse_role
@@ -82,21 +82,21 @@ def zaqar_may(
 
 def zaqar_project(
     authority: Authority,
+    *,
+    action: Action | None,
     method: str,
-    template: str,
     path: str,
     headers: Mapping[str, str],
-    params: dict[str, str],
     default_project: str,
 ) -> str:
-    """The project of a Zaqar request that may do what it asks; ZaqarError otherwise."""
+    """The project of a Zaqar request that may do `action` (its route's, None for a public
+    route), or that a signed URL lets in; ZaqarError otherwise."""
     if is_signed_url(headers):
         try:
             grant = authority.check_signed_url(method, path, headers)
         except auth_errors.AuthError as exc:
             raise ZaqarError(404, "Not found", exc.message) from None
         return grant.project
-    action = zaqar_action(method, template, params)
     if action is None:
         return headers.get("x-project-id") or default_project
     credential = token_credential(authority, headers)
@@ -117,9 +117,11 @@ def feed_project(authority: Authority, headers: Mapping[str, str]) -> str:
 
 
 def sqs_account(
-    authority: Authority, request: Request, body: bytes, action: str
+    authority: Authority, request: Request, body: bytes, action: str, wanted: Action | None
 ) -> tuple[str, str, str]:
-    """(project, account, region) of a SigV4-signed SQS request whose role allows `action`.
+    """(project, account, region) of a SigV4-signed SQS request whose role allows `wanted`,
+    the action its table gives the SQS action `action` (None: one the face does not know,
+    refused by its dispatch).
 
     The account id is the one the credential's project shows in queue URLs and ARNs; the
     queues themselves belong to the project, so both faces see the same queues."""
@@ -142,7 +144,6 @@ def sqs_account(
         if credential.role is not Role.OPERATOR:
             raise _access_denied("The queue URL names another account than the credential's.")
         account = named
-    wanted = SQS_ACTIONS.get(action)
     target = (
         credential.project
         if account == credential.account_id
@@ -318,12 +319,11 @@ def share_queue(authority: Authority, request: Request, body: bytes) -> Response
     queue = str(request.path_params["queue"])
     project = zaqar_project(
         authority,
-        "POST",
-        "/v2/queues/{queue}/share",
-        request.url.path,
-        request.headers,
-        dict(request.query_params),
-        "",
+        action=Action.QUEUE_SHARE,
+        method="POST",
+        path=request.url.path,
+        headers=request.headers,
+        default_project="",
     )
     if authority.engine.find_queue(project, queue) is None:
         raise errors.QueueNotFound(f"Queue {queue} does not exist.")

@@ -1,14 +1,13 @@
-"""The message routes of both faces, answered before the app's middleware stack and router.
+"""The message routes of both faces, answered ahead of Starlette's router.
 
-Nearly every request of a producer or a consumer is one of a handful of routes (`HOT`).
+Nearly every request of a producer or a consumer is one of a handful of routes, each a
+`HotRoute` (its row says so: `hot` in the Zaqar face's table, `POST /` on the SQS face).
 Starlette's router tries its table in order (an SQS `POST /` comes after some sixty routes),
-and each request would pass through every layer of the middleware stack, each wrapping the
-`send` of the one outside it. `HotRoutes` sits outside that stack: it resolves a request of one
-of the hot routes by that route's own pattern, does what the stack would have done for it
-(the body limit, the latency metric), calls the endpoint and sends its response; every other
-request goes on to the stack unchanged. The hot endpoints answer every error themselves, in
-their face's format, so none needs the stack's exception layers; a body without a declared
-length (chunked) also goes to the stack, whose `BodyLimit` counts it as it arrives.
+behind two exception layers of its own. `HotRoutes` sits in front of the whole stack: a request
+a hot route takes (as `Route.matches` says) goes through the app's own middleware, the same
+layers every other request passes (the body limit, the latency metric), to that route's
+endpoint; every other request goes on to the stack unchanged. The hot endpoints answer every
+error themselves, in their face's format, so none needs Starlette's exception layers.
 
 A hot route is tried before the routes the table lists ahead of it, so none of those may take
 the same requests (tests/api/test_hot_routes.py checks it for every hot route).
@@ -17,100 +16,55 @@ the same requests (tests/api/test_hot_routes.py checks it for every hot route).
 from __future__ import annotations
 
 import inspect
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from starlette._utils import get_route_path  # the path as `Route.matches` reads it
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deadletter.api.limits import Refusal, known_length
-from deadletter.api.metrics import RequestTimes
 
-Q = "/v2/queues/{queue}"
-# (method, path) of the routes that move messages, on both faces.
-HOT: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("POST", Q + "/messages"),  # Zaqar: send
-        ("DELETE", Q + "/messages"),  # Zaqar: delete by ids (and pop)
-        ("DELETE", Q + "/messages/{message_id}"),  # Zaqar: delete one
-        ("POST", Q + "/claims"),  # Zaqar: claim
-        ("POST", "/"),  # SQS, JSON protocol: every action
-    }
-)
+class HotRoute(Route):
+    """A route answered ahead of the router (a message route); otherwise a `Route`."""
 
 
-def hot_routes(routes: Sequence[BaseRoute]) -> list[Route]:
-    """The routes of `routes` that `HOT` names, in their order."""
-    return [
-        r
-        for r in routes
-        if isinstance(r, Route) and any((m, r.path) in HOT for m in r.methods or ())
-    ]
+def hot_routes(routes: Sequence[BaseRoute]) -> list[HotRoute]:
+    """The hot routes of `routes`, in their order."""
+    return [r for r in routes if isinstance(r, HotRoute)]
 
 
 class HotRoutes:
-    """ASGI app in front of `app` (the middleware stack): a request one of `routes` takes is
-    answered by its endpoint here, under `limit_for`'s body limit, timed into `times`."""
+    """ASGI app in front of `app` (the app's middleware stack and router): a request one of
+    `routes` takes passes `middleware` (the app's own) to that route's endpoint."""
 
     def __init__(
-        self,
-        app: ASGIApp,
-        routes: Sequence[Route],
-        limit_for: Callable[[Scope], int],
-        refuse: Refusal,
-        times: RequestTimes,
+        self, app: ASGIApp, routes: Sequence[HotRoute], middleware: Sequence[Middleware]
     ) -> None:
         self.app = app
-        self.limit_for = limit_for
-        self.refuse = refuse
-        self.times = times
-        self.by_method: dict[str, list[Route]] = {}
+        self.by_method: dict[str, list[HotRoute]] = {}
         for route in routes:
             # Starlette would run a synchronous endpoint in a thread; these never are.
             assert inspect.iscoroutinefunction(route.endpoint), route.path
             for method in route.methods or ():
-                if (method, route.path) in HOT:
-                    self.by_method.setdefault(method, []).append(route)
-
-    def _resolve(self, scope: Scope) -> tuple[Route, dict[str, object]] | None:
-        """The hot route that takes `scope`, with its path parameters (as `Route.matches`
-        converts them)."""
-        routes = self.by_method.get(scope["method"])
-        if not routes:
-            return None
-        path = get_route_path(scope)
-        for route in routes:
-            found = route.path_regex.match(path)
-            if found is not None:
-                convertors = route.param_convertors
-                params = {k: convertors[k].convert(v) for k, v in found.groupdict().items()}
-                return route, params
-        return None
+                self.by_method.setdefault(method, []).append(route)
+        layers: ASGIApp = _answer
+        for cls, args, kwargs in reversed(middleware):
+            layers = cls(layers, *args, **kwargs)
+        self.layers = layers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        resolved = self._resolve(scope)
-        declared = known_length(scope)
-        if resolved is None or declared is None:
-            await self.app(scope, receive, send)
-            return
-        limit = self.limit_for(scope)
-        if declared > limit:  # refused before it is routed, as `BodyLimit` refuses it
-            await self.refuse(scope, limit)(scope, receive, send)
-            return
-        route, params = resolved
-        scope["route"] = route
-        scope["endpoint"] = route.endpoint
-        scope["path_params"] = {**scope.get("path_params", {}), **params}
-        start = time.perf_counter()
-        status = 500
-        try:
-            response = await route.endpoint(Request(scope, receive, send))
-            status = response.status_code
-            await response(scope, receive, send)
-        finally:
-            self.times.observe(scope["method"], route.path, status, time.perf_counter() - start)
+        if scope["type"] == "http":
+            for route in self.by_method.get(scope["method"], ()):
+                match, child_scope = route.matches(scope)
+                if match is Match.FULL:
+                    scope["route"] = route
+                    scope.update(child_scope)
+                    await self.layers(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+async def _answer(scope: Scope, receive: Receive, send: Send) -> None:
+    """The response of the endpoint of the route `HotRoutes` chose."""
+    response = await scope["endpoint"](Request(scope, receive, send))
+    await response(scope, receive, send)

@@ -2,8 +2,9 @@
 
 A credential belongs to one project and holds one role. Project roles act only inside their
 project; `operator` is server-wide: every operation, on every project, plus creating projects
-and the server's own endpoints. Each face names its requests in its own words (an SQS action
-name, a Zaqar route); both are mapped here onto one `Action`, so a rule is written once.
+and the server's own endpoints. Each face names its requests in its own words, and its own
+table gives each the one `Action` it needs (a Zaqar route's row in `api/zaqar/routes.py`, an
+SQS action's in `api/sqs/actions.py`), so a rule is written once, here.
 """
 
 from __future__ import annotations
@@ -138,125 +139,8 @@ def permits(role: Role, own_project: str, target_project: str, action: Action) -
     return allowed(role, action)
 
 
-# Every action the SQS face implements, by its AWS name.
-SQS_ACTIONS: dict[str, Action] = {
-    "CreateQueue": Action.QUEUE_CREATE,
-    "GetQueueUrl": Action.QUEUE_GET,
-    "ListQueues": Action.QUEUE_LIST,
-    "DeleteQueue": Action.QUEUE_DELETE,
-    "GetQueueAttributes": Action.QUEUE_GET,
-    "SetQueueAttributes": Action.QUEUE_UPDATE,
-    "TagQueue": Action.QUEUE_UPDATE,
-    "UntagQueue": Action.QUEUE_UPDATE,
-    "AddPermission": Action.QUEUE_UPDATE,
-    "RemovePermission": Action.QUEUE_UPDATE,
-    "ListQueueTags": Action.QUEUE_GET,
-    "PurgeQueue": Action.QUEUE_PURGE,
-    "ListDeadLetterSourceQueues": Action.QUEUE_GET,
-    "SendMessage": Action.MESSAGE_SEND,
-    "SendMessageBatch": Action.MESSAGE_SEND,
-    "ReceiveMessage": Action.MESSAGE_CLAIM,
-    "DeleteMessage": Action.MESSAGE_ACK,
-    "DeleteMessageBatch": Action.MESSAGE_ACK,
-    "ChangeMessageVisibility": Action.MESSAGE_VISIBILITY,
-    "ChangeMessageVisibilityBatch": Action.MESSAGE_VISIBILITY,
-    "StartMessageMoveTask": Action.REDRIVE_START,
-    "CancelMessageMoveTask": Action.REDRIVE_CANCEL,
-    "ListMessageMoveTasks": Action.REDRIVE_LIST,
-}
-
-# Every Zaqar v2 route that needs a credential, by (method, path template). Routes absent
-# here (`/`, `/v2`, `/v2/ping`) are public, as in Zaqar.
-_Q = "/v2/queues/{queue}"
-_M = _Q + "/messages/{message_id}"
-ZAQAR_ROUTES: dict[tuple[str, str], Action] = {
-    ("GET", "/v2/health"): Action.SERVER_HEALTH,
-    ("GET", "/v2/queues"): Action.QUEUE_LIST,
-    # Queue templates set what new queues get: reading them is a lookup, changing them an update.
-    ("GET", "/v2/templates"): Action.QUEUE_LIST,
-    ("PUT", "/v2/templates/{template}"): Action.QUEUE_UPDATE,
-    ("GET", "/v2/templates/{template}"): Action.QUEUE_GET,
-    ("PATCH", "/v2/templates/{template}"): Action.QUEUE_UPDATE,
-    ("DELETE", "/v2/templates/{template}"): Action.QUEUE_UPDATE,
-    ("PUT", _Q): Action.QUEUE_CREATE,
-    ("GET", _Q): Action.QUEUE_GET,
-    ("PATCH", _Q): Action.QUEUE_UPDATE,
-    ("DELETE", _Q): Action.QUEUE_DELETE,
-    ("GET", _Q + "/stats"): Action.QUEUE_STATS,
-    ("POST", _Q + "/purge"): Action.QUEUE_PURGE,
-    ("POST", _Q + "/share"): Action.QUEUE_SHARE,
-    ("POST", _Q + "/messages"): Action.MESSAGE_SEND,
-    ("GET", _Q + "/messages"): Action.MESSAGE_BROWSE,
-    # ?ids= deletes messages (an ack); ?pop=N claims and deletes: see zaqar_action.
-    ("DELETE", _Q + "/messages"): Action.MESSAGE_ACK,
-    ("GET", _M): Action.MESSAGE_PEEK,
-    ("DELETE", _M): Action.MESSAGE_ACK,
-    ("POST", _M + "/dead_letter"): Action.MESSAGE_DEAD_LETTER,
-    ("POST", _M + "/release"): Action.MESSAGE_RELEASE,
-    ("POST", _Q + "/claims"): Action.MESSAGE_CLAIM,
-    ("GET", _Q + "/claims/{claim_id}"): Action.MESSAGE_CLAIM,
-    ("PATCH", _Q + "/claims/{claim_id}"): Action.MESSAGE_VISIBILITY,
-    ("DELETE", _Q + "/claims/{claim_id}"): Action.MESSAGE_RELEASE,
-    ("POST", _Q + "/dead_letter"): Action.MESSAGE_DEAD_LETTER,
-    ("GET", _Q + "/dead_letters"): Action.DLQ_BROWSE,
-    ("GET", _Q + "/dead_letters/count"): Action.DLQ_BROWSE,
-    # Deleting the dead letters a filter selects is a purge of part of the queue.
-    ("DELETE", _Q + "/dead_letters"): Action.QUEUE_PURGE,
-    ("PATCH", _Q + "/dead_letters/{message_id}"): Action.DLQ_EDIT,
-    ("GET", _Q + "/dead_letter_sources"): Action.QUEUE_GET,
-    ("POST", _Q + "/redrives"): Action.REDRIVE_START,
-    ("GET", _Q + "/redrives"): Action.REDRIVE_LIST,
-    ("GET", _Q + "/redrives/{task_id}"): Action.REDRIVE_GET,
-    ("DELETE", _Q + "/redrives/{task_id}"): Action.REDRIVE_CANCEL,
-    # Resuming moves messages, as starting does.
-    ("POST", _Q + "/redrives/{task_id}/resume"): Action.REDRIVE_START,
-    ("PUT", _Q + "/patterns"): Action.PATTERNS_PUT,
-    ("GET", _Q + "/patterns"): Action.PATTERNS_GET,
-    # Merging a batch changes the stored patterns, as storing them does.
-    ("POST", _Q + "/patterns/assignments"): Action.PATTERNS_PUT,
-    ("POST", _Q + "/subscriptions"): Action.SUBSCRIPTION_MANAGE,
-    ("GET", _Q + "/subscriptions"): Action.SUBSCRIPTION_READ,
-    ("GET", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_READ,
-    ("PATCH", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_MANAGE,
-    ("DELETE", _Q + "/subscriptions/{subscription_id}"): Action.SUBSCRIPTION_MANAGE,
-    ("PUT", _Q + "/subscriptions/{subscription_id}/confirm"): Action.SUBSCRIPTION_MANAGE,
-    # Consumer tags are a queue's consumer groups: making them changes the queue; reading
-    # them (with their counts) is its stats.
-    ("GET", _Q + "/tags"): Action.QUEUE_STATS,
-    ("PUT", _Q + "/tags/{tag}"): Action.QUEUE_UPDATE,
-    ("GET", _Q + "/tags/{tag}"): Action.QUEUE_STATS,
-    ("DELETE", _Q + "/tags/{tag}"): Action.QUEUE_UPDATE,
-}
-
-PUBLIC_ZAQAR_ROUTES = frozenset(
-    {("GET", "/"), ("GET", "/v2"), ("GET", "/v2/"), ("GET", "/v2/ping")}
-)
-
-
 def as_get(method: str) -> str:
     """The method whose rules a request follows: HEAD is GET without the body (RFC 9110
     9.3.2), so it needs exactly what GET needs."""
     upper = method.upper()
     return "GET" if upper == "HEAD" else upper
-
-
-def zaqar_action(method: str, template: str, params: dict[str, str]) -> Action | None:
-    """The action of a Zaqar request, or None for a public route.
-
-    An unmapped route raises KeyError, so a route added to the face without a rule here
-    fails loudly instead of going unprotected.
-
-    The few routes whose meaning depends on a query parameter are decided here: a
-    `DELETE .../messages?pop=N` takes messages (a claim), `GET .../messages?ids=` reads
-    chosen messages (a peek).
-    """
-    key = (as_get(method), template)
-    if key in PUBLIC_ZAQAR_ROUTES:
-        return None
-    action = ZAQAR_ROUTES[key]
-    if action is Action.MESSAGE_ACK and template.endswith("/messages") and params.get("pop"):
-        # Popping is claim-and-delete; every role that may claim may also ack.
-        return Action.MESSAGE_CLAIM
-    if action is Action.MESSAGE_BROWSE and params.get("ids"):
-        return Action.MESSAGE_PEEK
-    return action

@@ -75,6 +75,7 @@ class SignedUrl:
 
 def create_signed_url(
     key: bytes,
+    *,
     paths: list[str],
     project: str,
     now: float,
@@ -113,6 +114,7 @@ def create_signed_url(
 
 def share(
     key: bytes,
+    *,
     project: str,
     queue: str,
     now: float,
@@ -128,7 +130,15 @@ def share(
     if unknown:
         raise ValueError(f"Invalid paths: {sorted(unknown)}")
     paths = [f"/v2/queues/{queue}/{name}" for name in names]
-    return create_signed_url(key, paths, project, now, methods, expires, max_ttl)
+    return create_signed_url(
+        key,
+        paths=paths,
+        project=project,
+        now=now,
+        methods=methods,
+        expires=expires,
+        max_ttl=max_ttl,
+    )
 
 
 def is_signed(headers: Mapping[str, str]) -> bool:
@@ -137,6 +147,7 @@ def is_signed(headers: Mapping[str, str]) -> bool:
 
 def verify_signed_request(
     key: bytes,
+    *,
     method: str,
     path: str,
     headers: Mapping[str, str],

@@ -109,6 +109,7 @@ EXPORT_HELP = "--input takes what `deadletter dlq export` writes (a JSON object 
 @click.pass_context
 def analyze(
     ctx: click.Context,
+    *,
     input_path: Path | None,
     url: str | None,
     queue: str | None,
@@ -161,15 +162,35 @@ def analyze(
     if follow:
         assert queue is not None
         _follow(
-            queue, out_dir, master, threshold, post, engine, checkpoint, interval, verbose,
-            url, project, credential,
-        )  # fmt: skip
+            queue=queue,
+            out_dir=out_dir,
+            master=master,
+            threshold=threshold,
+            post=post,
+            engine=engine,
+            checkpoint=checkpoint,
+            interval=interval,
+            verbose=verbose,
+            url=url,
+            project=project,
+            credential=credential,
+        )
         return
     try:
         _analyze(
-            input_path, queue, out_dir, master, partitions, threshold, post, engine, verbose,
-            url, project, credential,
-        )  # fmt: skip
+            input_path=input_path,
+            queue=queue,
+            out_dir=out_dir,
+            master=master,
+            partitions=partitions,
+            threshold=threshold,
+            post=post,
+            engine=engine,
+            verbose=verbose,
+            url=url,
+            project=project,
+            credential=credential,
+        )
     except QueueNotFound as exc:
         with Client(url, project, credential=credential) as client:
             raise no_such_queue(client, exc.queue) from None
@@ -277,6 +298,7 @@ def _check_parquet(path: Path) -> None:
 
 
 def _analyze(
+    *,
     input_path: Path | None,
     queue: str | None,
     out_dir: Path,
@@ -312,7 +334,15 @@ def _analyze(
         )
     if engine != "spark" and (input_path is None or suits(input_path)):
         try:
-            result = _in_process(input_path, queue, out_dir, threshold, poster, say, options)
+            result = _in_process(
+                input_path=input_path,
+                queue=queue,
+                out_dir=out_dir,
+                threshold=threshold,
+                poster=poster,
+                say=say,
+                options=options,
+            )
         except ImportError as exc:
             raise click.ClickException(
                 f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
@@ -351,6 +381,7 @@ def _analyze(
 
 
 def _follow(
+    *,
     queue: str,
     out_dir: Path,
     master: str | None,
@@ -399,7 +430,15 @@ def _follow(
             with tempfile.TemporaryDirectory() as scratch:
                 state = checkpoint or Path(scratch)
                 say(f"following {queue} with a Spark streaming query (Ctrl-C stops)")
-                follow_spark(spark, options, follower, stop, interval, state, say)
+                follow_spark(
+                    spark,
+                    options=options,
+                    follower=follower,
+                    stop=stop,
+                    interval=interval,
+                    checkpoint=state,
+                    say=say,
+                )
         else:
             say(f"following {queue} in this process (Ctrl-C stops)")
             follow_local(options, follower, stop, interval, say)
@@ -425,6 +464,7 @@ _STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _in_process(
+    *,
     input_path: Path | None,
     queue: str | None,
     out_dir: Path,

@@ -91,6 +91,7 @@ def filter_options(command: F) -> F:
 @server_options
 def list_(
     client: Client,
+    *,
     name: str,
     where: dict[str, Any],
     limit: int,

@@ -53,6 +53,7 @@ from deadletter.domain import settings as declared
 @server_options
 def send(
     client: Client,
+    *,
     queue: str,
     bodies: tuple[str, ...],
     body_files: tuple[TextIO, ...],
@@ -92,7 +93,7 @@ def send(
 @wide_option
 @server_options
 def peek(
-    client: Client, queue: str, limit: int, include_claimed: bool, as_json: bool, wide: bool
+    client: Client, *, queue: str, limit: int, include_claimed: bool, as_json: bool, wide: bool
 ) -> None:
     """Show QUEUE's messages without consuming them."""
     messages = client.peek(queue, limit, include_claimed)
@@ -138,6 +139,7 @@ def peek(
 @server_options
 def claim(
     client: Client,
+    *,
     queue: str,
     limit: int,
     ttl: int | None,
@@ -225,6 +227,7 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
 @server_options
 def nack(
     client: Client,
+    *,
     queue: str,
     message_id: str,
     claim_id: str,
@@ -236,7 +239,7 @@ def nack(
     --no-requeue, for none (RabbitMQ's nack with requeue=false)."""
     if no_requeue and delay:
         raise click.UsageError("--delay applies only to a requeued message.")
-    client.release(queue, message_id, claim_id, delay, tag, requeue=not no_requeue)
+    client.release(queue, message_id, claim_id, delay=delay, tag=tag, requeue=not no_requeue)
     click.echo(f"{'not requeued' if no_requeue else 'released'} {message_id}")
 
 
@@ -252,6 +255,7 @@ def nack(
 @server_options
 def reject(
     client: Client,
+    *,
     queue: str,
     message_id: str,
     claim_id: str,
@@ -267,6 +271,8 @@ def reject(
     given = {k: v for k, v in fields.items() if v is not None}
     # The error's message alone is sent as one text, as it always was.
     details = given if error_class is not None or error_stack is not None else error
-    moved = client.dead_letter(queue, message_id, claim_id, reason, details, tag)
+    moved = client.dead_letter(
+        queue, message_id, claim_id, description=reason, error=details, tag=tag
+    )
     dlq = ((moved.get("message") or {}).get("href") or "").split("/")[3:4]
     click.echo(f"dead-lettered {message_id}" + (f" to {dlq[0]}" if dlq else ""))

@@ -127,6 +127,7 @@ def print_table(
     title: str | None,
     columns: Sequence[str],
     rows: Iterable[Sequence[Any]],
+    *,
     wide: bool = False,
     flexible: Sequence[str] = (),
     optional: Sequence[str] = (),

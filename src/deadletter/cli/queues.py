@@ -257,6 +257,7 @@ def create(client: Client, name: str, **values: Any) -> None:
 @server_options
 def update(
     client: Client,
+    *,
     name: str,
     no_dlq: bool,
     no_retry_policy: bool,

@@ -62,6 +62,7 @@ def redrive() -> None:
 @server_options
 def start(
     client: Client,
+    *,
     dlq: str,
     destination: str | None,
     where: dict[str, Any],

@@ -28,6 +28,7 @@ def tag() -> None:
 @server_options
 def create(
     client: Client,
+    *,
     queue: str,
     name: str,
     start: str | None,

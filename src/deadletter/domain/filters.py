@@ -69,25 +69,13 @@ def parse(given: Mapping[str, Sequence[str]]) -> DeadLetterFilter:
     values: dict[str, str] = {}
     attributes: list[tuple[str, str | None]] = []
     for key, many in given.items():
-        texts = [v for v in many if v != ""]
-        if not texts:
-            continue
-        if key not in FILTER_KEYS:
-            raise errors.InvalidFilter(
-                f"{key[:40] or 'a blank name'} is not a filter; the filters are"
-                f" {', '.join(FILTER_KEYS)}"
-            )
-        for value in texts:
-            if "\x00" in value:
-                raise errors.InvalidFilter(f"{key} may not contain NUL characters")
-            if len(value) > MAX_FILTER_TEXT:
-                raise errors.InvalidFilter(f"{key} is longer than {MAX_FILTER_TEXT} characters")
+        texts = _texts(key, many)
         if key in REPEATABLE:
             attributes.extend(_attribute(v) for v in texts)
-            continue
-        if len(texts) > 1:
+        elif len(texts) > 1:
             raise errors.InvalidFilter(f"{key} may be given once")
-        values[key] = texts[0]
+        elif texts:
+            values[key] = texts[0]
     if len(attributes) > MAX_ATTRIBUTE_FILTERS:
         raise errors.InvalidFilter(f"at most {MAX_ATTRIBUTE_FILTERS} attribute filters")
     where = DeadLetterFilter(
@@ -112,6 +100,22 @@ def parse(given: Mapping[str, Sequence[str]]) -> DeadLetterFilter:
     if low is not None and high is not None and low > high:
         raise errors.InvalidFilter("min_deaths is more than max_deaths: nothing would match")
     return where
+
+
+def _texts(key: str, many: Sequence[str]) -> list[str]:
+    """The values given for `key` (an empty one is no filter), each checked as text."""
+    texts = [v for v in many if v != ""]
+    if texts and key not in FILTER_KEYS:
+        raise errors.InvalidFilter(
+            f"{key[:40] or 'a blank name'} is not a filter; the filters are"
+            f" {', '.join(FILTER_KEYS)}"
+        )
+    for value in texts:
+        if "\x00" in value:
+            raise errors.InvalidFilter(f"{key} may not contain NUL characters")
+        if len(value) > MAX_FILTER_TEXT:
+            raise errors.InvalidFilter(f"{key} is longer than {MAX_FILTER_TEXT} characters")
+    return texts
 
 
 def from_json(doc: Mapping[str, object]) -> DeadLetterFilter:

@@ -16,6 +16,7 @@ def acknowledge(
     tx: Transaction,
     pending: Pending,
     group: ConsumerGroup,
+    *,
     held: Sequence[tuple[str, str | None]],
     now: float,
     strict: bool,

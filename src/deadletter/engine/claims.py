@@ -18,6 +18,7 @@ def claim(
     tx: Transaction,
     pending: Pending,
     group: ConsumerGroup,
+    *,
     limit: int,
     claim_ttl: int,
     grace: int,
@@ -31,42 +32,79 @@ def claim(
     policy, retry = queue.settings.dead_letter, queue.settings.retry_policy
     claim_id = new_id()
     expires = now + claim_ttl
+    record = ClaimRecord(
+        id=claim_id,
+        project=project,
+        queue=name,
+        ttl=claim_ttl,
+        grace=grace,
+        created_at=now,
+        expires_at=expires,
+    )
+    # Where the group can, the store takes and claims the messages in one step and the rule
+    # is applied to what it took: the poisoned ones then leave the claim for the DLQ.
+    at_once = group.takes_at_once()
+    taken = False
     delivered: list[Message] = []
     while len(delivered) < limit:
-        found = group.claimable(tx, now, limit - len(delivered))
+        wanted = limit - len(delivered)
+        if at_once:
+            found = group.take(tx, record, now=now, limit=wanted, live_until=expires + grace)
+        else:
+            found = group.claimable(tx, now, wanted)
         if not found:
             break
+        taken = True
         matching = group.skip_unmatched(tx, found)
         poisoned = [m for m in matching if transitions.poisoned(m, policy)]
         kept: list[Message] = []
         if poisoned:
             # Those a full DLQ refuses stay, and are delivered once more: never lost.
             kept = dead_letters.past_limit(
-                tx, pending, group, poisoned, Reason.MAX_CLAIMS, now
+                tx, pending, group, messages=poisoned, reason=Reason.MAX_CLAIMS, now=now
             ).kept
         kept_ids = {m.id for m in kept}
         fresh = [
             transitions.last_delivery(
-                transitions.claimed(m, claim_id, now, expires, grace, retry), policy
+                transitions.claimed(
+                    m, claim_id=claim_id, now=now, expires=expires, grace=grace, retry=retry
+                ),
+                policy,
             )
             for m in matching
             if not transitions.poisoned(m, policy) or m.id in kept_ids
         ]
-        group.hold_claimed(tx, fresh, now, expires + grace)
+        if at_once:
+            # Taken as `transitions.claimed` makes them; a last delivery also falls due.
+            group.hold(tx, [m for m in fresh if m.dead_letter_due_at is not None])
+        else:
+            group.hold_claimed(tx, fresh, now, expires + grace)
         delivered += fresh
         if not poisoned and len(matching) == len(found):
             break
     group.claim_ended(tx)
+    if at_once and taken and not delivered:
+        tx.delete_claim(project, name, claim_id)  # recorded as it took what left for the DLQ
+    elif delivered and not at_once:
+        tx.insert_claim(record)
     if delivered:
-        tx.insert_claim(ClaimRecord(claim_id, project, name, claim_ttl, grace, now, expires))
         group.claimed(pending, len(delivered))
-    return Claim(claim_id, name, claim_ttl, grace, now, expires, tuple(delivered))
+    return Claim(
+        id=claim_id,
+        queue=name,
+        ttl=claim_ttl,
+        grace=grace,
+        created_at=now,
+        expires_at=expires,
+        messages=tuple(delivered),
+    )
 
 
 def given_back(
     tx: Transaction,
     pending: Pending,
     group: ConsumerGroup,
+    *,
     messages: list[Message],
     now: float,
     delay: int | None = None,
@@ -80,7 +118,9 @@ def given_back(
     policy = queue.settings.dead_letter
     spent = [m for m in messages if transitions.poisoned(m, policy)]
     # Those a full DLQ refuses are given back like the others: never lost.
-    moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
+    moved = dead_letters.past_limit(
+        tx, pending, group, messages=spent, reason=Reason.MAX_CLAIMS, now=now
+    )
     spent_ids = {m.id for m in spent} - {m.id for m in moved.kept}
     back = [
         transitions.unclaimed(m, now, transitions.backoff(m, queue.settings, delay))
@@ -95,17 +135,23 @@ def given_back(
 
 def get(tx: Transaction, group: ConsumerGroup, claim_id: str, now: float) -> Claim:
     queue = group.queue
-    record = live_claim(tx, queue.project, queue.name, claim_id, now)
+    record = live_claim(tx, queue.project, queue.name, claim_id=claim_id, now=now)
     messages = tuple(group.claimed_by(tx, claim_id, now))
     return Claim(
-        record.id, queue.name, record.ttl, record.grace, record.created_at, record.expires_at,
-        messages,
-    )  # fmt: skip
+        id=record.id,
+        queue=queue.name,
+        ttl=record.ttl,
+        grace=record.grace,
+        created_at=record.created_at,
+        expires_at=record.expires_at,
+        messages=messages,
+    )
 
 
 def renew(
     tx: Transaction,
     group: ConsumerGroup,
+    *,
     claim_id: str,
     ttl: int,
     grace: int | None,
@@ -113,7 +159,7 @@ def renew(
 ) -> Claim:
     """The claim's messages held `ttl` seconds from now, with the claim's grace or `grace`."""
     queue = group.queue
-    record = live_claim(tx, queue.project, queue.name, claim_id, now, lock=True)
+    record = live_claim(tx, queue.project, queue.name, claim_id=claim_id, now=now, lock=True)
     new_grace = record.grace if grace is None else grace
     expires = now + ttl
     renewed = [
@@ -122,7 +168,15 @@ def renew(
     ]
     group.hold(tx, renewed)
     tx.update_claim(replace(record, ttl=ttl, grace=new_grace, expires_at=expires))
-    return Claim(claim_id, queue.name, ttl, new_grace, record.created_at, expires, tuple(renewed))
+    return Claim(
+        id=claim_id,
+        queue=queue.name,
+        ttl=ttl,
+        grace=new_grace,
+        created_at=record.created_at,
+        expires_at=expires,
+        messages=tuple(renewed),
+    )
 
 
 def release(
@@ -130,5 +184,5 @@ def release(
 ) -> int:
     """Give back every message the claim still holds; how many."""
     held = group.claimed_by(tx, claim_id, now, lock=True)
-    given_back(tx, pending, group, held, now)
+    given_back(tx, pending, group, messages=held, now=now)
     return len(held)

@@ -15,7 +15,7 @@ from dataclasses import replace
 from deadletter.auth import errors as auth_errors
 from deadletter.auth import roles, signed_urls, sigv4, tokens
 from deadletter.auth.credentials import Credential, MasterKey, issue, reseal
-from deadletter.auth.roles import SQS_ACTIONS, Action, Role, zaqar_action
+from deadletter.auth.roles import Action, Role
 from deadletter.domain import errors
 from deadletter.domain.limits import CREDENTIALS_PER_PROJECT
 from deadletter.domain.projects import check_tenant
@@ -23,14 +23,12 @@ from deadletter.engine.engine import Engine
 from deadletter.storage.base import CredentialRecord, Transaction
 
 __all__ = [
-    "SQS_ACTIONS",
     "Action",
     "Authority",
     "Credential",
     "Role",
     "auth_errors",
     "parse_role",
-    "zaqar_action",
 ]
 
 
@@ -231,13 +229,13 @@ class Authority:
     ) -> signed_urls.SignedUrl:
         return signed_urls.share(
             self.master.signed_url_key,
-            project,
-            queue,
-            self.now(),
-            names,
-            methods,
-            expires,
-            self.signed_url_max_ttl,
+            project=project,
+            queue=queue,
+            now=self.now(),
+            names=names,
+            methods=methods,
+            expires=expires,
+            max_ttl=self.signed_url_max_ttl,
         )
 
     def sign(self, project: str, path: str, methods: list[str]) -> signed_urls.SignedUrl:
@@ -245,9 +243,9 @@ class Authority:
         limit if shorter (a subscription's confirmation link)."""
         return signed_urls.create_signed_url(
             self.master.signed_url_key,
-            [path],
-            project,
-            self.now(),
+            paths=[path],
+            project=project,
+            now=self.now(),
             methods=methods,
             max_ttl=self.signed_url_max_ttl,
         )
@@ -256,7 +254,12 @@ class Authority:
         self, method: str, path: str, headers: Mapping[str, str]
     ) -> signed_urls.SignedUrl:
         return signed_urls.verify_signed_request(
-            self.master.signed_url_key, method, path, headers, self.now(), self.signed_url_max_ttl
+            self.master.signed_url_key,
+            method=method,
+            path=path,
+            headers=headers,
+            now=self.now(),
+            max_ttl=self.signed_url_max_ttl,
         )
 
 

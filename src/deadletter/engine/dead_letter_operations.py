@@ -5,6 +5,7 @@ faces still call one object; the rules live in `redrive`, `patterns` and `creden
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from deadletter.clock import Clock
@@ -42,6 +43,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         destination: str | None = None,
         where: DeadLetterFilter | None = None,
         rate: float | None = None,
@@ -61,8 +63,18 @@ class DeadLetterOperations:
         def work(tx: Transaction, pending: Pending) -> RedriveTask:
             now = self.clock.now()
             task = redrive.start(
-                tx, project, dlq, destination, filter_, rate, now, canary, transform
+                tx,
+                project,
+                dlq,
+                destination=destination,
+                where=filter_,
+                rate=rate,
+                now=now,
+                canary=canary,
             )
+            if transform is not None:
+                task = replace(task, transform=transform)
+                tx.update_task(task)
             pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
             return task
 
@@ -82,24 +94,24 @@ class DeadLetterOperations:
         """Mark a task whose step cannot run as FAILED, so that it stops taking turns."""
         return self._runner.run(lambda tx, _: redrive.fail(tx, task_id, reason, self.clock.now()))
 
-    def cancel_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def cancel_redrive(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         return self._runner.run(
             lambda tx, _: redrive.cancel(tx, project, dlq, task_id, self.clock.now())
         )
 
-    def resume_redrive(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def resume_redrive(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         return self._runner.run(
             lambda tx, _: redrive.resume(tx, project, dlq, task_id, self.clock.now())
         )
 
-    def get_task(self, project: str, dlq: str, task_id: str) -> RedriveTask:
+    def get_task(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         """A redrive task of `dlq`; a task of another queue or project is not found."""
         return redrive.owned(
             self._runner.read(lambda tx: tx.get_task(task_id)), project, dlq, task_id
         )
 
     def list_tasks(
-        self, project: str, dlq: str | None = None, limit: int = 100
+        self, project: str, dlq: str | None = None, *, limit: int = 100
     ) -> list[RedriveTask]:
         return self._runner.read(lambda tx: tx.list_tasks(project, dlq, limit))
 
@@ -110,6 +122,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         where: DeadLetterFilter | None = None,
         after_seq: int = 0,
         limit: int = 100,
@@ -120,25 +133,33 @@ class DeadLetterOperations:
         def work(tx: Transaction) -> list[Message]:
             require_queue(tx, project, dlq)
             now = self.clock.now()
-            resolved = selection.resolve(tx, project, dlq, where or DeadLetterFilter(), now)
-            return selection.listed(tx, project, dlq, now, resolved, after_seq, limit)
+            resolved = selection.resolve(
+                tx, project, dlq, where=where or DeadLetterFilter(), now=now
+            )
+            return selection.listed(
+                tx, project, dlq, now=now, where=resolved, after_seq=after_seq, limit=limit
+            )
 
         return self._runner.read(work)
 
     def count_dead_letters(
-        self, project: str, dlq: str, where: DeadLetterFilter | None = None
+        self, project: str, dlq: str, *, where: DeadLetterFilter | None = None
     ) -> int:
         """How many dead letters `where` selects now: the preview of a purge or a redrive."""
 
         def work(tx: Transaction) -> int:
             require_queue(tx, project, dlq)
             now = self.clock.now()
-            resolved = selection.resolve(tx, project, dlq, where or DeadLetterFilter(), now)
-            return selection.count(tx, project, dlq, now, resolved, tx.max_seq(project, dlq))
+            resolved = selection.resolve(
+                tx, project, dlq, where=where or DeadLetterFilter(), now=now
+            )
+            return selection.count(
+                tx, project, dlq, now=now, where=resolved, max_seq=tx.max_seq(project, dlq)
+            )
 
         return self._runner.read(work)
 
-    def purge_dead_letters(self, project: str, dlq: str, where: DeadLetterFilter) -> int:
+    def purge_dead_letters(self, project: str, dlq: str, *, where: DeadLetterFilter) -> int:
         """Delete the dead letters `where` selects now (those that arrive later stay), a
         batch per transaction; how many. An empty filter is refused: a whole queue is
         purged by `purge`, which says so."""
@@ -150,7 +171,8 @@ class DeadLetterOperations:
         def start(tx: Transaction) -> tuple[DeadLetterFilter, int]:
             require_queue(tx, project, dlq)
             now = self.clock.now()
-            return selection.resolve(tx, project, dlq, where, now), tx.max_seq(project, dlq)
+            resolved = selection.resolve(tx, project, dlq, where=where, now=now)
+            return resolved, tx.max_seq(project, dlq)
 
         resolved, max_seq = self._runner.read(start)
 
@@ -159,7 +181,14 @@ class DeadLetterOperations:
                 queue = require_queue(tx, project, dlq)
                 now = self.clock.now()
                 page = selection.listed(
-                    tx, project, dlq, now, resolved, after, PURGE_BATCH, max_seq
+                    tx,
+                    project,
+                    dlq,
+                    now=now,
+                    where=resolved,
+                    after_seq=after,
+                    limit=PURGE_BATCH,
+                    max_seq=max_seq,
                 )
                 ids = [m.id for m in page]
                 gone = tx.delete_messages(project, dlq, ids) if ids else 0
@@ -180,9 +209,9 @@ class DeadLetterOperations:
         project: str,
         dlq: str,
         message_id: str,
+        *,
         patch: MessagePatch,
         by: dict[str, Any],
-        *,
         redrive_it: bool = False,
     ) -> tuple[Message, RedriveTask | None]:
         """Patch one dead letter's body or attributes where it is (`engine.edits`), kept in
@@ -196,12 +225,15 @@ class DeadLetterOperations:
             if not found or found[0].provenance is None:
                 raise errors.MessageNotFound(f"no dead letter {message_id!r} in {dlq!r}")
             now = self.clock.now()
-            m = edits.edited(found[0], patch, by, now, queue.settings.max_message_size)
+            limit = queue.settings.max_message_size
+            m = edits.edited(found[0], patch, by=by, now=now, max_size=limit)
             tx.edit_messages(project, [m])
             if not redrive_it:
                 return m, None
             where = DeadLetterFilter(message_ids=(m.id,))
-            task = redrive.start(tx, project, dlq, None, where, None, now)
+            task = redrive.start(
+                tx, project, dlq, destination=None, where=where, rate=None, now=now
+            )
             pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
             return m, task
 
@@ -210,14 +242,20 @@ class DeadLetterOperations:
     # Failure patterns from the analysis pipeline
 
     def save_patterns(
-        self, project: str, dlq: str, found: list[dict[str, Any]]
+        self, project: str, dlq: str, *, found: list[dict[str, Any]]
     ) -> list[tuple[str, str]]:
         """Replace the DLQ's patterns; the alerts that raised, (kind, pattern id) each."""
         patterns.check(found)
         confirmed_only = self.subscriptions.require_confirmation
         return self._runner.run(
             lambda tx, pending: patterns.save(
-                tx, pending, project, dlq, found, self.clock.now(), confirmed_only
+                tx,
+                pending,
+                project,
+                dlq,
+                patterns=found,
+                now=self.clock.now(),
+                confirmed_only=confirmed_only,
             )
         )
 
@@ -225,6 +263,7 @@ class DeadLetterOperations:
         self,
         project: str,
         dlq: str,
+        *,
         writer: str,
         batch: int,
         assigned: list[Assignment],
@@ -240,13 +279,13 @@ class DeadLetterOperations:
                 pending,
                 project,
                 dlq,
-                writer,
-                batch,
-                assigned,
-                self.clock.now(),
-                confirmed_only,
-                limit,
-                max_bytes,
+                writer=writer,
+                batch=batch,
+                assigned=assigned,
+                now=self.clock.now(),
+                confirmed_only=confirmed_only,
+                limit=limit,
+                max_bytes=max_bytes,
             )
         )
 

@@ -27,6 +27,7 @@ def move(
     tx: Transaction,
     pending: Pending,
     group: ConsumerGroup,
+    *,
     messages: Sequence[Message],
     reason: Reason,
     now: float,
@@ -50,7 +51,16 @@ def move(
     dlq = arrival_queue(tx, source.project, policy.target)
     ordered = sorted(messages, key=lambda m: m.seq) if source.settings.fifo else messages
     dead = [
-        transitions.dead_lettered(m, source, dlq, reason, now, description, error, group.tag)
+        transitions.dead_lettered(
+            m,
+            source=source,
+            dlq=dlq,
+            reason=reason,
+            now=now,
+            description=description,
+            error=error,
+            source_tag=group.tag,
+        )
         for m in ordered
     ]
     fits = _room(tx, dlq, dead, now)
@@ -60,7 +70,14 @@ def move(
         refused_by_dlq(tx, source, reason, len(kept))
     stored = group.to_dead_letter_queue(tx, pending, ordered, dead, reason) if dead else []
     if stored:
-        announce(pending, source.project, source.name, dlq.name, reason, len(stored))
+        announce(
+            pending,
+            source.project,
+            source=source.name,
+            dlq=dlq.name,
+            reason=reason,
+            count=len(stored),
+        )
         push_out(tx, pending, dlq, now)
     return Moved(stored, kept)
 
@@ -97,7 +114,7 @@ def push_out(tx: Transaction, pending: Pending, dlq: Queue, now: float) -> None:
 
 
 def announce(
-    pending: Pending, project: str, source: str, dlq: str, reason: Reason, count: int
+    pending: Pending, project: str, *, source: str, dlq: str, reason: Reason, count: int
 ) -> None:
     """Once committed, `count` new dead letters in `dlq` wake its consumers and are told to
     the listeners."""
@@ -109,6 +126,7 @@ def past_limit(
     tx: Transaction,
     pending: Pending,
     group: ConsumerGroup,
+    *,
     messages: Sequence[Message],
     reason: Reason,
     now: float,
@@ -122,7 +140,7 @@ def past_limit(
         group.drop(tx, pending, not_eligible, reason)
     if not eligible:
         return Moved([], [])
-    return move(tx, pending, group, eligible, reason, now)
+    return move(tx, pending, group, messages=eligible, reason=reason, now=now)
 
 
 def refused_send(
@@ -140,7 +158,10 @@ def refused_send(
     if not eligible:
         return 0
     dlq = arrival_queue(tx, queue.project, policy.target)
-    dead = [transitions.dead_lettered(m, queue, dlq, Reason.MAXLEN, now) for m in eligible]
+    dead = [
+        transitions.dead_lettered(m, source=queue, dlq=dlq, reason=Reason.MAXLEN, now=now)
+        for m in eligible
+    ]
     fits = _room(tx, dlq, dead, now)
     if fits < len(dead):
         refused_by_dlq(tx, queue, Reason.MAXLEN, len(dead) - fits)
@@ -148,7 +169,14 @@ def refused_send(
         return 0
     stored = tx.insert_messages(queue.project, dead[:fits])
     tx.bump_counter(queue.project, queue.name, counters.dead_lettered(Reason.MAXLEN), len(stored))
-    announce(pending, queue.project, queue.name, dlq.name, Reason.MAXLEN, len(stored))
+    announce(
+        pending,
+        queue.project,
+        source=queue.name,
+        dlq=dlq.name,
+        reason=Reason.MAXLEN,
+        count=len(stored),
+    )
     push_out(tx, pending, dlq, now)
     return len(stored)
 
@@ -169,7 +197,7 @@ def drop_head(
     group = DefaultGroup(queue)
     policy = queue.settings.dead_letter
     if policy is not None and policy.active:
-        kept = past_limit(tx, pending, group, doomed, Reason.MAXLEN, now).kept
+        kept = past_limit(tx, pending, group, messages=doomed, reason=Reason.MAXLEN, now=now).kept
         if kept and refuse:
             raise errors.DeadLetterQueueFull(
                 f"queue {queue.name!r} is full and its dead-letter queue {policy.target!r}"
@@ -188,6 +216,7 @@ def reject(
     tx: Transaction,
     pending: Pending,
     group: ConsumerGroup,
+    *,
     held: Sequence[tuple[str, str]],
     now: float,
     description: str | None,
@@ -209,7 +238,16 @@ def reject(
     pairs = dict.fromkeys(held)
     found = group.held(tx, [mid for mid, _ in pairs], now)
     messages = each_held(found, pairs, now)
-    moved = move(tx, pending, group, messages, Reason.REJECTED, now, description, error)
+    moved = move(
+        tx,
+        pending,
+        group,
+        messages=messages,
+        reason=Reason.REJECTED,
+        now=now,
+        description=description,
+        error=error,
+    )
     if moved.kept:
         raise _dlq_full(queue)
     return moved.stored
@@ -224,7 +262,7 @@ def not_requeued(
     drops it without a dead-letter exchange; the dead letter, if there is one."""
     policy = group.queue.settings.dead_letter
     if policy is not None and policy.active:
-        moved = past_limit(tx, pending, group, [message], Reason.REJECTED, now)
+        moved = past_limit(tx, pending, group, messages=[message], reason=Reason.REJECTED, now=now)
         if moved.kept:
             raise _dlq_full(group.queue)
         return moved.stored

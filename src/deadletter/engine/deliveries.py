@@ -141,7 +141,9 @@ class Deliveries(EngineListener):
         if free <= 0:
             return started
         busy = sorted(full | waiting)
-        taken = self.engine.subscriptions.take(free, busy, lease, after=self._cursor, skip=crowded)
+        taken = self.engine.subscriptions.take(
+            free, busy=busy, lease=lease, after=self._cursor, skip=crowded
+        )
         if taken:
             self._cursor = taken[0].project
         return started + self._start(taken)
@@ -200,7 +202,10 @@ class Deliveries(EngineListener):
                 self.engine.subscriptions.delivered(d.id)
             else:
                 result = self.engine.subscriptions.failed(
-                    d.id, outcome.error or "failed", outcome.final, self.settings.retry
+                    d.id,
+                    error=outcome.error or "failed",
+                    final=outcome.final,
+                    policy=self.settings.retry,
                 )
                 log.info(
                     "notification failed",

@@ -101,6 +101,7 @@ def _refuse_reserved(names: Any) -> None:
 def edited(
     m: Message,
     patch: MessagePatch,
+    *,
     by: dict[str, Any],
     now: float,
     max_size: int,

@@ -107,11 +107,13 @@ class Engine(DeadLetterOperations, TagOperations):
 
     # Queues
 
-    def create_queue(self, project: str, name: str, settings: QueueSettings | None = None) -> Queue:
+    def create_queue(
+        self, project: str, name: str, *, settings: QueueSettings | None = None
+    ) -> Queue:
         checked = settings or QueueSettings()
         return self._run(
             lambda tx, _: queues.create(
-                tx, project, name, checked, self.clock.now(), self.queue_quota
+                tx, project, name, settings=checked, now=self.clock.now(), quota=self.queue_quota
             )
         )
 
@@ -121,11 +123,11 @@ class Engine(DeadLetterOperations, TagOperations):
     def find_queue(self, project: str, name: str) -> Queue | None:
         return self._read(lambda tx: tx.get_queue(project, name))
 
-    def update_queue(self, project: str, name: str, settings: QueueSettings) -> Queue:
-        return self.change_settings(project, name, lambda _: settings)
+    def update_queue(self, project: str, name: str, *, settings: QueueSettings) -> Queue:
+        return self.change_settings(project, name, change=lambda _: settings)
 
     def change_settings(
-        self, project: str, name: str, change: Callable[[Queue], QueueSettings]
+        self, project: str, name: str, *, change: Callable[[Queue], QueueSettings]
     ) -> Queue:
         """Read a queue's settings, apply `change` and write the result in one transaction, so
         two concurrent changes (a tag here, an attribute there) never lose one another.
@@ -154,7 +156,7 @@ class Engine(DeadLetterOperations, TagOperations):
         return self._run(lambda tx, _: queues.delete(tx, project, name, now, force))
 
     def list_queues(
-        self, project: str, prefix: str | None = None, after: str | None = None, limit: int = 10
+        self, project: str, *, prefix: str | None = None, after: str | None = None, limit: int = 10
     ) -> list[Queue]:
         return self._read(lambda tx: tx.list_queues(project, prefix, after, limit))
 
@@ -189,17 +191,21 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue_name: str,
+        *,
         messages: Sequence[NewMessage],
         client_id: str | None = None,
     ) -> list[Message]:
         if not messages:
             raise errors.InvalidInput("no messages to send")
-        return self.send_prepared(project, queue_name, lambda _: messages, client_id)[1]
+        return self.send_prepared(
+            project, queue_name, prepare=lambda _: messages, client_id=client_id
+        )[1]
 
     def send_prepared(
         self,
         project: str,
         queue_name: str,
+        *,
         prepare: Callable[[Queue], Sequence[NewMessage]],
         client_id: str | None = None,
     ) -> tuple[Queue, list[Message]]:
@@ -217,6 +223,7 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue_name: str,
+        *,
         prepare: Callable[[Queue], Sequence[NewMessage]],
         client_id: str | None = None,
     ) -> tuple[Queue, list[Message | errors.QueueFull]]:
@@ -250,7 +257,14 @@ class Engine(DeadLetterOperations, TagOperations):
             for new in messages:
                 ttl, delay, eligible = validation.checked_send(new, s)
                 m = transitions.enqueued(
-                    new, new_id(), queue_name, now, ttl, delay, eligible, client_id
+                    new,
+                    message_id=new_id(),
+                    queue=queue_name,
+                    now=now,
+                    ttl=ttl,
+                    delay=delay,
+                    eligible=eligible,
+                    client_id=client_id,
                 )
                 built.append(fifo.enqueued(new, m, s))
             taken, full = bounds.admit(tx, queue, built, now, each)
@@ -268,7 +282,12 @@ class Engine(DeadLetterOperations, TagOperations):
                 outcomes[i] = m
             dead_letters.drop_head(tx, pending, queue, now)
             due = fan_out(
-                tx, project, queue_name, enqueued, now, self.subscriptions.require_confirmation
+                tx,
+                project,
+                queue_name,
+                messages=enqueued,
+                now=now,
+                confirmed_only=self.subscriptions.require_confirmation,
             )
             pending.available.add((project, queue_name))
             pending.calls.append(lambda lst: lst.sent(project, queue_name, len(enqueued)))
@@ -278,7 +297,7 @@ class Engine(DeadLetterOperations, TagOperations):
 
         return self._run(work)
 
-    def list_messages(self, project: str, queue: str, query: ListQuery) -> list[Message]:
+    def list_messages(self, project: str, queue: str, *, query: ListQuery) -> list[Message]:
         def work(tx: Transaction) -> list[Message]:
             require_queue(tx, project, queue)
             return tx.list_messages(project, queue, self.clock.now(), query)
@@ -290,7 +309,7 @@ class Engine(DeadLetterOperations, TagOperations):
         after it shows only what is sent from now on, as a subscription of a socket does."""
         return self._read(lambda tx: tx.max_seq(project, queue))
 
-    def get_messages(self, project: str, queue: str, ids: Sequence[str]) -> list[Message]:
+    def get_messages(self, project: str, queue: str, *, ids: Sequence[str]) -> list[Message]:
         """The unexpired messages among `ids`; missing ones are left out."""
 
         def work(tx: Transaction) -> list[Message]:
@@ -300,8 +319,8 @@ class Engine(DeadLetterOperations, TagOperations):
 
         return self._read(work)
 
-    def get_message(self, project: str, queue: str, message_id: str) -> Message:
-        found = self.get_messages(project, queue, [message_id])
+    def get_message(self, project: str, queue: str, *, message_id: str) -> Message:
+        found = self.get_messages(project, queue, ids=[message_id])
         if not found:
             raise errors.MessageNotFound(f"message {message_id!r} does not exist")
         return found[0]
@@ -310,6 +329,7 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue: str,
+        *,
         message_id: str,
         claim_id: str | None = None,
         strict: bool = True,
@@ -323,7 +343,9 @@ class Engine(DeadLetterOperations, TagOperations):
         is returned.
         """
 
-        (deleted,) = self.delete_held(project, queue, [(message_id, claim_id)], strict, tag)
+        (deleted,) = self.delete_held(
+            project, queue, held=[(message_id, claim_id)], strict=strict, tag=tag
+        )
         if isinstance(deleted, errors.DeadletterError):
             raise deleted
         return deleted
@@ -332,6 +354,7 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue: str,
+        *,
         held: Sequence[tuple[str, str | None]],
         strict: bool = True,
         tag: str | None = None,
@@ -339,12 +362,15 @@ class Engine(DeadLetterOperations, TagOperations):
         """Acknowledge several (message id, claim id) pairs in one transaction, each by the
         rules of `delete_message`; per pair, whether it was deleted or why it was refused.
         With `tag`, for that consumer tag only."""
-        return self.acknowledge(project, queue, [(mid, cid, tag) for mid, cid in held], strict)
+        return self.acknowledge(
+            project, queue, held=[(mid, cid, tag) for mid, cid in held], strict=strict
+        )
 
     def acknowledge(
         self,
         project: str,
         queue: str,
+        *,
         held: Sequence[tuple[str, str | None, str | None]],
         strict: bool = True,
     ) -> list[bool | errors.DeadletterError]:
@@ -361,13 +387,15 @@ class Engine(DeadLetterOperations, TagOperations):
             for tag, where in by_tag.items():
                 group = groups.of(tx, source, tag)
                 pairs = [(held[i][0], held[i][1]) for i in where]
-                got = acknowledgements.acknowledge(tx, pending, group, pairs, now, strict)
+                got = acknowledgements.acknowledge(
+                    tx, pending, group, held=pairs, now=now, strict=strict
+                )
                 results.update(zip(where, got, strict=True))
             return [results[i] for i in range(len(held))]
 
         return self._run(work)
 
-    def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
+    def delete_messages(self, project: str, queue: str, *, ids: Sequence[str]) -> int:
         """Delete by ids whatever their claims (Zaqar's bulk delete)."""
 
         def work(tx: Transaction, pending: Pending) -> int:
@@ -379,7 +407,7 @@ class Engine(DeadLetterOperations, TagOperations):
 
         return self._run(work)
 
-    def pop(self, project: str, queue: str, limit: int) -> list[Message]:
+    def pop(self, project: str, queue: str, *, limit: int) -> list[Message]:
         """Take and delete up to `limit` visible messages, oldest first."""
 
         def work(tx: Transaction, pending: Pending) -> list[Message]:
@@ -398,6 +426,7 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue_name: str,
+        *,
         limit: int,
         ttl: int | None = None,
         grace: int = 0,
@@ -408,12 +437,22 @@ class Engine(DeadLetterOperations, TagOperations):
         A message already delivered `max_claims` times moves to the DLQ instead, in the same
         transaction; the claim then holds only what was delivered, possibly nothing.
         """
-        return self.acknowledge_and_claim(project, queue_name, None, (), limit, ttl, grace, tag)[1]
+        return self.acknowledge_and_claim(
+            project,
+            queue_name,
+            done_claim=None,
+            done=(),
+            limit=limit,
+            ttl=ttl,
+            grace=grace,
+            tag=tag,
+        )[1]
 
     def acknowledge_and_claim(
         self,
         project: str,
         queue_name: str,
+        *,
         done_claim: str | None,
         done: Sequence[str],
         limit: int,
@@ -438,13 +477,19 @@ class Engine(DeadLetterOperations, TagOperations):
             acknowledged = []
             if done:
                 held = [(mid, done_claim) for mid in done]
-                verdicts = acknowledgements.acknowledge(tx, pending, group, held, now, False)
+                verdicts = acknowledgements.acknowledge(
+                    tx, pending, group, held=held, now=now, strict=False
+                )
                 acknowledged = [mid for mid, ok in zip(done, verdicts, strict=True) if ok is True]
-            return acknowledged, claims.claim(tx, pending, group, limit, claim_ttl, grace, now)
+            return acknowledged, claims.claim(
+                tx, pending, group, limit=limit, claim_ttl=claim_ttl, grace=grace, now=now
+            )
 
         return self._run(work)
 
-    def get_claim(self, project: str, queue: str, claim_id: str, tag: str | None = None) -> Claim:
+    def get_claim(
+        self, project: str, queue: str, *, claim_id: str, tag: str | None = None
+    ) -> Claim:
         def work(tx: Transaction) -> Claim:
             group = groups.of(tx, require_queue(tx, project, queue), tag)
             return claims.get(tx, group, claim_id, self.clock.now())
@@ -455,6 +500,7 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue: str,
+        *,
         claim_id: str,
         ttl: int,
         grace: int | None = None,
@@ -464,11 +510,15 @@ class Engine(DeadLetterOperations, TagOperations):
 
         def work(tx: Transaction, _: Pending) -> Claim:
             group = groups.of(tx, require_queue(tx, project, queue), tag)
-            return claims.renew(tx, group, claim_id, ttl, grace, self.clock.now())
+            return claims.renew(
+                tx, group, claim_id=claim_id, ttl=ttl, grace=grace, now=self.clock.now()
+            )
 
         return self._run(work)
 
-    def release_claim(self, project: str, queue: str, claim_id: str, tag: str | None = None) -> int:
+    def release_claim(
+        self, project: str, queue: str, *, claim_id: str, tag: str | None = None
+    ) -> int:
         """Make every message still held by the claim visible again; those delivered as often
         as the queue's policy allows go to the DLQ at once instead (see `claims.given_back`)."""
 
@@ -488,6 +538,7 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue: str,
+        *,
         message_id: str,
         claim_id: str,
         delay: int | None = None,
@@ -511,7 +562,9 @@ class Engine(DeadLetterOperations, TagOperations):
             if not requeue:
                 moved = dead_letters.not_requeued(tx, pending, group, message, now)
                 return moved[0] if moved else None
-            (released,) = claims.given_back(tx, pending, group, [message], now, delay) or [message]
+            (released,) = claims.given_back(
+                tx, pending, group, messages=[message], now=now, delay=delay
+            ) or [message]
             return released
 
         return self._run(work)
@@ -520,6 +573,7 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue: str,
+        *,
         message_id: str,
         claim_id: str,
         timeout: int,
@@ -528,14 +582,14 @@ class Engine(DeadLetterOperations, TagOperations):
         """Extend or shorten one message's claim; 0 makes it visible now (a nack: at its
         delivery limit it goes to the DLQ at once); the timeout is checked with the change."""
         (changed,) = self.change_visibilities(
-            project, queue, [(message_id, claim_id, timeout, tag)]
+            project, queue, changes=[(message_id, claim_id, timeout, tag)]
         )
         if isinstance(changed, errors.DeadletterError):
             raise changed
         return changed
 
     def change_visibilities(
-        self, project: str, queue: str, changes: Sequence[visibility.VisibilityChange]
+        self, project: str, queue: str, *, changes: Sequence[visibility.VisibilityChange]
     ) -> list[Message | errors.DeadletterError]:
         """Several `change_visibility` calls, (message id, claim id, timeout, tag) each, in
         one transaction; per change, the message as changed or why it was refused (a refused
@@ -551,6 +605,7 @@ class Engine(DeadLetterOperations, TagOperations):
         self,
         project: str,
         queue_name: str,
+        *,
         held: Sequence[tuple[str, str]],
         description: str | None = None,
         error: str | ErrorDetails | None = None,
@@ -568,7 +623,9 @@ class Engine(DeadLetterOperations, TagOperations):
         def work(tx: Transaction, pending: Pending) -> list[Message]:
             group = groups.of(tx, require_queue(tx, project, queue_name), tag)
             now = self.clock.now()
-            return dead_letters.reject(tx, pending, group, held, now, description, details)
+            return dead_letters.reject(
+                tx, pending, group, held=held, now=now, description=description, error=details
+            )
 
         return self._run(work)
 

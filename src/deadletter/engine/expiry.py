@@ -43,7 +43,9 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
         kept: list[Message] = []
         if to_dlq and queue is not None:
             group = DefaultGroup(queue)
-            kept = dead_letters.move(tx, pending, group, to_dlq, Reason.EXPIRED, now).kept
+            kept = dead_letters.move(
+                tx, pending, group, messages=to_dlq, reason=Reason.EXPIRED, now=now
+            ).kept
             # Refused by a full DLQ: they live on, claimable, and try again later.
             tx.extend_lives(project, [replace(m, expires_at=now + DLQ_FULL_RETRY) for m in kept])
         if not_eligible and queue is not None:
@@ -86,7 +88,9 @@ def _lapsed_last_claims(
     live = [m for m in messages if m.expires_at > now]
     spent = [m for m in live if transitions.poisoned(m, policy)]
     # Those a full DLQ refuses lose the mark too, and wait for a claim.
-    moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)
+    moved = dead_letters.past_limit(
+        tx, pending, group, messages=spent, reason=Reason.MAX_CLAIMS, now=now
+    )
     spent_ids = {m.id for m in spent} - {m.id for m in moved.kept}
     group.hold(tx, [replace(m, dead_letter_due_at=None) for m in live if m.id not in spent_ids])
 

@@ -146,7 +146,7 @@ def stored(
         scope, dedup_id = keys[i]
         until = now + DEDUPLICATION_INTERVAL
         original = tx.remember_deduplication(
-            project, queue, scope, dedup_id, winners[i], until, now
+            project, queue, scope=scope, dedup_id=dedup_id, message=winners[i], until=until, now=now
         )
         if original is not None:
             repeated.append(winners[i].id)

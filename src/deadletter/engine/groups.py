@@ -20,7 +20,7 @@ from deadletter.engine import counters, fifo, tags
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import held_rows, live_messages
 from deadletter.engine.transactions import Pending
-from deadletter.storage.base import Transaction
+from deadletter.storage.base import ClaimRecord, Transaction
 
 # Reasons that end a message for every consumer group of its queue, not only the one that
 # gave up: it expired, or a bounded queue pushed it out.
@@ -55,6 +55,18 @@ class ConsumerGroup(abc.ABC):
     ) -> None:
         """`hold` the messages one claim just took at `now` (`claims.claim`)."""
         self.hold(tx, messages)
+
+    def takes_at_once(self) -> bool:
+        """Whether `take` claims: the store then writes each message as `transitions.claimed`
+        makes it, computed from its row (no retry backoff, no FIFO group to lock)."""
+        return False
+
+    def take(
+        self, tx: Transaction, claim: ClaimRecord, *, now: float, limit: int, live_until: float
+    ) -> list[Message]:
+        """What `claimable` finds, already written as claimed by `claim` (recorded with
+        them), as it was before; only where `takes_at_once`."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     def held(self, tx: Transaction, ids: Sequence[str], now: float) -> list[Message]:
@@ -135,13 +147,24 @@ class DefaultGroup(ConsumerGroup):
         else:
             self.hold(tx, messages)
 
+    def takes_at_once(self) -> bool:
+        s = self.queue.settings
+        return not s.fifo and s.retry_policy is None
+
+    def take(
+        self, tx: Transaction, claim: ClaimRecord, *, now: float, limit: int, live_until: float
+    ) -> list[Message]:
+        return tx.claim_next(claim, now=now, limit=limit, live_until=live_until)
+
     def held(self, tx: Transaction, ids: Sequence[str], now: float) -> list[Message]:
         return held_rows(tx, self.queue.project, self.queue.name, ids, now)
 
     def claimed_by(
         self, tx: Transaction, claim_id: str, now: float, lock: bool = False
     ) -> list[Message]:
-        return live_messages(tx, self.queue.project, self.queue.name, claim_id, now, lock)
+        return live_messages(
+            tx, self.queue.project, self.queue.name, claim_id=claim_id, now=now, lock=lock
+        )
 
     def acknowledgeable(self, tx: Transaction, ids: Sequence[str], now: float) -> list[Message]:
         return tags.not_done_by_default(self.held(tx, ids, now))

@@ -47,7 +47,7 @@ def held_by(found: list[Message], message_id: str, claim_id: str, now: float) ->
 
 
 def live_claim(
-    tx: Transaction, project: str, queue: str, claim_id: str, now: float, lock: bool = False
+    tx: Transaction, project: str, queue: str, *, claim_id: str, now: float, lock: bool = False
 ) -> ClaimRecord:
     """With `lock`, for a write: its row stays locked, and so a renewal and a release of one
     claim take turns."""
@@ -58,7 +58,7 @@ def live_claim(
 
 
 def live_messages(
-    tx: Transaction, project: str, queue: str, claim_id: str, now: float, lock: bool = False
+    tx: Transaction, project: str, queue: str, *, claim_id: str, now: float, lock: bool = False
 ) -> list[Message]:
     """The messages `claim_id` still holds: those claimed since by another are left out.
     With `lock`, for a write: their rows stay locked until it commits."""

@@ -92,6 +92,7 @@ def save(
     pending: Pending,
     project: str,
     dlq: str,
+    *,
     patterns: list[dict[str, Any]],
     now: float,
     confirmed_only: bool = False,
@@ -118,7 +119,15 @@ def save(
             p["alert"] = old["alert"]
         stamped.append(p)
     tx.save_patterns(project, dlq, stamped)
-    due = fan_out_events(tx, project, dlq, bodies, now, queue.settings.default_ttl, confirmed_only)
+    due = fan_out_events(
+        tx,
+        project,
+        dlq,
+        bodies=bodies,
+        now=now,
+        ttl=queue.settings.default_ttl,
+        confirmed_only=confirmed_only,
+    )
     stored_count = len(stamped)
     pending.calls.append(lambda lst: lst.patterns_stored(project, dlq, stored_count))
     for kind in KINDS:
@@ -163,6 +172,7 @@ def merge(
     pending: Pending,
     project: str,
     dlq: str,
+    *,
     writer: str,
     batch: int,
     assigned: list[Assignment],
@@ -190,7 +200,9 @@ def merge(
         raise errors.InvalidInput(f"A queue may store at most {limit} patterns.")
     if len(json.dumps(merged)) > max_bytes:
         raise errors.InvalidInput(f"Patterns may not take more than {max_bytes} bytes.")
-    raised = save(tx, pending, project, dlq, merged, now, confirmed_only)
+    raised = save(
+        tx, pending, project, dlq, patterns=merged, now=now, confirmed_only=confirmed_only
+    )
     batches.pop(writer, None)
     batches[writer] = batch  # the newest last: the oldest is the one forgotten
     tx.save_pattern_batches(project, dlq, dict(list(batches.items())[-MAX_WRITERS:]))

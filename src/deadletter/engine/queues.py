@@ -23,6 +23,7 @@ def create(
     tx: Transaction,
     project: str,
     name: str,
+    *,
     settings: QueueSettings,
     now: float,
     quota: int | None = DEFAULT_QUEUE_QUOTA,

@@ -45,12 +45,12 @@ def start(
     tx: Transaction,
     project: str,
     dlq: str,
+    *,
     destination: str | None,
     where: DeadLetterFilter,
     rate: float | None,
     now: float,
     canary: Canary | None = None,
-    transform: MessagePatch | None = None,
 ) -> RedriveTask:
     """A new running task over the dead letters `dlq` holds now (those sent later stay).
 
@@ -73,8 +73,8 @@ def start(
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
     max_seq = tx.max_seq(project, dlq)
     # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
-    where = selection.resolve(tx, project, dlq, where, now)
-    to_move = selection.count(tx, project, dlq, now, where, max_seq)
+    where = selection.resolve(tx, project, dlq, where=where, now=now)
+    to_move = selection.count(tx, project, dlq, now=now, where=where, max_seq=max_seq)
     if canary is not None:
         canary = replace(canary, size=canary_size(canary, to_move), seen_seq=max_seq)
         if canary.size == 0:  # nothing selected, nothing to watch: the task ends at its step
@@ -93,7 +93,6 @@ def start(
         started_at=now,
         updated_at=now,
         canary=canary,
-        transform=transform,
     )
     tx.insert_task(task)
     return task
@@ -159,7 +158,14 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
     if allowed == 0:
         return task
     batch, cursor = selection.redrive_batch(
-        tx, task.project, task.dlq, now, task.filter, task.max_seq, allowed, task.cursor_seq
+        tx,
+        task.project,
+        task.dlq,
+        now=now,
+        where=task.filter,
+        max_seq=task.max_seq,
+        limit=allowed,
+        after_seq=task.cursor_seq,
     )
     if not batch and cursor != task.cursor_seq:
         # Read past dead letters the filter does not select: the next step goes on after.
@@ -187,7 +193,15 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
     for (_, tag), (destination, ids) in fresh.items():
         event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
         expires = now + destination.settings.default_ttl
-        tx.redrive_messages(task.project, ids, destination.name, expires, event, now, tag)
+        tx.redrive_messages(
+            task.project,
+            ids,
+            destination=destination.name,
+            expires_at=expires,
+            event=event,
+            now=now,
+            only_tag=tag,
+        )
         pending.available.add((task.project, destination.name))
     count = sum(len(ids) for _, ids in fresh.values())
     if count:
@@ -361,7 +375,9 @@ def _transformed(
             try:
                 by = patch.by or {}
                 limit = queue.settings.max_message_size
-                changed.append(edits.edited(m, patch, by, now, limit, task.id))
+                changed.append(
+                    edits.edited(m, patch, by=by, now=now, max_size=limit, task_id=task.id)
+                )
             except (errors.InvalidInput, errors.PatchConflict):
                 refused.append((m.id, SkipReason.TRANSFORM_REFUSED))
         tx.edit_messages(task.project, changed)

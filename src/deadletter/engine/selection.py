@@ -26,7 +26,7 @@ SCAN = 500
 
 
 def resolve(
-    tx: Transaction, project: str, dlq: str, where: DeadLetterFilter, now: float
+    tx: Transaction, project: str, dlq: str, *, where: DeadLetterFilter, now: float
 ) -> DeadLetterFilter:
     """`where` as the store can read it: its ages as times of death (older than N s: died
     before now - N) and its pattern as the ids of the pattern's dead letters (beside any ids
@@ -49,32 +49,41 @@ def resolve(
 
 def matches(m: Message, where: DeadLetterFilter) -> bool:
     """Whether the dead letter `m` passes the part of `where` the engine evaluates."""
-    p = m.provenance
     if where.error_class is not None and not _class_matches(m, where.error_class):
         return False
-    if where.error_contains is not None or where.error_matches is not None:
-        text = error_text(m)
-        if where.error_contains is not None and where.error_contains not in text:
-            return False
-        if where.error_matches is not None and not _searches(where.error_matches, text):
-            return False
+    if not _error_text_matches(m, where):
+        return False
     for name, value in where.attributes:
         found = m.attributes.get(name)
         if found is None or (value is not None and found.value != value):
             return False
-    if where.min_deaths is not None or where.max_deaths is not None:
-        deaths = sum(1 for e in m.history if e.get("event") == "dead_lettered")
-        if p is not None and not deaths:
-            deaths = 1  # dead before deaths were recorded in the history
-        if where.min_deaths is not None and deaths < where.min_deaths:
-            return False
-        if where.max_deaths is not None and deaths > where.max_deaths:
-            return False
+    if not _deaths_match(m, where):
+        return False
     if where.redriven_by is not None and not any(
         e.get("event") == "redriven" and e.get("task_id") == where.redriven_by for e in m.history
     ):
         return False
     return where.body is None or _body_selects(where.body, m.body)
+
+
+def _error_text_matches(m: Message, where: DeadLetterFilter) -> bool:
+    if where.error_contains is None and where.error_matches is None:
+        return True
+    text = error_text(m)
+    if where.error_contains is not None and where.error_contains not in text:
+        return False
+    return where.error_matches is None or _searches(where.error_matches, text)
+
+
+def _deaths_match(m: Message, where: DeadLetterFilter) -> bool:
+    if where.min_deaths is None and where.max_deaths is None:
+        return True
+    deaths = sum(1 for e in m.history if e.get("event") == "dead_lettered")
+    if m.provenance is not None and not deaths:
+        deaths = 1  # dead before deaths were recorded in the history
+    if where.min_deaths is not None and deaths < where.min_deaths:
+        return False
+    return where.max_deaths is None or deaths <= where.max_deaths
 
 
 def error_text(m: Message) -> str:
@@ -142,6 +151,7 @@ def listed(
     tx: Transaction,
     project: str,
     dlq: str,
+    *,
     now: float,
     where: DeadLetterFilter,
     after_seq: int,
@@ -166,11 +176,13 @@ def listed(
 
 
 def count(
-    tx: Transaction, project: str, dlq: str, now: float, where: DeadLetterFilter, max_seq: int
+    tx: Transaction, project: str, dlq: str, *, now: float, where: DeadLetterFilter, max_seq: int
 ) -> int:
     """How many dead letters up to `max_seq` `where` selects (resolved)."""
     if not where.in_engine:
-        return tx.count_dead_letters(project, dlq, now, where.for_store(), max_seq)
+        return tx.count_dead_letters(
+            project, dlq, now=now, where=where.for_store(), max_seq=max_seq
+        )
     stored, total, after = where.for_store(), 0, 0
     while True:
         query = ListQuery(after_seq=after, limit=SCAN, include_claimed=True,
@@ -186,6 +198,7 @@ def redrive_batch(
     tx: Transaction,
     project: str,
     dlq: str,
+    *,
     now: float,
     where: DeadLetterFilter,
     max_seq: int,
@@ -197,9 +210,20 @@ def redrive_batch(
     goes on after (past what was read and not selected)."""
     stored = where.for_store()
     if not where.in_engine:
-        batch = tx.dead_letter_sources(project, dlq, now, stored, max_seq, limit, after_seq)
+        batch = tx.dead_letter_sources(
+            project, dlq, now=now, where=stored, max_seq=max_seq, limit=limit, after_seq=after_seq
+        )
         return batch, batch[-1][1] if batch else after_seq
-    page = tx.dead_letters(project, dlq, now, stored, max_seq, max(limit, SCAN), True, after_seq)
+    page = tx.dead_letters(
+        project,
+        dlq,
+        now=now,
+        where=stored,
+        max_seq=max_seq,
+        limit=max(limit, SCAN),
+        lock=True,
+        after_seq=after_seq,
+    )
     picked: list[tuple[str, int, str | None, str | None]] = []
     cursor = after_seq
     for m in page:

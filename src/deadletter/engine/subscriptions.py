@@ -162,6 +162,7 @@ def fan_out(
     tx: Transaction,
     project: str,
     queue: str,
+    *,
     messages: Sequence[Message],
     now: float,
     confirmed_only: bool = False,
@@ -198,6 +199,7 @@ def fan_out_events(
     tx: Transaction,
     project: str,
     queue: str,
+    *,
     bodies: Sequence[bytes],
     now: float,
     ttl: int,
@@ -265,7 +267,13 @@ def give_up(tx: Transaction, pending: Pending, d: Delivery, failures: int, now: 
         dead_letter_eligible=True,
     )
     moved = transitions.dead_lettered(
-        notification, source, dlq, Reason.DELIVERY_FAILED, now, description, error
+        notification,
+        source=source,
+        dlq=dlq,
+        reason=Reason.DELIVERY_FAILED,
+        now=now,
+        description=description,
+        error=error,
     )
     assert moved.provenance is not None
     provenance = replace(
@@ -306,7 +314,7 @@ class Subscriptions:
             ]
         )  # fmt: skip
 
-    def check_new(self, subscriber: str, ttl: int, options: dict[str, Any]) -> None:
+    def check_new(self, subscriber: str, *, ttl: int, options: dict[str, Any]) -> None:
         """InvalidInput for a subscription that `create` would refuse, before anything is
         written (a face that creates the queue first asks this first)."""
         check_subscriber(subscriber)
@@ -315,12 +323,12 @@ class Subscriptions:
         check_destination(self.destinations, subscriber)
 
     def create(
-        self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any]
+        self, project: str, queue: str, *, subscriber: str, ttl: int, options: dict[str, Any]
     ) -> tuple[Subscription, bool]:
         """The subscription and whether it is new. As in Zaqar, subscribing a subscriber
         again while its subscription is unconfirmed answers that subscription (Zaqar would
         send the confirmation again); a confirmed one is a Conflict."""
-        self.check_new(subscriber, ttl, options)
+        self.check_new(subscriber, ttl=ttl, options=options)
 
         def work(tx: Transaction, _: Pending) -> tuple[Subscription, bool]:
             require_queue(tx, project, queue, lock=True)  # serialises subscribers of a queue
@@ -339,7 +347,14 @@ class Subscriptions:
                 tx.delete_subscriptions(project, queue, [old.id])
             check_room(tx, project, queue)
             new = Subscription(
-                new_id(), project, queue, subscriber, ttl, dict(options), now, now + ttl
+                id=new_id(),
+                project=project,
+                queue=queue,
+                subscriber=subscriber,
+                ttl=ttl,
+                options=dict(options),
+                created_at=now,
+                expires_at=now + ttl,
             )
             tx.insert_subscription(new)
             if self.require_confirmation:
@@ -348,7 +363,7 @@ class Subscriptions:
 
         return self._run(work)
 
-    def get(self, project: str, queue: str, subscription_id: str) -> Subscription:
+    def get(self, project: str, queue: str, *, subscription_id: str) -> Subscription:
         def work(tx: Transaction, _: Pending) -> Subscription:
             found = tx.get_subscription(project, queue, subscription_id)
             if found is None or found.expires_at <= self.clock.now():
@@ -358,7 +373,7 @@ class Subscriptions:
         return self._run(work)
 
     def list_page(
-        self, project: str, queue: str, after: str | None = None, limit: int = 10
+        self, project: str, queue: str, *, after: str | None = None, limit: int = 10
     ) -> list[Subscription]:
         return self._run(
             lambda tx, _: tx.list_subscriptions(project, queue, self.clock.now(), after, limit)
@@ -368,6 +383,7 @@ class Subscriptions:
         self,
         project: str,
         queue: str,
+        *,
         subscription_id: str,
         subscriber: str | None = None,
         ttl: int | None = None,
@@ -407,7 +423,7 @@ class Subscriptions:
 
         return self._run(work)
 
-    def confirm(self, project: str, queue: str, subscription_id: str, confirmed: bool) -> None:
+    def confirm(self, project: str, queue: str, *, subscription_id: str, confirmed: bool) -> None:
         """Zaqar's `PUT .../confirm`: a subscriber confirms (or, with false, withdraws) its
         subscription; only where confirmation is required does it change what is notified."""
 
@@ -420,7 +436,7 @@ class Subscriptions:
 
         self._run(work)
 
-    def delete(self, project: str, queue: str, subscription_id: str) -> bool:
+    def delete(self, project: str, queue: str, *, subscription_id: str) -> bool:
         """Unsubscribe; what is still owed to the subscription is cancelled with it."""
         gone = self._run(lambda tx, _: tx.delete_subscriptions(project, queue, [subscription_id]))
         return gone > 0
@@ -440,9 +456,9 @@ class Subscriptions:
     def take(
         self,
         limit: int,
+        *,
         busy: Sequence[str],
         lease: float,
-        *,
         after: str | None = None,
         skip: Collection[str] = (),
     ) -> list[Delivery]:
@@ -487,7 +503,7 @@ class Subscriptions:
     def delivered(self, delivery_id: str) -> None:
         self._run(lambda tx, _: tx.delete_delivery(delivery_id))
 
-    def failed(self, delivery_id: str, error: str, final: bool, policy: RetryPolicy) -> str:
+    def failed(self, delivery_id: str, *, error: str, final: bool, policy: RetryPolicy) -> str:
         """Record a failed attempt: the notification is tried again after its backoff, or, out
         of retries (or `final`), given up. Returns "retrying", "given_up" or "gone" (deleted
         meanwhile with its subscription or queue)."""

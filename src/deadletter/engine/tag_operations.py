@@ -31,6 +31,7 @@ class TagOperations:
         self,
         project: str,
         queue: str,
+        *,
         name: str,
         start_at: float | None = None,
         filter_attribute: str | None = None,
@@ -50,7 +51,14 @@ class TagOperations:
         now = self.clock.now()
         return self._runner.run(
             lambda tx, _: tags.create(
-                tx, project, queue, name, start_at, filter_attribute, filter_value, now
+                tx,
+                project,
+                queue,
+                name=name,
+                start_at=start_at,
+                filter_attribute=filter_attribute,
+                filter_value=filter_value,
+                now=now,
             )
         )
 
@@ -76,7 +84,7 @@ class TagOperations:
 
         return self._runner.read(work)
 
-    def get_tag(self, project: str, queue: str, name: str) -> TagInfo:
+    def get_tag(self, project: str, queue: str, *, name: str) -> TagInfo:
         def work(tx: Transaction) -> TagInfo:
             require_queue(tx, project, queue)
             tag = tags.require_tag(tx, project, queue, name)
@@ -84,6 +92,6 @@ class TagOperations:
 
         return self._runner.read(work)
 
-    def delete_tag(self, project: str, queue: str, name: str) -> None:
+    def delete_tag(self, project: str, queue: str, *, name: str) -> None:
         """Delete a tag: its deliveries end, and messages that only it still needed leave."""
         self._runner.run(lambda tx, _: tags.delete(tx, project, queue, name, self.clock.now()))

@@ -49,6 +49,7 @@ def create(
     tx: Transaction,
     project: str,
     queue_name: str,
+    *,
     name: str,
     start_at: float | None,
     filter_attribute: str | None,

@@ -86,7 +86,7 @@ class Templates:
         self._queue_quota = queue_quota
 
     def create(
-        self, project: str, name: str, pattern: str, settings: TemplateSettings
+        self, project: str, name: str, *, pattern: str, settings: TemplateSettings
     ) -> QueueTemplate:
         validation.check_template(name, pattern, settings)
         now = self._clock.now()
@@ -118,7 +118,7 @@ class Templates:
         return [t for t in found if after is None or t.name > after][:limit]
 
     def change(
-        self, project: str, name: str, change: Callable[[QueueTemplate], QueueTemplate]
+        self, project: str, name: str, *, change: Callable[[QueueTemplate], QueueTemplate]
     ) -> QueueTemplate:
         """Read a template, apply `change` (its pattern and settings) and store the result in
         one transaction; queues made from it before keep their settings."""
@@ -145,6 +145,7 @@ class Templates:
         self,
         project: str,
         name: str,
+        *,
         build: Callable[[QueueSettings], QueueSettings] | None = None,
         base: QueueSettings | None = None,
     ) -> Queue:
@@ -161,7 +162,9 @@ class Templates:
             if build is not None:
                 settings = build(settings)
             now = self._clock.now()
-            return queues.create(tx, project, name, settings, now, self._queue_quota)
+            return queues.create(
+                tx, project, name, settings=settings, now=now, quota=self._queue_quota
+            )
 
         return self._run(work)
 

@@ -32,6 +32,7 @@ from deadletter.domain.tags import DEFAULT_DONE_AT
 
 def enqueued(
     new: NewMessage,
+    *,
     message_id: str,
     queue: str,
     now: float,
@@ -68,6 +69,7 @@ def poisoned(m: Message, policy: DeadLetterPolicy | None) -> bool:
 
 def claimed(
     m: Message,
+    *,
     claim_id: str,
     now: float,
     expires: float,
@@ -162,6 +164,7 @@ def visibility_changed(
 
 def dead_lettered(
     m: Message,
+    *,
     source: Queue,
     dlq: Queue,
     reason: Reason,
@@ -246,7 +249,7 @@ def dead_letter_expiry(m: Message, source: Queue, dlq: Queue, reason: Reason, no
 
 
 def redriven(
-    m: Message, message_id: str, destination: Queue, dlq: str, task_id: str, now: float
+    m: Message, *, message_id: str, destination: Queue, dlq: str, task_id: str, now: float
 ) -> Message:
     """A dead letter sent back as a new message: a fresh attempt budget and TTL, the reserved
     attributes and provenance dropped, its history kept with one more event. A consumer tag's

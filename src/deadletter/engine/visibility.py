@@ -86,7 +86,9 @@ def change(
         for each in batches.values():
             each.flush()
         batch.written(message_id)
-        results.append((claims.given_back(tx, pending, batch.group, [held], now) or [held])[0])
+        results.append(
+            (claims.given_back(tx, pending, batch.group, messages=[held], now=now) or [held])[0]
+        )
     for each in batches.values():
         each.flush()
     return results

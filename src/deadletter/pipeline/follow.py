@@ -188,6 +188,7 @@ def follow_local(
 
 def follow_spark(
     spark: Any,
+    *,
     options: dict[str, str],
     follower: Follower,
     stop: threading.Event,

@@ -13,10 +13,13 @@ import botocore.session
 import pytest
 
 from deadletter.api.app import AppOptions, build_app
+from deadletter.domain.model import QueueSettings
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage.base import Store
+from tests.support.clients import ApiClient, in_process
 from tests.support.servers import SharedServer, shared_server
+from tests.support.sqs_fuzz import Sentinel
 from tests.support.sqs_query import query_models
 
 ACCOUNT = "123456789012"
@@ -32,6 +35,22 @@ _SESSIONS: dict[str, boto3.session.Session] = {}
 def sqs_engine(store: Store) -> Engine:
     """The engine behind `server_url`, for a test that must watch the server's own state."""
     return Engine(store)
+
+
+@pytest.fixture
+def http(engine: Engine) -> Iterator[ApiClient]:
+    """The real app in-process, for requests that boto3 would refuse to send."""
+    with in_process(build_app(engine)) as client:
+        yield client
+
+
+@pytest.fixture
+def sentinel(engine: Engine) -> Iterator[Sentinel]:
+    """Given a queue `work` and a message on another queue that no request names."""
+    engine.create_queue(ACCOUNT, "work", settings=QueueSettings(default_ttl=3600, max_ttl=3600))
+    planted = Sentinel.plant(engine)
+    yield planted
+    planted.check(engine, "the test")
 
 
 @pytest.fixture(scope="session")

@@ -8,15 +8,12 @@ import json
 import logging
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
 import httpx
 import pytest
 from starlette.responses import JSONResponse
 
-from deadletter.api.app import build_app
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs import wire
 from deadletter.domain.model import Attribute, NewMessage, QueueSettings
@@ -28,26 +25,6 @@ BASE_URL = "http://testserver"
 NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 QUEUE_URL = f"{BASE_URL}/{ACCOUNT}/work"
 ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}"
-
-
-@pytest.fixture
-def http(engine: Engine) -> Iterator[ApiClient]:
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url=BASE_URL)
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
-
-
-@pytest.fixture
-def sentinel(engine: Engine) -> Iterator[Sentinel]:
-    """Given a queue `work` and a message on another queue that no request names."""
-    engine.create_queue(ACCOUNT, "work", QueueSettings(default_ttl=3600, max_ttl=3600))
-    planted = Sentinel.plant(engine)
-    yield planted
-    planted.check(engine, "the test")
 
 
 def json_call(http: ApiClient, action: str, body: bytes | dict[str, Any]) -> httpx.Response:
@@ -198,14 +175,14 @@ def test_a_binary_attribute_that_is_not_base64_does_not_fail_the_receive(
 ) -> None:
     # Given four good messages and one whose Binary attribute is not base64 (as the Zaqar
     # face once stored), on a queue that dead-letters after one receive
-    engine.create_queue(ACCOUNT, "dlq", QueueSettings(default_ttl=3600, max_ttl=3600))
+    engine.create_queue(ACCOUNT, "dlq", settings=QueueSettings(default_ttl=3600, max_ttl=3600))
     policy = json.dumps({"deadLetterTargetArn": f"{ARN}:dlq", "maxReceiveCount": 1})
     json_call(
         http, "SetQueueAttributes", {"QueueUrl": QUEUE_URL, "Attributes": {"RedrivePolicy": policy}}
     )
     good = [NewMessage(body=f"good {i}".encode()) for i in range(4)]
     bad = NewMessage(body=b"bad", attributes={"blob": Attribute("Binary", "not base64!")})
-    engine.send(ACCOUNT, "work", [*good[:2], bad, *good[2:]])
+    engine.send(ACCOUNT, "work", messages=[*good[:2], bad, *good[2:]])
     # When all are received
     r = json_call(
         http,

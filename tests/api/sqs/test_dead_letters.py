@@ -186,9 +186,11 @@ def test_a_dead_letters_error_fields_are_its_dlq_message_attributes(
     sqs.send_message(QueueUrl=url, MessageBody="m", MessageAttributes={
         "kind": {"DataType": "String", "StringValue": "order"}})  # fmt: skip
     project = "123456789012"
-    claim = sqs_engine.claim(project, "orders", 1)
+    claim = sqs_engine.claim(project, "orders", limit=1)
     error = ErrorDetails(message="'id'", error_class="KeyError", stack="Traceback\n  x")
-    sqs_engine.dead_letter(project, "orders", [(claim.messages[0].id, claim.id)], "bad", error)
+    sqs_engine.dead_letter(
+        project, "orders", held=[(claim.messages[0].id, claim.id)], description="bad", error=error
+    )
     # an SQS consumer of the DLQ reads them as DLQ.* message attributes beside the sender's.
     (m,) = sqs.receive_message(QueueUrl=dlq, MessageAttributeNames=["All"])["Messages"]
     shown = {k: v["StringValue"] for k, v in m["MessageAttributes"].items()}

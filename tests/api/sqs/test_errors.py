@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import logging
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 
-import anyio.from_thread
-import httpx
 import pytest
 
-from deadletter.api.app import build_app
 from deadletter.domain import errors
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
@@ -23,18 +19,6 @@ JSON_HEADERS = {
     "X-Amz-Target": "AmazonSQS.ListQueues",
     "Content-Type": "application/x-amz-json-1.0",
 }
-
-
-@pytest.fixture
-def http(engine: Engine) -> Iterator[ApiClient]:
-    """The real app in-process (the SQS face ignores Zaqar's headers)."""
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url="http://testserver")
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
 
 
 @pytest.fixture(

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from deadletter.engine.engine import Engine
-from tests.api.sqs.test_unknown_parameters import PROTOCOLS, call, error, http  # noqa: F401
+from tests.api.sqs.test_unknown_parameters import PROTOCOLS, call, error
 from tests.api.zaqar.conftest import CLIENT_ID, ApiClient
 from tests.support.sqs_fuzz import ACCOUNT
 
@@ -16,7 +16,7 @@ ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-dlq"
 ZAQAR = {"Client-ID": CLIENT_ID, "X-Project-ID": ACCOUNT}
 
 
-def given_two_dead_letters(http: ApiClient) -> None:  # noqa: F811
+def given_two_dead_letters(http: ApiClient) -> None:
     """Given orders-dlq holding a KeyError and a ValueError of orders."""
     assert http.put("/v2/queues/orders-dlq", json={}, headers=ZAQAR).status_code == 201
     policy = {"_max_claim_count": 3, "_dead_letter_queue": "orders-dlq"}
@@ -34,7 +34,7 @@ def given_two_dead_letters(http: ApiClient) -> None:  # noqa: F811
 
 @PROTOCOLS
 def test_a_move_task_moves_what_its_filter_selects(
-    http: ApiClient,  # noqa: F811
+    http: ApiClient,
     engine: Engine,
     protocol: str,
 ) -> None:
@@ -58,7 +58,7 @@ def test_a_move_task_moves_what_its_filter_selects(
      ("colour=red", "colour"), ("=x", "blank name")],
 )  # fmt: skip
 def test_a_bad_move_task_filter_is_refused_and_starts_nothing(
-    http: ApiClient,  # noqa: F811
+    http: ApiClient,
     engine: Engine,
     protocol: str,
     text: str,

@@ -7,13 +7,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
 import httpx
 import pytest
 
 from deadletter.api.app import build_app
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
+from tests.support.clients import in_process
 
 LENGTHS = [1, 2, 74, 75, 76, 79, 80, 81, 82, 100]
 
@@ -26,13 +26,8 @@ def _name(length: int, fifo: bool) -> str:
 
 @pytest.fixture
 def app(engine: Engine) -> Iterator[ApiClient]:
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url="http://testserver")
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    with in_process(build_app(engine)) as client:
+        yield client
 
 
 def _create(app: ApiClient, params: dict[str, Any]) -> httpx.Response:

@@ -36,12 +36,14 @@ def test_a_paused_task_is_listed_as_failed_with_the_canarys_verdict(
     # Given a native redrive whose one canary died again
     engine.create_queue(ACCOUNT, "dlq")
     policy = DeadLetterPolicy(target="dlq", max_claims=1)
-    engine.create_queue(ACCOUNT, "orders", QueueSettings(dead_letter=policy))
+    engine.create_queue(ACCOUNT, "orders", settings=QueueSettings(dead_letter=policy))
 
     def kill() -> None:
-        engine.send(ACCOUNT, "orders", [NewMessage(body=b"x")])
-        engine.release_claim(ACCOUNT, "orders", engine.claim(ACCOUNT, "orders", 10).id)
-        engine.claim(ACCOUNT, "orders", 10)  # delivered once already: it moves to the DLQ
+        engine.send(ACCOUNT, "orders", messages=[NewMessage(body=b"x")])
+        engine.release_claim(
+            ACCOUNT, "orders", claim_id=engine.claim(ACCOUNT, "orders", limit=10).id
+        )
+        engine.claim(ACCOUNT, "orders", limit=10)  # delivered once already: it moves to the DLQ
 
     kill()
     task = engine.start_redrive(ACCOUNT, "dlq", canary=Canary(count=1))

@@ -18,7 +18,7 @@ def test_create_queue_takes_the_matching_template(sqs: Any, sqs_engine: Engine) 
     # Given a template for orders-* with a DLQ and a 600 s maximum TTL
     sqs.create_queue(QueueName="orders-dlq")
     template = TemplateSettings(max_claims=3, dlq="orders-dlq", max_ttl=600, min_ttl=1)
-    sqs_engine.templates.create(ACCOUNT, "orders", "orders-*", template)
+    sqs_engine.templates.create(ACCOUNT, "orders", pattern="orders-*", settings=template)
     # When CreateQueue makes orders-eu with no attributes
     url = sqs.create_queue(QueueName="orders-eu")["QueueUrl"]
     # I expect the template's policy and TTLs
@@ -40,7 +40,7 @@ def test_attributes_given_to_create_queue_win_over_the_template(
     sqs.create_queue(QueueName="orders-dlq")
     sqs.create_queue(QueueName="other-dlq")
     template = TemplateSettings(max_claims=3, dlq="orders-dlq", max_ttl=600)
-    sqs_engine.templates.create(ACCOUNT, "orders", "orders-*", template)
+    sqs_engine.templates.create(ACCOUNT, "orders", pattern="orders-*", settings=template)
     given = {
         "RedrivePolicy": json.dumps(
             {"deadLetterTargetArn": arn("other-dlq"), "maxReceiveCount": "7"}

@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
 import botocore.session
 import httpx
 import pytest
 
-from deadletter.api.app import build_app
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS
 from deadletter.api.sqs.parameters import ENTRY_FIELDS, EXTENSIONS, PARAMETERS
-from deadletter.domain.model import QueueSettings
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
 from tests.support.sqs_fuzz import ACCOUNT, Sentinel, query_fields
@@ -28,26 +24,6 @@ BASE_URL = "http://testserver"
 NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 QUEUE_URL = f"{BASE_URL}/{ACCOUNT}/work"
 ACTIONS = sorted([*SYNC_ACTIONS, *ASYNC_ACTIONS])
-
-
-@pytest.fixture
-def http(engine: Engine) -> Iterator[ApiClient]:
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url=BASE_URL)
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
-
-
-@pytest.fixture
-def sentinel(engine: Engine) -> Iterator[Sentinel]:
-    """Given a queue `work` and a message on another queue that no request names."""
-    engine.create_queue(ACCOUNT, "work", QueueSettings(default_ttl=3600, max_ttl=3600))
-    planted = Sentinel.plant(engine)
-    yield planted
-    planted.check(engine, "the test")
 
 
 def call(http: ApiClient, protocol: str, action: str, params: dict[str, Any]) -> httpx.Response:

@@ -5,62 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
-import httpx
 import pytest
 
 from deadletter.api.app import build_app
 from deadletter.engine.engine import Engine
+from tests.support.clients import ApiClient, in_process
 
 CLIENT_ID = "3f8b0a0e-0d47-4f3e-9b59-7f0c1e6a2a11"
 OTHER_CLIENT = "9d1c2b3a-4e5f-4a6b-8c7d-0e1f2a3b4c5d"
 PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
 
 
-class ApiClient:
-    """A blocking face on `httpx.AsyncClient(transport=ASGITransport(app))`: the real app,
-    in-process, driven by an event loop in a helper thread."""
-
-    def __init__(self, portal: anyio.from_thread.BlockingPortal, client: httpx.AsyncClient):
-        self.portal = portal
-        self.client = client
-
-    def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        async def call() -> httpx.Response:
-            return await self.client.request(method, url, **kwargs)
-
-        return self.portal.call(call)
-
-    def get(self, url: str, **kwargs: Any) -> httpx.Response:
-        return self.request("GET", url, **kwargs)
-
-    def head(self, url: str, **kwargs: Any) -> httpx.Response:
-        return self.request("HEAD", url, **kwargs)
-
-    def put(self, url: str, **kwargs: Any) -> httpx.Response:
-        return self.request("PUT", url, **kwargs)
-
-    def post(self, url: str, **kwargs: Any) -> httpx.Response:
-        return self.request("POST", url, **kwargs)
-
-    def patch(self, url: str, **kwargs: Any) -> httpx.Response:
-        return self.request("PATCH", url, **kwargs)
-
-    def delete(self, url: str, **kwargs: Any) -> httpx.Response:
-        return self.request("DELETE", url, **kwargs)
-
-
 @pytest.fixture
 def api(engine: Engine) -> Iterator[ApiClient]:
-    transport = httpx.ASGITransport(app=build_app(engine))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(
-            transport=transport, base_url="http://testserver", headers={"Client-ID": CLIENT_ID}
-        )
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    with in_process(build_app(engine), headers={"Client-ID": CLIENT_ID}) as client:
+        yield client
 
 
 def make_queue(api: ApiClient, name: str, **metadata: Any) -> None:

@@ -245,7 +245,7 @@ def test_claimed_messages_are_not_claimed_again_until_the_claim_expires(
 
 def test_bodies_that_are_not_json_come_back_as_text(api: ApiClient, engine: Engine) -> None:
     make_queue(api, "q")
-    engine.send("123456789012", "q", [NewMessage(body=b"plain text")])
+    engine.send("123456789012", "q", messages=[NewMessage(body=b"plain text")])
     got = api.get("/v2/queues/q/messages?echo=true").json()["messages"]
     assert got[0]["body"] == "plain text"
     assert json.loads(json.dumps(got[0]))["body"] == "plain text"

@@ -67,9 +67,9 @@ def test_projects_are_isolated_and_default_to_the_default_project(
     # its post made a queue of its own, of the same name, beside ours.
     sent = api.post("/v2/queues/shared/messages", headers=other, json={"messages": [{"body": 2}]})
     assert sent.status_code == 201
-    assert [m.body for m in engine.claim("other", "shared", 10).messages] == [b"2"]
+    assert [m.body for m in engine.claim("other", "shared", limit=10).messages] == [b"2"]
     assert engine.stats("123456789012", "shared").total == 1
-    assert [m.id for m in engine.claim("123456789012", "shared", 10).messages] == [mid]
+    assert [m.id for m in engine.claim("123456789012", "shared", limit=10).messages] == [mid]
 
 
 def test_put_creates_then_answers_204_without_changing_metadata(api: ApiClient) -> None:
@@ -314,8 +314,8 @@ def test_openapi_document_describes_every_route(api: ApiClient) -> None:
     doc = api.get("/openapi.json").json()
     assert doc["openapi"].startswith("3.")
     paths = doc["paths"]
-    for path, method, handler, _ in ROUTES:
-        assert paths[path][method.lower()]["operationId"] == handler.__name__
+    for r in ROUTES:
+        assert paths[r.path][r.method.lower()]["operationId"] == r.handler.__name__
     assert "post" in paths["/v2/queues/{queue}/messages/{message_id}/dead_letter"]
 
 

@@ -55,8 +55,10 @@ def test_a_redrive_names_each_reason_it_skipped_a_dead_letter_for(
     _kill(api, "fine", "f")
     assert api.delete("/v2/queues/gone").status_code == 204  # its source deleted
     # its source has since become a DLQ itself (a redrive there would start a chain)
-    engine.update_queue(P, "now-a-dlq", QueueSettings())
-    engine.create_queue(P, "x", QueueSettings(dead_letter=DeadLetterPolicy("now-a-dlq", 3)))
+    engine.update_queue(P, "now-a-dlq", settings=QueueSettings())
+    engine.create_queue(
+        P, "x", settings=QueueSettings(dead_letter=DeadLetterPolicy("now-a-dlq", 3))
+    )
     by_body = {m["body"]: m["id"] for m in api.get("/v2/queues/d/dead_letters").json()["messages"]}
     # When everything is redriven,
     done = _run(api, engine, api.post("/v2/queues/d/redrives", json={}).headers["Location"])

@@ -9,8 +9,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import anyio.from_thread
-import httpx
 import pytest
 
 from deadletter.api.app import AppOptions, build_app
@@ -22,6 +20,7 @@ from deadletter.auth.credentials import MasterKey
 from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, claim, make_queue, post, with_dlq
+from tests.support.clients import in_process
 
 PROJECT = "default"
 UUID = "0b0e7a53-87a1-4a3c-9d3e-0d1b4f6a9c11"
@@ -76,10 +75,7 @@ def refused(r: Any, name: str) -> None:
     assert f'"{name}"' in r.json()["description"], r.text
 
 
-ROUTE_CASES = [
-    pytest.param(method, path, handler.__name__, id=f"{method} {path}")
-    for path, method, handler, _ in ROUTES
-]
+ROUTE_CASES = [pytest.param(r.method, r.path, r.name, id=f"{r.method} {r.path}") for r in ROUTES]
 
 
 @pytest.mark.parametrize(("method", "path", "name"), ROUTE_CASES)
@@ -96,10 +92,10 @@ def test_every_route_refuses_an_unknown_query_parameter(
 
 
 BODY_CASES = [
-    pytest.param(method, path, handler.__name__, id=f"{method} {path}")
-    for path, method, handler, _ in ROUTES
+    pytest.param(r.method, r.path, r.name, id=f"{r.method} {r.path}")
+    for r in ROUTES
     # A GET's body means nothing in HTTP (python-zaqarclient sends one: context.check_reads).
-    if not (method == "GET" and READS[handler.__name__].body is None)
+    if not (r.method == "GET" and READS[r.name].body is None)
 ]
 
 
@@ -118,7 +114,7 @@ def test_every_route_refuses_an_unknown_body_field(
 def test_every_route_whose_handler_checks_its_body_has_a_case() -> None:
     free = {name for name, reads in READS.items() if reads.body is FREE}
     assert free == set(FREE_BODIES)
-    assert {handler.__name__ for _, _, handler, _ in ROUTES} == set(READS)
+    assert {r.name for r in ROUTES} == set(READS)
 
 
 # A typo one away from a documented call: each refused, naming the field it meant.
@@ -225,13 +221,8 @@ def test_documented_calls_still_work(api: ApiClient) -> None:
 def admin_api(engine: Engine) -> Iterator[ApiClient]:
     """The app with credentials on, so that its admin routes exist."""
     authority = Authority(engine, MasterKey.generate())
-    transport = httpx.ASGITransport(app=build_app(engine, AppOptions(authority=authority)))
-    with anyio.from_thread.start_blocking_portal() as portal:
-        client = httpx.AsyncClient(transport=transport, base_url="http://testserver")
-        try:
-            yield ApiClient(portal, client)
-        finally:
-            portal.call(client.aclose)
+    with in_process(build_app(engine, AppOptions(authority=authority))) as client:
+        yield client
 
 
 @pytest.mark.parametrize(
@@ -253,14 +244,14 @@ def test_the_openapi_document_says_what_each_route_reads() -> None:
     route's query parameters are the ones it reads."""
     doc = document()
     schemas = doc["components"]["schemas"]
-    for path, method, handler, _ in ROUTES:
-        op = doc["paths"][path][method.lower()]
-        reads = READS[handler.__name__]
+    for r in ROUTES:
+        op = doc["paths"][r.path][r.method.lower()]
+        reads = READS[r.name]
         query = [p["name"] for p in op["parameters"] if p["in"] == "query"]
-        assert query == list(reads.query), handler.__name__
+        assert query == list(reads.query), r.name
         if reads.body is None or reads.body is FREE:
             continue
         ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         schema = schemas[ref.rsplit("/", 1)[1]]
-        assert set(schema["properties"]) == set(reads.body), handler.__name__
-        assert schema["additionalProperties"] is False, handler.__name__
+        assert set(schema["properties"]) == set(reads.body), r.name
+        assert schema["additionalProperties"] is False, r.name

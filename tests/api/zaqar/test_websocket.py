@@ -17,9 +17,9 @@ from zaqarclient.transport import request as zrequest
 
 from deadletter.api.app import build_app
 from deadletter.api.zaqar.reads import FREE, READS
-from deadletter.api.zaqar.routes import ROUTES
+from deadletter.api.zaqar.routes import ROUTES, zaqar_action
 from deadletter.api.zaqar.websocket import ACTIONS, request_of
-from deadletter.auth.roles import Role, allowed, zaqar_action
+from deadletter.auth.roles import Role, allowed
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
 from tests.auth.live import Live, live_server
@@ -164,7 +164,7 @@ def test_each_action_is_a_zaqar_route_and_reads_only_what_it_reads(action: str) 
     # table, and sends it only query parameters and body fields that route declares.
     act = ACTIONS[action]
     template = act.path.replace("{queue_name}", "{queue}")
-    (handler,) = [h for p, m, h, _ in ROUTES if (p, m) == (template, act.method)]
+    (handler,) = [r.handler for r in ROUTES if (r.path, r.method) == (template, act.method)]
     reads = READS[handler.__name__]
     assert set(act.query.values()) <= set(reads.query)
     sent = set(act.body) | ({act.whole} if act.whole else set())

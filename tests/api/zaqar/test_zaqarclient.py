@@ -140,8 +140,8 @@ def test_sending_back_what_the_real_client_read_changes_nothing(
     cli: Any, engine: Engine, settings: QueueSettings
 ) -> None:
     # Given a queue with these settings,
-    engine.create_queue("p", "d", meta.ZAQAR_DEFAULTS)
-    engine.create_queue("p", "q", settings)
+    engine.create_queue("p", "d", settings=meta.ZAQAR_DEFAULTS)
+    engine.create_queue("p", "q", settings=settings)
     q = cli.queue("q")
     # when a client writes back the metadata it read,
     shown = q.metadata(force_reload=True)

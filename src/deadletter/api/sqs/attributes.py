@@ -201,34 +201,42 @@ def apply(
     for name, raw in attributes.items():
         if not isinstance(raw, str):
             raise invalid_attribute_value(name)
-        if name in sqs_fifo.ATTRIBUTES:
-            changes.update(sqs_fifo.changes(name, raw))
-            continue
-        if name not in SETTABLE:
+        if name not in SETTABLE and name not in sqs_fifo.ATTRIBUTES:
             raise invalid_attribute_name(name)
-        setting = INTEGERS.get(name)
-        if name in BOUNDS and raw == "" and setting is not None:
-            changes[setting.field] = None  # an empty value removes a bound
-        elif setting is not None and setting.sqs is not None:
-            value = _int_value(name, raw)
-            changes.update(dict.fromkeys((setting.field, *setting.sqs.also), value))
-        elif name in SOLACE_ABSENT:
-            changes.update(_solace(name, raw))
-        elif name == "RedrivePolicy":
-            changes["dead_letter"] = _redrive_policy(settings.dead_letter, raw, account, region)
-        elif name == "RedriveAllowPolicy":
-            changes["redrive_allow"] = _redrive_allow(raw, account, region)
-        elif name == RETRY_POLICY:
-            changes["retry_policy"] = _retry_policy(raw)
-        elif name == OVERFLOW:
-            if raw not in declared.OVERFLOW.choices:
-                raise invalid_attribute_value(name)
-            changes[declared.OVERFLOW.field] = raw
+        stated = _settings_stated(settings, name, raw, region=region, account=account)
+        if stated is not None:
+            changes.update(stated)
         elif name == "Policy" and raw == "":
             extra.pop(name, None)  # an empty policy removes it, as on AWS
         else:
             extra[name] = _opaque(name, raw)
     return replace(settings, **changes, extra=extra)
+
+
+def _settings_stated(
+    settings: QueueSettings, name: str, raw: str, *, region: str, account: str
+) -> dict[str, Any] | None:
+    """The settings a settable attribute states; None for one kept as it is sent."""
+    setting = INTEGERS.get(name)
+    if name in sqs_fifo.ATTRIBUTES:
+        return sqs_fifo.changes(name, raw)
+    if name in BOUNDS and raw == "" and setting is not None:
+        return {setting.field: None}  # an empty value removes a bound
+    if setting is not None and setting.sqs is not None:
+        return dict.fromkeys((setting.field, *setting.sqs.also), _int_value(name, raw))
+    if name in SOLACE_ABSENT:
+        return _solace(name, raw)
+    if name == "RedrivePolicy":
+        return {"dead_letter": _redrive_policy(settings.dead_letter, raw, account, region)}
+    if name == "RedriveAllowPolicy":
+        return {"redrive_allow": _redrive_allow(raw, account, region)}
+    if name == RETRY_POLICY:
+        return {"retry_policy": _retry_policy(raw)}
+    if name == OVERFLOW:
+        if raw not in declared.OVERFLOW.choices:
+            raise invalid_attribute_value(name)
+        return {declared.OVERFLOW.field: raw}
+    return None
 
 
 def _solace(name: str, raw: str) -> dict[str, Any]:
@@ -449,44 +457,45 @@ def message_attributes_in(raw: Any) -> dict[str, Attribute]:
             f"Number of message attributes [{len(raw)}] exceeds the allowed maximum"
             f" [{MAX_MESSAGE_ATTRIBUTES}]."
         )
-    out: dict[str, Attribute] = {}
-    for name, value in raw.items():
-        check_attribute_name(name)
-        if not isinstance(value, dict) or not isinstance(value.get("DataType"), str):
-            raise missing_parameter(f"MessageAttributes.{name}.DataType")
-        refused = unknown_name(value, ATTRIBUTE_VALUE_FIELDS, "message attribute field")
-        if refused is not None:
-            raise invalid_parameter(refused)
-        data_type = value["DataType"]
-        base = data_type.split(".", 1)[0]
-        if len(data_type) > MAX_ATTRIBUTE_NAME:
-            raise invalid_parameter("Message (user) attribute types must be shorter than 256 Bytes")
-        if base not in ("String", "Number", "Binary") or data_type.endswith("."):
-            raise invalid_parameter(
-                f"Type for parameter MessageAttributes.{name}.DataType must be prefixed with"
-                f' "String", "Binary", or "Number", but was: {data_type}'
-            )
-        kind = "Binary" if base == "Binary" else "String"
-        content = value.get(f"{kind}Value")
-        if not isinstance(content, str) or content == "":
+    return {name: _message_attribute(name, value) for name, value in raw.items()}
+
+
+def _message_attribute(name: str, value: Any) -> Attribute:
+    """One SQS message attribute, checked as SQS checks it."""
+    check_attribute_name(name)
+    if not isinstance(value, dict) or not isinstance(value.get("DataType"), str):
+        raise missing_parameter(f"MessageAttributes.{name}.DataType")
+    refused = unknown_name(value, ATTRIBUTE_VALUE_FIELDS, "message attribute field")
+    if refused is not None:
+        raise invalid_parameter(refused)
+    data_type = value["DataType"]
+    base = data_type.split(".", 1)[0]
+    if len(data_type) > MAX_ATTRIBUTE_NAME:
+        raise invalid_parameter("Message (user) attribute types must be shorter than 256 Bytes")
+    if base not in ("String", "Number", "Binary") or data_type.endswith("."):
+        raise invalid_parameter(
+            f"Type for parameter MessageAttributes.{name}.DataType must be prefixed with"
+            f' "String", "Binary", or "Number", but was: {data_type}'
+        )
+    kind = "Binary" if base == "Binary" else "String"
+    content = value.get(f"{kind}Value")
+    if not isinstance(content, str) or content == "":
+        raise invalid_parameter(
+            f"Message (user) attribute '{name}' must contain a non-empty value of type '{kind}'."
+        )
+    if base == "Binary":
+        try:
+            base64.b64decode(content, validate=True)
+        except binascii.Error:
             raise invalid_parameter(
                 f"Message (user) attribute '{name}' must contain a non-empty value of type"
-                f" '{kind}'."
-            )
-        if base == "Binary":
-            try:
-                base64.b64decode(content, validate=True)
-            except binascii.Error:
-                raise invalid_parameter(
-                    f"Message (user) attribute '{name}' must contain a non-empty value of type"
-                    " 'Binary'."
-                ) from None
-        if base == "Number" and not _is_number(content):
-            raise invalid_parameter(
-                f"Can't cast the value of message (user) attribute '{name}' to a number."
-            )
-        out[name] = Attribute(data_type, content)
-    return out
+                " 'Binary'."
+            ) from None
+    if base == "Number" and not _is_number(content):
+        raise invalid_parameter(
+            f"Can't cast the value of message (user) attribute '{name}' to a number."
+        )
+    return Attribute(data_type, content)
 
 
 def check_attribute_name(name: str) -> None:

@@ -157,7 +157,9 @@ def _size_check(message: NewMessage, queue_max: int) -> None:
 def send_message(call: Call) -> dict[str, Any]:
     """Checked against the queue's settings in the send's own transaction (one per request)."""
     queue, (stored,) = call.engine.send_prepared(
-        call.project, call.queue(), lambda q: [_checked(call.params, q.settings, call.clean)]
+        call.project,
+        call.queue(),
+        prepare=lambda q: [_checked(call.params, q.settings, call.clean)],
     )
     return _sent(stored, queue.settings)
 
@@ -200,7 +202,7 @@ def send_message_batch(call: Call) -> dict[str, Any]:
         return [new for _, new in good]
 
     # A bounded queue takes or refuses each entry in turn, as AWS reports a batch per entry.
-    queue, outcomes = call.engine.send_each(call.project, name, prepare)
+    queue, outcomes = call.engine.send_each(call.project, name, prepare=prepare)
     successful = []
     for (entry_id, _), outcome in zip(good, outcomes, strict=False):
         if isinstance(outcome, errors.QueueFull):
@@ -282,7 +284,7 @@ def _provenance_attributes(p: Provenance) -> dict[str, Attribute]:
 
 
 def _received(
-    call: Call, m: Message, claim_id: str, system: list[str], user: list[str], tag: str | None
+    call: Call, m: Message, *, claim_id: str, system: list[str], user: list[str], tag: str | None
 ) -> Any:
     try:
         body, body_digest = m.body.decode(), attrs.md5_of_bytes(m.body)
@@ -340,7 +342,7 @@ async def receive_message(call: Call) -> dict[str, Any]:
     )
     user = call.attribute_names("MessageAttributeNames")
     assert limit is not None
-    claim_now = partial(call.engine.claim, call.project, name, limit, visibility, tag=tag)
+    claim_now = partial(call.engine.claim, call.project, name, limit=limit, ttl=visibility, tag=tag)
     start = asyncio.get_running_loop().time()
     seen = call.notifier.announcements(call.project, name)
     try:
@@ -352,16 +354,24 @@ async def receive_message(call: Call) -> dict[str, Any]:
             queue = await in_thread(call.engine.get_queue, call.project, name)
             wait = queue.settings.receive_wait
         if wait > 0:
-            claim = await _long_poll(call, name, claim_now, start + wait, claim, seen)
+            claim = await _long_poll(
+                call, name, claim_now, deadline=start + wait, claim=claim, seen=seen
+            )
     if not claim.messages:
         return {}  # as SQS: no Messages member at all when nothing was received
-    return {"Messages": [_received(call, m, claim.id, system, user, tag) for m in claim.messages]}
+    return {
+        "Messages": [
+            _received(call, m, claim_id=claim.id, system=system, user=user, tag=tag)
+            for m in claim.messages
+        ]
+    }
 
 
 async def _long_poll(
     call: Call,
     name: str,
     claim_now: Callable[[], Claim],
+    *,
     deadline: float,
     claim: Claim,
     seen: int,
@@ -402,7 +412,9 @@ def _delete(call: Call, name: str, claim_id: str, message_id: str, tag: str | No
     """SQS deletes with a stale handle without complaint; so does this (nothing is removed
     when someone else holds the message since)."""
     with contextlib.suppress(errors.MessageNotFound):
-        call.engine.delete_message(call.project, name, message_id, claim_id, strict=False, tag=tag)
+        call.engine.delete_message(
+            call.project, name, message_id=message_id, claim_id=claim_id, strict=False, tag=tag
+        )
 
 
 def delete_message_batch(call: Call) -> dict[str, Any]:
@@ -426,7 +438,7 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
         named.append(e["Id"])
         held.append((message_id, claim_id, tag))
     if held:
-        results = call.engine.acknowledge(call.project, name, held, strict=False)
+        results = call.engine.acknowledge(call.project, name, held=held, strict=False)
     else:
         call.engine.get_queue(call.project, name)
         results = []
@@ -468,7 +480,9 @@ def change_message_visibility(call: Call) -> dict[str, Any]:
     name, _ = _tagged(call.queue())
     message_id, claim_id, timeout, tag = _visibility_change(call.params)
     try:
-        call.engine.change_visibility(call.project, name, message_id, claim_id, timeout, tag)
+        call.engine.change_visibility(
+            call.project, name, message_id=message_id, claim_id=claim_id, timeout=timeout, tag=tag
+        )
     except errors.OutOfRange as exc:
         raise visibility_refused(exc) from None
     return {}
@@ -494,7 +508,7 @@ def change_message_visibility_batch(call: Call) -> dict[str, Any]:
             outcomes[e["Id"]] = exc
     if valid:
         changes = [change for _, change in valid]
-        results = call.engine.change_visibilities(call.project, name, changes)
+        results = call.engine.change_visibilities(call.project, name, changes=changes)
         for (entry_id, _), result in zip(valid, results, strict=True):
             if isinstance(result, errors.OutOfRange):
                 outcomes[entry_id] = visibility_refused(result)

@@ -49,7 +49,9 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
         raise _not_found("DestinationArn")
     if not call.engine.is_redrive_source(call.project, dlq):
         raise invalid_parameter("Source queue must be configured as a Dead Letter Queue.")
-    task = call.engine.start_redrive(call.project, dlq, destination, where, rate)
+    task = call.engine.start_redrive(
+        call.project, dlq, destination=destination, where=where, rate=rate
+    )
     return {"TaskHandle": _task_handle(task, source_arn)}
 
 
@@ -83,7 +85,7 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
         raise invalid_parameter("Value for parameter TaskHandle is invalid.")
     dlq = attrs.parse_arn(source_arn, call.account, region=call.region)
     try:
-        task = call.engine.cancel_redrive(call.project, dlq, task_id)
+        task = call.engine.cancel_redrive(call.project, dlq, task_id=task_id)
     except errors.TaskNotFound:
         raise SqsError("ResourceNotFoundException", "Task does not exist.") from None
     return {"ApproximateNumberOfMessagesMoved": task.moved}
@@ -98,7 +100,7 @@ def list_message_move_tasks(call: Call) -> dict[str, Any]:
     if call.engine.find_queue(call.project, dlq) is None:
         raise _not_found("SourceArn")
     results = []
-    for task in call.engine.list_tasks(call.project, dlq, limit):
+    for task in call.engine.list_tasks(call.project, dlq, limit=limit):
         entry: dict[str, Any] = {
             "Status": _sqs_status(task.status),
             "SourceArn": source_arn,

@@ -147,7 +147,7 @@ def add_permission(call: Call) -> dict[str, Any]:
         doc["Statement"].append(statement)
         return _with_policy(queue, doc)
 
-    call.engine.change_settings(call.project, name, added)
+    call.engine.change_settings(call.project, name, change=added)
     return {}
 
 
@@ -164,5 +164,5 @@ def remove_permission(call: Call) -> dict[str, Any]:
         doc["Statement"] = kept
         return _with_policy(queue, doc if kept else None)
 
-    call.engine.change_settings(call.project, name, removed)
+    call.engine.change_settings(call.project, name, change=removed)
     return {}

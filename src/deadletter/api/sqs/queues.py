@@ -85,7 +85,7 @@ def create_queue(call: Call) -> dict[str, Any]:
         return settings.with_changes(labels=tags)
 
     with contextlib.suppress(errors.QueueAlreadyExists):
-        call.engine.templates.create_queue(call.project, name, build, base=defaults)
+        call.engine.templates.create_queue(call.project, name, build=build, base=defaults)
     return {"QueueUrl": call.url(name)}
 
 
@@ -119,7 +119,9 @@ def list_queues(call: Call) -> dict[str, Any]:
     limit = call.integer("MaxResults", 1, MAX_LIST)
     token = call.text("NextToken", required=False)
     after = decode_token(token) if token else None
-    page = call.engine.list_queues(call.project, prefix, after, (limit or MAX_LIST) + 1)
+    page = call.engine.list_queues(
+        call.project, prefix=prefix, after=after, limit=(limit or MAX_LIST) + 1
+    )
     # As SQS: no QueueUrls member at all when no queue matches.
     out: dict[str, Any] = {}
     if page:
@@ -157,7 +159,7 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
         sqs_fifo.check(name, queue.settings, settings, given)
         return settings
 
-    call.engine.change_settings(call.project, name, changed)
+    call.engine.change_settings(call.project, name, change=changed)
     return {}
 
 
@@ -171,7 +173,7 @@ def tag_queue(call: Call) -> dict[str, Any]:
             raise invalid_parameter(f"Too many tags added for queue {name}.")
         return queue.settings.with_changes(labels=merged)
 
-    call.engine.change_settings(call.project, name, tagged)
+    call.engine.change_settings(call.project, name, change=tagged)
     return {}
 
 
@@ -183,7 +185,7 @@ def untag_queue(call: Call) -> dict[str, Any]:
     call.engine.change_settings(
         call.project,
         name,
-        lambda q: q.settings.with_changes(
+        change=lambda q: q.settings.with_changes(
             labels={k: v for k, v in q.settings.labels.items() if k not in keys}
         ),
     )

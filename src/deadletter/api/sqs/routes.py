@@ -9,6 +9,7 @@ credential scope. Queue URLs are built from the request's own host.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -19,11 +20,13 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 
 from deadletter.api.auth import sqs_account
+from deadletter.api.hot import HotRoute
 from deadletter.api.json_response import JSONResponse
+from deadletter.api.listeners import for_engine
 from deadletter.api.notify import Notifier
 from deadletter.api.options import AppOptions
 from deadletter.api.sqs import wire
-from deadletter.api.sqs.actions import ASYNC_ACTIONS, BOUNDED, SYNC_ACTIONS, Call
+from deadletter.api.sqs.actions import OPERATIONS, Call
 from deadletter.api.sqs.errors import (
     SqsError,
     from_exception,
@@ -35,7 +38,7 @@ from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.api.threads import in_thread, on_loop
 from deadletter.domain import names
 from deadletter.domain.projects import regional
-from deadletter.engine import Engine
+from deadletter.engine import Authority, Engine
 
 TARGET_PREFIX = "AmazonSQS."
 STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"
@@ -62,15 +65,135 @@ def _queue_region(params: dict[str, Any], path_region: str | None, home: str) ->
     return named[0] if named else home
 
 
-def _identity(request: Request, options: AppOptions) -> tuple[str, str]:
-    """(account, region) of a request, signed in its header or, presigned, in its query."""
-    found = _CREDENTIAL.search(request.headers.get("authorization", "")) or _CREDENTIAL.search(
-        f"Credential={request.query_params.get('X-Amz-Credential', '')},"
-    )
-    if not found:
-        return options.default_project, options.region
-    key, region = found.groups()
-    return (key if names.ACCOUNT.valid(key) else options.default_project), region
+@dataclass(frozen=True)
+class Caller:
+    """Who an SQS request acts as: the project its queues belong to, the account its queue
+    URLs and ARNs show, and the region it is in."""
+
+    project: str
+    account: str
+    region: str
+
+
+class SqsEndpoint:
+    """The one endpoint of the SQS face, in steps: read the request, say who calls
+    (`identify`), check that it may (`authorise`), place it in its region (`locate`), call its
+    action (`dispatch`) and write the answer in the request's protocol (`render`)."""
+
+    def __init__(self, engine: Engine, options: AppOptions, notifier: Notifier) -> None:
+        self.engine = engine
+        self.options = options
+        self.notifier = notifier
+
+    async def endpoint(self, request: Request) -> Response:
+        target = request.headers.get("x-amz-target", "")
+        use_json = target.startswith(TARGET_PREFIX)
+        request_id = wire.new_request_id()
+        try:
+            action, params, clean = await _read(request, use_json)
+            caller = self.identify(request)
+            if self.options.authority is not None:
+                caller = await self.authorise(request, self.options.authority, action)
+            if action == "GetCallerIdentity" and self.options.test_mode and not use_json:
+                return _caller_identity(caller.account, request_id)
+            caller = self.locate(request, params, caller)
+            result = await self.dispatch(request, action, params, clean, caller)
+            # Rendered inside the try: a result that cannot be written is a logged 500 too.
+            return render(action, result, use_json, request_id)
+        except Exception as exc:
+            error = from_exception(exc, f"{target or 'query'} {request.url.path}")
+            return _error(error, use_json, request_id)
+
+    def identify(self, request: Request) -> Caller:
+        """The caller as the request names it: the account of its queue URL's path, else of
+        its access key (signed in its header or, presigned, in its query); the region of its
+        credential's scope."""
+        options = self.options
+        found = _CREDENTIAL.search(request.headers.get("authorization", "")) or (
+            _CREDENTIAL.search(f"Credential={request.query_params.get('X-Amz-Credential', '')},")
+        )
+        account, region = options.default_project, options.region
+        if found:
+            key, region = found.groups()
+            account = key if names.ACCOUNT.valid(key) else options.default_project
+        account = request.path_params.get("account", account)
+        wire.check_text([account, request.path_params.get("queue", "")], "QueueUrl")
+        if not names.PROJECT.valid(account):
+            raise invalid_parameter(f"The queue URL's account is not {names.PROJECT.rule}.")
+        return Caller(account, account, region)
+
+    async def authorise(self, request: Request, authority: Authority, action: str) -> Caller:
+        """The caller its verified signature names, if its role allows the action (its row's
+        permission in `OPERATIONS`); SqsError otherwise."""
+        operation = OPERATIONS.get(action)
+        permission = operation.permission if operation is not None else None
+        body = await request.body()
+        project, account, region = await run_in_threadpool(
+            sqs_account, authority, request, body, action, permission
+        )
+        return Caller(project, account, region)
+
+    def locate(self, request: Request, params: dict[str, Any], caller: Caller) -> Caller:
+        """The caller in the region its queue URL names, if it names one (as on AWS, where a
+        URL's host is its region's endpoint), else its credential's; the project the region's
+        queues belong to."""
+        home = self.options.region
+        region = _queue_region(params, request.path_params.get("region"), home) or caller.region
+        if not names.REGION.valid(region):
+            raise SqsError(
+                "IncompleteSignature",
+                f"Credential should be scoped to a valid region, not '{region}'.",
+            )
+        return Caller(regional(caller.project, region, home), caller.account, region)
+
+    async def dispatch(
+        self,
+        request: Request,
+        action: str,
+        params: dict[str, Any],
+        clean: bool,
+        caller: Caller,
+    ) -> dict[str, Any]:
+        """The result of `action`'s handler, run as its row says (`actions.Operation`)."""
+        call = Call(
+            engine=self.engine,
+            notifier=self.notifier,
+            params=params,
+            project=caller.project,
+            account=caller.account,
+            region=caller.region,
+            request_base=lambda: str(request.base_url).rstrip("/"),
+            path_queue=request.path_params.get("queue"),
+            home_region=self.options.region,
+            clean=clean,
+        )
+        check_parameters(action, params)
+        operation = OPERATIONS.get(action)
+        if operation is None:
+            raise SqsError(
+                "InvalidAction",
+                f"The action {action or '(none)'} is not valid for this web service.",
+            )
+        if operation.is_async:
+            return await operation.handler(call)  # type: ignore[no-any-return,misc]
+        if operation.bounded:
+            return await on_loop(self.engine, operation.handler, call)  # type: ignore[arg-type]
+        return await in_thread(operation.handler, call)  # type: ignore[arg-type]
+
+
+def render(action: str, result: dict[str, Any], use_json: bool, request_id: str) -> Response:
+    """An action's result in the request's protocol: JSON, or the query protocol's XML."""
+    headers = {wire.REQUEST_ID_HEADER: request_id}
+    if use_json:
+        return JSONResponse(result, headers=headers, media_type=wire.JSON_CONTENT_TYPE)
+    xml = wire.xml_response(action, result, request_id=request_id)
+    return Response(xml, headers=headers, media_type="text/xml")
+
+
+# The face's paths: its queue URLs, and `/` for a request that names its queue in a parameter.
+PATHS = ("/", "/{account}/{queue}", "/{region}/{account}/{queue}")
+# `POST /` carries nearly every message action of a boto3 client: answered ahead of the router.
+HOT_PATHS = frozenset({"/"})
 
 
 def sqs_routes(
@@ -78,78 +201,17 @@ def sqs_routes(
 ) -> list[BaseRoute]:
     """The SQS face's routes; `notifier` wakes its long polls (one of their own if None)."""
     notifier = notifier or Notifier()
-    engine.add_listener(notifier)
-
-    async def endpoint(request: Request) -> Response:
-        target = request.headers.get("x-amz-target", "")
-        use_json = target.startswith(TARGET_PREFIX)
-        request_id = wire.new_request_id()
-        headers = {wire.REQUEST_ID_HEADER: request_id}
-        try:
-            action, params, clean = await _read(request, use_json)
-            account, region = _identity(request, options)
-            if "account" in request.path_params:
-                account = request.path_params["account"]
-            wire.check_text([account, request.path_params.get("queue", "")], "QueueUrl")
-            if not names.PROJECT.valid(account):
-                raise invalid_parameter(f"The queue URL's account is not {names.PROJECT.rule}.")
-            project = account
-            if options.authority is not None:
-                body = await request.body()
-                project, account, region = await run_in_threadpool(
-                    sqs_account, options.authority, request, body, action
-                )
-            if action == "GetCallerIdentity" and options.test_mode and not use_json:
-                return _caller_identity(account, request_id)
-            region = _queue_region(params, request.path_params.get("region"), options.region) or (
-                region
-            )
-            if not names.REGION.valid(region):
-                raise SqsError(
-                    "IncompleteSignature",
-                    f"Credential should be scoped to a valid region, not '{region}'.",
-                )
-            project = regional(project, region, options.region)
-            call = Call(
-                engine=engine,
-                notifier=notifier,
-                params=params,
-                project=project,
-                account=account,
-                region=region,
-                request_base=lambda: str(request.base_url).rstrip("/"),
-                path_queue=request.path_params.get("queue"),
-                home_region=options.region,
-                clean=clean,
-            )
-            check_parameters(action, params)
-            if action in ASYNC_ACTIONS:
-                result = await ASYNC_ACTIONS[action](call)
-            elif action in BOUNDED:
-                result = await on_loop(engine, SYNC_ACTIONS[action], call)
-            elif action in SYNC_ACTIONS:
-                result = await in_thread(SYNC_ACTIONS[action], call)
-            else:
-                raise SqsError(
-                    "InvalidAction",
-                    f"The action {action or '(none)'} is not valid for this web service.",
-                )
-            # Rendered inside the try: a result that cannot be written is a logged 500 too.
-            if use_json:
-                return JSONResponse(result, headers=headers, media_type=wire.JSON_CONTENT_TYPE)
-            xml = wire.xml_response(action, result, request_id=request_id)
-            return Response(xml, headers=headers, media_type="text/xml")
-        except Exception as exc:
-            error = from_exception(exc, f"{target or 'query'} {request.url.path}")
-            return _error(error, use_json, request_id)
+    for_engine(engine).add(notifier)
+    endpoint = SqsEndpoint(engine, options, notifier).endpoint
 
     async def reset(request: Request) -> Response:
         await run_in_threadpool(engine.wipe)
         return JSONResponse({"status": "ok"})
 
     routes: list[BaseRoute] = []
-    for path in ("/", "/{account}/{queue}", "/{region}/{account}/{queue}"):
-        routes += [QueryGet(path, endpoint), Route(path, endpoint, methods=["POST"])]
+    for path in PATHS:
+        post = HotRoute if path in HOT_PATHS else Route
+        routes += [QueryGet(path, endpoint), post(path, endpoint, methods=["POST"])]
     # moto's reset, for test suites: it wipes every queue with no credential, so it exists
     # only in test mode, which the server allows only on loopback without auth (config.py).
     if options.test_mode:

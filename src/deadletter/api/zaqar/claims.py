@@ -29,7 +29,9 @@ def create_claim(ctx: Ctx) -> Response:
     tag = tag_param(ctx)
     if done is None:
         try:
-            claim = ctx.engine.claim(ctx.project, ctx.queue, limit, ttl=ttl, grace=grace, tag=tag)
+            claim = ctx.engine.claim(
+                ctx.project, ctx.queue, limit=limit, ttl=ttl, grace=grace, tag=tag
+            )
         except errors.QueueNotFound:
             return Response(status_code=204)
         if not claim.messages:
@@ -37,7 +39,14 @@ def create_claim(ctx: Ctx) -> Response:
         return _claimed(ctx, claim, {})
     done_claim, ids = done
     acknowledged, claim = ctx.engine.acknowledge_and_claim(
-        ctx.project, ctx.queue, done_claim, ids, limit, ttl=ttl, grace=grace, tag=tag
+        ctx.project,
+        ctx.queue,
+        done_claim=done_claim,
+        done=ids,
+        limit=limit,
+        ttl=ttl,
+        grace=grace,
+        tag=tag,
     )
     # The answer says what was acknowledged even when nothing more is claimed.
     return _claimed(ctx, claim, {"acknowledged": acknowledged})
@@ -57,7 +66,7 @@ def _claimed(ctx: Ctx, claim: Claim, extra: dict[str, Any]) -> Response:
 
 def get_claim(ctx: Ctx) -> Response:
     claim_id = ctx.path["claim_id"]
-    claim = ctx.engine.get_claim(ctx.project, ctx.queue, claim_id, tag_param(ctx))
+    claim = ctx.engine.get_claim(ctx.project, ctx.queue, claim_id=claim_id, tag=tag_param(ctx))
     now = ctx.now()
     return JSONResponse(
         {
@@ -75,13 +84,13 @@ def renew_claim(ctx: Ctx) -> Response:
     ttl, grace = claim_times(ctx.json_object(), None, None)
     tag = tag_param(ctx)
     if ttl is None:
-        ttl = ctx.engine.get_claim(ctx.project, ctx.queue, claim_id, tag).ttl
-    ctx.engine.renew_claim(ctx.project, ctx.queue, claim_id, ttl, grace, tag)
+        ttl = ctx.engine.get_claim(ctx.project, ctx.queue, claim_id=claim_id, tag=tag).ttl
+    ctx.engine.renew_claim(ctx.project, ctx.queue, claim_id=claim_id, ttl=ttl, grace=grace, tag=tag)
     return Response(status_code=204)
 
 
 def release_claim(ctx: Ctx) -> Response:
     tag = tag_param(ctx)
     with contextlib.suppress(errors.NotFound):
-        ctx.engine.release_claim(ctx.project, ctx.queue, ctx.path["claim_id"], tag)
+        ctx.engine.release_claim(ctx.project, ctx.queue, claim_id=ctx.path["claim_id"], tag=tag)
     return Response(status_code=204)

@@ -193,15 +193,16 @@ def endpoint(
     engine: Engine,
     options: AppOptions,
     handler: Handler,
-    client_id: bool = True,
-    template: str = "",
-    bounded: bool = False,
     *,
+    client_id: bool,
+    bounded: bool,
     reads: Reads,
+    action_for: Callable[[Mapping[str, str]], Action | None],
 ) -> Callable[[Request], Any]:
-    """The Starlette endpoint of `handler`; a `bounded` one (a message route: its work is one
-    batch at most) runs on the event loop when the store need not wait (`on_loop`); `reads`
-    is what the route reads (`reads.READS`)."""
+    """The Starlette endpoint of `handler`, as its route's row declares it (`routes.ROUTES`):
+    a `bounded` one (a message route: its work is one batch at most) runs on the event loop
+    when the store need not wait (`on_loop`); `reads` is what the route reads (`reads.READS`);
+    `action_for` the action a request of it needs, given its query parameters."""
 
     async def call(request: Request) -> Response:
         try:
@@ -214,15 +215,22 @@ def endpoint(
             check_text_params(request, project)  # a NUL is named as such, before the rest
             project = check_project(project)
             check_names(request.path_params)
+            params = dict(request.query_params)
             if options.authority is not None:
                 project = await in_thread(
-                    zaqar_project, options.authority, request.method, template,
-                    request.url.path, request.headers, dict(request.query_params), project,
-                )  # fmt: skip
+                    zaqar_project,
+                    options.authority,
+                    action=action_for(params),
+                    method=request.method,
+                    path=request.url.path,
+                    headers=request.headers,
+                    default_project=project,
+                )
             body = await request.body()
-            params = dict(request.query_params)
             check_reads(reads, request.method, params, body)
-            ctx = Ctx(request, engine, project, cid, body, params, options, reads)
+            ctx = Ctx(
+                request, engine, project, cid, body, params=params, options=options, reads=reads
+            )
             if reads.body is not None and reads.body is not FREE and body.strip():
                 ctx.doc  # noqa: B018 (refused before the handler looks anything up)
             if bounded:

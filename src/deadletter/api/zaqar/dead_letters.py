@@ -60,10 +60,10 @@ def dead_letter_message(ctx: Ctx) -> Response:
     moved = ctx.engine.dead_letter(
         ctx.project,
         ctx.queue,
-        [(ctx.path["message_id"], claim_id)],
-        consumer_reason(doc),
-        error_value(doc),
-        tag_param(ctx),
+        held=[(ctx.path["message_id"], claim_id)],
+        description=consumer_reason(doc),
+        error=error_value(doc),
+        tag=tag_param(ctx),
     )
     return JSONResponse({"message": ctx.message(moved[0], ctx.now())})
 
@@ -86,10 +86,10 @@ def dead_letter_batch(ctx: Ctx) -> Response:
     moved = ctx.engine.dead_letter(
         ctx.project,
         ctx.queue,
-        list(held),
-        consumer_reason(doc),
-        error_value(doc),
-        tag_param(ctx),
+        held=list(held),
+        description=consumer_reason(doc),
+        error=error_value(doc),
+        tag=tag_param(ctx),
     )
     now = ctx.now()
     return JSONResponse({"messages": [ctx.message(m, now) for m in moved]})
@@ -107,7 +107,15 @@ def release_message(ctx: Ctx) -> Response:
     if not isinstance(requeue, bool):
         raise bad_request("requeue must be true or false.")
     message_id, tag = ctx.path["message_id"], tag_param(ctx)
-    ctx.engine.release_message(ctx.project, ctx.queue, message_id, claim_id, delay, tag, requeue)
+    ctx.engine.release_message(
+        ctx.project,
+        ctx.queue,
+        message_id=message_id,
+        claim_id=claim_id,
+        delay=delay,
+        tag=tag,
+        requeue=requeue,
+    )
     return Response(status_code=204)
 
 
@@ -121,7 +129,9 @@ def list_dead_letters(ctx: Ctx) -> Response:
     limit = ctx.int_param("limit", 100, 1, 1000)
     marker = ctx.int_param("marker", 0, 0, 2**63 - 1)
     where = query_filter(ctx)
-    found = ctx.engine.list_dead_letters(ctx.project, ctx.queue, where, marker, limit)
+    found = ctx.engine.list_dead_letters(
+        ctx.project, ctx.queue, where=where, after_seq=marker, limit=limit
+    )
     now = ctx.now()
     links: list[dict[str, str]] = []
     if len(found) == limit:
@@ -137,12 +147,12 @@ def list_dead_letters(ctx: Ctx) -> Response:
 
 def count_dead_letters(ctx: Ctx) -> Response:
     """The preview of a filter: how many dead letters it selects now."""
-    count = ctx.engine.count_dead_letters(ctx.project, ctx.queue, query_filter(ctx))
+    count = ctx.engine.count_dead_letters(ctx.project, ctx.queue, where=query_filter(ctx))
     return JSONResponse({"count": count})
 
 
 def purge_dead_letters(ctx: Ctx) -> Response:
-    purged = ctx.engine.purge_dead_letters(ctx.project, ctx.queue, query_filter(ctx))
+    purged = ctx.engine.purge_dead_letters(ctx.project, ctx.queue, where=query_filter(ctx))
     return JSONResponse({"purged": purged})
 
 
@@ -166,7 +176,12 @@ def edit_dead_letter(ctx: Ctx) -> Response:
         raise ZaqarError(403, "Forbidden", "Redriving the edited dead letter needs redrive:start.")
     patch = MessagePatch(kinds[content_type], ctx.json())
     edited, task = ctx.engine.edit_dead_letter(
-        ctx.project, ctx.queue, ctx.path["message_id"], patch, actor(ctx), redrive_it=then_redrive
+        ctx.project,
+        ctx.queue,
+        ctx.path["message_id"],
+        patch=patch,
+        by=actor(ctx),
+        redrive_it=then_redrive,
     )
     out: dict[str, Any] = {"message": ctx.message(edited, ctx.now())}
     if task is not None:
@@ -219,10 +234,16 @@ def start_redrive(ctx: Ctx) -> Response:
     canary = canary_value(doc, where.pattern_id)
     if dry_run:
         # What the task would select, counted now; nothing is written.
-        count = ctx.engine.count_dead_letters(ctx.project, ctx.queue, where)
+        count = ctx.engine.count_dead_letters(ctx.project, ctx.queue, where=where)
         return JSONResponse({"dry_run": True, "to_move": count})
     task = ctx.engine.start_redrive(
-        ctx.project, ctx.queue, destination, where, rate, canary, transform
+        ctx.project,
+        ctx.queue,
+        destination=destination,
+        where=where,
+        rate=rate,
+        canary=canary,
+        transform=transform,
     )
     return JSONResponse(
         task_json(task, where.pattern_id), status_code=201, headers={"Location": task_href(task)}
@@ -236,17 +257,17 @@ def list_redrives(ctx: Ctx) -> Response:
 
 
 def get_redrive(ctx: Ctx) -> Response:
-    task = ctx.engine.get_task(ctx.project, ctx.queue, ctx.path["task_id"])
+    task = ctx.engine.get_task(ctx.project, ctx.queue, task_id=ctx.path["task_id"])
     return JSONResponse(task_json(task))
 
 
 def cancel_redrive(ctx: Ctx) -> Response:
-    task = ctx.engine.cancel_redrive(ctx.project, ctx.queue, ctx.path["task_id"])
+    task = ctx.engine.cancel_redrive(ctx.project, ctx.queue, task_id=ctx.path["task_id"])
     return JSONResponse(task_json(task), status_code=202)
 
 
 def resume_redrive(ctx: Ctx) -> Response:
-    task = ctx.engine.resume_redrive(ctx.project, ctx.queue, ctx.path["task_id"])
+    task = ctx.engine.resume_redrive(ctx.project, ctx.queue, task_id=ctx.path["task_id"])
     return JSONResponse(task_json(task), status_code=202)
 
 
@@ -263,7 +284,7 @@ def put_patterns(ctx: Ctx) -> Response:
         raise bad_request(f"Patterns may not take more than {MAX_PATTERNS_BYTES} bytes.")
     for p in patterns:
         text("a pattern id", p["id"])
-    ctx.engine.save_patterns(ctx.project, ctx.queue, patterns)
+    ctx.engine.save_patterns(ctx.project, ctx.queue, found=patterns)
     return Response(status_code=204)
 
 
@@ -289,11 +310,11 @@ def merge_assignments(ctx: Ctx) -> Response:
     merged = ctx.engine.merge_assignments(
         ctx.project,
         ctx.queue,
-        text("writer", writer),
-        batch,
-        assigned,
-        MAX_PATTERNS,
-        MAX_PATTERNS_BYTES,
+        writer=text("writer", writer),
+        batch=batch,
+        assigned=assigned,
+        limit=MAX_PATTERNS,
+        max_bytes=MAX_PATTERNS_BYTES,
     )
     return JSONResponse(
         {

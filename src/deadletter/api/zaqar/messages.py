@@ -23,7 +23,7 @@ def post_messages(ctx: Ctx) -> Response:
         _, sent = ctx.engine.send_prepared(
             ctx.project,
             ctx.queue,
-            lambda q: _posted(ctx, q.settings.max_message_size, q.settings.min_ttl),
+            prepare=lambda q: _posted(ctx, q.settings.max_message_size, q.settings.min_ttl),
             client_id=ctx.client_id,
         )
     except errors.QueueNotFound:
@@ -39,7 +39,7 @@ def post_messages(ctx: Ctx) -> Response:
         news = _posted(ctx, DEFAULT_MESSAGE_SIZE, template.settings.min_ttl if template else None)
         with contextlib.suppress(errors.QueueAlreadyExists):
             ctx.engine.templates.create_queue(ctx.project, ctx.queue, base=meta.ZAQAR_DEFAULTS)
-        sent = ctx.engine.send(ctx.project, ctx.queue, news, client_id=ctx.client_id)
+        sent = ctx.engine.send(ctx.project, ctx.queue, messages=news, client_id=ctx.client_id)
     ids = ",".join(m.id for m in sent)
     return JSONResponse(
         {"resources": [message_href(ctx.queue, m.id) for m in sent]},
@@ -66,7 +66,7 @@ def _posted(ctx: Ctx, max_message_size: int, min_ttl: int | None) -> list[NewMes
 def list_messages(ctx: Ctx) -> Response:
     now = ctx.now()
     if "ids" in ctx.params:
-        found = ctx.engine.get_messages(ctx.project, ctx.queue, message_ids(ctx))
+        found = ctx.engine.get_messages(ctx.project, ctx.queue, ids=message_ids(ctx))
         if not found:
             raise errors.MessageNotFound("none of the messages exist")
         return JSONResponse({"messages": [ctx.message(m, now) for m in found]})
@@ -83,7 +83,7 @@ def list_messages(ctx: Ctx) -> Response:
         exclude_client_id=None if echo else ctx.client_id,
     )
     try:
-        found = ctx.engine.list_messages(ctx.project, ctx.queue, query)
+        found = ctx.engine.list_messages(ctx.project, ctx.queue, query=query)
     except errors.QueueNotFound:
         # Zaqar lists a queue that does not exist as an empty one.
         found = []
@@ -109,19 +109,19 @@ def delete_messages(ctx: Ctx) -> Response:
         count = ctx.int_param("pop", 1, 1, PAGE_LIMIT)
         now = ctx.now()
         try:
-            popped = ctx.engine.pop(ctx.project, ctx.queue, count)
+            popped = ctx.engine.pop(ctx.project, ctx.queue, limit=count)
         except errors.QueueNotFound:
             popped = []
         return JSONResponse({"messages": [ctx.message(m, now) for m in popped]})
     if "ids" not in ctx.params:
         raise bad_request("Give ids=<id,...> or pop=<n>.")
     with contextlib.suppress(errors.QueueNotFound):
-        ctx.engine.delete_messages(ctx.project, ctx.queue, message_ids(ctx))
+        ctx.engine.delete_messages(ctx.project, ctx.queue, ids=message_ids(ctx))
     return Response(status_code=204)
 
 
 def get_message(ctx: Ctx) -> Response:
-    m = ctx.engine.get_message(ctx.project, ctx.queue, ctx.path["message_id"])
+    m = ctx.engine.get_message(ctx.project, ctx.queue, message_id=ctx.path["message_id"])
     return JSONResponse(ctx.message(m, ctx.now()))
 
 
@@ -132,8 +132,8 @@ def delete_message(ctx: Ctx) -> Response:
         ctx.engine.delete_message(
             ctx.project,
             ctx.queue,
-            ctx.path["message_id"],
-            ctx.params.get("claim_id") or None,
+            message_id=ctx.path["message_id"],
+            claim_id=ctx.params.get("claim_id") or None,
             tag=tag,
         )
     return Response(status_code=204)

@@ -257,10 +257,11 @@ def time_value(name: str, value: Any) -> float | None:
 
 
 PATCH_FIELDS = ("op", "path", "value")
+PATCH_OPS = ("add", "replace", "remove")  # of JSON patch (RFC 6902), those metadata takes
 
 
 def patch_op(op: Any) -> tuple[str, Any]:
-    if not isinstance(op, dict) or op.get("op") not in ("add", "replace", "remove"):
+    if not isinstance(op, dict) or op.get("op") not in PATCH_OPS:
         raise bad_request('Each patch operation needs "op": add, replace or remove.')
     known_fields(op, PATCH_FIELDS, "patch operation field")
     path = op.get("path")

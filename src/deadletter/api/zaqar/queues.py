@@ -52,7 +52,10 @@ def create_queue(ctx: Ctx) -> Response:
     try:
         # What the metadata leaves out comes from the template the name matches.
         ctx.engine.templates.create_queue(
-            ctx.project, ctx.queue, lambda base: meta.to_settings(doc, base), meta.ZAQAR_DEFAULTS
+            ctx.project,
+            ctx.queue,
+            build=lambda base: meta.to_settings(doc, base),
+            base=meta.ZAQAR_DEFAULTS,
         )
     except errors.QueueAlreadyExists:
         return Response(status_code=204)
@@ -111,7 +114,7 @@ def patch_queue(ctx: Ctx) -> Response:
         )
         return meta.to_settings(view, base)
 
-    updated = ctx.engine.change_settings(ctx.project, ctx.queue, patched)
+    updated = ctx.engine.change_settings(ctx.project, ctx.queue, change=patched)
     return JSONResponse(meta.to_metadata(updated))
 
 
@@ -153,10 +156,14 @@ def queue_stats(ctx: Ctx) -> Response:
     )
 
 
+# What a purge may empty, all by default.
+PURGE_KINDS = ("messages", "subscriptions")
+
+
 def purge_queue(ctx: Ctx) -> Response:
     doc = ctx.json_object()
-    kinds = doc.get("resource_types", ["messages", "subscriptions"])
-    if not isinstance(kinds, list) or not all(k in ("messages", "subscriptions") for k in kinds):
+    kinds = doc.get("resource_types", list(PURGE_KINDS))
+    if not isinstance(kinds, list) or not all(k in PURGE_KINDS for k in kinds):
         raise bad_request('resource_types must list "messages" and/or "subscriptions".')
     ctx.engine.get_queue(ctx.project, ctx.queue)
     if "messages" in kinds:

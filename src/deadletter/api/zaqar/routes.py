@@ -1,10 +1,21 @@
-"""The Zaqar face's route table (path, method, handler, needs Client-ID) as Starlette routes."""
+"""The Zaqar face's route table: one row per route, and everything built from it.
+
+A row says all there is to know of a route: its method and path, its handler, the action a
+credential must allow (`auth.roles`), whether it is a message route answered ahead of the
+router (`api.hot`), and how the OpenAPI document shows it (summary, statuses, request body
+schema). The router (`zaqar_routes`), the role each request needs (`ZaqarRoute.action_for`,
+`zaqar_action`), the hot path and the OpenAPI document (`api.openapi`) are all read from
+`ROUTES`; what each handler reads from a request is `reads.READS`, by the handler's name.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
+
 from starlette.routing import BaseRoute, Route
 
-from deadletter.api.hot import HOT
+from deadletter.api.hot import HotRoute
 from deadletter.api.options import AppOptions
 from deadletter.api.zaqar.claims import create_claim, get_claim, release_claim, renew_claim
 from deadletter.api.zaqar.context import Handler, endpoint
@@ -43,7 +54,7 @@ from deadletter.api.zaqar.queues import (
     purge_queue,
     queue_stats,
 )
-from deadletter.api.zaqar.reads import READS
+from deadletter.api.zaqar.reads import READS, Reads
 from deadletter.api.zaqar.subscriptions import (
     confirm_subscription,
     create_subscription,
@@ -60,82 +71,232 @@ from deadletter.api.zaqar.templates import (
     patch_template,
     put_template,
 )
+from deadletter.auth.roles import Action, as_get
 from deadletter.engine import Engine
 
-# (path, method, handler, needs Client-ID); openapi.py documents each from this table, and
-# what each handler reads from a request is declared in `reads.READS`.
+CLAIM_REQUIRED = {"403": "Claim required"}
+DLQ_REFUSES = {
+    "409": "No active dead-letter policy, or the DLQ is full (its bound refuses them)",
+}
+
+
+@dataclass(frozen=True)
+class ZaqarRoute:
+    """One route of the Zaqar face."""
+
+    method: str
+    path: str
+    handler: Handler
+    _: KW_ONLY
+    # The action a credential must allow; None for a public route (no credential at all).
+    action: Action | None
+    summary: str
+    status: str = "200"  # the usual success
+    also: tuple[str, ...] = ()  # further successes
+    errors: Mapping[str, str] = field(default_factory=dict)  # beyond `openapi.ERRORS`
+    body: str | None = None  # the request body's schema, by its name in the document
+    media_type: str = "application/json"  # of the answer's body
+    empty: bool = False  # the usual success has no body (a 201 with a Location only)
+    # A query parameter that, given, makes the request another action (a pop is a claim).
+    when: Mapping[str, Action] = field(default_factory=dict)
+    client_id: bool = True  # the Client-ID header is required
+    hot: bool = False  # a message route: answered ahead of the router (`api.hot`)
+
+    @property
+    def name(self) -> str:
+        """The route's name: its handler's, the OpenAPI operationId."""
+        return self.handler.__name__
+
+    @property
+    def reads(self) -> Reads:
+        return READS[self.name]
+
+    def action_for(self, params: Mapping[str, str]) -> Action | None:
+        """The action this request needs, given its query parameters."""
+        for name, action in self.when.items():
+            if params.get(name):
+                return action
+        return self.action
+
+
 Q = "/v2/queues/{queue}"
 M = Q + "/messages/{message_id}"
-ROUTES: list[tuple[str, str, Handler, bool]] = [
-    ("/", "GET", versions, False),
-    ("/v2", "GET", home, False),
-    ("/v2/", "GET", home, False),
-    ("/v2/ping", "GET", ping, False),
-    ("/v2/health", "GET", health, False),
-    ("/v2/queues", "GET", list_queues, True),
-    (Q, "PUT", create_queue, True),
-    (Q, "GET", get_queue, True),
-    (Q, "PATCH", patch_queue, True),
-    (Q, "DELETE", delete_queue, True),
-    (Q + "/stats", "GET", queue_stats, True),
-    (Q + "/purge", "POST", purge_queue, True),
-    (Q + "/messages", "POST", post_messages, True),
-    (Q + "/messages", "GET", list_messages, True),
-    (Q + "/messages", "DELETE", delete_messages, True),
-    (M, "GET", get_message, True),
-    (M, "DELETE", delete_message, True),
-    (M + "/dead_letter", "POST", dead_letter_message, True),
-    (M + "/release", "POST", release_message, True),
-    (Q + "/claims", "POST", create_claim, True),
-    (Q + "/claims/{claim_id}", "GET", get_claim, True),
-    (Q + "/claims/{claim_id}", "PATCH", renew_claim, True),
-    (Q + "/claims/{claim_id}", "DELETE", release_claim, True),
-    (Q + "/dead_letter", "POST", dead_letter_batch, True),
-    (Q + "/dead_letters", "GET", list_dead_letters, True),
-    (Q + "/dead_letters/count", "GET", count_dead_letters, True),
-    (Q + "/dead_letters", "DELETE", purge_dead_letters, True),
-    (Q + "/dead_letters/{message_id}", "PATCH", edit_dead_letter, True),
-    (Q + "/dead_letter_sources", "GET", dead_letter_sources, True),
-    (Q + "/redrives", "POST", start_redrive, True),
-    (Q + "/redrives", "GET", list_redrives, True),
-    (Q + "/redrives/{task_id}", "GET", get_redrive, True),
-    (Q + "/redrives/{task_id}", "DELETE", cancel_redrive, True),
-    (Q + "/redrives/{task_id}/resume", "POST", resume_redrive, True),
-    (Q + "/patterns", "PUT", put_patterns, True),
-    (Q + "/patterns", "GET", get_patterns, True),
-    (Q + "/patterns/assignments", "POST", merge_assignments, True),
-    ("/v2/templates", "GET", list_templates, True),
-    ("/v2/templates/{template}", "PUT", put_template, True),
-    ("/v2/templates/{template}", "GET", get_template, True),
-    ("/v2/templates/{template}", "PATCH", patch_template, True),
-    ("/v2/templates/{template}", "DELETE", delete_template, True),
-    (Q + "/subscriptions", "POST", create_subscription, True),
-    (Q + "/subscriptions", "GET", list_subscriptions, True),
-    (Q + "/subscriptions/{subscription_id}", "GET", get_subscription, True),
-    (Q + "/subscriptions/{subscription_id}", "PATCH", update_subscription, True),
-    (Q + "/subscriptions/{subscription_id}", "DELETE", delete_subscription, True),
-    (Q + "/subscriptions/{subscription_id}/confirm", "PUT", confirm_subscription, True),
-    (Q + "/tags", "GET", list_tags, True),
-    (Q + "/tags/{tag}", "PUT", create_tag, True),
-    (Q + "/tags/{tag}", "GET", get_tag, True),
-    (Q + "/tags/{tag}", "DELETE", delete_tag, True),
-]
+T = "/v2/templates/{template}"
+S = Q + "/subscriptions/{subscription_id}"
+R = ZaqarRoute
+A = Action
+ROUTES: list[ZaqarRoute] = [
+    # Public, as in Zaqar; health tells the store's state, so it is the operator's.
+    R("GET", "/", versions, action=None, summary="API versions (300 Multiple Choices)",
+      status="300", client_id=False),
+    R("GET", "/v2", home, action=None, summary="JSON home document",
+      media_type="application/json-home", client_id=False),
+    R("GET", "/v2/", home, action=None, summary="JSON home document",
+      media_type="application/json-home", client_id=False),
+    R("GET", "/v2/ping", ping, action=None, summary="Liveness check", status="204",
+      client_id=False),
+    R("GET", "/v2/health", health, action=A.SERVER_HEALTH, summary="Storage health",
+      client_id=False),
+    # Queues
+    R("GET", "/v2/queues", list_queues, action=A.QUEUE_LIST, summary="List queues"),
+    R("PUT", Q, create_queue, action=A.QUEUE_CREATE,
+      summary="Create a queue with metadata (201; 204 when it exists)", status="201",
+      also=("204",), errors={"409": "Conflict"}, body="Metadata", empty=True),
+    R("GET", Q, get_queue, action=A.QUEUE_GET,
+      summary="Queue metadata: user keys and the reserved keys that are set (with"
+      " defaults=true, every reserved key, its default where unset)"),
+    R("PATCH", Q, patch_queue, action=A.QUEUE_UPDATE,
+      summary="Update metadata (application/openstack-messaging-v2.0-json-patch)",
+      errors={"409": "Conflict", "415": "Wrong Content-Type for a patch"}, body="Patch"),
+    R("DELETE", Q, delete_queue, action=A.QUEUE_DELETE,
+      summary="Delete a queue and its messages", status="204"),
+    R("GET", Q + "/stats", queue_stats, action=A.QUEUE_STATS,
+      summary="Message counts and dead-letter counters"),
+    R("POST", Q + "/purge", purge_queue, action=A.QUEUE_PURGE,
+      summary="Delete every message of the queue", status="204", body="Purge"),
+    # Messages
+    R("POST", Q + "/messages", post_messages, action=A.MESSAGE_SEND,
+      summary="Send messages (the queue is created if missing)", status="201",
+      errors={"403": "Message is claimed",
+              "409": "Queue is full: its bound refuses the send (_overflow"
+              " reject-publish[-dlx]), or its DLQ refuses the oldest messages drop-head"
+              " would push out"},
+      body="NewMessages", hot=True),
+    R("GET", Q + "/messages", list_messages, action=A.MESSAGE_BROWSE,
+      summary="List messages, or get some by ids", when={"ids": A.MESSAGE_PEEK}),
+    # ?ids= deletes messages (an ack); ?pop=N claims and deletes, so it is a claim (every
+    # role that may claim may also ack).
+    R("DELETE", Q + "/messages", delete_messages, action=A.MESSAGE_ACK,
+      summary="Delete messages by ids, or pop some", status="204", also=("200",),
+      errors={"403": "Message is claimed"}, when={"pop": A.MESSAGE_CLAIM}, hot=True),
+    R("GET", M, get_message, action=A.MESSAGE_PEEK, summary="One message"),
+    R("DELETE", M, delete_message, action=A.MESSAGE_ACK, summary="Acknowledge one message",
+      status="204", errors=CLAIM_REQUIRED, hot=True),
+    R("POST", M + "/dead_letter", dead_letter_message, action=A.MESSAGE_DEAD_LETTER,
+      summary="Move one claimed message to the DLQ now (reason rejected)",
+      errors={**CLAIM_REQUIRED, **DLQ_REFUSES}, body="DeadLetter"),
+    R("POST", M + "/release", release_message, action=A.MESSAGE_RELEASE,
+      summary="Give one claimed message back (nack)", status="204",
+      errors={**CLAIM_REQUIRED, "409": "Conflict"}, body="Release"),
+    # Claims
+    R("POST", Q + "/claims", create_claim, action=A.MESSAGE_CLAIM,
+      summary="Claim messages (204 when none); with acknowledge, first acknowledge the last"
+      " batch", status="201", also=("204", "200"), body="ClaimRequest", hot=True),
+    R("GET", Q + "/claims/{claim_id}", get_claim, action=A.MESSAGE_CLAIM,
+      summary="A claim and its messages"),
+    R("PATCH", Q + "/claims/{claim_id}", renew_claim, action=A.MESSAGE_VISIBILITY,
+      summary="Renew a claim", status="204", errors={"409": "Conflict"}, body="ClaimTimes"),
+    R("DELETE", Q + "/claims/{claim_id}", release_claim, action=A.MESSAGE_RELEASE,
+      summary="Release a claim", status="204"),
+    # Dead letters
+    R("POST", Q + "/dead_letter", dead_letter_batch, action=A.MESSAGE_DEAD_LETTER,
+      summary="Move several claimed messages to the DLQ",
+      errors={**CLAIM_REQUIRED, **DLQ_REFUSES}, body="DeadLetterBatch"),
+    R("GET", Q + "/dead_letters", list_dead_letters, action=A.DLQ_BROWSE,
+      summary="Browse a DLQ without consuming it"),
+    R("GET", Q + "/dead_letters/count", count_dead_letters, action=A.DLQ_BROWSE,
+      summary="How many dead letters a filter selects now"),
+    # Deleting the dead letters a filter selects is a purge of part of the queue.
+    R("DELETE", Q + "/dead_letters", purge_dead_letters, action=A.QUEUE_PURGE,
+      summary="Delete the dead letters a filter selects"),
+    R("PATCH", Q + "/dead_letters/{message_id}", edit_dead_letter, action=A.DLQ_EDIT,
+      summary="Patch a dead letter's body or attributes (merge patch or JSON Patch)",
+      errors={"409": "The JSON Patch does not apply, or the redrive asked for cannot start",
+              "415": "Wrong Content-Type for an edit"},
+      body="DeadLetterEdit"),
+    R("GET", Q + "/dead_letter_sources", dead_letter_sources, action=A.QUEUE_GET,
+      summary="Queues whose dead-letter policy names this queue"),
+    R("POST", Q + "/redrives", start_redrive, action=A.REDRIVE_START,
+      summary="Start a redrive task", status="201",
+      errors={"409": "A redrive task is already running"}, body="Redrive"),
+    R("GET", Q + "/redrives", list_redrives, action=A.REDRIVE_LIST,
+      summary="Redrive tasks of a DLQ, newest first"),
+    R("GET", Q + "/redrives/{task_id}", get_redrive, action=A.REDRIVE_GET,
+      summary="One redrive task"),
+    R("DELETE", Q + "/redrives/{task_id}", cancel_redrive, action=A.REDRIVE_CANCEL,
+      summary="Cancel a running or paused redrive task (202)", status="202",
+      errors={"409": "The task is not running"}),
+    # Resuming moves messages, as starting does.
+    R("POST", Q + "/redrives/{task_id}/resume", resume_redrive, action=A.REDRIVE_START,
+      summary="Resume a task its canary paused: move the rest (202)", status="202",
+      errors={"409": "The task is not paused, or another runs on its DLQ"}),
+    R("PUT", Q + "/patterns", put_patterns, action=A.PATTERNS_PUT,
+      summary="Store failure patterns found by the analysis", status="204", body="Patterns"),
+    R("GET", Q + "/patterns", get_patterns, action=A.PATTERNS_GET,
+      summary="Stored failure patterns"),
+    # Merging a batch changes the stored patterns, as storing them does.
+    R("POST", Q + "/patterns/assignments", merge_assignments, action=A.PATTERNS_PUT,
+      summary="Merge a writer's batch of pattern assignments, once per (writer, batch)",
+      errors={"409": "Batch behind"}, body="Assignments"),
+    # Queue templates set what new queues get: reading them is a lookup, changing them an
+    # update.
+    R("GET", "/v2/templates", list_templates, action=A.QUEUE_LIST,
+      summary="Queue templates of the project, by name"),
+    R("PUT", T, put_template, action=A.QUEUE_UPDATE,
+      summary="Create (201) or replace (200) a queue template", status="201",
+      body="Template"),
+    R("GET", T, get_template, action=A.QUEUE_GET, summary="One queue template"),
+    R("PATCH", T, patch_template, action=A.QUEUE_UPDATE,
+      summary="Change a template's keys (null clears one)", body="Template"),
+    R("DELETE", T, delete_template, action=A.QUEUE_UPDATE, summary="Delete a queue template",
+      status="204"),
+    # Subscriptions
+    R("POST", Q + "/subscriptions", create_subscription, action=A.SUBSCRIPTION_MANAGE,
+      summary="Subscribe an http(s) webhook to the queue's messages", status="201",
+      errors={"409": "Subscribed and confirmed already"}, body="Subscription"),
+    R("GET", Q + "/subscriptions", list_subscriptions, action=A.SUBSCRIPTION_READ,
+      summary="Live subscriptions of the queue"),
+    R("GET", S, get_subscription, action=A.SUBSCRIPTION_READ, summary="One subscription"),
+    R("PATCH", S, update_subscription, action=A.SUBSCRIPTION_MANAGE,
+      summary="Change a subscription's subscriber, ttl or options", status="204",
+      errors={"409": "The new subscriber is subscribed already"}, body="Subscription"),
+    R("DELETE", S, delete_subscription, action=A.SUBSCRIPTION_MANAGE,
+      summary="Unsubscribe (204 even when it did not exist)", status="204"),
+    R("PUT", S + "/confirm", confirm_subscription, action=A.SUBSCRIPTION_MANAGE,
+      summary="Confirm (or withdraw) a subscription, with the signed URL sent to the"
+      " subscriber", status="204", body="Confirmation"),
+    # Consumer tags are a queue's consumer groups: making them changes the queue; reading
+    # them (with their counts) is its stats.
+    R("GET", Q + "/tags", list_tags, action=A.QUEUE_STATS,
+      summary="The queue's consumer tags, with their counts"),
+    R("PUT", Q + "/tags/{tag}", create_tag, action=A.QUEUE_UPDATE,
+      summary="Create a consumer tag on the queue", status="201",
+      errors={"409": "The queue has a tag of that name already"}, body="Tag"),
+    R("GET", Q + "/tags/{tag}", get_tag, action=A.QUEUE_STATS,
+      summary="One consumer tag, with its counts"),
+    R("DELETE", Q + "/tags/{tag}", delete_tag, action=A.QUEUE_UPDATE,
+      summary="Delete a consumer tag (204 even when it did not exist)", status="204"),
+]  # fmt: skip
+
+# The routes by (method, path template): the role table the authorisation reads.
+BY_TEMPLATE: dict[tuple[str, str], ZaqarRoute] = {(r.method, r.path): r for r in ROUTES}
 
 
-def zaqar_routes(engine: Engine, options: AppOptions) -> list[BaseRoute]:
+def zaqar_action(method: str, template: str, params: Mapping[str, str]) -> Action | None:
+    """The action of a Zaqar request (HEAD's is GET's), or None for a public route.
+
+    An unknown route raises KeyError: a request is authorised by its own row only."""
+    return BY_TEMPLATE[(as_get(method), template)].action_for(params)
+
+
+def zaqar_routes(
+    engine: Engine, options: AppOptions, table: list[ZaqarRoute] = ROUTES
+) -> list[BaseRoute]:
+    """The Starlette routes of `table`; a hot row's is a `HotRoute`, which the app answers
+    ahead of its router."""
     return [
-        Route(
-            path,
+        (HotRoute if row.hot else Route)(
+            row.path,
             endpoint(
                 engine,
                 options,
-                handler,
-                client_id,
-                path,
-                bounded=(method, path) in HOT,
-                reads=READS[handler.__name__],
+                row.handler,
+                client_id=row.client_id,
+                bounded=row.hot,
+                reads=row.reads,
+                action_for=row.action_for,
             ),
-            methods=[method],
+            methods=[row.method],
         )
-        for path, method, handler, client_id in ROUTES
+        for row in table
     ]

@@ -78,11 +78,11 @@ def create_subscription(ctx: Ctx) -> Response:
         # As a first message does, a first subscription creates the queue: only once the
         # subscription is known to be acceptable, so a refused one leaves no queue behind.
         meta.check_queue_name(ctx.queue)
-        ctx.engine.subscriptions.check_new(subscriber, ttl, options or {})
+        ctx.engine.subscriptions.check_new(subscriber, ttl=ttl, options=options or {})
         with contextlib.suppress(errors.QueueAlreadyExists):
-            ctx.engine.create_queue(ctx.project, ctx.queue, meta.ZAQAR_DEFAULTS)
+            ctx.engine.create_queue(ctx.project, ctx.queue, settings=meta.ZAQAR_DEFAULTS)
     subscription, _ = ctx.engine.subscriptions.create(
-        ctx.project, ctx.queue, subscriber, ttl, options or {}
+        ctx.project, ctx.queue, subscriber=subscriber, ttl=ttl, options=options or {}
     )
     return JSONResponse(
         {"subscription_id": subscription.id},
@@ -92,14 +92,16 @@ def create_subscription(ctx: Ctx) -> Response:
 
 
 def get_subscription(ctx: Ctx) -> Response:
-    found = ctx.engine.subscriptions.get(ctx.project, ctx.queue, ctx.path["subscription_id"])
+    found = ctx.engine.subscriptions.get(
+        ctx.project, ctx.queue, subscription_id=ctx.path["subscription_id"]
+    )
     return JSONResponse(subscription_json(found, ctx.now(), _sees_secrets(ctx)))
 
 
 def list_subscriptions(ctx: Ctx) -> Response:
     limit = ctx.int_param("limit", 10, 1, PAGE_LIMIT)
     marker = ctx.params.get("marker") or None
-    found = ctx.engine.subscriptions.list_page(ctx.project, ctx.queue, marker, limit)
+    found = ctx.engine.subscriptions.list_page(ctx.project, ctx.queue, after=marker, limit=limit)
     now, secrets = ctx.now(), _sees_secrets(ctx)
     links: list[dict[str, str]] = []
     if found:
@@ -119,7 +121,12 @@ def update_subscription(ctx: Ctx) -> Response:
     if "subscriber" in doc and not subscriber:
         raise bad_request("subscriber may not be empty.")
     ctx.engine.subscriptions.update(
-        ctx.project, ctx.queue, ctx.path["subscription_id"], subscriber, ttl, options
+        ctx.project,
+        ctx.queue,
+        subscription_id=ctx.path["subscription_id"],
+        subscriber=subscriber,
+        ttl=ttl,
+        options=options,
     )
     return Response(status_code=204)
 
@@ -132,7 +139,9 @@ def confirm_subscription(ctx: Ctx) -> Response:
     if set(doc) != {"confirmed"} or not isinstance(confirmed, bool):
         raise bad_request('The body must be {"confirmed": true} or {"confirmed": false}.')
     sid = ctx.path["subscription_id"]
-    ctx.engine.subscriptions.confirm(ctx.project, ctx.queue, sid, confirmed)
+    ctx.engine.subscriptions.confirm(
+        ctx.project, ctx.queue, subscription_id=sid, confirmed=confirmed
+    )
     return Response(
         status_code=204,
         headers={"Location": f"/v2/queues/{ctx.queue}/subscriptions/{sid}/confirm"},
@@ -141,5 +150,7 @@ def confirm_subscription(ctx: Ctx) -> Response:
 
 def delete_subscription(ctx: Ctx) -> Response:
     """204 whether it existed or not, as in Zaqar."""
-    ctx.engine.subscriptions.delete(ctx.project, ctx.queue, ctx.path["subscription_id"])
+    ctx.engine.subscriptions.delete(
+        ctx.project, ctx.queue, subscription_id=ctx.path["subscription_id"]
+    )
     return Response(status_code=204)

@@ -53,8 +53,15 @@ def create_tag(ctx: Ctx) -> Response:
             raise bad_request('filter must be {"attribute": <name>, "value": <string>}.')
         attribute, value = optional_text(where, "attribute"), optional_text(where, "value")
     name = text("tag", ctx.path["tag"])
-    ctx.engine.create_tag(ctx.project, ctx.queue, name, start, attribute, value)
-    info = ctx.engine.get_tag(ctx.project, ctx.queue, name)
+    ctx.engine.create_tag(
+        ctx.project,
+        ctx.queue,
+        name=name,
+        start_at=start,
+        filter_attribute=attribute,
+        filter_value=value,
+    )
+    info = ctx.engine.get_tag(ctx.project, ctx.queue, name=name)
     return JSONResponse(
         tag_json(ctx.queue, info),
         status_code=201,
@@ -68,12 +75,12 @@ def list_tags(ctx: Ctx) -> Response:
 
 
 def get_tag(ctx: Ctx) -> Response:
-    info = ctx.engine.get_tag(ctx.project, ctx.queue, text("tag", ctx.path["tag"]))
+    info = ctx.engine.get_tag(ctx.project, ctx.queue, name=text("tag", ctx.path["tag"]))
     return JSONResponse(tag_json(ctx.queue, info))
 
 
 def delete_tag(ctx: Ctx) -> Response:
     # Idempotent, as deleting a queue is in Zaqar.
     with contextlib.suppress(errors.TagNotFound):
-        ctx.engine.delete_tag(ctx.project, ctx.queue, text("tag", ctx.path["tag"]))
+        ctx.engine.delete_tag(ctx.project, ctx.queue, name=text("tag", ctx.path["tag"]))
     return Response(status_code=204)

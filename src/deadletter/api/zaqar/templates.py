@@ -78,10 +78,10 @@ def put_template(ctx: Ctx) -> Response:
     doc = ctx.json_object(empty_ok=False)
     pattern, settings = _pattern(doc), _settings(doc, TemplateSettings())
     try:
-        created = ctx.engine.templates.create(ctx.project, name, pattern, settings)
+        created = ctx.engine.templates.create(ctx.project, name, pattern=pattern, settings=settings)
     except errors.TemplateAlreadyExists:
         changed = ctx.engine.templates.change(
-            ctx.project, name, lambda old: replace(old, pattern=pattern, settings=settings)
+            ctx.project, name, change=lambda old: replace(old, pattern=pattern, settings=settings)
         )
         return JSONResponse(to_doc(changed))
     return JSONResponse(
@@ -101,7 +101,7 @@ def patch_template(ctx: Ctx) -> Response:
         pattern = _pattern(doc) if "pattern" in doc else old.pattern
         return replace(old, pattern=pattern, settings=_settings(doc, old.settings))
 
-    updated = ctx.engine.templates.change(ctx.project, ctx.path["template"], change)
+    updated = ctx.engine.templates.change(ctx.project, ctx.path["template"], change=change)
     return JSONResponse(to_doc(updated))
 
 

@@ -118,6 +118,15 @@ class Messages(abc.ABC):
         store from each row as it is."""
 
     @abc.abstractmethod
+    def claim_next(
+        self, claim: ClaimRecord, *, now: float, limit: int, live_until: float
+    ) -> list[Message]:
+        """`claimable` and `claim_messages` of what it finds, one step where the store can:
+        up to `limit` messages of the claim's queue written as claimed by `claim` (recorded
+        once, with the first it takes), returned as they were before, oldest first, so that
+        the engine decides from them what the claim hands out and what leaves for the DLQ."""
+
+    @abc.abstractmethod
     def move_messages(self, project: str, messages: Sequence[Message]) -> None:
         """Write back whole messages whose `queue` changed, giving each a new sequence number."""
 

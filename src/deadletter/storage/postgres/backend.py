@@ -18,6 +18,7 @@ and every number taken later is larger.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -49,10 +50,10 @@ from deadletter.storage.base import (
     TransactionConflict,
 )
 from deadletter.storage.migrations import migration_scripts, pending
+from deadletter.storage.postgres.composed import LANE, ComposedStatements
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.dialect import PARAMETER, Dialect, Statement, Statements
-from deadletter.storage.sql.transaction import SQLTransaction
 
 log = logging.getLogger(__name__)
 # The pool warns of every connection it discards or fails to open, a dozen lines a second
@@ -88,7 +89,7 @@ UNREACHABLE = "the database cannot be reached"
 # Serialises schema migrations of one schema between processes that start at the same time.
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.deadletter'))"
 # A queue's lane: advisory lock keys (class, hash of the queue) in a class of their own.
-_LANE = "(x'646c'::int, hashtext(current_schema() || '/' || :project || '/' || :queue))"
+_LANE = LANE
 # Numbers for `n` messages of a queue, taken once the queue's lane is held (shared).
 RESERVE_SEQS = (
     f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{_LANE})"
@@ -200,9 +201,10 @@ class PostgresDialect(Dialect):
 POSTGRES = PostgresDialect()
 
 
-class PostgresTransaction(SQLTransaction):
+class PostgresTransaction(ComposedStatements):
     """SQLTransaction with the locks READ COMMITTED needs; no override changes a result the
-    interface does not state: each adds a lock or a lane wait, or batches round trips."""
+    interface does not state: each adds a lock or a lane wait, or batches round trips (the
+    hot requests' steps in one statement each: `composed`)."""
 
     def together(self) -> AbstractContextManager[Any]:
         # The same statements, one round trip.
@@ -298,9 +300,20 @@ class PostgresStore(Store):
             POSTGRES.translated_errors(),
             self._connection() as conn,
             self._deadlines.watching(conn),
-            conn.transaction(),
         ):
-            yield PostgresTransaction(conn.cursor(), POSTGRES)
+            block = conn.transaction()
+            with contextlib.ExitStack() as ending:
+                block.__enter__()
+                ending.push(block.__exit__)  # commits, or rolls back what raised
+                tx = PostgresTransaction(conn.cursor(), POSTGRES)
+                yield tx
+                if tx.pending:
+                    # The writes left for the commit (`ComposedStatements.finish`) go with
+                    # the COMMIT: one round trip.
+                    ending.pop_all()
+                    with conn.pipeline():
+                        tx.finish()
+                        block.__exit__(None, None, None)
 
     @contextmanager
     def _read(self) -> Iterator[Transaction]:

@@ -374,6 +374,9 @@ NEWEST_MESSAGE = _LIVE + " ORDER BY seq DESC LIMIT 1"
 INSERT_CLAIM = _insert(
     "claims", ("id", "project", "queue", "ttl", "grace", "created_at", "expires_at")
 )
+# A claim recorded by the step that takes its messages (`claim_next`), which may run again
+# for the same claim when the first took messages for the DLQ.
+RECORD_CLAIM = INSERT_CLAIM + " ON CONFLICT (id) DO NOTHING"
 GET_CLAIM = "SELECT * FROM claims WHERE project = :project AND queue = :queue AND id = :id"
 GET_CLAIM_LOCKED = GET_CLAIM + " FOR UPDATE"  # a renewal and a release take turns
 UPDATE_CLAIM = (

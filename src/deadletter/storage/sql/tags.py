@@ -48,13 +48,13 @@ def _view(r: Row) -> tuple[Message, TagState | None]:
     if state is None:
         return seen_by_tag(message_from(r), None), None
     delivery = Delivery(
-        TagState(state),
-        r["t_claim_id"],
-        r["t_claim_expires_at"],
-        r["t_visible_at"],
-        int(r["t_claim_count"]),
-        r["t_first_claimed_at"],
-        r["t_dl_due_at"],
+        state=TagState(state),
+        claim_id=r["t_claim_id"],
+        claim_expires_at=r["t_claim_expires_at"],
+        visible_at=r["t_visible_at"],
+        claim_count=int(r["t_claim_count"]),
+        first_claimed_at=r["t_first_claimed_at"],
+        dead_letter_due_at=r["t_dl_due_at"],
     )
     return seen_by_tag(message_from(r), delivery), delivery.state
 

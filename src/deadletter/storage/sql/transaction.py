@@ -82,8 +82,26 @@ def _source(m: Message) -> str:
 
 def _claim_from(r: Row) -> ClaimRecord:
     return ClaimRecord(
-        r["id"], r["project"], r["queue"], r["ttl"], r["grace"], r["created_at"], r["expires_at"]
+        id=r["id"],
+        project=r["project"],
+        queue=r["queue"],
+        ttl=r["ttl"],
+        grace=r["grace"],
+        created_at=r["created_at"],
+        expires_at=r["expires_at"],
     )
+
+
+def _claim_params(claim: ClaimRecord) -> dict[str, Any]:
+    return {
+        "id": claim.id,
+        "project": claim.project,
+        "queue": claim.queue,
+        "ttl": claim.ttl,
+        "grace": claim.grace,
+        "created_at": claim.created_at,
+        "expires_at": claim.expires_at,
+    }
 
 
 class SQLTransaction(
@@ -332,15 +350,37 @@ class SQLTransaction(
         if not messages:
             return
         first = messages[0]
-        hidden = hidden_class(first)
+        assert first.claim_id is not None and first.claim_expires_at is not None
         ids = [m.id for m in messages]
+        self._claim_rows(project, ids, first.claim_id, first.claim_expires_at, now, live_until)
+
+    def claim_next(
+        self, claim: ClaimRecord, *, now: float, limit: int, live_until: float
+    ) -> list[Message]:
+        found = self.claimable(claim.project, claim.queue, now, limit)
+        if found:
+            ids = [m.id for m in found]
+            self._claim_rows(claim.project, ids, claim.id, claim.expires_at, now, live_until)
+            self.run(q.RECORD_CLAIM, _claim_params(claim))
+        return found
+
+    def _claim_rows(
+        self,
+        project: str,
+        ids: list[str],
+        claim_id: str,
+        expires: float,
+        now: float,
+        live_until: float,
+    ) -> None:
+        hidden = 2  # claimed (`hidden_class`)
         changes: Counter[tuple[str, int]] = Counter()
         for i, (queue, source, was) in self.places_before(project, ids).items():
             if was != hidden:
                 changes[(queue, was)] -= 1
                 changes[(queue, hidden)] += 1
                 self._places[i] = (queue, source, hidden)
-        params = {"claim_id": first.claim_id, "expires": first.claim_expires_at, "now": now,
+        params = {"claim_id": claim_id, "expires": expires, "now": now,
                   "live_until": live_until, "hidden": hidden, "ids": ids}  # fmt: skip
         with self.together():
             self.run(q.CLAIM_MESSAGES, params)
@@ -426,18 +466,7 @@ class SQLTransaction(
     # Claims
 
     def insert_claim(self, claim: ClaimRecord) -> None:
-        self.run(
-            q.INSERT_CLAIM,
-            {
-                "id": claim.id,
-                "project": claim.project,
-                "queue": claim.queue,
-                "ttl": claim.ttl,
-                "grace": claim.grace,
-                "created_at": claim.created_at,
-                "expires_at": claim.expires_at,
-            },
-        )
+        self.run(q.INSERT_CLAIM, _claim_params(claim))
 
     def get_claim(
         self, project: str, queue: str, claim_id: str, lock: bool = False

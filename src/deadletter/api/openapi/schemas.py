@@ -1,24 +1,28 @@
-"""The OpenAPI document of the native API (Zaqar v2 plus the dead-letter extensions)."""
+"""The OpenAPI document's component schemas: the request bodies of the native API and what
+its answers hold. Every enum is read from the type that declares it (a dead-letter reason, a
+task's status, an overflow mode, ...), so a value added there is documented here."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from starlette.requests import Request
-
-from deadletter.api.json_response import JSONResponse
-from deadletter.api.zaqar.context import PATH_NAMES
-from deadletter.api.zaqar.parse import CLAIM_TIMES
-from deadletter.api.zaqar.reads import FREE, READS
-from deadletter.api.zaqar.routes import ROUTES
+from deadletter.api.zaqar.parse import CLAIM_TIMES, PATCH_OPS
+from deadletter.api.zaqar.queues import PURGE_KINDS
 from deadletter.domain import names
 from deadletter.domain import settings as declared
 from deadletter.domain.filters import FILTER_KEYS
-from deadletter.domain.model import Reason, TaskStatus
+from deadletter.domain.model import CanaryDecision, Reason, SkipReason, TaskStatus
+
+
+def enum(values: Any, nullable: bool = False) -> dict[str, Any]:
+    """The schema of one of `values` (an enum type, or a tuple of the texts a parser takes)."""
+    texts: list[Any] = [getattr(v, "value", v) for v in values]
+    return {"enum": [*texts, None] if nullable else texts}
+
 
 # The domain's enums, read from their types: a reason or a status added there is documented.
-REASON = {"enum": [r.value for r in Reason]}
+REASON = enum(Reason)
+TASK_STATUS = enum(TaskStatus)
 # The dead-letter filter language (domain/filters.py): text, but for these.
 DEATHS: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 1_000_000}
 FILTER_QUERY: dict[str, dict[str, Any]] = {
@@ -27,184 +31,12 @@ FILTER_QUERY: dict[str, dict[str, Any]] = {
     "max_deaths": DEATHS,
 }
 FILTER_FIELD: dict[str, Any] = {"type": ["string", "number"]}
-TASK_STATUS = {"enum": [t.value for t in TaskStatus]}
-
-# handler name -> (summary, success status, request body schema or None); the query
-# parameters each reads are `reads.READS`'s.
-OPERATIONS: dict[str, tuple[str, str, str | None]] = {
-    "versions": ("API versions (300 Multiple Choices)", "300", None),
-    "home": ("JSON home document", "200", None),
-    "ping": ("Liveness check", "204", None),
-    "health": ("Storage health", "200", None),
-    "list_queues": ("List queues", "200", None),
-    "create_queue": ("Create a queue with metadata (201; 204 when it exists)", "201", "Metadata"),
-    "get_queue": (
-        "Queue metadata: user keys and the reserved keys that are set (with defaults=true,"
-        " every reserved key, its default where unset)",
-        "200",
-        None,
-    ),
-    "patch_queue": (
-        "Update metadata (application/openstack-messaging-v2.0-json-patch)",
-        "200",
-        "Patch",
-    ),
-    "delete_queue": ("Delete a queue and its messages", "204", None),
-    "queue_stats": ("Message counts and dead-letter counters", "200", None),
-    "purge_queue": ("Delete every message of the queue", "204", "Purge"),
-    "post_messages": ("Send messages (the queue is created if missing)", "201", "NewMessages"),
-    "list_messages": ("List messages, or get some by ids", "200", None),
-    "delete_messages": ("Delete messages by ids, or pop some", "204", None),
-    "get_message": ("One message", "200", None),
-    "delete_message": ("Acknowledge one message", "204", None),
-    "dead_letter_message": (
-        "Move one claimed message to the DLQ now (reason rejected)",
-        "200",
-        "DeadLetter",
-    ),
-    "release_message": ("Give one claimed message back (nack)", "204", "Release"),
-    "create_claim": (
-        "Claim messages (204 when none); with acknowledge, first acknowledge the last batch",
-        "201",
-        "ClaimRequest",
-    ),
-    "get_claim": ("A claim and its messages", "200", None),
-    "renew_claim": ("Renew a claim", "204", "ClaimTimes"),
-    "release_claim": ("Release a claim", "204", None),
-    "dead_letter_batch": ("Move several claimed messages to the DLQ", "200", "DeadLetterBatch"),
-    "list_dead_letters": ("Browse a DLQ without consuming it", "200", None),
-    "count_dead_letters": ("How many dead letters a filter selects now", "200", None),
-    "purge_dead_letters": ("Delete the dead letters a filter selects", "200", None),
-    "edit_dead_letter": (
-        "Patch a dead letter's body or attributes (merge patch or JSON Patch)",
-        "200",
-        "DeadLetterEdit",
-    ),
-    "dead_letter_sources": ("Queues whose dead-letter policy names this queue", "200", None),
-    "start_redrive": ("Start a redrive task", "201", "Redrive"),
-    "list_redrives": ("Redrive tasks of a DLQ, newest first", "200", None),
-    "get_redrive": ("One redrive task", "200", None),
-    "cancel_redrive": ("Cancel a running or paused redrive task (202)", "202", None),
-    "resume_redrive": ("Resume a task its canary paused: move the rest (202)", "202", None),
-    "put_patterns": ("Store failure patterns found by the analysis", "204", "Patterns"),
-    "get_patterns": ("Stored failure patterns", "200", None),
-    "merge_assignments": (
-        "Merge a writer's batch of pattern assignments, once per (writer, batch)",
-        "200",
-        "Assignments",
-    ),
-    "list_templates": ("Queue templates of the project, by name", "200", None),
-    "put_template": ("Create (201) or replace (200) a queue template", "201", "Template"),
-    "get_template": ("One queue template", "200", None),
-    "patch_template": ("Change a template's keys (null clears one)", "200", "Template"),
-    "delete_template": ("Delete a queue template", "204", None),
-    "create_subscription": (
-        "Subscribe an http(s) webhook to the queue's messages",
-        "201",
-        "Subscription",
-    ),
-    "list_subscriptions": ("Live subscriptions of the queue", "200", None),
-    "get_subscription": ("One subscription", "200", None),
-    "update_subscription": (
-        "Change a subscription's subscriber, ttl or options",
-        "204",
-        "Subscription",
-    ),
-    "delete_subscription": ("Unsubscribe (204 even when it did not exist)", "204", None),
-    "confirm_subscription": (
-        "Confirm (or withdraw) a subscription, with the signed URL sent to the subscriber",
-        "204",
-        "Confirmation",
-    ),
-    "list_tags": ("The queue's consumer tags, with their counts", "200", None),
-    "create_tag": ("Create a consumer tag on the queue", "201", "Tag"),
-    "get_tag": ("One consumer tag, with its counts", "200", None),
-    "delete_tag": ("Delete a consumer tag (204 even when it did not exist)", "204", None),
-}
-
-# Further successes an operation may answer with (204: nothing to claim or queue existed;
-# 200: a pop returns the popped messages, a claim that acknowledged but claimed nothing).
-ALSO: dict[str, list[str]] = {
-    "create_queue": ["204"],
-    "create_claim": ["204", "200"],
-    "delete_messages": ["200"],
-}
-# Errors every operation may answer with; the rest are declared where they can happen.
-ERRORS = {
-    "400": "Invalid request (every value is checked before anything is written)",
-    "404": "No such queue, message, claim, task or path",
-    "405": "Method not allowed on this path",
-    "413": "Request body too large",
-}
-MORE_ERRORS: dict[str, dict[str, str]] = {
-    "patch_queue": {"409": "Conflict", "415": "Wrong Content-Type for a patch"},
-    "delete_message": {"403": "Claim required"},
-    "dead_letter_message": {
-        "403": "Claim required",
-        "409": "No active dead-letter policy, or the DLQ is full (its bound refuses them)",
-    },
-    "dead_letter_batch": {
-        "403": "Claim required",
-        "409": "No active dead-letter policy, or the DLQ is full (its bound refuses them)",
-    },
-    "release_message": {"403": "Claim required", "409": "Conflict"},
-    "create_queue": {"409": "Conflict"},
-    "merge_assignments": {"409": "Batch behind"},
-    "post_messages": {
-        "403": "Message is claimed",
-        "409": "Queue is full: its bound refuses the send (_overflow reject-publish[-dlx]),"
-        " or its DLQ refuses the oldest messages drop-head would push out",
-    },
-    "delete_messages": {"403": "Message is claimed"},
-    "start_redrive": {"409": "A redrive task is already running"},
-    "edit_dead_letter": {
-        "409": "The JSON Patch does not apply",
-        "415": "Wrong Content-Type for an edit",
-    },
-    "cancel_redrive": {"409": "The task is not running"},
-    "resume_redrive": {"409": "The task is not paused, or another runs on its DLQ"},
-    "renew_claim": {"409": "Conflict"},
-    "create_subscription": {"409": "Subscribed and confirmed already"},
-    "update_subscription": {"409": "The new subscriber is subscribed already"},
-    "create_tag": {"409": "The queue has a tag of that name already"},
-}
 
 
-def _whole(kind: names.Kind) -> dict[str, Any]:
+def whole(kind: names.Kind) -> dict[str, Any]:
     """A name's schema: its kind's one pattern, matched whole."""
     return {"type": "string", "pattern": f"^(?:{kind.pattern.pattern})$"}
 
-
-# Typed query parameters; the rest are strings.
-QUERY: dict[str, dict[str, Any]] = {
-    "limit": {"type": "integer", "minimum": 1, "maximum": 20},
-    "pop": {"type": "integer", "minimum": 1, "maximum": 20},
-    "detailed": {"type": "boolean"},
-    "defaults": {"type": "boolean"},
-    "with_count": {"type": "boolean"},
-    "force": {"type": "boolean"},
-    "echo": {"type": "boolean"},
-    "include_claimed": {"type": "boolean"},
-    "include_delayed": {"type": "boolean"},
-    # The consumer tag an operation is for; without it, the queue's untagged consumers.
-    "tag": _whole(names.TAG),
-    "source_tag": _whole(names.TAG),
-}
-QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
-    "list_messages": {"marker": {"type": "integer", "minimum": 0}},
-    "list_dead_letters": {
-        "marker": {"type": "integer", "minimum": 0},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-        **FILTER_QUERY,
-    },
-    "count_dead_letters": FILTER_QUERY,
-    "purge_dead_letters": FILTER_QUERY,
-    "edit_dead_letter": {"redrive": {"type": "boolean"}},
-}
-PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
-MERGE_PATCH_TYPE = "application/merge-patch+json"
-MEDIA_TYPES = {"home": "application/json-home"}
-EMPTY = {("create_queue", "201")}  # answered with a Location header only
 
 OBJ: dict[str, Any] = {"type": "object"}
 INT: dict[str, Any] = {"type": "integer"}
@@ -276,7 +108,7 @@ SCHEMAS: dict[str, Any] = {
                 if s.zaqar is not None
             },
             declared.OVERFLOW.zaqar: {
-                "enum": list(declared.OVERFLOW.choices),
+                **enum(declared.OVERFLOW.choices),
                 "description": "What a send past a bound does: drop-head dead-letters the"
                 " oldest (reason maxlen), reject-publish refuses the send (409),"
                 " reject-publish-dlx refuses it and dead-letters the refused messages.",
@@ -310,7 +142,7 @@ SCHEMAS: dict[str, Any] = {
         "type": "array",
         "items": {
             "type": "object",
-            "properties": {"op": {"enum": ["add", "replace", "remove"]}, "path": STR, "value": {}},
+            "properties": {"op": enum(PATCH_OPS), "path": STR, "value": {}},
             "required": ["op", "path"],
         },
     },
@@ -319,7 +151,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "resource_types": {
                 "type": "array",
-                "items": {"enum": ["messages", "subscriptions"]},
+                "items": enum(PURGE_KINDS),
             }
         },
     },
@@ -371,7 +203,7 @@ SCHEMAS: dict[str, Any] = {
                             "type": "object",
                             "properties": {
                                 "queue": STR,
-                                "reason": STR,
+                                "reason": REASON,
                                 "count": INT,
                                 "first_at": TIME,
                                 "last_at": TIME,
@@ -507,7 +339,10 @@ SCHEMAS: dict[str, Any] = {
             "href": STR,
             "dlq": STR,
             "destination": STR,
-            "filter": OBJ,
+            "filter": {
+                "type": "object",
+                "properties": {"reason": enum(Reason, nullable=True)},
+            },
             "rate": {"type": "number"},
             "status": TASK_STATUS,
             "moved": INT,
@@ -515,7 +350,18 @@ SCHEMAS: dict[str, Any] = {
             "started_at": TIME,
             "updated_at": TIME,
             "failure_reason": STR,
-            "canary": OBJ,
+            "skipped": INT,
+            "skipped_messages": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": STR, "reason": enum(SkipReason)},
+                },
+            },
+            "canary": {
+                "type": "object",
+                "properties": {"decision": enum(CanaryDecision, nullable=True)},
+            },
         },
     },
     "Confirmation": {
@@ -581,98 +427,3 @@ SCHEMAS: dict[str, Any] = {
         },
     },
 }
-
-
-def _json(schema: dict[str, Any], media_type: str = "application/json") -> dict[str, Any]:
-    return {"content": {media_type: {"schema": schema}}}
-
-
-def _responses(handler: str, status: str) -> dict[str, Any]:
-    error = _json({"$ref": "#/components/schemas/Error"})
-    out: dict[str, Any] = {}
-    for code in [status, *ALSO.get(handler, [])]:
-        empty = code == "204" or (handler, code) in EMPTY
-        body = {} if empty else _json({}, MEDIA_TYPES.get(handler, "application/json"))
-        out[code] = {"description": "Success", **body}
-    for code, what in {**ERRORS, **MORE_ERRORS.get(handler, {})}.items():
-        out[code] = {"description": what, **error}
-    return out
-
-
-def _schemas() -> dict[str, Any]:
-    """The body schemas; one whose route declares its fields (`reads.READS`) takes no other."""
-    schemas = dict(SCHEMAS)
-    for name, (_, _, body) in OPERATIONS.items():
-        fields = READS[name].body
-        if body is not None and fields is not None and fields is not FREE:
-            schemas[body] = {**schemas[body], "additionalProperties": False}
-    return schemas
-
-
-def document() -> dict[str, Any]:
-    paths: dict[str, dict[str, Any]] = {}
-    for path, method, handler, client_id in ROUTES:
-        name = handler.__name__
-        summary, status, body = OPERATIONS[name]
-        query = READS[name].query
-        params: list[dict[str, Any]] = [
-            {
-                "name": part,
-                "in": "path",
-                "required": True,
-                "schema": _whole(PATH_NAMES[part]) if part in PATH_NAMES else STR,
-            }
-            for part in re.findall(r"{(\w+)}", path)
-        ]
-        typed = {**QUERY, **QUERY_BY_OP.get(name, {})}
-        params += [{"name": q, "in": "query", "schema": typed.get(q, STR)} for q in query]
-        if client_id:
-            uuid = {"type": "string", "format": "uuid"}
-            params.append({"name": "Client-ID", "in": "header", "required": True, "schema": uuid})
-            params.append(
-                {
-                    "name": "X-Project-ID",
-                    "in": "header",
-                    "schema": _whole(names.PROJECT),
-                }
-            )
-        op: dict[str, Any] = {
-            "operationId": name,
-            "summary": summary,
-            "parameters": params,
-            "responses": _responses(name, status),
-        }
-        if body is not None:
-            media_type = {"Patch": PATCH_TYPE, "DeadLetterEdit": MERGE_PATCH_TYPE}.get(
-                body, "application/json"
-            )
-            op["requestBody"] = _json({"$ref": f"#/components/schemas/{body}"}, media_type)
-        paths.setdefault(path, {})[method.lower()] = op
-    paths["/metrics"] = {
-        "get": {
-            "summary": "Prometheus metrics",
-            "responses": {
-                "200": {"description": "Text exposition format", "content": {"text/plain": {}}}
-            },
-        }
-    }
-    paths["/openapi.json"] = {
-        "get": {
-            "summary": "This document",
-            "responses": {"200": {"description": "OpenAPI 3.1", **_json({})}},
-        }
-    }
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "deadletter native API",
-            "version": "2.0",
-            "description": "OpenStack Zaqar v2 with dead-letter extensions.",
-        },
-        "paths": paths,
-        "components": {"schemas": _schemas()},
-    }
-
-
-async def endpoint(request: Request) -> JSONResponse:
-    return JSONResponse(document())

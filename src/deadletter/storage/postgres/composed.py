@@ -1,0 +1,333 @@
+"""The hot requests' steps composed for PostgreSQL: one data-modifying statement each where
+`SQLTransaction` sends several (docs/benchmarks.md, "Statements per request").
+
+Each statement a request sends costs psycopg 20-40 µs of Python and the server a round trip,
+so a send numbers, inserts and counts its messages in one statement; a claim picks, claims,
+counts and records them in one; an acknowledgement deletes and counts in one; and the
+counters the engine bumps wait for the next statement of the transaction, or its commit,
+and go with it. Every statement does exactly what the steps it stands for would do, and
+only that: which messages a claim hands out, which leave for the DLQ, what an acknowledgement
+may delete is still decided where `SQLTransaction`'s steps leave it (the engine, or the
+statements of queries.py these are built from).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deadletter.domain.model import Message
+from deadletter.domain.tags import DEFAULT_DONE_AT
+from deadletter.storage.base import ClaimRecord
+from deadletter.storage.rows import message_params, with_seq
+from deadletter.storage.sql import queries as q
+from deadletter.storage.sql.transaction import SQLTransaction
+
+# A queue's lane (backend.py's module docstring): advisory lock keys (class, hash of the
+# queue) in a class of their own.
+LANE = "(x'646c'::int, hashtext(current_schema() || '/' || :project || '/' || :queue))"
+CLAIMED = 2  # the class of a claimed message (`rows.hidden_class`)
+
+# The columns of a message a send gives, each as an array of one element per message, and
+# the type the array is read as.
+_SENT_TYPES = {
+    "id": "text", "body": "bytea", "attributes": "text", "enqueued_at": "float8",
+    "expires_at": "float8", "visible_at": "float8", "claim_id": "text",
+    "claim_expires_at": "float8", "claim_count": "int", "first_claimed_at": "float8",
+    "client_id": "text", "dl_eligible": "bool", "provenance": "text", "dl_source": "text",
+    "dl_reason": "text", "dl_at": "float8", "history": "text", "dl_due_at": "float8",
+    "group_id": "text", "dedup_id": "text", "ready_at": "float8", "only_tag": "text",
+    "dl_tag": "text", "hidden": "int",
+}  # fmt: skip
+_SENT = tuple(f for f in q.MESSAGE_FIELDS if f in _SENT_TYPES)
+assert set(_SENT) | {"project", "queue", "seq"} == set(q.MESSAGE_FIELDS)
+
+
+def _add(table: str, key: str, value: str, select: str) -> str:
+    """An upsert of `table`'s sharded counts adding each row `select` gives (project, queue,
+    key, shard, value), in key order so that two transactions never wait for each other's
+    rows in turn."""
+    return (
+        f"INSERT INTO {table} (project, queue, {key}, shard, {value}) {select}"
+        f" ON CONFLICT (project, queue, {key}, shard)"
+        f" DO UPDATE SET {value} = {table}.{value} + excluded.{value}"
+    )
+
+
+def _arrays(fields: Sequence[str]) -> str:
+    return ", ".join(f":{f}::{_SENT_TYPES[f]}[]" for f in fields)
+
+
+def _numbered(fields: Sequence[str]) -> str:
+    """CTEs `lane`, `seqs` and `new`: the queue's lane taken (shared) before any number is,
+    then one number per row of the arrays `fields`, in the arrays' order (`numbered`)."""
+    return (
+        f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{LANE}),"
+        " seqs AS MATERIALIZED (SELECT nextval('message_seq') AS seq"
+        " FROM lane, generate_series(1, :n)),"
+        f" new AS MATERIALIZED (SELECT s.seq, r.* FROM unnest({_arrays(fields)})"
+        f" WITH ORDINALITY AS r({', '.join(fields)}, ord)"
+        " JOIN (SELECT seq, row_number() OVER (ORDER BY seq) AS ord FROM seqs) AS s USING (ord))"
+    )
+
+
+# New messages of one queue, numbered, inserted and counted (`SQLTransaction.insert_messages`,
+# `PostgresDialect.numbered`).
+INSERT_SENT = (
+    _numbered(_SENT) + f", stored AS (INSERT INTO messages ({', '.join(q.MESSAGE_FIELDS)})"
+    f" SELECT {', '.join(':' + f if f in ('project', 'queue') else f for f in q.MESSAGE_FIELDS)}"
+    " FROM new),"
+    " depths AS ("
+    + _add(
+        "queue_depths",
+        "source",
+        "n",
+        f"SELECT :project, :queue, COALESCE(dl_source, ''), {q.SHARD}, count(*) FROM new"
+        " GROUP BY 3 ORDER BY 3",
+    )
+    + "), shown AS ("
+    + _add(
+        "queue_hidden",
+        "hidden",
+        "n",
+        f"SELECT :project, :queue, hidden, {q.SHARD}, count(*) FROM new WHERE hidden > 0"
+        " GROUP BY 3 ORDER BY 3",
+    )
+    + ") SELECT id, seq FROM new"
+)
+
+# Messages moved to one queue (`SQLTransaction.move_messages`): numbered as new ones of it,
+# every column but the id, project and body rewritten, and the counts changed by what the
+# engine knows moved (`:depth_*` and `:hidden_*`, computed from where the rows were).
+_MOVED = tuple(f for f in q.MESSAGE_FIELDS if f not in ("project", "queue", "seq", "body"))
+MOVE_TO_ONE_QUEUE = (
+    _numbered(_MOVED)
+    + ", moved AS (UPDATE messages AS m SET queue = :queue, seq = new.seq, "
+    + ", ".join(f"{f} = new.{f}" for f in _MOVED if f != "id")
+    + " FROM new WHERE m.id = new.id AND m.project IS NOT DISTINCT FROM :project),"
+    " depths AS ("
+    + _add(
+        "queue_depths",
+        "source",
+        "n",
+        f"SELECT :project, d.queue, d.source, {q.SHARD}, d.n FROM unnest(:depth_queues::text[],"
+        " :depth_sources::text[], :depth_n::bigint[]) AS d(queue, source, n) ORDER BY 2, 3",
+    )
+    + "), shown AS ("
+    + _add(
+        "queue_hidden",
+        "hidden",
+        "n",
+        f"SELECT :project, h.queue, h.hidden, {q.SHARD}, h.n FROM unnest(:hidden_queues::text[],"
+        " :hidden_classes::int[], :hidden_n::bigint[]) AS h(queue, hidden, n) ORDER BY 2, 3",
+    )
+    + ") SELECT id, seq FROM new"
+)
+
+# The counters the engine bumped since the transaction's last statement, as arrays.
+_BUMPS = (
+    f"SELECT b.project, b.queue, b.name, {q.SHARD}, b.amount FROM unnest(:bump_projects::text[],"
+    " :bump_queues::text[], :bump_names::text[], :bump_amounts::bigint[])"
+    " AS b(project, queue, name, amount) ORDER BY 1, 2, 3"
+)
+BUMP_COUNTERS = _add("counters", "name", "value", _BUMPS)
+
+# A claim's step (`SQLTransaction.claim_next`): the oldest of the ready and the hidden
+# messages whose time has come, as `claimable` picks them, written as `CLAIM_MESSAGES`
+# writes them, the class counts changed, the claim recorded, and the counters bumped since
+# the last statement; the messages come back as they were picked.
+CLAIM_NEXT = (
+    f"WITH ready AS MATERIALIZED ({q.CLAIMABLE_READY}),"
+    f" later AS MATERIALIZED ({q.CLAIMABLE_HIDDEN}),"
+    " picked AS MATERIALIZED (SELECT * FROM ready UNION ALL SELECT * FROM later"
+    " ORDER BY seq LIMIT :limit),"
+    " claimed AS (UPDATE messages AS m SET claim_id = :claim_id, claim_expires_at = :expires,"
+    " visible_at = :expires, claim_count = m.claim_count + 1,"
+    " first_claimed_at = COALESCE(NULLIF(m.first_claimed_at, 0), :now),"
+    " expires_at = CASE WHEN m.expires_at > :live_until THEN m.expires_at ELSE :live_until END,"
+    f" dl_due_at = NULL, hidden = {CLAIMED} FROM picked WHERE m.id = picked.id),"
+    " shown AS ("
+    + _add(
+        "queue_hidden",
+        "hidden",
+        "n",
+        f"SELECT :project, :queue, c.hidden, {q.SHARD}, sum(c.n) FROM"
+        f" (SELECT hidden, -count(*) AS n FROM picked WHERE hidden <> {CLAIMED} GROUP BY hidden"
+        f" UNION ALL SELECT {CLAIMED}, count(*) FROM picked WHERE hidden <> {CLAIMED}) AS c"
+        " WHERE c.hidden > 0 GROUP BY 3 HAVING sum(c.n) <> 0 ORDER BY 3",
+    )
+    + "), recorded AS (INSERT INTO claims (id, project, queue, ttl, grace, created_at,"
+    " expires_at) SELECT :claim_id, :project, :queue, :ttl, :grace, :created_at, :expires"
+    " WHERE EXISTS (SELECT 1 FROM picked) ON CONFLICT (id) DO NOTHING),"
+    f" bumped AS ({BUMP_COUNTERS})"
+    " SELECT * FROM picked ORDER BY seq"
+)
+
+
+def _counted(delete: str) -> str:
+    """`delete` (a DELETE of messages of `:queue` returning each row's `source`, `hidden`
+    and `id`) with the counts it changes, in one statement; the ids deleted come back."""
+    return (
+        f"WITH gone AS ({delete}),"
+        " depths AS ("
+        + _add(
+            "queue_depths",
+            "source",
+            "n",
+            f"SELECT :project, :queue, source, {q.SHARD}, -count(*) FROM gone"
+            " GROUP BY 3 ORDER BY 3",
+        )
+        + "), shown AS ("
+        + _add(
+            "queue_hidden",
+            "hidden",
+            "n",
+            f"SELECT :project, :queue, hidden, {q.SHARD}, -count(*) FROM gone WHERE hidden > 0"
+            " GROUP BY 3 ORDER BY 3",
+        )
+        + ") SELECT id FROM gone"
+    )
+
+
+DELETE_MESSAGES = _counted(q.DELETE_MESSAGES + ", id")
+DELETE_UNFINISHED = _counted(q.DELETE_UNFINISHED + ", id")
+DELETE_HELD = _counted(q.DELETE_HELD)
+# The statements that take the pending counter bumps with them.
+_CARRY_BUMPS = frozenset({CLAIM_NEXT})
+
+
+class ComposedStatements(SQLTransaction):
+    """`SQLTransaction` with the hot requests' steps in one statement each (module docstring);
+    what each returns and changes is the same."""
+
+    def __init__(self, cursor: Any, dialect: Any) -> None:
+        super().__init__(cursor, dialect)
+        # Counter bumps not yet written: (project, queue, name) -> amount.
+        self._bumps: dict[tuple[str, str, str], int] = {}
+
+    # Counters: written with the next statement, or before the commit (`finish`)
+
+    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
+        key = (project, queue, name)
+        self._bumps[key] = self._bumps.get(key, 0) + amount
+
+    def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        if sql in _CARRY_BUMPS:
+            params = {**(params or {}), **self._take_bumps()}
+        elif self._bumps:  # every other statement sees them written, as if written at once
+            self._write_bumps()
+        return super().run(sql, params)
+
+    def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if self._bumps:
+            self._write_bumps()
+        super().run_many(sql, rows)
+
+    @property
+    def pending(self) -> bool:
+        """Whether writes wait for `finish`."""
+        return bool(self._bumps)
+
+    def finish(self) -> None:
+        """Write what is still pending; the last statement before the commit."""
+        if self._bumps:
+            self._write_bumps()
+
+    def _take_bumps(self) -> dict[str, list[Any]]:
+        bumps = sorted(self._bumps.items())
+        self._bumps = {}
+        return {
+            "bump_projects": [p for (p, _, _), _ in bumps],
+            "bump_queues": [qn for (_, qn, _), _ in bumps],
+            "bump_names": [n for (_, _, n), _ in bumps],
+            "bump_amounts": [amount for _, amount in bumps],
+        }
+
+    def _write_bumps(self) -> None:
+        bumps = self._take_bumps()
+        super().run(BUMP_COUNTERS, bumps)
+
+    # Messages
+
+    def insert_messages(self, project: str, messages: Sequence[Message]) -> list[Message]:
+        queues = {m.queue for m in messages}
+        if len(queues) != 1:  # none, or copies to several queues: one step each
+            return super().insert_messages(project, messages)
+        rows = [message_params(project, m) for m in messages]
+        params: dict[str, Any] = {"project": project, "queue": queues.pop(), "n": len(rows)}
+        for field in _SENT:
+            params[field] = [r[field] for r in rows]
+        seq_of = {r["id"]: int(r["seq"]) for r in self.all(INSERT_SENT, params)}
+        for r in rows:
+            self._note_place(r)
+        return [with_seq(m, seq_of[m.id]) for m in messages]
+
+    def move_messages(self, project: str, messages: Sequence[Message]) -> None:
+        queues = {m.queue for m in messages}
+        if len(queues) != 1:  # none, or to several queues: one step each
+            super().move_messages(project, messages)
+            return
+        before = self.places_before(project, [m.id for m in messages])
+        rows = [message_params(project, m) for m in messages]
+        depths: Counter[tuple[str, str]] = Counter()
+        hidden: Counter[tuple[str, int]] = Counter()
+        for r in rows:
+            if r["id"] in before:
+                depths[(r["queue"], r["dl_source"] or "")] += 1
+                hidden[(r["queue"], r["hidden"])] += 1
+        for queue, source, cls in before.values():
+            depths[(queue, source)] -= 1
+            hidden[(queue, cls)] -= 1
+        changed = sorted((k, n) for k, n in depths.items() if n)
+        shown = sorted((k, n) for k, n in hidden.items() if n and k[1])
+        params: dict[str, Any] = {
+            "project": project,
+            "queue": queues.pop(),
+            "n": len(rows),
+            "depth_queues": [queue for (queue, _), _ in changed],
+            "depth_sources": [source for (_, source), _ in changed],
+            "depth_n": [n for _, n in changed],
+            "hidden_queues": [queue for (queue, _), _ in shown],
+            "hidden_classes": [cls for (_, cls), _ in shown],
+            "hidden_n": [n for _, n in shown],
+        }
+        for field in _MOVED:
+            params[field] = [r[field] for r in rows]
+        seq_of = {r["id"]: int(r["seq"]) for r in self.all(MOVE_TO_ONE_QUEUE, params)}
+        for r in rows:
+            r["seq"] = seq_of[r["id"]]
+            self._note_place(r)
+
+    def claim_next(
+        self, claim: ClaimRecord, *, now: float, limit: int, live_until: float
+    ) -> list[Message]:
+        params = {"project": claim.project, "queue": claim.queue, "now": now, "limit": limit,
+                  "claim_id": claim.id, "expires": claim.expires_at, "live_until": live_until,
+                  "ttl": claim.ttl, "grace": claim.grace,
+                  "created_at": claim.created_at}  # fmt: skip
+        found = self._messages(CLAIM_NEXT, params)  # their places as picked, now claimed:
+        for m in found:
+            queue, source, _ = self._places[m.id]
+            self._places[m.id] = (queue, source, CLAIMED)
+        return found
+
+    def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
+        return len(self._deleted(DELETE_MESSAGES, {"project": project, "queue": queue}, ids))
+
+    def delete_unfinished(self, project: str, queue: str, ids: Sequence[str]) -> int:
+        params = {"project": project, "queue": queue, "done": DEFAULT_DONE_AT}
+        return len(self._deleted(DELETE_UNFINISHED, params, ids))
+
+    def delete_held(
+        self, project: str, queue: str, ids: Sequence[str], claim_id: str, now: float, live: bool
+    ) -> list[str]:
+        params = {"project": project, "queue": queue, "claim": claim_id, "now": now,
+                  "lapsed": not live, "done": DEFAULT_DONE_AT}  # fmt: skip
+        return self._deleted(DELETE_HELD, params, ids)
+
+    def _deleted(self, sql: str, params: dict[str, Any], ids: Sequence[str]) -> list[str]:
+        rows = self.all(sql, {**params, "ids": list(ids)})
+        for i in ids:
+            self._places.pop(i, None)
+        return [str(r["id"]) for r in rows]
