@@ -18,7 +18,8 @@ import statistics
 import time
 
 from bench.engine_bench import BODY, P, store_url
-from deadletter.domain.model import DeadLetterPolicy, NewMessage, QueueSettings
+from deadletter.domain.model import NewMessage, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 

@@ -35,14 +35,14 @@ import psycopg
 from bench.engine_bench import BODY, P, store_url
 from deadletter.domain.model import (
     DeadLetterFilter,
-    DeadLetterPolicy,
     ListQuery,
     Message,
     NewMessage,
     Queue,
     QueueSettings,
-    Reason,
 )
+from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.provenance import Reason
 from deadletter.engine import transitions
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store

@@ -58,8 +58,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "lapsed-last-claim-reason",
         "engine/expiry.py",
-        "moved = dead_letters.past_limit(tx, pending, group, spent, Reason.MAX_CLAIMS, now)",
-        "moved = dead_letters.past_limit(tx, pending, group, spent, Reason.EXPIRED, now)",
+        "tx, pending, group, messages=spent, reason=Reason.MAX_CLAIMS, now=now",
+        "tx, pending, group, messages=spent, reason=Reason.EXPIRED, now=now",
         (
             "tests/engine/test_dead_letter.py",
             "tests/engine/test_worker.py",
@@ -71,8 +71,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "expiry-dead-letter-reason",
         "engine/expiry.py",
-        "kept = dead_letters.move(tx, pending, group, to_dlq, Reason.EXPIRED, now).kept",
-        "kept = dead_letters.move(tx, pending, group, to_dlq, Reason.MAX_CLAIMS, now).kept",
+        "tx, pending, group, messages=to_dlq, reason=Reason.EXPIRED, now=now",
+        "tx, pending, group, messages=to_dlq, reason=Reason.MAX_CLAIMS, now=now",
         ("tests/engine/test_expiry.py",),
         "an expired message dead-lettered on expiry says so",
     ),

@@ -277,3 +277,102 @@ def test_the_readme_maps_every_folder_of_the_code() -> None:
 def test_the_map_reads_nested_folders_by_indent() -> None:
     readme = "## The code\n```text\nsrc/\n  a/     x\n    b/   y\n  c.py   z\n  d/\ndocs/\n```\n"
     assert folders_in_map(readme) == {"src/", "src/a/", "src/a/b/", "src/d/", "docs/"}
+
+
+# What the doc says of migrations and of threads, against the migration folders and the
+# faces' tables.
+
+MIGRATIONS = {d: SOURCE / "storage" / d / "migrations" for d in ("sqlite", "postgres")}
+
+
+def numbered(dialect: str) -> dict[str, str]:
+    """A dialect's migrations: number -> SQL text."""
+    return {p.name[:4]: p.read_text() for p in sorted(MIGRATIONS[dialect].glob("[0-9]*.sql"))}
+
+
+def prose(doc: str) -> str:
+    """The doc with its lines joined and its lists' indents gone, as one paragraph."""
+    return re.sub(r"\s+", " ", doc)
+
+
+def test_the_doc_names_the_numbers_only_one_dialect_has(doc: str) -> None:
+    said = re.search(r"SQLite alone has ([\d, and]+), PostgreSQL alone ([\d, and]+)\)", prose(doc))
+    assert said, "docs/architecture.md no longer says which numbers one dialect alone has"
+    sqlite, postgres = set(numbered("sqlite")), set(numbered("postgres"))
+    assert set(re.findall(r"\d{4}", said.group(1))) == sqlite - postgres
+    assert set(re.findall(r"\d{4}", said.group(2))) == postgres - sqlite
+
+
+def added_by(sql: str, table: str, column: str | None) -> bool:
+    """Whether `sql` creates `table` (with `column`, if named) or adds `column` to it."""
+    created = re.search(rf"CREATE TABLE {table} \((.*?)\n\);", sql, re.S)
+    if column is None:
+        return created is not None
+    if created and re.search(rf"^\s*{column}\b", created.group(1), re.M):
+        return True
+    return re.search(rf"ALTER TABLE {table} ADD COLUMN {column}\b", sql) is not None
+
+
+def migration_claims(doc: str) -> list[tuple[str, str, str | None]]:
+    """(number, table, column or None) for each "(`table.column`, migration NNNN)" and
+    "(`table` table, migration NNNN)" the doc writes."""
+    claims = []
+    for group in re.findall(r"\(([^()]*migration \d{4}[^()]*)\)", prose(doc)):
+        for clause in group.split(";"):
+            number = re.search(r"migration (\d{4})", clause)
+            if number is None:
+                continue
+            for table, column in re.findall(r"`([a-z_]+)\.([a-z_]+)`", clause):
+                claims.append((number.group(1), table, column))
+            for table in re.findall(r"`([a-z_]+)` table", clause):
+                claims.append((number.group(1), table, None))
+    return claims
+
+
+def test_each_column_the_doc_dates_was_added_by_that_migration_in_both_dialects(
+    doc: str,
+) -> None:
+    claims = migration_claims(doc)
+    assert len(claims) >= 4, claims
+    wrong = [
+        f"{number}: {table}.{column or ''} in {dialect}"
+        for number, table, column in claims
+        for dialect in MIGRATIONS
+        if not added_by(numbered(dialect).get(number, ""), table, column)
+    ]
+    assert wrong == []
+
+
+def test_a_migration_claim_is_read_per_clause() -> None:
+    doc = (
+        "when (`messages.x`, migration 0006; a tag's `tags.y`, migration 0015)"
+        " and (`t` table,\n migration 0011)"
+    )
+    assert migration_claims(doc) == [
+        ("0006", "messages", "x"),
+        ("0015", "tags", "y"),
+        ("0011", "t", None),
+    ]
+    sql = "CREATE TABLE t (\n    a INTEGER,\n    b TEXT\n);\nALTER TABLE u ADD COLUMN c REAL;\n"
+    assert added_by(sql, "t", "b") and added_by(sql, "u", "c") and added_by(sql, "t", None)
+    assert not added_by(sql, "t", "c") and not added_by(sql, "u", None)
+
+
+def named_in(doc: str, where: str) -> set[str]:
+    """The backquoted names in the parentheses that follow `where` in the doc."""
+    found = re.search(re.escape(where) + r" \(([^()]*)\)", prose(doc))
+    assert found, f"docs/architecture.md no longer lists {where}"
+    return set(re.findall(r"`(\w+)`", found.group(1)))
+
+
+def test_the_doc_names_the_handlers_that_run_on_the_loop(doc: str) -> None:
+    """The rest run in a worker thread (`in_thread`); the doc says which are which."""
+    from deadletter.api.sqs.actions import OPERATIONS
+    from deadletter.api.zaqar.routes import ROUTES
+
+    hot = {r.name for r in ROUTES if r.hot}
+    assert named_in(doc, "the routes marked `hot` in `api/zaqar/routes.py`") == hot
+    bounded = {op.name for op in OPERATIONS.values() if op.bounded}
+    assert named_in(doc, "the actions marked `bounded` in `api/sqs/actions.py`") == bounded
+    coroutines = {op.name for op in OPERATIONS.values() if op.is_async}
+    assert set(re.findall(r"the claims of `(\w+)`, a coroutine", prose(doc))) == coroutines

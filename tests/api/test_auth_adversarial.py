@@ -29,12 +29,12 @@ from starlette.routing import Route
 
 from deadletter.api.app import AppOptions, build_app
 from deadletter.api.auth import ADMIN_ROUTES
-from deadletter.api.zaqar.routes import zaqar_action
 from deadletter.auth.credentials import MasterKey
 from deadletter.auth.roles import Action, Role, allowed
 from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
+from tests.support.routes import zaqar_action
 
 CLIENT_ID = "3381af92-2b9e-11e3-b191-71861300734c"
 PROJECT = "alpha"

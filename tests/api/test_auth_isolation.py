@@ -40,7 +40,7 @@ def _victim(live: Live) -> dict[str, Any]:
     url = sqs.create_queue(QueueName="b-jobs", Attributes={"RedrivePolicy": policy})["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="secret")
     token = f"{admin.key_id}:{secret}"
-    claim = zaqar(live.url, "POST", "/v2/queues/b-jobs/claims", token=token, json={"ttl": 60})
+    claim = zaqar(live.url, "POST", "/v2/queues/b-jobs/claims", token=token, json={"ttl": 3600})
     message_id = claim.json()["messages"][0]["id"] if claim.status_code == 201 else "m"
     claim_id = claim.headers.get("location", "/x").rsplit("/", 1)[1]
     task = live.engine.start_redrive(BETA, "b-dlq", destination=None, where=None, rate=None)

@@ -24,11 +24,12 @@ from deadletter.api.openapi import document
 from deadletter.api.sqs.actions import OPERATIONS
 from deadletter.api.sqs.routes import HOT_PATHS, PATHS, QueryGet
 from deadletter.api.zaqar.queues import queue_stats
-from deadletter.api.zaqar.routes import BY_TEMPLATE, ROUTES, ZaqarRoute, zaqar_action, zaqar_routes
+from deadletter.api.zaqar.routes import ROUTES, ZaqarRoute, zaqar_routes
 from deadletter.auth.credentials import MasterKey
 from deadletter.auth.roles import Action, Role, allowed
 from deadletter.engine.credentials import Authority
 from deadletter.engine.engine import Engine
+from tests.support.routes import BY_TEMPLATE, zaqar_action
 
 pytestmark = pytest.mark.one_store
 

@@ -13,7 +13,8 @@ import pytest
 from deadletter.api.app import build_app
 from deadletter.domain import errors
 from deadletter.domain import settings as declared
-from deadletter.domain.model import DeadLetterPolicy, QueueSettings, RetryPolicy
+from deadletter.domain.model import QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy, RetryPolicy
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
 from tests.support.clients import in_process

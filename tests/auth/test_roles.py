@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, OPERATIONS, SYNC_ACTIONS
-from deadletter.api.zaqar.routes import zaqar_action
 from deadletter.auth.roles import (
     PERMISSIONS,
     Action,
@@ -17,6 +16,7 @@ from deadletter.auth.roles import (
     parse_role,
     permits,
 )
+from tests.support.routes import zaqar_action
 
 
 def test_every_sqs_action_the_face_implements_is_mapped() -> None:

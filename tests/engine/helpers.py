@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from deadletter.domain.model import DeadLetterPolicy, Message, NewMessage, QueueSettings
+from deadletter.domain.model import Message, NewMessage, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine.engine import Engine
 
 P = "p1"

@@ -12,13 +12,8 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    DeadLetterPolicy,
-    NewMessage,
-    Overflow,
-    QueueSettings,
-    SkipReason,
-)
+from deadletter.domain.model import NewMessage, Overflow, QueueSettings, SkipReason
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from tests.engine.helpers import P, send

@@ -13,15 +13,9 @@ from hypothesis import strategies as st
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    DeadLetterFilter,
-    DeadLetterPolicy,
-    ListQuery,
-    NewMessage,
-    Overflow,
-    QueueSettings,
-    Reason,
-)
+from deadletter.domain.model import DeadLetterFilter, ListQuery, NewMessage, Overflow, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from tests.engine.helpers import P, send

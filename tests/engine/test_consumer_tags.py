@@ -12,9 +12,9 @@ from deadletter.domain.model import (
     Attribute,
     DeadLetterFilter,
     QueueSettings,
-    Reason,
     TaskStatus,
 )
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send, with_dlq
 

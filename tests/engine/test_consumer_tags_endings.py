@@ -9,7 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import DeadLetterPolicy, Overflow, QueueSettings, Reason
+from deadletter.domain.model import Overflow, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send
 

@@ -6,13 +6,8 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    MAX_TTL,
-    SOURCE_QUEUE_ATTRIBUTE,
-    Attribute,
-    DeadLetterFilter,
-    Reason,
-)
+from deadletter.domain.model import MAX_TTL, SOURCE_QUEUE_ATTRIBUTE, Attribute, DeadLetterFilter
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 

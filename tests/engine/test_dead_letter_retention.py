@@ -8,7 +8,8 @@ import logging
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import MAX_TTL, DeadLetterPolicy, NewMessage, QueueSettings
+from deadletter.domain.model import MAX_TTL, NewMessage, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
 from tests.engine.helpers import P

@@ -9,11 +9,9 @@ from deadletter.domain import errors
 from deadletter.domain.model import (
     DEFAULT_DEAD_LETTER_QUEUE as DEFAULT,
 )
-from deadletter.domain.model import (
-    DeadLetterPolicy,
-    QueueSettings,
-    Reason,
-)
+from deadletter.domain.model import QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 

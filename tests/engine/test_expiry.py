@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import ListQuery, Reason
+from deadletter.domain.model import ListQuery
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send, with_dlq
 

@@ -7,12 +7,8 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    DEDUPLICATION_INTERVAL,
-    DeadLetterPolicy,
-    NewMessage,
-    QueueSettings,
-)
+from deadletter.domain.model import DEDUPLICATION_INTERVAL, NewMessage, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine import fifo
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P

@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import Claim, NewMessage, QueueSettings, RetryPolicy
+from deadletter.domain.model import Claim, NewMessage, QueueSettings
+from deadletter.domain.policies import RetryPolicy
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import Reason
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send, with_dlq
 

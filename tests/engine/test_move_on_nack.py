@@ -5,7 +5,7 @@ last claim lapses, not on some later claim."""
 from __future__ import annotations
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import Reason
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send, with_dlq
 

@@ -9,7 +9,8 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterPolicy, QueueSettings
+from deadletter.domain.model import QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.base import Store

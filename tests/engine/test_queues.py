@@ -5,12 +5,8 @@ from __future__ import annotations
 import pytest
 
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    DeadLetterPolicy,
-    QueueSettings,
-    RedriveAllow,
-    RedrivePermission,
-)
+from deadletter.domain.model import QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy, RedriveAllow, RedrivePermission
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 

@@ -6,7 +6,8 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterFilter, Reason, SkipReason, TaskStatus
+from deadletter.domain.model import DeadLetterFilter, SkipReason, TaskStatus
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from tests.engine.helpers import P, fail, send, with_dlq

@@ -11,10 +11,10 @@ from deadletter.domain.model import (
     Canary,
     CanaryDecision,
     DeadLetterFilter,
-    Reason,
     RedriveTask,
     TaskStatus,
 )
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from tests.engine.helpers import P, fail, send, with_dlq

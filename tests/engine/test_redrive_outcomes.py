@@ -6,13 +6,8 @@ from __future__ import annotations
 import pytest
 
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    DeadLetterFilter,
-    DeadLetterPolicy,
-    QueueSettings,
-    SkipReason,
-    TaskStatus,
-)
+from deadletter.domain.model import DeadLetterFilter, QueueSettings, SkipReason, TaskStatus
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 

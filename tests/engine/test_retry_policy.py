@@ -10,13 +10,8 @@ from hypothesis import strategies as st
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    MAX_BACKOFF,
-    DeadLetterPolicy,
-    ListQuery,
-    QueueSettings,
-    RetryPolicy,
-)
+from deadletter.domain.model import MAX_BACKOFF, ListQuery, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy, RetryPolicy
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send
 

@@ -8,7 +8,8 @@ import pytest
 
 from deadletter.domain import errors
 from deadletter.domain import settings as declared
-from deadletter.domain.model import DeadLetterPolicy, QueueSettings, RetryPolicy
+from deadletter.domain.model import QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy, RetryPolicy
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P
 

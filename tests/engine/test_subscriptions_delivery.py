@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import Reason
+from deadletter.domain.provenance import Reason
 from deadletter.engine.deliveries import Deliveries, DeliverySettings
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from deadletter.domain import errors
-from deadletter.domain.model import TemplateSettings
+from deadletter.domain.templates import TemplateSettings
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P
 

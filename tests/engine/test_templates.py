@@ -8,11 +8,8 @@ from dataclasses import replace
 import pytest
 
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    DEFAULT_DEAD_LETTER_QUEUE,
-    QueueSettings,
-    TemplateSettings,
-)
+from deadletter.domain.model import DEFAULT_DEAD_LETTER_QUEUE, QueueSettings
+from deadletter.domain.templates import TemplateSettings
 from deadletter.engine.engine import Engine
 from deadletter.engine.templates import literal_prefix
 from tests.engine.helpers import P, fail, send

@@ -9,13 +9,13 @@ from deadletter.domain import errors
 from deadletter.domain.model import (
     SOURCE_QUEUE_ATTRIBUTE,
     Attribute,
-    DeadLetterPolicy,
     Message,
     NewMessage,
     Queue,
     QueueSettings,
-    Reason,
 )
+from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.provenance import Reason
 from deadletter.engine import transitions
 
 NOW = 1_000.0

@@ -9,7 +9,9 @@ import pytest
 
 from deadletter.clock import ManualClock, SystemClock
 from deadletter.domain import errors
-from deadletter.domain.model import MAX_TTL, DeadLetterPolicy, QueueSettings, Reason
+from deadletter.domain.model import MAX_TTL, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.provenance import Reason
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage.base import Store

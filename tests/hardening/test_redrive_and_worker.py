@@ -11,13 +11,8 @@ from typing import Any
 import pytest
 
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    DeadLetterFilter,
-    DeadLetterPolicy,
-    NewMessage,
-    QueueSettings,
-    TaskStatus,
-)
+from deadletter.domain.model import DeadLetterFilter, NewMessage, QueueSettings, TaskStatus
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine import redrive
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker

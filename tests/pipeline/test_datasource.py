@@ -171,7 +171,8 @@ def test_an_analysis_reads_the_dlq_once(
 
 def _dead_letter_queue(engine: Any, clock: Any) -> list[str]:
     """Given queues orders and payments whose DLQ is dlq, consumers reject six messages."""
-    from deadletter.domain.model import Attribute, DeadLetterPolicy, NewMessage, QueueSettings
+    from deadletter.domain.model import Attribute, NewMessage, QueueSettings
+    from deadletter.domain.policies import DeadLetterPolicy
 
     project = "123456789012"
     engine.create_queue(project, "dlq")

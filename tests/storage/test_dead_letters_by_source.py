@@ -17,8 +17,8 @@ from deadletter.domain.model import (
     NewMessage,
     Queue,
     QueueSettings,
-    Reason,
 )
+from deadletter.domain.provenance import Reason
 from deadletter.engine import transitions
 from deadletter.storage.base import Store
 

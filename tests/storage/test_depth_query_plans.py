@@ -11,7 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from deadletter.domain.model import ListQuery, NewMessage, Queue, QueueSettings, Reason
+from deadletter.domain.model import ListQuery, NewMessage, Queue, QueueSettings
+from deadletter.domain.provenance import Reason
 from deadletter.engine import transitions
 from deadletter.storage.base import Store
 from deadletter.storage.postgres.backend import POSTGRES, PostgresStore, PostgresTransaction

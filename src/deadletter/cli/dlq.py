@@ -25,7 +25,7 @@ from deadletter.cli.output import (
     wide_option,
 )
 from deadletter.client import Client, export_record
-from deadletter.domain.model import Reason
+from deadletter.domain.provenance import Reason
 
 REASONS = click.Choice([r.value for r in Reason])
 F = TypeVar("F", bound=Callable[..., Any])

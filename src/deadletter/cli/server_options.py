@@ -55,18 +55,8 @@ def click_option(f: Field[Any], how: Option) -> Callable[[F], F]:
         convert = yes.__eq__
     elif kind is bool and how.switch:
         decls = [f"{decls[0]}/--no-{decls[0][2:]}"]
-    elif kind is bool:
-        kw["is_flag"] = True
-    elif how.choices:
-        kw["type"] = click.Choice(how.choices, case_sensitive=False)
-    elif kind is int:
-        kw["type"] = click.IntRange(_int(how.low), _int(how.high))
-    elif kind is float:
-        kw["type"] = click.FloatRange(how.low, how.high)
-    elif kind is Path:
-        kw["type"] = click.Path(file_okay=not how.directory, dir_okay=how.directory, path_type=Path)
-    elif kind is tuple:
-        kw |= {"multiple": True, "default": None}
+    else:
+        kw |= _typed(kind, how)
     if how.metavar:
         kw["metavar"] = how.metavar
     if how.shown_default is not None:
@@ -77,6 +67,24 @@ def click_option(f: Field[Any], how: Option) -> Callable[[F], F]:
     if callback is not None:
         kw["callback"] = callback
     return click.option(*decls, **kw)
+
+
+def _typed(kind: type, how: Option) -> dict[str, Any]:
+    """The click keywords that give an option of `kind` its type (or make it a flag)."""
+    if kind is bool:
+        return {"is_flag": True}
+    if how.choices:
+        return {"type": click.Choice(how.choices, case_sensitive=False)}
+    if kind is int:
+        return {"type": click.IntRange(_int(how.low), _int(how.high))}
+    if kind is float:
+        return {"type": click.FloatRange(how.low, how.high)}
+    if kind is Path:
+        dirs = how.directory
+        return {"type": click.Path(file_okay=not dirs, dir_okay=dirs, path_type=Path)}
+    if kind is tuple:
+        return {"multiple": True, "default": None}
+    return {}
 
 
 def _int(bound: float | None) -> int | None:

@@ -27,7 +27,8 @@ import jmespath.exceptions
 import regex
 
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterFilter, Reason
+from deadletter.domain.model import DeadLetterFilter
+from deadletter.domain.provenance import Reason
 
 # Every name of the language, in the order docs/api.md explains them.
 FILTER_KEYS = (

@@ -1,13 +1,16 @@
-"""The domain's values: queue settings, dead-letter policies, messages and their provenance."""
+"""The domain's values: queues and their settings, messages, claims, redrive tasks and what
+the engine's reads take and answer (policies, provenance and templates have modules of
+their own)."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, dataclass_transform
 
 from deadletter.domain.limits import QUEUES_PER_TENANT
+from deadletter.domain.policies import DeadLetterPolicy, RedriveAllow, RetryPolicy
+from deadletter.domain.provenance import Provenance, Reason
 
 # Limits the engine enforces whatever the front end; faces may be narrower.
 MAX_CLAIM_COUNT = 1000
@@ -55,18 +58,6 @@ DEDUPLICATION_SCOPES = ("queue", "messageGroup")
 THROUGHPUT_LIMITS = ("perQueue", "perMessageGroupId")
 
 
-class Reason(enum.StrEnum):
-    """Why a message was dead-lettered."""
-
-    MAX_CLAIMS = "max_claims"
-    EXPIRED = "expired"
-    REJECTED = "rejected"
-    DELIVERY_FAILED = "delivery_failed"
-    # Over a bounded queue's limit (RabbitMQ's `maxlen`): the oldest pushed out by drop-head,
-    # or a send refused by reject-publish-dlx.
-    MAXLEN = "maxlen"
-
-
 class Overflow(enum.StrEnum):
     """What a bounded queue does with a send that would take it past its bound (RabbitMQ's
     `x-overflow`)."""
@@ -98,89 +89,6 @@ class TaskStatus(enum.StrEnum):
     # Stopped by its canary: too many of the sample died again. It moves nothing more; the
     # rest stays in the DLQ for a new redrive once the cause is fixed.
     PAUSED = "PAUSED"
-
-
-class RedrivePermission(enum.StrEnum):
-    ALLOW_ALL = "allowAll"
-    DENY_ALL = "denyAll"
-    BY_QUEUE = "byQueue"
-
-
-@dataclass(frozen=True)
-class DeadLetterPolicy:
-    """Where a source queue's failed messages go. `active` turns false when the DLQ is deleted."""
-
-    target: str
-    max_claims: int
-    message_ttl: int | None = None
-    on_expiry: bool = False
-    active: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "max_claims": self.max_claims,
-            "message_ttl": self.message_ttl,
-            "on_expiry": self.on_expiry,
-            "active": self.active,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DeadLetterPolicy:
-        return cls(
-            target=data["target"],
-            max_claims=int(data["max_claims"]),
-            message_ttl=data.get("message_ttl"),
-            on_expiry=bool(data.get("on_expiry", False)),
-            active=bool(data.get("active", True)),
-        )
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long a message given back without a delay of its own stays hidden (Pub/Sub's
-    retryPolicy): `minimum_backoff * 2^(deliveries - 1)` seconds, at most `maximum_backoff`.
-    No jitter, so that the delay a consumer sees is the one the policy states."""
-
-    minimum_backoff: int
-    maximum_backoff: int
-
-    def backoff(self, deliveries: int) -> int:
-        """The delay after the message's `deliveries`-th delivery."""
-        if self.minimum_backoff == 0:
-            return 0
-        # Past 2^10 the minimum (at least 1 s) is beyond MAX_BACKOFF: stop doubling there.
-        doubled = self.minimum_backoff << min(max(deliveries - 1, 0), 10)
-        return min(self.maximum_backoff, doubled)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"minimum_backoff": self.minimum_backoff, "maximum_backoff": self.maximum_backoff}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RetryPolicy:
-        return cls(int(data["minimum_backoff"]), int(data["maximum_backoff"]))
-
-
-@dataclass(frozen=True)
-class RedriveAllow:
-    """A DLQ's say over which source queues may use it."""
-
-    permission: RedrivePermission = RedrivePermission.ALLOW_ALL
-    sources: tuple[str, ...] = ()
-
-    def admits(self, source: str) -> bool:
-        if self.permission is RedrivePermission.ALLOW_ALL:
-            return True
-        if self.permission is RedrivePermission.DENY_ALL:
-            return False
-        return source in self.sources
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"permission": self.permission.value, "sources": list(self.sources)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RedriveAllow:
-        return cls(RedrivePermission(data["permission"]), tuple(data.get("sources", ())))
 
 
 @dataclass(frozen=True)
@@ -301,96 +209,6 @@ class Attribute:
 
     def to_dict(self) -> dict[str, str]:
         return {"type": self.type, "value": self.value}
-
-
-@dataclass(frozen=True)
-class ErrorDetails:
-    """What a consumer says went wrong when it dead-letters a message, in the separate fields
-    of Kafka Connect's error context (exception class, message, stack trace). One text error
-    is a message alone."""
-
-    message: str | None = None
-    error_class: str | None = None
-    stack: str | None = None
-
-    @property
-    def text(self) -> str | None:
-        """The one-text form, as `Provenance.error` has always read: the message, else the
-        class, so that a reader of the text sees something whenever the consumer said
-        anything."""
-        return self.message if self.message is not None else self.error_class
-
-
-def death_counts(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A message's deaths per (queue, reason), as RabbitMQ's `x-death` counts them: how many,
-    the first and the last time; the most recent first. Derived from the history's
-    `dead_lettered` events, which record each one, so nothing more is stored."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    for e in history:
-        if e.get("event") != "dead_lettered":
-            continue
-        key = (e["queue"], e["reason"])
-        seen = found.get(key)
-        if seen is None:
-            found[key] = {"queue": key[0], "reason": key[1], "count": 1,
-                          "first_at": e["at"], "last_at": e["at"]}  # fmt: skip
-        else:
-            seen["count"] += 1
-            seen["last_at"] = e["at"]
-    return sorted(found.values(), key=lambda d: d["last_at"], reverse=True)
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Why and from where a message in a DLQ came."""
-
-    source_queue: str
-    reason: Reason
-    dead_lettered_at: float
-    claim_count: int
-    original_message_id: str
-    original_enqueued_at: float
-    description: str | None = None
-    error: str | None = None
-    # The consumer tag of the source queue that gave the message up (None: the queue's own
-    # consumers, or the queue as a whole when it expired).
-    source_tag: str | None = None
-    # Given as fields (`ErrorDetails`); `error` then holds their text form.
-    error_class: str | None = None
-    error_stack: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source_queue": self.source_queue,
-            # Only on a tag's dead letters, so that others read as they always have.
-            **({"source_tag": self.source_tag} if self.source_tag is not None else {}),
-            "reason": self.reason.value,
-            "dead_lettered_at": self.dead_lettered_at,
-            "claim_count": self.claim_count,
-            "original_message_id": self.original_message_id,
-            "original_enqueued_at": self.original_enqueued_at,
-            "description": self.description,
-            "error": self.error,
-            # Only where the consumer gave them, so that others read as they always have.
-            **({"error_class": self.error_class} if self.error_class is not None else {}),
-            **({"error_stack": self.error_stack} if self.error_stack is not None else {}),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Provenance:
-        return cls(
-            source_queue=data["source_queue"],
-            reason=Reason(data["reason"]),
-            dead_lettered_at=data["dead_lettered_at"],
-            claim_count=data["claim_count"],
-            original_message_id=data["original_message_id"],
-            original_enqueued_at=data["original_enqueued_at"],
-            description=data.get("description"),
-            error=data.get("error"),
-            source_tag=data.get("source_tag"),
-            error_class=data.get("error_class"),
-            error_stack=data.get("error_stack"),
-        )
 
 
 _Class = TypeVar("_Class")
@@ -747,59 +565,6 @@ class ListQuery:
     exclude_client_id: str | None = None
     dead_letters: DeadLetterFilter | None = None
     max_seq: int | None = None
-
-
-@dataclass(frozen=True)
-class TemplateSettings:
-    """What a queue template sets on the queues it matches; None leaves the setting alone.
-
-    `max_claims` without `dlq` dead-letters to the project's default DLQ.
-    """
-
-    max_claims: int | None = None
-    dlq: str | None = None
-    dlq_message_ttl: int | None = None
-    on_expiry: bool | None = None
-    default_ttl: int | None = None
-    max_ttl: int | None = None
-    min_ttl: int | None = None
-    respect_ttl: bool | None = None
-    dead_letter_eligible: bool | None = None
-    retry_policy: RetryPolicy | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "max_claims": self.max_claims,
-            "dlq": self.dlq,
-            "dlq_message_ttl": self.dlq_message_ttl,
-            "on_expiry": self.on_expiry,
-            "default_ttl": self.default_ttl,
-            "max_ttl": self.max_ttl,
-            "min_ttl": self.min_ttl,
-            "respect_ttl": self.respect_ttl,
-            "dead_letter_eligible": self.dead_letter_eligible,
-            "retry_policy": self.retry_policy.to_dict() if self.retry_policy else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TemplateSettings:
-        values = {k: data.get(k) for k in cls().to_dict()}
-        policy = values["retry_policy"]
-        values["retry_policy"] = RetryPolicy.from_dict(policy) if policy else None
-        return cls(**values)
-
-
-@dataclass(frozen=True)
-class QueueTemplate:
-    """Settings for the queues of a project whose names match `pattern` (a glob), applied
-    when such a queue is created without them (Solace's endpoint templates)."""
-
-    project: str
-    name: str
-    pattern: str
-    settings: TemplateSettings
-    created_at: float
-    updated_at: float
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from deadletter.domain.model import Claim, Message, Reason
+from deadletter.domain.model import Claim, Message
+from deadletter.domain.provenance import Reason
 from deadletter.engine import dead_letters, transitions
 from deadletter.engine.groups import ConsumerGroup
 from deadletter.engine.ids import new_id

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deadletter.domain.model import Reason
+from deadletter.domain.provenance import Reason
 
 ACKNOWLEDGED = "acknowledged"
 EXPIRED_DROPPED = "expired_dropped"

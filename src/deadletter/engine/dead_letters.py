@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from deadletter.domain import errors
-from deadletter.domain.model import ErrorDetails, Message, Overflow, Queue, Reason
+from deadletter.domain.model import Message, Overflow, Queue
+from deadletter.domain.provenance import ErrorDetails, Reason
 from deadletter.engine import bounds, counters, transitions
 from deadletter.engine.groups import ConsumerGroup, DefaultGroup
 from deadletter.engine.lookups import each_held, require_queue

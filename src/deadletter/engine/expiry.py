@@ -8,7 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
 
-from deadletter.domain.model import Message, Reason
+from deadletter.domain.model import Message
+from deadletter.domain.provenance import Reason
 from deadletter.engine import counters, dead_letters, groups, transitions
 from deadletter.engine.events import EngineListener
 from deadletter.engine.groups import ConsumerGroup, DefaultGroup
@@ -38,31 +39,7 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
     means there may be more)."""
     found = tx.expired(now, limit)
     for (project, name), messages in _by_queue(found).items():
-        queue = tx.get_queue(project, name)
-        to_dlq, not_eligible, dropped = transitions.expiry_dead_letters(queue, messages)
-        kept: list[Message] = []
-        if to_dlq and queue is not None:
-            group = DefaultGroup(queue)
-            kept = dead_letters.move(
-                tx, pending, group, messages=to_dlq, reason=Reason.EXPIRED, now=now
-            ).kept
-            # Refused by a full DLQ: they live on, claimable, and try again later.
-            tx.extend_lives(project, [replace(m, expires_at=now + DLQ_FULL_RETRY) for m in kept])
-        if not_eligible and queue is not None:
-            DefaultGroup(queue).drop(tx, pending, not_eligible, Reason.EXPIRED)
-        gone = len(dropped) + len(not_eligible)
-        if dropped:
-            tx.delete_messages(project, name, [m.id for m in dropped])
-        if queue is not None and queue.settings.consumer_tags:
-            kept_ids = {m.id for m in kept}
-            tx.forget_tag_states([m.id for m in messages if m.id not in kept_ids])
-        if gone:
-            tx.bump_counter(project, name, counters.EXPIRED_DROPPED, gone)
-            pending.calls.append(_expired_event(project, name, gone))
-        dead = [m for m in dropped if m.provenance is not None]
-        if dead:
-            tx.bump_counter(project, name, counters.DEAD_LETTERS_EXPIRED, len(dead))
-            pending.calls.append(_dead_letters_expired_event(project, name, dead))
+        _expired(tx, pending, project, name, messages=messages, now=now)
     due = tx.due_dead_letters(now, limit)
     by_group: dict[tuple[str, str, str | None], list[Message]] = defaultdict(list)
     for project, tag, m in due:
@@ -75,6 +52,43 @@ def sweep(tx: Transaction, pending: Pending, now: float, limit: int) -> int:
     settled = tx.settle_hidden(now - SETTLE_AFTER, limit)
     tx.delete_stale_claims(now - STALE_CLAIM_AGE)
     return max(len(found), len(due), settled)
+
+
+def _expired(
+    tx: Transaction,
+    pending: Pending,
+    project: str,
+    name: str,
+    *,
+    messages: list[Message],
+    now: float,
+) -> None:
+    """One queue's expired messages: dead-lettered where the queue asks for it, else dropped."""
+    queue = tx.get_queue(project, name)
+    to_dlq, not_eligible, dropped = transitions.expiry_dead_letters(queue, messages)
+    kept: list[Message] = []
+    if to_dlq and queue is not None:
+        group = DefaultGroup(queue)
+        kept = dead_letters.move(
+            tx, pending, group, messages=to_dlq, reason=Reason.EXPIRED, now=now
+        ).kept
+        # Refused by a full DLQ: they live on, claimable, and try again later.
+        tx.extend_lives(project, [replace(m, expires_at=now + DLQ_FULL_RETRY) for m in kept])
+    if not_eligible and queue is not None:
+        DefaultGroup(queue).drop(tx, pending, not_eligible, Reason.EXPIRED)
+    gone = len(dropped) + len(not_eligible)
+    if dropped:
+        tx.delete_messages(project, name, [m.id for m in dropped])
+    if queue is not None and queue.settings.consumer_tags:
+        kept_ids = {m.id for m in kept}
+        tx.forget_tag_states([m.id for m in messages if m.id not in kept_ids])
+    if gone:
+        tx.bump_counter(project, name, counters.EXPIRED_DROPPED, gone)
+        pending.calls.append(_expired_event(project, name, gone))
+    dead = [m for m in dropped if m.provenance is not None]
+    if dead:
+        tx.bump_counter(project, name, counters.DEAD_LETTERS_EXPIRED, len(dead))
+        pending.calls.append(_dead_letters_expired_event(project, name, dead))
 
 
 def _lapsed_last_claims(

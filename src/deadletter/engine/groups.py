@@ -14,7 +14,8 @@ import abc
 from collections.abc import Sequence
 from dataclasses import replace
 
-from deadletter.domain.model import Message, Queue, Reason
+from deadletter.domain.model import Message, Queue
+from deadletter.domain.provenance import Reason
 from deadletter.domain.tags import ConsumerTag, TagState
 from deadletter.engine import counters, fifo, tags
 from deadletter.engine.ids import new_id

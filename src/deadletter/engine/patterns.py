@@ -22,8 +22,8 @@ from typing import Any
 from deadletter.domain import errors
 from deadletter.domain.model import MAX_PATTERNS, MAX_PATTERNS_BYTES, Assignment, MergedBatch
 from deadletter.engine.events import EngineListener
+from deadletter.engine.fan_out import fan_out_events
 from deadletter.engine.lookups import require_queue
-from deadletter.engine.subscriptions import fan_out_events
 from deadletter.engine.transactions import Pending
 from deadletter.storage.base import Transaction
 

@@ -1,10 +1,11 @@
 """Subscriptions to a queue, and the notifications owed to them until delivered or given up.
 
 A message sent to a queue owes one notification to each live subscription, written in the
-send's own transaction: a message is never stored without the notifications it owes, and a
-notification outlives a restart. A notification that keeps failing is dead-lettered (reason
-`delivery_failed`) into the queue's DLQ, or, where the queue has no active DLQ, counted in
-the queue's `dropped.delivery_failed` counter and logged, never lost silently.
+send's own transaction (`fan_out`): a message is never stored without the notifications it
+owes, and a notification outlives a restart. A notification that keeps failing is
+dead-lettered (reason `delivery_failed`) into the queue's DLQ, or, where the queue has no
+active DLQ, counted in the queue's `dropped.delivery_failed` counter and logged, never lost
+silently.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from deadletter.auth.signed_urls import SignedUrl
 from deadletter.clock import Clock
 from deadletter.domain import errors
 from deadletter.domain.limits import SUBSCRIPTIONS_PER_PROJECT, SUBSCRIPTIONS_PER_QUEUE
-from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message, Reason
+from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message
+from deadletter.domain.provenance import Reason
 from deadletter.domain.subscriptions import (
     MAX_SUBSCRIBER_LENGTH,
     MIN_SUBSCRIPTION_TTL,
@@ -156,76 +158,6 @@ def confirmation_request(s: Subscription, signer: Signer | None) -> dict[str, An
         doc["URL-Signature"] = signed.signature
         doc["URL-Expires"] = signed.expires
     return doc
-
-
-def fan_out(
-    tx: Transaction,
-    project: str,
-    queue: str,
-    *,
-    messages: Sequence[Message],
-    now: float,
-    confirmed_only: bool = False,
-) -> int:
-    """Store the notifications `messages`, just sent to `queue`, owe its live subscriptions
-    (only the confirmed ones where the server requires confirmation); returns how many."""
-    subscribed = tx.list_subscriptions(project, queue, now, None, None)
-    if confirmed_only:
-        subscribed = [s for s in subscribed if s.confirmed]
-    if not subscribed:
-        return 0
-    deliveries = [
-        Delivery(
-            id=new_id(),
-            project=project,
-            queue=queue,
-            subscription_id=s.id,
-            subscriber=s.subscriber,
-            options=s.options,
-            message_id=m.id,
-            body=m.body,
-            ttl=m.ttl(),
-            enqueued_at=m.enqueued_at,
-            due_at=now,
-        )
-        for m in messages
-        for s in subscribed
-    ]
-    tx.insert_deliveries(deliveries)
-    return len(deliveries)
-
-
-def fan_out_events(
-    tx: Transaction,
-    project: str,
-    queue: str,
-    *,
-    bodies: Sequence[bytes],
-    now: float,
-    ttl: int,
-    confirmed_only: bool = False,
-) -> int:
-    """Store notifications of events on `queue` that are not messages (a pattern alert), each
-    a JSON body, for its live subscriptions, as `fan_out` does for messages; returns how many.
-    Their message id is `event-...`: they are not confirmation requests, and a notification
-    given up names it as its original."""
-    if not bodies:
-        return 0
-    subscribed = tx.list_subscriptions(project, queue, now, None, None)
-    if confirmed_only:
-        subscribed = [s for s in subscribed if s.confirmed]
-    deliveries = [
-        Delivery(
-            id=new_id(), project=project, queue=queue, subscription_id=s.id,
-            subscriber=s.subscriber, options=s.options, message_id=f"event-{new_id()}",
-            body=body, ttl=ttl, enqueued_at=now, due_at=now,
-        )
-        for body in bodies
-        for s in subscribed
-    ]  # fmt: skip
-    if deliveries:
-        tx.insert_deliveries(deliveries)
-    return len(deliveries)
 
 
 def give_up(tx: Transaction, pending: Pending, d: Delivery, failures: int, now: float) -> None:

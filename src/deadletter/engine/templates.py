@@ -16,14 +16,9 @@ from typing import Any
 from deadletter.clock import Clock
 from deadletter.domain import errors
 from deadletter.domain.limits import TEMPLATES_PER_PROJECT
-from deadletter.domain.model import (
-    DEFAULT_DEAD_LETTER_QUEUE,
-    DeadLetterPolicy,
-    Queue,
-    QueueSettings,
-    QueueTemplate,
-    TemplateSettings,
-)
+from deadletter.domain.model import DEFAULT_DEAD_LETTER_QUEUE, Queue, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.templates import QueueTemplate, TemplateSettings
 from deadletter.engine import queues, validation
 from deadletter.engine.transactions import Pending, Runner
 from deadletter.storage.base import Transaction

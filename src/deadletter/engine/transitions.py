@@ -16,17 +16,14 @@ from deadletter.domain.model import (
     SOURCE_QUEUE_ATTRIBUTE,
     SOURCE_TAG_ATTRIBUTE,
     Attribute,
-    DeadLetterPolicy,
-    ErrorDetails,
     Message,
     NewMessage,
-    Provenance,
     Queue,
     QueueSettings,
-    Reason,
-    RetryPolicy,
     SkipReason,
 )
+from deadletter.domain.policies import DeadLetterPolicy, RetryPolicy
+from deadletter.domain.provenance import ErrorDetails, Provenance, Reason
 from deadletter.domain.tags import DEFAULT_DONE_AT
 
 

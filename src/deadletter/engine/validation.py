@@ -17,14 +17,18 @@ from deadletter.domain.model import (
     RESERVED_ATTRIBUTE_PREFIX,
     Attribute,
     DeadLetterFilter,
-    ErrorDetails,
     NewMessage,
     Overflow,
     QueueSettings,
+)
+from deadletter.domain.policies import (
+    DeadLetterPolicy,
+    RedriveAllow,
     RedrivePermission,
     RetryPolicy,
-    TemplateSettings,
 )
+from deadletter.domain.provenance import ErrorDetails
+from deadletter.domain.templates import TemplateSettings
 from deadletter.engine import fifo
 from deadletter.storage.base import Transaction
 
@@ -172,15 +176,7 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
         raise errors.InvalidInput(
             f"default message TTL ({s.default_ttl}) exceeds the maximum ({s.max_ttl})"
         )
-    allow = s.redrive_allow
-    if allow.permission is RedrivePermission.BY_QUEUE:
-        if not 1 <= len(allow.sources) <= MAX_REDRIVE_ALLOW_SOURCES:
-            raise errors.InvalidInput(
-                f"a byQueue redrive-allow policy lists 1 to {MAX_REDRIVE_ALLOW_SOURCES}"
-                " source queues"
-            )
-    elif allow.sources:
-        raise errors.InvalidInput("source queues can be listed only with byQueue")
+    _check_redrive_allow(s.redrive_allow)
     fifo.check_settings(s, tx.get_queue(project, name))
     policy = s.dead_letter
     if name == DEFAULT_DEAD_LETTER_QUEUE and (policy is not None or s.dead_letter_default):
@@ -190,6 +186,14 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
         )
     if policy is None:
         return s
+    return _with_policy_checked(tx, project, name, s, policy)
+
+
+def _with_policy_checked(
+    tx: Transaction, project: str, name: str, s: QueueSettings, policy: DeadLetterPolicy
+) -> QueueSettings:
+    """`s`, whose dead-letter `policy` passes the no-chain and no-cycle rules, with the
+    policy active."""
     check_declared(s, declared.POLICY_SETTINGS)
     if policy.target == name:
         raise errors.DeadLetterChainRefused(f"queue {name!r} cannot be its own dead-letter queue")
@@ -216,6 +220,17 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
     return s.with_changes(dead_letter=replace(policy, active=True))
 
 
+def _check_redrive_allow(allow: RedriveAllow) -> None:
+    if allow.permission is RedrivePermission.BY_QUEUE:
+        if not 1 <= len(allow.sources) <= MAX_REDRIVE_ALLOW_SOURCES:
+            raise errors.InvalidInput(
+                f"a byQueue redrive-allow policy lists 1 to {MAX_REDRIVE_ALLOW_SOURCES}"
+                " source queues"
+            )
+    elif allow.sources:
+        raise errors.InvalidInput("source queues can be listed only with byQueue")
+
+
 def _check_retry(retry: RetryPolicy | None) -> None:
     if retry is not None and retry.minimum_backoff > retry.maximum_backoff:
         raise errors.InvalidInput(
@@ -224,9 +239,7 @@ def _check_retry(retry: RetryPolicy | None) -> None:
         )
 
 
-def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
-    """A template's name, pattern and settings, checked as a queue's would be, so that it
-    can only fail a queue's creation by naming a DLQ that is missing or refuses it."""
+def _check_template_names(name: str, pattern: str) -> None:
     if not names.TEMPLATE.valid(name):
         raise errors.InvalidInput(
             "template names are 1 to 64 ASCII letters, digits, underscores and dashes"
@@ -236,6 +249,12 @@ def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
             "a template pattern is a glob of 1 to 128 characters: queue-name characters,"
             " '.', and the wildcards * ? [...] [!...]"
         )
+
+
+def check_template(name: str, pattern: str, t: TemplateSettings) -> None:
+    """A template's name, pattern and settings, checked as a queue's would be, so that it
+    can only fail a queue's creation by naming a DLQ that is missing or refuses it."""
+    _check_template_names(name, pattern)
     if t.max_claims is None:
         if t.dlq is not None or t.dlq_message_ttl is not None or t.on_expiry:
             raise errors.InvalidInput("a template's DLQ settings need its max claims")

@@ -14,16 +14,15 @@ from deadletter.domain.model import (
     DeadLetterFilter,
     Message,
     MessagePatch,
-    Provenance,
     Queue,
     QueueSettings,
-    QueueTemplate,
     RedriveTask,
     SkipReason,
     TaskStatus,
-    TemplateSettings,
 )
+from deadletter.domain.provenance import Provenance
 from deadletter.domain.subscriptions import Delivery, Subscription
+from deadletter.domain.templates import QueueTemplate, TemplateSettings
 from deadletter.storage.base import CredentialRecord
 from deadletter.storage.sql.queries import CREDENTIAL_FIELDS
 

@@ -15,6 +15,7 @@ import pytest
 from starlette.responses import JSONResponse
 
 from deadletter.api.sqs import attributes as attrs
+from deadletter.api.sqs import message_attributes as message_attrs
 from deadletter.api.sqs import wire
 from deadletter.domain.model import Attribute, NewMessage, QueueSettings
 from deadletter.engine.engine import Engine
@@ -196,7 +197,7 @@ def test_a_binary_attribute_that_is_not_base64_does_not_fail_the_receive(
     (odd,) = [m for m in messages if m["Body"] == "bad"]
     value = odd["MessageAttributes"]["blob"]["BinaryValue"]
     assert base64.b64decode(value) == b"not base64!"
-    assert odd["MD5OfMessageAttributes"] == attrs.md5_of_attributes(
+    assert odd["MD5OfMessageAttributes"] == message_attrs.md5_of_attributes(
         {"blob": Attribute("Binary", value)}
     )
 

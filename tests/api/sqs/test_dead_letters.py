@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from deadletter.domain.model import ErrorDetails
+from deadletter.domain.provenance import ErrorDetails
 from tests.api.sqs.conftest import arn
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from deadletter.domain.model import TemplateSettings
+from deadletter.domain.templates import TemplateSettings
 from deadletter.engine.engine import Engine
 from tests.api.sqs.conftest import ACCOUNT, arn
 

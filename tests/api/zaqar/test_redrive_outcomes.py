@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from deadletter.domain.model import DeadLetterPolicy, QueueSettings
+from deadletter.domain.model import QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient, claim, make_queue, post, with_dlq
 

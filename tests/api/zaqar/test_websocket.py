@@ -17,12 +17,13 @@ from zaqarclient.transport import request as zrequest
 
 from deadletter.api.app import build_app
 from deadletter.api.zaqar.reads import FREE, READS
-from deadletter.api.zaqar.routes import ROUTES, zaqar_action
+from deadletter.api.zaqar.routes import ROUTES
 from deadletter.api.zaqar.websocket import ACTIONS, request_of
 from deadletter.auth.roles import Role, allowed
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
 from tests.auth.live import Live, live_server
+from tests.support.routes import zaqar_action
 from tests.support.servers import serving
 
 PROJECT = "p"

@@ -11,7 +11,8 @@ from zaqarclient.queues.v2 import core
 
 from deadletter.api.app import build_app
 from deadletter.api.zaqar import metadata as meta
-from deadletter.domain.model import DeadLetterPolicy, QueueSettings, RedriveAllow, RedrivePermission
+from deadletter.domain.model import QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy, RedriveAllow, RedrivePermission
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
 from tests.support.servers import serving

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import re
 from collections.abc import Callable
@@ -14,6 +12,7 @@ from typing import Any
 from deadletter.api.notify import wait_for
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs import fifo as sqs_fifo
+from deadletter.api.sqs import message_attributes as message_attrs
 from deadletter.api.sqs import system_attributes as system_attrs
 from deadletter.api.sqs.call import Call, batch_entries, entry_failure
 from deadletter.api.sqs.errors import (
@@ -24,22 +23,20 @@ from deadletter.api.sqs.errors import (
     invalid_parameter,
     invalid_value,
     missing_parameter,
-    queue_does_not_exist,
-    receipt_handle_invalid,
 )
+from deadletter.api.sqs.receipts import parse_receipt_handle, receipt_handle, tagged_queue
 from deadletter.api.threads import in_thread, on_loop
-from deadletter.domain import errors, names
+from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_DELAY,
     Attribute,
     Claim,
     Message,
     NewMessage,
-    Provenance,
     Queue,
     QueueSettings,
-    Reason,
 )
+from deadletter.domain.provenance import Provenance, Reason
 from deadletter.engine import VisibilityChange
 
 MAX_RECEIVE = 10  # messages per ReceiveMessage
@@ -76,7 +73,7 @@ def _new_message(params: dict[str, Any], clean: bool = False) -> NewMessage:
             )
     else:
         delay = None
-    attributes = attrs.message_attributes_in(params.get("MessageAttributes"))
+    attributes = message_attrs.message_attributes_in(params.get("MessageAttributes"))
     system = system_attrs.system_attributes_in(params.get("MessageSystemAttributes"))
     group_id, dedup_id = sqs_fifo.fields(params)
     return NewMessage(
@@ -122,13 +119,13 @@ def _check_body(body: str) -> None:
 def _sent(m: Message, s: QueueSettings) -> dict[str, Any]:
     out: dict[str, Any] = {
         "MessageId": m.id,
-        "MD5OfMessageBody": attrs.md5_of_bytes(m.body),
+        "MD5OfMessageBody": message_attrs.md5_of_bytes(m.body),
     }
     user, system = system_attrs.split(m.attributes)
-    digest = attrs.md5_of_attributes(user)
+    digest = message_attrs.md5_of_attributes(user)
     if digest:
         out["MD5OfMessageAttributes"] = digest
-    system_digest = attrs.md5_of_attributes(system)
+    system_digest = message_attrs.md5_of_attributes(system)
     if system_digest:
         out["MD5OfMessageSystemAttributes"] = system_digest
     if s.fifo:
@@ -212,53 +209,7 @@ def send_message_batch(call: Call) -> dict[str, Any]:
     return {"Successful": successful, "Failed": failed}
 
 
-# A queue URL whose name ends in `:<tag>` addresses one consumer tag of the queue (a colon is
-# never in an SQS queue name): receives are the tag's, and the receipt handles they return
-# carry the tag, so that deleting or changing the visibility of the message is the tag's too,
-# through either URL (docs/sqs.md).
-TAG_SEPARATOR = ":"
-
-
-def _tagged(name: str) -> tuple[str, str | None]:
-    """(queue, tag) of a queue name from a QueueUrl."""
-    queue, separator, tag = name.partition(TAG_SEPARATOR)
-    if not separator:
-        return name, None
-    if not names.TAG.valid(tag):
-        raise queue_does_not_exist(name)
-    return queue, tag
-
-
-def _handle(claim_id: str, message_id: str, tag: str | None = None) -> str:
-    text = f"{claim_id}:{message_id}" + (f":{tag}" if tag is not None else "")
-    return base64.urlsafe_b64encode(text.encode()).decode()
-
-
-_URLSAFE = bytes.maketrans(b"-_", b"+/")
 # The engine's ids are UUIDs (names.ID); a handle naming anything else cannot be one of ours.
-
-
-def _parse_handle(handle: Any) -> tuple[str, str, str | None]:
-    """(claim id, message id, consumer tag or None) of a receipt handle."""
-    if handle is None or handle == "":
-        raise missing_parameter("ReceiptHandle")
-    if not isinstance(handle, str):
-        raise receipt_handle_invalid(str(handle))
-    try:
-        # `base64.urlsafe_b64decode`, without its two layers of checks on what it is given.
-        raw = binascii.a2b_base64(handle.encode().translate(_URLSAFE), strict_mode=False)
-        parts = raw.decode().split(":")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise receipt_handle_invalid(handle) from None
-    if len(parts) not in (2, 3):
-        raise receipt_handle_invalid(handle)
-    claim_id, message_id = parts[:2]
-    tag = parts[2] if len(parts) == 3 else None
-    if not (names.ID.valid(claim_id) and names.ID.valid(message_id)):
-        raise receipt_handle_invalid(handle)
-    if tag is not None and not names.TAG.valid(tag):
-        raise receipt_handle_invalid(handle)
-    return claim_id, message_id, tag
 
 
 # Why a dead letter died and what its consumer said went wrong, shown on it as message
@@ -287,13 +238,13 @@ def _received(
     call: Call, m: Message, *, claim_id: str, system: list[str], user: list[str], tag: str | None
 ) -> Any:
     try:
-        body, body_digest = m.body.decode(), attrs.md5_of_bytes(m.body)
+        body, body_digest = m.body.decode(), message_attrs.md5_of_bytes(m.body)
     except UnicodeDecodeError:  # not from SQS, whose bodies are text: the digest of what is shown
         body = m.body.decode("utf-8", errors="replace")
-        body_digest = attrs.md5_of_body(body)
+        body_digest = message_attrs.md5_of_body(body)
     out: dict[str, Any] = {
         "MessageId": m.id,
-        "ReceiptHandle": _handle(claim_id, m.id, tag),
+        "ReceiptHandle": receipt_handle(claim_id, m.id, tag),
         "MD5OfBody": body_digest,
         "Body": body,
     }
@@ -318,17 +269,17 @@ def _received(
     own = dict(stored)
     if m.provenance is not None:
         own.update(_provenance_attributes(m.provenance))
-    picked = attrs.wanted(user, own)
+    picked = message_attrs.wanted(user, own)
     if picked:
-        out["MessageAttributes"] = attrs.message_attributes_out(picked)
-        digest = attrs.md5_of_attributes(picked)
+        out["MessageAttributes"] = message_attrs.message_attributes_out(picked)
+        digest = message_attrs.md5_of_attributes(picked)
         if digest:
             out["MD5OfMessageAttributes"] = digest
     return out
 
 
 async def receive_message(call: Call) -> dict[str, Any]:
-    name, tag = _tagged(call.queue())
+    name, tag = tagged_queue(call.queue())
     limit = call.integer("MaxNumberOfMessages", 1, MAX_RECEIVE, 1)
     visibility = call.integer("VisibilityTimeout")  # its range: the engine's claim TTL
     wait = call.integer(
@@ -402,8 +353,8 @@ async def _long_poll(
 
 
 def delete_message(call: Call) -> dict[str, Any]:
-    name, _ = _tagged(call.queue())
-    claim_id, message_id, tag = _parse_handle(call.text("ReceiptHandle"))
+    name, _ = tagged_queue(call.queue())
+    claim_id, message_id, tag = parse_receipt_handle(call.text("ReceiptHandle"))
     _delete(call, name, claim_id, message_id, tag)
     return {}
 
@@ -420,7 +371,7 @@ def _delete(call: Call, name: str, claim_id: str, message_id: str, tag: str | No
 def delete_message_batch(call: Call) -> dict[str, Any]:
     """All valid entries are deleted in one transaction, whichever consumer tags their
     handles name. A missing queue refuses the whole request, as for the visibility batch."""
-    name, _ = _tagged(call.queue())
+    name, _ = tagged_queue(call.queue())
     try:
         entries = batch_entries(call, "DeleteMessageBatch")
     except SqsError:
@@ -431,7 +382,7 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
     held: list[tuple[str, str | None, str | None]] = []  # (message id, claim id, tag)
     for e in entries:
         try:
-            claim_id, message_id, tag = _parse_handle(e.get("ReceiptHandle"))
+            claim_id, message_id, tag = parse_receipt_handle(e.get("ReceiptHandle"))
         except SqsError as exc:
             failed.append(entry_failure(e["Id"], exc))
             continue
@@ -458,7 +409,7 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
 def _visibility_change(params: dict[str, Any]) -> VisibilityChange:
     """(message id, claim id, timeout, consumer tag) of one change, checked as SQS checks it
     (the timeout's range is the engine's: see `visibility_refused`)."""
-    claim_id, message_id, tag = _parse_handle(params.get("ReceiptHandle"))
+    claim_id, message_id, tag = parse_receipt_handle(params.get("ReceiptHandle"))
     raw = params.get("VisibilityTimeout")
     if raw is None or raw == "":
         raise missing_parameter("VisibilityTimeout")
@@ -477,7 +428,7 @@ def visibility_refused(exc: errors.OutOfRange) -> SqsError:
 
 
 def change_message_visibility(call: Call) -> dict[str, Any]:
-    name, _ = _tagged(call.queue())
+    name, _ = tagged_queue(call.queue())
     message_id, claim_id, timeout, tag = _visibility_change(call.params)
     try:
         call.engine.change_visibility(
@@ -492,7 +443,7 @@ def change_message_visibility_batch(call: Call) -> dict[str, Any]:
     """Every entry is checked first; those that pass change in one transaction, each
     succeeding or failing alone. A missing queue refuses the whole request, before anything
     about its entries (read on its own only when no entry reaches the engine)."""
-    name, _ = _tagged(call.queue())
+    name, _ = tagged_queue(call.queue())
     try:
         entries = batch_entries(call, "ChangeMessageVisibilityBatch")
     except SqsError:

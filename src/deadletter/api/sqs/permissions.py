@@ -92,18 +92,17 @@ def _with_policy(queue: Queue, doc: dict[str, Any] | None) -> QueueSettings:
     return queue.settings.with_changes(extra=extra)
 
 
-def add_permission(call: Call) -> dict[str, Any]:
-    name = call.queue()
-    label = _label(call)
-    if call.params.get("AWSAccountIds") is None:
-        raise missing_parameter("AWSAccountIds")
-    accounts = call.names("AWSAccountIds")
-    actions = call.names("Actions")
+def _check_accounts(accounts: list[str]) -> None:
+    """AddPermission's AWSAccountIds, each an account id, as SQS checks them."""
     if not accounts:
         raise invalid_value("[]", "PrincipalId", "Unable to verify.")
     for account in accounts:
         if not names.ACCOUNT.valid(account):
             raise invalid_value(f"[{account}]", "PrincipalId", "Unable to verify.")
+
+
+def _check_actions(actions: list[str]) -> None:
+    """AddPermission's Actions, each one an owner may share, as SQS checks them."""
     if not actions:
         raise missing_parameter("Actions")
     if len(actions) > MAX_ACTIONS:
@@ -123,6 +122,17 @@ def add_permission(call: Call) -> dict[str, Any]:
                 "ActionName",
                 "Please refer to the appropriate WSDL for a list of valid actions. ",
             )
+
+
+def add_permission(call: Call) -> dict[str, Any]:
+    name = call.queue()
+    label = _label(call)
+    if call.params.get("AWSAccountIds") is None:
+        raise missing_parameter("AWSAccountIds")
+    accounts = call.names("AWSAccountIds")
+    actions = call.names("Actions")
+    _check_accounts(accounts)
+    _check_actions(actions)
     arn = call.arn(name)
     principals = [f"arn:aws:iam::{a}:root" for a in accounts]
     granted = [f"SQS:{a}" for a in actions]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs.errors import invalid_parameter
+from deadletter.api.sqs.message_attributes import MAX_ATTRIBUTE_NAME
 from deadletter.domain.model import Attribute
 
 TRACE_HEADER = "AWSTraceHeader"
@@ -26,7 +26,7 @@ def system_attributes_in(raw: Any) -> dict[str, Attribute]:
     for name, value in raw.items():
         if name != TRACE_HEADER:
             raise invalid_parameter(
-                f"Message system attribute name {str(name)[: attrs.MAX_ATTRIBUTE_NAME]!r} is"
+                f"Message system attribute name {str(name)[:MAX_ATTRIBUTE_NAME]!r} is"
                 f" invalid; the only one a sender can set is {TRACE_HEADER}."
             )
         if not isinstance(value, dict) or value.get("DataType") != "String":

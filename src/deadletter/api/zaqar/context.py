@@ -1,8 +1,10 @@
 """One Zaqar request as a handler sees it (`Ctx`): project and Client-ID headers, JSON body,
 query parameters; `endpoint` turns a handler into a Starlette endpoint.
 
-Handlers are synchronous (the engine is) and run in a worker thread; `endpoint` reads the
-body and the Zaqar headers first and turns every error into Zaqar's `{"title","description"}`.
+Handlers are synchronous (the engine is). A bounded one (a hot route's: one batch at most)
+runs on the event loop when the store can run it at once (`on_loop`), any other in a worker
+thread (`in_thread`); `endpoint` reads the body and the Zaqar headers first and turns every
+error into Zaqar's `{"title","description"}`.
 """
 
 from __future__ import annotations

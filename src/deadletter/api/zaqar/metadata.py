@@ -9,10 +9,9 @@ from deadletter.api.strict_json import unknown_name
 from deadletter.api.zaqar.errors import bad_request, out_of_range, shown
 from deadletter.domain import model, names
 from deadletter.domain import settings as declared
-from deadletter.domain.model import (
+from deadletter.domain.model import Queue, QueueSettings
+from deadletter.domain.policies import (
     DeadLetterPolicy,
-    Queue,
-    QueueSettings,
     RedriveAllow,
     RedrivePermission,
     RetryPolicy,

@@ -24,9 +24,9 @@ from deadletter.domain.model import (
     MAX_TTL,
     Attribute,
     Canary,
-    ErrorDetails,
     NewMessage,
 )
+from deadletter.domain.provenance import ErrorDetails
 
 PAGE_LIMIT = MESSAGES_PER_REQUEST
 # Times a client may give (epoch seconds): from 1970 to the year 5138, which every datetime,

@@ -3,9 +3,9 @@
 A row says all there is to know of a route: its method and path, its handler, the action a
 credential must allow (`auth.roles`), whether it is a message route answered ahead of the
 router (`api.hot`), and how the OpenAPI document shows it (summary, statuses, request body
-schema). The router (`zaqar_routes`), the role each request needs (`ZaqarRoute.action_for`,
-`zaqar_action`), the hot path and the OpenAPI document (`api.openapi`) are all read from
-`ROUTES`; what each handler reads from a request is `reads.READS`, by the handler's name.
+schema). The router (`zaqar_routes`), the action each request needs (`ZaqarRoute.action_for`,
+which its endpoint asks), the hot path and the OpenAPI document (`api.openapi`) are all read
+from `ROUTES`; what each handler reads from a request is `reads.READS`, by the handler's name.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from deadletter.api.zaqar.templates import (
     patch_template,
     put_template,
 )
-from deadletter.auth.roles import Action, as_get
+from deadletter.auth.roles import Action
 from deadletter.engine import Engine
 
 CLAIM_REQUIRED = {"403": "Claim required"}
@@ -267,16 +267,6 @@ ROUTES: list[ZaqarRoute] = [
     R("DELETE", Q + "/tags/{tag}", delete_tag, action=A.QUEUE_UPDATE,
       summary="Delete a consumer tag (204 even when it did not exist)", status="204"),
 ]  # fmt: skip
-
-# The routes by (method, path template): the role table the authorisation reads.
-BY_TEMPLATE: dict[tuple[str, str], ZaqarRoute] = {(r.method, r.path): r for r in ROUTES}
-
-
-def zaqar_action(method: str, template: str, params: Mapping[str, str]) -> Action | None:
-    """The action of a Zaqar request (HEAD's is GET's), or None for a public route.
-
-    An unknown route raises KeyError: a request is authorised by its own row only."""
-    return BY_TEMPLATE[(as_get(method), template)].action_for(params)
 
 
 def zaqar_routes(

@@ -10,7 +10,8 @@ from urllib.parse import urlencode
 import msgspec
 
 from deadletter.api.json_response import dumps
-from deadletter.domain.model import Canary, Message, RedriveTask, death_counts
+from deadletter.domain.model import Canary, Message, RedriveTask
+from deadletter.domain.provenance import death_counts
 from deadletter.domain.tags import DEFAULT_DONE_AT
 
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at", "first_at", "last_at"})

@@ -15,7 +15,7 @@ from deadletter.api.zaqar.parse import known_fields
 from deadletter.api.zaqar.serialize import next_link
 from deadletter.domain import errors
 from deadletter.domain.limits import TEMPLATE_PAGE
-from deadletter.domain.model import QueueTemplate, TemplateSettings
+from deadletter.domain.templates import QueueTemplate, TemplateSettings
 
 # The keys of a template document besides its pattern: TemplateSettings' fields.
 SETTINGS_KEYS = frozenset(TemplateSettings().to_dict())

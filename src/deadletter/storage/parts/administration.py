@@ -6,7 +6,8 @@ import abc
 from dataclasses import dataclass
 from typing import Any
 
-from deadletter.domain.model import QueueTemplate, RedriveTask
+from deadletter.domain.model import RedriveTask
+from deadletter.domain.templates import QueueTemplate
 
 
 @dataclass(frozen=True)

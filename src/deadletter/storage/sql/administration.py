@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deadletter.domain.model import QueueTemplate
+from deadletter.domain.templates import QueueTemplate
 from deadletter.storage.base import CredentialRecord
 from deadletter.storage.rows import (
     credential_from,
