@@ -27,6 +27,7 @@ import jmespath.exceptions
 import regex
 
 from deadletter.domain import errors
+from deadletter.domain.limits import FILTER_ATTRIBUTES, FILTER_PATTERN, FILTER_TEXT
 from deadletter.domain.model import DeadLetterFilter
 from deadletter.domain.provenance import Reason
 
@@ -51,9 +52,9 @@ FILTER_KEYS = (
 )
 # Only `attribute` may be given more than once (each must hold).
 REPEATABLE = frozenset({"attribute"})
-MAX_FILTER_TEXT = 1024
-MAX_REGEX = 256
-MAX_ATTRIBUTE_FILTERS = 10
+MAX_FILTER_TEXT = FILTER_TEXT
+MAX_REGEX = FILTER_PATTERN
+MAX_ATTRIBUTE_FILTERS = FILTER_ATTRIBUTES
 # Seconds one regular-expression match of one dead letter may take.
 REGEX_TIMEOUT = 0.05
 MAX_EPOCH = 253_402_300_799.0  # 9999-12-31T23:59:59Z
