@@ -40,7 +40,8 @@ def resolve(
         since = bound if since is None else max(since, bound)
     if where.pattern_id is not None:
         members = patterns.message_ids(patterns.stored(tx, project, dlq), where.pattern_id)
-        ids = members if ids is None else tuple(i for i in ids if i in set(members))
+        kept = set(members)
+        ids = members if ids is None else tuple(i for i in ids if i in kept)
     return replace(
         where, since=since, until=until, message_ids=ids, older_than=None, newer_than=None,
         pattern_id=None,
