@@ -24,7 +24,7 @@ from typing import Any
 from bench.pipeline_bench import WORK
 from deadletter.pipeline import analysis
 from deadletter.pipeline.corpus import write_jsonl
-from deadletter.pipeline.mining import explain
+from deadletter.pipeline.purity import explain
 
 
 def _summarize_keys_of(path: str) -> Callable[..., list[dict[str, Any]]]:

@@ -6,14 +6,15 @@
 On a fresh database, one process calls the engine: it sends PRELOAD messages (ten 1 KiB
 messages a send), then runs CYCLES cycles of send ten, claim ten, delete them, each in its own
 transaction, with the WAL's automatic checkpoint off so that every page a commit writes stays
-in the WAL to be counted. Reports pages per operation (each page is 4 KiB written at the
-commit and again when the WAL is checkpointed), which b-trees they belong to (`dbstat`), and
-the process's CPU per cycle. `--postgres` also runs the cycles on a fresh PostgreSQL
-database and reports the WAL bytes each operation adds (`pg_current_wal_insert_lsn`; the
-cluster's other writers, if any, count too, and a page's first change after a checkpoint
-writes the whole page). `--base` runs the same with the code of another checkout (its `src/`)
-in a process of its own. The counts do not depend on the machine's load; the CPU does. Writes
-OUT.json and OUT.md.
+in the WAL to be counted. Reports pages per operation (each page is 4 KiB written at the commit
+and again when the WAL is checkpointed), which b-trees they belong to (`dbstat`), and the
+process's CPU per cycle. `--postgres` also runs the cycles on a fresh PostgreSQL database and
+reports the WAL bytes each operation adds (`pg_current_wal_insert_lsn`; the cluster's other
+writers, if any, count too, and a page's first change after a checkpoint writes the whole
+page), and the CPU a cycle costs the store's one backend (read from /proc where PostgreSQL runs
+on this machine) and the process that runs the engine. `--base` runs the same with the code of
+another checkout (its `src/`) in a process of its own. The counts do not depend on the
+machine's load; the CPU does. Writes OUT.json and OUT.md.
 """
 
 from __future__ import annotations
@@ -135,18 +136,22 @@ def run_once(preload: int, cycles: int) -> dict[str, Any]:
     }
 
 
-def run_postgres(preload: int, cycles: int) -> dict[str, float]:
-    """Mean WAL KiB per send, claim and delete on a fresh PostgreSQL database."""
+def run_postgres(preload: int, cycles: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Mean WAL KiB per send, claim and delete on a fresh PostgreSQL database; and the CPU
+    ms per cycle of the store's one connection's backend (when PostgreSQL runs on this
+    machine) and of this process."""
     import psycopg
 
     from bench.layers_bench import Database
     from bench.peers.systems import POSTGRES_ADMIN
-    from deadletter.storage import open_store
+    from deadletter.storage.postgres.backend import PostgresStore
 
     db = Database("postgres", Path(tempfile.gettempdir()))
-    store = open_store(db.url)
+    store = PostgresStore(db.url, pool_size=1)  # one connection: its backend does the cycles
     try:
         operations = _operations(store, preload)
+        with store._pool.connection() as own:
+            backend = int(own.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
         with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
             conn.execute("CHECKPOINT")  # every run starts its first changes alike
 
@@ -154,11 +159,28 @@ def run_postgres(preload: int, cycles: int) -> dict[str, float]:
                 sql = "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')"
                 return float(conn.execute(sql).fetchone()[0])
 
+            backend_cpu, own_cpu = _cpu_seconds(backend), time.process_time()
             wal_bytes = _per_operation(operations, cycles, written)
-        return {name: round(n / 1024, 1) for name, n in wal_bytes.items()}
+            backend_cpu, own_cpu = (
+                _cpu_seconds(backend) - backend_cpu,
+                time.process_time() - own_cpu,
+            )
+        cpu = {"process_ms_per_cycle": round(own_cpu / cycles * 1000, 2)}
+        if backend_cpu >= 0:
+            cpu["backend_ms_per_cycle"] = round(backend_cpu / cycles * 1000, 2)
+        return {name: round(n / 1024, 1) for name, n in wal_bytes.items()}, cpu
     finally:
         store.close()
         db.close()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU of process `pid` so far (-inf where it is not on this machine)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("-inf")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_variant(src: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -195,6 +217,21 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {name} | {kib['send']} | {kib['claim']} | {kib['delete']}"
                 f" | {round(sum(kib.values()), 1)} |"
             )
+        lines += [
+            "",
+            "PostgreSQL, CPU ms per cycle: the store's one backend (its connection's server"
+            " process), and the process that runs the engine and psycopg:",
+            "",
+            "| code | backend | engine and driver |",
+            "|---|---:|---:|",
+        ]
+        for name, result in variants:
+            cpu = result.get("postgres_cpu", {})
+            if cpu:
+                lines.append(
+                    f"| {name} | {cpu.get('backend_ms_per_cycle', '—')}"
+                    f" | {cpu['process_ms_per_cycle']} |"
+                )
     lines += ["", "The pages of one more cycle, by b-tree:", ""]
     for name, result in report["variants"].items():
         for operation, trees in result["by_tree"].items():
@@ -215,7 +252,7 @@ def main(argv: list[str]) -> int:
     if args.child:
         result = run_once(args.preload, args.cycles)
         if args.postgres:
-            result["postgres_kib"] = run_postgres(args.preload, args.cycles)
+            result["postgres_kib"], result["postgres_cpu"] = run_postgres(args.preload, args.cycles)
         print(json.dumps(result))
         return 0
     variants = {"this": ROOT / "src"}

@@ -103,8 +103,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "filter-redrive-stops-at-an-unselected-page",
         "engine/redrive.py",
-        "if not batch and cursor != task.cursor_seq:",
-        "if False:",
+        "return (task, [], None, True) if short else (task, [], last_seq, False)",
+        "return task, [], None, True",
         ("tests/api/zaqar/test_dead_letter_filters.py",),
         "a filtered redrive reads past a page it selects nothing of, and goes on",
     ),
@@ -354,6 +354,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if seen >= limit:",
         ("tests/api/test_limits.py", "tests/api/test_limits_chunked.py"),
         "a chunked body of exactly the limit passes",
+    ),
+    Mutation(
+        "canary-draw-ignores-kinds",
+        "engine/canary.py",
+        'return "pattern", profiles',
+        'return "pattern", {mid: () for mid in profiles}',
+        ("tests/engine/test_canary_kinds.py",),
+        "a canary over a pattern samples every value of its variables, a minority one too",
+    ),
+    Mutation(
+        "canary-impure-unforced",
+        "engine/canary.py",
+        "if pattern is not None and not canary.force and impure(pattern):",
+        "if pattern is not None and canary.force and impure(pattern):",
+        ("tests/engine/test_canary_kinds.py",),
+        "a pattern flagged impure is refused a canary unless forced",
     ),
 )
 

@@ -121,7 +121,7 @@ def _cli_serve(i: Import) -> bool:
     ):
         return True
     return (i.source, i.function) in (
-        ("deadletter.cli.main", "serve"),
+        ("deadletter.cli.serve", "serve"),
         ("deadletter.cli.credentials", "create_operator"),
         ("deadletter.cli.credentials", "rotate_master_key"),
     ) and i.target in ("deadletter.server", "deadletter.config")
@@ -335,14 +335,14 @@ def test_a_face_importing_storage_is_reported() -> None:
 
 def test_only_the_cli_serve_command_may_import_the_server() -> None:
     graph = [
-        Import("deadletter.cli.main", "deadletter.server", 80, "serve"),
-        Import("deadletter.cli.main", "deadletter.config", 81, "serve"),
+        Import("deadletter.cli.serve", "deadletter.server", 20, "serve"),
+        Import("deadletter.cli.serve", "deadletter.config", 21, "serve"),
         Import("deadletter.cli.dlq", "deadletter.server", 7),
-        Import("deadletter.cli.main", "deadletter.engine.engine", 82, "serve"),
+        Import("deadletter.cli.serve", "deadletter.engine.engine", 22, "serve"),
     ]
     assert [str(i) for i in RULES["cli"].offences(graph)] == [
         "deadletter.cli.dlq:7 imports deadletter.server",
-        "deadletter.cli.main:82 imports deadletter.engine.engine (in serve())",
+        "deadletter.cli.serve:22 imports deadletter.engine.engine (in serve())",
     ]
 
 

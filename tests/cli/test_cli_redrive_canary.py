@@ -73,6 +73,9 @@ def test_the_canary_is_shown_in_words(dead: str) -> None:
         ("--max-redeath", "10%"),
         ("--canary", "1", "--max-redeath", "lots"),
         ("--canary", "1", "--watch", "0"),
+        ("--seed", "7"),
+        ("--force",),
+        ("--canary", "1", "--seed", "-1"),
     ],
 )
 def test_canary_options_go_together_and_are_checked_before_the_server(
@@ -92,3 +95,12 @@ def test_resume_is_refused_for_a_task_that_is_not_paused(dead: str) -> None:
     task = json.loads(ok(dead, "redrive", "start", "orders-dlq", "--canary", "1", "--json"))
     result = run(dead, "redrive", "resume", "orders-dlq", task["id"])
     assert result.exit_code != 0 and "not PAUSED" in result.output
+
+
+def test_the_sample_s_coverage_and_seed_are_shown_at_start_and_in_status(dead: str) -> None:
+    out = ok(dead, "redrive", "start", "orders-dlq", "--canary", "2", "--seed", "7", "--force")
+    assert "canary sample: 2 dead letters drawn across" in out and "(seed 7)" in out
+    task = json.loads(ok(dead, "redrive", "status", "orders-dlq", "--json"))[0]
+    assert (task["canary"]["seed"], task["canary"]["force"]) == (7, True)
+    shown = ok(dead, "redrive", "status", "orders-dlq", task["id"])
+    assert "canary sample: " + task["canary"]["coverage"] in shown

@@ -264,8 +264,10 @@ from deadletter.cli.main import main
 
 def paths(command, path):
     yield path
-    for name, sub in getattr(command, "commands", {}).items():
-        yield from paths(sub, [*path, name])
+    if isinstance(command, click.Group):
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            yield from paths(command.get_command(ctx, name), [*path, name])
 
 shown = 0
 for path in paths(main, []):

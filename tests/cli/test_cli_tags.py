@@ -43,3 +43,19 @@ def test_a_tag_has_its_own_deliveries_and_dead_letters(url: str) -> None:  # noq
        "--reason", "still bad")  # fmt: skip
     ok(url, "tag", "delete", "orders", "shipping")
     assert run(url, "claim", "orders", "--tag", "shipping").exit_code != 0
+
+
+def test_reject_for_a_tag_names_the_dead_letter_and_its_dlq(url: str) -> None:  # noqa: F811
+    # Given a tagged queue whose billing consumer holds a message
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "queue", "create", "orders", "--dlq", "orders-dlq", "--max-claims", "3")
+    ok(url, "tag", "create", "orders", "billing")
+    (sent,) = ok(url, "send", "orders", "x").split()
+    claim_id, message_id = ok(url, "claim", "orders", "--tag", "billing", "--quiet").split()
+    # When billing rejects it
+    said = ok(url, "reject", "orders", message_id, "--claim", claim_id, "--tag", "billing",
+              "--reason", "bad")  # fmt: skip
+    # Then the line names the dead letter (the DLQ's copy, not the original) and where it went
+    (dead,) = json.loads(ok(url, "dlq", "list", "orders-dlq", "--json"))
+    assert dead["id"] != sent
+    assert said.strip() == f"dead-lettered {dead['id']} to orders-dlq (from message {sent})"

@@ -11,7 +11,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from deadletter.cli.main import main, serve
+from deadletter.cli.main import main
+from deadletter.cli.serve import serve
 from deadletter.client import DEFAULT_URL
 from deadletter.config import ServerConfig, env_of, flag_of, markdown_table, options
 

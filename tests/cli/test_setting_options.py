@@ -20,7 +20,8 @@ COMMANDS = [
 
 
 def _options(group: str, name: str) -> dict[str, click.Option]:
-    command = main.commands[group].commands[name]  # type: ignore[attr-defined]
+    ctx = click.Context(main)
+    command = main.get_command(ctx, group).get_command(ctx, name)  # type: ignore[union-attr]
     return {
         flag: param
         for param in command.params
@@ -95,7 +96,7 @@ def test_a_messages_own_times_take_the_engines_range(
 ) -> None:
     option = next(
         p
-        for p in main.commands[command].params  # type: ignore[attr-defined]
+        for p in main.get_command(click.Context(main), command).params  # type: ignore[union-attr]
         if isinstance(p, click.Option) and flag in p.opts
     )
     assert isinstance(option.type, click.IntRange)

@@ -256,8 +256,14 @@ def test_through_a_spark_streaming_query_a_fourth_kind_is_alerted(
             kill(engine, kind, 2)
         follower = Follower(tmp_path / "out", post=poster(url), checkpoint=tmp_path / "state")
         stop = threading.Event()
-        args = (spark, options(url), follower, stop, 0.5, tmp_path / "state")
-        loop = threading.Thread(target=follow_spark, args=args, daemon=True)
+        kwargs = {
+            "options": options(url),
+            "follower": follower,
+            "stop": stop,
+            "interval": 0.5,
+            "checkpoint": tmp_path / "state",
+        }
+        loop = threading.Thread(target=follow_spark, args=(spark,), kwargs=kwargs, daemon=True)
         loop.start()
         try:
             assert hook.wait_for(3, timeout=300)

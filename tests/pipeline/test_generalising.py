@@ -144,7 +144,8 @@ def test_a_path_with_blanks_in_its_folders_is_one_variable(
 
 
 def test_each_pattern_names_its_variables_with_values_from_its_members() -> None:
-    from deadletter.pipeline.mining import explain, with_context
+    from deadletter.pipeline.mining import with_context
+    from deadletter.pipeline.purity import explain
     from deadletter.pipeline.report import render
 
     # Given one event reported by four programs, one of them three times
@@ -158,19 +159,23 @@ def test_each_pattern_names_its_variables_with_values_from_its_members() -> None
     found = with_context(rows)
     # When the pattern is explained
     (template,) = set(found.values())
-    variables = explain(found, rows)[template]
+    variables = explain(found, rows)[template]["variables"]
     # I expect each variable with its most frequent values first and how many there are
     assert template == "<*>: cannot open the lock file of queue <*>"
     assert variables[0] == {
         "variable": 1,
         "token": "<*>:",
         "values": ["useradd", "crond", "gzip"],
+        "counts": [3, 1, 1],
         "distinct": 4,
     }
     assert variables[1]["values"] == ["a", "b", "c"] and variables[1]["distinct"] == 6
     # and the report to show them beside the template
     page = render([_pattern(template, variables)], 6)
-    assert "<code>useradd</code>, <code>crond</code>, <code>gzip</code> &hellip; (4 values)" in page
+    assert (
+        "<code>useradd</code> &times;3, <code>crond</code> &times;1, <code>gzip</code> &times;1"
+        " &hellip; (4 values)"
+    ) in page
 
 
 def _pattern(template: str, variables: list[dict[str, object]]) -> dict[str, object]:
@@ -264,7 +269,8 @@ def test_two_names_in_one_place_that_each_recur_are_separate_events() -> None:
 
 
 def test_a_member_with_nothing_in_a_variable_is_explained_by_an_empty_value() -> None:
-    from deadletter.pipeline.mining import explain, with_context
+    from deadletter.pipeline.mining import with_context
+    from deadletter.pipeline.purity import explain
 
     # Given one event whose value is a name, a phrase, or nothing at all
     values = ["aa", "bb", "cc", "dd", "ee", "ff", "Lorem ipsum dolor", ""]
@@ -273,7 +279,7 @@ def test_a_member_with_nothing_in_a_variable_is_explained_by_an_empty_value() ->
     found = with_context(rows)
     # When the pattern is explained
     (template,) = set(found.values())
-    (variable,) = explain(found, rows)[template]
+    (variable,) = explain(found, rows)[template]["variables"]
     # I expect every member's value counted, the empty one too
     assert template == "<*> is not a valid range"
     assert variable["distinct"] == len(values)

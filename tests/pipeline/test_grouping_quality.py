@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from deadletter.pipeline import mining
+from deadletter.pipeline import drain, mining, phrases
 from deadletter.pipeline.batches import assign
 from deadletter.pipeline.corpus import grouping_accuracy
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD
@@ -78,8 +78,8 @@ def test_the_floors_fail_when_varying_words_are_all_read_as_variables(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a miner for which no varying word names an event (`VM Paused` = `VM Started`)
-    monkeypatch.setattr(mining, "_names_events", lambda values: False)
-    monkeypatch.setattr(mining, "_each_recurs", lambda members, pos, counts: False)
+    monkeypatch.setattr(drain, "_names_events", lambda values: False)
+    monkeypatch.setattr(drain, "_each_recurs", lambda members, pos, counts: False)
     # I expect most tuning systems to fall below their floors
     assert {"HealthApp", "Mac", "OpenStack", "Spark", "Zookeeper"} <= set(
         _systems_below_their_floor()
@@ -115,7 +115,7 @@ def test_the_formats_floor_fails_when_no_place_is_read_as_free_text(
 ) -> None:
     # Given a miner for which program names, tails and runs of words never vary
     monkeypatch.setattr(mining, "_varies", lambda values: False)
-    monkeypatch.setattr(mining, "_varies_freely", lambda values: False)
+    monkeypatch.setattr(phrases, "_varies_freely", lambda values: False)
     monkeypatch.setattr(
         mining, "_filled_slots", lambda weight, members, threshold: {t: t for t in weight}
     )

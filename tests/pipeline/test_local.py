@@ -79,6 +79,9 @@ def test_the_in_process_path_writes_what_the_spark_job_writes(
     }
     for name in SAME_BYTES:
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "spark" / name).read_bytes()
+    # and each pattern saying how sure it is, its template written as its example writes it
+    assert all(0 < p["purity"] <= 1 and isinstance(p["impure"], bool) for p in here.patterns)
+    assert sum(1 for p in here.patterns if p["raw_template"]) > len(here.patterns) / 2
     lines = {
         side: sorted((tmp_path / side / "assignments.jsonl").read_text().splitlines())
         for side in ("spark", "local")

@@ -97,3 +97,47 @@ def test_a_pattern_of_rows_without_ids_or_reasons_still_renders() -> None:
     html = render([p], 3)
     assert "<summary>m-2</summary>" in html
     assert label(_pattern(template="", reasons=[None])) == "(no error text: unknown reason)"
+
+
+def test_a_structured_error_keeps_its_class_in_the_label() -> None:
+    # Given a pattern whose dead letters gave their exception class as a field
+    pattern = {"template": "card <NUM> declined", "signature": "PaymentDeclined", "reasons": []}
+    # I expect the class before the text, and a traceback's signature left out
+    assert label(pattern) == "PaymentDeclined: card <NUM> declined"
+    assert label({**pattern, "signature": "ValueError @ a:b"}) == "card <NUM> declined"
+    assert label({**pattern, "template": ""}) == "PaymentDeclined"
+
+
+def test_an_impure_pattern_is_flagged_in_the_report() -> None:
+    pattern = {
+        "id": "p-1",
+        "template": "could not <*> the block",
+        "signature": "",
+        "count": 25,
+        "source_queues": ["q"],
+        "reasons": ["rejected"],
+        "first_seen": None,
+        "last_seen": None,
+        "hourly_counts": [],
+        "sample_message_ids": [],
+        "example": None,
+        "key_paths_missing": [],
+        "overrepresented_attributes": [],
+        "purity": 0.8,
+        "impure": True,
+        "variables": [
+            {
+                "variable": 1,
+                "token": "<*>",
+                "values": ["read", "write"],
+                "counts": [20, 5],
+                "distinct": 2,
+                "warning": "2 values that each recur: maybe 2 different failures",
+            }
+        ],
+    }
+    page = render([pattern], 25)
+    assert "impure: purity 0.80" in page
+    assert "<code>read</code> &times;20" in page
+    assert "maybe 2 different failures" in page
+    assert "impure" not in render([{**pattern, "impure": False, "variables": []}], 25)

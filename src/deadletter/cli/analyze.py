@@ -5,18 +5,31 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from deadletter.cli.config import resolve, unreachable_hint
 from deadletter.cli.export_input import check_input
-from deadletter.cli.output import UNREACHABLE, Failure, counted, no_such_queue
+from deadletter.cli.output import (
+    INTERRUPTED,
+    UNREACHABLE,
+    Failure,
+    counted,
+    no_such_queue,
+)
 from deadletter.client import DEFAULT_URL, ApiError, Client, QueueNotFound, Unreachable
+
+# While a stage runs this long without a word, the command says it is still at it.
+TICK_SECONDS = 5.0
+SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
 
 
 @click.group(invoke_without_command=True)
@@ -280,6 +293,7 @@ def _analyze(
         raise click.UsageError(
             "--engine local reads a JSON-lines --input file of up to 64 MB; use --engine spark"
         )
+    stored = queue if poster is not None else None
     if engine != "spark" and (input_path is None or suits(input_path)):
         try:
             result = _in_process(
@@ -291,6 +305,8 @@ def _analyze(
                 say=say,
                 options=options,
             )
+        except KeyboardInterrupt:
+            _interrupted(None, stored, out_dir, spark=False)
         except ImportError as exc:
             raise click.ClickException(
                 f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
@@ -302,30 +318,88 @@ def _analyze(
         else:
             _done(say, result, out_dir)
             return
+    try:
+        result = _on_spark(
+            session,
+            run,
+            say,
+            input_path=input_path,
+            queue=queue,
+            out_dir=out_dir,
+            master=master,
+            partitions=partitions,
+            threshold=threshold,
+            poster=poster,
+            verbose=verbose,
+            url=url,
+            project=project,
+            credential=credential,
+        )
+    except KeyboardInterrupt:
+        _interrupted(master, stored, out_dir, spark=True)
+    _done(say, result, out_dir)
+
+
+def _on_spark(
+    session: Any,
+    run: Any,
+    say: Progress,
+    *,
+    input_path: Path | None,
+    queue: str | None,
+    out_dir: Path,
+    master: str | None,
+    partitions: int,
+    threshold: float,
+    poster: Any,
+    verbose: bool,
+    url: str,
+    project: str | None,
+    credential: tuple[str, str] | None,
+) -> Any:
     with warnings.catch_warnings():
         if not verbose:
             # pyspark's own advice (pandas versions, deprecations) is not the user's business.
             warnings.simplefilter("ignore", FutureWarning)
             warnings.simplefilter("ignore", UserWarning)
-        say(f"starting Spark ({master or 'its default master'})")
-        try:
-            spark = session(master, jvm_log=None if verbose else out_dir / "spark.log")
-        except RuntimeError as exc:
-            raise click.ClickException(str(exc)) from exc
-        if not verbose:
-            spark.sparkContext.setLogLevel("ERROR")
-        source: Any = str(input_path)
-        if input_path is None:
-            assert queue is not None
-            reader = spark.read.format("deadletter").option("url", url).option("queue", queue)
-            if project is not None:
-                reader = reader.option("project", project)
-            source = reader.option("partitions", str(partitions))
-            if credential is not None:
-                source = source.option("key_id", credential[0]).option("secret", credential[1])
-            source = source.load()
-        result = run(source, out_dir, spark=spark, threshold=threshold, post=poster, progress=say)
-    _done(say, result, out_dir)
+        with say.ticking():
+            say(SPARK_START.format(master or "its default master"))
+            try:
+                spark = session(master, jvm_log=None if verbose else out_dir / "spark.log")
+            except RuntimeError as exc:
+                raise click.ClickException(str(exc)) from exc
+            if not verbose:
+                spark.sparkContext.setLogLevel("ERROR")
+            source: Any = str(input_path)
+            if input_path is None:
+                assert queue is not None
+                reader = spark.read.format("deadletter").option("url", url).option("queue", queue)
+                if project is not None:
+                    reader = reader.option("project", project)
+                source = reader.option("partitions", str(partitions))
+                if credential is not None:
+                    source = source.option("key_id", credential[0]).option("secret", credential[1])
+                source = source.load()
+            return run(source, out_dir, spark=spark, threshold=threshold, post=poster, progress=say)
+
+
+def _interrupted(master: str | None, queue: str | None, out_dir: Path, *, spark: bool) -> NoReturn:
+    """Ctrl-C during an analysis: what is left running (nothing of this machine's: Spark's
+    JVM is this command's child and ends with it), what was not done, and the exit code a
+    shell gives SIGINT."""
+    if not spark:
+        where = "it ran in this process: nothing keeps running"
+    elif master and not master.startswith("local"):
+        where = f"the application on {master} ends with its driver, this command"
+    else:
+        where = "Spark's JVM, started by this command, ends with it: nothing keeps running"
+    stored = f"; no patterns were stored on {queue}" if queue else ""
+    click.echo(
+        f"interrupted: the analysis stopped; {where}{stored}.\n"
+        f"  {out_dir} may hold part of a report; run the command again for a whole one.",
+        err=True,
+    )
+    raise click.exceptions.Exit(INTERRUPTED)
 
 
 def _follow(
@@ -371,8 +445,9 @@ def _follow(
         if engine == "spark":
             from deadletter.pipeline.schema import session
 
-            say(f"starting Spark ({master or 'its default master'})")
-            spark = session(master, jvm_log=None if verbose else out_dir / "spark.log")
+            with say.ticking():
+                say(SPARK_START.format(master or "its default master"))
+                spark = session(master, jvm_log=None if verbose else out_dir / "spark.log")
             if not verbose:
                 spark.sparkContext.setLogLevel("ERROR")
             with tempfile.TemporaryDirectory() as scratch:
@@ -445,15 +520,50 @@ def _done(say: Progress, result: Any, out_dir: Path) -> None:
 
 
 class Progress:
-    """Stages with the time since the command started, on stderr (stdout keeps the result)."""
+    """Stages with the time since the command started, on stderr (stdout keeps the result).
+    Inside `ticking()`, a stage that runs TICK_SECONDS without a word is said to be still
+    running, with its own time, so that a slow Spark start or job never looks like a hang."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
+        self._stage = ""
+        self._since = self.started  # when the stage began
+        self._said = self.started  # when the last line was written
+        self._lock = threading.Lock()
 
     def __call__(self, stage: str) -> None:
-        elapsed = time.monotonic() - self.started
-        click.echo(f"[{elapsed:6.1f}s] {stage}", err=True)
+        with self._lock:
+            now = time.monotonic()
+            self._stage, self._since = stage, now
+            self._write(now, stage)
+
+    def _write(self, now: float, text: str) -> None:
+        self._said = now
+        click.echo(f"[{now - self.started:6.1f}s] {text}", err=True)
         sys.stderr.flush()
+
+    def _tick(self, every: float) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._stage and now - self._said >= every:
+                self._write(now, f"... still {self._stage}: {now - self._since:.0f} s")
+
+    @contextmanager
+    def ticking(self) -> Iterator[None]:
+        every = TICK_SECONDS
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(every / 5):
+                self._tick(every)
+
+        thread = threading.Thread(target=tick, name="progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
 
 @analyze.command()

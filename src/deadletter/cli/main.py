@@ -1,25 +1,104 @@
-"""The `deadletter` command: one click group; each task's commands live in their own module
-under `deadletter.cli` and are registered below with one `main.add_command` line."""
+"""The `deadletter` command: one click group whose commands are loaded when they are run.
+
+Each task's commands live in their own module under `deadletter.cli`, named in COMMANDS with
+the line `deadletter --help` shows for them, so that a command imports what it needs and no
+more: `send` does not pay for Spark, the server's configuration or a table printer, and
+`deadletter --help` loads no command at all (tests/cli/test_cli_startup.py keeps the lines
+equal to the commands' own)."""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from dataclasses import dataclass
 
 import click
 
-from deadletter.cli.analyze import analyze
-from deadletter.cli.credentials import credentials
-from deadletter.cli.dlq import dlq
-from deadletter.cli.messages import ack, claim, nack, peek, reject, send
-from deadletter.cli.output import Failure
-from deadletter.cli.queues import queue
-from deadletter.cli.redrive import redrive
-from deadletter.cli.server_options import server_options
-from deadletter.cli.tags import tag
-from deadletter.cli.templates import template
+
+@dataclass(frozen=True)
+class Lazy:
+    module: str  # under deadletter.cli
+    attribute: str
+    summary: str  # the first paragraph of the command's docstring
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+COMMANDS = {
+    "ack": Lazy("messages", "ack", "Acknowledge (delete) a claimed message: it was processed."),
+    "analyze": Lazy(
+        "analyze", "analyze", "Group dead letters into failure patterns and write a report."
+    ),
+    "claim": Lazy("messages", "claim", "Claim messages from QUEUE."),
+    "credentials": Lazy(
+        "credentials",
+        "credentials",
+        "Issue, list, rotate and revoke credentials (docs/security.md).",
+    ),
+    "dlq": Lazy("dlq", "dlq", "Browse, filter and export dead-letter queues."),
+    "nack": Lazy(
+        "messages",
+        "nack",
+        "Give a claimed message back for another delivery, after an optional delay; with "
+        "--no-requeue, for none (RabbitMQ's nack with requeue=false).",
+    ),
+    "peek": Lazy("messages", "peek", "Show QUEUE's messages without consuming them."),
+    "queue": Lazy("queues", "queue", "Create, update, list, show and delete queues."),
+    "redrive": Lazy("redrive", "redrive", "Start, watch and cancel redrive tasks."),
+    "reject": Lazy(
+        "messages",
+        "reject",
+        "Dead-letter a claimed message now, with the reason and the error (with --tag, "
+        "for that tag only: the queue's other consumers still receive it).",
+    ),
+    "send": Lazy(
+        "messages",
+        "send",
+        "Send messages to QUEUE; each BODY (and each --body-file's content) is JSON if it"
+        " parses, else text.",
+    ),
+    "serve": Lazy(
+        "serve", "serve", "Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."
+    ),
+    "tag": Lazy(
+        "tags",
+        "tag",
+        "Consumer tags: named consumer groups on one queue, each receiving every message "
+        "with deliveries and dead letters of its own (claim, ack, nack and reject take "
+        "--tag).",
+    ),
+    "template": Lazy(
+        "templates",
+        "template",
+        "Queue templates: settings for new queues whose names match a pattern.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module when the command is looked up, and lists the
+    commands from COMMANDS without importing any."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        lazy = COMMANDS.get(cmd_name)
+        if lazy is None:
+            return None
+        module = importlib.import_module(f"deadletter.cli.{lazy.module}")
+        command: click.Command = getattr(module, lazy.attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        # A stand-in with the command's summary shortens it as click would the command's own.
+        rows = [
+            (name, click.Command(name, help=COMMANDS[name].summary).get_short_help_str(limit))
+            for name in sorted(COMMANDS)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="deadletter")
 @click.option(
     "--key-id",
@@ -37,29 +116,3 @@ from deadletter.cli.templates import template
 )
 def main(key_id: str | None, secret: str | None) -> None:
     """deadletter: a message-queue server built around the dead-letter queue."""
-
-
-@main.command()
-@server_options()
-def serve(**settings: Any) -> None:
-    """Serve the Zaqar v2 and SQS APIs on one port until SIGTERM or SIGINT."""
-    from deadletter.auth.errors import MasterKeyError
-    from deadletter.config import ConfigError, ServerConfig
-    from deadletter.server import run
-
-    if (settings["ssl_certfile"] is None) != (settings["ssl_keyfile"] is None):
-        raise click.UsageError("--ssl-certfile and --ssl-keyfile go together.")
-    config = ServerConfig(**settings)
-    try:
-        config.check_workers()
-        config.webhook_networks  # noqa: B018 (refuses a malformed CIDR before starting)
-        config.auth_required  # noqa: B018 (refuses auth off on an open host before starting)
-        run(config)
-    except (ConfigError, MasterKeyError) as exc:
-        raise Failure(str(exc)) from None
-
-
-for command in (queue, send, peek, claim, ack, nack, reject, dlq, redrive, analyze, credentials):
-    main.add_command(command)
-main.add_command(template)
-main.add_command(tag)

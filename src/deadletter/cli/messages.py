@@ -17,9 +17,8 @@ from deadletter.cli.output import (
     short_id,
     wide_option,
 )
-from deadletter.cli.setting_options import setting_range
+from deadletter.cli.ranges import DeclaredRange
 from deadletter.client import ApiError, Client, QueueNotFound, parse_body
-from deadletter.domain import settings as declared
 
 
 @click.command()
@@ -37,12 +36,12 @@ from deadletter.domain import settings as declared
 @click.option(
     "--ttl",
     # At most what any queue's maximum TTL may be; the queue's own bounds are the server's.
-    type=setting_range(declared.MAX_MESSAGE_TTL),
+    type=DeclaredRange("MAX_MESSAGE_TTL"),
     help="Message TTL (s).",
 )
 @click.option(
     "--delay",
-    type=setting_range(declared.DEFAULT_DELAY),  # as a queue's default delay may be
+    type=DeclaredRange("DEFAULT_DELAY"),  # as a queue's default delay may be
     help="Delay before delivery (s).",
 )
 @click.option(
@@ -121,7 +120,7 @@ def peek(
 @click.option("--limit", type=click.IntRange(1, 20), default=1, show_default=True)
 @click.option(
     "--ttl",
-    type=setting_range(declared.CLAIM_TTL),
+    type=DeclaredRange("CLAIM_TTL"),
     help="Claim TTL (s); the queue's default else.",
 )
 @click.option(
@@ -214,7 +213,7 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
 @claim_option
 @click.option(
     "--delay",
-    type=setting_range(declared.CLAIM_TTL),  # as a claim's TTL: how long it stays hidden
+    type=DeclaredRange("CLAIM_TTL"),  # as a claim's TTL: how long it stays hidden
     help="Seconds before retry (default: the queue's retry policy's backoff).",
 )
 @click.option(
@@ -274,5 +273,11 @@ def reject(
     moved = client.dead_letter(
         queue, message_id, claim_id, description=reason, error=details, tag=tag
     )
-    dlq = ((moved.get("message") or {}).get("href") or "").split("/")[3:4]
-    click.echo(f"dead-lettered {message_id}" + (f" to {dlq[0]}" if dlq else ""))
+    # The dead letter is what `dlq list` and a redrive name; for a tag it is a copy with an
+    # id of its own (the queue's other consumers still hold the original).
+    letter = moved.get("message") or {}
+    dlq = (letter.get("href") or "").split("/")[3:4]
+    dead_id = letter.get("id") or message_id
+    where = f" to {dlq[0]}" if dlq else ""
+    also = f" (from message {message_id})" if dead_id != message_id else ""
+    click.echo(f"dead-lettered {dead_id}{where}{also}")

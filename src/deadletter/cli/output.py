@@ -23,9 +23,6 @@ from deadletter.client import (
 )
 from deadletter.domain.projects import MAX_TENANT, is_project
 
-# rich is imported by the functions that print tables: `--help`, and commands that print a
-# line, do without it.
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 # A dead letter that leaves its DLQ sooner than this is said when a command sets it up
@@ -41,6 +38,7 @@ SHORT_ID = 8
 # what the command needs; 2 a usage error (click's own) or no server answering.
 REFUSED = 1
 UNREACHABLE = 2
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
 
 class Failure(click.ClickException):
@@ -138,18 +136,16 @@ def print_table(
     ellipsis. `optional` columns (details) are left out, the rightmost first, while the rest
     would not fit, and a line after the table names them. With `wide`, nothing is cut or left
     out and the table is as wide as its content. With no rows, `empty` (a sentence) is said
-    instead of a header over nothing."""
-    from rich import box
-    from rich.cells import cell_len
-    from rich.console import Console
-    from rich.table import Table
+    instead of a header over nothing.
 
+    Drawn as plain lines (a header, a rule, a row a line, two spaces between columns): a
+    table printer's import would cost a command more than the rest of its start."""
     columns = list(columns)
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    cells = [[_one_line("" if v is None else str(v)) for v in row] for row in rows]
     if not cells and empty is not None:
         click.echo(empty)
         return
-    console = Console()
+    width = _terminal_width()
     widths = [max([cell_len(c), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
 
     def needed(keep: list[int]) -> int:
@@ -160,32 +156,67 @@ def print_table(
     keep = list(range(len(columns)))
     left_out: list[str] = []
     for i in reversed(range(len(columns))):
-        if wide or needed(keep) <= console.width:
+        if wide or needed(keep) <= width:
             break
         if columns[i] in optional:
             keep.remove(i)
             left_out.insert(0, columns[i])
     cut = [columns[i] in flexible and not wide for i in keep]
     fixed = sum(widths[i] + 2 for i, flex in zip(keep, cut, strict=True) if not flex)
-    share = max(MIN_FLEXIBLE, (console.width - fixed) // max(1, sum(cut)) - 2)
-    table = Table(
-        title=title,
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-        title_justify="left",
-    )
-    for i, flex in zip(keep, cut, strict=True):
-        table.add_column(
-            columns[i], no_wrap=True, overflow="ellipsis", max_width=share if flex else None
-        )
-    for row in cells:
-        table.add_row(*(row[i] for i in keep))
-    if wide:
-        console = Console(width=max(console.width, fixed + 2))
-    console.print(table)
+    share = max(MIN_FLEXIBLE, (width - fixed) // max(1, sum(cut)) - 2)
+    pairs = zip(keep, cut, strict=True)
+    shown = [min(widths[i], share) if flex else widths[i] for i, flex in pairs]
+
+    def line(values: Sequence[str]) -> str:
+        padded = (_fit(v, w) for v, w in zip(values, shown, strict=True))
+        return f" {'  '.join(padded)} "
+
+    total = sum(shown) + 2 * len(shown)
+    out = [] if title is None else [_fit(title, total)]
+    out += [" " * total, line([columns[i] for i in keep]), f" {'─' * (total - 2)} "]
+    out += [line([row[i] for i in keep]) for row in cells]
+    out.append(" " * total)
+    click.echo("\n".join(out))
     if left_out:
-        console.print(f"(--wide shows {', '.join(left_out)} too)", highlight=False)
+        click.echo(f"(--wide shows {', '.join(left_out)} too)")
+
+
+def cell_len(text: str) -> int:
+    """The columns `text` takes on a terminal: East Asian wide characters two, combining
+    marks none."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def _fit(text: str, width: int) -> str:
+    """`text` padded to `width` columns, or cut to them with an ellipsis."""
+    size = cell_len(text)
+    if size <= width:
+        return text + " " * (width - size)
+    kept = ""
+    for c in text:
+        if cell_len(kept + c) > width - 1:
+            break
+        kept += c
+    return kept + "…" + " " * (width - 1 - cell_len(kept))
+
+
+def _one_line(text: str) -> str:
+    """A cell on one line: line breaks and tabs as spaces."""
+    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
+
+
+def _terminal_width() -> int:
+    """$COLUMNS, else the terminal's width, else 80 (output to a file or a pipe)."""
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
 
 
 def counted(count: int, noun: str) -> str:

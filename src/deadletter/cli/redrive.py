@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from deadletter.cli.dlq import filter_options
 from deadletter.cli.output import (
+    INTERRUPTED,
     counted,
     json_option,
     print_json,
@@ -18,10 +19,9 @@ from deadletter.cli.output import (
     when,
     wide_option,
 )
-from deadletter.client import Client
+from deadletter.client import ApiError, Client, Unreachable
 
 ACTIVE = ("RUNNING", "CANCELLING")  # a PAUSED task moves nothing more
-INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
 
 @click.group()
@@ -57,6 +57,17 @@ def redrive() -> None:
     ' (kept in its history): \'{"body": {"customer": {"id": "unknown"}}}\'.',
 )
 @click.option("--dry-run", is_flag=True, help="Count what the task would move; start nothing.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    help="The seed of the canary's draw, to draw the same sample again (default: from the task).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="A canary over a pattern flagged impure too (refused otherwise: the sample cannot"
+    " vouch for a pattern that mixes failures).",
+)
 @click.option("--wait", is_flag=True, help="Show progress until the task ends.")
 @json_option
 @server_options
@@ -72,13 +83,17 @@ def start(
     max_redeath: str | None,
     transform: str | None,
     dry_run: bool,
+    seed: int | None,
+    force: bool,
     wait: bool,
     as_json: bool,
 ) -> None:
     """Move dead letters of DLQ back to where they came from: those the filters select (a
     consumer tag's go back to that tag only)."""
-    if (watch is not None or max_redeath is not None) and canary is None:
-        raise click.UsageError("--watch and --max-redeath go with --canary.")
+    if (watch is not None or max_redeath is not None or seed is not None or force) and (
+        canary is None
+    ):
+        raise click.UsageError("--watch, --max-redeath, --seed and --force go with --canary.")
     if dry_run:
         selected = client.count_dead_letters(dlq, **where)
         if as_json:
@@ -86,19 +101,57 @@ def start(
         else:
             click.echo(f"would move {counted(selected, 'dead letter')} of {dlq}")
         return
-    task = client.start_redrive(
-        dlq,
-        destination=destination,
-        **where,
-        transform=_transform(transform),
-        rate=rate,
-        canary=canary,
-        watch=watch,
-        max_redeath=_percent(max_redeath),
-    )
+    share = _percent(max_redeath)
+    try:
+        task = client.start_redrive(
+            dlq,
+            destination=destination,
+            **where,
+            transform=_transform(transform),
+            rate=rate,
+            canary=canary,
+            watch=watch,
+            max_redeath=share,
+            seed=seed,
+            force=force or None,
+        )
+    except KeyboardInterrupt:
+        _interrupted_start(client, dlq)
     if wait:
         task = _follow(client, dlq, task, quiet=as_json, what="started")
     _report(task, as_json)
+
+
+def _interrupted_start(client: Client, dlq: str) -> NoReturn:
+    """Ctrl-C before the server answered the start: the request may have reached it or not.
+    The DLQ's running task, if there is one, is the one this command started (one runs on a
+    DLQ at a time, and a start while another runs is refused), so it is named with how to
+    watch and cancel it; else the command says none runs, and where a finished one shows."""
+    try:
+        running = [t for t in client.redrives(dlq) if t["status"] in ACTIVE]
+    except (ApiError, Unreachable, KeyboardInterrupt):
+        running = None
+    if running:
+        task = running[0]
+        said = (
+            f"interrupted: redrive {task['id']} was started on {dlq} and keeps running on the"
+            f" server (moved {task['moved']} of {task['to_move']}).\n"
+            f"  watch it: deadletter redrive status {dlq} {task['id']}\n"
+            f"  stop it:  deadletter redrive cancel {dlq} {task['id']}"
+        )
+    elif running is None:
+        said = (
+            f"interrupted before the server answered: a redrive may have started on {dlq}.\n"
+            f"  see: deadletter redrive status {dlq}  (cancel one: deadletter redrive cancel"
+            f" {dlq} TASK_ID)"
+        )
+    else:
+        said = (
+            f"interrupted before the server answered: no redrive task runs on {dlq} now (one"
+            f" started and already done would be the first of: deadletter redrive status {dlq})."
+        )
+    click.echo(said, err=True)
+    raise click.exceptions.Exit(INTERRUPTED)
 
 
 def _started(dlq: str, task: dict[str, Any], what: str) -> None:
@@ -161,6 +214,8 @@ def _echo_canary(canary: dict[str, Any]) -> None:
         f"canary: {canary['sample']} of {canary['size']} moved,"
         f" {canary['redeaths']} died again: {verdict}"
     )
+    if canary.get("coverage"):
+        click.echo(f"canary sample: {canary['coverage']} (seed {canary['seed']})")
 
 
 def _echo_skipped(task: dict[str, Any]) -> None:
@@ -239,6 +294,8 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
     )
     if task_id:
         _echo_skipped(tasks[0])
+        if tasks[0].get("canary"):
+            _echo_canary(tasks[0]["canary"])
 
 
 @redrive.command()

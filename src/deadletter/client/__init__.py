@@ -1,7 +1,8 @@
 """A small synchronous client of the native API (Zaqar v2 with the dead-letter extensions).
 
-httpx is imported when a client is made, not with this module: the command line imports the
-module for its names and errors, and `deadletter --help` should not pay for an HTTP stack."""
+Its HTTP is the standard library's (client/wire.py) unless a client is given an httpx
+transport (the tests' in-process app): a command that sends one message should not pay for an
+HTTP stack larger than its work. Nothing server-side is imported either."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ import re
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
+
+from deadletter.client import wire
 
 if TYPE_CHECKING:
     import httpx
 
-from deadletter.config import DEFAULT_HOST, DEFAULT_PORT
-
-# Where `deadletter serve` listens unless told otherwise.
-DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+# Where `deadletter serve` listens unless told otherwise: config.py's DEFAULT_HOST and
+# DEFAULT_PORT (not imported: the server's configuration is no concern of a client's;
+# tests/cli/test_cli_startup.py keeps the two equal).
+DEFAULT_URL = "http://127.0.0.1:8888"
 DEFAULT_PROJECT = "123456789012"
 
 
@@ -58,20 +62,21 @@ class Client:
         request, which a server with authentication required accepts as it accepts a token;
         a server with authentication off ignores it. A `project` of None sends no
         X-Project-ID: the server then takes the credential's project."""
-        import httpx
-
         self.url = url.rstrip("/")
         headers = {"Client-ID": client_id or str(uuid.uuid4())}
         if project is not None:
             headers["X-Project-ID"] = project
         if credential is not None:
             headers["X-Auth-Token"] = f"{credential[0]}:{credential[1]}"
-        self._http = httpx.Client(
-            base_url=self.url,
-            headers=headers,
-            transport=transport,
-            timeout=timeout,
-        )
+        self._http: wire.Connection | httpx.Client
+        if transport is None:
+            self._http = wire.Connection(self.url, headers, timeout)
+        else:
+            import httpx
+
+            self._http = httpx.Client(
+                base_url=self.url, headers=headers, transport=transport, timeout=timeout
+            )
 
     def close(self) -> None:
         self._http.close()
@@ -82,12 +87,14 @@ class Client:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        import httpx
-
+    def _call(self, method: str, path: str, **kwargs: Any) -> wire.Response | httpx.Response:
         try:
             response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
+        except wire.ERRORS as exc:
+            raise Unreachable(f"cannot reach the server at {self.url}: {exc}") from exc
+        except Exception as exc:
+            if isinstance(self._http, wire.Connection) or not _transport_error(exc):
+                raise
             raise Unreachable(f"cannot reach the server at {self.url}: {exc}") from exc
         if response.status_code >= 400:
             try:
@@ -112,7 +119,7 @@ class Client:
         except ValueError:
             raise self._not_the_api(response) from None
 
-    def _not_the_api(self, response: httpx.Response) -> ApiError:
+    def _not_the_api(self, response: wire.Response | httpx.Response) -> ApiError:
         """An answer that is not the native API's JSON: the URL reaches some other page of
         the server (its console, the SQS face at a path) or another server. Said in a line,
         with the base URL to try when this one has a path, instead of the raw XML or HTML."""
@@ -126,13 +133,10 @@ class Client:
 
     def _path_hint(self) -> str:
         """When the URL has a path: the server's base URL, which has none."""
-        import httpx
-
-        url = httpx.URL(self.url)
+        url = urlsplit(self.url)
         if url.path in ("", "/"):
             return ""
-        root = str(url.copy_with(path="/", query=None, fragment=None)).rstrip("/")
-        return f"; the server's base URL has no path ({url.path}): {root}"
+        return f"; the server's base URL has no path ({url.path}): {url.scheme}://{url.netloc}"
 
     # Queues
 
@@ -305,8 +309,6 @@ class Client:
     ) -> Iterator[list[dict[str, Any]]]:
         """The pages of `dead_letters`, fetched one at a time as they are consumed: taking
         the first page of size one costs one request."""
-        import httpx
-
         params: Any = [*_query(filters), ("limit", page_size)]
         path = f"/v2/queues/{dlq}/dead_letters"
         while True:
@@ -317,8 +319,8 @@ class Client:
             if not nxt or not messages:
                 return
             # The next link carries every parameter, the marker included.
-            href = httpx.URL(nxt[0])
-            path, params = href.path, list(href.params.multi_items())
+            href = urlsplit(nxt[0])
+            path, params = href.path, parse_qsl(href.query, keep_blank_values=True)
 
     def count_dead_letters(self, dlq: str, **filters: Any) -> int:
         """How many dead letters `filters` (the API's filter names) select now."""
@@ -441,6 +443,13 @@ class Client:
         body = {"key_id": key_id, "secret": secret, "ttl": ttl}
         doc: dict[str, Any] = self._json("POST", "/v2/auth/tokens", json=body)
         return doc
+
+
+def _transport_error(exc: Exception) -> bool:
+    """Whether httpx (a client given a transport) says no server answered."""
+    import httpx
+
+    return isinstance(exc, httpx.TransportError)
 
 
 def _tagged(tag: str | None) -> dict[str, str]:

@@ -19,7 +19,8 @@
     │   ├── TemplateAlreadyExists
     │   ├── TemplatePatternTaken (another template has the pattern: this one would never apply)
     │   ├── PatchConflict        (a JSON Patch's test fails, or it removes what is not there)
-    │   └── DeadLetterQueueInUse (deleting or purging a DLQ sources name, without force)
+    │   ├── DeadLetterQueueInUse (deleting or purging a DLQ sources name, without force)
+    │   └── PatternImpure        (a canary over a pattern flagged as mixing failures, without force)
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
     │   ├── OutOfRange           (a number outside the range the engine takes for it)
@@ -93,6 +94,11 @@ class MessageClaimed(Conflict):
 
 class RedriveTaskActive(Conflict):
     """A redrive task is already running on this dead-letter queue."""
+
+
+class PatternImpure(Conflict):
+    """The failure pattern is flagged impure (it may mix failures of different causes): a
+    canary drawn from it cannot vouch for the rest. Redrive it with force, or split it first."""
 
 
 class DeadLetterQueueInUse(Conflict):

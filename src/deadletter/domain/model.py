@@ -431,6 +431,8 @@ class QueueStats:
 
 # A canary keeps at most this many of its sample's ids; its `sample` count is exact.
 MAX_CANARY_IDS_RECORDED = 1000
+# The most dead letters one canary samples: the drawn ids are kept with the task.
+MAX_CANARY_SIZE = 10_000
 MAX_CANARY_WATCH = 86_400
 DEFAULT_CANARY_WATCH = 60.0
 
@@ -453,11 +455,25 @@ class Canary:
     max_redeath: float = 0.0
     # The failure pattern the task's dead letters were selected by, named in its verdict.
     pattern_id: str | None = None
+    # The draw's seed (None: one is derived from the task's id, and kept); `force` starts a
+    # canary over a pattern flagged impure, which is refused otherwise.
+    seed: int | None = None
+    force: bool = False
     # How many the sample takes (fixed when the task starts), how many of it moved so far and
     # (the first MAX_CANARY_IDS_RECORDED of) their ids as dead letters, before the move.
     size: int = 0
     sample: int = 0
     sample_ids: tuple[str, ...] = ()
+    # The sample drawn when the task starts (engine/canary.py), walked in the DLQ's order up
+    # to `plan_seq`; what it was drawn across and how much of it it covers.
+    plan: tuple[str, ...] = ()
+    plan_seq: int = 0
+    drawn_by: str | None = None
+    kinds: int = 0
+    kinds_covered: int = 0
+    combinations: int = 0
+    combinations_covered: int = 0
+    coverage: str | None = None
     # Set when the whole sample has moved: the watch ends then.
     watch_until: float | None = None
     # Sample messages seen back in the DLQ, and the DLQ's numbering read so far for them.
@@ -476,9 +492,19 @@ class Canary:
             "watch": self.watch,
             "max_redeath": self.max_redeath,
             "pattern_id": self.pattern_id,
+            "seed": self.seed,
+            "force": self.force,
             "size": self.size,
             "sample": self.sample,
             "sample_ids": list(self.sample_ids),
+            "plan": list(self.plan),
+            "plan_seq": self.plan_seq,
+            "drawn_by": self.drawn_by,
+            "kinds": self.kinds,
+            "kinds_covered": self.kinds_covered,
+            "combinations": self.combinations,
+            "combinations_covered": self.combinations_covered,
+            "coverage": self.coverage,
             "watch_until": self.watch_until,
             "redeaths": self.redeaths,
             "seen_seq": self.seen_seq,
@@ -492,8 +518,9 @@ class Canary:
     def from_dict(cls, data: dict[str, Any]) -> Canary:
         decision = data.get("decision")
         return cls(
-            **{k: v for k, v in data.items() if k not in ("sample_ids", "decision")},
+            **{k: v for k, v in data.items() if k not in ("sample_ids", "plan", "decision")},
             sample_ids=tuple(data.get("sample_ids", ())),
+            plan=tuple(data.get("plan", ())),
             decision=CanaryDecision(decision) if decision else None,
         )
 

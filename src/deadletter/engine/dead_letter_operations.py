@@ -22,6 +22,7 @@ from deadletter.domain.model import (
     Queue,
     RedriveTask,
 )
+from deadletter.engine import canary as canaries
 from deadletter.engine import edits, patterns, redrive, selection, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import Subscriptions
@@ -56,7 +57,7 @@ class DeadLetterOperations:
         filter_ = where or DeadLetterFilter()
         validation.check_redrive(filter_, rate)
         if canary is not None:
-            redrive.check_canary(canary)
+            canaries.check(canary)
         if transform is not None:
             edits.check(transform)
 

@@ -9,15 +9,12 @@ never pushes a live message out of a drop-head queue to make room.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from deadletter.domain import errors
 from deadletter.domain.model import (
-    MAX_CANARY_IDS_RECORDED,
-    MAX_CANARY_WATCH,
     MAX_SKIPPED_RECORDED,
     Canary,
     CanaryDecision,
@@ -30,6 +27,7 @@ from deadletter.domain.model import (
     TaskStatus,
 )
 from deadletter.engine import bounds, edits, fifo, selection, transitions
+from deadletter.engine import canary as canaries
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.transactions import Pending
@@ -75,10 +73,6 @@ def start(
     # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
     where = selection.resolve(tx, project, dlq, where=where, now=now)
     to_move = selection.count(tx, project, dlq, now=now, where=where, max_seq=max_seq)
-    if canary is not None:
-        canary = replace(canary, size=canary_size(canary, to_move), seen_seq=max_seq)
-        if canary.size == 0:  # nothing selected, nothing to watch: the task ends at its step
-            canary = replace(canary, decision=CanaryDecision.CONTINUED, decided_at=now)
     task = RedriveTask(
         id=new_id(),
         project=project,
@@ -92,34 +86,11 @@ def start(
         max_seq=max_seq,
         started_at=now,
         updated_at=now,
-        canary=canary,
     )
+    if canary is not None:
+        task = replace(task, canary=canaries.started(tx, canary, task, now))
     tx.insert_task(task)
     return task
-
-
-def check_canary(canary: Canary) -> None:
-    """A canary's request is whole and in range before a task is written."""
-    if (canary.count is None) == (canary.percent is None):
-        raise errors.InvalidInput("a canary is a number of dead letters or a percentage of them")
-    if canary.count is not None and not 1 <= canary.count <= 1_000_000:
-        raise errors.InvalidInput("a canary takes 1 to 1000000 dead letters")
-    if canary.percent is not None and not 0 < canary.percent <= 100:
-        raise errors.InvalidInput("a canary's percentage is more than 0 and at most 100")
-    if not 0 < canary.watch <= MAX_CANARY_WATCH:
-        raise errors.InvalidInput(
-            f"a canary's watch is more than 0 and at most {MAX_CANARY_WATCH} s"
-        )
-    if not 0 <= canary.max_redeath <= 100:
-        raise errors.InvalidInput("a canary's max_redeath is a percentage, 0 to 100")
-
-
-def canary_size(canary: Canary, to_move: int) -> int:
-    """How many dead letters the sample takes, at most all the task selects: a percentage
-    rounds up, so it is never empty."""
-    if canary.count is not None:
-        return min(canary.count, to_move)
-    return math.ceil(to_move * (canary.percent or 0) / 100)
 
 
 def is_redrive_source(tx: Transaction, project: str, name: str, now: float) -> bool:
@@ -133,7 +104,8 @@ def active_tasks(tx: Transaction, project: str) -> list[RedriveTask]:
 
 
 def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: float) -> RedriveTask:
-    """Move up to `budget` messages of a running task, with its progress, under its row lock."""
+    """Move up to `budget` messages of a running task, with its progress, under its row lock:
+    while its canary samples or watches, the canary's part; then the rest of the selection."""
     task = tx.get_task(task_id, lock=True)
     if task is None:
         raise errors.TaskNotFound(f"redrive task {task_id!r} does not exist")
@@ -143,42 +115,86 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
         return task
     if task.status is not TaskStatus.RUNNING or budget <= 0:
         return task
-    canary = task.canary
-    if canary is not None and watching(task):
-        task = _watch(tx, task, canary, now)
-        if watching(task) or task.status is not TaskStatus.RUNNING:
-            return task
-        canary = task.canary
-    sampling = canary is not None and canary.decision is None
-    allowed, paced_to = paced(task, now, budget)
-    if sampling and canary is not None:
-        allowed = min(allowed, canary.size - canary.sample)
-        if canary.size - canary.sample <= 0:
-            return _start_watch(tx, task, canary, now)
-    if allowed == 0:
+    if canaries.state(task.canary) is canaries.State.WATCHING:
+        task = _watch(tx, task, now)
+    phase = canaries.state(task.canary)
+    if phase is canaries.State.SAMPLING:
+        return _sample(tx, pending, task, budget=budget, now=now)
+    if phase is canaries.State.WATCHING or task.status is not TaskStatus.RUNNING:
         return task
-    batch, cursor = selection.redrive_batch(
+    pace = paced(task, now, budget)
+    if pace[0] == 0:
+        return task
+    drawn = canaries.drawn(task.canary)
+    moved = _move(tx, pending, task, where=task.filter, after_seq=task.cursor_seq, pace=pace,
+                  now=now, drawn=drawn)  # fmt: skip
+    if isinstance(moved, RedriveTask):
+        return moved
+    task, _, last_seq, _ = moved
+    if last_seq is None:
+        task = replace(task, status=TaskStatus.COMPLETED, updated_at=now)
+    else:
+        task = replace(task, cursor_seq=last_seq)
+    tx.update_task(task)
+    return task
+
+
+def _sample(
+    tx: Transaction, pending: Pending, task: RedriveTask, *, budget: int, now: float
+) -> RedriveTask:
+    """One step of the canary's sample: the drawn dead letters, in the DLQ's order."""
+    c = task.canary
+    assert c is not None
+    pace = paced(task, now, min(budget, c.size - c.sample))
+    if pace[0] == 0:
+        return task
+    where = canaries.sample_filter(c, task.filter)
+    moved = _move(tx, pending, task, where=where, after_seq=c.plan_seq, pace=pace, now=now)
+    if isinstance(moved, RedriveTask):
+        return moved
+    task, ids, last_seq, short = moved
+    task = replace(task, canary=canaries.sampled(c, ids, None if short else last_seq, now))
+    tx.update_task(task)
+    return task
+
+
+# What `_move` did: the task with its counts (not yet written), the ids it moved, the last
+# sequence number it read (None: the selection holds no more), and whether it read fewer
+# than it was allowed (no more after them).
+Moved = tuple[RedriveTask, list[str], int | None, bool]
+
+
+def _move(
+    tx: Transaction,
+    pending: Pending,
+    task: RedriveTask,
+    *,
+    where: DeadLetterFilter,
+    after_seq: int,
+    pace: tuple[int, Callable[[int], float]],
+    now: float,
+    drawn: frozenset[str] = frozenset(),
+) -> Moved | RedriveTask:
+    """Move up to `allowed` of the next dead letters of `where` after `after_seq`, leaving
+    out the `drawn` sample (its own steps examined it); or the task failed, written, when it
+    cannot go on. `pace` is `paced`'s answer: how many may move, and the new `updated_at`."""
+    allowed, paced_to = pace
+    batch, last_seq, short = selection.redrive_batch(
         tx,
         task.project,
         task.dlq,
         now=now,
-        where=task.filter,
+        where=where,
         max_seq=task.max_seq,
         limit=allowed,
-        after_seq=task.cursor_seq,
+        after_seq=after_seq,
     )
-    if not batch and cursor != task.cursor_seq:
-        # Read past dead letters the filter does not select: the next step goes on after.
-        task = replace(task, cursor_seq=cursor)
-        tx.update_task(task)
-        return task
     if not batch:
-        if sampling and canary is not None and canary.sample:
-            # The selection ran out inside the sample: the sample is all there is to watch.
-            return _start_watch(tx, task, canary, now)
-        task = replace(task, status=TaskStatus.COMPLETED, updated_at=now)
-        tx.update_task(task)
-        return task
+        # Nothing left; or only dead letters the filter does not select were read: the next
+        # step goes on after them.
+        return (task, [], None, True) if short else (task, [], last_seq, False)
+    if drawn:
+        batch = [b for b in batch if b[0] not in drawn]
     outcome = _outcomes(tx, task, batch)
     if isinstance(outcome, str):
         task = replace(task, status=TaskStatus.FAILED, failure_reason=outcome, updated_at=now)
@@ -203,50 +219,57 @@ def step(tx: Transaction, pending: Pending, task_id: str, budget: int, now: floa
             only_tag=tag,
         )
         pending.available.add((task.project, destination.name))
-    count = sum(len(ids) for _, ids in fresh.values())
+    moved_ids = [mid for _, ids in fresh.values() for mid in ids]
+    count = len(moved_ids)
     if count:
-        project, dlq = task.project, task.dlq
+        project, dlq, task_id = task.project, task.dlq, task.id
         pending.calls.append(lambda lst: lst.redriven(project, dlq, task_id, count))
     room = MAX_SKIPPED_RECORDED - len(task.skipped_messages)
-    if sampling and canary is not None:
-        moved_ids = [mid for _, ids in fresh.values() for mid in ids]
-        kept = MAX_CANARY_IDS_RECORDED - len(canary.sample_ids)
-        canary = replace(
-            canary,
-            sample=canary.sample + count,
-            sample_ids=canary.sample_ids + tuple(moved_ids[: max(kept, 0)]),
-        )
     task = replace(
         task,
         moved=task.moved + count,
         skipped=task.skipped + len(skipped),
         skipped_messages=task.skipped_messages + tuple(skipped[: max(room, 0)]),
-        cursor_seq=cursor,
         updated_at=paced_to(count),
-        canary=canary,
     )
-    if sampling and canary is not None and canary.sample >= canary.size:
-        return _start_watch(tx, task, canary, now)
-    tx.update_task(task)
-    return task
+    return task, moved_ids, last_seq, short
+
+
+def _transformed(
+    tx: Transaction, task: RedriveTask, patch: MessagePatch, fresh: Destinations, now: float
+) -> tuple[Destinations, list[tuple[str, SkipReason]]]:
+    """The task's transform applied to the dead letters about to move, each edit kept in
+    its history; one it does not apply to stays in the DLQ, skipped (`transform_refused`)."""
+    kept: Destinations = {}
+    refused: list[tuple[str, SkipReason]] = []
+    for key, (queue, ids) in fresh.items():
+        changed = []
+        for m in tx.get_messages(task.project, task.dlq, ids):
+            try:
+                by = patch.by or {}
+                limit = queue.settings.max_message_size
+                changed.append(
+                    edits.edited(m, patch, by=by, now=now, max_size=limit, task_id=task.id)
+                )
+            except (errors.InvalidInput, errors.PatchConflict):
+                refused.append((m.id, SkipReason.TRANSFORM_REFUSED))
+        tx.edit_messages(task.project, changed)
+        if changed:
+            kept[key] = (queue, [m.id for m in changed])
+    return kept, refused
 
 
 # How many of the DLQ's new arrivals one watching step reads for the sample's re-deaths.
 WATCH_BATCH = 500
 
 
-def _start_watch(tx: Transaction, task: RedriveTask, canary: Canary, now: float) -> RedriveTask:
-    """The whole sample has moved: the watch runs from now (by the engine's clock)."""
-    task = replace(task, canary=replace(canary, watch_until=now + canary.watch))
-    tx.update_task(task)
-    return task
-
-
-def _watch(tx: Transaction, task: RedriveTask, canary: Canary, now: float) -> RedriveTask:
+def _watch(tx: Transaction, task: RedriveTask, now: float) -> RedriveTask:
     """Count the sample's messages that came back dead into the DLQ since the last look (a
-    message redriven by this task carries the task's id in its history), and decide: pause
-    as soon as too many died again, go on with the rest once the watch is over."""
-    redeaths, seen = canary.redeaths, canary.seen_seq
+    message redriven by this task carries the task's id in its history), and let the canary
+    decide: pause as soon as too many died again, go on with the rest once the watch is over."""
+    c = task.canary
+    assert c is not None
+    redeaths, seen = c.redeaths, c.seen_seq
     while True:
         query = ListQuery(after_seq=seen, limit=WATCH_BATCH, include_claimed=True,
                           include_delayed=True)  # fmt: skip
@@ -256,21 +279,15 @@ def _watch(tx: Transaction, task: RedriveTask, canary: Canary, now: float) -> Re
             seen = arrived[-1].seq
         if len(arrived) < WATCH_BATCH:
             break
-    canary = replace(canary, redeaths=redeaths, seen_seq=seen)
-    if redeaths * 100 > canary.max_redeath * canary.sample:
-        reason = f"{redeaths} of {canary.sample} canaries died again" + (
-            f": pattern {canary.pattern_id} still failing" if canary.pattern_id else ""
-        )
-        canary = replace(canary, decision=CanaryDecision.PAUSED, decided_at=now, reason=reason)
-        task = replace(task, status=TaskStatus.PAUSED, canary=canary, updated_at=now)
-    elif now >= (canary.watch_until or now):
-        canary = replace(canary, decision=CanaryDecision.CONTINUED, decided_at=now)
-        # The rest is paced from now, not from before the watch.
-        task = replace(task, canary=canary, updated_at=max(task.updated_at, now))
-    elif canary == task.canary:
+    judged = canaries.watched(c, redeaths, seen, now)
+    if judged == c:
         return task
-    else:
-        task = replace(task, canary=canary)
+    if judged.decision is CanaryDecision.PAUSED:
+        task = replace(task, status=TaskStatus.PAUSED, updated_at=now)
+    elif judged.decision is CanaryDecision.CONTINUED:
+        # The rest is paced from now, not from before the watch.
+        task = replace(task, updated_at=max(task.updated_at, now))
+    task = replace(task, canary=judged)
     tx.update_task(task)
     return task
 
@@ -281,8 +298,7 @@ def _redriven_by(history: tuple[dict[str, Any], ...], task_id: str) -> bool:
 
 def watching(task: RedriveTask) -> bool:
     """Whether a task waits for its canary's verdict: its sample moved, the rest waits."""
-    c = task.canary
-    return c is not None and c.decision is None and c.watch_until is not None
+    return canaries.state(task.canary) is canaries.State.WATCHING
 
 
 # (queue name, consumer tag or None) -> (the queue, the ids that go back to it)
@@ -362,30 +378,6 @@ def _within_bounds(
     return within, skipped
 
 
-def _transformed(
-    tx: Transaction, task: RedriveTask, patch: MessagePatch, fresh: Destinations, now: float
-) -> tuple[Destinations, list[tuple[str, SkipReason]]]:
-    """The task's transform applied to the dead letters about to move, each edit kept in
-    its history; one it does not apply to stays in the DLQ, skipped (`transform_refused`)."""
-    kept: Destinations = {}
-    refused: list[tuple[str, SkipReason]] = []
-    for key, (queue, ids) in fresh.items():
-        changed = []
-        for m in tx.get_messages(task.project, task.dlq, ids):
-            try:
-                by = patch.by or {}
-                limit = queue.settings.max_message_size
-                changed.append(
-                    edits.edited(m, patch, by=by, now=now, max_size=limit, task_id=task.id)
-                )
-            except (errors.InvalidInput, errors.PatchConflict):
-                refused.append((m.id, SkipReason.TRANSFORM_REFUSED))
-        tx.edit_messages(task.project, changed)
-        if changed:
-            kept[key] = (queue, [m.id for m in changed])
-    return kept, refused
-
-
 def fail(tx: Transaction, task_id: str, reason: str, now: float) -> RedriveTask | None:
     """Stop a task whose steps fail, keeping why; a task already finished is left as it is."""
     task = tx.get_task(task_id, lock=True)
@@ -437,12 +429,14 @@ def paced(task: RedriveTask, now: float, budget: int) -> tuple[int, Callable[[in
     """How many messages a step may move now, and the task's new `updated_at` once it moved n.
 
     For a task with a rate, `updated_at` is the time up to which its allowance is spent: a step
-    may move what accrued since (at most a second's worth), and advances it by n / rate. Every
+    may move what accrued since (at most a second's worth, or one message), and advances it by
+    n / rate, so the fraction of a message not yet moved is kept for the next step. Every
     server process steps the same row under its lock, so together they keep to the rate.
     """
     if task.rate is None:
         return budget, lambda n: now
     rate = task.rate
-    since = max(task.updated_at, now - RATE_BURST_SECONDS)
+    # Under one message a second the burst is one message: the fraction accrues step by step.
+    since = max(task.updated_at, now - max(RATE_BURST_SECONDS, 1 / rate))
     allowed = min(budget, int((now - since + TIME_SLACK_SECONDS) * rate))
     return allowed, lambda n: since + n / rate

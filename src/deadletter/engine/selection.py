@@ -205,34 +205,35 @@ def redrive_batch(
     max_seq: int,
     limit: int,
     after_seq: int,
-) -> tuple[list[tuple[str, int, str | None, str | None]], int]:
+) -> tuple[list[tuple[str, int, str | None, str | None]], int, bool]:
     """Up to `limit` visible dead letters `where` selects after `after_seq`, locked for a
-    redrive's step: (id, seq, source queue, consumer tag) each, and the seq the next step
-    goes on after (past what was read and not selected)."""
+    redrive's step: (id, seq, source queue, consumer tag) each; the seq the next step goes on
+    after (past what was read and not selected); and whether nothing is left after it."""
     stored = where.for_store()
     if not where.in_engine:
         batch = tx.dead_letter_sources(
             project, dlq, now=now, where=stored, max_seq=max_seq, limit=limit, after_seq=after_seq
         )
-        return batch, batch[-1][1] if batch else after_seq
+        return batch, batch[-1][1] if batch else after_seq, len(batch) < limit
+    take = max(limit, SCAN)
     page = tx.dead_letters(
         project,
         dlq,
         now=now,
         where=stored,
         max_seq=max_seq,
-        limit=max(limit, SCAN),
+        limit=take,
         lock=True,
         after_seq=after_seq,
     )
     picked: list[tuple[str, int, str | None, str | None]] = []
-    cursor = after_seq
+    cursor, read = after_seq, 0
     for m in page:
         if len(picked) == limit:
             break
-        cursor = m.seq
+        cursor, read = m.seq, read + 1
         if matches(m, where):
             p = m.provenance
             source, tag = (p.source_queue, p.source_tag) if p is not None else (None, None)
             picked.append((m.id, m.seq, source, tag))
-    return picked, cursor
+    return picked, cursor, read == len(page) and len(page) < take

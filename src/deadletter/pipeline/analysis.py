@@ -18,8 +18,9 @@ from typing import Any
 
 from deadletter.pipeline import require_pyspark, summary
 from deadletter.pipeline.columns import COLUMNS
-from deadletter.pipeline.mining import DEFAULT_THRESHOLD, explain, pattern_id, with_context
+from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
 from deadletter.pipeline.outputs import members_of, read_assignments, write_jsonl
+from deadletter.pipeline.purity import explain
 from deadletter.pipeline.schema import read_export, require_columns, session, to_schema
 
 
@@ -214,7 +215,7 @@ def summarize_keys(
     groups: list[Any],
     texts: list[Any],
     mined: Mined,
-    variables: dict[str, list[dict[str, Any]]],
+    variables: dict[str, dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """One JSON-ready dict per pattern, largest first (ties by id), from `key_groups` and
     `key_texts`'s rows, with one more job over `keyed` (`one_pass`'s rows) for attribute

@@ -9,44 +9,17 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from deadletter.pipeline.masking import masked_rows, text_cell
 from deadletter.pipeline.mining import pattern_id, with_context
 from deadletter.pipeline.summary import SAMPLES
-from deadletter.pipeline.text import key_paths, mining_parts, tokenize
+from deadletter.pipeline.text import key_paths
 
 
 def _rows(
     error: pd.Series, description: pd.Series, error_class: pd.Series
 ) -> list[tuple[str, ...]]:
-    """The MASKED_COLUMNS of each dead letter (its exception class as text.mining_parts
-    takes it).
-
-    Each distinct text of the batch is masked once: dead letters of one failure repeat their
-    description nearly always and their headline often, and masking is the costly part.
-    """
-    parts: dict[tuple[str | None, str | None, str | None], tuple[str, ...]] = {}
-    tokenized: dict[str, str] = {}
-
-    def masked(text: str) -> str:
-        found = tokenized.get(text)
-        if found is None:
-            found = tokenized[text] = " ".join(tokenize(text))
-        return found
-
-    rows = []
-    cells = zip(map(_text, error), map(_text, description), map(_text, error_class), strict=True)
-    for key in cells:
-        row = parts.get(key)
-        if row is None:
-            signature, headline, context = mining_parts(*key)
-            context_text = masked(context) if context else ""
-            row = parts[key] = (signature, masked(headline), context_text)
-        rows.append(row)
-    return rows
-
-
-def _text(value: object) -> str | None:
-    """A text cell, None for a missing one (pandas gives None or NaN)."""
-    return value if isinstance(value, str) else None
+    """The MASKED_COLUMNS of each dead letter (masking.masked_rows)."""
+    return masked_rows(error, description, error_class)
 
 
 MASKED_COLUMNS = ["signature", "tokens_text", "context_text"]
@@ -92,7 +65,7 @@ def keyed(
         else:
             members.append(i)
             texts.append(_NO_TEXTS)
-    ids = [_text(m) for m in message_id]
+    ids = [text_cell(m) for m in message_id]
     sample = [False] * len(ids)
     for members in rows_of.values():
         first = (

@@ -1,12 +1,10 @@
 """Deterministic template mining of masked token sequences (Drain-style, plus merges).
 
-`mine_all` takes every distinct sequence with its count at once: sequences are bucketed by
-token count and leading plain words (Drain's fixed-depth tree), clustered greedily inside each
-bucket (`mine`: a sequence joins the most similar template when the share of positions holding
-the same token reaches the threshold; differing positions become `<*>`), clusters are cut where
-a position holds a few words that name events (unless the same words vary so in several
-events: then they are a variable's values), and templates with the same constants merge
-across lengths. The thresholds are in rules.py. `with_context` adds the description. Inputs
+`mine_all` takes every distinct sequence with its count at once: the Drain core (drain.py)
+buckets and clusters them and cuts clusters where a position holds words that name events,
+leading program names and marked tails are read as variables or words from their values
+here, templates with the same constants merge across lengths, and runs of free words join a
+variable (phrases.py). The thresholds are in rules.py. `with_context` adds the description. Inputs
 are aggregated and sorted, so the result does not depend on how the data is partitioned or in
 which order it arrives.
 """
@@ -14,208 +12,33 @@ which order it arrives.
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from deadletter.pipeline import rules
+from deadletter.pipeline.drain import (
+    DEFAULT_THRESHOLD,
+    HEAD_MARK,
+    TAIL_MARK,
+    WILDCARD,
+    _across_buckets,
+    _bucket,
+    _constants,
+    _mine_buckets,
+    _skeleton,
+    mine,
+)
+from deadletter.pipeline.phrases import _filled_slots, _free_runs
+from deadletter.pipeline.purity import CONTEXT_SEPARATOR, split_hidden
 from deadletter.pipeline.text import PLACEHOLDERS
 
-WILDCARD = "<*>"
-_WORD = re.compile(rules.WORD)
-_CODE_NAME = re.compile(rules.CODE_NAME)
-_STATE_WORD = re.compile(rules.STATE_WORD)
-DEFAULT_THRESHOLD = rules.DEFAULT_THRESHOLD
-PREFIX_TOKENS = rules.PREFIX_TOKENS
-MIN_VARIABLE_WORDS = rules.MIN_VARIABLE_WORDS
-KEPT_WORDS = rules.KEPT_WORDS
-HEAD_MARK = rules.HEAD_MARK
-TAIL_MARK = rules.TAIL_MARK
 _TAIL_SEP = f" {TAIL_MARK} "
-
-
-def _similarity(template: Sequence[str], tokens: Sequence[str]) -> float:
-    if not tokens:
-        return 1.0
-    if any(
-        a != b and a in KEPT_WORDS and b in KEPT_WORDS
-        for a, b in zip(template, tokens, strict=True)
-    ):
-        return -1.0
-    same = sum(1 for a, b in zip(template, tokens, strict=True) if a == b and a != WILDCARD)
-    # Placeholder positions count as agreeing when both hold the same placeholder type.
-    return same / len(tokens)
-
-
-def mine(
-    sequences: Iterable[tuple[Sequence[str], int]],
-    threshold: float = DEFAULT_THRESHOLD,
-    names: frozenset[frozenset[str]] = frozenset(),
-    seen: list[tuple[frozenset[str], tuple[str, ...]]] | None = None,
-) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Template of every distinct sequence in one bucket (same length), given their counts.
-
-    `names` and `seen` are for `_split_on_words`: word sets known to be the values of one
-    variable, and a list that collects the word sets a cluster was cut on."""
-    counts: dict[tuple[str, ...], int] = {}
-    for seq, n in sequences:
-        key = tuple(seq)
-        counts[key] = counts.get(key, 0) + n
-    ordered = sorted(counts, key=lambda s: (-counts[s], s))
-    templates: list[list[str]] = []
-    member_of: dict[tuple[str, ...], int] = {}
-    for seq in ordered:
-        best, best_sim = -1, -1.0
-        for i, template in enumerate(templates):
-            sim = _similarity(template, seq)
-            if sim > best_sim:
-                best, best_sim = i, sim
-        if best >= 0 and best_sim >= threshold:
-            template = templates[best]
-            for pos, token in enumerate(seq):
-                if template[pos] != token:
-                    template[pos] = WILDCARD
-            member_of[seq] = best
-        else:
-            templates.append(list(seq))
-            member_of[seq] = len(templates) - 1
-    clusters: dict[int, list[tuple[str, ...]]] = {}
-    for seq in ordered:
-        clusters.setdefault(member_of[seq], []).append(seq)
-    out: dict[tuple[str, ...], tuple[str, ...]] = {}
-    for members in clusters.values():
-        for part in _split_on_words(members, names, seen, counts):
-            shared = _template_of(part)
-            out.update((seq, shared) for seq in part)
-    return out
-
-
-def _template_of(members: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
-    """Each position's shared token, or `<*>` where the members differ."""
-    first = members[0]
-    return tuple(
-        token if all(m[pos] == token for m in members) else WILDCARD
-        for pos, token in enumerate(first)
-    )
-
-
-def _names_events(values: frozenset[str]) -> bool:
-    """Whether the values of one varying position read as constants naming distinct events
-    (rules.MIN_VARIABLE_WORDS, rules.MAX_STATE_WORDS): a few plain words or names written in
-    code, or a few more capitalised words."""
-    if len(values) < 2:
-        return False
-    if len(values) < MIN_VARIABLE_WORDS and all(
-        _WORD.match(v)
-        or (_CODE_NAME.match(v) and (v != v.lower() or (v[0] == "'" and "." not in v)))
-        for v in values
-    ):
-        return True
-    return len(values) <= rules.MAX_STATE_WORDS and all(_STATE_WORD.match(v) for v in values)
-
-
-def _split_on_words(
-    members: list[tuple[str, ...]],
-    names: frozenset[frozenset[str]] = frozenset(),
-    seen: list[tuple[frozenset[str], tuple[str, ...]]] | None = None,
-    counts: dict[tuple[str, ...], int] | None = None,
-) -> list[list[tuple[str, ...]]]:
-    """A cluster cut apart where a varying position holds words that name events.
-
-    Greedy similarity merges `stored as bytes` with `stored as values`, and `VM Started` with
-    `VM Paused`: one word out of ten differs. Variables nearly always hold digits or
-    punctuation, or take many values, so a position whose few values are words
-    (`_names_events`) is read as a constant, as Brain reads a word's variability from the data.
-    Except the word sets in `names`: those alternate in several events (`Failed password for
-    root` / `git`, `user=root` / `git`), so they are the values of a variable, a user's name.
-    Each set a cluster is cut on is added to `seen`, with the place it was cut in. Two
-    values of any spelling that each recur in several messages (`_each_recurs`, over
-    `counts`) name events too.
-    """
-    if len(members) < 2:
-        return [members]
-    for pos in range(len(members[0])):
-        values = frozenset(m[pos] for m in members)
-        if values not in names and (_names_events(values) or _each_recurs(members, pos, counts)):
-            if seen is not None:
-                seen.append((values, _context(members, pos)))
-            parts: dict[str, list[tuple[str, ...]]] = {}
-            for m in members:
-                parts.setdefault(m[pos], []).append(m)
-            return [
-                p for v in sorted(parts) for p in _split_on_words(parts[v], names, seen, counts)
-            ]
-    return [members]
-
-
-def _each_recurs(
-    members: list[tuple[str, ...]], pos: int, counts: dict[tuple[str, ...], int] | None
-) -> bool:
-    """Whether one position holds exactly rules.RECURRING_VALUES values, whatever their
-    spelling (`websocket.connect` / `websocket.http.response.body`), each in at least
-    rules.MIN_RECURRENCE messages (`counts`): a variable shows more values as messages
-    come, while the words of two events each recur consistently."""
-    if counts is None:
-        return False
-    seen: dict[str, int] = {}
-    for m in members:
-        if m[pos] in PLACEHOLDERS:
-            return False
-        seen[m[pos]] = seen.get(m[pos], 0) + counts[m]
-    return len(seen) == rules.RECURRING_VALUES and min(seen.values()) >= rules.MIN_RECURRENCE
-
-
-def _context(members: list[tuple[str, ...]], pos: int) -> tuple[str, ...]:
-    """Where a cluster was cut: its template without the cut position and without the
-    bucket's leading words. Two buckets that differ only by a variable's value
-    (`No sku <*> was found`, `No user <*> was found`) are one place, not two."""
-    template = _template_of(members)
-    return tuple(
-        WILDCARD if i < PREFIX_TOKENS else token for i, token in enumerate(template) if i != pos
-    )
+__all__ = ["DEFAULT_THRESHOLD", "mine", "mine_all", "pattern_id", "with_context"]
 
 
 def pattern_id(template: str, signature: str) -> str:
     """Stable id of a pattern: the same template and signature give the same id on every run."""
     digest = hashlib.sha256(f"{template}\n{signature}".encode()).hexdigest()
     return f"p-{digest[:12]}"
-
-
-def _bucket(tokens: Sequence[str]) -> tuple[int, str]:
-    """Drain's first levels: the token count, then the first tokens while they are plain words.
-
-    A token that is not a plain word (`com.apple.cts.daily`, `<ID>`) is as likely a variable
-    as a constant, so it ends the prefix rather than split the bucket; the similarity decides.
-    """
-    head: list[str] = []
-    for token in tokens[:PREFIX_TOKENS]:
-        if not _WORD.match(token):
-            break
-        head.append(token)
-    return len(tokens), " ".join(head)
-
-
-def _skeleton(template: Sequence[str]) -> tuple[str, ...]:
-    """The template's constants in order, every run of variables one `<*>`."""
-    out: list[str] = []
-    for token in template:
-        if token in PLACEHOLDERS:
-            if out and out[-1] == WILDCARD:
-                continue
-            token = WILDCARD
-        out.append(token)
-    return tuple(out)
-
-
-def _collapse(template: Sequence[str]) -> tuple[str, ...]:
-    """Runs of variables as one: their shared placeholder, or `<*>` when they differ."""
-    out: list[str] = []
-    for token in template:
-        if token in PLACEHOLDERS and out and out[-1] in PLACEHOLDERS:
-            if out[-1] != token:
-                out[-1] = WILDCARD
-            continue
-        out.append(token)
-    return tuple(out)
 
 
 def _split_head(text: str) -> tuple[str, str]:
@@ -316,10 +139,6 @@ def _varies(values: dict[str, int]) -> bool:
     return len(values) >= rules.MIN_VARIANT_VALUES and min(values.values()) == 1
 
 
-def _constants(template: str) -> int:
-    return sum(1 for t in template.split(" ") if t and t not in PLACEHOLDERS and t != TAIL_MARK)
-
-
 def _cut_tail(text: str) -> tuple[str, str, str]:
     """(stem, mark, tail) of a sequence with a marked tail; the tail may be empty."""
     if text.endswith(f" {TAIL_MARK}"):
@@ -408,294 +227,6 @@ def _mine_plain(
     return {text: " ".join(template) for text, template in now.items()}
 
 
-def _runs(
-    general: Sequence[str], template: Sequence[str], free: Sequence[bool] = ()
-) -> list[tuple[str, ...]] | None:
-    """What each variable of `general` holds in `template`, when `template` is `general` with
-    each variable holding a run of tokens: one token of any kind, or a phrase of plain words
-    (several, or none); None when it is not. A run that holds a variable among its words
-    (`invalid user <*>`) has a structure of its own, so it is another event's text, except in
-    the variables marked `free` (known to hold free text), which take any run."""
-    length = len(template)
-    slot = -1
-    # reach[i][j]: how `general[:i]` produces `template[:j]` (the runs so far), if it can.
-    reach: list[list[tuple[str, ...]] | None] = [[]] + [None] * length
-    for token in general:
-        slot += token in PLACEHOLDERS
-        after: list[list[tuple[str, ...]] | None] = [None] * (length + 1)
-        for j, runs in enumerate(reach):
-            if runs is None:
-                continue
-            if token not in PLACEHOLDERS:
-                if j < length and template[j] == token and after[j + 1] is None:
-                    after[j + 1] = runs
-                continue
-            if slot < len(free) and free[slot]:
-                for k in range(j, length + 1):
-                    if after[k] is None:
-                        after[k] = [*runs, tuple(template[j:k])]
-                continue
-            if after[j] is None:
-                after[j] = [*runs, ()]
-            if j < length and after[j + 1] is None:
-                after[j + 1] = [*runs, (template[j],)]
-            k = j
-            while k < length and template[k] not in PLACEHOLDERS:
-                k += 1
-                if after[k] is None:
-                    after[k] = [*runs, tuple(template[j:k])]
-        reach = after
-    return reach[length]
-
-
-def _filled_slots(
-    weight: dict[tuple[str, ...], int],
-    members: dict[tuple[str, ...], dict[tuple[str, ...], int]],
-    threshold: float,
-) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Templates that are another template with a phrase (several plain words, or none) in
-    one of its variables join it: `<*> is not a valid range` has many one-word values, and
-    `Lorem ipsum dolor is not a valid range` or ` is not a valid range` is the same event with
-    a phrase, or nothing, where a name usually goes. The general template keeps
-    rules.MIN_FRAME_CONSTANTS constants, which make up at least `threshold` of the other's
-    tokens (Drain's share); a template whose variables all take one token is the positional
-    rules' to judge (`_split_on_words`), so words that name events stay apart; and a variable
-    whose few values each recur (`_slot_kinds`, over the general template's `members`) names
-    events, so it takes no phrase."""
-    out = {template: template for template in weight}
-    general = [
-        t
-        for t in weight
-        if any(token in PLACEHOLDERS for token in t)
-        and _constants(" ".join(t)) >= rules.MIN_FRAME_CONSTANTS
-    ]
-    if not general:
-        return out
-    # The most specific first (most constants), then the most frequent.
-    general.sort(key=lambda t: (-_constants(" ".join(t)), -weight[t], t))
-    # Each general template under its first constant: only a template holding that token can
-    # fit it, so a template is compared with those alone, in the same order.
-    rank = {t: i for i, t in enumerate(general)}
-    by_first: dict[str, list[tuple[str, ...]]] = {}
-    for candidate in general:
-        first = next(t for t in candidate if t not in PLACEHOLDERS)
-        by_first.setdefault(first, []).append(candidate)
-    kinds: dict[tuple[str, ...], list[str]] = {}
-    for template in sorted(weight, key=lambda t: (weight[t], t)):
-        tokens = set(template)
-        reachable = sorted(
-            (c for token in tokens for c in by_first.get(token, [])), key=rank.__getitem__
-        )
-        for candidate in reachable:
-            if candidate == template or len(candidate) == len(template):
-                continue
-            constants = [t for t in candidate if t not in PLACEHOLDERS]
-            if not set(constants) <= tokens:
-                continue
-            if candidate not in kinds:
-                kinds[candidate] = _slot_kinds(candidate, members.get(candidate, {}))
-            kind = kinds[candidate]
-            runs = _runs(candidate, template, [k == FREE for k in kind])
-            if runs is None:
-                continue
-            filled = [k for run, k in zip(runs, kind, strict=True) if len(run) != 1]
-            if FIXED in filled:
-                continue
-            # A slot known to hold free text takes a run of any length; elsewhere the
-            # general template's constants must make most of the other's tokens.
-            if any(k != FREE for k in filled) and len(constants) < threshold * len(template):
-                continue
-            out[template] = candidate
-            break
-    # A general template that joined another follows it.
-    for template in out:
-        seen = {template}
-        while out[out[template]] != out[template] and out[template] not in seen:
-            seen.add(out[template])
-            out[template] = out[out[template]]
-    return out
-
-
-FIXED = "fixed"
-FREE = "free"
-
-
-def _slot_kinds(template: tuple[str, ...], members: dict[tuple[str, ...], int]) -> list[str]:
-    """For each variable of `template`, over its members: FIXED when its values are few
-    (under rules.MIN_VARIABLE_WORDS) and each seen more than once, words that name events
-    (`"websocket.connect"` / `"websocket.http.response.body"`) rather than a variable's
-    values; FREE when some value is a run of several tokens or none, free text; else ""."""
-    places = sum(1 for t in template if t in PLACEHOLDERS)
-    values: list[dict[tuple[str, ...], int]] = [{} for _ in range(places)]
-    for tokens, n in members.items():
-        runs = _runs(template, tokens, [True] * places)
-        if runs is None:
-            continue
-        for seen, run in zip(values, runs, strict=True):
-            seen[run] = seen.get(run, 0) + n
-    return [
-        FREE
-        if any(len(run) != 1 for run in seen)
-        else FIXED
-        if 1 < len(seen) < MIN_VARIABLE_WORDS and min(seen.values()) > 1
-        else ""
-        for seen in values
-    ]
-
-
-def _free_runs(weight: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Templates that differ only in a run of words between a shared start and end (either
-    may be empty), where that run varies freely (`_varies_freely`, in two lengths or more,
-    no word common to all), are one template with `<*>` there: an error text or a phrase of
-    several words written without quotes (`Writer "x" not found. No such file or
-    directory`). The start and the end together keep rules.MIN_FRAME_CONSTANTS constants, so
-    a variable run is always framed by the words that name the event."""
-    frames: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[tuple[str, ...], int]] = {}
-    for template, n in weight.items():
-        size = len(template)
-        # Frames cost the square of the length: long lines are logs more than messages.
-        if size > rules.MAX_FRAME_TOKENS:
-            continue
-        constant = [0]
-        for token in template:
-            constant.append(constant[-1] + (token not in PLACEHOLDERS))
-        for i in range(size):
-            prefix = template[:i]
-            for j in range(size - i):
-                suffix = template[size - j :]
-                if constant[i] + constant[size] - constant[size - j] < rules.MIN_FRAME_CONSTANTS:
-                    continue
-                middles = frames.setdefault((prefix, suffix), {})
-                middle = template[i : size - j]
-                middles[middle] = middles.get(middle, 0) + n
-    out = {template: template for template in weight}
-    done: set[tuple[str, ...]] = set()
-    # The frame shared by the most templates first (the run it leaves is the widest), then
-    # the longest: a frame that took the first words of the run would split it.
-    order = sorted(frames, key=lambda f: (-len(frames[f]), -len(f[0]) - len(f[1]), f))
-    for prefix, suffix in order:
-        middles = {
-            middle: n
-            for middle, n in frames[prefix, suffix].items()
-            if (*prefix, *middle, *suffix) not in done
-        }
-        # Runs of one length are the positional rules' to judge (`_split_on_words`), and
-        # runs that all hold one same word are variants of one structure (`... to build
-        # instance` / `to destroy the instance`), not free text.
-        if (
-            len({len(m) for m in middles}) < 2
-            or not _varies_freely(middles)
-            or _shared_word(list(middles))
-        ):
-            continue
-        merged = _collapse((*prefix, WILDCARD, *suffix))
-        for middle in middles:
-            template = (*prefix, *middle, *suffix)
-            out[template] = merged
-            done.add(template)
-    return out
-
-
-def _shared_word(runs: list[tuple[str, ...]]) -> bool:
-    common = {t for t in runs[0] if t not in PLACEHOLDERS}
-    for run in runs[1:]:
-        common &= set(run)
-    return bool(common)
-
-
-def _varies_freely(values: dict[tuple[str, ...], int]) -> bool:
-    """Many values, or a few of which at least half were seen once: phrases that each recur
-    (`Took <DUR> to spawn the instance` / `to build instance`) name events."""
-    if len(values) >= rules.MANY_VALUES:
-        return True
-    once = sum(1 for n in values.values() if n == 1)
-    return len(values) >= rules.MIN_VARIANT_VALUES and 2 * once >= len(values)
-
-
-def _across_buckets(
-    weight: dict[tuple[str, ...], int], threshold: float
-) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """The templates of one length mined again together, across leading words.
-
-    The bucket's leading words keep events apart cheaply, but a variable in the first places
-    (`No <name> extension was found`, `<name> must be bytes`) puts each value in a bucket of
-    its own. Here a template joins the most similar cluster (at the same threshold) that holds
-    no template of its own bucket, so what a bucket kept apart stays apart; the cut on words
-    that name events (`_split_on_words`) keeps apart leading words that are few, and a merge
-    must keep rules.MIN_STEM_CONSTANTS constants (`boot (command <NUM>)` and
-    `halt (command <NUM>)` share too little to be one event)."""
-    by_length: dict[int, list[tuple[str, ...]]] = {}
-    for template in sorted(weight, key=lambda t: (-weight[t], t)):
-        by_length.setdefault(len(template), []).append(template)
-    out: dict[tuple[str, ...], tuple[str, ...]] = {}
-    for templates in by_length.values():
-        clusters: list[tuple[list[str], set[str], list[tuple[str, ...]]]] = []
-        # Which clusters hold a token in a place: only those can reach a positive threshold,
-        # so a template is compared with them alone (the same choice as comparing with all,
-        # first cluster first on ties), not with every cluster of its length.
-        holding: dict[tuple[int, str], set[int]] = {}
-        for template in templates:
-            bucket = _bucket(template)[1]
-            if template and threshold > 0:
-                candidates: set[int] = set()
-                for place in enumerate(template):
-                    candidates |= holding.get(place, set())
-            else:
-                candidates = set(range(len(clusters)))
-            best, best_sim = -1, -1.0
-            for i in sorted(candidates):
-                if bucket in clusters[i][1]:
-                    continue
-                sim = _similarity(clusters[i][0], template)
-                if sim > best_sim:
-                    best, best_sim = i, sim
-            if best >= 0 and best_sim >= threshold:
-                shared, buckets, members = clusters[best]
-                for pos, token in enumerate(template):
-                    if shared[pos] != token:
-                        holding.get((pos, shared[pos]), set()).discard(best)
-                        shared[pos] = WILDCARD
-                buckets.add(bucket)
-                members.append(template)
-            else:
-                for place in enumerate(template):
-                    if place[1] != WILDCARD:
-                        holding.setdefault(place, set()).add(len(clusters))
-                clusters.append((list(template), {bucket}, [template]))
-        for _, _, members in clusters:
-            for part in _split_on_words(members):
-                merged = _template_of(part) if len(part) > 1 else part[0]
-                keep = _constants(" ".join(merged)) >= rules.MIN_STEM_CONSTANTS
-                out.update((t, merged if keep else t) for t in part)
-    return out
-
-
-def _mine_buckets(
-    buckets: dict[tuple[int, str], list[tuple[list[str], int]]], threshold: float
-) -> dict[str, tuple[str, ...]]:
-    """`mine` over every bucket, twice when needed: a set of words that named events in more
-    than one cluster or position (rules.MIN_NAME_REUSE) is a variable's values, as a user name
-    recurs wherever a name goes, while the words naming events belong to one message; the
-    second pass keeps such sets as variables."""
-    names: frozenset[frozenset[str]] = frozenset()
-    while True:
-        seen: list[tuple[frozenset[str], tuple[str, ...]]] = []
-        mined: dict[str, tuple[str, ...]] = {}
-        for key in sorted(buckets):
-            for seq, template in mine(buckets[key], threshold, names, seen).items():
-                mined[" ".join(seq)] = _collapse(template)
-        places: dict[frozenset[str], set[tuple[str, ...]]] = {}
-        for values, context in seen:
-            places.setdefault(values, set()).add(context)
-        reused = frozenset(v for v, p in places.items() if len(p) >= rules.MIN_NAME_REUSE)
-        if not reused:
-            return mined
-        names |= reused
-
-
-CONTEXT_SEPARATOR = " :: "
-
-
 def with_context(
     rows: Iterable[tuple[str, str, int]], threshold: float = DEFAULT_THRESHOLD
 ) -> dict[tuple[str, str], str]:
@@ -705,7 +236,8 @@ def with_context(
     contexts (descriptions). A text template whose dead letters carry more than one context
     template is split by context, and the context template is appended after " :: ": a
     generic `HandlerError failed` over `timeout after <NUM> ms` and `quota exceeded` is two
-    patterns. A context shared by the whole group adds nothing and is left out.
+    patterns. A context shared by the whole group adds nothing and is left out. Before
+    that, a text template whose variable place hides a split is cut (purity.split_hidden).
     """
     counts: dict[tuple[str, str], int] = {}
     for text, context, n in rows:
@@ -716,7 +248,7 @@ def with_context(
         text_counts[text] = text_counts.get(text, 0) + n
         if context:
             context_counts[context] = context_counts.get(context, 0) + n
-    texts = mine_all(text_counts.items(), threshold)
+    texts = split_hidden(mine_all(text_counts.items(), threshold), text_counts)
     contexts = mine_all(context_counts.items(), threshold)
     seen: dict[str, set[str]] = {}
     for text, context in counts:
@@ -728,73 +260,3 @@ def with_context(
             template = f"{template}{CONTEXT_SEPARATOR}{contexts.get(context, '')}".rstrip()
         out[(text, context)] = template
     return out
-
-
-EXAMPLE_VALUES = 3
-
-
-def explain(
-    found: dict[tuple[str, str], str], counts: Iterable[tuple[str, str, int]]
-) -> dict[str, list[dict[str, object]]]:
-    """Why the members of each template belong together: for each variable of the template
-    (`<*>`, a program name `<*>:`), the values its members hold there, the most frequent
-    first (at most EXAMPLE_VALUES), and how many there are. Typed placeholders (`<PATH>`)
-    name their kind already and are left out unless their members differ in kind.
-
-    `found` is `with_context`'s answer and `counts` its input: both engines call this on the
-    same distinct pairs, so the explanations are the same too."""
-    values: dict[str, list[dict[str, int]]] = {}
-    shapes: dict[str, re.Pattern[str] | None] = {}
-    for text, context, n in counts:
-        template = found[(text, context)]
-        head = template.split(CONTEXT_SEPARATOR, 1)[0]
-        if head not in shapes:
-            aligned = shapes[head] = _alignment(head)
-            values[head] = [{} for _ in range(aligned.groups if aligned else 0)]
-        shape = shapes[head]
-        if shape is None:
-            continue
-        tokens = " ".join(t for t in text.split(" ") if t != TAIL_MARK)
-        match = shape.match(tokens)
-        if match is None:
-            continue
-        for i, value in enumerate(match.groups(default="")):
-            seen = values[head][i]
-            seen[value] = seen.get(value, 0) + int(n)
-    out: dict[str, list[dict[str, object]]] = {}
-    for template in set(found.values()):
-        head = template.split(CONTEXT_SEPARATOR, 1)[0]
-        places = [t for t in head.split(" ") if t in PLACEHOLDERS or t == WILDCARD + HEAD_MARK]
-        variables = []
-        for position, (token, seen) in enumerate(zip(places, values.get(head, []), strict=False)):
-            if token not in (WILDCARD, WILDCARD + HEAD_MARK) and set(seen) <= {token}:
-                continue
-            top = sorted(seen, key=lambda v: (-seen[v], v))[:EXAMPLE_VALUES]
-            variables.append(
-                {"variable": position + 1, "token": token, "values": top, "distinct": len(seen)}
-            )
-        out[template] = variables
-    return out
-
-
-def _alignment(template: str) -> re.Pattern[str] | None:
-    """A regular expression that reads a member's tokens against its template: constants as
-    they are, each variable one group of one token or more, or of none (a template may hold
-    members whose value there is empty, `_filled_slots`): the group and its blank are
-    optional, and an empty value reads as ""."""
-    if not template:
-        return None
-    out = ""
-    blank = ""
-    for token in template.split(" "):
-        if token in PLACEHOLDERS:
-            if out:
-                out += "(?: (.+?))?"
-            else:
-                out, blank = "(?:(.+?) )?", ""
-                continue
-        else:
-            part = r"(\S+):" if token == WILDCARD + HEAD_MARK else re.escape(token)
-            out += blank + part
-        blank = " "
-    return re.compile("^" + out + "$")

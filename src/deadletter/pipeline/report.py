@@ -13,10 +13,16 @@ MAX_HOURS = 24 * 90
 
 
 def label(pattern: dict[str, Any]) -> str:
-    """The template, or for dead letters that carried no error text at all (they ran out of
-    claims, say) a label naming why they were dead-lettered."""
-    if pattern.get("template"):
-        return str(pattern["template"])
+    """The template, after the exception class a consumer gave as a field (its name is taken
+    off the text mined, text.mining_parts, so the label puts it back); or for dead letters
+    that carried no error text at all (they ran out of claims, say) a label naming why they
+    were dead-lettered."""
+    template = str(pattern.get("template") or "")
+    signature = str(pattern.get("signature") or "")
+    if signature and " @ " not in signature and not template.startswith(signature):
+        return f"{signature}: {template}" if template else signature
+    if template:
+        return template
     reasons = ", ".join(_texts(pattern.get("reasons"))) or "unknown reason"
     return f"(no error text: {reasons})"
 
@@ -135,12 +141,32 @@ def _variables(variables: list[dict[str, Any]]) -> str:
         return ""
     items = "".join(
         f"<li><code>{escape(str(v['token']))}</code> #{v['variable']}: "
-        + ", ".join(f"<code>{escape(str(x))}</code>" for x in v["values"])
+        + ", ".join(
+            f"<code>{escape(str(x))}</code>" + (f" &times;{n}" if n is not None else "")
+            for x, n in zip(v["values"], v.get("counts") or [None] * len(v["values"]), strict=False)
+        )
         + (f" &hellip; ({v['distinct']} values)" if v["distinct"] > len(v["values"]) else "")
+        + _warning(v)
         + "</li>"
         for v in variables
     )
     return f'<ul class="variables">{items}</ul>'
+
+
+def _warning(variable: dict[str, Any]) -> str:
+    if not variable.get("warning"):
+        return ""
+    return f' <strong class="warning">{escape(str(variable["warning"]))}</strong>'
+
+
+def _purity(p: dict[str, Any]) -> str:
+    """A mark on a pattern that may hold more than one failure (purity.explain)."""
+    if not p.get("impure"):
+        return ""
+    return (
+        f' <strong class="warning">impure: purity {float(p.get("purity") or 0):.2f},'
+        " check the values below before redriving</strong>"
+    )
 
 
 def _row(p: dict[str, Any]) -> str:
@@ -151,7 +177,7 @@ def _row(p: dict[str, Any]) -> str:
     return (
         f'<tr id="{escape(p["id"])}"><td><code>{escape(p["id"])}</code></td>'
         f"<td>{p['count']}</td><td><code>{escape(label(p))}</code>"
-        f"{_variables(p.get('variables') or [])}"
+        f"{_purity(p)}{_variables(p.get('variables') or [])}"
         f"<br><small>{escape(p.get('signature') or '')}</small></td>"
         f"<td>{_cell_list(p['source_queues'])}</td><td>{_cell_list(p['reasons'])}</td>"
         f"<td>{escape(p['first_seen'] or '')}<br>{escape(p['last_seen'] or '')}</td>"
@@ -174,6 +200,7 @@ th {{ background: #f3f3f3; }}
 code {{ white-space: pre-wrap; word-break: break-word; }}
 pre {{ max-width: 40em; overflow: auto; font-size: 11px; }}
 ul.variables {{ margin: 2px 0; padding-left: 1.2em; font-size: 12px; }}
+.warning {{ color: #a40; }}
 </style></head><body>
 <h1>Dead-letter failure patterns</h1>
 <p>{total} dead letters in {len(patterns)} patterns.</p>

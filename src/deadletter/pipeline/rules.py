@@ -22,7 +22,14 @@ DIGIT = "0-9"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 MASKS: list[tuple[str, str, str, str]] = [
-    (r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+", "<URL>", "://", ""),
+    # A URL may hold blanks inside a path segment ("s3a://lake/raw events/dt=1/"): words
+    # joined by single blanks continue it when a slash follows them.
+    (
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+(?: [\w.@%+=-]+(?: [\w.@%+=-]+)*/[^\s'\"<>]*)*",
+        "<URL>",
+        "://",
+        "",
+    ),
     (r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "<EMAIL>", "@", ""),
     (
         r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
@@ -46,7 +53,17 @@ MASKS: list[tuple[str, str, str, str]] = [
         ":",
         r"\d:\d",
     ),
-    (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<TS>", ":", r"\d:\d"),
+    # A date written with slashes or dots before its time, day first or year first, and a
+    # time of day with its AM/PM: one variable, so that two ways of writing a time do not
+    # split an event ("11/28/2026 10:05:11 AM", "2026/11/28 10:05:11").
+    (
+        r"\b\d{1,4}[/.]\d{1,2}[/.]\d{1,4}[ T]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?"
+        r"(?:\s?[AaPp][Mm]\b)?",
+        "<TS>",
+        ":",
+        r"\d:\d",
+    ),
+    (r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?:\s?[AaPp][Mm])?\b", "<TS>", ":", r"\d:\d"),
     # IPv6 addresses and MAC addresses: four or more hex groups joined by colons.
     (
         r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){3,}[0-9a-fA-F]{1,4}(?![\w:])",
@@ -65,35 +82,40 @@ MASKS: list[tuple[str, str, str, str]] = [
         "",
     ),
     # A path may hold blanks inside a directory name ("/home/bob/Old Projects/api v2/"):
-    # words joined by single blanks count as one segment when a slash follows them.
+    # words joined by single blanks count as one segment when a slash follows them, and in
+    # its file's name when the name ends in an extension ("/mnt/Finance Reports/q3 sum.csv").
     (
-        r"(?<![\w.])(?:/[\w.@%+-]+(?: [\w.@%+-]+)*(?=/))+/[\w.@%+-]*",
+        r"(?<![\w.])(?:/[\w.@%+-]+(?: [\w.@%+-]+)*(?=/))+/"
+        r"(?:[\w@%+-][\w.@%+-]*(?: [\w@%+-][\w.@%+-]*)*\.[A-Za-z][A-Za-z0-9]{0,7}\b|[\w.@%+-]*)",
         "<PATH>",
         "/",
         "",
     ),
     # The same on Windows: a blank inside a folder's name, not after the file's.
     (r"\b[A-Za-z]:(?:\\[\w.$-]+(?: [\w.$-]+)*(?=\\))*\\[\w.$-]*", "<PATH>", "\\", ""),
-    (r"\b0x[0-9a-fA-F]+\b", "<HEX>", "0x", ""),
     (r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", "<HEX>", DIGIT, ""),
     # A size with its unit, and the rounded size some loggers add in parentheses, is one
     # variable however many tokens it spans: "1190 bytes (1.16 KB)".
     (
-        r"(?<![\w.])\d+(?:\.\d+)?\s?(?:bytes?|[KMGT]i?B|B)\b"
+        r"(?<![\w.])(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?)\s?(?:bytes?|[KMGT]i?B|B)\b"
         r"(?:\s\(\d+(?:\.\d+)?\s?[KMGT]i?B\))?",
         "<SIZE>",
         DIGIT,
-        r"\d\s?[bKMGTB]",
+        r"[\dA-Fa-f]\s?[bKMGTB]",
     ),
     (
-        r"(?<![\w.])[<>]?\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?"
+        r"(?<![\w.])[<>]?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?)\s?(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?"
         r"|h|hours?)\b",
         "<DUR>",
         DIGIT,
-        r"\d\s?[muµnsh]",
+        r"[\dA-Fa-f]\s?[muµnsh]",
     ),
     # A clock duration ("lifetime 02:19"), after the timestamps took the hh:mm:ss ones.
     (r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])", "<DUR>", ":", r"\d:\d"),
+    # A number written in hex (a size or a duration in hex was read as one above): the miner
+    # reads `<HEX>` and `<NUM>` in one place as one variable, so `0x1f` in one message and
+    # `31` in another do not split an event.
+    (r"\b0x[0-9a-fA-F]+\b", "<HEX>", "0x", ""),
 ]
 
 # (pattern, needs): a text in which no pattern of SPANS is found (or whose `needs` it lacks;
@@ -112,14 +134,30 @@ SPANS: list[tuple[str, str]] = [
     (r"\s/|\s[\w.@%+-]+/", "/"),
     (r"\s\(\d", "("),
     (r"\d:\d", ":"),
-    (r"\d\s(?:[bKMGTB]|(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?|h|hours?)\b)", ""),
+    (
+        r"(?:\d|0x[0-9a-fA-F]+)\s(?:[bKMGTB]|(?:ms|us|µs|ns|s|sec|secs|seconds?|m|mins?|minutes?"
+        r"|h|hours?)\b)",
+        "",
+    ),
+    ("", "`"),
 ]
 
 # Quoted text is masked unless it is a bare identifier or key path ('customer.id') or a
 # request line: such a name tells which bug it is, while a quoted value ('abc 12') tells
 # which instance.
-QUOTED = r"'([^'\n]{0,200})'|\"([^\"\n]{0,200})\""
+QUOTED = r"`([^`'\n]{0,200})['`]|'([^'\n]{0,200})'|\"([^\"\n]{0,200})\""
 QUOTED_KEPT = r"^[A-Za-z_][A-Za-z_.\[\]-]*$|^(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) <PATH>$"
+
+# A tag naming a class of errors in capitals, its words joined by underscores, keeps its
+# digits: `_LEGACY_ERROR_TEMP_2033` names which error it is, as a word does; an id has one
+# word at most (`ORD_48213`).
+CLASS_TAG = r"^_?[A-Z][A-Z]+(?:_[A-Z0-9]+)*_[A-Z][A-Z]+(?:_[A-Z0-9]+)*$"
+# A wrapped cause: after ": ", an exception's name (qualified or not) and its own ": ".
+# From there the text is another error's, one variable (text.tokenize).
+CAUSE = (
+    r"(?<=\S): (?=(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Exception|Error|Failure|Fault)"
+    r"(?::(?:\s|$)|$))"
+)
 
 # Tokens --------------------------------------------------------------------------------
 TOKEN_SPLIT = r"[\s,;=()\[\]{}|]+|::"
@@ -157,6 +195,12 @@ MIN_VARIABLE_WORDS = 3
 # new values as messages come, the words of two events each recur.
 RECURRING_VALUES = 2
 MIN_RECURRENCE = 3
+# A variable place whose values are at most MAX_SPLIT_VALUES runs of the event's own words,
+# each seen in MIN_RECURRENCE messages or more, hides a split when the runs differ in length
+# or another such place takes one value for each of its values (purity.split_hidden); a
+# template is cut at most MAX_SPLIT_DEPTH times.
+MAX_SPLIT_VALUES = 4
+MAX_SPLIT_DEPTH = 3
 # Capitalised words are enumerations (`VM Paused` / `Resumed` / `Started` / `Stopped`) up to
 # this many values; user and host names are lower case, and codes in capitals (`DHL` / `UPS`,
 # `EUR` / `USD`) are values.
@@ -174,11 +218,11 @@ MANY_VALUES = 6
 MIN_VARIANT_VALUES = 3
 MIN_STEM_CONSTANTS = 2
 # A run of words that varies between a shared start and end is one variable when the start
-# and the end hold at least this many constants (mining._free_runs).
+# and the end hold at least this many constants (phrases._free_runs).
 MIN_FRAME_CONSTANTS = 3
 # Templates longer than this many tokens are not searched for runs of free text.
 MAX_FRAME_TOKENS = 40
-# At most this many passes of the merge across buckets (mining._across_buckets).
+# At most this many passes of the merge across buckets (drain._across_buckets).
 MAX_PASSES = 3
 WORD = r"^[A-Za-z][A-Za-z_-]*$"
 CODE_NAME = r"^'?[A-Za-z][A-Za-z_.:$-]*'?$"

@@ -154,18 +154,22 @@ def assemble(
     examples: dict[str, dict[str, Any]],
     shapes: dict[str, dict[str, list[str]]],
     attrs: dict[str, list[dict[str, Any]]],
-    variables: dict[str, list[dict[str, Any]]] | None = None,
+    explained: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One JSON-ready dict per pattern, largest first (ties by id); `variables` by template
-    (mining.explain)."""
+    """One JSON-ready dict per pattern, largest first (ties by id); `explained` by template
+    (purity.explain: its variables, purity and impure flag)."""
     patterns = []
     for pid, r in folded.base.items():
         shape = shapes.get(pid, {})
+        sure = (explained or {}).get(r["template"] or "") or {}
         patterns.append(
             {
                 "id": pid,
                 "template": r["template"] or "",
-                "variables": (variables or {}).get(r["template"] or "", []),
+                "raw_template": _written(r["template"] or "", examples.get(pid)),
+                "variables": sure.get("variables", []),
+                "purity": sure.get("purity", 1.0),
+                "impure": sure.get("impure", False),
                 "signature": r["signature"] or "",
                 "count": r["count"],
                 "source_queues": sorted(q for q in r["source_queues"] if q is not None),
@@ -182,6 +186,22 @@ def assemble(
         )
     patterns.sort(key=lambda p: (-p["count"], p["id"]))
     return patterns
+
+
+def _written(template: str, example: dict[str, Any] | None) -> str | None:
+    """The template as the example's text writes it, punctuation kept (purity.raw_template):
+    it matches the members' raw text, where the template matches their masked tokens."""
+    from deadletter.pipeline.purity import CONTEXT_SEPARATOR, raw_pattern, raw_template
+    from deadletter.pipeline.text import mining_parts
+
+    if not template or not example:
+        return None
+    _signature, headline, _context = mining_parts(
+        example.get("error"), example.get("description"), example.get("error_class")
+    )
+    written = raw_template(template.split(CONTEXT_SEPARATOR, 1)[0], headline)
+    # Kept only when it reads its own example back.
+    return written if written and raw_pattern(written).match(headline) else None
 
 
 def write_summary(patterns: list[dict[str, Any]], out: Path) -> int:

@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+import msgspec
+
 from deadletter.pipeline import rules
 
 # The rules (rules.py) compiled once; see there for what each one is for.
@@ -19,22 +21,26 @@ _MASKS: list[_Mask] = [
 _QUOTED = re.compile(rules.QUOTED)
 _QUOTED_KEPT = re.compile(rules.QUOTED_KEPT)
 _NUMBER = re.compile(rules.NUMBER)
+_CLASS_TAG = re.compile(rules.CLASS_TAG)
+_CAUSE = re.compile(rules.CAUSE)
 _HAS_DIGIT = re.compile(r"\d")
 _PLACEHOLDER_INSIDE = re.compile(r"<[A-Z]+>")
 _TOKEN_SPLIT = re.compile(rules.TOKEN_SPLIT)
 _EDGE_PUNCT = rules.EDGE_PUNCT
 _HEAD = re.compile(rules.HEAD)
+_BACKQUOTED = re.compile(r"`[^`'\n]*['`]")
 HEAD_MARK = rules.HEAD_MARK
+CAUSE = "<CAUSE>"
 TAIL_MARK = rules.TAIL_MARK
 
 PLACEHOLDERS = frozenset(
     {"<URL>", "<EMAIL>", "<UUID>", "<TS>", "<IP>", "<PATH>", "<HEX>", "<DUR>", "<QUOTED>"}
-    | {"<SIZE>", "<NUM>", "<ID>", "<*>"}
+    | {"<SIZE>", "<NUM>", "<ID>", "<CAUSE>", "<*>"}
 )
 
 
 def _mask_quoted(match: re.Match[str]) -> str:
-    inner = match.group(1) if match.group(1) is not None else match.group(2)
+    inner = next(g for g in match.groups() if g is not None)
     if _QUOTED_KEPT.match(inner):
         return match.group(0)
     return "<QUOTED>"
@@ -48,7 +54,7 @@ def mask(text: str) -> str:
             gate is None or gate.search(text) is not None
         ):
             text = pattern.sub(placeholder, text)
-    if "'" in text or '"' in text:
+    if "'" in text or '"' in text or "`" in text:
         text = _QUOTED.sub(_mask_quoted, text)
     return text
 
@@ -58,6 +64,8 @@ def _mask_token(token: str) -> str:
         return token
     if _NUMBER.match(token):
         return "<NUM>"
+    if _CLASS_TAG.match(token):
+        return token
     # Any remaining token with a digit (ord-48213, SKU-9A3F, v2) is an identifier instance,
     # and so is a token that glues a masked variable to more text (host/<IP>).
     if _HAS_DIGIT.search(token) and "<" not in token:
@@ -82,6 +90,13 @@ def tokenize(text: str) -> list[str]:
     if head:
         out.append(head.group(1) + HEAD_MARK)
         text = text[head.end() :]
+    cause = _CAUSE.search(text) if ": " in text else None
+    if cause is not None and _outside_quotes(text[: cause.start()]):
+        # A wrapped cause (`...: java.io.IOException: No space left on device`) is the text
+        # of another error: one variable, whatever its class and message.
+        _tokens_of(text[: cause.start()], out)
+        out.append(CAUSE)
+        return out
     stem, sep, tail = text.rpartition(": ")
     if not sep and text.rstrip().endswith(":"):
         # An empty detail (`invalid value: `) is the tail's empty value.
@@ -103,6 +118,8 @@ def tokenize(text: str) -> list[str]:
 
 def _outside_quotes(stem: str) -> bool:
     """Whether a ": " after `stem` is outside quotes and brackets (`[instance: 7] Took`)."""
+    if "`" in stem:
+        stem = _BACKQUOTED.sub("", stem)
     return (
         stem.count('"') % 2 == 0
         and stem.count("'") % 2 == 0
@@ -154,7 +171,9 @@ def _split_tokens_of(text: str, out: list[str]) -> None:
             if token is None:
                 if len(seen) >= _TOKENS_KEPT:
                     seen.clear()
-                token = seen[key] = _masked_token(raw, _WORD_MASKS)
+                token = _masked_token(raw, _WORD_MASKS)
+                # A token that keeps its digits (a class tag) is looked up as it is.
+                seen[raw if _HAS_DIGIT.search(token) else key] = token
         if token and not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
             out.append(token)
 
@@ -338,14 +357,20 @@ def _type_name(value: Any) -> str:
     return "object"
 
 
+_DECODE = msgspec.json.Decoder().decode
+
+
 def key_paths(body: str | None, max_paths: int = 200) -> list[str]:
     """Sorted `path:type` entries of a JSON body (`items[].sku:string`); [] when not JSON."""
     if not body:
         return []
     try:
-        value = json.loads(body)
-    except (ValueError, TypeError):
-        return []
+        value = _DECODE(body)
+    except msgspec.DecodeError:
+        try:
+            value = json.loads(body)
+        except (ValueError, TypeError):
+            return []
     out: set[str] = set()
 
     def walk(node: Any, prefix: str) -> None:

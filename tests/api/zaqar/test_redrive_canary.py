@@ -114,8 +114,15 @@ def test_a_canary_of_a_fixed_failure_completes(
         {"canary": 5, "max_redeath": 101},
         {"canary": 5, "max_redeath": -1},
         {"canary": 5, "max_redeath": "10%"},
+        {"canary": 10_001},
+        {"canary": 5, "seed": -1},
+        {"canary": 5, "seed": 2**32},
+        {"canary": 5, "seed": "7"},
+        {"canary": 5, "force": "yes"},
         {"watch": 30},
         {"max_redeath": 10},
+        {"seed": 7},
+        {"force": True},
     ],
 )
 def test_a_canary_out_of_range_is_refused_before_any_task_is_written(
@@ -157,3 +164,29 @@ def test_a_paused_task_resumed_moves_the_rest_and_keeps_its_verdict(
     # and a task that is not paused is not resumed.
     again = api.post(task["href"] + "/resume")
     assert again.status_code == 409 and again.json()["title"] == "Redrive task not paused"
+
+
+def test_an_impure_pattern_is_refused_a_canary_unless_forced_and_the_task_shows_its_draw(
+    api: ApiClient, clock: ManualClock
+) -> None:
+    # Given a pattern the analysis flagged impure
+    with_dlq(api, n=1)
+    _dead(api, clock, *[f"m{i}" for i in range(6)])
+    ids = [m["id"] for m in _letters(api)]
+    patterns = [{"id": "p-9", "template": "x", "count": 6, "message_ids": ids, "impure": True}]
+    assert api.put("/v2/queues/orders-dlq/patterns", json={"patterns": patterns}).status_code == 204
+    # A canary over it is refused, and nothing is written
+    r = api.post(REDRIVES, json={"pattern_id": "p-9", "canary": 2})
+    assert r.status_code == 409 and r.json()["title"] == "Pattern impure"
+    assert "flagged impure" in r.json()["description"]
+    assert api.get(REDRIVES).json()["redrives"] == []
+    # With force it starts, and says what its sample was drawn across, from which seed
+    r = api.post(REDRIVES, json={"pattern_id": "p-9", "canary": 2, "force": True, "seed": 7})
+    assert r.status_code == 201, r.text
+    canary = r.json()["canary"]
+    # (the template reads none of these dead letters, which carry no error: drawn at random)
+    assert (canary["seed"], canary["force"], canary["drawn_by"]) == (7, True, "random")
+    assert canary["coverage"] == (
+        "2 dead letters drawn at random: no error text to tell kinds apart"
+    )
+    assert api.get(r.json()["href"]).json()["canary"] == canary

@@ -307,7 +307,7 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Move this many dead letters first (or this percentage of those"
                 ' selected, as "10%"), watch them, then the rest or a pause',
                 "oneOf": [
-                    {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+                    {"type": "integer", "minimum": 1, "maximum": 10_000},
                     {"type": "string", "pattern": "^([0-9]{1,7}|[0-9]{1,3}(\\.[0-9]{1,6})?%)$"},
                 ],
             },
@@ -325,6 +325,19 @@ SCHEMAS: dict[str, Any] = {
                 "minimum": 0,
                 "maximum": 100,
                 "default": 0,
+            },
+            "seed": {
+                "description": "The seed of the canary's draw, to draw the same sample again"
+                " (with canary only; by default one derived from the task's id)",
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 4_294_967_295,
+            },
+            "force": {
+                "description": "A canary over a pattern flagged impure too, which is refused"
+                " otherwise (with canary only)",
+                "type": "boolean",
+                "default": False,
             },
         },
     },

@@ -175,6 +175,8 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.PatchConflict: invalid_parameter,
     # Never raised here: this face deletes and purges as AWS does, DLQ or not (docs/sqs.md).
     errors.DeadLetterQueueInUse: invalid_parameter,
+    # Never raised here: SQS's move tasks have no canary (docs/sqs.md).
+    errors.PatternImpure: invalid_parameter,
     errors.Conflict: invalid_parameter,
     errors.ClaimMismatch: message_not_inflight,
     errors.ReservedAttribute: invalid_parameter,

@@ -72,6 +72,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.BatchBehind: (409, "Batch behind"),
     errors.PatchConflict: (409, "Patch conflict"),
     errors.DeadLetterQueueInUse: (409, "Dead-letter queue in use"),
+    errors.PatternImpure: (409, "Pattern impure"),
     errors.Conflict: (409, "Conflict"),
     errors.ClaimMismatch: (400, "Invalid claim"),
     errors.ReservedAttribute: (400, "Invalid message attribute"),

@@ -310,10 +310,11 @@ def tag_param(ctx: Ctx) -> str | None:
 def canary_value(doc: dict[str, Any], pattern_id: str | None) -> Canary | None:
     """A redrive's canary from its body: `canary` is a number of dead letters (an integer, or
     a string of one) or a percentage of them ("10%"); `watch` (seconds) and `max_redeath` (a
-    percentage) come with it only. The engine checks the ranges, before anything is written."""
+    percentage) come with it only, and so do `seed` (the draw's, an integer) and `force` (a
+    pattern flagged impure too). The engine checks the ranges, before anything is written."""
     size = doc.get("canary")
     if size is None:
-        for key in ("watch", "max_redeath"):
+        for key in ("watch", "max_redeath", "seed", "force"):
             if doc.get(key) is not None:
                 raise bad_request(f"{key} is given with canary only.")
         return None
@@ -336,10 +337,27 @@ def canary_value(doc: dict[str, Any], pattern_id: str | None) -> Canary | None:
             or not math.isfinite(value)
         ):
             raise bad_request(f"{key} must be a number.")
+    seed, force = _draw_options(doc)
     return Canary(
         count=count,
         percent=percent,
         watch=float(watch),
         max_redeath=float(max_redeath),
         pattern_id=pattern_id,
+        seed=seed,
+        force=force,
     )
+
+
+def _draw_options(doc: dict[str, Any]) -> tuple[int | None, bool]:
+    """A canary's `seed` (the draw's, to draw the same sample again) and `force` (a pattern
+    flagged impure too)."""
+    seed = doc.get("seed")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32
+    ):
+        raise bad_request("seed must be an integer from 0 to 4294967295.")
+    force = doc.get("force", False)
+    if not isinstance(force, bool):
+        raise bad_request("force must be true or false.")
+    return seed, force

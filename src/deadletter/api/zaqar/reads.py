@@ -56,6 +56,8 @@ REDRIVE_FIELDS = frozenset(
         "canary",
         "watch",
         "max_redeath",
+        "seed",
+        "force",
         "dry_run",
         "transform",
         *FILTER_KEYS,

@@ -158,4 +158,13 @@ def canary_json(c: Canary) -> dict[str, Any]:
         "decided_at": iso(c.decided_at) if c.decided_at is not None else None,
         "reason": c.reason,
         "resumed_at": iso(c.resumed_at) if c.resumed_at is not None else None,
+        # What the sample was drawn across (engine/canary.py) and how much of it it covers.
+        "seed": c.seed,
+        "force": c.force,
+        "drawn_by": c.drawn_by,
+        "kinds": c.kinds,
+        "kinds_covered": c.kinds_covered,
+        "combinations": c.combinations,
+        "combinations_covered": c.combinations_covered,
+        "coverage": c.coverage,
     }

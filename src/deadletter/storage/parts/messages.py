@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deadletter.domain.model import DeadLetterFilter, ListQuery, Message
+from deadletter.domain.provenance import Provenance
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,20 @@ class Messages(abc.ABC):
     ) -> list[tuple[str, int, str | None, str | None]]:
         """(id, seq, source queue or None, source tag or None) of what `dead_letters` would
         return locked: all a redrive needs to decide, without reading the messages."""
+
+    @abc.abstractmethod
+    def dead_letter_provenances(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        after_seq: int,
+    ) -> list[tuple[str, int, Provenance | None]]:
+        """(id, seq, provenance) of what `dead_letters` would return, unlocked: what a
+        canary's draw reads of each (its error), without the bodies and histories."""
 
     @abc.abstractmethod
     def redrive_messages(

@@ -18,7 +18,6 @@ and every number taken later is larger.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import logging
@@ -243,7 +242,13 @@ class PostgresStore(Store):
     def __init__(self, url: str, pool_size: int = POOL_SIZE) -> None:
         self.url = url
         self.availability = Availability()
-        kwargs: dict[str, Any] = {"row_factory": dict_row, **_connect_options(url)}
+        # In autocommit: a write transaction sends its own BEGIN with its first statement
+        # (`ComposedStatements`); reads and migrations open theirs with `conn.transaction()`.
+        kwargs: dict[str, Any] = {
+            "row_factory": dict_row,
+            "autocommit": True,
+            **_connect_options(url),
+        }
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             url,
             min_size=1,
@@ -301,19 +306,13 @@ class PostgresStore(Store):
             self._connection() as conn,
             self._deadlines.watching(conn),
         ):
-            block = conn.transaction()
-            with contextlib.ExitStack() as ending:
-                block.__enter__()
-                ending.push(block.__exit__)  # commits, or rolls back what raised
-                tx = PostgresTransaction(conn.cursor(), POSTGRES)
+            tx = PostgresTransaction(conn.cursor(), POSTGRES)
+            try:
                 yield tx
-                if tx.pending:
-                    # The writes left for the commit (`ComposedStatements.finish`) go with
-                    # the COMMIT: one round trip.
-                    ending.pop_all()
-                    with conn.pipeline():
-                        tx.finish()
-                        block.__exit__(None, None, None)
+            except BaseException:
+                tx.abandon()
+                raise
+            tx.commit()
 
     @contextmanager
     def _read(self) -> Iterator[Transaction]:

@@ -13,9 +13,14 @@ statements of queries.py these are built from).
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
 
 from deadletter.domain.model import Message
 from deadletter.domain.tags import DEFAULT_DONE_AT
@@ -55,20 +60,35 @@ def _add(table: str, key: str, value: str, select: str) -> str:
     )
 
 
-def _arrays(fields: Sequence[str]) -> str:
-    return ", ".join(f":{f}::{_SENT_TYPES[f]}[]" for f in fields)
-
-
 def _numbered(fields: Sequence[str]) -> str:
     """CTEs `lane`, `seqs` and `new`: the queue's lane taken (shared) before any number is,
-    then one number per row of the arrays `fields`, in the arrays' order (`numbered`)."""
+    then one number per row of `:rows` (a JSON array of objects: `ord`, their order from 1,
+    and `fields`; a body in hex as `body_hex`), in their order (`numbered`). One JSON text
+    costs psycopg a fraction of what an array per column does (it inspects every list)."""
+    columns = ", ".join("body_hex text" if f == "body" else f"{f} {_SENT_TYPES[f]}" for f in fields)
+    body = "decode(r.body_hex, 'hex') AS body, " if "body" in fields else ""
     return (
         f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{LANE}),"
         " seqs AS MATERIALIZED (SELECT nextval('message_seq') AS seq"
         " FROM lane, generate_series(1, :n)),"
-        f" new AS MATERIALIZED (SELECT s.seq, r.* FROM unnest({_arrays(fields)})"
-        f" WITH ORDINALITY AS r({', '.join(fields)}, ord)"
+        f" new AS MATERIALIZED (SELECT s.seq, {body}r.*"
+        f" FROM json_to_recordset(:rows::json) AS r(ord bigint, {columns})"
         " JOIN (SELECT seq, row_number() OVER (ORDER BY seq) AS ord FROM seqs) AS s USING (ord))"
+    )
+
+
+def _rows(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> str:
+    """`rows` as `_numbered` reads them."""
+    hexed = "body" in fields
+    return json.dumps(
+        [
+            {
+                "ord": i,
+                **{f: r[f] for f in fields if f != "body"},
+                **({"body_hex": r["body"].hex()} if hexed else {}),
+            }
+            for i, r in enumerate(rows, 1)
+        ]
     )
 
 
@@ -111,25 +131,24 @@ MOVE_TO_ONE_QUEUE = (
         "queue_depths",
         "source",
         "n",
-        f"SELECT :project, d.queue, d.source, {q.SHARD}, d.n FROM unnest(:depth_queues::text[],"
-        " :depth_sources::text[], :depth_n::bigint[]) AS d(queue, source, n) ORDER BY 2, 3",
+        f"SELECT :project, d.queue, d.source, {q.SHARD}, d.n FROM json_to_recordset(:depths::json)"
+        " AS d(queue text, source text, n bigint) ORDER BY 2, 3",
     )
     + "), shown AS ("
     + _add(
         "queue_hidden",
         "hidden",
         "n",
-        f"SELECT :project, h.queue, h.hidden, {q.SHARD}, h.n FROM unnest(:hidden_queues::text[],"
-        " :hidden_classes::int[], :hidden_n::bigint[]) AS h(queue, hidden, n) ORDER BY 2, 3",
+        f"SELECT :project, h.queue, h.hidden, {q.SHARD}, h.n FROM json_to_recordset(:shown::json)"
+        " AS h(queue text, hidden int, n bigint) ORDER BY 2, 3",
     )
     + ") SELECT id, seq FROM new"
 )
 
 # The counters the engine bumped since the transaction's last statement, as arrays.
 _BUMPS = (
-    f"SELECT b.project, b.queue, b.name, {q.SHARD}, b.amount FROM unnest(:bump_projects::text[],"
-    " :bump_queues::text[], :bump_names::text[], :bump_amounts::bigint[])"
-    " AS b(project, queue, name, amount) ORDER BY 1, 2, 3"
+    f"SELECT b.project, b.queue, b.name, {q.SHARD}, b.amount FROM json_to_recordset(:bumps::json)"
+    " AS b(project text, queue text, name text, amount bigint) ORDER BY 1, 2, 3"
 )
 BUMP_COUNTERS = _add("counters", "name", "value", _BUMPS)
 
@@ -205,48 +224,77 @@ class ComposedStatements(SQLTransaction):
         super().__init__(cursor, dialect)
         # Counter bumps not yet written: (project, queue, name) -> amount.
         self._bumps: dict[tuple[str, str, str], int] = {}
+        # The session is in autocommit: the transaction's BEGIN goes with its first statement
+        # and its COMMIT with what is left to write (`commit`), one round trip each.
+        self._begun = False
+        self._connection: psycopg.Connection[Any] = cursor.connection
 
-    # Counters: written with the next statement, or before the commit (`finish`)
+    # The transaction's frame
 
-    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
-        key = (project, queue, name)
-        self._bumps[key] = self._bumps.get(key, 0) + amount
+    def commit(self) -> None:
+        """Write what is still pending and commit, in one round trip; a transaction that sent
+        nothing has nothing to commit."""
+        if not self._begun:
+            return
+        with self._connection.pipeline():
+            if self._bumps:
+                self._write_bumps()
+            self._connection.execute("COMMIT")
+
+    def abandon(self) -> None:
+        """Roll back what was sent; the error that ended the transaction is the caller's to
+        raise (a connection that broke under it is discarded by the pool)."""
+        conn = self._connection
+        status = conn.info.transaction_status
+        if conn.closed or status == TransactionStatus.IDLE:
+            return
+        if status == TransactionStatus.ACTIVE:
+            conn.close()  # interrupted mid-statement, so it cannot roll back: the pool replaces it
+            return
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()
 
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         if sql in _CARRY_BUMPS:
             params = {**(params or {}), **self._take_bumps()}
         elif self._bumps:  # every other statement sees them written, as if written at once
             self._write_bumps()
-        return super().run(sql, params)
+        if self._begun:
+            return super().run(sql, params)
+        self._begun = True
+        with self._connection.pipeline():
+            self._connection.execute("BEGIN")
+            super().run(sql, params)
+        return self.cur.rowcount
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if self._bumps:
             self._write_bumps()
-        super().run_many(sql, rows)
+        if self._begun or not rows:
+            super().run_many(sql, rows)
+            return
+        self._begun = True
+        with self._connection.pipeline():
+            self._connection.execute("BEGIN")
+            super().run_many(sql, rows)
 
-    @property
-    def pending(self) -> bool:
-        """Whether writes wait for `finish`."""
-        return bool(self._bumps)
+    # Counters: written with the next statement, or with the COMMIT
 
-    def finish(self) -> None:
-        """Write what is still pending; the last statement before the commit."""
-        if self._bumps:
-            self._write_bumps()
+    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
+        key = (project, queue, name)
+        self._bumps[key] = self._bumps.get(key, 0) + amount
 
-    def _take_bumps(self) -> dict[str, list[Any]]:
-        bumps = sorted(self._bumps.items())
+    def _take_bumps(self) -> dict[str, str]:
+        bumps = [
+            {"project": p, "queue": qn, "name": n, "amount": amount}
+            for (p, qn, n), amount in self._bumps.items()
+        ]
         self._bumps = {}
-        return {
-            "bump_projects": [p for (p, _, _), _ in bumps],
-            "bump_queues": [qn for (_, qn, _), _ in bumps],
-            "bump_names": [n for (_, _, n), _ in bumps],
-            "bump_amounts": [amount for _, amount in bumps],
-        }
+        return {"bumps": json.dumps(bumps)}
 
     def _write_bumps(self) -> None:
-        bumps = self._take_bumps()
-        super().run(BUMP_COUNTERS, bumps)
+        # Never the transaction's first statement: the engine bumps a counter after a write.
+        SQLTransaction.run(self, BUMP_COUNTERS, self._take_bumps())
 
     # Messages
 
@@ -255,9 +303,8 @@ class ComposedStatements(SQLTransaction):
         if len(queues) != 1:  # none, or copies to several queues: one step each
             return super().insert_messages(project, messages)
         rows = [message_params(project, m) for m in messages]
-        params: dict[str, Any] = {"project": project, "queue": queues.pop(), "n": len(rows)}
-        for field in _SENT:
-            params[field] = [r[field] for r in rows]
+        params = {"project": project, "queue": queues.pop(), "n": len(rows),
+                  "rows": _rows(rows, _SENT)}  # fmt: skip
         seq_of = {r["id"]: int(r["seq"]) for r in self.all(INSERT_SENT, params)}
         for r in rows:
             self._note_place(r)
@@ -279,21 +326,11 @@ class ComposedStatements(SQLTransaction):
         for queue, source, cls in before.values():
             depths[(queue, source)] -= 1
             hidden[(queue, cls)] -= 1
-        changed = sorted((k, n) for k, n in depths.items() if n)
-        shown = sorted((k, n) for k, n in hidden.items() if n and k[1])
-        params: dict[str, Any] = {
-            "project": project,
-            "queue": queues.pop(),
-            "n": len(rows),
-            "depth_queues": [queue for (queue, _), _ in changed],
-            "depth_sources": [source for (_, source), _ in changed],
-            "depth_n": [n for _, n in changed],
-            "hidden_queues": [queue for (queue, _), _ in shown],
-            "hidden_classes": [cls for (_, cls), _ in shown],
-            "hidden_n": [n for _, n in shown],
-        }
-        for field in _MOVED:
-            params[field] = [r[field] for r in rows]
+        changed = [{"queue": k[0], "source": k[1], "n": n} for k, n in depths.items() if n]
+        shown = [{"queue": k[0], "hidden": k[1], "n": n} for k, n in hidden.items() if n and k[1]]
+        params = {"project": project, "queue": queues.pop(), "n": len(rows),
+                  "rows": _rows(rows, _MOVED), "depths": json.dumps(changed),
+                  "shown": json.dumps(shown)}  # fmt: skip
         seq_of = {r["id"]: int(r["seq"]) for r in self.all(MOVE_TO_ONE_QUEUE, params)}
         for r in rows:
             r["seq"] = seq_of[r["id"]]

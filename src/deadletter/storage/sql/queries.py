@@ -202,6 +202,7 @@ DEAD_LETTERS_LOCKED = DEAD_LETTERS + " FOR UPDATE SKIP LOCKED"
 DEAD_LETTER_SOURCES_LOCKED = DEAD_LETTERS_LOCKED.replace(
     "SELECT *", "SELECT id, queue, seq, dl_source, dl_tag, hidden"
 )
+DEAD_LETTER_PROVENANCES = DEAD_LETTERS.replace("SELECT *", "SELECT id, seq, provenance")
 COUNT_DEAD_LETTERS = (
     "SELECT COUNT(*) AS n FROM messages WHERE project = :project AND queue = :queue"
     " AND seq <= :max_seq AND expires_at > :now" + _DEAD_LETTER_FILTER

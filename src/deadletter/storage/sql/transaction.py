@@ -20,11 +20,13 @@ from deadletter.domain.model import (
     RedriveTask,
 )
 from deadletter.domain.projects import SEPARATOR
+from deadletter.domain.provenance import Provenance
 from deadletter.domain.tags import DEFAULT_DONE_AT
 from deadletter.storage.base import ClaimRecord, Transaction
 from deadletter.storage.rows import (
     Row,
     dead_letter_target,
+    decode_provenance,
     hidden_class,
     message_params,
     queue_from,
@@ -275,6 +277,21 @@ class SQLTransaction(
         for r in rows:
             self._note_place(r)
         return [(r["id"], int(r["seq"]), r["dl_source"], r["dl_tag"]) for r in rows]
+
+    def dead_letter_provenances(
+        self,
+        project: str,
+        dlq: str,
+        now: float,
+        where: DeadLetterFilter,
+        max_seq: int,
+        limit: int,
+        after_seq: int,
+    ) -> list[tuple[str, int, Provenance | None]]:
+        params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq,
+                  "after_seq": after_seq, "limit": limit, **_filter_params(where)}  # fmt: skip
+        rows = self.all(_narrowed(q.DEAD_LETTER_PROVENANCES, params), params)
+        return [(r["id"], int(r["seq"]), decode_provenance(r["provenance"])) for r in rows]
 
     def redrive_messages(
         self,
