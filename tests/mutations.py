@@ -93,6 +93,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "dead letters chosen by reason (browsed, redriven) are of that reason only",
     ),
     Mutation(
+        "filter-attribute-value-ignored",
+        "engine/selection.py",
+        "if found is None or (value is not None and found.value != value):",
+        "if found is None:",
+        ("tests/api/zaqar/test_dead_letter_filters.py",),
+        "a dead-letter filter by attribute value selects that value only",
+    ),
+    Mutation(
+        "filter-redrive-stops-at-an-unselected-page",
+        "engine/redrive.py",
+        "return (task, [], None, True) if short else (task, [], last_seq, False)",
+        "return task, [], None, True",
+        ("tests/api/zaqar/test_dead_letter_filters.py",),
+        "a filtered redrive reads past a page it selects nothing of, and goes on",
+    ),
+    Mutation(
         "redrive-into-a-dlq",
         "engine/redrive.py",
         "if destination in tx.dead_letter_targets(project):",
