@@ -274,6 +274,21 @@ def subscriptions_per_socket(server: str, bound: int) -> tuple[int, int]:
         conn.close()
 
 
+def _filter_probe(make: Callable[[int], list[tuple[str, str]]]) -> Probe:
+    """A count of a DLQ's dead letters with the filter `make(n)` builds, at n and one past."""
+
+    def probe(server: str, bound: int) -> tuple[int, int]:
+        with _zaqar(server) as c:
+            assert c.put("/v2/queues/dlq", json={}).status_code == 201
+            statuses = [
+                c.get("/v2/queues/dlq/dead_letters/count", params=make(n)).status_code
+                for n in (bound, bound + 1)
+            ]
+        return statuses[0], statuses[1]
+
+    return probe
+
+
 PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     # At the bound the head is read whole and the app answers (its refusal of the unknown `pad`).
     "request_line": (request_line, (400, 414)),
@@ -290,6 +305,12 @@ PROBES: dict[str, tuple[Probe, tuple[int, int]]] = {
     "subscriptions_per_queue": (subscriptions_per_queue, (201, 403)),
     "subscriptions_per_project": (subscriptions_per_project, (201, 403)),
     "subscriptions_per_socket": (subscriptions_per_socket, (201, 400)),
+    "filter_text": (_filter_probe(lambda n: [("error_contains", "x" * n)]), (200, 400)),
+    "filter_pattern": (_filter_probe(lambda n: [("error_matches", "a" * n)]), (200, 400)),
+    "filter_attributes": (
+        _filter_probe(lambda n: [("attribute", f"a{i}=v") for i in range(n)]),
+        (200, 400),
+    ),
 }
 
 

@@ -118,6 +118,7 @@ DOC_ROWS: dict[str, frozenset[Action]] = {
     "start/cancel redrive, put patterns": frozenset(
         {Action.REDRIVE_START, Action.REDRIVE_CANCEL, Action.PATTERNS_PUT}
     ),
+    "edit a dead letter": frozenset({Action.DLQ_EDIT}),
     "list/get subscriptions": frozenset({Action.SUBSCRIPTION_READ}),
     "subscribe, change, unsubscribe": frozenset({Action.SUBSCRIPTION_MANAGE}),
     "share a queue": frozenset({Action.QUEUE_SHARE}),

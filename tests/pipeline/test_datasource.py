@@ -282,8 +282,7 @@ def test_reading_and_storing_patterns_with_credentials(spark: Any, tmp_path: Pat
                 _reader(spark, url).collect()
             pattern = {"id": "p-1", "template": "timeout after <*>", "message_ids": ids[:2]}
             put_patterns(url, "dlq", [pattern], credential=(admin.key_id, admin_secret))
-            assert engine.pattern_message_ids("123456789012", "dlq", pattern_id="p-1") == tuple(
-                ids[:2]
-            )
+            stored = engine.get_patterns("123456789012", "dlq")
+            assert [p["message_ids"] for p in stored if p["id"] == "p-1"] == [ids[:2]]
     finally:
         store.close()

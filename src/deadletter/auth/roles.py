@@ -75,6 +75,7 @@ class Action(StrEnum):
     # Dead-letter queues
     DLQ_BROWSE = "dlq:browse"
     DLQ_EXPORT = "dlq:export"
+    DLQ_EDIT = "dlq:edit"  # patch a dead letter's body or attributes
     REDRIVE_START = "redrive:start"
     REDRIVE_LIST = "redrive:list"
     REDRIVE_GET = "redrive:get"

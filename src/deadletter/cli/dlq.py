@@ -1,10 +1,13 @@
-"""`deadletter dlq ...`: browse a dead-letter queue without consuming it, and export it."""
+"""`deadletter dlq ...`: browse, count, export, purge and edit dead letters, each selection
+made by the one set of filter options `redrive start` takes too."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -25,6 +28,7 @@ from deadletter.client import Client, export_record
 from deadletter.domain.provenance import Reason
 
 REASONS = click.Choice([r.value for r in Reason])
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
@@ -32,13 +36,55 @@ def dlq() -> None:
     """Browse, filter and export dead-letter queues."""
 
 
+# The dead-letter filter language as options (its names on the API, docs/api.md "Filters"):
+# (option, API name, help, click's extras). Every command that selects dead letters takes
+# them all: dlq list, count, export, purge and redrive start.
+FILTER_OPTIONS: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("--source", "source_queue", "Only dead letters from this source queue.", {}),
+    ("--source-tag", "source_tag", "Only dead letters of this consumer tag of their source.", {}),
+    ("--reason", "reason", "Only dead letters that died for this reason.", {"type": REASONS}),
+    ("--since", "since", "Dead-lettered at or after (ISO 8601 or epoch seconds).", {}),
+    ("--until", "until", "Dead-lettered before (ISO 8601 or epoch seconds).", {}),
+    ("--older-than", "older_than", "Dead for longer than this (90, 15m, 2h, 7d).", {}),
+    ("--newer-than", "newer_than", "Dead for less than this (90, 15m, 2h, 7d).", {}),
+    ("--pattern", "pattern_id", "Only the dead letters of this failure pattern (analyze).", {}),
+    ("--error-class", "error_class", "The error's class (KeyError names builtins.KeyError).", {}),
+    ("--error-contains", "error_contains", "Text found in the error, stack or description.", {}),
+    ("--error-matches", "error_matches", "A regular expression found in the error's text.", {}),
+    (
+        "--attribute",
+        "attribute",
+        "NAME=VALUE, or NAME: the message attribute is there (repeatable; each must hold).",
+        {"multiple": True},
+    ),
+    ("--body", "body", "A JMESPath expression over the body that must be true: customer.id.", {}),
+    ("--min-deaths", "min_deaths", "Died at least this often.", {"type": click.IntRange(0)}),
+    ("--max-deaths", "max_deaths", "Died at most this often.", {"type": click.IntRange(0)}),
+    ("--redriven-by", "redriven_by", "Sent back by this redrive task, and dead again.", {}),
+]
+
+
+def filter_options(command: F) -> F:
+    """Add the filter options; the command receives `where`, the API's filter parameters."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        where: dict[str, Any] = {}
+        for _, key, _, _ in FILTER_OPTIONS:
+            value = kwargs.pop(key)
+            if value is not None and value != ():
+                where[key] = list(value) if isinstance(value, tuple) else str(value)
+        return command(*args, where=where, **kwargs)
+
+    decorated: Callable[..., Any] = wrapper
+    for flag, key, words, extra in reversed(FILTER_OPTIONS):
+        decorated = click.option(flag, key, help=words, **extra)(decorated)
+    return decorated  # type: ignore[return-value]
+
+
 @dlq.command(name="list")
 @click.argument("name")
-@click.option("--source", help="Only dead letters from this source queue.")
-@click.option("--source-tag", help="Only dead letters of this consumer tag of their source.")
-@click.option("--reason", type=REASONS, help="Only dead letters that died for this reason.")
-@click.option("--since", help="Dead-lettered at or after (ISO 8601 or epoch seconds).")
-@click.option("--until", help="Dead-lettered before (ISO 8601 or epoch seconds).")
+@filter_options
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @json_option
 @wide_option
@@ -47,26 +93,14 @@ def list_(
     client: Client,
     *,
     name: str,
-    source: str | None,
-    source_tag: str | None,
-    reason: str | None,
-    since: str | None,
-    until: str | None,
+    where: dict[str, Any],
     limit: int,
     as_json: bool,
     wide: bool,
 ) -> None:
     """List dead letters of DLQ NAME with where they came from and why they died."""
     found = []
-    for message in client.dead_letters(
-        name,
-        page_size=min(limit, 100),
-        source_queue=source,
-        source_tag=source_tag,
-        reason=reason,
-        since=since,
-        until=until,
-    ):
+    for message in client.dead_letters(name, page_size=min(limit, 100), **where):
         found.append(message)
         if len(found) >= limit:
             break
@@ -99,17 +133,28 @@ def list_(
     columns += ["description", "error"] if wide else ["why"]
     if found:
         print_table(name, columns, rows, wide=wide, flexible=("why",))
+    if where.get("pattern_id"):
+        _say_how_sure(client, name, where["pattern_id"])
     stats = client.stats(name)
     total = stats["messages"]["total"]
     expiry = oldest_expiry(stats, "dead letter")
     if expiry:
         click.echo(expiry)
-    filtered = any((source, source_tag, reason, since, until))
+    filtered = bool(where)
     if filtered or len(found) < total:
         shown = f"{len(found)} shown" if found else "none matches"
         click.echo(f"{shown}; {counted(total, 'dead letter')} in {name} in all")
     else:
         click.echo(f"{counted(total, 'dead letter') if total else 'no dead letters'} in {name}")
+
+
+def _say_how_sure(client: Client, name: str, pattern_id: str) -> None:
+    """The pattern's purity under the dead letters listed by it (analyze stores it)."""
+    from deadletter.pipeline.report import sureness
+
+    for pattern in client.patterns(name):
+        if pattern.get("id") == pattern_id:
+            click.echo(sureness(pattern))
 
 
 def _sources(client: Client, name: str) -> list[dict[str, Any]]:
@@ -161,17 +206,13 @@ def sources(client: Client, name: str, as_json: bool) -> None:
     show_default=True,
     help="JSON lines (one dead letter a line) or Parquet.",
 )
-@click.option("--source", help="Only dead letters from this source queue.")
-@click.option("--reason", type=REASONS, help="Only dead letters that died for this reason.")
+@filter_options
 @server_options
-def export(
-    client: Client, name: str, out: Path, fmt: str, source: str | None, reason: str | None
-) -> None:
-    """Write every dead letter of NAME to a file that `deadletter analyze --input` reads."""
+def export(client: Client, name: str, out: Path, fmt: str, where: dict[str, Any]) -> None:
+    """Write the dead letters of NAME (those the filters select) to a file that
+    `deadletter analyze --input` reads."""
     client.get_queue(name)  # a missing queue exports as an empty one otherwise
-    records = (
-        export_record(m) for m in client.dead_letters(name, source_queue=source, reason=reason)
-    )
+    records = (export_record(m) for m in client.dead_letters(name, **where))
     try:
         if fmt == "jsonl":
             count = 0
@@ -205,3 +246,93 @@ def _write_parquet(records: list[dict[str, object]], out: Path) -> int:
     ]
     pq.write_table(pa.Table.from_pylist(rows), out)
     return len(rows)
+
+
+@dlq.command()
+@click.argument("name")
+@filter_options
+@json_option
+@server_options
+def count(client: Client, name: str, where: dict[str, Any], as_json: bool) -> None:
+    """How many dead letters of NAME the filters select now: the preview of a purge or a
+    redrive with the same filters."""
+    found = client.count_dead_letters(name, **where)
+    if as_json:
+        print_json({"count": found})
+    else:
+        click.echo(f"{counted(found, 'dead letter') if found else 'no dead letters'} selected")
+
+
+@dlq.command()
+@click.argument("name")
+@filter_options
+@click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
+@click.option("--yes", is_flag=True, help="Delete without asking.")
+@server_options
+def purge(client: Client, name: str, where: dict[str, Any], dry_run: bool, yes: bool) -> None:
+    """Delete the dead letters of NAME the filters select (at least one filter: to empty the
+    whole queue, `deadletter queue purge`)."""
+    if not where:
+        raise click.UsageError(
+            "give at least one filter; to empty the whole queue: deadletter queue purge NAME"
+        )
+    selected = client.count_dead_letters(name, **where)
+    if dry_run:
+        click.echo(f"would delete {counted(selected, 'dead letter')} of {name}")
+        return
+    if not yes:
+        click.confirm(f"delete {counted(selected, 'dead letter')} of {name}?", abort=True)
+    purged = client.purge_dead_letters(name, **where)
+    click.echo(f"deleted {counted(purged, 'dead letter')} of {name}")
+
+
+@dlq.command()
+@click.argument("name")
+@click.argument("message_id")
+@click.option(
+    "--merge",
+    "merge",
+    metavar="JSON",
+    help='A JSON Merge Patch of {"body", "attributes"}: \'{"body": {"customer": {"id": 7}}}\'.',
+)
+@click.option(
+    "--patch",
+    "json_patch",
+    metavar="JSON",
+    help='A JSON Patch (a list of operations) of it: \'[{"op": "remove", "path": "/body/x"}]\'.',
+)
+@click.option("--redrive", is_flag=True, help="Then send it back to its source queue.")
+@json_option
+@server_options
+def edit(
+    client: Client,
+    name: str,
+    message_id: str,
+    merge: str | None,
+    json_patch: str | None,
+    redrive: bool,
+    as_json: bool,
+) -> None:
+    """Edit dead letter MESSAGE_ID of NAME where it is (kept in its history with who and
+    when, its original too), and with --redrive send it back."""
+    if (merge is None) == (json_patch is None):
+        raise click.UsageError("give --merge or --patch (one of them)")
+    text = merge if merge is not None else json_patch
+    assert text is not None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--merge/--patch") from None
+    kind = "merge" if merge is not None else "json"
+    done = client.edit_dead_letter(name, message_id, document, kind=kind, redrive=redrive)
+    if as_json:
+        print_json(done)
+        return
+    message = done["message"]
+    click.echo(f"edited {message['id']} in {name}: {brief(message.get('body'), 200)}")
+    task = done.get("redrive")
+    if task is not None:
+        click.echo(
+            f"redrive {task['id']}: {task['status']}, {task['to_move']} to move;"
+            f" follow it: deadletter redrive status {name} {task['id']}"
+        )

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, NoReturn
 
 import click
 
-from deadletter.cli.dlq import REASONS
+from deadletter.cli.dlq import filter_options
 from deadletter.cli.output import (
     INTERRUPTED,
+    counted,
     json_option,
     print_json,
     print_table,
@@ -30,16 +32,7 @@ def redrive() -> None:
 @redrive.command()
 @click.argument("dlq")
 @click.option("--to", "destination", help="One queue for all; by default each its own source.")
-@click.option("--source", help="Only dead letters from this source queue.")
-@click.option(
-    "--source-tag", help="Only dead letters of this consumer tag (redriven to that tag only)."
-)
-@click.option("--reason", type=REASONS)
-@click.option("--since", help="Dead-lettered at or after (ISO 8601 or epoch seconds).")
-@click.option("--until", help="Dead-lettered before (ISO 8601 or epoch seconds).")
-@click.option(
-    "--pattern", help="Only the dead letters of this failure pattern (deadletter analyze)."
-)
+@filter_options
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Messages per second.")
 @click.option(
     "--canary",
@@ -57,6 +50,13 @@ def redrive() -> None:
     metavar="P%",
     help="The share of the canary that may die again, the task still going on (default 0%).",
 )
+@click.option(
+    "--transform",
+    metavar="JSON",
+    help='A JSON Merge Patch of {"body", "attributes"} applied to each dead letter as it moves'
+    ' (kept in its history): \'{"body": {"customer": {"id": "unknown"}}}\'.',
+)
+@click.option("--dry-run", is_flag=True, help="Count what the task would move; start nothing.")
 @click.option(
     "--seed",
     type=click.IntRange(0, 2**32 - 1),
@@ -76,37 +76,38 @@ def start(
     *,
     dlq: str,
     destination: str | None,
-    source: str | None,
-    source_tag: str | None,
-    reason: str | None,
-    since: str | None,
-    until: str | None,
-    pattern: str | None,
+    where: dict[str, Any],
     rate: float | None,
     canary: str | None,
     watch: float | None,
     max_redeath: str | None,
+    transform: str | None,
+    dry_run: bool,
     seed: int | None,
     force: bool,
     wait: bool,
     as_json: bool,
 ) -> None:
-    """Move dead letters of DLQ back to where they came from."""
+    """Move dead letters of DLQ back to where they came from: those the filters select (a
+    consumer tag's go back to that tag only)."""
     if (watch is not None or max_redeath is not None or seed is not None or force) and (
         canary is None
     ):
         raise click.UsageError("--watch, --max-redeath, --seed and --force go with --canary.")
+    if dry_run:
+        selected = client.count_dead_letters(dlq, **where)
+        if as_json:
+            print_json({"dry_run": True, "to_move": selected})
+        else:
+            click.echo(f"would move {counted(selected, 'dead letter')} of {dlq}")
+        return
     share = _percent(max_redeath)
     try:
         task = client.start_redrive(
             dlq,
             destination=destination,
-            source_queue=source,
-            source_tag=source_tag,
-            reason=reason,
-            since=since,
-            until=until,
-            pattern_id=pattern,
+            **where,
+            transform=_transform(transform),
             rate=rate,
             canary=canary,
             watch=watch,
@@ -182,6 +183,15 @@ def _report(task: dict[str, Any], as_json: bool) -> None:
     if task["status"] == "PAUSED":
         click.echo(f"paused: {task['canary']['reason']}", err=True)
         raise SystemExit(1)
+
+
+def _transform(value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--transform") from None
 
 
 def _percent(value: str | None) -> float | None:

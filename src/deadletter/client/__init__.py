@@ -297,20 +297,19 @@ class Client:
     # Dead-letter queues
 
     def dead_letters(
-        self, dlq: str, page_size: int = 100, **filters: str | None
+        self, dlq: str, page_size: int = 100, **filters: Any
     ) -> Iterator[dict[str, Any]]:
-        """Every dead letter matching `filters` (source_queue, source_tag, reason, since,
-        until), oldest first."""
+        """Every dead letter matching `filters` (the API's filter names: source_queue,
+        reason, error_class, attribute as a list, body ...), oldest first."""
         for page in self.dead_letter_pages(dlq, page_size, **filters):
             yield from page
 
     def dead_letter_pages(
-        self, dlq: str, page_size: int = 100, **filters: str | None
+        self, dlq: str, page_size: int = 100, **filters: Any
     ) -> Iterator[list[dict[str, Any]]]:
         """The pages of `dead_letters`, fetched one at a time as they are consumed: taking
         the first page of size one costs one request."""
-        params: dict[str, Any] = {k: v for k, v in filters.items() if v}
-        params["limit"] = page_size
+        params: Any = [*_query(filters), ("limit", page_size)]
         path = f"/v2/queues/{dlq}/dead_letters"
         while True:
             doc = self._json("GET", path, params=params)
@@ -321,7 +320,32 @@ class Client:
                 return
             # The next link carries every parameter, the marker included.
             href = urlsplit(nxt[0])
-            path, params = href.path, dict(parse_qsl(href.query, keep_blank_values=True))
+            path, params = href.path, parse_qsl(href.query, keep_blank_values=True)
+
+    def count_dead_letters(self, dlq: str, **filters: Any) -> int:
+        """How many dead letters `filters` (the API's filter names) select now."""
+        doc = self._json("GET", f"/v2/queues/{dlq}/dead_letters/count", params=_query(filters))
+        return int(doc["count"])
+
+    def purge_dead_letters(self, dlq: str, **filters: Any) -> int:
+        """Delete the dead letters `filters` select; how many."""
+        doc = self._json("DELETE", f"/v2/queues/{dlq}/dead_letters", params=_query(filters))
+        return int(doc["purged"])
+
+    def edit_dead_letter(
+        self, dlq: str, message_id: str, patch: Any, *, kind: str = "merge", redrive: bool = False
+    ) -> dict[str, Any]:
+        """Patch a dead letter (`kind` merge: JSON Merge Patch; json: JSON Patch), and with
+        `redrive` send it back; the answer: the message, and the redrive task if any."""
+        media = "application/merge-patch+json" if kind == "merge" else "application/json-patch+json"
+        doc: dict[str, Any] = self._json(
+            "PATCH",
+            f"/v2/queues/{dlq}/dead_letters/{message_id}",
+            params={"redrive": "true"} if redrive else None,
+            content=json.dumps(patch).encode(),
+            headers={"Content-Type": media},
+        )
+        return doc
 
     def dead_letter_sources(self, dlq: str) -> list[dict[str, Any]]:
         doc = self._json("GET", f"/v2/queues/{dlq}/dead_letter_sources")
@@ -471,3 +495,14 @@ def _missing_queue(path: str, description: str) -> str:
     if named:
         return named.group(1)
     return path.split("/")[3] if path.startswith("/v2/queues/") else ""
+
+
+def _query(filters: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The dead-letter filter's query parameters: each given value, a list's each (the
+    `attribute` filters), none of those left out."""
+    pairs: list[tuple[str, Any]] = []
+    for key, value in filters.items():
+        for one in value if isinstance(value, list | tuple) else [value]:
+            if one is not None and one != "":
+                pairs.append((key, one))
+    return pairs

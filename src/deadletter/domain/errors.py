@@ -18,13 +18,16 @@
     │   ├── BatchBehind
     │   ├── TemplateAlreadyExists
     │   ├── TemplatePatternTaken (another template has the pattern: this one would never apply)
+    │   ├── PatchConflict        (a JSON Patch's test fails, or it removes what is not there)
     │   ├── DeadLetterQueueInUse (deleting or purging a DLQ sources name, without force)
     │   └── PatternImpure        (a canary over a pattern flagged as mixing failures, without force)
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
     │   ├── OutOfRange           (a number outside the range the engine takes for it)
     │   ├── ReservedAttribute
-    │   └── MessageTooLarge
+    │   ├── MessageTooLarge
+    │   ├── InvalidFilter        (a dead-letter filter the language does not take)
+    │   └── InvalidPatch         (an edit that is no patch, or whose result is no message)
     ├── QueueQuotaExceeded       (the tenant holds as many queues as it may)
     ├── LimitExceeded            (a project holds as many templates or subscriptions as it may)
     ├── QueueFull                (a bounded queue refuses a send past its bound)
@@ -148,6 +151,14 @@ class MessageTooLarge(InvalidInput):
     """The message is larger than the queue allows."""
 
 
+class InvalidFilter(InvalidInput):
+    """The dead-letter filter is not valid."""
+
+
+class InvalidPatch(InvalidInput):
+    """The edit is not a valid patch of the dead letter."""
+
+
 class QueueQuotaExceeded(DeadletterError):
     """The tenant already holds as many queues as the server allows one tenant."""
 
@@ -200,6 +211,10 @@ class TemplateAlreadyExists(Conflict):
 class TemplatePatternTaken(Conflict):
     """Another template of the project has this pattern; of two equal patterns only the first
     by name ever applies, so a second would be a template that never takes effect."""
+
+
+class PatchConflict(Conflict):
+    """The JSON Patch does not apply to the dead letter as it is."""
 
 
 class BatchBehind(Conflict):

@@ -134,6 +134,29 @@ LIMITS: tuple[Limit, ...] = (
         applies="WebSocket `subscription_create` without a `subscriber`",
         refusal="400",
     ),
+    # The dead-letter filter language (domain/filters.py): the work one selection asks for.
+    Limit(
+        key="filter_text",
+        what="Characters of one dead-letter filter's value",
+        value=1024,
+        applies="`GET`/`DELETE .../dead_letters`, `.../dead_letters/count`, a redrive's filter",
+        refusal="400",
+    ),
+    Limit(
+        key="filter_pattern",
+        what="Characters of a filter's regular expression (`error_matches`; each match of one"
+        " dead letter's error stops after 50 ms, and the request is then refused)",
+        value=256,
+        applies="as `filter_text`",
+        refusal="400",
+    ),
+    Limit(
+        key="filter_attributes",
+        what="`attribute` filters in one selection",
+        value=10,
+        applies="as `filter_text`",
+        refusal="400",
+    ),
 )
 
 BY_KEY = {limit.key: limit for limit in LIMITS}
@@ -155,6 +178,9 @@ CREDENTIALS_PER_PROJECT = limit("credentials_per_project")
 SUBSCRIPTIONS_PER_QUEUE = limit("subscriptions_per_queue")
 SUBSCRIPTIONS_PER_PROJECT = limit("subscriptions_per_project")
 SUBSCRIPTIONS_PER_SOCKET = limit("subscriptions_per_socket")
+FILTER_TEXT = limit("filter_text")
+FILTER_PATTERN = limit("filter_pattern")
+FILTER_ATTRIBUTES = limit("filter_attributes")
 
 
 def markdown_table() -> str:

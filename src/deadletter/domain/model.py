@@ -76,6 +76,8 @@ class SkipReason(enum.StrEnum):
     # The queue it goes back to is at its bound: a redrive never pushes a live message out,
     # whatever the queue's overflow policy.
     QUEUE_FULL = "queue_full"
+    # The task's transform does not apply to it (a conflict, or a result too large).
+    TRANSFORM_REFUSED = "transform_refused"
 
 
 class TaskStatus(enum.StrEnum):
@@ -291,7 +293,11 @@ class Claim:
 
 @dataclass(frozen=True)
 class DeadLetterFilter:
-    """Selects messages in a DLQ; every field narrows, None means any."""
+    """Selects messages in a DLQ; every field narrows, None means any. The filter language
+    (`domain/filters.py` parses it, `engine/selection.py` applies it): the first fields are
+    columns the store reads; `older_than`, `newer_than` and `pattern_id` the engine turns
+    into them (`since`, `until`, `message_ids`) before the store sees the filter; the rest
+    the engine evaluates on each dead letter the store returns."""
 
     source_queue: str | None = None
     reason: Reason | None = None
@@ -299,8 +305,29 @@ class DeadLetterFilter:
     until: float | None = None
     message_ids: tuple[str, ...] | None = None
     source_tag: str | None = None
+    # Seconds since the dead letter died: more than `older_than`, less than `newer_than`.
+    older_than: float | None = None
+    newer_than: float | None = None
+    pattern_id: str | None = None
+    # The error's class (as given, or named by a text error's last line); a substring and a
+    # regular expression of the error's text (description, error, class, stack).
+    error_class: str | None = None
+    error_contains: str | None = None
+    error_matches: str | None = None
+    # Message attributes, (name, value) each; a value of None: the attribute is present.
+    attributes: tuple[tuple[str, str | None], ...] = ()
+    # A JMESPath expression over the body: selects where its result is truthy.
+    body: str | None = None
+    # How many times the message died (its history's deaths, this one included).
+    min_deaths: int | None = None
+    max_deaths: int | None = None
+    # Sent back by this redrive task and dead again since: how a retried group is followed.
+    redriven_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {k: v for k, v in self._extra().items() if v not in (None, ())}
+        if self.attributes:
+            extra["attributes"] = [list(a) for a in self.attributes]
         return {
             "source_queue": self.source_queue,
             **({"source_tag": self.source_tag} if self.source_tag is not None else {}),
@@ -308,6 +335,24 @@ class DeadLetterFilter:
             "since": self.since,
             "until": self.until,
             "message_ids": list(self.message_ids) if self.message_ids is not None else None,
+            **extra,
+        }
+
+    def _extra(self) -> dict[str, Any]:
+        """The fields past the first six, as stored: only those set, so that a filter of the
+        first six reads as it always has."""
+        return {
+            "older_than": self.older_than,
+            "newer_than": self.newer_than,
+            "pattern_id": self.pattern_id,
+            "error_class": self.error_class,
+            "error_contains": self.error_contains,
+            "error_matches": self.error_matches,
+            "attributes": self.attributes,
+            "body": self.body,
+            "min_deaths": self.min_deaths,
+            "max_deaths": self.max_deaths,
+            "redriven_by": self.redriven_by,
         }
 
     @classmethod
@@ -320,6 +365,42 @@ class DeadLetterFilter:
             until=data.get("until"),
             message_ids=tuple(ids) if ids is not None else None,
             source_tag=data.get("source_tag"),
+            older_than=data.get("older_than"),
+            newer_than=data.get("newer_than"),
+            pattern_id=data.get("pattern_id"),
+            error_class=data.get("error_class"),
+            error_contains=data.get("error_contains"),
+            error_matches=data.get("error_matches"),
+            attributes=tuple((a[0], a[1]) for a in data.get("attributes") or ()),
+            body=data.get("body"),
+            min_deaths=data.get("min_deaths"),
+            max_deaths=data.get("max_deaths"),
+            redriven_by=data.get("redriven_by"),
+        )
+
+    @property
+    def in_engine(self) -> bool:
+        """Whether some of it is evaluated on each dead letter rather than by the store."""
+        return bool(
+            self.error_class is not None
+            or self.error_contains is not None
+            or self.error_matches is not None
+            or self.attributes
+            or self.body is not None
+            or self.min_deaths is not None
+            or self.max_deaths is not None
+            or self.redriven_by is not None
+        )
+
+    def for_store(self) -> DeadLetterFilter:
+        """The part the store reads (the columns); the caller has resolved ages and pattern."""
+        return DeadLetterFilter(
+            source_queue=self.source_queue,
+            reason=self.reason,
+            since=self.since,
+            until=self.until,
+            message_ids=self.message_ids,
+            source_tag=self.source_tag,
         )
 
 
@@ -444,6 +525,36 @@ class Canary:
         )
 
 
+class PatchKind(enum.StrEnum):
+    """How an edit of a dead letter is written: JSON Merge Patch (RFC 7396) or JSON Patch
+    (RFC 6902), both over the document `{"body": ..., "attributes": {...}}`."""
+
+    MERGE = "merge"
+    JSON = "json"
+
+
+@dataclass(frozen=True)
+class MessagePatch:
+    """An edit of a dead letter's body or attributes, as the client wrote it."""
+
+    kind: PatchKind
+    document: Any
+    # Who asked for it ({"project", "credential"}), where it is kept to be applied later (a
+    # redrive's transform); each edit's history event names them.
+    by: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind.value,
+            "document": self.document,
+            **({"by": self.by} if self.by is not None else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MessagePatch:
+        return cls(PatchKind(data["type"]), data["document"], data.get("by"))
+
+
 @dataclass(frozen=True)
 class RedriveTask:
     id: str
@@ -466,6 +577,8 @@ class RedriveTask:
     # The highest sequence number the task has examined: it goes on after it.
     cursor_seq: int = 0
     canary: Canary | None = None
+    # Applied to each dead letter as it moves, kept in its history as an edit.
+    transform: MessagePatch | None = None
 
 
 @dataclass(frozen=True)
@@ -479,25 +592,3 @@ class ListQuery:
     exclude_client_id: str | None = None
     dead_letters: DeadLetterFilter | None = None
     max_seq: int | None = None
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """A dead letter belongs to a failure pattern; `dead_lettered_at` in epoch seconds."""
-
-    message_id: str
-    pattern_id: str
-    template: str | None = None
-    signature: str | None = None
-    dead_lettered_at: float | None = None
-
-
-@dataclass(frozen=True)
-class MergedBatch:
-    """What merging a batch of assignments did: `merged` is False for a batch the writer
-    merged already."""
-
-    merged: bool
-    last_batch: int
-    patterns: int
-    alerts: list[tuple[str, str]]

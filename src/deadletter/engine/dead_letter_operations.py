@@ -5,27 +5,31 @@ faces still call one object; the rules live in `redrive`, `patterns` and `creden
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from deadletter.clock import Clock
+from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
-    Assignment,
     Canary,
     DeadLetterFilter,
-    ListQuery,
-    MergedBatch,
     Message,
+    MessagePatch,
     Queue,
     RedriveTask,
 )
+from deadletter.domain.patterns import Assignment, MergedBatch
 from deadletter.engine import canary as canaries
-from deadletter.engine import patterns, redrive, validation
+from deadletter.engine import edits, patterns, redrive, selection, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import Subscriptions
 from deadletter.engine.transactions import Pending, Runner
 from deadletter.storage.base import CredentialRecord, Transaction
+
+# Dead letters one transaction of a purge deletes.
+PURGE_BATCH = 1000
 
 
 class DeadLetterOperations:
@@ -44,13 +48,17 @@ class DeadLetterOperations:
         where: DeadLetterFilter | None = None,
         rate: float | None = None,
         canary: Canary | None = None,
+        transform: MessagePatch | None = None,
     ) -> RedriveTask:
         """Start moving dead letters back: to each one's source queue, or to `destination`;
-        with a `canary`, a sample first, and the rest only if the sample stays alive."""
+        with a `canary`, a sample first, and the rest only if the sample stays alive; with a
+        `transform`, each edited as it moves (kept in its history)."""
         filter_ = where or DeadLetterFilter()
         validation.check_redrive(filter_, rate)
         if canary is not None:
             canaries.check(canary)
+        if transform is not None:
+            edits.check(transform)
 
         def work(tx: Transaction, pending: Pending) -> RedriveTask:
             now = self.clock.now()
@@ -64,6 +72,9 @@ class DeadLetterOperations:
                 now=now,
                 canary=canary,
             )
+            if transform is not None:
+                task = replace(task, transform=transform)
+                tx.update_task(task)
             pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
             return task
 
@@ -116,20 +127,117 @@ class DeadLetterOperations:
         after_seq: int = 0,
         limit: int = 100,
     ) -> list[Message]:
-        """Browse a DLQ without consuming it, claimed messages included."""
-        query = ListQuery(
-            after_seq=after_seq,
-            limit=limit,
-            include_claimed=True,
-            include_delayed=True,
-            dead_letters=where or DeadLetterFilter(),
-        )
+        """Browse a DLQ without consuming it, claimed messages included: those `where`
+        selects (`engine.selection`)."""
 
         def work(tx: Transaction) -> list[Message]:
             require_queue(tx, project, dlq)
-            return tx.list_messages(project, dlq, self.clock.now(), query)
+            now = self.clock.now()
+            resolved = selection.resolve(
+                tx, project, dlq, where=where or DeadLetterFilter(), now=now
+            )
+            return selection.listed(
+                tx, project, dlq, now=now, where=resolved, after_seq=after_seq, limit=limit
+            )
 
         return self._runner.read(work)
+
+    def count_dead_letters(
+        self, project: str, dlq: str, *, where: DeadLetterFilter | None = None
+    ) -> int:
+        """How many dead letters `where` selects now: the preview of a purge or a redrive."""
+
+        def work(tx: Transaction) -> int:
+            require_queue(tx, project, dlq)
+            now = self.clock.now()
+            resolved = selection.resolve(
+                tx, project, dlq, where=where or DeadLetterFilter(), now=now
+            )
+            return selection.count(
+                tx, project, dlq, now=now, where=resolved, max_seq=tx.max_seq(project, dlq)
+            )
+
+        return self._runner.read(work)
+
+    def purge_dead_letters(self, project: str, dlq: str, *, where: DeadLetterFilter) -> int:
+        """Delete the dead letters `where` selects now (those that arrive later stay), a
+        batch per transaction; how many. An empty filter is refused: a whole queue is
+        purged by `purge`, which says so."""
+        if where == DeadLetterFilter():
+            raise errors.InvalidFilter(
+                "a purge of dead letters takes a filter; to empty the whole queue, purge it"
+            )
+
+        def start(tx: Transaction) -> tuple[DeadLetterFilter, int]:
+            require_queue(tx, project, dlq)
+            now = self.clock.now()
+            resolved = selection.resolve(tx, project, dlq, where=where, now=now)
+            return resolved, tx.max_seq(project, dlq)
+
+        resolved, max_seq = self._runner.read(start)
+
+        def batch(after: int) -> tuple[int, int, bool]:
+            def work(tx: Transaction, _: Pending) -> tuple[int, int, bool]:
+                queue = require_queue(tx, project, dlq)
+                now = self.clock.now()
+                page = selection.listed(
+                    tx,
+                    project,
+                    dlq,
+                    now=now,
+                    where=resolved,
+                    after_seq=after,
+                    limit=PURGE_BATCH,
+                    max_seq=max_seq,
+                )
+                ids = [m.id for m in page]
+                gone = tx.delete_messages(project, dlq, ids) if ids else 0
+                if ids and queue.settings.consumer_tags:
+                    tx.forget_tag_states(ids)
+                return gone, page[-1].seq if page else after, len(page) < PURGE_BATCH
+
+            return self._runner.run(work)
+
+        total, after, done = 0, 0, False
+        while not done:
+            gone, after, done = batch(after)
+            total += gone
+        return total
+
+    def edit_dead_letter(
+        self,
+        project: str,
+        dlq: str,
+        message_id: str,
+        *,
+        patch: MessagePatch,
+        by: dict[str, Any],
+        redrive_it: bool = False,
+    ) -> tuple[Message, RedriveTask | None]:
+        """Patch one dead letter's body or attributes where it is (`engine.edits`), kept in
+        its history with `by` and the time; with `redrive_it`, a redrive task of that one
+        dead letter starts in the same transaction (both happen, or neither)."""
+        edits.check(patch)
+
+        def work(tx: Transaction, pending: Pending) -> tuple[Message, RedriveTask | None]:
+            queue = require_queue(tx, project, dlq)
+            found = tx.get_messages(project, dlq, [message_id], lock=True)
+            if not found or found[0].provenance is None:
+                raise errors.MessageNotFound(f"no dead letter {message_id!r} in {dlq!r}")
+            now = self.clock.now()
+            limit = queue.settings.max_message_size
+            m = edits.edited(found[0], patch, by=by, now=now, max_size=limit)
+            tx.edit_messages(project, [m])
+            if not redrive_it:
+                return m, None
+            where = DeadLetterFilter(message_ids=(m.id,))
+            task = redrive.start(
+                tx, project, dlq, destination=None, where=where, rate=None, now=now
+            )
+            pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
+            return m, task
+
+        return self._runner.run(work)
 
     # Failure patterns from the analysis pipeline
 
@@ -180,9 +288,6 @@ class DeadLetterOperations:
                 max_bytes=max_bytes,
             )
         )
-
-    def pattern_message_ids(self, project: str, dlq: str, *, pattern_id: str) -> tuple[str, ...]:
-        return patterns.message_ids(self.get_patterns(project, dlq), pattern_id)
 
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
         return self._runner.read(lambda tx: patterns.stored(tx, project, dlq))

@@ -9,8 +9,8 @@ applies live beside it:
 and `queues`, `claims`, `visibility`, `dead_letters`, `expiry` and `redrive` do the work
 inside the transaction, given the `tx`.
 None of them opens a transaction of its own: an operation that builds on another
-(`get_message`, `delete_message`, `change_visibility`, `list_dead_letters`,
-`pattern_message_ids`) calls it outside any transaction.
+(`get_message`, `delete_message`, `change_visibility`, `list_dead_letters`) calls it outside
+any transaction.
 """
 
 from __future__ import annotations

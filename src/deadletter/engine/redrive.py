@@ -20,12 +20,13 @@ from deadletter.domain.model import (
     CanaryDecision,
     DeadLetterFilter,
     ListQuery,
+    MessagePatch,
     Queue,
     RedriveTask,
     SkipReason,
     TaskStatus,
 )
-from deadletter.engine import bounds, fifo, transitions
+from deadletter.engine import bounds, edits, fifo, selection, transitions
 from deadletter.engine import canary as canaries
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
@@ -69,7 +70,9 @@ def start(
     if any(t.dlq == dlq for t in active_tasks(tx, project)):
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
     max_seq = tx.max_seq(project, dlq)
-    to_move = tx.count_dead_letters(project, dlq, now, where, max_seq)
+    # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
+    where = selection.resolve(tx, project, dlq, where=where, now=now)
+    to_move = selection.count(tx, project, dlq, now=now, where=where, max_seq=max_seq)
     task = RedriveTask(
         id=new_id(),
         project=project,
@@ -176,7 +179,8 @@ def _move(
     out the `drawn` sample (its own steps examined it); or the task failed, written, when it
     cannot go on. `pace` is `paced`'s answer: how many may move, and the new `updated_at`."""
     allowed, paced_to = pace
-    batch = tx.dead_letter_sources(
+    batch, last_seq, short = selection.redrive_batch(
+        tx,
         task.project,
         task.dlq,
         now=now,
@@ -186,8 +190,9 @@ def _move(
         after_seq=after_seq,
     )
     if not batch:
-        return task, [], None, True
-    last_seq, short = batch[-1][1], len(batch) < allowed
+        # Nothing left; or only dead letters the filter does not select were read: the next
+        # step goes on after them.
+        return (task, [], None, True) if short else (task, [], last_seq, False)
     if drawn:
         batch = [b for b in batch if b[0] not in drawn]
     outcome = _outcomes(tx, task, batch)
@@ -198,6 +203,9 @@ def _move(
     fresh, skipped = outcome
     fresh, full = _within_bounds(tx, task.project, task.dlq, fresh, now)
     skipped += full
+    if task.transform is not None:
+        fresh, refused = _transformed(tx, task, task.transform, fresh, now)
+        skipped += refused
     for (_, tag), (destination, ids) in fresh.items():
         event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
         expires = now + destination.settings.default_ttl
@@ -225,6 +233,30 @@ def _move(
         updated_at=paced_to(count),
     )
     return task, moved_ids, last_seq, short
+
+
+def _transformed(
+    tx: Transaction, task: RedriveTask, patch: MessagePatch, fresh: Destinations, now: float
+) -> tuple[Destinations, list[tuple[str, SkipReason]]]:
+    """The task's transform applied to the dead letters about to move, each edit kept in
+    its history; one it does not apply to stays in the DLQ, skipped (`transform_refused`)."""
+    kept: Destinations = {}
+    refused: list[tuple[str, SkipReason]] = []
+    for key, (queue, ids) in fresh.items():
+        changed = []
+        for m in tx.get_messages(task.project, task.dlq, ids):
+            try:
+                by = patch.by or {}
+                limit = queue.settings.max_message_size
+                changed.append(
+                    edits.edited(m, patch, by=by, now=now, max_size=limit, task_id=task.id)
+                )
+            except (errors.InvalidInput, errors.PatchConflict):
+                refused.append((m.id, SkipReason.TRANSFORM_REFUSED))
+        tx.edit_messages(task.project, changed)
+        if changed:
+            kept[key] = (queue, [m.id for m in changed])
+    return kept, refused
 
 
 # How many of the DLQ's new arrivals one watching step reads for the sample's re-deaths.

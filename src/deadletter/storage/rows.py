@@ -13,6 +13,7 @@ from deadletter.domain.model import (
     Canary,
     DeadLetterFilter,
     Message,
+    MessagePatch,
     Queue,
     QueueSettings,
     RedriveTask,
@@ -254,6 +255,7 @@ def task_params(t: RedriveTask) -> dict[str, Any]:
         "skipped_ids": json.dumps([[mid, reason.value] for mid, reason in t.skipped_messages]),
         "cursor_seq": t.cursor_seq,
         "canary": json.dumps(t.canary.to_dict()) if t.canary is not None else None,
+        "transform": json.dumps(t.transform.to_dict()) if t.transform is not None else None,
     }
 
 
@@ -278,6 +280,9 @@ def task_from(row: Row) -> RedriveTask:
         ),
         cursor_seq=row["cursor_seq"],
         canary=Canary.from_dict(json.loads(row["canary"])) if row["canary"] else None,
+        transform=MessagePatch.from_dict(json.loads(row["transform"]))
+        if row["transform"]
+        else None,
     )
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from deadletter.api.sqs import wire
 from deadletter.api.sqs.actions import ASYNC_ACTIONS, SYNC_ACTIONS
-from deadletter.api.sqs.parameters import ENTRY_FIELDS, PARAMETERS
+from deadletter.api.sqs.parameters import ENTRY_FIELDS, EXTENSIONS, PARAMETERS
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import ApiClient
 from tests.support.sqs_fuzz import ACCOUNT, Sentinel, query_fields
@@ -118,6 +118,8 @@ def test_the_parameters_are_those_of_botocores_model() -> None:
         expected = set(shape.members) if shape is not None else set()
         if action == "CreateQueue":
             expected.add("Tags")
+        if action == "StartMessageMoveTask":
+            expected |= EXTENSIONS
         assert set(PARAMETERS[action]) == expected, action
     for action, fields in ENTRY_FIELDS.items():
         entry = model.shape_for(f"{action}RequestEntry")

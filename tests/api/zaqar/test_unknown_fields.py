@@ -40,7 +40,10 @@ FREE_BODIES: dict[str, tuple[Any, str]] = {
     "patch_queue": ([{"op": "add", "path": "/metadata/_bogus_key", "value": 1}], "_bogus_key"),
     "put_template": ({"pattern": "b*", "bogus_field": 1}, "bogus_field"),
     "patch_template": ({"pattern": "b*", "bogus_field": 1}, "bogus_field"),
+    "edit_dead_letter": ({"body": {"n": 2}, "bogus_field": 1}, "bogus_field"),
 }
+# The Content-Type of each route that takes its own.
+CONTENT_TYPES = {"patch_queue": PATCH_TYPE, "edit_dead_letter": "application/merge-patch+json"}
 
 
 def url(path: str) -> str:
@@ -101,7 +104,7 @@ def test_every_route_refuses_an_unknown_body_field(
     api: ApiClient, given: Engine, method: str, path: str, name: str
 ) -> None:
     body, unknown = FREE_BODIES.get(name, ({"bogus_field": 1}, "bogus_field"))
-    headers = {"Content-Type": PATCH_TYPE} if name == "patch_queue" else {}
+    headers = {"Content-Type": CONTENT_TYPES[name]} if name in CONTENT_TYPES else {}
     before = state(given)
     r = api.request(method, url(path), json=body, headers=headers)
     refused(r, unknown)
@@ -118,16 +121,16 @@ def test_every_route_whose_handler_checks_its_body_has_a_case() -> None:
 @pytest.mark.parametrize(
     ("method", "path", "body", "unknown", "meant"),
     [
-        ("POST", "/v2/queues/orders-dlq/redrives", {"error_class": "KeyError"}, "error_class",
-         None),
+        ("POST", "/v2/queues/orders-dlq/redrives", {"error_klass": "KeyError"}, "error_klass",
+         "error_class"),
         ("POST", "/v2/queues/orders-dlq/redrives", {"sources_queue": "orders"}, "sources_queue",
          "source_queue"),
         ("POST", f"/v2/queues/orders/messages/{UUID}/release?claim_id={UUID}",
          {"delay_seconds": 30}, "delay_seconds", "delay"),
         ("POST", f"/v2/queues/orders/messages/{UUID}/dead_letter?claim_id={UUID}",
          {"description": "InvalidPayload", "bogus": 1}, "bogus", None),
-        ("GET", "/v2/queues/orders-dlq/dead_letters?error_class=KeyError", None, "error_class",
-         None),
+        ("GET", "/v2/queues/orders-dlq/dead_letters?error_klass=KeyError", None, "error_klass",
+         "error_class"),
         ("GET", "/v2/queues/orders-dlq/dead_letters?sources_queue=orders", None, "sources_queue",
          "source_queue"),
         ("PUT", "/v2/queues/q2", {"_dead_letter_queue_message_ttl": 60},

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from deadletter.api.openapi.schemas import REASON, SCHEMAS, STR, whole
+from deadletter.api.openapi.schemas import FILTER_QUERY, SCHEMAS, STR, whole
 from deadletter.api.zaqar.context import PATH_NAMES
 from deadletter.api.zaqar.reads import FREE
 from deadletter.api.zaqar.routes import ROUTES, ZaqarRoute
@@ -41,10 +41,15 @@ QUERY_BY_OP: dict[str, dict[str, dict[str, Any]]] = {
     "list_dead_letters": {
         "marker": {"type": "integer", "minimum": 0},
         "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "reason": REASON,
+        **FILTER_QUERY,
     },
+    "count_dead_letters": FILTER_QUERY,
+    "purge_dead_letters": FILTER_QUERY,
+    "edit_dead_letter": {"redrive": {"type": "boolean"}},
 }
 PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
+# The request body's media type by its schema, where it is not JSON.
+BODY_TYPES = {"Patch": PATCH_TYPE, "DeadLetterEdit": "application/merge-patch+json"}
 
 
 def _json(schema: dict[str, Any], media_type: str = "application/json") -> dict[str, Any]:
@@ -103,7 +108,7 @@ def operation(route: ZaqarRoute) -> dict[str, Any]:
         "responses": _responses(route),
     }
     if route.body is not None:
-        media_type = PATCH_TYPE if route.body == "Patch" else "application/json"
+        media_type = BODY_TYPES.get(route.body, "application/json")
         op["requestBody"] = _json({"$ref": f"#/components/schemas/{route.body}"}, media_type)
     return op
 

@@ -10,6 +10,7 @@ from deadletter.api.zaqar.parse import CLAIM_TIMES, PATCH_OPS
 from deadletter.api.zaqar.queues import PURGE_KINDS
 from deadletter.domain import names
 from deadletter.domain import settings as declared
+from deadletter.domain.filters import FILTER_KEYS
 from deadletter.domain.model import CanaryDecision, SkipReason, TaskStatus
 from deadletter.domain.provenance import Reason
 
@@ -23,6 +24,14 @@ def enum(values: Any, nullable: bool = False) -> dict[str, Any]:
 # The domain's enums, read from their types: a reason or a status added there is documented.
 REASON = enum(Reason)
 TASK_STATUS = enum(TaskStatus)
+# The dead-letter filter language (domain/filters.py): text, but for these.
+DEATHS: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 1_000_000}
+FILTER_QUERY: dict[str, dict[str, Any]] = {
+    "reason": REASON,
+    "min_deaths": DEATHS,
+    "max_deaths": DEATHS,
+}
+FILTER_FIELD: dict[str, Any] = {"type": ["string", "number"]}
 
 
 def whole(kind: names.Kind) -> dict[str, Any]:
@@ -279,6 +288,20 @@ SCHEMAS: dict[str, Any] = {
             "until": EPOCH,
             "message_ids": {"type": "array", "items": STR, "maxItems": 10_000},
             "pattern_id": STR,
+            **{k: FILTER_FIELD for k in FILTER_KEYS if k not in ("reason", "since", "until")},
+            "attribute": {
+                "description": "NAME=VALUE (or NAME: present); a list, each must hold",
+                "oneOf": [STR, {"type": "array", "items": STR, "maxItems": 10}],
+            },
+            "dry_run": {
+                "description": "Count what the task would select, and start nothing",
+                "type": "boolean",
+            },
+            "transform": {
+                "description": "A JSON Merge Patch of {body, attributes} applied to each"
+                " dead letter as it moves, kept in its history",
+                "type": "object",
+            },
             "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6},
             "canary": {
                 "description": "Move this many dead letters first (or this percentage of those"
@@ -317,6 +340,11 @@ SCHEMAS: dict[str, Any] = {
                 "default": False,
             },
         },
+    },
+    "DeadLetterEdit": {
+        "description": "A JSON Merge Patch (application/merge-patch+json) of"
+        ' {"body", "attributes"}, or a JSON Patch (application/json-patch+json) of it',
+        "type": ["object", "array"],
     },
     "Task": {
         "type": "object",

@@ -171,6 +171,8 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.TemplateAlreadyExists: invalid_parameter,
     errors.TemplatePatternTaken: invalid_parameter,
     errors.BatchBehind: invalid_parameter,
+    # This face edits no dead letter; a native edit's conflict, were it to reach it.
+    errors.PatchConflict: invalid_parameter,
     # Never raised here: this face deletes and purges as AWS does, DLQ or not (docs/sqs.md).
     errors.DeadLetterQueueInUse: invalid_parameter,
     # Never raised here: SQS's move tasks have no canary (docs/sqs.md).
@@ -180,6 +182,9 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.ReservedAttribute: invalid_parameter,
     errors.MessageTooLarge: invalid_parameter,
     errors.OutOfRange: invalid_parameter,
+    # StartMessageMoveTask's DeadLetterFilter extension (docs/sqs.md).
+    errors.InvalidFilter: invalid_parameter,
+    errors.InvalidPatch: invalid_parameter,
     errors.InvalidInput: invalid_parameter,
     errors.QueueQuotaExceeded: lambda message: SqsError("OverLimit", message),
     errors.LimitExceeded: lambda message: SqsError("OverLimit", message),

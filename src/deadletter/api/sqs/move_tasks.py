@@ -6,13 +6,14 @@ import base64
 import binascii
 import json
 from typing import Any
+from urllib.parse import parse_qsl
 
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs.call import Call
 from deadletter.api.sqs.errors import SqsError, invalid_parameter
 from deadletter.api.strict_json import InvalidJson, loads
-from deadletter.domain import errors, names
-from deadletter.domain.model import RedriveTask, TaskStatus
+from deadletter.domain import errors, filters, names
+from deadletter.domain.model import DeadLetterFilter, RedriveTask, TaskStatus
 
 MAX_MOVE_RATE = 500
 MAX_MOVE_TASKS = 10
@@ -41,6 +42,7 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
         else None
     )
     rate = call.integer("MaxNumberOfMessagesPerSecond", 1, MAX_MOVE_RATE)
+    where = move_filter(call.text("DeadLetterFilter", required=False))
     if call.engine.find_queue(call.project, dlq) is None:
         raise _not_found("SourceArn")
     if destination is not None and call.engine.find_queue(call.project, destination) is None:
@@ -48,9 +50,27 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
     if not call.engine.is_redrive_source(call.project, dlq):
         raise invalid_parameter("Source queue must be configured as a Dead Letter Queue.")
     task = call.engine.start_redrive(
-        call.project, dlq, destination=destination, where=None, rate=rate
+        call.project, dlq, destination=destination, where=where, rate=rate
     )
     return {"TaskHandle": _task_handle(task, source_arn)}
+
+
+def move_filter(text: str | None) -> DeadLetterFilter | None:
+    """The `DeadLetterFilter` extension: the native API's filter parameters as one query
+    string; a bad one is InvalidParameterValue, as the error table maps InvalidFilter."""
+    if text is None:
+        return None
+    given: dict[str, list[str]] = {}
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=True)
+    except ValueError:
+        raise invalid_parameter(
+            "Value for parameter DeadLetterFilter is invalid. Reason: it is a query string,"
+            " NAME=VALUE pairs joined by &."
+        ) from None
+    for key, value in pairs:
+        given.setdefault(key, []).append(value)
+    return filters.parse(given)
 
 
 def cancel_message_move_task(call: Call) -> dict[str, Any]:

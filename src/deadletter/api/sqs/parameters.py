@@ -26,6 +26,11 @@ _SEND = (
     "MessageGroupId",
 )
 
+# Parameters of this server's own beyond botocore's model: StartMessageMoveTask's
+# `DeadLetterFilter`, the native API's dead-letter filter as one query string
+# (`error_class=KeyError&older_than=1h`, docs/sqs.md).
+EXTENSIONS = frozenset({"DeadLetterFilter"})
+
 PARAMETERS: dict[str, frozenset[str]] = {
     # `tags` is the JSON protocol's name, `Tags` what the query protocol's `Tag.N` becomes.
     "CreateQueue": frozenset({"QueueName", "Attributes", "tags", "Tags"}),
@@ -58,7 +63,7 @@ PARAMETERS: dict[str, frozenset[str]] = {
     "ChangeMessageVisibility": frozenset({_URL, "ReceiptHandle", "VisibilityTimeout"}),
     "ChangeMessageVisibilityBatch": frozenset({_URL, "Entries"}),
     "StartMessageMoveTask": frozenset(
-        {"SourceArn", "DestinationArn", "MaxNumberOfMessagesPerSecond"}
+        {"SourceArn", "DestinationArn", "MaxNumberOfMessagesPerSecond", *EXTENSIONS}
     ),
     "CancelMessageMoveTask": frozenset({"TaskHandle"}),
     "ListMessageMoveTasks": frozenset({"SourceArn", "MaxResults"}),

@@ -3,8 +3,13 @@ its source queues, redrive tasks, and the failure patterns the analysis stores."
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+from urllib.parse import urlencode
+
 from starlette.responses import Response
 
+from deadletter.api.auth import token_credential
 from deadletter.api.json_response import JSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range
@@ -16,23 +21,26 @@ from deadletter.api.zaqar.parse import (
     is_int_in,
     known_fields,
     optional_text,
-    parse_time,
     rate_value,
-    reason_value,
     redrive_ids,
     required_claim_id,
     tag_param,
     text,
     time_value,
 )
-from deadletter.api.zaqar.serialize import next_link, task_href, task_json
+from deadletter.api.zaqar.serialize import task_href, task_json
+from deadletter.auth.roles import Action
+from deadletter.domain import filters
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
-    Assignment,
     DeadLetterFilter,
+    MessagePatch,
+    PatchKind,
 )
+from deadletter.domain.patterns import Assignment
+from deadletter.engine import is_signed_url
 
 MAX_DEAD_LETTER_BATCH = 100
 # One micro-batch of pattern assignments (a streaming sink's batch) and its fields.
@@ -111,31 +119,84 @@ def release_message(ctx: Ctx) -> Response:
     return Response(status_code=204)
 
 
+def query_filter(ctx: Ctx) -> DeadLetterFilter:
+    """The filter language's query parameters (`domain/filters.py`), `attribute` repeatable."""
+    given = ctx.request.query_params
+    return filters.parse({k: given.getlist(k) for k in filters.FILTER_KEYS if k in given})
+
+
 def list_dead_letters(ctx: Ctx) -> Response:
     limit = ctx.int_param("limit", 100, 1, 1000)
     marker = ctx.int_param("marker", 0, 0, 2**63 - 1)
-    where = DeadLetterFilter(
-        source_queue=text("source_queue", ctx.params.get("source_queue") or "") or None,
-        reason=reason_value(ctx.params.get("reason")),
-        since=parse_time("since", ctx.params.get("since")),
-        until=parse_time("until", ctx.params.get("until")),
-        source_tag=text("source_tag", ctx.params.get("source_tag") or "") or None,
-    )
+    where = query_filter(ctx)
     found = ctx.engine.list_dead_letters(
         ctx.project, ctx.queue, where=where, after_seq=marker, limit=limit
     )
     now = ctx.now()
     links: list[dict[str, str]] = []
     if len(found) == limit:
-        params = {k: v for k, v in ctx.params.items() if k not in ("marker", "limit") and v}
-        links = next_link(
-            f"/v2/queues/{ctx.queue}/dead_letters",
-            {**params, "marker": found[-1].seq, "limit": limit},
-        )
+        params = [(k, v) for k, v in ctx.request.query_params.multi_items()
+                  if k not in ("marker", "limit") and v]  # fmt: skip
+        links = [{"rel": "next", "href": f"/v2/queues/{ctx.queue}/dead_letters?"
+                  + urlencode([*params, ("marker", found[-1].seq), ("limit", limit)])}]  # fmt: skip
     # Each dead letter's `marker` is its place in the DLQ's numbering: a reader that keeps the
     # last one it took (a streaming query's offset) goes on after it with `?marker=`.
     messages = [{**ctx.message(m, now), "marker": m.seq} for m in found]
     return JSONResponse({"messages": messages, "links": links})
+
+
+def count_dead_letters(ctx: Ctx) -> Response:
+    """The preview of a filter: how many dead letters it selects now."""
+    count = ctx.engine.count_dead_letters(ctx.project, ctx.queue, where=query_filter(ctx))
+    return JSONResponse({"count": count})
+
+
+def purge_dead_letters(ctx: Ctx) -> Response:
+    purged = ctx.engine.purge_dead_letters(ctx.project, ctx.queue, where=query_filter(ctx))
+    return JSONResponse({"purged": purged})
+
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+def edit_dead_letter(ctx: Ctx) -> Response:
+    """A dead letter's body or attributes patched where it is, kept in its history; with
+    `?redrive=true`, then sent back as a one-message redrive task."""
+    content_type = ctx.request.headers.get("content-type", "").split(";")[0].strip().lower()
+    kinds = {MERGE_PATCH: PatchKind.MERGE, JSON_PATCH: PatchKind.JSON}
+    if content_type not in kinds:
+        raise ZaqarError(
+            415,
+            "Unsupported media type",
+            f"An edit needs Content-Type: {MERGE_PATCH} (RFC 7396) or {JSON_PATCH} (RFC 6902).",
+        )
+    then_redrive = ctx.bool_param("redrive")
+    if then_redrive and not ctx.may(Action.REDRIVE_START):
+        raise ZaqarError(403, "Forbidden", "Redriving the edited dead letter needs redrive:start.")
+    patch = MessagePatch(kinds[content_type], ctx.json())
+    edited, task = ctx.engine.edit_dead_letter(
+        ctx.project,
+        ctx.queue,
+        ctx.path["message_id"],
+        patch=patch,
+        by=actor(ctx),
+        redrive_it=then_redrive,
+    )
+    out: dict[str, Any] = {"message": ctx.message(edited, ctx.now())}
+    if task is not None:
+        out["redrive"] = task_json(task)
+    return JSONResponse(out)
+
+
+def actor(ctx: Ctx) -> dict[str, Any]:
+    """Who asks, as an edit's history keeps it: the project, and the credential's key id
+    (none with authentication off, or through a signed URL)."""
+    authority = ctx.options.authority if ctx.options else None
+    credential = None
+    if authority is not None and not is_signed_url(ctx.request.headers):
+        credential = token_credential(authority, ctx.request.headers).key_id
+    return {"project": ctx.project, "credential": credential}
 
 
 def dead_letter_sources(ctx: Ctx) -> Response:
@@ -160,29 +221,32 @@ def start_redrive(ctx: Ctx) -> Response:
     destination = optional_text(doc, "destination")
     ids = redrive_ids(doc.get("message_ids"))
     rate = rate_value(doc.get("rate"))
-    source_queue = optional_text(doc, "source_queue")
-    reason = reason_value(doc.get("reason"))
-    since = time_value("since", doc.get("since"))
-    until = time_value("until", doc.get("until"))
-    pattern_id = optional_text(doc, "pattern_id")
-    if pattern_id is not None:
-        if ids is not None:
-            raise bad_request("Give message_ids or pattern_id, not both.")
-        ids = ctx.engine.pattern_message_ids(ctx.project, ctx.queue, pattern_id=pattern_id)
-    where = DeadLetterFilter(
-        source_queue=source_queue,
-        reason=reason,
-        since=since,
-        until=until,
-        message_ids=ids,
-        source_tag=optional_text(doc, "source_tag"),
-    )
-    canary = canary_value(doc, pattern_id)
+    where = filters.from_json(doc)
+    if where.pattern_id is not None and ids is not None:
+        raise bad_request("Give message_ids or pattern_id, not both.")
+    where = replace(where, message_ids=ids)
+    dry_run = doc.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise bad_request("dry_run must be true or false.")
+    transform = None
+    if doc.get("transform") is not None:
+        transform = MessagePatch(PatchKind.MERGE, doc["transform"], actor(ctx))
+    canary = canary_value(doc, where.pattern_id)
+    if dry_run:
+        # What the task would select, counted now; nothing is written.
+        count = ctx.engine.count_dead_letters(ctx.project, ctx.queue, where=where)
+        return JSONResponse({"dry_run": True, "to_move": count})
     task = ctx.engine.start_redrive(
-        ctx.project, ctx.queue, destination=destination, where=where, rate=rate, canary=canary
+        ctx.project,
+        ctx.queue,
+        destination=destination,
+        where=where,
+        rate=rate,
+        canary=canary,
+        transform=transform,
     )
     return JSONResponse(
-        task_json(task, pattern_id), status_code=201, headers={"Location": task_href(task)}
+        task_json(task, where.pattern_id), status_code=201, headers={"Location": task_href(task)}
     )
 
 

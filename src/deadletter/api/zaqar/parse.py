@@ -26,7 +26,7 @@ from deadletter.domain.model import (
     Canary,
     NewMessage,
 )
-from deadletter.domain.provenance import ErrorDetails, Reason
+from deadletter.domain.provenance import ErrorDetails
 
 PAGE_LIMIT = MESSAGES_PER_REQUEST
 # Times a client may give (epoch seconds): from 1970 to the year 5138, which every datetime,
@@ -246,17 +246,6 @@ def error_value(doc: dict[str, Any]) -> str | ErrorDetails | None:
     return ErrorDetails(
         message=fields["message"], error_class=fields["class"], stack=fields["stack"]
     )
-
-
-def reason_value(value: Any) -> Reason | None:
-    if value is None or value == "":
-        return None
-    try:
-        return Reason(value)
-    except ValueError:
-        raise bad_request(
-            f"reason must be one of {', '.join(r.value for r in Reason)}, not {shown(value)}."
-        ) from None
 
 
 def time_value(name: str, value: Any) -> float | None:

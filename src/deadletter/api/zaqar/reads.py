@@ -17,6 +17,7 @@ from typing import Any
 
 from deadletter.api import strict_json
 from deadletter.api.zaqar.errors import bad_request
+from deadletter.domain.filters import FILTER_KEYS
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ REDRIVE_FIELDS = frozenset(
         "max_redeath",
         "seed",
         "force",
+        "dry_run",
+        "transform",
+        *FILTER_KEYS,
     }
 )
 SUBSCRIPTION_FIELDS = frozenset({"subscriber", "ttl", "options"})
@@ -87,7 +91,11 @@ READS: dict[str, Reads] = {
     "renew_claim": Reads(("tag",), frozenset({"ttl", "grace"})),
     "release_claim": Reads(("tag",)),
     "dead_letter_batch": Reads(("tag",), DEAD_LETTER_FIELDS | {"messages"}),
-    "list_dead_letters": Reads(("source_queue", "source_tag", "reason", "since", "until", *PAGE)),
+    # The dead-letter filter language (domain/filters.py), the same on every route that selects.
+    "list_dead_letters": Reads((*FILTER_KEYS, *PAGE)),
+    "count_dead_letters": Reads(FILTER_KEYS),
+    "purge_dead_letters": Reads(FILTER_KEYS),
+    "edit_dead_letter": Reads(("redrive",), FREE),
     "dead_letter_sources": Reads(),
     "start_redrive": Reads(body=REDRIVE_FIELDS),
     "list_redrives": Reads(),

@@ -146,6 +146,11 @@ class Messages(abc.ABC):
         """Write back whole messages whose `queue` changed, giving each a new sequence number."""
 
     @abc.abstractmethod
+    def edit_messages(self, project: str, messages: Sequence[Message]) -> None:
+        """Write back the body, attributes and history of messages edited where they are:
+        their place, state and counts stay."""
+
+    @abc.abstractmethod
     def extend_lives(self, project: str, messages: Sequence[Message]) -> None:
         """Each message's row lives at least until the message's `expires_at`, as a tag's
         claim set it (the row is every group's: it is only ever made to live longer)."""

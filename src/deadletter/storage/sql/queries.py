@@ -28,7 +28,7 @@ MESSAGE_FIELDS = (
 TASK_FIELDS = (
     "id", "project", "dlq", "destination", "filter", "rate", "status", "moved", "to_move",
     "max_seq", "started_at", "updated_at", "failure_reason", "skipped", "skipped_ids",
-    "cursor_seq", "canary",
+    "cursor_seq", "canary", "transform",
 )  # fmt: skip
 
 
@@ -220,6 +220,11 @@ OLDEST = (
 BODY_BYTES = (
     "SELECT COALESCE(SUM(LENGTH(body)), 0) AS n FROM messages"
     " WHERE project = :project AND queue = :queue AND expires_at > :now"
+)
+# A dead letter edited where it is (engine.edits): its place, state and counts stay.
+EDIT_MESSAGE = (
+    "UPDATE messages SET body = :body, attributes = :attributes, history = :history"
+    f" WHERE id = :id AND {_OF_PROJECT}"
 )
 UPDATE_MESSAGE = (
     "UPDATE messages SET visible_at = :visible_at, claim_id = :claim_id,"

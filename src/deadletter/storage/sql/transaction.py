@@ -417,6 +417,13 @@ class SQLTransaction(
         hidden = Counter((r["queue"], r["hidden"]) for r in rows if r["id"] in before)
         self._move_counts(project, before.values(), depths, hidden)
 
+    def edit_messages(self, project: str, messages: Sequence[Message]) -> None:
+        keys = ("id", "project", "body", "attributes", "history")
+        rows = [{k: v for k, v in message_params(project, m).items() if k in keys}
+                for m in messages]  # fmt: skip
+        if rows:
+            self.run_many(q.EDIT_MESSAGE, rows)
+
     def delete_messages(self, project: str, queue: str, ids: Sequence[str]) -> int:
         rows = self.all(q.DELETE_MESSAGES, {"project": project, "queue": queue, "ids": list(ids)})
         for i in ids:

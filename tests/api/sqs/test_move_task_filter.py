@@ -1,0 +1,72 @@
+"""StartMessageMoveTask's `DeadLetterFilter` extension: the native API's filter language as one
+query string, in either protocol; what it selects moves, a bad one is InvalidParameterValue."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deadletter.engine.engine import Engine
+from tests.api.sqs.test_unknown_parameters import PROTOCOLS, call, error
+from tests.api.zaqar.conftest import CLIENT_ID, ApiClient
+from tests.support.sqs_fuzz import ACCOUNT
+
+ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-dlq"
+ZAQAR = {"Client-ID": CLIENT_ID, "X-Project-ID": ACCOUNT}
+
+
+def given_two_dead_letters(http: ApiClient) -> None:
+    """Given orders-dlq holding a KeyError and a ValueError of orders."""
+    assert http.put("/v2/queues/orders-dlq", json={}, headers=ZAQAR).status_code == 201
+    policy = {"_max_claim_count": 3, "_dead_letter_queue": "orders-dlq"}
+    assert http.put("/v2/queues/orders", json=policy, headers=ZAQAR).status_code == 201
+    for n, cls in ((1, "KeyError"), (2, "ValueError")):
+        r = http.post("/v2/queues/orders/messages", json={"messages": [{"body": {"n": n}}]},
+                      headers=ZAQAR)  # fmt: skip
+        mid = r.json()["resources"][0].rsplit("/", 1)[1]
+        r = http.post("/v2/queues/orders/claims?limit=1", json={}, headers=ZAQAR)
+        cid = r.headers["Location"].rsplit("/", 1)[1]
+        r = http.post(f"/v2/queues/orders/messages/{mid}/dead_letter?claim_id={cid}",
+                      json={"error": {"class": cls}}, headers=ZAQAR)  # fmt: skip
+        assert r.status_code == 200, r.text
+
+
+@PROTOCOLS
+def test_a_move_task_moves_what_its_filter_selects(
+    http: ApiClient,
+    engine: Engine,
+    protocol: str,
+) -> None:
+    given_two_dead_letters(http)
+    params = {"SourceArn": ARN, "DeadLetterFilter": "error_class=KeyError&reason=rejected"}
+    r = call(http, protocol, "StartMessageMoveTask", params)
+    assert r.status_code == 200, r.text
+    (task,) = engine.list_tasks(ACCOUNT, "orders-dlq")
+    assert task.to_move == 1
+    while engine.redrive_step(task.id, 10).status.value == "RUNNING":
+        pass
+    left = engine.list_dead_letters(ACCOUNT, "orders-dlq")
+    assert [json.loads(m.body) for m in left] == [{"n": 2}]
+
+
+@pytest.mark.one_store
+@PROTOCOLS
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [("error_class=A&error_class=B", "error_class"), ("older_than=soon", "older_than"),
+     ("colour=red", "colour"), ("=x", "blank name")],
+)  # fmt: skip
+def test_a_bad_move_task_filter_is_refused_and_starts_nothing(
+    http: ApiClient,
+    engine: Engine,
+    protocol: str,
+    text: str,
+    named: str,
+) -> None:
+    given_two_dead_letters(http)
+    r = call(http, protocol, "StartMessageMoveTask", {"SourceArn": ARN, "DeadLetterFilter": text})
+    status, code, message = error(r)
+    assert (status, code) == (400, "InvalidParameterValue"), message
+    assert named in message
+    assert engine.list_tasks(ACCOUNT, "orders-dlq") == []
