@@ -20,13 +20,8 @@ import time
 from pathlib import Path
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import (
-    Canary,
-    DeadLetterFilter,
-    DeadLetterPolicy,
-    NewMessage,
-    QueueSettings,
-)
+from deadletter.domain.model import Canary, DeadLetterFilter, NewMessage, QueueSettings
+from deadletter.domain.policies import DeadLetterPolicy
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -89,11 +90,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
         args.clients = sorted({int(c) for c in args.clients.split(",") if c})
     except ValueError:
         ap.error(f"--clients takes comma-separated counts, not {args.clients!r}")
-    unknown = [s for s in args.systems if s.removesuffix(sysmod.BASE_SUFFIX) not in sysmod.ALL]
+    unknown = [s for s in args.systems if not _known(s.removesuffix(sysmod.BASE_SUFFIX))]
     unknown += [w for w in args.workloads if w not in WORKLOADS]
     if unknown:
         ap.error(f"unknown: {', '.join(unknown)}; systems are {', '.join(sysmod.ALL)}")
     return args
+
+
+def _known(system: str) -> bool:
+    """A system of `sysmod.ALL`, or a deadletter one on PostgreSQL served by N processes
+    (`deadletter-zaqar-postgres-w4`: `deadletter serve --workers 4`)."""
+    served = re.fullmatch(r"(deadletter-\w+-postgres)-w[1-9]\d*", system)
+    return system in sysmod.ALL or (served is not None and served.group(1) in sysmod.ALL)
 
 
 def machine() -> dict[str, Any]:

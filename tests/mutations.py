@@ -226,6 +226,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a project's admin sees its own project's metrics only",
     ),
     Mutation(
+        "route-row-action-ignored",
+        "api/zaqar/context.py",
+        "action=action_for(params),",
+        "action=None,",
+        ("tests/api/test_route_table.py",),
+        "each Zaqar request needs the action its route's row names",
+    ),
+    Mutation(
+        "sqs-action-permission-ignored",
+        "api/sqs/routes.py",
+        "permission = operation.permission if operation is not None else None",
+        "permission = None",
+        ("tests/api/test_auth_sqs.py",),
+        "each SQS action needs the permission its row names",
+    ),
+    Mutation(
         "sigv4-signature-prefix",
         "auth/sigv4.py",
         "if not hmac.compare_digest(expected.encode(), parsed.signature.encode()):",

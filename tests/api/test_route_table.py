@@ -22,6 +22,7 @@ from deadletter.api.auth import ADMIN_ROUTES
 from deadletter.api.hot import HotRoute
 from deadletter.api.openapi import document
 from deadletter.api.sqs.actions import OPERATIONS
+from deadletter.api.sqs.permissions import OWNER_ONLY, SHARED
 from deadletter.api.sqs.routes import HOT_PATHS, PATHS, QueryGet
 from deadletter.api.zaqar.queues import queue_stats
 from deadletter.api.zaqar.routes import ROUTES, ZaqarRoute, zaqar_routes
@@ -227,3 +228,11 @@ def test_every_sqs_action_has_a_permission_and_post_root_is_hot(apps: list[Starl
 def test_the_hot_path_is_public_starlette() -> None:
     source = (Path(__file__).parents[2] / "src/deadletter/api/hot.py").read_text()
     assert "starlette._" not in source
+
+
+def test_every_sqs_action_is_one_a_queue_policy_may_or_may_not_grant() -> None:
+    # A policy names an action by its permission's name, which its batch form shares.
+    batches = {name for name in OPERATIONS if name.endswith("Batch")}
+    assert {name.removesuffix("Batch") for name in batches} <= set(OPERATIONS)
+    assert SHARED.isdisjoint(OWNER_ONLY)
+    assert (SHARED | OWNER_ONLY) - {"*"} == set(OPERATIONS) - batches

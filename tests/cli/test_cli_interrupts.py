@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from deadletter.cli import analyze as analyze_command
+from deadletter.cli import progress
 from deadletter.cli.main import main
 from deadletter.client import Client
 from tests.cli.test_cli import ok, url  # noqa: F401 (the live-server fixture)
@@ -76,7 +76,7 @@ def test_a_slow_spark_start_says_it_is_still_starting_and_ctrl_c_what_is_left(
     # Given an export, and a Spark that takes its time to start and is interrupted
     export = tmp_path / "dead.jsonl"
     export.write_text(json.dumps({"message_id": "m1", "error": "boom"}) + "\n")
-    monkeypatch.setattr(analyze_command, "TICK_SECONDS", 0.1)
+    monkeypatch.setattr(progress, "TICK_SECONDS", 0.1)
 
     def slow_session(*_: Any, **__: Any) -> Any:
         time.sleep(0.6)

@@ -3,6 +3,8 @@ only after a confirmation."""
 
 from __future__ import annotations
 
+import re
+import time
 from typing import Any
 
 from playwright.sync_api import expect
@@ -193,3 +195,57 @@ def test_the_patterns_follow_each_store_with_their_counts_rates_and_trend(
     hourly = page.locator("#patterns tr[data-pattern='p-000000000new'] td.trend svg")
     expect(hourly).to_have_attribute("data-unit", "hour")
     screenshot(page, "patterns-live")
+
+
+def redrive_all(api: Api) -> None:
+    """What `deadletter redrive start DLQ --wait` does: every dead letter back, to the end."""
+    task = api.request("POST", f"/v2/queues/{DLQ}/redrives", json={}).json()
+    deadline = time.monotonic() + 30
+    while task["status"] != "COMPLETED":
+        assert time.monotonic() < deadline, task
+        time.sleep(0.1)
+        task = api.request("GET", f"/v2/queues/{DLQ}/redrives/{task['id']}").json()
+
+
+def test_a_pattern_whose_dead_letters_are_gone_is_listed_last_with_nothing_to_redrive(
+    api: Api, page: Any
+) -> None:
+    # Given two stored patterns, each with its dead letters in the DLQ
+    analysed(api, dead_letter_mix(api))
+    page.goto(f"/console/#/dlq/{DLQ}/patterns")
+    rows = page.locator("#patterns tr[data-pattern]")
+    timeouts = page.locator("#patterns tr[data-pattern='p-fcd39ef3032a']")
+    negatives = page.locator("#patterns tr[data-pattern='p-0a7e5d21b9c4']")
+    expect(rows.locator("button", has_text="redrive these")).to_have_count(2)
+    expect(page.locator("#resolved-note")).to_be_hidden()
+    # When the operator redrives the timeouts' pattern from the page
+    timeouts.locator("button", has_text="redrive these").click()
+    page.click("#redrive-start")
+    expect(page.locator("#redrive-percent")).to_have_text("100%")
+    # I expect that pattern to say nothing is left, with no browse or redrive, listed last
+    expect(timeouts).to_have_class(re.compile(r"\bresolved\b"))
+    expect(timeouts).to_contain_text("no dead letters left")
+    expect(timeouts.locator("button")).to_have_count(0)
+    expect(timeouts.locator("a", has_text="browse")).to_have_count(0)
+    assert rows.evaluate_all("rs => rs.map((r) => r.dataset.pattern)") == [
+        "p-0a7e5d21b9c4",
+        "p-fcd39ef3032a",
+    ]
+    expect(page.locator("#resolved-note")).to_contain_text("1 of 2 patterns have no dead letters")
+    # the other still offered, and the panel offering only it
+    expect(negatives.locator("button", has_text="redrive these")).to_have_count(1)
+    options = page.locator("#redrive-pattern option")
+    expect(options).to_have_count(2)
+    assert options.evaluate_all("os => os.map((o) => o.value)") == ["", "p-0a7e5d21b9c4"]
+    # When everything else is redriven elsewhere (the CLI), the page follows without a reload
+    redrive_all(api)
+    expect(page.locator("#patterns tr.resolved")).to_have_count(2)
+    expect(rows.locator("button")).to_have_count(0)
+    # and a page opened after the DLQ was emptied offers no pattern either
+    page.reload()
+    expect(rows).to_have_count(2)
+    expect(page.locator("#patterns tr.resolved")).to_have_count(2)
+    expect(page.locator("#resolved-note")).to_contain_text("2 of 2 patterns have no dead letters")
+    expect(rows.locator("button")).to_have_count(0)
+    expect(page.locator("#redrive-pattern option")).to_have_count(1)
+    screenshot(page, "patterns-resolved")

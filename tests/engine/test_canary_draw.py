@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from deadletter.domain.model import Provenance, Reason
+from deadletter.domain.provenance import Provenance, Reason
 from deadletter.engine.canary import (
     OTHER,
     UNMATCHED,
@@ -15,6 +15,7 @@ from deadletter.engine.canary import (
     folded,
     profiles_of,
     read,
+    read_text,
     template_of,
     tokens_of,
 )
@@ -39,6 +40,12 @@ from deadletter.engine.canary import (
         ("<*>: connection refused", "useradd: connection refused", ("useradd",)),
         # Two variables side by side: the first takes one token, the second the rest.
         ("timeout <*> <*>", "timeout 30 s on host-7", ("30", "s on host-7")),
+        # A quoted value that splitting leaves empty.
+        (
+            "Expecting <QUOTED> delimiter line <NUM>",
+            "Expecting '}' delimiter: line 1",
+            ("", "1"),
+        ),
         # What the template does not read.
         ("The <*> is invalid <*>", "The format is fine", None),
         ("The <*> is invalid", "The format is invalid twice", None),
@@ -49,6 +56,18 @@ def test_a_template_reads_the_values_of_an_error_text(
     template: str, text: str, values: tuple[str, ...] | None
 ) -> None:
     assert read(tokens_of(text), template_of(template)) == values
+
+
+def test_a_stack_trace_is_read_by_its_headline() -> None:
+    template = template_of("java.lang.IllegalStateException: carrier <*> rejected parcel <ID>")
+    text = (
+        "java.lang.IllegalStateException: carrier DHL rejected parcel PCL-32199\n"
+        "\tat com.acme.shipping.carrier.CarrierClient.book(CarrierClient.java:293)"
+    )
+    assert read_text(text, template) == ("DHL", "PCL-32199")
+    trace = "Traceback (most recent call last):\n  File x\nKeyError: 'customer'"
+    assert read_text(trace, template_of("KeyError: 'customer'")) == ()
+    assert read_text(trace, template) is None
 
 
 def test_a_long_text_against_many_variables_is_read_in_one_pass() -> None:

@@ -20,7 +20,8 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import Canary, DeadLetterFilter, ErrorDetails, TaskStatus
+from deadletter.domain.model import Canary, DeadLetterFilter, TaskStatus
+from deadletter.domain.provenance import ErrorDetails
 from deadletter.engine import canary as canary_module
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq

@@ -7,14 +7,22 @@ values, and checks which messages share a pattern.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from deadletter.pipeline.batches import assign
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD, with_context
-from deadletter.pipeline.purity import explain, raw_pattern, raw_template, split_hidden
+from deadletter.pipeline.purity import (
+    explain,
+    raw_pattern,
+    raw_template,
+    raw_values,
+    split_hidden,
+)
 from deadletter.pipeline.text import tokenize
 
 
@@ -235,9 +243,31 @@ def test_the_template_with_its_punctuation_matches_the_raw_texts() -> None:
     assert written == "pq: could not read file <QUOTED>: read only <NUM> of <SIZE>"
     assert all(raw_pattern(written).match(raw) for raw in raws)
     assert not raw_pattern(written).match("pq: could not write file x: short write")
+    # and each typed place's real value read from a member, not its mask
+    assert raw_values(template, raws[1]) == ['"base/77/9"', "512", "8192 bytes"]
 
 
 def test_the_template_of_a_mined_set_keeps_its_constants() -> None:
     rows = [(" ".join(tokenize(f"Took {i} seconds to spawn")), "", 1) for i in range(5)]
     found = with_context(rows)
     assert set(found.values()) == {"Took <DUR> to spawn"}
+
+
+def test_the_analysis_stores_how_sure_each_pattern_is(tmp_path: Path) -> None:
+    from deadletter.pipeline.local import analyze_local
+
+    # Given an export of one failure with a typed value
+    export = tmp_path / "export.jsonl"
+    with export.open("w") as fh:
+        for i in range(3):
+            record = {
+                "message_id": f"m-{i}",
+                "error": f'pq: could not read file "base/{i}/9": read only {i} of 8192 bytes',
+            }
+            fh.write(json.dumps(record) + "\n")
+    # When it is analysed
+    (pattern,) = analyze_local(export, tmp_path / "out").patterns
+    # I expect its purity, its flag, its template with punctuation and real example values
+    assert pattern["purity"] == 1.0 and pattern["impure"] is False
+    assert pattern["raw_template"] == "pq: could not read file <QUOTED>: read only <NUM> of <SIZE>"
+    assert [v["example"] for v in pattern["variables"]] == ['"base/0/9"', "0", "8192 bytes"]

@@ -136,7 +136,11 @@ def test_an_impure_pattern_is_flagged_in_the_report() -> None:
             }
         ],
     }
+    pattern["variables"].append(  # type: ignore[attr-defined]
+        {"variable": 2, "token": "<NUM>", "values": ["<NUM>"], "distinct": 1, "example": "8192"}
+    )
     page = render([pattern], 25)
+    assert "(e.g. <code>8192</code>)" in page
     assert "impure: purity 0.80" in page
     assert "<code>read</code> &times;20" in page
     assert "maybe 2 different failures" in page

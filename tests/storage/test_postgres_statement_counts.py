@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from psycopg import pq
 
-from deadletter.domain.model import NewMessage
+from deadletter.clock import ManualClock
+from deadletter.domain.model import DeadLetterPolicy, NewMessage, QueueSettings
 from deadletter.engine.engine import Engine
 from deadletter.storage.postgres.backend import PostgresStore
 
@@ -111,7 +112,7 @@ def wired(store_url: str) -> Iterator[tuple[Engine, Wire]]:
     store = PostgresStore(store_url, pool_size=1)  # one connection: every request on one trace
     wire = Wire(store)
     try:
-        yield Engine(store), wire
+        yield Engine(store, ManualClock()), wire
     finally:
         store.close()
         wire.close()
@@ -191,3 +192,25 @@ def test_each_hot_request_sends_its_pinned_statements(wired: tuple[Engine, Wire]
     counted = measure(engine, wire)
     # I expect the statements and round trips pinned for it
     assert counted == EXPECTED
+
+
+def test_a_claim_moves_the_poisoned_messages_it_took_in_one_statement(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given ten messages delivered once on a queue whose policy allows one delivery
+    engine, wire = wired
+    assert isinstance(engine.clock, ManualClock)
+    engine.create_queue(P, "dlq")
+    policy = DeadLetterPolicy(target="dlq", max_claims=1)
+    engine.create_queue(P, "q", settings=QueueSettings(dead_letter=policy))
+    engine.send(P, "q", messages=_batch())
+    engine.claim(P, "q", limit=BATCH, ttl=60)
+    engine.clock.advance(61)
+    # When a claim takes them all again, after their claim lapsed
+    sent, claim = wire.sent(lambda: engine.claim(P, "q", limit=BATCH, ttl=60))
+    # I expect none delivered, all ten in the DLQ, moved by one statement: the queue, the
+    # claim step, the DLQ's row, the move, the claim step again (nothing left to take) and
+    # the claim's record deleted
+    assert claim.messages == ()
+    assert engine.stats(P, "dlq").total == BATCH
+    assert sent.statements == 6

@@ -4,20 +4,15 @@ inputs); `analyze generate`."""
 from __future__ import annotations
 
 import signal
-import sys
-import threading
-import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
+from deadletter.cli.analyze_input import check_input, check_queue
 from deadletter.cli.config import resolve, unreachable_hint
-from deadletter.cli.export_input import check_input
 from deadletter.cli.output import (
     INTERRUPTED,
     UNREACHABLE,
@@ -25,10 +20,9 @@ from deadletter.cli.output import (
     counted,
     no_such_queue,
 )
+from deadletter.cli.progress import Progress
 from deadletter.client import DEFAULT_URL, ApiError, Client, QueueNotFound, Unreachable
 
-# While a stage runs this long without a word, the command says it is still at it.
-TICK_SECONDS = 5.0
 SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
 
 
@@ -165,7 +159,7 @@ def analyze(
     if input_path is not None:
         check_input(input_path)
     if queue and (input_path is None or post):
-        _check_queue(url, project, credential, queue, server.url)
+        check_queue(url, project, credential, queue, server.url)
     import httpx
 
     if follow:
@@ -219,43 +213,6 @@ def analyze(
             f"Spark failed: {type(exc).__name__}: {first} (see {out_dir / 'spark.log'},"
             " or run again with --verbose)"
         ) from None
-
-
-def _check_queue(
-    url: str, project: str | None, credential: tuple[str, str] | None, queue: str, origin: Any
-) -> None:
-    """The DLQ exists, is a DLQ, and the server answers, before anything starts."""
-    with Client(url, project, credential=credential) as client:
-        try:
-            _require_dlq(client, queue, client.get_queue(queue))
-        except QueueNotFound:
-            raise no_such_queue(client, queue) from None
-        except ApiError as exc:
-            raise Failure(f"{exc.title}: {exc.description}") from None
-        except Unreachable as exc:
-            raise Failure(f"{exc}\n{unreachable_hint(origin)}", UNREACHABLE) from None
-
-
-def _require_dlq(client: Client, queue: str, metadata: dict[str, Any]) -> None:
-    """Failure unless `queue` is a dead-letter queue: one some queue names as its DLQ, or one
-    holding dead letters still (its sources gone). Another queue's messages are live work,
-    not failures: patterns found in them, and stored on that queue, would mean nothing."""
-    target = metadata.get("_dead_letter_queue")
-    if target:  # a source queue (no chains: a source is never a DLQ)
-        raise Failure(
-            f"{queue!r} is not a dead-letter queue: its dead letters go to {target!r};"
-            f" analyse those: deadletter analyze --queue {target}"
-        )
-    if client.dead_letter_sources(queue):
-        return
-    first = next(client.dead_letter_pages(queue, page_size=1), [])
-    if any(m.get("provenance") for m in first):
-        return
-    raise Failure(
-        f"{queue!r} is not a dead-letter queue: no queue names it as its DLQ and it holds no"
-        f" dead letters, so there is nothing to analyse (its messages: deadletter peek {queue});"
-        " `deadletter queue list` names each queue's dead-letter queue"
-    )
 
 
 def _analyze(
@@ -517,53 +474,6 @@ def _done(say: Progress, result: Any, out_dir: Path) -> None:
     click.echo(f"{found[0]}, {found[1]} -> {out_dir}")
     for p in result.patterns[:10]:
         click.echo(f"  {p['id']}  {p['count']:>6}  {label(p)[:54]}")
-
-
-class Progress:
-    """Stages with the time since the command started, on stderr (stdout keeps the result).
-    Inside `ticking()`, a stage that runs TICK_SECONDS without a word is said to be still
-    running, with its own time, so that a slow Spark start or job never looks like a hang."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self._stage = ""
-        self._since = self.started  # when the stage began
-        self._said = self.started  # when the last line was written
-        self._lock = threading.Lock()
-
-    def __call__(self, stage: str) -> None:
-        with self._lock:
-            now = time.monotonic()
-            self._stage, self._since = stage, now
-            self._write(now, stage)
-
-    def _write(self, now: float, text: str) -> None:
-        self._said = now
-        click.echo(f"[{now - self.started:6.1f}s] {text}", err=True)
-        sys.stderr.flush()
-
-    def _tick(self, every: float) -> None:
-        with self._lock:
-            now = time.monotonic()
-            if self._stage and now - self._said >= every:
-                self._write(now, f"... still {self._stage}: {now - self._since:.0f} s")
-
-    @contextmanager
-    def ticking(self) -> Iterator[None]:
-        every = TICK_SECONDS
-        stop = threading.Event()
-
-        def tick() -> None:
-            while not stop.wait(every / 5):
-                self._tick(every)
-
-        thread = threading.Thread(target=tick, name="progress", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join()
 
 
 @analyze.command()

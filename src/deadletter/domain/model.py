@@ -592,25 +592,3 @@ class ListQuery:
     exclude_client_id: str | None = None
     dead_letters: DeadLetterFilter | None = None
     max_seq: int | None = None
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """A dead letter belongs to a failure pattern; `dead_lettered_at` in epoch seconds."""
-
-    message_id: str
-    pattern_id: str
-    template: str | None = None
-    signature: str | None = None
-    dead_lettered_at: float | None = None
-
-
-@dataclass(frozen=True)
-class MergedBatch:
-    """What merging a batch of assignments did: `merged` is False for a batch the writer
-    merged already."""
-
-    merged: bool
-    last_batch: int
-    patterns: int
-    alerts: list[tuple[str, str]]

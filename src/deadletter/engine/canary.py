@@ -244,7 +244,8 @@ def read(tokens: Sequence[str], template: Template) -> tuple[str, ...] | None:
     """The values `tokens` hold at the template's variable positions, or None when the
     template does not read them. A value runs up to the first place where the constant that
     follows it appears (one token when a variable follows instead; the rest of the text when
-    it is the last): one pass, however many variables, with no backtracking."""
+    it is the last), and may be empty (a quoted `'}'` is no token once split): one pass,
+    however many variables, with no backtracking."""
     values: list[str] = []
     i = 0
     for j, want in enumerate(template):
@@ -253,20 +254,22 @@ def read(tokens: Sequence[str], template: Template) -> tuple[str, ...] | None:
                 return None
             i += 1
             continue
-        if i >= len(tokens):
+        end = _value_end(tokens, i, template[j + 1 :])
+        if end < 0:
             return None
-        after = template[j + 1] if j + 1 < len(template) else None
-        if j + 1 == len(template):
-            end = len(tokens)
-        elif after is None:
-            end = i + 1
-        else:
-            end = next((k for k in range(i + 1, len(tokens)) if tokens[k] == after), -1)
-            if end < 0:
-                return None
         values.append(" ".join(tokens[i:end]))
         i = end
     return tuple(values) if i == len(tokens) else None
+
+
+def _value_end(tokens: Sequence[str], i: int, rest: Template) -> int:
+    """Where the value starting at `i` ends, given what of the template follows it; -1 when
+    the constant that follows never appears."""
+    if not rest:
+        return len(tokens)
+    if rest[0] is None:
+        return min(i + 1, len(tokens))
+    return next((k for k in range(i, len(tokens)) if tokens[k] == rest[0]), -1)
 
 
 def pattern_profiles(members: Sequence[Member], template: str) -> dict[str, tuple[str, ...]]:
@@ -278,9 +281,20 @@ def pattern_profiles(members: Sequence[Member], template: str) -> dict[str, tupl
     for m in members:
         text = _error_of(m)
         if text not in values:
-            values[text] = read(tokens_of(text), shape)
+            values[text] = read_text(text, shape)
         raw[m[0]] = values[text]
     return folded(raw)
+
+
+def read_text(text: str, template: Template) -> tuple[str, ...] | None:
+    """`read` of an error text: of the first of its lines the template reads (an error with
+    a stack trace or a detail line is grouped by its headline), else of the whole text."""
+    if "\n" in text:
+        lines = (read(tokens_of(line), template) for line in text.splitlines() if line.strip())
+        found = next((v for v in lines if v is not None), None)
+        if found is not None:
+            return found
+    return read(tokens_of(text), template)
 
 
 def _shape(text: str) -> str:

@@ -13,15 +13,14 @@ from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
-    Assignment,
     Canary,
     DeadLetterFilter,
-    MergedBatch,
     Message,
     MessagePatch,
     Queue,
     RedriveTask,
 )
+from deadletter.domain.patterns import Assignment, MergedBatch
 from deadletter.engine import canary as canaries
 from deadletter.engine import edits, patterns, redrive, selection, validation
 from deadletter.engine.lookups import require_queue

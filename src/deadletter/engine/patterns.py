@@ -20,7 +20,8 @@ from functools import partial
 from typing import Any
 
 from deadletter.domain import errors
-from deadletter.domain.model import MAX_PATTERNS, MAX_PATTERNS_BYTES, Assignment, MergedBatch
+from deadletter.domain.model import MAX_PATTERNS, MAX_PATTERNS_BYTES
+from deadletter.domain.patterns import Assignment, MergedBatch
 from deadletter.engine.events import EngineListener
 from deadletter.engine.fan_out import fan_out_events
 from deadletter.engine.lookups import require_queue

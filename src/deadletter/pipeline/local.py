@@ -20,7 +20,7 @@ import msgspec
 
 from deadletter.pipeline import summary
 from deadletter.pipeline.analysis import Result
-from deadletter.pipeline.columns import COLUMNS, parse_time
+from deadletter.pipeline.columns import COLUMNS
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
 from deadletter.pipeline.purity import explain
 
@@ -72,8 +72,10 @@ def _time(value: Any) -> datetime | None:
         return None
     if not isinstance(value, str) or not _TIME.fullmatch(value):
         raise NotLocal(f"a time Spark may read otherwise: {value!r}")
-    parsed = parse_time(value)
-    assert parsed is not None
+    # The expression above is ISO 8601 only: parse_time's reading as epoch seconds is moot.
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        return parsed
     return parsed.astimezone(UTC).replace(tzinfo=None)
 
 
@@ -235,7 +237,7 @@ def analyze_rows(
 ) -> Result:
     """The analysis of dead letters already read (dicts in SCHEMA, message ids unique)."""
     from deadletter.pipeline.masking import masked_rows
-    from deadletter.pipeline.text import key_paths
+    from deadletter.pipeline.shape import key_paths_of_shape, shape_of
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -264,7 +266,9 @@ def analyze_rows(
         members[pid].append(row["message_id"])
         at = row["dead_lettered_at"]
         hour = at.replace(minute=0, second=0, microsecond=0) if at is not None else None
-        key = (pid, template, signature, row["source_queue"], row["reason"], hour, row["body"])
+        # By body shape, as the Spark job groups: key paths once per shape, fewer groups.
+        shape = shape_of(row["body"])
+        key = (pid, template, signature, row["source_queue"], row["reason"], hour, shape)
         group = groups.get(key)
         if group is None:
             groups[key] = [1, at, at]
@@ -280,7 +284,7 @@ def analyze_rows(
     samples = {pid: ids_of[: summary.SAMPLES] for pid, ids_of in members.items()}
     by_id = {row["message_id"]: row for row in rows}
     examples = {pid: summary.example_of(by_id[ids_of[0]]) for pid, ids_of in samples.items()}
-    shapes = summary.shape_findings(folded.shaped, folded.base, key_paths)
+    shapes = summary.shape_findings(folded.shaped, folded.base, key_paths_of_shape)
     attrs = summary.attribute_findings(_attribute_candidates(rows, assigned), folded.sizes())
     variables = explain(found, ((t, c, n) for (t, c), n in counts.items()))
     patterns = summary.assemble(folded, samples, examples, shapes, attrs, variables)

@@ -261,6 +261,30 @@ def raw_template(template: str, raw: str) -> str | None:
     and blanks kept, each variable's text replaced by the placeholder; None when `raw` does
     not read against it. `raw_pattern` turns the answer into an expression that matches the
     raw text of the members."""
+    read = _raw_read(template, raw)
+    if read is None:
+        return None
+    match, variables = read
+    out = []
+    at = 0
+    for group, token in enumerate(variables, start=1):
+        begin, finish = match.span(group)
+        if begin < 0:
+            continue
+        out.append(raw[at:begin] + (WILDCARD if token == WILDCARD + HEAD_MARK else token))
+        at = finish
+    out.append(raw[at:])
+    return "".join(out)
+
+
+def raw_values(template: str, raw: str) -> list[str] | None:
+    """What each variable of `template` holds in `raw`, as written there (a typed place's
+    real value, not its mask); None when `raw` does not read against it."""
+    read = _raw_read(template, raw)
+    return None if read is None else list(read[0].groups(default=""))
+
+
+def _raw_read(template: str, raw: str) -> tuple[re.Match[str], list[str]] | None:
     tokens = [t for t in template.split(CONTEXT_SEPARATOR, 1)[0].split(" ") if t]
     if not tokens:
         return None
@@ -276,21 +300,10 @@ def raw_template(template: str, raw: str) -> str | None:
         expression += r"(\S+?):" if token == WILDCARD + HEAD_MARK else re.escape(token)
         after = ""
     end = r"[\s.!?:;,)\]}]*$" if after else r"[\s.!?:;,)\]}\"'`]*$"
-    shape = re.compile(r"^\s*" + expression + end, re.DOTALL)
-    match = shape.match(raw)
+    match = re.match(r"^\s*" + expression + end, raw, re.DOTALL)
     if match is None:
         return None
-    out = []
-    at = 0
-    variables = [t for t in tokens if t in PLACEHOLDERS or t == WILDCARD + HEAD_MARK]
-    for group, token in enumerate(variables, start=1):
-        begin, finish = match.span(group)
-        if begin < 0:
-            continue
-        out.append(raw[at:begin] + (WILDCARD if token == WILDCARD + HEAD_MARK else token))
-        at = finish
-    out.append(raw[at:])
-    return "".join(out)
+    return match, [t for t in tokens if t in PLACEHOLDERS or t == WILDCARD + HEAD_MARK]
 
 
 def raw_pattern(raw: str) -> re.Pattern[str]:

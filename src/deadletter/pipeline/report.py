@@ -146,6 +146,7 @@ def _variables(variables: list[dict[str, Any]]) -> str:
             for x, n in zip(v["values"], v.get("counts") or [None] * len(v["values"]), strict=False)
         )
         + (f" &hellip; ({v['distinct']} values)" if v["distinct"] > len(v["values"]) else "")
+        + (f" (e.g. <code>{escape(str(v['example']))}</code>)" if v.get("example") else "")
         + _warning(v)
         + "</li>"
         for v in variables

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # A JSON string literal as Python's json module accepts it (no raw control characters, only
@@ -24,6 +25,25 @@ def body_shape(body: Any) -> Any:
     skeleton = F.regexp_replace(F.regexp_replace(body, _LIT, '"'), _NUMBER, "0")
     keys = F.array_join(F.regexp_extract_all(body, F.lit(_KEY_OR_VALUE), 1), _KEY_SEP)
     return F.concat(skeleton, F.lit(_SHAPE_SEP), keys)
+
+
+# The same expressions for Python's `re`: `\x00` for Java's `\x{00}`, and ASCII classes, as
+# Java's `\w` is by default.
+_PY_LIT = re.compile(_LIT.replace(r"\x{00}", r"\x00").replace(r"\x{1f}", r"\x1f"), re.ASCII)
+_PY_NUMBER = re.compile(_NUMBER, re.ASCII)
+_PY_KEY_OR_VALUE = re.compile(
+    _KEY_OR_VALUE.replace(r"\x{00}", r"\x00").replace(r"\x{1f}", r"\x1f"), re.ASCII
+)
+
+
+def shape_of(body: str | None) -> str | None:
+    """`body_shape` in this process: the same text, so that the in-process engine computes
+    key paths once per shape as Spark does."""
+    if body is None:
+        return None
+    skeleton = _PY_NUMBER.sub("0", _PY_LIT.sub('"', body))
+    keys = _KEY_SEP.join(m.group(1) or "" for m in _PY_KEY_OR_VALUE.finditer(body))
+    return skeleton + _SHAPE_SEP + keys
 
 
 def key_paths_of_shape(shape: str | None) -> list[str]:

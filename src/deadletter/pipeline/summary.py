@@ -167,7 +167,9 @@ def assemble(
                 "id": pid,
                 "template": r["template"] or "",
                 "raw_template": _written(r["template"] or "", examples.get(pid)),
-                "variables": sure.get("variables", []),
+                "variables": _with_examples(
+                    sure.get("variables", []), r["template"] or "", examples.get(pid)
+                ),
                 "purity": sure.get("purity", 1.0),
                 "impure": sure.get("impure", False),
                 "signature": r["signature"] or "",
@@ -188,17 +190,37 @@ def assemble(
     return patterns
 
 
+def _headline(example: dict[str, Any]) -> str:
+    from deadletter.pipeline.text import mining_parts
+
+    return mining_parts(
+        example.get("error"), example.get("description"), example.get("error_class")
+    )[1]
+
+
+def _with_examples(
+    variables: list[dict[str, Any]], template: str, example: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Each variable with `example`, its value as the pattern's example writes it (a typed
+    place's real value, where `values` shows masks), when the example reads back."""
+    from deadletter.pipeline.purity import CONTEXT_SEPARATOR, raw_values
+
+    if not variables or not template or not example:
+        return variables
+    found = raw_values(template.split(CONTEXT_SEPARATOR, 1)[0], _headline(example))
+    if found is None or len(found) != len(variables):
+        return variables
+    return [{**v, "example": value} for v, value in zip(variables, found, strict=True)]
+
+
 def _written(template: str, example: dict[str, Any] | None) -> str | None:
     """The template as the example's text writes it, punctuation kept (purity.raw_template):
     it matches the members' raw text, where the template matches their masked tokens."""
     from deadletter.pipeline.purity import CONTEXT_SEPARATOR, raw_pattern, raw_template
-    from deadletter.pipeline.text import mining_parts
 
     if not template or not example:
         return None
-    _signature, headline, _context = mining_parts(
-        example.get("error"), example.get("description"), example.get("error_class")
-    )
+    headline = _headline(example)
     written = raw_template(template.split(CONTEXT_SEPARATOR, 1)[0], headline)
     # Kept only when it reads its own example back.
     return written if written and raw_pattern(written).match(headline) else None

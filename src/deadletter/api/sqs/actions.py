@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deadletter.api.sqs.call import Action, Call
@@ -59,10 +59,10 @@ class Operation:
     handler: Action | AsyncAction
     permission: Permission  # what a credential's role must allow
     bounded: bool = False  # a message action: one batch at most, run on the loop if it can
+    is_async: bool = field(init=False)  # long-polls on the loop (ReceiveMessage)
 
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.handler)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.handler))
 
 
 P = Permission

@@ -35,11 +35,11 @@ from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
-    Assignment,
     DeadLetterFilter,
     MessagePatch,
     PatchKind,
 )
+from deadletter.domain.patterns import Assignment
 from deadletter.engine import is_signed_url
 
 MAX_DEAD_LETTER_BATCH = 100

@@ -106,6 +106,24 @@ export async function queuesPage(marker, limit = PAGE) {
   return { queues, next: queues.length === limit ? nextMarker(doc) : null };
 }
 
+// The answer for a queue that does not exist (as opposed to a message or a task).
+export function isQueueMissing(err) {
+  return err instanceof ApiError && err.status === 404 && err.title === "Queue not found";
+}
+
+// The project's queue names, up to `pages` pages: what a "did you mean" chooses among.
+export async function queueNames(pages = 5) {
+  const names = [];
+  let marker = null;
+  for (let i = 0; i < pages; i++) {
+    const page = await queuesPage(marker);
+    names.push(...page.queues.map((x) => x.name));
+    marker = page.next;
+    if (!marker) break;
+  }
+  return names;
+}
+
 export const queue = (name) => get(q(name));
 export const stats = (name) => get(q(name) + "/stats");
 // Zaqar's metadata change: a JSON patch of `/metadata/<key>` operations.

@@ -1,12 +1,13 @@
 // The console's shell: routes (#/...), the project and sign-in state, and the live feed.
 
-import { onUnauthorized, session } from "./api.js";
-import { clear, throttle } from "./dom.js";
+import { isQueueMissing, onUnauthorized, session } from "./api.js";
+import { clear, errorBox, throttle } from "./dom.js";
 import { follow } from "./live.js";
 import { overview } from "./overview.js";
 import { queuePicture } from "./queue.js";
 import { deadLetterBrowser, deadLetterMessage } from "./deadletters.js";
 import { patternsPage } from "./patterns.js";
+import { notFound } from "./notfound.js";
 import { signInForm } from "./signin.js";
 
 const view = document.getElementById("view");
@@ -36,21 +37,40 @@ function setLive(status) {
   live.dataset.status = status;
 }
 
+let generation = 0;
+
 export async function render() {
   if (current && current.dispose) current.dispose();
   if (unfollow) unfollow();
   current = null;
   unfollow = null;
+  const mine = ++generation;
   const route = parseRoute();
-  clear(view);
+  // Each render draws in its own box: one overtaken by a newer route (a quick second click)
+  // goes on drawing in a box no longer on the page.
+  const box = document.createElement("div");
+  box.className = "page";
+  clear(view).append(box);
+  let shown;
   try {
-    current = (await pick(route)(view, route.params)) || {};
+    shown = (await pick(route)(box, route.params)) || {};
   } catch (err) {
-    if (err && err.status === 401) return;
-    throw err;
+    if (mine !== generation || (err && err.status === 401)) return;
+    // A page that cannot open says why in place of itself, and follows no feed.
+    clear(box);
+    if (isQueueMissing(err) && route.parts[1]) await notFound(box, route.parts);
+    else box.append(errorBox(err));
+    if (mine !== generation) return;
+    setLive("not live");
+    showWho();
+    return;
   }
+  if (mine !== generation) {
+    if (shown.dispose) shown.dispose();
+    return;
+  }
+  current = shown;
   if (current.refresh) {
-    const shown = current;
     const refresh = throttle(() => (current === shown ? shown.refresh() : undefined), 250);
     unfollow = follow(current.queues || [], (event) => {
       if (event.type !== "poll") live.dataset.events = String(Number(live.dataset.events || 0) + 1);

@@ -1,7 +1,7 @@
 // Page 3: a DLQ's dead letters, a window at a time, with filters; one dead letter in full.
 
 import * as api from "./api.js";
-import { add, age, clear, confirmAction, errorBox, h, isoToLocal, localToIso, pretty, when } from "./dom.js";
+import { add, age, clear, confirmAction, errorBox, h, idLabel, isoToLocal, localToIso, pretty, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
 
 const TEXT_SCAN_PAGE = 200;   // rows read per request while searching error texts
@@ -77,9 +77,11 @@ export async function deadLetterBrowser(el, dlq, params) {
   const count = h("span", { id: "selected-count", text: "0 selected" });
   const canChange = api.session.canChange;
   const panel = canChange ? redrivePanel(dlq, {
-    defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", onDone: () => load().catch(show) }) : null;
+    defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", detached: true,
+    onDone: () => load().catch(show) }) : null;
 
   const actions = canChange ? [
+    panel.button,
     h("button", { type: "button", id: "delete-selected", class: "danger", text: "Delete selected",
       onclick: async () => {
         if (!selected.size) return;
@@ -102,11 +104,11 @@ export async function deadLetterBrowser(el, dlq, params) {
     h("div", { class: "toolbar" }, h("button", { type: "button", id: "select-page", text: "Select page",
       onclick: () => { for (const box of body.querySelectorAll("input[type=checkbox]")) { box.checked = true; selected.add(box.value); } count.textContent = `${selected.size} selected`; } }),
     count, ...actions),
-    h("table", { class: "grid" },
+    panel ? panel.element : null,
+    h("div", { class: "table-wrap" }, h("table", { class: "grid dead-letters" },
       h("thead", {}, h("tr", {}, ["", "id", "source", "reason", "error", "claims", "dead-lettered", "pattern"].map((t) => h("th", { text: t })))),
-      body),
-    h("div", { class: "pager" }, prev, next, note),
-    panel ? panel.element : null);
+      body)),
+    h("div", { class: "pager" }, prev, next, note));
 
   const markers = [null];
   let nextMarker = null;
@@ -155,15 +157,15 @@ export async function deadLetterBrowser(el, dlq, params) {
       });
       body.append(h("tr", { "data-id": m.id },
         h("td", {}, box),
-        h("td", {}, h("a", { href: `#/dlq/${encodeURIComponent(dlq)}/messages/${encodeURIComponent(m.id)}`, text: m.id })),
+        h("td", { class: "id" }, idLabel(m.id, { href: `#/dlq/${encodeURIComponent(dlq)}/messages/${encodeURIComponent(m.id)}` })),
         h("td", { class: "source", text: p.source_queue || "" }),
         h("td", { class: "reason", text: p.reason || "" }),
         h("td", { class: "error-text", text: errorText(m), title: errorText(m) }),
         h("td", { class: "num", text: p.claim_count ?? m.claim_count }),
-        h("td", { text: when(p.dead_lettered_at) }),
-        h("td", { class: "pattern" }, patternOf.has(m.id) ? h("a", {
+        h("td", { class: "seen", text: when(p.dead_lettered_at) }),
+        h("td", { class: "pattern" }, patternOf.has(m.id) ? idLabel(patternOf.get(m.id).id, {
           href: `#/dlq/${encodeURIComponent(dlq)}/patterns?pattern=${encodeURIComponent(patternOf.get(m.id).id)}`,
-          title: patternOf.get(m.id).template || "", text: patternOf.get(m.id).id }) : null)));
+          title: patternOf.get(m.id).template || "" }) : null)));
     }
     if (!page.rows.length) body.append(h("tr", {}, h("td", { colspan: 8, class: "muted", text: "No dead letters match." })));
     prev.disabled = markers.length === 1;
@@ -196,7 +198,7 @@ export async function deadLetterMessage(el, dlq, id) {
   try {
     m = await api.message(dlq, id);
   } catch (err) {
-    if (err.status === 404) { el.append(h("p", { text: "This message is no longer in the queue (redriven, deleted or expired)." })); return {}; }
+    if (err.status === 404 && !api.isQueueMissing(err)) { el.append(h("p", { text: "This message is no longer in the queue (redriven, deleted or expired)." })); return {}; }
     throw err;
   }
   const p = m.provenance || {};

@@ -64,6 +64,34 @@ export function shortId(id) {
   return id.length > 8 ? id.slice(-6) : id;
 }
 
+// Message, claim and task ids are UUIDv7: their start is the time they share with their
+// neighbours, their end what tells them apart.
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ID_CHARS = 14;   // a pattern id (p- and 12 hex digits) is shown whole
+
+// An id as every list shows it: on one line, a UUID as `…` and its last six characters
+// (the cells' own short form), any other id past 14 characters cut at its end; the whole id
+// in the tooltip, and in the clipboard when the short text is copied.
+export function idText(id) {
+  const s = String(id);
+  if (UUID.test(s)) return `…${s.slice(-6)}`;
+  return s.length > ID_CHARS ? s.slice(0, ID_CHARS - 1) + "…" : s;
+}
+
+export function idLabel(id, { href, title } = {}) {
+  const full = String(id);
+  const el = h(href ? "a" : "code", { class: "id", href, "data-id": full,
+    title: title ? `${full}\n${title}` : full, text: idText(full) });
+  el.addEventListener("copy", (event) => {
+    // Only a selection within the id: one across rows copies what it shows.
+    const sel = document.getSelection();
+    if (!event.clipboardData || !sel || !el.contains(sel.anchorNode) || !el.contains(sel.focusNode)) return;
+    event.clipboardData.setData("text/plain", full);
+    event.preventDefault();
+  });
+  return el;
+}
+
 export function errorBox(err) {
   const title = err && err.title ? err.title : "Error";
   const description = err && err.description ? err.description : String(err && err.message || err);

@@ -26,10 +26,10 @@ export async function overview(el, params) {
     h("h1", { text: "Queues" }),
     h("div", { class: "toolbar" }, input),
     problems,
-    h("table", { class: "grid" },
+    h("div", { class: "table-wrap" }, h("table", { class: "grid" },
       h("thead", {}, h("tr", {}, ["queue", "depth", "free", "in flight", "delayed",
         "dead-lettered by reason", "DLQ", "max claims"].map((t) => h("th", { text: t })))),
-      body),
+      body)),
     h("div", { class: "pager" }, prev, next, note));
 
   input.addEventListener("change", () => {

@@ -2,7 +2,7 @@
 // kept current as they are stored again; browse or redrive one.
 
 import * as api from "./api.js";
-import { add, clear, errorBox, h, pretty, shortId, svg, when } from "./dom.js";
+import { add, clear, errorBox, h, idLabel, pretty, svg, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
 
 // Shown in their own columns, or used by the links.
@@ -17,6 +17,12 @@ const SLOW_MS = 10000;
 const TREND_BUCKETS = 30;
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
+// Items of a fact shown before the rest is folded away (30 key paths would fill a screen).
+const LIST_SHOWN = 6;
+// Requests one look at which patterns still hold dead letters may make (20 ids each); a
+// pattern not reached in time is taken to hold some, and is looked at again next time.
+const PROBE_BUDGET = 50;
+const PROBES_AT_ONCE = 4;
 
 function list(value) {
   return Array.isArray(value) ? value.map((v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))).join(", ") : String(value);
@@ -25,6 +31,18 @@ function list(value) {
 function fact(name, ...value) {
   return h("div", { class: "fact" }, h("span", { class: "fact-name", text: `${name}:` }), " ", ...value);
 }
+
+// A fact of many items: the first LIST_SHOWN on its line, the rest folded under `+N more`.
+function many(name, items) {
+  const join = (xs) => xs.flatMap((x, i) => [i ? ", " : "", x]);
+  if (items.length <= LIST_SHOWN) return fact(name, ...join(items));
+  return h("details", { class: "fact many" },
+    h("summary", {}, h("span", { class: "fact-name", text: `${name}:` }), " ", ...join(items.slice(0, LIST_SHOWN)),
+      h("span", { class: "muted", text: ` +${items.length - LIST_SHOWN} more` })),
+    h("div", { class: "rest" }, ...join(items.slice(LIST_SHOWN))));
+}
+
+const strings = (value) => value.map((v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : String(v)));
 
 // The fields `analyze` adds (docs/pipeline.md) in words; any other field by its name, with a
 // nested value folded away rather than printed as JSON inline.
@@ -38,8 +56,8 @@ function facts(p, dlq) {
     if (key === "alert" && typeof value === "object") out.push(fact("alert", alertWords(value)));
     else if (key === "source_queues") out.push(fact("from", list(value)));
     else if (key === "reasons") out.push(fact("reason", list(value)));
-    else if (key === "key_paths_missing") out.push(fact("lacks", list(value)));
-    else if (key === "key_paths_in_all") out.push(fact("all have", list(value)));
+    else if (key === "key_paths_missing" && Array.isArray(value)) out.push(many("lacks", strings(value)));
+    else if (key === "key_paths_in_all" && Array.isArray(value)) out.push(many("all have", strings(value)));
     else if (key === "overrepresented_attributes" && Array.isArray(value)) {
       out.push(fact("mostly", value.map((a) => `${a.name}=${a.value}` +
         (a.share !== undefined ? ` (${Math.round(a.share * 100)}%, lift ${a.lift})` : "")).join(", ")));
@@ -47,8 +65,8 @@ function facts(p, dlq) {
       const counts = value.map((pair) => Number(pair[1]) || 0);
       out.push(fact("per hour", `${counts.length} ${counts.length === 1 ? "hour" : "hours"}, at most ${Math.max(...counts)} in one`));
     } else if (key === "sample_message_ids" && Array.isArray(value)) {
-      out.push(fact("samples", ...value.flatMap((id, i) => [i ? ", " : "",
-        h("a", { href: `#/dlq/${encodeURIComponent(dlq)}/messages/${encodeURIComponent(id)}`, title: id, text: `…${shortId(id)}` })])));
+      out.push(many("samples", value.map((id) =>
+        idLabel(id, { href: `#/dlq/${encodeURIComponent(dlq)}/messages/${encodeURIComponent(id)}` }))));
     } else if (value !== null && typeof value === "object" && !(Array.isArray(value) && value.every((v) => typeof v !== "object" || v === null))) {
       out.push(h("details", { class: "fact" }, h("summary", { text: key.replace(/_/g, " ") }), h("pre", { text: pretty(value) })));
     } else {
@@ -64,11 +82,12 @@ function alertWords(a) {
 }
 
 // One line per alerted pattern, newest first: what started or sped up, and when.
-function alertLines(patterns) {
+function alertLines(patterns, resolved) {
   const alerted = patterns.filter((p) => p.alert && p.alert.at).sort((a, b) => (a.alert.at < b.alert.at ? 1 : -1));
   if (!alerted.length) return null;
   return h("ul", { id: "pattern-alerts" }, alerted.slice(0, 10).map((p) => h("li", { "data-pattern": p.id },
-    `${alertWords(p.alert)}: `, h("code", { text: p.id }), ` ${p.template || ""} (${p.count ?? "?"} so far)`)));
+    `${alertWords(p.alert)}: `, idLabel(p.id), ` ${p.template || ""} (${p.count ?? "?"} so far)`,
+    resolved(p) ? h("span", { class: "muted", text: " · no dead letters left" }) : null)));
 }
 
 // Counts per bucket as the server stores them ([[bucket start, count], ...]), the empty
@@ -111,10 +130,77 @@ function rateText(p) {
   return typeof p.rate_per_minute === "number" ? `${p.rate_per_minute}/min` : "—";
 }
 
+// Whether each pattern's dead letters are still in the DLQ. A pattern whose dead letters were
+// all redriven, deleted or expired stays listed (it is the record of what failed) but has
+// nothing left to browse or redrive. Dead letters' ids are never used again, so a pattern found
+// empty stays empty until a store gives it other ids; one found holding some is looked at again
+// only after something left the DLQ.
+function presenceOf(dlq) {
+  const known = new Map();   // pattern id -> { key, left, from }
+  let stale = true;          // something may have left the DLQ since the last look
+  const keyOf = (ids) => `${ids.length}:${ids[0] ?? ""}:${ids[ids.length - 1] ?? ""}`;
+
+  // One pattern: its ids 20 at a time, from where they were found last time, until one is
+  // there (it holds some) or none was (it holds none); null when the budget ran out first.
+  async function probe(ids, key, was, take) {
+    const starts = [];
+    for (let i = 0; i < ids.length; i += api.PAGE) starts.push(i);
+    const first = was && was.left ? Math.max(0, starts.indexOf(was.from)) : 0;
+    for (const at of [...starts.slice(first), ...starts.slice(0, first)]) {
+      if (!take()) return null;
+      if ((await api.messagesByIds(dlq, ids.slice(at, at + api.PAGE))).length) return { key, left: true, from: at };
+    }
+    return { key, left: false, from: 0 };
+  }
+
+  async function look(patterns) {
+    const stats = await api.stats(dlq).catch(() => null);
+    const empty = stats !== null && ((stats.messages || {}).total ?? null) === 0;
+    const due = [];
+    for (const p of patterns) {
+      const ids = (p.message_ids || []).map(String);
+      const key = keyOf(ids);
+      const was = known.get(p.id);
+      if (!ids.length) known.delete(p.id);   // no ids stored: nothing to tell
+      else if (empty) known.set(p.id, { key, left: false, from: 0 });
+      else if (was && was.left === false && was.key === key) continue;
+      else if (was && was.left === true && !stale) continue;
+      else due.push([p.id, ids, key, was]);
+    }
+    let budget = PROBE_BUDGET;
+    const take = () => budget-- > 0;
+    // A few patterns at a time, so a page of many patterns opens without waiting on each.
+    const workers = Array.from({ length: PROBES_AT_ONCE }, async () => {
+      for (let next = due.shift(); next; next = due.shift()) {
+        const [id, ids, key, was] = next;
+        const state = await probe(ids, key, was, take).catch(() => null);
+        // Not known this time: offered, as before the look.
+        if (state) known.set(id, state); else known.delete(id);
+      }
+    });
+    await Promise.all(workers);
+    stale = false;
+  }
+
+  return {
+    look,
+    resolved: (p) => known.get(p.id)?.left === false,
+    somethingLeft() { stale = true; },
+  };
+}
+
+// Feed events after which a pattern's dead letters may be gone.
+const LEAVING = new Set(["redriven", "deleted", "expired", "poll", "resync"]);
+
 export async function patternsPage(el, dlq) {
   let patterns = await api.patterns(dlq);
+  const presence = presenceOf(dlq);
+  await presence.look(patterns);
+  const resolved = presence.resolved;
+  const open = () => patterns.filter((p) => !resolved(p));
   const panel = api.session.canChange
-    ? redrivePanel(dlq, { defaults: {}, patterns, label: "Redrive…", onDone: () => {} })
+    ? redrivePanel(dlq, { defaults: {}, patterns: open(), label: "Redrive…", detached: true,
+      onDone: () => { presence.somethingLeft(); refresh().catch(show); } })
     : null;
   const base = `#/dlq/${encodeURIComponent(dlq)}`;
   const command = h("code", { text: `deadletter analyze --queue ${dlq}` });
@@ -122,34 +208,46 @@ export async function patternsPage(el, dlq) {
   const note = h("p", { class: "muted", id: "patterns-note" });
   const alerts = h("div", { id: "pattern-alerts-box" });
   const problems = h("div");
-  const table = h("div", { id: "patterns-box" });
+  const table = h("div", { id: "patterns-box", class: "table-wrap" });
+  const resolvedNote = h("p", { class: "muted", id: "resolved-note" });
 
   function row(p) {
-    return h("tr", { "data-pattern": p.id, id: `pattern-${p.id}` },
-      h("td", { class: "pattern-id" }, h("code", { text: p.id })),
+    const done = resolved(p);
+    return h("tr", { "data-pattern": p.id, id: `pattern-${p.id}`, class: done ? "resolved" : null },
+      // The actions under the id, in the first column: in view on a narrow screen too.
+      h("td", { class: "pattern-id" }, idLabel(p.id), h("div", { class: "actions" }, done
+        ? h("span", { class: "muted resolved-mark", text: "no dead letters left" })
+        : [h("a", { href: `${base}?pattern=${encodeURIComponent(p.id)}`, text: "browse" }),
+          panel ? h("button", { type: "button", class: "small", text: "redrive these",
+            onclick: () => panel.open({ pattern: p.id, source: "", reason: "", since: "", until: "" }) }) : null])),
       h("td", { class: "num count", text: p.count ?? (p.message_ids || []).length }),
       h("td", { class: "num rate", text: rateText(p) }),
       h("td", { class: "seen first-seen", text: p.first_seen ? when(p.first_seen) : "—" }),
       h("td", { class: "seen last-seen", text: p.last_seen ? when(p.last_seen) : "—" }),
       h("td", { class: "trend" }, sparkline(p)),
       h("td", { class: "template" }, h("code", { text: p.template || "" }),
-        p.signature ? h("div", { class: "muted small-note", text: p.signature }) : null),
-      h("td", { class: "facts" }, facts(p, dlq)),
-      h("td", { class: "actions" },
-        h("a", { href: `${base}?pattern=${encodeURIComponent(p.id)}`, text: "browse" }),
-        panel ? h("button", { type: "button", class: "small", text: "redrive these",
-          onclick: () => panel.open({ pattern: p.id, source: "", reason: "", since: "", until: "" }) }) : null));
+        p.signature ? h("div", { class: "muted small-note signature", title: p.signature, text: p.signature }) : null),
+      h("td", { class: "facts" }, facts(p, dlq)));
   }
 
   function draw() {
     clear(note).append(...(patterns.length
       ? ["Stored by ", command, " or kept current by ", follow, "; this page follows each store."]
       : ["No patterns stored for this DLQ. Run ", command, " to find them and store them here, or ", follow, " to keep them current."]));
-    add(clear(alerts), alertLines(patterns));
-    add(clear(table), patterns.length ? h("table", { class: "grid", id: "patterns" },
-      h("thead", {}, h("tr", {}, ["pattern", "count", "rate", "first seen", "last seen", "trend", "template", "more", ""]
-        .map((t) => h("th", { text: t })))),
-      h("tbody", {}, patterns.map(row))) : null);
+    add(clear(alerts), alertLines(patterns, resolved));
+    // The patterns that still hold dead letters first; the others last, greyed.
+    const shown = [...open(), ...patterns.filter(resolved)];
+    const gone = patterns.length - open().length;
+    resolvedNote.hidden = !gone;
+    resolvedNote.textContent = gone
+      ? `${gone} of ${patterns.length} ${patterns.length === 1 ? "pattern has" : "patterns have"}` +
+        " no dead letters left in this DLQ (redriven, deleted or expired): listed last, with nothing to browse or redrive."
+      : "";
+    add(clear(table), patterns.length ? h("table", { class: "grid patterns", id: "patterns" },
+      h("thead", {}, h("tr", {}, ["pattern", "count", "rate", "first seen", "last seen", "trend", "template", "more"]
+        .map((t) => h("th", { text: t, class: `col-${t.replace(/ /g, "-")}` })))),
+      h("tbody", {}, shown.map(row))) : null);
+    if (panel) panel.setPatterns(open());
     // The link a dead letter's cell follows (#/dlq/…/patterns?pattern=id) lands on its row.
     const wanted = new URLSearchParams(location.hash.split("?")[1] || "").get("pattern");
     const target = wanted ? document.getElementById(`pattern-${wanted}`) : null;
@@ -160,21 +258,25 @@ export async function patternsPage(el, dlq) {
     h("p", { class: "crumbs" }, h("a", { href: "#/", text: "Queues" }), " / ",
       h("a", { href: base, text: dlq }), " / patterns"),
     h("h1", { text: `Failure patterns in ${dlq}` }),
-    note, problems, alerts, table,
-    panel ? panel.element : null);
+    note, problems, alerts,
+    panel ? h("div", { class: "toolbar" }, panel.button) : null,
+    panel ? panel.element : null,
+    resolvedNote, table);
   draw();
   const wanted = el.querySelector("tr.wanted");
   if (wanted) wanted.scrollIntoView({ block: "center" });
 
   async function refresh() {
     patterns = await api.patterns(dlq);
+    await presence.look(patterns);
     draw();
     problems.replaceChildren();
   }
   const show = (err) => problems.replaceChildren(errorBox(err));
-  const slow = setInterval(() => refresh().catch(show), SLOW_MS);
+  const slow = setInterval(() => { presence.somethingLeft(); refresh().catch(show); }, SLOW_MS);
   return {
     queues: [dlq],
+    onEvent: (event) => { if (LEAVING.has(event.type)) presence.somethingLeft(); },
     refresh: () => refresh().catch(show),
     dispose: () => { clearInterval(slow); if (panel) panel.dispose(); },
   };

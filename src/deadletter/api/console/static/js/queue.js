@@ -97,6 +97,11 @@ export async function queuePicture(el, name, params) {
   let inspected = null;         // id of the message shown in the detail card
   let patterns = new Map();     // dead letter id -> its stored failure pattern
 
+  // Redrive sits with the DLQ it moves from, its form under the picture.
+  const panel = dlq && api.session.canChange
+    ? redrivePanel(dlq, { defaults: { source: name }, label: "redrive DLQ", detached: true, onDone: () => refresh() })
+    : null;
+
   add(el,
     h("p", { class: "crumbs" }, h("a", { href: "#/", text: "Queues" }), " / ", name),
     h("h1", {}, name, isDlq ? h("span", { class: "tag dlq", text: "DLQ" }) : null),
@@ -108,10 +113,11 @@ export async function queuePicture(el, name, params) {
           h("strong", { text: isDlq ? "DEAD-LETTER QUEUE" : "MAIN QUEUE" }), " ", mainDepth, " ", counts,
           " ", left,
           boundText(meta) ? h("span", { class: "muted", id: "bound", text: " · " + boundText(meta) }) : null),
-        h("div", { class: "row" },
+        h("div", { class: "row main-row" },
           h("span", { class: "end-label", text: "head →" }), mainStrip, mainMore,
           h("aside", { class: "consumers", id: "consumers", "aria-label": "consumers" },
-            h("div", { class: "lane-head" }, h("strong", { text: "→ CONSUMERS" }), " ", consumerCount),
+            h("div", { class: "lane-head", title: "one row per claim: the API names claims, not the client that made them" },
+              h("strong", { text: "→ CONSUMERS" }), " ", consumerCount),
             consumerList, consumerNote))),
       dlq ? h("div", { class: "threshold", id: "threshold" },
         h("span", { class: "arrow", "aria-hidden": "true", text: "↓" }),
@@ -123,10 +129,11 @@ export async function queuePicture(el, name, params) {
           h("strong", { text: "DLQ" }), " ",
           h("a", { href: `#/dlq/${encodeURIComponent(dlq)}`, text: dlq }), " ",
           h("span", { class: "muted", text: "quarantine — no workers attached" }), " ", dlqDepth,
-          " ", dlqExpiry),
+          " ", dlqExpiry, panel ? [" ", panel.button] : null),
         h("div", { class: "row" }, dlqStrip, dlqMore))
         : null,
       !dlq && !isDlq ? h("p", { class: "muted", text: "No dead-letter policy: messages are never moved." }) : null),
+    panel ? panel.element : null,
     detail,
     settingsCard(name, meta, (fresh) => {
       maxClaims = fresh._max_claim_count || null;
@@ -137,10 +144,6 @@ export async function queuePicture(el, name, params) {
     isDlq ? h("p", {}, h("a", { href: `#/dlq/${encodeURIComponent(name)}`, text: "Browse these dead letters" }),
       " · sources: ", srcs.map((s) => s.name).join(", ")) : null);
 
-  const panel = dlq && api.session.canChange
-    ? redrivePanel(dlq, { defaults: { source: name }, label: "redrive DLQ", onDone: () => refresh() })
-    : null;
-  if (panel) el.append(panel.element);
 
   function secondsLeft(claimId) {
     const left = claimsLeft.get(claimId);
@@ -226,10 +229,10 @@ export async function queuePicture(el, name, params) {
         class: "held", "data-id": m.id, title: `${m.id}\n\n${bodyTitle(m.body)}`,
       }, h("span", { class: "cell-id", text: `…${shortId(m.id)}` }), " ", summarize(m.body, context)))))));
     if (!claims.length) consumerList.append(h("p", { class: "empty", text: "no message is claimed" }));
+    // The panel is as tall as what it holds: the note only when it has something to add.
     const beyond = claimedTotal - held;
-    consumerNote.textContent = beyond > 0
-      ? `+${beyond} claimed by claims that hold none of the first ${WINDOW} cells`
-      : "one row per claim; the API names claims, not the client that made them";
+    consumerNote.textContent = beyond > 0 ? `+${beyond} claimed by claims that hold none of the first ${WINDOW} cells` : "";
+    consumerNote.hidden = beyond <= 0;
   }
 
   function focusedCell() {

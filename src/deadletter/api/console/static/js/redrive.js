@@ -34,7 +34,7 @@ export function redrivePanel(dlq, options = {}) {
   const status = h("span", { id: "redrive-status", class: "muted" });
   const cancel = h("button", { id: "redrive-cancel", type: "button", text: "Cancel", hidden: true });
   const resume = h("button", { id: "redrive-resume", type: "button", class: "primary", text: "Resume: move the rest", hidden: true });
-  const problems = h("div");
+  const problems = h("div", { class: "problems" });
   const outcome = h("p", { id: "redrive-canary-outcome", class: "canary-outcome", hidden: true });
   const progress = h("div", { class: "progress", id: "redrive-progress", hidden: true }, bar, percent, status, resume, cancel, outcome);
   const form = single
@@ -61,18 +61,31 @@ export function redrivePanel(dlq, options = {}) {
       start);
   const toggle = h("button", { id: "redrive-button", type: "button", class: "primary",
     text: options.label || "Redrive…", onclick: () => { form.hidden = !form.hidden; } });
-  const element = h("section", { class: "card" }, h("div", { class: "lane-head" }, toggle), form, progress, problems);
+  // `detached`: the page puts `button` with its other actions (at the top of a long list),
+  // and the card shows only while the form is open or a task is followed.
+  const detached = Boolean(options.detached);
+  const element = h("section", { class: detached ? "card redrive-card detached" : "card redrive-card", id: "redrive-card" },
+    detached ? null : h("div", { class: "lane-head" }, toggle), form, progress, problems);
 
   let timer = null;
   let task = null;
   let stopped = false;
 
   let wantedPattern = d.pattern || "";
+  pattern.addEventListener("change", () => { wantedPattern = pattern.value; });
+  let listed = null;
+  // The options again only when they changed, so a refresh leaves an open select alone.
+  function listPatterns(list) {
+    const texts = list.map((p) => [p.id, `${p.id}: ${p.template || ""} (${p.count ?? "?"})`]);
+    const signature = JSON.stringify(texts);
+    if (signature === listed) return;
+    listed = signature;
+    pattern.replaceChildren(h("option", { value: "", text: "no pattern" }),
+      ...texts.map(([value, text]) => h("option", { value, text })));
+    pattern.value = list.some((p) => p.id === wantedPattern) ? wantedPattern : "";
+  }
   const patternsLoaded = (single ? Promise.resolve([]) : options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
-    .then((list) => {
-      for (const p of list) pattern.append(h("option", { value: p.id, text: `${p.id}: ${p.template || ""} (${p.count ?? "?"})` }));
-      pattern.value = wantedPattern;
-    }).catch(() => {});
+    .then(listPatterns).catch(() => {});
 
   function draw(t) {
     task = t;
@@ -193,6 +206,9 @@ export function redrivePanel(dlq, options = {}) {
 
   return {
     element,
+    button: toggle,
+    // The patterns the select offers (a page that learns which still hold dead letters).
+    setPatterns(list) { patternsLoaded.then(() => listPatterns(list)); },
     open(values = {}) {
       form.hidden = false;
       if ("source" in values) source.value = values.source || "";

@@ -1,12 +1,15 @@
-"""What `deadletter analyze --input` takes: the files `deadletter dlq export` writes, checked
-before Spark starts so that a wrong file is refused at once."""
+"""What `deadletter analyze` takes, checked before Spark starts so that a wrong input is
+refused at once: the files `deadletter dlq export` writes, or a DLQ on a server."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from deadletter.cli.output import Failure
+from deadletter.cli.config import unreachable_hint
+from deadletter.cli.output import UNREACHABLE, Failure, no_such_queue
+from deadletter.client import ApiError, Client, QueueNotFound, Unreachable
 
 # Lines of a large export read before Spark starts: a wrong file is wrong from its first line.
 CHECKED_LINES = 1000
@@ -59,3 +62,40 @@ def _check_parquet(path: Path) -> None:
         raise Failure(f"{path} is not a Parquet file ({exc}); {EXPORT_HELP}") from None
     if "message_id" not in names:
         raise Failure(f"{path} has no message_id column; {EXPORT_HELP}")
+
+
+def check_queue(
+    url: str, project: str | None, credential: tuple[str, str] | None, queue: str, origin: Any
+) -> None:
+    """The DLQ exists, is a DLQ, and the server answers, before anything starts."""
+    with Client(url, project, credential=credential) as client:
+        try:
+            _require_dlq(client, queue, client.get_queue(queue))
+        except QueueNotFound:
+            raise no_such_queue(client, queue) from None
+        except ApiError as exc:
+            raise Failure(f"{exc.title}: {exc.description}") from None
+        except Unreachable as exc:
+            raise Failure(f"{exc}\n{unreachable_hint(origin)}", UNREACHABLE) from None
+
+
+def _require_dlq(client: Client, queue: str, metadata: dict[str, Any]) -> None:
+    """Failure unless `queue` is a dead-letter queue: one some queue names as its DLQ, or one
+    holding dead letters still (its sources gone). Another queue's messages are live work,
+    not failures: patterns found in them, and stored on that queue, would mean nothing."""
+    target = metadata.get("_dead_letter_queue")
+    if target:  # a source queue (no chains: a source is never a DLQ)
+        raise Failure(
+            f"{queue!r} is not a dead-letter queue: its dead letters go to {target!r};"
+            f" analyse those: deadletter analyze --queue {target}"
+        )
+    if client.dead_letter_sources(queue):
+        return
+    first = next(client.dead_letter_pages(queue, page_size=1), [])
+    if any(m.get("provenance") for m in first):
+        return
+    raise Failure(
+        f"{queue!r} is not a dead-letter queue: no queue names it as its DLQ and it holds no"
+        f" dead letters, so there is nothing to analyse (its messages: deadletter peek {queue});"
+        " `deadletter queue list` names each queue's dead-letter queue"
+    )

@@ -1,0 +1,28 @@
+"""A DLQ's failure patterns as the analysis hands them in: the pattern each dead letter
+belongs to, and what merging a writer's batch of them did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A dead letter belongs to a failure pattern; `dead_lettered_at` in epoch seconds."""
+
+    message_id: str
+    pattern_id: str
+    template: str | None = None
+    signature: str | None = None
+    dead_lettered_at: float | None = None
+
+
+@dataclass(frozen=True)
+class MergedBatch:
+    """What merging a batch of assignments did: `merged` is False for a batch the writer
+    merged already."""
+
+    merged: bool
+    last_batch: int
+    patterns: int
+    alerts: list[tuple[str, str]]
