@@ -4,12 +4,21 @@ written against a live server: each request answers 2xx, and the edit did what i
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
+from pathlib import Path
 
 from deadletter.client import Client
 from tests.cli.test_cli import url  # noqa: F401 (the live-server fixture)
-from tests.test_api_doc_examples import sh_blocks
+
+API = Path(__file__).parents[1] / "docs" / "api.md"
+BLOCK = re.compile(r"^```sh\n(?P<code>.*?)^```", re.S | re.M)
+
+
+def sh_blocks() -> list[str]:
+    return [m.group("code") for m in BLOCK.finditer(API.read_text(encoding="utf-8"))]
+
 
 MARKERS = ("dead_letters/count?attribute", "application/merge-patch+json -d", '"transform"')
 
