@@ -133,6 +133,8 @@ def list_(
     columns += ["description", "error"] if wide else ["why"]
     if found:
         print_table(name, columns, rows, wide=wide, flexible=("why",))
+    if where.get("pattern_id"):
+        _say_how_sure(client, name, where["pattern_id"])
     stats = client.stats(name)
     total = stats["messages"]["total"]
     expiry = oldest_expiry(stats, "dead letter")
@@ -144,6 +146,15 @@ def list_(
         click.echo(f"{shown}; {counted(total, 'dead letter')} in {name} in all")
     else:
         click.echo(f"{counted(total, 'dead letter') if total else 'no dead letters'} in {name}")
+
+
+def _say_how_sure(client: Client, name: str, pattern_id: str) -> None:
+    """The pattern's purity under the dead letters listed by it (analyze stores it)."""
+    from deadletter.pipeline.report import sureness
+
+    for pattern in client.patterns(name):
+        if pattern.get("id") == pattern_id:
+            click.echo(sureness(pattern))
 
 
 def _sources(client: Client, name: str) -> list[dict[str, Any]]:

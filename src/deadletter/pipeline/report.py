@@ -27,6 +27,23 @@ def label(pattern: dict[str, Any]) -> str:
     return f"(no error text: {reasons})"
 
 
+def sureness(pattern: dict[str, Any]) -> str:
+    """One line on how sure a stored pattern is (purity.explain): its purity, and for an
+    impure one each place that looks like two failures, with its values."""
+    purity = pattern.get("purity")
+    if not isinstance(purity, int | float):
+        return f"pattern {pattern.get('id')}: {label(pattern)}"
+    line = f"pattern {pattern.get('id')}: {label(pattern)} (purity {purity:.2f})"
+    if not pattern.get("impure"):
+        return line
+    places = [
+        f"#{v.get('variable')} {' / '.join(_texts(v.get('values')))}"
+        for v in pattern.get("variables") or []
+        if isinstance(v, dict) and v.get("warning")
+    ]
+    return f"{line}; impure, it may mix failures: " + ("; ".join(places) or "see its report")
+
+
 def _texts(values: list[Any] | None) -> list[str]:
     """A list's values as text, without the nulls a malformed input row leaves."""
     return [str(v) for v in values or [] if v is not None]
