@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
                 ids, bad = _dlq(engine, random.Random(run), args.size, args.minority)
                 first += bool(bad & set(ids[: args.canary]))
                 canary = Canary(count=args.canary, pattern_id="p", seed=run)
-                where = DeadLetterFilter(message_ids=tuple(ids))
+                where = DeadLetterFilter(pattern_id="p")
                 task = engine.start_redrive(P, "dlq", where=where, canary=canary)
                 assert task.canary is not None
                 drawn += bool(bad & set(task.canary.plan))

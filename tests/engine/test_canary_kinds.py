@@ -76,6 +76,11 @@ def _store_pattern(engine: Engine, ids: list[str], **stored: object) -> None:
     engine.save_patterns(P, "dlq", found=[{**pattern, "message_ids": ids, **stored}])
 
 
+def _members(engine: Engine) -> list[str]:
+    (pattern,) = engine.get_patterns(P, "dlq")
+    return list(pattern["message_ids"])
+
+
 def _consume(engine: Engine) -> list[str]:
     """The source's consumer: the fixed kinds are handled, the other fails again (back in
     the DLQ, as it was); the ids of those that failed."""
@@ -94,8 +99,8 @@ def redrive_with_canary(engine: Engine, clock: ManualClock, canary: Canary) -> T
     """The pattern redriven with `canary`: the sample moves, the consumer handles what it
     can, the watch ends; where the task stands then. The task is then cancelled and the
     pattern stored again over what the DLQ holds of it, for the next canary."""
-    ids = engine.pattern_message_ids(P, "dlq", pattern_id=PATTERN)
-    task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(message_ids=ids), canary=canary)
+    ids = _members(engine)
+    task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(pattern_id=PATTERN), canary=canary)
     task = engine.redrive_step(task.id, SIZE)
     assert task.canary is not None and task.canary.sample == canary.count
     back = _consume(engine)
@@ -123,9 +128,9 @@ def test_a_two_percent_minority_failure_pauses_the_redrive_in_every_seeded_run(
 
 def test_the_task_says_what_its_sample_covers(engine: Engine) -> None:
     given_a_mixed_pattern(engine, seed=1)
-    ids = engine.pattern_message_ids(P, "dlq", pattern_id=PATTERN)
-    canary = Canary(count=10, watch=WATCH, pattern_id=PATTERN, seed=7)
-    task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(message_ids=ids), canary=canary)
+    ids = _members(engine)
+    canary = Canary(count=10, watch=WATCH, seed=7)  # the filter names the pattern
+    task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(pattern_id=PATTERN), canary=canary)
     c = task.canary
     assert c is not None and len(c.plan) == 10 and set(c.plan) <= set(ids)
     # Two values at the first position (format, repartition parameter 289), nine at the
@@ -149,8 +154,7 @@ def test_a_pattern_flagged_impure_is_refused_a_canary_unless_forced(
     engine: Engine, flag: dict[str, object]
 ) -> None:
     given_a_mixed_pattern(engine, seed=2, **flag)
-    ids = engine.pattern_message_ids(P, "dlq", pattern_id=PATTERN)
-    where = DeadLetterFilter(message_ids=ids)
+    where = DeadLetterFilter(pattern_id=PATTERN)
     canary = Canary(count=10, watch=WATCH, pattern_id=PATTERN)
     with pytest.raises(errors.PatternImpure, match=f"pattern {PATTERN} is flagged impure"):
         engine.start_redrive(P, "dlq", where=where, canary=canary)
@@ -164,9 +168,8 @@ def test_a_pattern_not_flagged_impure_takes_a_canary(
     engine: Engine, flag: dict[str, object]
 ) -> None:
     given_a_mixed_pattern(engine, seed=3, **flag)
-    ids = engine.pattern_message_ids(P, "dlq", pattern_id=PATTERN)
     canary = Canary(count=10, watch=WATCH, pattern_id=PATTERN)
-    task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(message_ids=ids), canary=canary)
+    task = engine.start_redrive(P, "dlq", where=DeadLetterFilter(pattern_id=PATTERN), canary=canary)
     assert task.canary is not None and task.canary.drawn_by == "pattern"
 
 
@@ -236,3 +239,20 @@ def test_past_its_scan_the_draw_reads_runs_spread_over_the_dlq(
     places = sorted(order.index(i) for i in task.canary.plan)
     assert places[0] < 30 and places[-1] >= 270
     assert len({p // 30 for p in places}) == 10
+
+
+def test_a_filter_the_engine_evaluates_bounds_the_draw(engine: Engine) -> None:
+    # Given 20 timeouts and 20 parse errors, a canary over the timeouts draws timeouts only
+    with_dlq(engine, "a", "dlq", max_claims=1)
+    send(engine, "a", *[f"m{i}" for i in range(40)])
+    claim = engine.claim(P, "a", limit=40)
+    pairs = [(m.id, claim.id) for m in claim.messages]
+    timeout = ErrorDetails("read timed out after 30 s", "java.net.SocketTimeoutException")
+    timeouts = {m.id for m in engine.dead_letter(P, "a", held=pairs[::2], error=timeout)}
+    broken = ErrorDetails("Unexpected character 'x' at 12", "JsonParseException")
+    engine.dead_letter(P, "a", held=pairs[1::2], error=broken)
+    where = DeadLetterFilter(error_contains="timed out")
+    task = engine.start_redrive(P, "dlq", where=where, canary=Canary(count=5, watch=WATCH))
+    assert task.to_move == 20 and task.canary is not None
+    assert len(task.canary.plan) == 5 and set(task.canary.plan) <= timeouts
+    assert task.canary.coverage is not None and "covers 100%" in task.canary.coverage

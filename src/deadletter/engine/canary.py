@@ -41,6 +41,7 @@ from deadletter.domain.redrive import (
     CanaryDecision,
     RedriveTask,
 )
+from deadletter.engine import selection
 from deadletter.storage.base import Transaction
 
 # The most dead letters the draw reads to learn the kinds; a larger selection is read in
@@ -179,29 +180,44 @@ def _pattern(
 def _scan(tx: Transaction, task: RedriveTask, now: float) -> list[Member]:
     """The selection's dead letters the draw chooses from: all of them up to MAX_SCAN, else
     runs of SCAN_RUN spread evenly over the DLQ's numbering."""
-    project, dlq, where, max_seq = task.project, task.dlq, task.filter, task.max_seq
     runs = 1 if task.to_move <= MAX_SCAN else MAX_SCAN // SCAN_RUN
     low = 0
     if runs > 1:  # the DLQ's numbers are the store's: spread from the selection's first
-        first = tx.dead_letter_provenances(
-            project, dlq, now=now, where=where, max_seq=max_seq, limit=1, after_seq=0
-        )
+        first, _, _ = _page(tx, task, now=now, max_seq=task.max_seq, limit=1, after=0)
         low = first[0][1] - 1 if first else 0
-    starts = [low + (max_seq - low) * i // runs for i in range(runs)]
+    starts = [low + (task.max_seq - low) * i // runs for i in range(runs)]
     found: dict[str, Provenance | None] = {}
     for i, after in enumerate(starts):
-        end = starts[i + 1] if i + 1 < runs else max_seq
+        end = starts[i + 1] if i + 1 < runs else task.max_seq
         want = MAX_SCAN if runs == 1 else SCAN_RUN
-        while want > 0 and after < end:
+        done = False
+        while want > 0 and after < end and not done:
             limit = min(want, SCAN_BATCH)
-            batch = tx.dead_letter_provenances(
-                project, dlq, now=now, where=where, max_seq=end, limit=limit, after_seq=after
-            )
-            found.update((mid, p) for mid, _, p in batch)
-            if len(batch) < limit:
-                break
-            after, want = batch[-1][1], want - len(batch)
+            rows, after, done = _page(tx, task, now=now, max_seq=end, limit=limit, after=after)
+            found.update((mid, p) for mid, _, p in rows)
+            want -= len(rows)
     return list(found.items())
+
+
+def _page(
+    tx: Transaction, task: RedriveTask, *, now: float, max_seq: int, limit: int, after: int
+) -> tuple[list[tuple[str, int, Provenance | None]], int, bool]:
+    """What the task selects of the next `limit` dead letters after `after`, up to `max_seq`:
+    (id, seq, provenance) each; the seq read up to; whether the store holds no more. A filter
+    the engine evaluates (an error's text, an attribute, the body) reads whole dead letters."""
+    where = task.filter
+    if not where.in_engine:
+        rows = tx.dead_letter_provenances(
+            task.project, task.dlq, now=now, where=where.for_store(), max_seq=max_seq,
+            limit=limit, after_seq=after,
+        )  # fmt: skip
+        return rows, rows[-1][1] if rows else after, len(rows) < limit
+    page = tx.dead_letters(
+        task.project, task.dlq, now=now, where=where.for_store(), max_seq=max_seq,
+        limit=limit, lock=False, after_seq=after,
+    )  # fmt: skip
+    rows = [(m.id, m.seq, m.provenance) for m in page if selection.matches(m, where)]
+    return rows, page[-1].seq if page else after, len(page) < limit
 
 
 # Kinds

@@ -225,3 +225,21 @@ def test_a_retried_group_is_followed_by_the_task_that_sent_it_back(
     assert api.get(f"{DLQ}/dead_letters/count", params={"redriven_by": task}).json() == {"count": 1}
     assert selected(api, f"redriven_by={task}") == {again["id"]}
     assert selected(api, "redriven_by=another-task") == set()
+
+
+def test_a_canary_samples_only_what_the_filter_selects(
+    api: ApiClient, engine: Engine, clock: ManualClock, letters: dict[str, str]
+) -> None:
+    # Given a redrive of the letters without a customer id, with a canary of one
+    r = api.post(f"{DLQ}/redrives", json={"body": "!(customer.id)", "canary": 1, "watch": 1})
+    assert r.status_code == 201, r.text
+    task = engine.redrive_step(r.json()["id"], 10)
+    # When the sample has moved and its watch is over, the rest follows
+    clock.advance(2)
+    while task.status.value == "RUNNING":
+        task = engine.redrive_step(task.id, 10)
+        clock.advance(2)
+    # Then exactly the two it selected moved, the sample among them
+    assert (task.status.value, task.moved) == ("COMPLETED", 2)
+    assert task.canary is not None and task.canary.sample == 1
+    assert selected(api, "") == {letters["a"], letters["c"]}
