@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import Canary, DeadLetterFilter, NewMessage, QueueSettings
+from deadletter.domain.model import DeadLetterFilter, NewMessage, QueueSettings
 from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.redrive import Canary
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import NewMessage, QueueSettings, TaskStatus
+from deadletter.domain.model import NewMessage, QueueSettings
 from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.base import Store

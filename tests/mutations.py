@@ -142,7 +142,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "fifo-earlier-hidden",
-        "storage/sql/queries.py",
+        "storage/sql/fifo_queries.py",
         '" AND (o.seq < m.seq OR o.claim_id IS NOT NULL))"',
         '" AND (o.claim_id IS NOT NULL))"',
         (
@@ -154,7 +154,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "fifo-later-in-flight",
-        "storage/sql/queries.py",
+        "storage/sql/fifo_queries.py",
         '" AND (o.seq < m.seq OR o.claim_id IS NOT NULL))"',
         '" AND (o.seq < m.seq))"',
         ("tests/engine/test_fifo.py",),

@@ -9,8 +9,9 @@ from typing import Any
 from deadletter.api.openapi import document
 from deadletter.api.zaqar.parse import PATCH_OPS
 from deadletter.api.zaqar.queues import PURGE_KINDS
-from deadletter.domain.model import CanaryDecision, Overflow, SkipReason, TaskStatus
+from deadletter.domain.model import Overflow
 from deadletter.domain.provenance import Reason
+from deadletter.domain.redrive import CanaryDecision, SkipReason, TaskStatus
 
 # The closed sets the document may list, as the code declares them.
 DECLARED = [

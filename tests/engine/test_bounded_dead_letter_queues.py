@@ -12,8 +12,9 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import NewMessage, Overflow, QueueSettings, SkipReason
+from deadletter.domain.model import NewMessage, Overflow, QueueSettings
 from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.redrive import SkipReason
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from tests.engine.helpers import P, send

@@ -20,8 +20,9 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import Canary, DeadLetterFilter, TaskStatus
+from deadletter.domain.model import DeadLetterFilter
 from deadletter.domain.provenance import ErrorDetails
+from deadletter.domain.redrive import Canary, TaskStatus
 from deadletter.engine import canary as canary_module
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq

@@ -12,9 +12,9 @@ from deadletter.domain.model import (
     Attribute,
     DeadLetterFilter,
     QueueSettings,
-    TaskStatus,
 )
 from deadletter.domain.provenance import Reason
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send, with_dlq
 

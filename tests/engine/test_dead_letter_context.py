@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import MAX_ERROR_CLASS, MAX_ERROR_DETAILS, DeadLetterFilter, TaskStatus
+from deadletter.domain.model import MAX_ERROR_CLASS, MAX_ERROR_DETAILS, DeadLetterFilter
 from deadletter.domain.provenance import ErrorDetails, Reason, death_counts
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, send, with_dlq
 

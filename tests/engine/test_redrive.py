@@ -6,8 +6,9 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterFilter, SkipReason, TaskStatus
+from deadletter.domain.model import DeadLetterFilter
 from deadletter.domain.provenance import Reason
+from deadletter.domain.redrive import SkipReason, TaskStatus
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from tests.engine.helpers import P, fail, send, with_dlq

@@ -7,14 +7,9 @@ import pytest
 
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    Canary,
-    CanaryDecision,
-    DeadLetterFilter,
-    RedriveTask,
-    TaskStatus,
-)
+from deadletter.domain.model import DeadLetterFilter
 from deadletter.domain.provenance import Reason
+from deadletter.domain.redrive import Canary, CanaryDecision, RedriveTask, TaskStatus
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from tests.engine.helpers import P, fail, send, with_dlq

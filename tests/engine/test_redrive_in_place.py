@@ -6,13 +6,8 @@ from __future__ import annotations
 import uuid
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import (
-    SOURCE_QUEUE_ATTRIBUTE,
-    Attribute,
-    ListQuery,
-    NewMessage,
-    TaskStatus,
-)
+from deadletter.domain.model import SOURCE_QUEUE_ATTRIBUTE, Attribute, ListQuery, NewMessage
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, with_dlq
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterFilter, QueueSettings, SkipReason, TaskStatus
+from deadletter.domain.model import DeadLetterFilter, QueueSettings
 from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.redrive import SkipReason, TaskStatus
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 

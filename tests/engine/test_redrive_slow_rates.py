@@ -4,7 +4,7 @@ move is carried to the next, so half a message a second is one every two seconds
 from __future__ import annotations
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import TaskStatus
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
 from tests.engine.helpers import P, fail, send, with_dlq
 

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import MAX_TTL, ListQuery, NewMessage, QueueSettings, TaskStatus
+from deadletter.domain.model import MAX_TTL, ListQuery, NewMessage, QueueSettings
 from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.base import Store

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.domain.model import TaskStatus
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine import worker as worker_module
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener

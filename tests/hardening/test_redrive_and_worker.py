@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from deadletter.domain import errors
-from deadletter.domain.model import DeadLetterFilter, NewMessage, QueueSettings, TaskStatus
+from deadletter.domain.model import DeadLetterFilter, NewMessage, QueueSettings
 from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine import redrive
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker

@@ -16,6 +16,7 @@ from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.base import Store
 from deadletter.storage.sql import queries as q
+from deadletter.storage.sql import subscription_queries as sq
 from deadletter.storage.sql.executor import Executor
 from deadletter.storage.sql.transaction import SQLTransaction
 from tests.engine.helpers import P, fail, send, with_dlq
@@ -121,7 +122,7 @@ def test_a_send_to_a_queue_without_subscriptions_asks_for_none(
 
     monkeypatch.setattr(Executor, "run", recording)
     send(engine, "q", "a", "b")
-    assert ran and q.LIVE_SUBSCRIPTIONS not in ran
+    assert ran and sq.LIVE_SUBSCRIPTIONS not in ran
     engine.subscriptions.create(P, "q", subscriber=HOOK, ttl=600, options={})
     send(engine, "q", "c")
-    assert q.LIVE_SUBSCRIPTIONS in ran
+    assert sq.LIVE_SUBSCRIPTIONS in ran

@@ -15,9 +15,11 @@ from deadletter.domain.model import ListQuery, NewMessage, Queue, QueueSettings
 from deadletter.domain.provenance import Reason
 from deadletter.engine import transitions
 from deadletter.storage.base import Store
-from deadletter.storage.postgres.backend import POSTGRES, PostgresStore, PostgresTransaction
+from deadletter.storage.postgres.backend import PostgresStore, PostgresTransaction
+from deadletter.storage.postgres.dialect import POSTGRES
 from deadletter.storage.sql import queries as q
-from deadletter.storage.sqlite.backend import SQLITE, SQLiteStore
+from deadletter.storage.sqlite.backend import SQLiteStore
+from deadletter.storage.sqlite.dialect import SQLITE
 from tests.services import postgres_schema
 
 NOW = 1_000.0

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from deadletter.storage.sql import queries
-from deadletter.storage.sqlite.backend import REDRIVE_IN_PLACE, SQLITE, SQLiteStore
+from deadletter.storage.sqlite.backend import SQLiteStore
+from deadletter.storage.sqlite.dialect import REDRIVE_IN_PLACE, SQLITE
 
 
 def test_the_messages_of_a_claim_are_found_through_the_claim_index(tmp_path: Path) -> None:

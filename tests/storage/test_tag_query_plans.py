@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from deadletter.storage.sql import tag_queries as t
-from deadletter.storage.sqlite.backend import SQLITE, SQLiteStore
+from deadletter.storage.sqlite.backend import SQLiteStore
+from deadletter.storage.sqlite.dialect import SQLITE
 
 PARAMS: dict[str, Any] = {
     "project": "p", "queue": "q", "tag": "a", "after": 0, "start_at": 0.0, "now": 1.0,

@@ -11,13 +11,8 @@ from pathlib import Path
 import pytest
 
 from deadletter.domain.errors import QueueAlreadyExists
-from deadletter.domain.model import (
-    DeadLetterFilter,
-    Queue,
-    QueueSettings,
-    RedriveTask,
-    TaskStatus,
-)
+from deadletter.domain.model import DeadLetterFilter, Queue, QueueSettings
+from deadletter.domain.redrive import RedriveTask, TaskStatus
 from deadletter.storage.base import (
     NestedTransaction,
     StorageError,

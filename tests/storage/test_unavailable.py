@@ -14,13 +14,15 @@ from psycopg import errors as pg_errors
 from psycopg_pool import PoolTimeout
 
 from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
-from deadletter.domain.model import Queue, QueueSettings, TaskStatus
+from deadletter.domain.model import Queue, QueueSettings
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from deadletter.storage import base
 from deadletter.storage.base import StorageError, TransactionConflict
-from deadletter.storage.postgres.backend import POSTGRES
-from deadletter.storage.sqlite.backend import SQLITE, SQLiteStore
+from deadletter.storage.postgres.dialect import POSTGRES
+from deadletter.storage.sqlite.backend import SQLiteStore
+from deadletter.storage.sqlite.dialect import SQLITE
 from tests.engine.helpers import P, fail, send, with_dlq
 
 

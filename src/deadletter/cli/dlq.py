@@ -24,7 +24,8 @@ from deadletter.cli.output import (
     when,
     wide_option,
 )
-from deadletter.client import Client, export_record
+from deadletter.client import Client
+from deadletter.client.records import export_record
 from deadletter.domain.provenance import Reason
 
 REASONS = click.Choice([r.value for r in Reason])

@@ -18,7 +18,8 @@ from deadletter.cli.output import (
     wide_option,
 )
 from deadletter.cli.ranges import DeclaredRange
-from deadletter.client import ApiError, Client, QueueNotFound, parse_body
+from deadletter.client import ApiError, Client, QueueNotFound
+from deadletter.client.records import parse_body
 
 
 @click.command()

@@ -31,16 +31,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from deadletter.domain import errors
-from deadletter.domain.model import (
+from deadletter.domain.model import DeadLetterFilter
+from deadletter.domain.provenance import Provenance
+from deadletter.domain.redrive import (
     MAX_CANARY_IDS_RECORDED,
     MAX_CANARY_SIZE,
     MAX_CANARY_WATCH,
     Canary,
     CanaryDecision,
-    DeadLetterFilter,
     RedriveTask,
 )
-from deadletter.domain.provenance import Provenance
 from deadletter.engine import selection
 from deadletter.storage.base import Transaction
 

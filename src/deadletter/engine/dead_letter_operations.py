@@ -13,14 +13,12 @@ from deadletter.domain import errors
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
-    Canary,
     DeadLetterFilter,
     Message,
-    MessagePatch,
     Queue,
-    RedriveTask,
 )
 from deadletter.domain.patterns import Assignment, MergedBatch
+from deadletter.domain.redrive import Canary, MessagePatch, RedriveTask
 from deadletter.engine import canary as canaries
 from deadletter.engine import edits, patterns, redrive, selection, validation
 from deadletter.engine.lookups import require_queue

@@ -20,13 +20,8 @@ import jsonpatch
 import jsonpointer
 
 from deadletter.domain import errors
-from deadletter.domain.model import (
-    RESERVED_ATTRIBUTE_PREFIX,
-    Attribute,
-    Message,
-    MessagePatch,
-    PatchKind,
-)
+from deadletter.domain.model import RESERVED_ATTRIBUTE_PREFIX, Attribute, Message
+from deadletter.domain.redrive import MessagePatch, PatchKind
 from deadletter.engine.selection import decode_body
 from deadletter.engine.validation import check_attributes
 

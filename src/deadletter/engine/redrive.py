@@ -14,14 +14,12 @@ from dataclasses import replace
 from typing import Any
 
 from deadletter.domain import errors
-from deadletter.domain.model import (
+from deadletter.domain.model import DeadLetterFilter, ListQuery, Queue
+from deadletter.domain.redrive import (
     MAX_SKIPPED_RECORDED,
     Canary,
     CanaryDecision,
-    DeadLetterFilter,
-    ListQuery,
     MessagePatch,
-    Queue,
     RedriveTask,
     SkipReason,
     TaskStatus,

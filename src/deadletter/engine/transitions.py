@@ -20,10 +20,10 @@ from deadletter.domain.model import (
     NewMessage,
     Queue,
     QueueSettings,
-    SkipReason,
 )
 from deadletter.domain.policies import DeadLetterPolicy, RetryPolicy
 from deadletter.domain.provenance import ErrorDetails, Provenance, Reason
+from deadletter.domain.redrive import SkipReason
 from deadletter.domain.tags import DEFAULT_DONE_AT
 
 

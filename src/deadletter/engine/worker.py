@@ -8,7 +8,7 @@ import threading
 import time
 
 from deadletter.domain.errors import StoreUnavailable
-from deadletter.domain.model import TaskStatus
+from deadletter.domain.redrive import TaskStatus
 from deadletter.engine import redrive
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener

@@ -8,19 +8,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
-from deadletter.domain.model import (
-    Attribute,
-    Canary,
-    DeadLetterFilter,
-    Message,
-    MessagePatch,
-    Queue,
-    QueueSettings,
-    RedriveTask,
-    SkipReason,
-    TaskStatus,
-)
+from deadletter.domain.model import Attribute, DeadLetterFilter, Message, Queue, QueueSettings
 from deadletter.domain.provenance import Provenance
+from deadletter.domain.redrive import Canary, MessagePatch, RedriveTask, SkipReason, TaskStatus
 from deadletter.domain.subscriptions import Delivery, Subscription
 from deadletter.domain.templates import QueueTemplate, TemplateSettings
 from deadletter.storage.base import CredentialRecord

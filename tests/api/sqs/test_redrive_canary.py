@@ -9,8 +9,9 @@ import pytest
 
 from deadletter.api.app import AppOptions, build_app
 from deadletter.clock import ManualClock
-from deadletter.domain.model import Canary, NewMessage, QueueSettings, TaskStatus
+from deadletter.domain.model import NewMessage, QueueSettings
 from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.redrive import Canary, TaskStatus
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
 from tests.api.sqs.conftest import ACCOUNT, arn, client

@@ -8,8 +8,8 @@ import pytest
 
 from deadletter.api.zaqar import metadata as meta_module
 from deadletter.api.zaqar.routes import ROUTES
-from deadletter.domain.model import SkipReason, TaskStatus
 from deadletter.domain.provenance import Reason
+from deadletter.domain.redrive import SkipReason, TaskStatus
 from deadletter.engine.engine import Engine
 from tests.api.zaqar.conftest import PATCH_TYPE, ApiClient, make_queue, post
 

@@ -11,8 +11,8 @@ from deadletter.api.zaqar.queues import PURGE_KINDS
 from deadletter.domain import names
 from deadletter.domain import settings as declared
 from deadletter.domain.filters import FILTER_KEYS
-from deadletter.domain.model import CanaryDecision, SkipReason, TaskStatus
 from deadletter.domain.provenance import Reason
+from deadletter.domain.redrive import CanaryDecision, SkipReason, TaskStatus
 
 
 def enum(values: Any, nullable: bool = False) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from deadletter.api.sqs.call import Call
 from deadletter.api.sqs.errors import SqsError, invalid_parameter
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.domain import errors, filters, names
-from deadletter.domain.model import DeadLetterFilter, RedriveTask, TaskStatus
+from deadletter.domain.model import DeadLetterFilter
+from deadletter.domain.redrive import RedriveTask, TaskStatus
 
 MAX_MOVE_RATE = 500
 MAX_MOVE_TASKS = 10

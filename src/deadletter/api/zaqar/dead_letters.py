@@ -32,14 +32,9 @@ from deadletter.api.zaqar.serialize import task_href, task_json
 from deadletter.auth.roles import Action
 from deadletter.domain import filters
 from deadletter.domain import settings as declared
-from deadletter.domain.model import (
-    MAX_PATTERNS,
-    MAX_PATTERNS_BYTES,
-    DeadLetterFilter,
-    MessagePatch,
-    PatchKind,
-)
+from deadletter.domain.model import MAX_PATTERNS, MAX_PATTERNS_BYTES, DeadLetterFilter
 from deadletter.domain.patterns import Assignment
+from deadletter.domain.redrive import MessagePatch, PatchKind
 from deadletter.engine import is_signed_url
 
 MAX_DEAD_LETTER_BATCH = 100

@@ -18,15 +18,9 @@ from deadletter.api.zaqar.serialize import encode_body
 from deadletter.domain import names
 from deadletter.domain import settings as declared
 from deadletter.domain.limits import MESSAGES_PER_REQUEST
-from deadletter.domain.model import (
-    DEFAULT_CANARY_WATCH,
-    MAX_DELAY,
-    MAX_TTL,
-    Attribute,
-    Canary,
-    NewMessage,
-)
+from deadletter.domain.model import MAX_DELAY, MAX_TTL, Attribute, NewMessage
 from deadletter.domain.provenance import ErrorDetails
+from deadletter.domain.redrive import DEFAULT_CANARY_WATCH, Canary
 
 PAGE_LIMIT = MESSAGES_PER_REQUEST
 # Times a client may give (epoch seconds): from 1970 to the year 5138, which every datetime,

@@ -10,8 +10,9 @@ from urllib.parse import urlencode
 import msgspec
 
 from deadletter.api.json_response import dumps
-from deadletter.domain.model import Canary, Message, RedriveTask
+from deadletter.domain.model import Message
 from deadletter.domain.provenance import death_counts
+from deadletter.domain.redrive import Canary, RedriveTask
 from deadletter.domain.tags import DEFAULT_DONE_AT
 
 TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at", "first_at", "last_at"})

@@ -6,7 +6,7 @@ import abc
 from dataclasses import dataclass
 from typing import Any
 
-from deadletter.domain.model import RedriveTask
+from deadletter.domain.redrive import RedriveTask
 from deadletter.domain.templates import QueueTemplate
 
 

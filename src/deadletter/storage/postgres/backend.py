@@ -26,33 +26,26 @@ import select
 import socket
 import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 
-from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
 from deadletter.domain.model import ListQuery, Message
 from deadletter.domain.tags import ConsumerTag
 from deadletter.storage.base import (
     Availability,
-    StorageError,
     Store,
     Transaction,
-    TransactionConflict,
 )
 from deadletter.storage.migrations import migration_scripts, pending
-from deadletter.storage.postgres.composed import LANE, ComposedStatements
-from deadletter.storage.rows import with_seq
-from deadletter.storage.sql import queries as q
-from deadletter.storage.sql.dialect import PARAMETER, Dialect, Statement, Statements
+from deadletter.storage.postgres.composed import ComposedStatements
+from deadletter.storage.postgres.dialect import _LANE, POSTGRES, UNREACHABLE
 
 log = logging.getLogger(__name__)
 # The pool warns of every connection it discards or fails to open, a dozen lines a second
@@ -80,20 +73,8 @@ RECONNECT_SECONDS = 2.0
 # statement by then.
 DEADLINE_SECONDS = 30.0
 DEADLINE_GRACE = 2.0
-# Connection failures, the server shutting down or refusing connections, a full disk or memory
-# (classes 08, 53, 57 and 58), and statements cancelled by the server: the store cannot do its
-# work now, though nothing is wrong with the request.
-UNAVAILABLE_CLASSES = ("08", "53", "57", "58")
-UNREACHABLE = "the database cannot be reached"
 # Serialises schema migrations of one schema between processes that start at the same time.
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.deadletter'))"
-# A queue's lane: advisory lock keys (class, hash of the queue) in a class of their own.
-_LANE = LANE
-# Numbers for `n` messages of a queue, taken once the queue's lane is held (shared).
-RESERVE_SEQS = (
-    f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{_LANE})"
-    " SELECT nextval('message_seq') AS seq FROM lane, generate_series(1, :n)"
-)
 # A listing waits for the queue's senders in flight (see the module's docstring).
 CLEAR_LANE = f"SELECT pg_advisory_xact_lock{_LANE}"
 # A tag's cursor moves only while no sender is in flight (it would step over their numbers);
@@ -120,84 +101,8 @@ NOTIFY_EACH = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
 # statement that reads a whole queue, a count of a DLQ's dead letters by filter, took as long
 # without workers as with them at a million (540 ms on two cores).
 SESSION_SETTINGS = "SET jit = off; SET max_parallel_workers_per_gather = 0"
-# A redrive in place (`redrive_in_place`): each id of `:ids` with its number of `:seqs`.
-# Attributes and history are JSON text written by json.dumps or by this statement, neither
-# of which escapes an ASCII letter: attributes without the text `"dlq.` (any case) hold no
-# reserved key and stay as they are, and the event is appended to the history's array as text.
-# Parsing both as jsonb for every message took 13% of the statement's time (2,000 messages).
-REDRIVE_IN_PLACE = (
-    "UPDATE messages AS m SET " + q.REDRIVEN_COLUMNS + ","
-    " id = gen_random_uuid()::text, seq = b.seq,"
-    " attributes = CASE WHEN m.attributes NOT ILIKE '%\"dlq.%' THEN m.attributes"
-    " ELSE COALESCE((SELECT jsonb_object_agg(a.key, a.value)"
-    " FROM jsonb_each(m.attributes::jsonb) AS a WHERE upper(a.key) NOT LIKE 'DLQ.%'),"
-    " '{}'::jsonb)::text END,"
-    " history = CASE WHEN m.history IS NULL OR m.history = '[]' THEN '[' || :event || ']'"
-    " ELSE left(m.history, -1) || ',' || :event || ']' END"
-    " FROM unnest(:ids::text[], :seqs::bigint[]) AS b(old, seq)"
-    " WHERE m.id = b.old AND m.project IS NOT DISTINCT FROM :project"
-)
 
 Conn = psycopg.Connection[dict[str, Any]]
-
-
-class PostgresDialect(Dialect):
-    """queries.py is written in PostgreSQL's SQL: only the parameter style changes."""
-
-    driver_error = psycopg.Error
-
-    def execute(self, cursor: Any, statement: Statement, params: Mapping[str, Any]) -> None:
-        """A statement with optional filters is never prepared, so that PostgreSQL plans it
-        with the values each time. psycopg prepares a statement run five times on a
-        connection, and PostgreSQL may then plan it once for any values: a plan that cannot
-        know which filters are off, and walks a deep queue for a listing (60 ms instead of
-        2 ms at 100,000 dead letters). Every other statement stays prepared: a plan per
-        execution for all of them cost a third of the claim and delete rate."""
-        prepare = False if statement.optional_filters else None
-        cursor.execute(statement.text, self.bind(statement, params), prepare=prepare)
-
-    def _spell(self, sql: str) -> str:
-        return PARAMETER.sub(r"%(\1)s", sql.replace("%", "%%"))
-
-    def domain_error(self, exc: Exception) -> DeadletterError:
-        if isinstance(exc, PoolTimeout):
-            return StoreUnavailable("no database connection became free in time")
-        if isinstance(exc, psycopg.OperationalError) and (
-            exc.sqlstate is None or exc.sqlstate[:2] in UNAVAILABLE_CLASSES
-        ):
-            if exc.sqlstate == "53100":
-                return StoreUnavailable("the database's disk is full")
-            return StoreUnavailable(UNREACHABLE)
-        if isinstance(exc, pg_errors.UniqueViolation) and exc.diag.table_name == "queues":
-            return QueueAlreadyExists()
-        if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):
-            return TransactionConflict(str(exc))
-        return StorageError(str(exc))
-
-    def numbered(self, tx: Statements, project: str, messages: Sequence[Message]) -> list[Message]:
-        """Lanes are taken in queue-name order, so that a listing waiting for one lane never
-        stands between two senders that take two lanes in opposite orders."""
-        by_queue: dict[str, list[int]] = defaultdict(list)
-        for i, m in enumerate(messages):
-            by_queue[m.queue].append(i)
-        out = list(messages)
-        for queue in sorted(by_queue):
-            positions = by_queue[queue]
-            params = {"project": project, "queue": queue, "n": len(positions)}
-            seqs = sorted(int(r["seq"]) for r in tx.all(RESERVE_SEQS, params))
-            for seq, i in zip(seqs, positions, strict=True):
-                out[i] = with_seq(messages[i], seq)
-        return out
-
-    def redrive_in_place(
-        self, tx: Statements, project: str, ids: Sequence[str], params: Mapping[str, Any]
-    ) -> None:
-        lane = {"project": project, "queue": params["queue"], "n": len(ids)}
-        seqs = sorted(int(r["seq"]) for r in tx.all(RESERVE_SEQS, lane))
-        tx.run(REDRIVE_IN_PLACE, {**params, "ids": list(ids), "seqs": seqs})
-
-
-POSTGRES = PostgresDialect()
 
 
 class PostgresTransaction(ComposedStatements):

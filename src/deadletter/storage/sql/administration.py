@@ -1,12 +1,19 @@
-"""Statements of project administration: credentials and queue templates."""
+"""Statements of project administration: credentials, queue templates, redrive tasks and
+failure patterns."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from deadletter.domain.redrive import RedriveTask
 from deadletter.domain.templates import QueueTemplate
 from deadletter.storage.base import CredentialRecord
 from deadletter.storage.rows import (
     credential_from,
     credential_params,
+    task_from,
+    task_params,
     template_from,
     template_params,
 )
@@ -52,3 +59,43 @@ class AdministrationStatements(Executor):
 
     def delete_template(self, project: str, name: str) -> bool:
         return self.run(q.DELETE_TEMPLATE, {"project": project, "name": name}) > 0
+
+    # Redrive tasks
+
+    def insert_task(self, task: RedriveTask) -> None:
+        self.run(q.INSERT_TASK, task_params(task))
+
+    def get_task(self, task_id: str, lock: bool = False) -> RedriveTask | None:
+        r = self.one(q.GET_TASK_LOCKED if lock else q.GET_TASK, {"id": task_id})
+        return task_from(r) if r else None
+
+    def update_task(self, task: RedriveTask) -> None:
+        self.run(q.UPSERT_TASK, task_params(task))
+
+    def list_tasks(self, project: str, dlq: str | None, limit: int) -> list[RedriveTask]:
+        rows = self.all(q.LIST_TASKS, {"project": project, "dlq": dlq, "limit": limit})
+        return [task_from(r) for r in rows]
+
+    def active_task_ids(self) -> list[str]:
+        return [r["id"] for r in self.all(q.ACTIVE_TASK_IDS, {})]
+
+    # Failure patterns
+
+    def save_patterns(self, project: str, dlq: str, patterns: list[dict[str, Any]]) -> None:
+        self.run(
+            q.SAVE_PATTERNS, {"project": project, "dlq": dlq, "patterns": json.dumps(patterns)}
+        )
+
+    def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
+        r = self.one(q.GET_PATTERNS, {"project": project, "dlq": dlq})
+        return list(json.loads(r["patterns"])) if r else []
+
+    def save_pattern_batches(self, project: str, dlq: str, batches: dict[str, int]) -> None:
+        self.run(
+            q.SAVE_PATTERN_BATCHES,
+            {"project": project, "dlq": dlq, "batches": json.dumps(batches)},
+        )
+
+    def get_pattern_batches(self, project: str, dlq: str) -> dict[str, int]:
+        r = self.one(q.GET_PATTERN_BATCHES, {"project": project, "dlq": dlq})
+        return dict(json.loads(r["batches"])) if r else {}

@@ -133,3 +133,14 @@ class CountStatements(Executor):
     def count_by_source(self, project: str, dlq: str, now: float) -> dict[str, int]:
         depths = self._depths(project, dlq, now)
         return {source: n for source, n in sorted(depths.items()) if source and n > 0}
+
+    # Counters
+
+    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
+        self.run(
+            q.BUMP_COUNTER, {"project": project, "queue": queue, "name": name, "amount": amount}
+        )
+
+    def counters(self, project: str, queue: str) -> dict[str, int]:
+        rows = self.all(q.COUNTERS, {"project": project, "queue": queue})
+        return {r["name"]: int(r["value"]) for r in rows}

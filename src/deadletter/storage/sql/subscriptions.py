@@ -13,7 +13,7 @@ from deadletter.storage.rows import (
     subscription_from,
     subscription_params,
 )
-from deadletter.storage.sql import queries as q
+from deadletter.storage.sql import subscription_queries as sq
 from deadletter.storage.sql.executor import Executor
 
 
@@ -34,24 +34,24 @@ class SubscriptionStatements(Executor):
             self._unsubscribed.add((project, queue))
 
     def _add_subscriptions(self, project: str, queue: str, n: int) -> None:
-        self.run(q.ADD_SUBSCRIPTIONS, {"project": project, "queue": queue, "n": n})
+        self.run(sq.ADD_SUBSCRIPTIONS, {"project": project, "queue": queue, "n": n})
         if self._unsubscribed is not None:
             self._unsubscribed.discard((project, queue))
 
     # Subscriptions and the notifications owed to them
 
     def insert_subscription(self, subscription: Subscription) -> None:
-        self.run(q.INSERT_SUBSCRIPTION, subscription_params(subscription))
+        self.run(sq.INSERT_SUBSCRIPTION, subscription_params(subscription))
         self._add_subscriptions(subscription.project, subscription.queue, 1)
 
     def count_subscriptions(self, project: str, queue: str) -> tuple[int, int]:
-        r = self.one(q.COUNT_SUBSCRIPTIONS, {"project": project, "queue": queue})
+        r = self.one(sq.COUNT_SUBSCRIPTIONS, {"project": project, "queue": queue})
         return (int(r["project_n"]), int(r["queue_n"])) if r else (0, 0)
 
     def get_subscription(
         self, project: str, queue: str, subscription_id: str, lock: bool = False
     ) -> Subscription | None:
-        sql = q.GET_SUBSCRIPTION_LOCKED if lock else q.GET_SUBSCRIPTION
+        sql = sq.GET_SUBSCRIPTION_LOCKED if lock else sq.GET_SUBSCRIPTION
         r = self.one(sql, {"project": project, "queue": queue, "id": subscription_id})
         return subscription_from(r) if r else None
 
@@ -59,7 +59,7 @@ class SubscriptionStatements(Executor):
         self, project: str, queue: str, subscriber: str
     ) -> Subscription | None:
         key = {"project": project, "queue": queue, "subscriber": subscriber}
-        r = self.one(q.SUBSCRIPTION_BY_SUBSCRIBER, key)
+        r = self.one(sq.SUBSCRIPTION_BY_SUBSCRIBER, key)
         return subscription_from(r) if r else None
 
     def list_subscriptions(
@@ -69,20 +69,20 @@ class SubscriptionStatements(Executor):
         if limit is None:
             if self._unsubscribed is not None and (project, queue) in self._unsubscribed:
                 return []  # its row, read in this transaction, counts none
-            rows = self.all(q.LIVE_SUBSCRIPTIONS, key)
+            rows = self.all(sq.LIVE_SUBSCRIPTIONS, key)
         else:
-            rows = self.all(q.LIST_SUBSCRIPTIONS, {**key, "after": after or "", "limit": limit})
+            rows = self.all(sq.LIST_SUBSCRIPTIONS, {**key, "after": after or "", "limit": limit})
         return [subscription_from(r) for r in rows]
 
     def update_subscription(self, subscription: Subscription) -> None:
         params = subscription_params(subscription)
-        self.run(q.UPDATE_SUBSCRIPTION, {k: params[k] for k in (
+        self.run(sq.UPDATE_SUBSCRIPTION, {k: params[k] for k in (
             "subscriber", "ttl", "options", "confirmed", "expires_at", "id")})  # fmt: skip
 
     def delete_subscriptions(self, project: str, queue: str, ids: Sequence[str]) -> int:
-        self.run(q.CANCEL_DELIVERIES, {"ids": list(ids)})
+        self.run(sq.CANCEL_DELIVERIES, {"ids": list(ids)})
         gone = sum(
-            self.run(q.DELETE_SUBSCRIPTION, {"project": project, "queue": queue, "id": i})
+            self.run(sq.DELETE_SUBSCRIPTION, {"project": project, "queue": queue, "id": i})
             for i in ids
         )
         if gone:
@@ -92,14 +92,14 @@ class SubscriptionStatements(Executor):
     def delete_expired_subscriptions(self, now: float) -> int:
         gone = Counter(
             (r["project"], r["queue"])
-            for r in self.all(q.DELETE_EXPIRED_SUBSCRIPTIONS, {"now": now})
+            for r in self.all(sq.DELETE_EXPIRED_SUBSCRIPTIONS, {"now": now})
         )
         for (project, queue), n in sorted(gone.items()):
             self._add_subscriptions(project, queue, -n)
         return gone.total()
 
     def insert_deliveries(self, deliveries: Sequence[Delivery]) -> None:
-        self.run_many(q.INSERT_DELIVERY, [delivery_params(d) for d in deliveries])
+        self.run_many(sq.INSERT_DELIVERY, [delivery_params(d) for d in deliveries])
 
     def due_deliveries(
         self,
@@ -111,9 +111,9 @@ class SubscriptionStatements(Executor):
     ) -> list[Delivery]:
         params = {"now": now, "limit": limit, "busy": list(busy) or None}
         if project is None:
-            rows = self.all(q.DUE_DELIVERIES, params)
+            rows = self.all(sq.DUE_DELIVERIES, params)
         else:
-            rows = self.all(q.DUE_DELIVERIES_OF, {**params, "project": project})
+            rows = self.all(sq.DUE_DELIVERIES_OF, {**params, "project": project})
         due = [delivery_from(r) for r in rows]
         leased = [replace(d, due_at=lease_until) for d in due]
         for d in leased:
@@ -121,21 +121,21 @@ class SubscriptionStatements(Executor):
         return leased
 
     def delivery_projects(self) -> list[str]:
-        return [str(r["project"]) for r in self.all(q.DELIVERY_PROJECTS, {})]
+        return [str(r["project"]) for r in self.all(sq.DELIVERY_PROJECTS, {})]
 
     def get_delivery(self, delivery_id: str) -> Delivery | None:
-        r = self.one(q.GET_DELIVERY_LOCKED, {"id": delivery_id})
+        r = self.one(sq.GET_DELIVERY_LOCKED, {"id": delivery_id})
         return delivery_from(r) if r else None
 
     def update_delivery(self, delivery: Delivery) -> None:
         params = delivery_params(delivery)
         self.run(
-            q.UPDATE_DELIVERY, {k: params[k] for k in ("due_at", "attempts", "last_error", "id")}
+            sq.UPDATE_DELIVERY, {k: params[k] for k in ("due_at", "attempts", "last_error", "id")}
         )
 
     def delete_delivery(self, delivery_id: str) -> None:
-        self.run(q.DELETE_DELIVERY, {"id": delivery_id})
+        self.run(sq.DELETE_DELIVERY, {"id": delivery_id})
 
     def pending_deliveries(self, project: str, queue: str) -> list[Delivery]:
-        rows = self.all(q.PENDING_DELIVERIES, {"project": project, "queue": queue})
+        rows = self.all(sq.PENDING_DELIVERIES, {"project": project, "queue": queue})
         return [delivery_from(r) for r in rows]

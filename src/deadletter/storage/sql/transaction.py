@@ -17,25 +17,24 @@ from deadletter.domain.model import (
     Message,
     Queue,
     QueueSettings,
-    RedriveTask,
 )
 from deadletter.domain.projects import SEPARATOR
 from deadletter.domain.provenance import Provenance
 from deadletter.domain.tags import DEFAULT_DONE_AT
 from deadletter.storage.base import ClaimRecord, Transaction
 from deadletter.storage.rows import (
-    Row,
     dead_letter_target,
     decode_provenance,
     hidden_class,
     message_params,
     queue_from,
-    task_from,
-    task_params,
 )
 from deadletter.storage.sql import queries as q
+from deadletter.storage.sql import subscription_queries as sq
 from deadletter.storage.sql.administration import AdministrationStatements
+from deadletter.storage.sql.claims import ClaimStatements, claim_params
 from deadletter.storage.sql.counts import CountStatements
+from deadletter.storage.sql.fifo import FifoStatements
 from deadletter.storage.sql.subscriptions import SubscriptionStatements
 from deadletter.storage.sql.tag_queries import PURGE_TAG_STATES
 from deadletter.storage.sql.tags import TagStatements
@@ -82,37 +81,21 @@ def _source(m: Message) -> str:
     return m.provenance.source_queue if m.provenance is not None else ""
 
 
-def _claim_from(r: Row) -> ClaimRecord:
-    return ClaimRecord(
-        id=r["id"],
-        project=r["project"],
-        queue=r["queue"],
-        ttl=r["ttl"],
-        grace=r["grace"],
-        created_at=r["created_at"],
-        expires_at=r["expires_at"],
-    )
-
-
-def _claim_params(claim: ClaimRecord) -> dict[str, Any]:
-    return {
-        "id": claim.id,
-        "project": claim.project,
-        "queue": claim.queue,
-        "ttl": claim.ttl,
-        "grace": claim.grace,
-        "created_at": claim.created_at,
-        "expires_at": claim.expires_at,
-    }
-
-
 class SQLTransaction(
-    CountStatements, TagStatements, SubscriptionStatements, AdministrationStatements, Transaction
+    ClaimStatements,
+    FifoStatements,
+    CountStatements,
+    TagStatements,
+    SubscriptionStatements,
+    AdministrationStatements,
+    Transaction,
 ):
-    """The one `Transaction` of both SQL stores; the counts and stats, consumer tags,
-    subscriptions, credentials and templates are in their own parts (`counts`, `tags`,
-    `subscriptions`, `administration`). Every statement here that adds, moves, hides, shows
-    or removes messages changes the counts of `counts` in the same transaction."""
+    """The one `Transaction` of both SQL stores; the counts, stats and counters, consumer
+    tags, subscriptions, FIFO groups and deduplication ids, and the administration
+    (credentials, templates, redrive tasks, failure patterns) are in their own parts
+    (`counts`, `tags`, `subscriptions`, `fifo`, `administration`), claims in `claims`. Every
+    statement here that adds, moves, hides, shows or removes messages changes the counts of
+    `counts` in the same transaction."""
 
     # Queues
 
@@ -159,7 +142,7 @@ class SQLTransaction(
     def delete_queue(self, project: str, name: str) -> bool:
         key = {"project": project, "name": name}
         gone = self.run(q.DELETE_QUEUE, key)
-        for sql in (*q.DELETE_QUEUE_ROWS, *q.DELETE_QUEUE_SUBSCRIPTIONS):
+        for sql in (*q.DELETE_QUEUE_ROWS, *sq.DELETE_QUEUE_SUBSCRIPTIONS):
             self.run(sql, key)
         self.d.forget_queue(self, project, name)
         self._forget_places(name)
@@ -378,7 +361,7 @@ class SQLTransaction(
         if found:
             ids = [m.id for m in found]
             self._claim_rows(claim.project, ids, claim.id, claim.expires_at, now, live_until)
-            self.run(q.RECORD_CLAIM, _claim_params(claim))
+            self.run(q.RECORD_CLAIM, claim_params(claim))
         return found
 
     def _claim_rows(
@@ -480,126 +463,8 @@ class SQLTransaction(
         ]
         return due + self.due_tag_dead_letters(params)
 
-    # Claims
-
-    def insert_claim(self, claim: ClaimRecord) -> None:
-        self.run(q.INSERT_CLAIM, _claim_params(claim))
-
-    def get_claim(
-        self, project: str, queue: str, claim_id: str, lock: bool = False
-    ) -> ClaimRecord | None:
-        key = {"project": project, "queue": queue, "id": claim_id}
-        r = self.one(q.GET_CLAIM_LOCKED if lock else q.GET_CLAIM, key)
-        return _claim_from(r) if r else None
-
-    def update_claim(self, claim: ClaimRecord) -> None:
-        self.run(
-            q.UPDATE_CLAIM,
-            {"ttl": claim.ttl, "grace": claim.grace, "expires_at": claim.expires_at,
-             "id": claim.id},
-        )  # fmt: skip
-
-    def delete_claim(self, project: str, queue: str, claim_id: str) -> None:
-        self.run(q.DELETE_CLAIM, {"project": project, "queue": queue, "id": claim_id})
-
-    def delete_stale_claims(self, now: float) -> int:
-        return self.run(q.DELETE_STALE_CLAIMS, {"now": now})
-
-    # Counters
-
-    def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
-        self.run(
-            q.BUMP_COUNTER, {"project": project, "queue": queue, "name": name, "amount": amount}
-        )
-
-    def counters(self, project: str, queue: str) -> dict[str, int]:
-        rows = self.all(q.COUNTERS, {"project": project, "queue": queue})
-        return {r["name"]: int(r["value"]) for r in rows}
-
-    # Redrive tasks
-
-    def insert_task(self, task: RedriveTask) -> None:
-        self.run(q.INSERT_TASK, task_params(task))
-
-    def get_task(self, task_id: str, lock: bool = False) -> RedriveTask | None:
-        r = self.one(q.GET_TASK_LOCKED if lock else q.GET_TASK, {"id": task_id})
-        return task_from(r) if r else None
-
-    def update_task(self, task: RedriveTask) -> None:
-        self.run(q.UPSERT_TASK, task_params(task))
-
-    def list_tasks(self, project: str, dlq: str | None, limit: int) -> list[RedriveTask]:
-        rows = self.all(q.LIST_TASKS, {"project": project, "dlq": dlq, "limit": limit})
-        return [task_from(r) for r in rows]
-
-    def active_task_ids(self) -> list[str]:
-        return [r["id"] for r in self.all(q.ACTIVE_TASK_IDS, {})]
-
-    # Failure patterns
-
-    def save_patterns(self, project: str, dlq: str, patterns: list[dict[str, Any]]) -> None:
-        self.run(
-            q.SAVE_PATTERNS, {"project": project, "dlq": dlq, "patterns": json.dumps(patterns)}
-        )
-
-    def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
-        r = self.one(q.GET_PATTERNS, {"project": project, "dlq": dlq})
-        return list(json.loads(r["patterns"])) if r else []
-
-    def save_pattern_batches(self, project: str, dlq: str, batches: dict[str, int]) -> None:
-        self.run(
-            q.SAVE_PATTERN_BATCHES,
-            {"project": project, "dlq": dlq, "batches": json.dumps(batches)},
-        )
-
-    def get_pattern_batches(self, project: str, dlq: str) -> dict[str, int]:
-        r = self.one(q.GET_PATTERN_BATCHES, {"project": project, "dlq": dlq})
-        return dict(json.loads(r["batches"])) if r else {}
-
     def wipe(self) -> None:
-        for table in q.SUBSCRIPTION_TABLES:
+        for table in sq.SUBSCRIPTION_TABLES:
             self.run(f"DELETE FROM {table}")
         self.d.wipe(self)
         self._places.clear()
-
-    # FIFO queues
-
-    def fifo_candidates(
-        self, project: str, queue: str, now: float, limit: int, groups: Sequence[str] | None = None
-    ) -> list[Message]:
-        params = {"project": project, "queue": queue, "now": now, "limit": limit}
-        if groups is None:
-            return self._messages(q.FIFO_CANDIDATES, {**params, "groups": None})
-        return self._messages(q.FIFO_CLAIMABLE_LOCKED, {**params, "groups": list(groups)})
-
-    def add_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> None:
-        """In name order, so that two transactions never wait for each other's new rows in
-        turn (a new row keeps others making it waiting until this commits)."""
-        key = {"project": project, "queue": queue}
-        self.run_many(q.ENSURE_FIFO_GROUP, [{**key, "group_id": g} for g in sorted(set(groups))])
-
-    def lock_fifo_groups(self, project: str, queue: str, groups: Sequence[str]) -> list[str]:
-        self.add_fifo_groups(project, queue, groups)
-        rows = self.all(q.LOCK_FIFO_GROUPS, {"project": project, "queue": queue,
-                                             "groups": list(groups)})  # fmt: skip
-        return [r["group_id"] for r in rows]
-
-    def remember_deduplication(
-        self,
-        project: str,
-        queue: str,
-        scope: str,
-        dedup_id: str,
-        message: Message,
-        until: float,
-        now: float,
-    ) -> tuple[str, int] | None:
-        key = {"project": project, "queue": queue, "scope": scope, "dedup_id": dedup_id}
-        params = {**key, "message_id": message.id, "seq": message.seq}
-        if self.one(q.REMEMBER_DEDUP, {**params, "expires_at": until, "now": now}):
-            return None
-        row = self.one(q.DEDUP_ORIGINAL, key)
-        return str(row["message_id"]), int(row["seq"])
-
-    def forget_deduplications(self, project: str, queue: str, now: float) -> None:
-        self.run(q.FORGET_EXPIRED_DEDUP, {"project": project, "queue": queue, "now": now})
