@@ -18,7 +18,7 @@ from zaqarclient.transport import request as zrequest
 from deadletter.api.app import build_app
 from deadletter.api.zaqar.reads import FREE, READS
 from deadletter.api.zaqar.routes import ROUTES
-from deadletter.api.zaqar.websocket import ACTIONS, request_of
+from deadletter.api.zaqar.websocket_frames import ACTIONS, request_of
 from deadletter.auth.roles import Role, allowed
 from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
