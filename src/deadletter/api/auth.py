@@ -369,7 +369,7 @@ ADMIN_ROUTES: list[tuple[str, str, Handler]] = [
 ]
 
 
-# What each admin route reads, as `reads.READS` says it for the others.
+# What each admin route reads, as each row of the route table says it for the others.
 ADMIN_READS: dict[str, Reads] = {
     "issue_token": Reads(body=frozenset({"key_id", "secret", "ttl"})),
     "create_credential": Reads(body=frozenset({"role", "project"})),

@@ -1,6 +1,6 @@
 """The document's paths: one operation per row of the Zaqar face's route table (`ROUTES`),
 with the row's summary, statuses and request body, and the query parameters its handler
-reads (`reads.READS`)."""
+reads (its row's `reads`)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def _parameters(route: ZaqarRoute) -> list[dict[str, Any]]:
 
 
 def _schemas(table: list[ZaqarRoute]) -> dict[str, Any]:
-    """The body schemas; one whose route declares its fields (`reads.READS`) takes no other."""
+    """The body schemas; one whose route declares its fields (its row's `reads`) takes no other."""
     schemas = dict(SCHEMAS)
     for route in table:
         fields = route.reads.body

@@ -203,7 +203,7 @@ def endpoint(
 ) -> Callable[[Request], Any]:
     """The Starlette endpoint of `handler`, as its route's row declares it (`routes.ROUTES`):
     a `bounded` one (a message route: its work is one batch at most) runs on the event loop
-    when the store need not wait (`on_loop`); `reads` is what the route reads (`reads.READS`);
+    when the store need not wait (`on_loop`); `reads` is what the route reads (its row's `reads`);
     `action_for` the action a request of it needs, given its query parameters."""
 
     async def call(request: Request) -> Response:

@@ -1,12 +1,12 @@
-"""What each Zaqar route reads from a request: its query parameters and its body's fields.
+"""What a Zaqar route reads from a request: its query parameters and its body's fields.
 
-One table, by handler: before a handler runs, `context.endpoint` refuses a query parameter
-its route does not read, a body field it does not read, and fields in the body of a route
-that takes none; nothing has been looked up or written yet. The OpenAPI document lists each
-route's query parameters and body fields from here (`openapi.py`). Nested objects (a
-message, a filter, a patch operation) are checked by the code that reads them, with the same
-rule (`parse.known_fields`); a queue's metadata keeps its free user keys and refuses unknown
-reserved (`_`) ones (`metadata.to_settings`).
+Each row of the route table (`routes.ROUTES`) carries its route's `Reads`: before a handler
+runs, `context.endpoint` refuses a query parameter its route does not read, a body field it
+does not read, and fields in the body of a route that takes none; nothing has been looked up
+or written yet. The OpenAPI document lists each route's query parameters and body fields from
+its row. Nested objects (a message, a filter, a patch operation) are checked by the code that
+reads them, with the same rule (`parse.known_fields`); a queue's metadata keeps its free user
+keys and refuses unknown reserved (`_`) ones (`metadata.to_settings`).
 """
 
 from __future__ import annotations
@@ -64,65 +64,6 @@ REDRIVE_FIELDS = frozenset(
     }
 )
 SUBSCRIPTION_FIELDS = frozenset({"subscriber", "ttl", "options"})
-
-READS: dict[str, Reads] = {
-    "versions": Reads(),
-    "home": Reads(),
-    "ping": Reads(),
-    "health": Reads(),
-    "list_queues": Reads((*PAGE, "detailed", "with_count")),
-    "create_queue": Reads(body=FREE),
-    "get_queue": Reads(("defaults",)),
-    "patch_queue": Reads(body=FREE),
-    "delete_queue": Reads(("force",)),
-    "queue_stats": Reads(),
-    "purge_queue": Reads(("force",), frozenset({"resource_types"})),
-    "post_messages": Reads(body=frozenset({"messages"})),
-    "list_messages": Reads((*PAGE, "echo", "include_claimed", "include_delayed", "ids")),
-    # Zaqar's `claim_ids` names the claims of the messages `ids` lists; they are deleted
-    # whatever their claims, so it changes nothing here.
-    "delete_messages": Reads(("ids", "pop", "claim_ids")),
-    "get_message": Reads(),
-    "delete_message": Reads(("claim_id", "tag")),
-    "dead_letter_message": Reads(("claim_id", "tag"), DEAD_LETTER_FIELDS),
-    "release_message": Reads(("claim_id", "tag"), frozenset({"delay", "requeue"})),
-    "create_claim": Reads(("limit", "tag"), frozenset({"ttl", "grace", "acknowledge"})),
-    "get_claim": Reads(("tag",)),
-    "renew_claim": Reads(("tag",), frozenset({"ttl", "grace"})),
-    "release_claim": Reads(("tag",)),
-    "dead_letter_batch": Reads(("tag",), DEAD_LETTER_FIELDS | {"messages"}),
-    # The dead-letter filter language (domain/filters.py), the same on every route that selects.
-    "list_dead_letters": Reads((*FILTER_KEYS, *PAGE)),
-    "count_dead_letters": Reads(FILTER_KEYS),
-    "purge_dead_letters": Reads(FILTER_KEYS),
-    "edit_dead_letter": Reads(("redrive",), FREE),
-    "dead_letter_sources": Reads(),
-    "start_redrive": Reads(body=REDRIVE_FIELDS),
-    "list_redrives": Reads(),
-    "get_redrive": Reads(),
-    "cancel_redrive": Reads(),
-    "resume_redrive": Reads(),
-    "put_patterns": Reads(body=frozenset({"patterns"})),
-    "get_patterns": Reads(),
-    "merge_assignments": Reads(body=frozenset({"writer", "batch", "assignments"})),
-    "list_templates": Reads(PAGE),
-    # A template's fields are its settings' (templates.SETTINGS_KEYS), checked there.
-    "put_template": Reads(body=FREE),
-    "get_template": Reads(),
-    "patch_template": Reads(body=FREE),
-    "delete_template": Reads(),
-    "create_subscription": Reads(body=SUBSCRIPTION_FIELDS),
-    # python-zaqarclient sends `detailed`, which changes nothing here (each is whole).
-    "list_subscriptions": Reads((*PAGE, "detailed")),
-    "get_subscription": Reads(),
-    "update_subscription": Reads(body=SUBSCRIPTION_FIELDS),
-    "delete_subscription": Reads(),
-    "confirm_subscription": Reads(body=frozenset({"confirmed"})),
-    "list_tags": Reads(),
-    "create_tag": Reads(body=frozenset({"start", "filter"})),
-    "get_tag": Reads(),
-    "delete_tag": Reads(),
-}
 
 
 def check_reads(reads: Reads, method: str, params: Mapping[str, str], body: bytes) -> None:

@@ -5,7 +5,8 @@ credential must allow (`auth.roles`), whether it is a message route answered ahe
 router (`api.hot`), and how the OpenAPI document shows it (summary, statuses, request body
 schema). The router (`zaqar_routes`), the action each request needs (`ZaqarRoute.action_for`,
 which its endpoint asks), the hot path and the OpenAPI document (`api.openapi`) are all read
-from `ROUTES`; what each handler reads from a request is `reads.READS`, by the handler's name.
+from `ROUTES`, and so is what each route reads from a request (its query parameters and body
+fields, `reads.Reads`), refused before its handler runs if anything else comes.
 """
 
 from __future__ import annotations
@@ -54,7 +55,14 @@ from deadletter.api.zaqar.queues import (
     purge_queue,
     queue_stats,
 )
-from deadletter.api.zaqar.reads import READS, Reads
+from deadletter.api.zaqar.reads import (
+    DEAD_LETTER_FIELDS,
+    FREE,
+    PAGE,
+    REDRIVE_FIELDS,
+    SUBSCRIPTION_FIELDS,
+    Reads,
+)
 from deadletter.api.zaqar.subscriptions import (
     confirm_subscription,
     create_subscription,
@@ -72,8 +80,11 @@ from deadletter.api.zaqar.templates import (
     put_template,
 )
 from deadletter.auth.roles import Action
+from deadletter.domain.filters import FILTER_KEYS
 from deadletter.engine import Engine
 
+# A route that reads no query parameter and takes no body.
+NOTHING = Reads()
 CLAIM_REQUIRED = {"403": "Claim required"}
 DLQ_REFUSES = {
     "409": "No active dead-letter policy, or the DLQ is full (its bound refuses them)",
@@ -101,15 +112,13 @@ class ZaqarRoute:
     when: Mapping[str, Action] = field(default_factory=dict)
     client_id: bool = True  # the Client-ID header is required
     hot: bool = False  # a message route: answered ahead of the router (`api.hot`)
+    # Its query parameters and body fields: anything else is refused before the handler runs.
+    reads: Reads = NOTHING
 
     @property
     def name(self) -> str:
         """The route's name: its handler's, the OpenAPI operationId."""
         return self.handler.__name__
-
-    @property
-    def reads(self) -> Reads:
-        return READS[self.name]
 
     def action_for(self, params: Mapping[str, str]) -> Action | None:
         """The action this request needs, given its query parameters."""
@@ -138,22 +147,28 @@ ROUTES: list[ZaqarRoute] = [
     R("GET", "/v2/health", health, action=A.SERVER_HEALTH, summary="Storage health",
       client_id=False),
     # Queues
-    R("GET", "/v2/queues", list_queues, action=A.QUEUE_LIST, summary="List queues"),
+    R("GET", "/v2/queues", list_queues, action=A.QUEUE_LIST, summary="List queues",
+      reads=Reads((*PAGE, "detailed", "with_count"))),
     R("PUT", Q, create_queue, action=A.QUEUE_CREATE,
       summary="Create a queue with metadata (201; 204 when it exists)", status="201",
-      also=("204",), errors={"409": "Conflict"}, body="Metadata", empty=True),
+      also=("204",), errors={"409": "Conflict"}, body="Metadata", empty=True,
+      reads=Reads(body=FREE)),
     R("GET", Q, get_queue, action=A.QUEUE_GET,
       summary="Queue metadata: user keys and the reserved keys that are set (with"
-      " defaults=true, every reserved key, its default where unset)"),
+      " defaults=true, every reserved key, its default where unset)",
+      reads=Reads(("defaults",))),
     R("PATCH", Q, patch_queue, action=A.QUEUE_UPDATE,
       summary="Update metadata (application/openstack-messaging-v2.0-json-patch)",
-      errors={"409": "Conflict", "415": "Wrong Content-Type for a patch"}, body="Patch"),
+      errors={"409": "Conflict", "415": "Wrong Content-Type for a patch"}, body="Patch",
+      reads=Reads(body=FREE)),
     R("DELETE", Q, delete_queue, action=A.QUEUE_DELETE,
-      summary="Delete a queue and its messages", status="204"),
+      summary="Delete a queue and its messages", status="204",
+      reads=Reads(("force",))),
     R("GET", Q + "/stats", queue_stats, action=A.QUEUE_STATS,
       summary="Message counts and dead-letter counters"),
     R("POST", Q + "/purge", purge_queue, action=A.QUEUE_PURGE,
-      summary="Delete every message of the queue", status="204", body="Purge"),
+      summary="Delete every message of the queue", status="204", body="Purge",
+      reads=Reads(("force",), frozenset({"resource_types"}))),
     # Messages
     R("POST", Q + "/messages", post_messages, action=A.MESSAGE_SEND,
       summary="Send messages (the queue is created if missing)", status="201",
@@ -161,54 +176,73 @@ ROUTES: list[ZaqarRoute] = [
               "409": "Queue is full: its bound refuses the send (_overflow"
               " reject-publish[-dlx]), or its DLQ refuses the oldest messages drop-head"
               " would push out"},
-      body="NewMessages", hot=True),
+      body="NewMessages", hot=True,
+      reads=Reads(body=frozenset({"messages"}))),
     R("GET", Q + "/messages", list_messages, action=A.MESSAGE_BROWSE,
-      summary="List messages, or get some by ids", when={"ids": A.MESSAGE_PEEK}),
+      summary="List messages, or get some by ids", when={"ids": A.MESSAGE_PEEK},
+      reads=Reads((*PAGE, "echo", "include_claimed", "include_delayed", "ids"))),
     # ?ids= deletes messages (an ack); ?pop=N claims and deletes, so it is a claim (every
     # role that may claim may also ack).
+    # Zaqar's `claim_ids` names the claims of the messages `ids` lists; they are deleted
+    # whatever their claims, so it changes nothing here.
     R("DELETE", Q + "/messages", delete_messages, action=A.MESSAGE_ACK,
       summary="Delete messages by ids, or pop some", status="204", also=("200",),
-      errors={"403": "Message is claimed"}, when={"pop": A.MESSAGE_CLAIM}, hot=True),
+      errors={"403": "Message is claimed"}, when={"pop": A.MESSAGE_CLAIM}, hot=True,
+      reads=Reads(("ids", "pop", "claim_ids"))),
     R("GET", M, get_message, action=A.MESSAGE_PEEK, summary="One message"),
     R("DELETE", M, delete_message, action=A.MESSAGE_ACK, summary="Acknowledge one message",
-      status="204", errors=CLAIM_REQUIRED, hot=True),
+      status="204", errors=CLAIM_REQUIRED, hot=True,
+      reads=Reads(("claim_id", "tag"))),
     R("POST", M + "/dead_letter", dead_letter_message, action=A.MESSAGE_DEAD_LETTER,
       summary="Move one claimed message to the DLQ now (reason rejected)",
-      errors={**CLAIM_REQUIRED, **DLQ_REFUSES}, body="DeadLetter"),
+      errors={**CLAIM_REQUIRED, **DLQ_REFUSES}, body="DeadLetter",
+      reads=Reads(("claim_id", "tag"), DEAD_LETTER_FIELDS)),
     R("POST", M + "/release", release_message, action=A.MESSAGE_RELEASE,
       summary="Give one claimed message back (nack)", status="204",
-      errors={**CLAIM_REQUIRED, "409": "Conflict"}, body="Release"),
+      errors={**CLAIM_REQUIRED, "409": "Conflict"}, body="Release",
+      reads=Reads(("claim_id", "tag"), frozenset({"delay", "requeue"}))),
     # Claims
     R("POST", Q + "/claims", create_claim, action=A.MESSAGE_CLAIM,
       summary="Claim messages (204 when none); with acknowledge, first acknowledge the last"
-      " batch", status="201", also=("204", "200"), body="ClaimRequest", hot=True),
+      " batch", status="201", also=("204", "200"), body="ClaimRequest", hot=True,
+      reads=Reads(("limit", "tag"), frozenset({"ttl", "grace", "acknowledge"}))),
     R("GET", Q + "/claims/{claim_id}", get_claim, action=A.MESSAGE_CLAIM,
-      summary="A claim and its messages"),
+      summary="A claim and its messages",
+      reads=Reads(("tag",))),
     R("PATCH", Q + "/claims/{claim_id}", renew_claim, action=A.MESSAGE_VISIBILITY,
-      summary="Renew a claim", status="204", errors={"409": "Conflict"}, body="ClaimTimes"),
+      summary="Renew a claim", status="204", errors={"409": "Conflict"}, body="ClaimTimes",
+      reads=Reads(("tag",), frozenset({"ttl", "grace"}))),
     R("DELETE", Q + "/claims/{claim_id}", release_claim, action=A.MESSAGE_RELEASE,
-      summary="Release a claim", status="204"),
+      summary="Release a claim", status="204",
+      reads=Reads(("tag",))),
     # Dead letters
     R("POST", Q + "/dead_letter", dead_letter_batch, action=A.MESSAGE_DEAD_LETTER,
       summary="Move several claimed messages to the DLQ",
-      errors={**CLAIM_REQUIRED, **DLQ_REFUSES}, body="DeadLetterBatch"),
+      errors={**CLAIM_REQUIRED, **DLQ_REFUSES}, body="DeadLetterBatch",
+      reads=Reads(("tag",), DEAD_LETTER_FIELDS | {"messages"})),
+    # The dead-letter filter language (domain/filters.py), the same on every route that selects.
     R("GET", Q + "/dead_letters", list_dead_letters, action=A.DLQ_BROWSE,
-      summary="Browse a DLQ without consuming it"),
+      summary="Browse a DLQ without consuming it",
+      reads=Reads((*FILTER_KEYS, *PAGE))),
     R("GET", Q + "/dead_letters/count", count_dead_letters, action=A.DLQ_BROWSE,
-      summary="How many dead letters a filter selects now"),
+      summary="How many dead letters a filter selects now",
+      reads=Reads(FILTER_KEYS)),
     # Deleting the dead letters a filter selects is a purge of part of the queue.
     R("DELETE", Q + "/dead_letters", purge_dead_letters, action=A.QUEUE_PURGE,
-      summary="Delete the dead letters a filter selects"),
+      summary="Delete the dead letters a filter selects",
+      reads=Reads(FILTER_KEYS)),
     R("PATCH", Q + "/dead_letters/{message_id}", edit_dead_letter, action=A.DLQ_EDIT,
       summary="Patch a dead letter's body or attributes (merge patch or JSON Patch)",
       errors={"409": "The JSON Patch does not apply, or the redrive asked for cannot start",
               "415": "Wrong Content-Type for an edit"},
-      body="DeadLetterEdit"),
+      body="DeadLetterEdit",
+      reads=Reads(("redrive",), FREE)),
     R("GET", Q + "/dead_letter_sources", dead_letter_sources, action=A.QUEUE_GET,
       summary="Queues whose dead-letter policy names this queue"),
     R("POST", Q + "/redrives", start_redrive, action=A.REDRIVE_START,
       summary="Start a redrive task", status="201",
-      errors={"409": "A redrive task is already running"}, body="Redrive"),
+      errors={"409": "A redrive task is already running"}, body="Redrive",
+      reads=Reads(body=REDRIVE_FIELDS)),
     R("GET", Q + "/redrives", list_redrives, action=A.REDRIVE_LIST,
       summary="Redrive tasks of a DLQ, newest first"),
     R("GET", Q + "/redrives/{task_id}", get_redrive, action=A.REDRIVE_GET,
@@ -221,47 +255,59 @@ ROUTES: list[ZaqarRoute] = [
       summary="Resume a task its canary paused: move the rest (202)", status="202",
       errors={"409": "The task is not paused, or another runs on its DLQ"}),
     R("PUT", Q + "/patterns", put_patterns, action=A.PATTERNS_PUT,
-      summary="Store failure patterns found by the analysis", status="204", body="Patterns"),
+      summary="Store failure patterns found by the analysis", status="204", body="Patterns",
+      reads=Reads(body=frozenset({"patterns"}))),
     R("GET", Q + "/patterns", get_patterns, action=A.PATTERNS_GET,
       summary="Stored failure patterns"),
     # Merging a batch changes the stored patterns, as storing them does.
     R("POST", Q + "/patterns/assignments", merge_assignments, action=A.PATTERNS_PUT,
       summary="Merge a writer's batch of pattern assignments, once per (writer, batch)",
-      errors={"409": "Batch behind"}, body="Assignments"),
+      errors={"409": "Batch behind"}, body="Assignments",
+      reads=Reads(body=frozenset({"writer", "batch", "assignments"}))),
     # Queue templates set what new queues get: reading them is a lookup, changing them an
     # update.
     R("GET", "/v2/templates", list_templates, action=A.QUEUE_LIST,
-      summary="Queue templates of the project, by name"),
+      summary="Queue templates of the project, by name",
+      reads=Reads(PAGE)),
+    # A template's fields are its settings' (templates.SETTINGS_KEYS), checked there.
     R("PUT", T, put_template, action=A.QUEUE_UPDATE,
       summary="Create (201) or replace (200) a queue template", status="201",
-      body="Template"),
+      body="Template",
+      reads=Reads(body=FREE)),
     R("GET", T, get_template, action=A.QUEUE_GET, summary="One queue template"),
     R("PATCH", T, patch_template, action=A.QUEUE_UPDATE,
-      summary="Change a template's keys (null clears one)", body="Template"),
+      summary="Change a template's keys (null clears one)", body="Template",
+      reads=Reads(body=FREE)),
     R("DELETE", T, delete_template, action=A.QUEUE_UPDATE, summary="Delete a queue template",
       status="204"),
     # Subscriptions
     R("POST", Q + "/subscriptions", create_subscription, action=A.SUBSCRIPTION_MANAGE,
       summary="Subscribe an http(s) webhook to the queue's messages", status="201",
-      errors={"409": "Subscribed and confirmed already"}, body="Subscription"),
+      errors={"409": "Subscribed and confirmed already"}, body="Subscription",
+      reads=Reads(body=SUBSCRIPTION_FIELDS)),
+    # python-zaqarclient sends `detailed`, which changes nothing here (each is whole).
     R("GET", Q + "/subscriptions", list_subscriptions, action=A.SUBSCRIPTION_READ,
-      summary="Live subscriptions of the queue"),
+      summary="Live subscriptions of the queue",
+      reads=Reads((*PAGE, "detailed"))),
     R("GET", S, get_subscription, action=A.SUBSCRIPTION_READ, summary="One subscription"),
     R("PATCH", S, update_subscription, action=A.SUBSCRIPTION_MANAGE,
       summary="Change a subscription's subscriber, ttl or options", status="204",
-      errors={"409": "The new subscriber is subscribed already"}, body="Subscription"),
+      errors={"409": "The new subscriber is subscribed already"}, body="Subscription",
+      reads=Reads(body=SUBSCRIPTION_FIELDS)),
     R("DELETE", S, delete_subscription, action=A.SUBSCRIPTION_MANAGE,
       summary="Unsubscribe (204 even when it did not exist)", status="204"),
     R("PUT", S + "/confirm", confirm_subscription, action=A.SUBSCRIPTION_MANAGE,
       summary="Confirm (or withdraw) a subscription, with the signed URL sent to the"
-      " subscriber", status="204", body="Confirmation"),
+      " subscriber", status="204", body="Confirmation",
+      reads=Reads(body=frozenset({"confirmed"}))),
     # Consumer tags are a queue's consumer groups: making them changes the queue; reading
     # them (with their counts) is its stats.
     R("GET", Q + "/tags", list_tags, action=A.QUEUE_STATS,
       summary="The queue's consumer tags, with their counts"),
     R("PUT", Q + "/tags/{tag}", create_tag, action=A.QUEUE_UPDATE,
       summary="Create a consumer tag on the queue", status="201",
-      errors={"409": "The queue has a tag of that name already"}, body="Tag"),
+      errors={"409": "The queue has a tag of that name already"}, body="Tag",
+      reads=Reads(body=frozenset({"start", "filter"}))),
     R("GET", Q + "/tags/{tag}", get_tag, action=A.QUEUE_STATS,
       summary="One consumer tag, with its counts"),
     R("DELETE", Q + "/tags/{tag}", delete_tag, action=A.QUEUE_UPDATE,

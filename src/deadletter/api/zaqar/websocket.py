@@ -3,7 +3,7 @@
 Each frame is answered by the HTTP route Zaqar's action names: the frame becomes that route's
 request (method, path, query, JSON body, the frame's headers) and goes through the app itself,
 so authentication, roles, names, the body limit and the refusal of unknown fields are the HTTP
-face's, written once (`context.endpoint`, `reads.READS`). The answer is Zaqar's frame
+face's, written once (`context.endpoint`, each route's row). The answer is Zaqar's frame
 `{"request", "headers": {"status"}, "body"}`, with the few body keys Zaqar's WebSocket API adds
 (`message_ids`, `claim_id`, `error`). Frames are answered in order, one at a time.
 
