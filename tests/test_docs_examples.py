@@ -20,7 +20,6 @@ neither:
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -29,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-import deadletter
 from tests.api.serve_process import start, stop
 from tests.services import missing
+from tests.support.reader import reader_shell
 
 DOCS = Path(__file__).parents[1] / "docs"
 DEFAULT_URL = "http://127.0.0.1:8888"
@@ -153,21 +152,8 @@ def test_the_examples_run_as_written(page: str, tmp_path: Path) -> None:
     if any("aws " in b.code for b in blocks if b.not_run is None) and not AWS.exists():
         missing(f"the AWS CLI is not installed at {AWS} (the [aws] extra)")
     # Given a fresh server, and a shell like the reader's with the package's commands
-    work, home = tmp_path / "work", tmp_path / "home"
-    work.mkdir()
-    home.mkdir()
     proc, url = start(f"sqlite:///{tmp_path / 'docs.db'}", tmp_path)
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(Path(deadletter.__file__).parents[1]),
-        "DEADLETTER_URL": url,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "COLUMNS": "80",
-    }
-    for name in ("DEADLETTER_CONFIG", "DEADLETTER_PROJECT", "AWS_PROFILE", "AWS_CONFIG_FILE"):
-        env.pop(name, None)
+    work, env = reader_shell(tmp_path, url)
     try:
         # When its blocks run in order, as pasted
         done = subprocess.run(

@@ -4,19 +4,17 @@ against a fresh server, with `deadletter` and `aws` on the path."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-import deadletter
 from deadletter.client import Client
 from tests.api.serve_process import start, stop
 from tests.services import java_available, missing
+from tests.support.reader import reader_shell
 
 README = Path(__file__).parents[1] / "README.md"
 TOUR = "## A tour"
@@ -69,22 +67,8 @@ def test_the_tour_runs_as_written(tmp_path: Path) -> None:
         for b in blocks
         if not (b.needs_spark and no_spark)
     )
-    work, home = tmp_path / "work", tmp_path / "home"
-    work.mkdir()
-    home.mkdir()
     proc, url = start(f"sqlite:///{tmp_path / 'tour.db'}", tmp_path)
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        # the code under test, wherever pytest imported it from
-        "PYTHONPATH": str(Path(deadletter.__file__).parents[1]),
-        "DEADLETTER_URL": url,
-        "HOME": str(home),  # no reader's config file or AWS profile
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "COLUMNS": "80",
-    }
-    for name in ("DEADLETTER_CONFIG", "DEADLETTER_PROJECT", "AWS_PROFILE", "AWS_CONFIG_FILE"):
-        env.pop(name, None)
+    work, env = reader_shell(tmp_path, url)
     try:
         # When every block runs in order, as pasted
         done = subprocess.run(
