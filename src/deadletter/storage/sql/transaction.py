@@ -54,6 +54,21 @@ def _filter_params(where: DeadLetterFilter | None) -> dict[str, Any]:
     }
 
 
+def _dead_letter_page(
+    project: str,
+    dlq: str,
+    now: float,
+    where: DeadLetterFilter,
+    max_seq: int,
+    limit: int,
+    after_seq: int,
+) -> dict[str, Any]:
+    """The parameters of a page of `dlq`'s dead letters that `where` selects, in (`after_seq`,
+    `max_seq`]: the same for the messages, their sources and their provenances."""
+    return {"project": project, "queue": dlq, "now": now, "max_seq": max_seq,
+            "after_seq": after_seq, "limit": limit, **_filter_params(where)}  # fmt: skip
+
+
 def _narrowed(sql: str, params: Mapping[str, Any]) -> str:
     """The variant of `sql` for the dead-letter filters given: each of source and tag has one,
     so that the statements without them keep their plans."""
@@ -231,15 +246,7 @@ class SQLTransaction(
         lock: bool,
         after_seq: int = 0,
     ) -> list[Message]:
-        params = {
-            "project": project,
-            "queue": dlq,
-            "now": now,
-            "max_seq": max_seq,
-            "after_seq": after_seq,
-            "limit": limit,
-            **_filter_params(where),
-        }
+        params = _dead_letter_page(project, dlq, now, where, max_seq, limit, after_seq)
         return self._messages(
             _narrowed(q.DEAD_LETTERS_LOCKED if lock else q.DEAD_LETTERS, params), params
         )
@@ -254,8 +261,7 @@ class SQLTransaction(
         limit: int,
         after_seq: int,
     ) -> list[tuple[str, int, str | None, str | None]]:
-        params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq,
-                  "after_seq": after_seq, "limit": limit, **_filter_params(where)}  # fmt: skip
+        params = _dead_letter_page(project, dlq, now, where, max_seq, limit, after_seq)
         rows = self.all(_narrowed(q.DEAD_LETTER_SOURCES_LOCKED, params), params)
         for r in rows:
             self._note_place(r)
@@ -271,8 +277,7 @@ class SQLTransaction(
         limit: int,
         after_seq: int,
     ) -> list[tuple[str, int, Provenance | None]]:
-        params = {"project": project, "queue": dlq, "now": now, "max_seq": max_seq,
-                  "after_seq": after_seq, "limit": limit, **_filter_params(where)}  # fmt: skip
+        params = _dead_letter_page(project, dlq, now, where, max_seq, limit, after_seq)
         rows = self.all(_narrowed(q.DEAD_LETTER_PROVENANCES, params), params)
         return [(r["id"], int(r["seq"]), decode_provenance(r["provenance"])) for r in rows]
 
