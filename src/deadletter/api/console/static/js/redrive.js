@@ -10,9 +10,18 @@ const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 const FILTERS = ["source_queue", "reason", "since", "until", "pattern_id", "message_ids"];
 
 // options: defaults {source, reason, since, until, pattern}, selected() -> ids, label, onDone();
-// or messageId: the panel redrives that one message, and the filters do not apply.
+// or messageId: the panel redrives that one message, and the filters do not apply; or filter:
+// the page's filter bar (filterbar.js) selects, the panel shows none of its own.
+// The page's filter, as the panel shows it in place of its own fields.
+function selection(where) {
+  const text = Object.entries(where).map(([k, v]) => `${k}=${v}`).join(", ");
+  return h("p", { id: "redrive-filter", class: "muted" }, text
+    ? `Moves the dead letters the filter above selects: ${text}.` : "");
+}
+
 export function redrivePanel(dlq, options = {}) {
   const single = options.messageId || null;
+  const given = options.filter || null;
   const d = options.defaults || {};
   const source = h("input", { id: "redrive-source", placeholder: "any source", value: d.source || "" });
   const reason = h("select", { id: "redrive-reason" },
@@ -44,11 +53,8 @@ export function redrivePanel(dlq, options = {}) {
       start)
     : h("form", { id: "redrive-form", class: "redrive", hidden: !options.open },
       h("div", { class: "fields" },
-        h("label", {}, "source", source),
-        h("label", {}, "reason", reason),
-        h("label", {}, "since", since),
-        h("label", {}, "until", until),
-        h("label", {}, "pattern", pattern),
+        given ? selection(given) : [h("label", {}, "source", source), h("label", {}, "reason", reason),
+          h("label", {}, "since", since), h("label", {}, "until", until), h("label", {}, "pattern", pattern)],
         options.selected ? h("label", { class: "inline" }, onlySelected, " only the selected messages") : null,
         h("label", {}, "destination", destination),
         h("label", {}, "rate (msg/s)", rate)),
@@ -136,12 +142,16 @@ export function redrivePanel(dlq, options = {}) {
     const body = {};
     if (single) {
       body.message_ids = [single];
+    } else if (given) {
+      Object.assign(body, given);
     } else {
       if (source.value.trim()) body.source_queue = source.value.trim();
       if (reason.value) body.reason = reason.value;
       if (localToIso(since.value)) body.since = localToIso(since.value);
       if (localToIso(until.value)) body.until = localToIso(until.value);
       if (pattern.value) body.pattern_id = pattern.value;
+    }
+    if (!single) {
       if (onlySelected.checked && options.selected) {
         const ids = options.selected();
         if (!ids.length) { problems.replaceChildren(errorBox({ title: "Redrive", description: "No message is selected." })); return; }
@@ -159,9 +169,12 @@ export function redrivePanel(dlq, options = {}) {
       }
     }
     if (destination.value.trim()) body.destination = destination.value.trim();
-    // Without a filter the task takes the whole DLQ: ask first, as for a purge.
-    if (!FILTERS.some((k) => k in body) && !(await confirmEverything())) return;
+    // Without a filter the task takes the whole DLQ: ask first, as for a purge; with the
+    // page's filter, ask with the count of what it selects now (a dry run of the same body).
+    const filtered = given ? Object.keys(given).length > 0 || "message_ids" in body : FILTERS.some((k) => k in body);
+    if (!filtered && !single && !(await confirmEverything())) return;
     try {
+      if (filtered && given && !(await confirmSelection(body))) return;
       draw(await api.startRedrive(dlq, body));
       clearTimeout(timer);
       timer = setTimeout(poll, POLL_MS);
@@ -169,6 +182,12 @@ export function redrivePanel(dlq, options = {}) {
       problems.replaceChildren(errorBox(err));
     }
   });
+
+  async function confirmSelection(body) {
+    const n = (await api.startRedrive(dlq, { ...body, dry_run: true })).to_move;
+    const where = destination.value.trim() ? `to ${destination.value.trim()}` : "to their source queues";
+    return confirmAction(`Redrive the ${n} dead letter${n === 1 ? "" : "s"} of ${dlq} that the filter selects ${where}?`);
+  }
 
   async function confirmEverything() {
     let total = null;
