@@ -83,7 +83,8 @@ def test_the_filter_bar_selects_on_the_server_and_counts_before_anything_moves(
     page.fill("#filter-older-than", "")
     # By a body predicate and a regular expression, by source, by death count
     for fields, want in [
-        ({"attribute": "", "error_class": "", "body": "customer && !(customer.id)"}, ids["key"][:1]),
+        ({"attribute": "", "error_class": "", "body": "customer && !(customer.id)"},
+         ids["key"][:1]),
         ({"body": "", "error_matches": "total=-[0-9]+"}, ids["value"]),
         ({"error_matches": "", "source": "orders", "text": "timeout after"}, ids["timeout"]),
         ({"source": "", "text": "", "min_deaths": "2"}, []),
