@@ -119,6 +119,7 @@ def test_a_filtered_redrive_and_purge_take_the_selection_and_say_how_many(
     page.click("#confirm-ok")
     expect(page.locator("#redrive-progress")).to_have_attribute("data-status", "COMPLETED")
     expect(page.locator("#redrive-status")).to_contain_text("2 of 2 moved")
+    expect(page.locator("#filter-preview")).to_have_text("selects 0 dead letters")
     left = {m["id"] for m in api.dead_letters(DLQ)}
     assert left == set(ids["value"] + ids["timeout"])
     # The purge of a selection deletes what the filter selects, after saying how many
@@ -131,6 +132,7 @@ def test_a_filtered_redrive_and_purge_take_the_selection_and_say_how_many(
     )
     page.click("#confirm-ok")
     expect(page.locator("#dead-letters tr[data-id]")).to_have_count(0)
+    expect(page.locator("#filter-preview")).to_have_text("selects 0 dead letters")
     assert {m["id"] for m in api.dead_letters(DLQ)} == set(ids["timeout"])
 
 

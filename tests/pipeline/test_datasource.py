@@ -312,3 +312,6 @@ def test_the_filter_option_is_the_filter_language_sent_with_every_read(
     for blank in ("", " ", "\u3000"):
         with pytest.raises(ValueError, match="filter is empty"):
             Query.of_options({"filter": blank})
+        for name in ("source_queue", "reason", "source_tag", "since", "until"):
+            with pytest.raises(ValueError, match=f"option {name} is empty"):
+                Query.of_options({name: blank})

@@ -35,6 +35,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from deadletter.domain.filters import blank
 from deadletter.pipeline import assignments
 from deadletter.pipeline.columns import SCHEMA_DDL, iso, parse_time
 from deadletter.pipeline.messages import client_of, filter_option, row_of
@@ -84,6 +85,11 @@ class Query:
         and `until`, and the option `filter`, whose names of those join them (a name given
         both ways must agree; its times narrow the range) and whose others go on as given."""
         where = filter_option(options)
+        for name in ("source_queue", "reason", "source_tag", "since", "until"):
+            if name in options and blank(options[name]):
+                raise ValueError(
+                    f"the deadletter data source's option {name} is empty; leave it out"
+                )
         query = cls(since=parse_time(options.get("since")), until=parse_time(options.get("until")))
         for name in ("source_queue", "reason", "source_tag"):
             values = {v for v in (options.get(name), *where.pop(name, ())) if v}

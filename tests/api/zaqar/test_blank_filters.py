@@ -98,6 +98,9 @@ def test_a_null_or_an_empty_list_in_a_body_is_refused_too(
         refused(api.request(route.method, path, json={key: None}), key)
     refused(api.request(route.method, path, json={"attribute": []}), "attribute")
     refused(api.request(route.method, path, json={"attribute": ["tenant", " "]}), "attribute")
+    # (an empty list of ids is no blank filter: it selects no dead letter)
+    r = api.request(route.method, path, json={"message_ids": [], "dry_run": True})
+    assert (r.status_code, r.json()) == (200, {"dry_run": True, "to_move": 0}), r.text
 
 
 @pytest.mark.one_store

@@ -40,7 +40,7 @@ export async function deadLetterBrowser(el, dlq, params) {
   const canChange = api.session.canChange;
   const panel = canChange ? redrivePanel(dlq, {
     defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", detached: true,
-    filter: isFiltered(f) ? f : null, onDone: () => load().catch(show) }) : null;
+    filter: isFiltered(f) ? f : null, onDone: () => load(true).catch(show) }) : null;
 
   const actions = canChange ? [
     panel.button,
@@ -48,7 +48,7 @@ export async function deadLetterBrowser(el, dlq, params) {
       onclick: async () => {
         if (!selected.size) return;
         if (!(await confirmAction(`Delete ${selected.size} dead letters for good?`))) return;
-        try { await api.deleteMessages(dlq, [...selected]); selected.clear(); await load(); } catch (err) { show(err); }
+        try { await api.deleteMessages(dlq, [...selected]); selected.clear(); await load(true); } catch (err) { show(err); }
       } }),
     // With a filter, the purge deletes what it selects (DELETE .../dead_letters); without, the DLQ.
     h("button", { type: "button", id: "purge", class: "danger", text: isFiltered(f) ? "Purge selection…" : "Purge DLQ",
@@ -60,7 +60,7 @@ export async function deadLetterBrowser(el, dlq, params) {
             if (!(await confirmAction(`Purge every message of ${dlq}? This cannot be undone.`))) return;
             await api.purge(dlq);
           }
-          selected.clear(); await load();
+          selected.clear(); await load(true);
         } catch (err) { show(err); }
       } }),
   ] : [];
@@ -88,7 +88,8 @@ export async function deadLetterBrowser(el, dlq, params) {
     return { rows: page.messages, next: page.next, note: "" };
   }
 
-  async function load() {
+  // `fresh`: after an action of this page, the preview is counted again at once.
+  async function load(fresh = false) {
     // Read again each time: the patterns page's live job may have stored new ones.
     pats = await api.patterns(dlq).catch(() => pats);
     const patternOf = new Map(pats.flatMap((x) => (x.message_ids || []).map((id) => [String(id), x])));
@@ -121,7 +122,7 @@ export async function deadLetterBrowser(el, dlq, params) {
     count.textContent = `${selected.size} selected`;
     problems.replaceChildren();
     // The preview count again at most every 5 s: a count by error, body or deaths reads the DLQ.
-    if (Date.now() - previewed > 5000) { previewed = Date.now(); bar.preview(f); }
+    if (fresh || Date.now() - previewed > 5000) { previewed = Date.now(); bar.preview(f); }
   }
   let previewed = 0;
 
