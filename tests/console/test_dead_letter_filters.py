@@ -115,6 +115,8 @@ def test_a_filtered_redrive_and_purge_take_the_selection_and_say_how_many(
     )
     page.click("#confirm button[value='cancel']")
     assert api.request("GET", f"/v2/queues/{DLQ}/redrives").json()["redrives"] == []
+    # and, with a transform, edits each one as it moves
+    page.fill("#redrive-transform", '{"body": {"fixed": true}}')
     page.click("#redrive-start")
     page.click("#confirm-ok")
     expect(page.locator("#redrive-progress")).to_have_attribute("data-status", "COMPLETED")
@@ -122,6 +124,11 @@ def test_a_filtered_redrive_and_purge_take_the_selection_and_say_how_many(
     expect(page.locator("#filter-preview")).to_have_text("selects 0 dead letters")
     left = {m["id"] for m in api.dead_letters(DLQ)}
     assert left == set(ids["value"] + ids["timeout"])
+    back = api.request("GET", "/v2/queues/orders/messages",
+                       params={"echo": "true", "include_claimed": "true"}).json()["messages"]  # fmt: skip
+    assert sorted(str(m["body"]) for m in back) == sorted(str(b) for b in [
+        {"customer": {"tenant": "acme"}, "fixed": True}, {"customer": {"id": 1}, "fixed": True}])  # fmt: skip
+    assert all(m["history"][-2]["event"] == "edited" for m in back), back[0]["history"]
     # The purge of a selection deletes what the filter selects, after saying how many
     page.goto(f"/console/#/dlq/{DLQ}?source_queue=payments")
     expect(page.locator("#dead-letters tr[data-id]")).to_have_count(2)

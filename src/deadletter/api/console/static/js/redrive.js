@@ -37,6 +37,8 @@ export function redrivePanel(dlq, options = {}) {
   const canary = h("input", { id: "redrive-canary", placeholder: "none (e.g. 10 or 5%)", pattern: "\\s*\\d+(\\.\\d+)?%?\\s*" });
   const watch = h("input", { id: "redrive-watch", type: "number", min: 1, placeholder: "60" });
   const maxRedeath = h("input", { id: "redrive-max-redeath", type: "number", min: 0, max: 100, step: "any", placeholder: "0" });
+  // A transform: a merge patch of {"body", "attributes"} applied to each dead letter as it moves.
+  const transform = h("input", { id: "redrive-transform", size: 44, placeholder: '{"body": {"customer": {"id": "unknown"}}}' });
   const start = h("button", { id: "redrive-start", type: "submit", class: "primary", text: "Start redrive" });
   const bar = h("progress", { id: "redrive-bar", max: 1, value: 0 });
   const percent = h("span", { id: "redrive-percent", text: "" });
@@ -61,7 +63,8 @@ export function redrivePanel(dlq, options = {}) {
       h("div", { class: "fields canary-fields" },
         h("label", {}, "canary (N or P%)", canary),
         h("label", {}, "watch (s)", watch),
-        h("label", {}, "max re-death (%)", maxRedeath)),
+        h("label", {}, "max re-death (%)", maxRedeath),
+        h("label", {}, "transform (merge patch, each as it moves)", transform)),
       h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts (after a confirmation). " +
         "With a canary the task moves that sample first, watches it, then moves the rest, or pauses when more than the max re-death died again." }),
       start);
@@ -158,6 +161,12 @@ export function redrivePanel(dlq, options = {}) {
         body.message_ids = ids;
       }
       if (rate.value) body.rate = Number(rate.value);
+      if (transform.value.trim()) {
+        try { body.transform = JSON.parse(transform.value); } catch (err) {
+          problems.replaceChildren(errorBox({ title: "Transform", description: `not JSON: ${err.message}` }));
+          return;
+        }
+      }
       const size = canary.value.trim();
       if (size) {
         body.canary = size.endsWith("%") ? size : Number(size);
