@@ -124,10 +124,13 @@ def test_a_filtered_redrive_and_purge_take_the_selection_and_say_how_many(
     expect(page.locator("#filter-preview")).to_have_text("selects 0 dead letters")
     left = {m["id"] for m in api.dead_letters(DLQ)}
     assert left == set(ids["value"] + ids["timeout"])
-    back = api.request("GET", "/v2/queues/orders/messages",
-                       params={"echo": "true", "include_claimed": "true"}).json()["messages"]  # fmt: skip
-    assert sorted(str(m["body"]) for m in back) == sorted(str(b) for b in [
-        {"customer": {"tenant": "acme"}, "fixed": True}, {"customer": {"id": 1}, "fixed": True}])  # fmt: skip
+    everything = {"echo": "true", "include_claimed": "true"}
+    back = api.request("GET", "/v2/queues/orders/messages", params=everything).json()["messages"]
+    fixed = [
+        {"customer": {"tenant": "acme"}, "fixed": True},
+        {"customer": {"id": 1}, "fixed": True},
+    ]
+    assert sorted(map(str, (m["body"] for m in back))) == sorted(map(str, fixed))
     assert all(m["history"][-2]["event"] == "edited" for m in back), back[0]["history"]
     # The purge of a selection deletes what the filter selects, after saying how many
     page.goto(f"/console/#/dlq/{DLQ}?source_queue=payments")

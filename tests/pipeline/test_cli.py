@@ -115,8 +115,9 @@ def test_analyze_on_spark_reads_what_the_filter_options_select(spark: Any, tmp_p
     try:
         with serving(build_app(engine)) as url:
             # When Spark reads the DLQ with a filter option
+            out = str(tmp_path / "r")
             args = ["analyze", "--queue", "dlq", "--engine", "spark", "--no-post",
-                    "--partitions", "2", "--out", str(tmp_path / "r"), "--body", "!(customer)"]  # fmt: skip
+                    "--partitions", "2", "--out", out, "--body", "!(customer)"]  # fmt: skip
             env = {"DEADLETTER_URL": url, "DEADLETTER_PROJECT": P}
             result = CliRunner().invoke(main, args, env=env)
     finally:
