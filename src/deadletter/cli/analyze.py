@@ -166,7 +166,7 @@ def analyze(
     if input_path is not None:
         check_input(input_path)
     if queue and (input_path is None or post):
-        check_queue(url, project, credential, queue, server.url)
+        check_queue(url, project, credential, queue, server.url, where=where)
     import httpx
 
     if follow:

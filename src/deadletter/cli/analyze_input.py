@@ -68,12 +68,21 @@ def _check_parquet(path: Path) -> None:
 
 
 def check_queue(
-    url: str, project: str | None, credential: tuple[str, str] | None, queue: str, origin: Any
+    url: str,
+    project: str | None,
+    credential: tuple[str, str] | None,
+    queue: str,
+    origin: Any,
+    *,
+    where: dict[str, Any],
 ) -> None:
-    """The DLQ exists, is a DLQ, and the server answers, before anything starts."""
+    """The DLQ exists, is a DLQ, the server answers, and takes the filter options (if any),
+    before anything starts."""
     with Client(url, project, credential=credential) as client:
         try:
             _require_dlq(client, queue, client.get_queue(queue))
+            if where:
+                client.count_dead_letters(queue, **where)
         except QueueNotFound:
             raise no_such_queue(client, queue) from None
         except ApiError as exc:

@@ -126,7 +126,7 @@ class DeadLetterReader(DataSourceReader):
             attribute: tuple[str, ...] = getattr(f, "attribute", ())
             column = attribute[0] if len(attribute) == 1 else None
             value: Any = getattr(f, "value", None)
-            # The client leaves empty parameters out: an equality on "" stays with Spark.
+            # An equality on "" stays with Spark: the server refuses a blank filter.
             if isinstance(f, EqualTo) and column in ("source_queue", "reason") and value != "":
                 current = getattr(self.query, column)
                 if current is not None and current != value:
