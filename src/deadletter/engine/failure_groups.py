@@ -125,7 +125,7 @@ class FailureGroupOperations:
                                     limit=BATCH, max_seq=max_seq)  # fmt: skip
             ids = [m.id for m in page if m.provenance is not None]
             locked = tx.get_messages(project, dlq, ids, lock=True) if ids else []
-            event = {"event": "archived", "at": now, "until": now + keep, "by": by}
+            event = {"event": "archived", "at": now, "keep_until": now + keep, "by": by}
             tx.insert_archived(project, [Archived(_with(m, event), now, now + keep)
                                          for m in locked])  # fmt: skip
             gone = tx.delete_messages(project, dlq, [m.id for m in locked]) if locked else 0
@@ -345,9 +345,9 @@ def check_retention(retention: int | None) -> int:
 
 def check_reason(reason: object) -> str:
     if not isinstance(reason, str) or not reason.strip():
-        raise errors.InvalidInput("a discard needs a reason: say why these dead letters go")
+        raise errors.InvalidInput("a discard needs a reason (why): say why these dead letters go")
     if len(reason) > MAX_REASON or "\x00" in reason:
-        raise errors.InvalidInput(f"reason is at most {MAX_REASON} characters, with no NUL")
+        raise errors.InvalidInput(f"why is at most {MAX_REASON} characters, with no NUL")
     return reason.strip()
 
 
