@@ -22,9 +22,9 @@ def _die(engine: Engine, error_class: str, *bodies: str) -> None:
     """Send one message per body to orders and dead-letter each with this error class."""
     send(engine, "orders", *bodies)
     claim = engine.claim(P, "orders", limit=len(bodies))
-    engine.dead_letter(P, "orders", held=[(m.id, claim.id) for m in claim.messages],
-                       description="failed", error=ErrorDetails(message="x",
-                                                                error_class=error_class))  # fmt: skip
+    error = ErrorDetails(message="x", error_class=error_class)
+    held = [(m.id, claim.id) for m in claim.messages]
+    engine.dead_letter(P, "orders", held=held, description="failed", error=error)
 
 
 @pytest.fixture

@@ -142,8 +142,8 @@ def test_a_discard_needs_a_why_and_is_recorded(api: ApiClient, dlq: dict[str, li
                  json={"filter": "timeouts", "why": "outage", "dry_run": True})  # fmt: skip
     assert r.json() == {"dry_run": True, "to_discard": 3}
     assert api.get(f"{DLQ}/dead_letters/discards").json()["discards"] == []
-    r = api.post(f"{DLQ}/dead_letters/discard",
-                 json={"filter": "timeouts", "reason": "rejected", "why": "known outage"})  # fmt: skip
+    body = {"filter": "timeouts", "reason": "rejected", "why": "known outage"}
+    r = api.post(f"{DLQ}/dead_letters/discard", json=body)
     assert r.status_code == 200, r.text
     assert r.json()["discarded"] == 3
     (record,) = api.get(f"{DLQ}/dead_letters/discards").json()["discards"]
