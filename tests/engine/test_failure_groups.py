@@ -150,8 +150,20 @@ def test_a_discard_deletes_the_group_and_keeps_what_and_why(groups: Engine) -> N
     assert len(engine.list_discards(P, DLQ)) == 1
 
 
+def _retry_and_fail(engine: Engine, where: DeadLetterFilter, fail: int) -> str:
+    """Redrive `where` to the end, then dead-letter `fail` of what went back; the task id."""
+    task = engine.start_redrive(P, DLQ, where=where)
+    while engine.redrive_step(task.id, 100).status is TaskStatus.RUNNING:
+        pass
+    claim = engine.claim(P, "orders", limit=fail)
+    engine.dead_letter(P, "orders", held=[(m.id, claim.id) for m in claim.messages])
+    return task.id
+
+
 def test_a_group_retried_by_its_saved_filter_is_followed(groups: Engine) -> None:
     engine = groups
+    # Given the key errors retried before, and both dead again
+    keys = _retry_and_fail(engine, DeadLetterFilter(error_class="KeyError"), 2)
     task = engine.start_redrive(P, DLQ, where=TIMEOUTS)
     assert task.to_move == 3 and task.filter.saved == "timeouts"
     while engine.redrive_step(task.id, 100).status is TaskStatus.RUNNING:
@@ -162,6 +174,7 @@ def test_a_group_retried_by_its_saved_filter_is_followed(groups: Engine) -> None
     # Then the task's group says so
     follow = engine.follow_redrive(P, DLQ, task_id=task.id)
     assert (follow.redriven, follow.came_back_dead, follow.still_out) == (3, 2, 1)
+    assert engine.follow_redrive(P, DLQ, task_id=keys).came_back_dead == 2
     again = DeadLetterFilter(redriven_by=task.id)
     assert engine.count_dead_letters(P, DLQ, where=again) == 2
 
