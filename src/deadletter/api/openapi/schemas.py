@@ -455,6 +455,7 @@ def _selection(**extra: dict[str, Any]) -> dict[str, Any]:
     fields["filter"] = {**whole(names.SAVED_FILTER), "description": "A filter saved on the DLQ"}
     fields["reason"] = REASON
     fields["attribute"] = {"oneOf": [STR, {"type": "array", "items": STR, "minItems": 1}]}
+    fields["message_ids"] = {"type": "array", "items": STR, "minItems": 1, "maxItems": 10_000}
     return {"type": "object", "additionalProperties": False, "properties": {**fields, **extra}}
 
 
@@ -463,7 +464,11 @@ SCHEMAS.update(
     {
         "SavedFilter": {
             **_selection(),
-            "properties": {k: v for k, v in _selection()["properties"].items() if k != "filter"},
+            "properties": {
+                k: v
+                for k, v in _selection()["properties"].items()
+                if k not in ("filter", "message_ids")
+            },
             "minProperties": 1,
         },
         "Archive": {

@@ -3,6 +3,7 @@ restored or discarded (each with a preview), the archive browsed, the discard lo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,7 +14,7 @@ from deadletter.api.zaqar import dead_letters as active
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.dead_letters import actor, query_filter
 from deadletter.api.zaqar.errors import bad_request
-from deadletter.api.zaqar.parse import is_int
+from deadletter.api.zaqar.parse import is_int, redrive_ids
 from deadletter.api.zaqar.serialize import iso
 from deadletter.domain import filters, names
 from deadletter.domain.failure_groups import (
@@ -27,19 +28,22 @@ from deadletter.domain.model import DeadLetterFilter
 
 # The fields of a saved filter: the filter language, but a saved filter's own name.
 SAVED_FILTER_FIELDS = frozenset(k for k in filters.FILTER_KEYS if k != "filter")
-ARCHIVE_FIELDS = frozenset({*filters.FILTER_KEYS, "retention", "dry_run"})
-RESTORE_FIELDS = frozenset({*filters.FILTER_KEYS, "dry_run"})
+# A group's selection: the filter language, or the ids of some dead letters.
+ARCHIVE_FIELDS = frozenset({*filters.FILTER_KEYS, "message_ids", "retention", "dry_run"})
+RESTORE_FIELDS = frozenset({*filters.FILTER_KEYS, "message_ids", "dry_run"})
 # `reason` is the filter's (why they died); why they go is `why`.
-DISCARD_FIELDS = frozenset({*filters.FILTER_KEYS, "why", "dry_run"})
+DISCARD_FIELDS = frozenset({*filters.FILTER_KEYS, "message_ids", "why", "dry_run"})
 
 
-def body_filter(doc: dict[str, Any]) -> DeadLetterFilter:
-    """The filter of a body's fields of the language; an empty value (``""``, ``[]``,
-    ``null``) is refused rather than read as no filter: a group's selection says what it is."""
-    for key in filters.FILTER_KEYS:
+def body_filter(doc: dict[str, Any], *, ids: bool = True) -> DeadLetterFilter:
+    """The filter of a body's fields of the language, and its `message_ids` (where `ids`);
+    an empty value (``""``, ``[]``, ``null``) is refused rather than read as no filter: a
+    group's selection says what it is."""
+    for key in (*filters.FILTER_KEYS, "message_ids"):
         if key in doc and doc[key] in ("", [], None):
             raise bad_request(f"{key} is empty: give it a value, or leave it out.")
-    return filters.from_json(doc)
+    where = filters.from_json(doc)
+    return replace(where, message_ids=redrive_ids(doc.get("message_ids"))) if ids else where
 
 
 def _dry_run(doc: dict[str, Any]) -> bool:
@@ -87,7 +91,7 @@ def _name(ctx: Ctx) -> str:
 
 def put_saved_filter(ctx: Ctx) -> Response:
     name = _name(ctx)
-    where = body_filter(ctx.json_object(empty_ok=False))
+    where = body_filter(ctx.json_object(empty_ok=False), ids=False)
     saved, created = ctx.engine.save_filter(ctx.project, ctx.queue, name=name, where=where)
     out = saved_json(ctx.queue, saved)
     return JSONResponse(out, status_code=201 if created else 200, headers={"Location": out["href"]})
