@@ -84,7 +84,7 @@ export async function deadLetterBrowser(el, dlq, params) {
   const group = canChange ? groupActions(dlq, { selection: () => selectionOf(f),
     onDone: () => load().catch(show), onError: (err) => show(err) }) : null;
   const actions = canChange ? [
-    panel.button, group.element,
+    panel.button,
     h("button", { type: "button", id: "delete-selected", class: "danger", text: "Delete selected",
       onclick: async () => {
         if (!selected.size) return;
@@ -108,6 +108,7 @@ export async function deadLetterBrowser(el, dlq, params) {
     h("div", { class: "toolbar" }, h("button", { type: "button", id: "select-page", text: "Select page",
       onclick: () => { for (const box of body.querySelectorAll("input[type=checkbox]")) { box.checked = true; selected.add(box.value); } count.textContent = `${selected.size} selected`; } }),
     count, ...actions),
+    group ? h("div", { class: "toolbar", id: "group-toolbar" }, group.element) : null,
     panel ? panel.element : null,
     h("div", { class: "table-wrap" }, h("table", { class: "grid dead-letters" },
       h("thead", {}, h("tr", {}, ["", "id", "source", "reason", "error", "claims", "dead-lettered", "pattern"].map((t) => h("th", { text: t })))),
