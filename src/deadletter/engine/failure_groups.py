@@ -30,7 +30,7 @@ from deadletter.domain.failure_groups import (
     Follow,
     SavedFilter,
 )
-from deadletter.domain.model import DeadLetterFilter, ListQuery, Message
+from deadletter.domain.model import DeadLetterFilter, Message
 from deadletter.engine import patterns, redrive, selection
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
@@ -281,19 +281,13 @@ class FailureGroupOperations:
 
     def follow_redrive(self, project: str, dlq: str, *, task_id: str) -> Follow:
         """Of the dead letters a redrive task sent back, how many are dead again in its DLQ:
-        those that arrived after the task started with the task's id in their history."""
+        those that arrived after the task started with the task's id in their history (one
+        statement: the store reads the history's text)."""
 
         def work(tx: Transaction) -> Follow:
             task = redrive.owned(tx.get_task(task_id), project, dlq, task_id)
-            now, after, dead = self.clock.now(), task.max_seq, 0
-            while True:
-                query = ListQuery(after_seq=after, limit=selection.SCAN, include_claimed=True,
-                                  include_delayed=True)  # fmt: skip
-                page = tx.list_messages(project, dlq, now, query)
-                dead += sum(1 for m in page if _redriven_by(m, task_id))
-                if len(page) < selection.SCAN:
-                    return Follow(redriven=task.moved, came_back_dead=dead)
-                after = page[-1].seq
+            dead = tx.count_mentioning(project, dlq, after_seq=task.max_seq, text=task.id)
+            return Follow(redriven=task.moved, came_back_dead=dead)
 
         return self._runner.read(work)
 
@@ -375,12 +369,6 @@ def _restored(m: Message, now: float, retention: int) -> Message:
     expires = m.expires_at if m.expires_at > now else now + retention
     return replace(m, seq=0, visible_at=min(placed, now), ready_at=min(placed, now),
                    expires_at=expires, claim_id=None, claim_expires_at=None)  # fmt: skip
-
-
-def _redriven_by(m: Message, task_id: str) -> bool:
-    return m.provenance is not None and any(
-        e.get("event") == "redriven" and e.get("task_id") == task_id for e in m.history
-    )
 
 
 __all__ = ["FailureGroupOperations", "check_reason", "check_retention"]

@@ -57,7 +57,7 @@ def _dry_run(doc: dict[str, Any]) -> bool:
 
 
 def filter_fields(where: DeadLetterFilter) -> dict[str, Any]:
-    """A filter as the language names its fields, those set only."""
+    """A filter as the language names its fields, those set only (and its ids, if any)."""
     out: dict[str, Any] = {}
     for key in filters.FILTER_KEYS:
         name = {"attribute": "attributes", "filter": "saved"}.get(key, key)
@@ -71,6 +71,8 @@ def filter_fields(where: DeadLetterFilter) -> dict[str, Any]:
         elif key == "reason":
             value = value.value
         out[key] = value
+    if where.message_ids is not None:
+        out["message_ids"] = list(where.message_ids)
     return out
 
 

@@ -44,6 +44,11 @@ class FailureGroups(abc.ABC):
         """(project, archived) of up to `limit` whose retention ended, locked."""
 
     @abc.abstractmethod
+    def count_mentioning(self, project: str, dlq: str, *, after_seq: int, text: str) -> int:
+        """How many dead letters of `dlq` after `after_seq` hold `text` in their history (a
+        redrive task's id: those it sent back that died again), in one statement."""
+
+    @abc.abstractmethod
     def insert_discard(self, record: DiscardRecord) -> None: ...
 
     @abc.abstractmethod

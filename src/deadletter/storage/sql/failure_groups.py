@@ -60,6 +60,13 @@ class FailureGroupStatements(Executor):
         rows = self.all(gq.ARCHIVES_DUE, {"now": now, "limit": limit})
         return [(r["project"], _archived_from(r)) for r in rows]
 
+    def count_mentioning(self, project: str, dlq: str, *, after_seq: int, text: str) -> int:
+        # Ids and task ids hold no LIKE wildcard; anything else is escaped by refusal.
+        assert not any(c in text for c in "%_\\"), text
+        params = {"project": project, "dlq": dlq, "after_seq": after_seq,
+                  "pattern": f'%"{text}"%'}  # fmt: skip
+        return int(self.one(gq.COUNT_MENTIONING, params)["n"])
+
     # The discard log
 
     def insert_discard(self, record: DiscardRecord) -> None:

@@ -28,6 +28,12 @@ ARCHIVES_DUE = (
     " ORDER BY keep_until LIMIT :limit FOR UPDATE SKIP LOCKED"
 )
 
+# The history is JSON text: a task's id in it is an event of that task (its redrive, its edit).
+COUNT_MENTIONING = (
+    "SELECT COUNT(*) AS n FROM messages WHERE project = :project AND queue = :dlq"
+    " AND seq > :after_seq AND provenance IS NOT NULL AND history LIKE :pattern"
+)
+
 DISCARD_FIELDS = (
     "id", "project", "dlq", "kind", "at", "by_whom", "reason", "selection", "count", "sample_ids",
 )  # fmt: skip
