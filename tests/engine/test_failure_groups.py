@@ -3,6 +3,8 @@ record, retried and followed; on every store."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from deadletter.clock import ManualClock
@@ -189,3 +191,16 @@ def test_deleting_the_dlq_forgets_its_groups(groups: Engine) -> None:
     assert engine.list_filters(P, DLQ) == []
     assert engine.count_archived(P, DLQ) == 0
     assert engine.list_discards(P, DLQ) == []
+
+
+@pytest.mark.one_store
+def test_a_bounded_dlq_takes_back_what_fits(groups: Engine) -> None:
+    engine = groups
+    engine.archive(P, DLQ, where=TIMEOUTS)
+    # Given the DLQ bounded to three messages, two of them there
+    settings = engine.get_queue(P, DLQ).settings
+    engine.update_queue(P, DLQ, settings=replace(settings, max_messages=3))
+    # When the three archived are restored, one fits; two stay archived
+    assert engine.restore(P, DLQ) == 1
+    assert engine.stats(P, DLQ).total == 3
+    assert engine.count_archived(P, DLQ) == 2

@@ -31,7 +31,7 @@ from deadletter.domain.failure_groups import (
     SavedFilter,
 )
 from deadletter.domain.model import DeadLetterFilter, Message
-from deadletter.engine import patterns, redrive, selection
+from deadletter.engine import bounds, patterns, redrive, selection
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.transactions import Pending, Runner
@@ -145,20 +145,27 @@ class FailureGroupOperations:
         dry_run: bool = False,
     ) -> int:
         """Bring the archived dead letters `where` selects back into the DLQ's active view
-        (at its end, their provenance and history kept); how many."""
+        (at its end, their provenance and history kept); how many. A bounded DLQ takes back
+        what fits under its bound, oldest first; the rest stays archived."""
         resolved, _ = self._selected(project, dlq, where or DeadLetterFilter())
         if dry_run:
             return self.count_archived(project, dlq, where=where)
 
         def batch(tx: Transaction, after: int, now: float) -> tuple[int, int, bool]:
-            queue = require_queue(tx, project, dlq)
+            # The DLQ's row held, as a sender holds it: a bounded DLQ's count stays true.
+            queue = require_queue(tx, project, dlq, lock=True)
             page = tx.archived(project, dlq, after_seq=after, limit=BATCH, lock=True)
             picked = [a.message for a in page if selection.holds(a.message, resolved)]
             event = {"event": "restored", "at": now, "by": by}
             back = [_restored(_with(m, event), now, queue.settings.max_ttl) for m in picked]
+            # A bounded DLQ takes back what fits, in order; the rest stays archived.
+            fits = bounds.room(tx, queue, back, now)
+            back = back[:fits]
             tx.delete_archived(project, [m.id for m in back])
             tx.insert_messages(project, back)
-            return len(back), page[-1].message.seq if page else after, len(page) < BATCH
+            tx.add_fifo_groups(project, dlq, sorted({m.group_id for m in back if m.group_id}))
+            full = fits < len(picked)
+            return len(back), page[-1].message.seq if page else after, full or len(page) < BATCH
 
         return self._batches(batch)
 
