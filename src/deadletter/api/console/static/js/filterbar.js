@@ -26,6 +26,7 @@ export const FIELDS = [
   { key: "until", id: "filter-until", label: "until", kind: "time" },
   { key: "min_deaths", id: "filter-min-deaths", label: "min deaths", kind: "number" },
   { key: "max_deaths", id: "filter-max-deaths", label: "max deaths", kind: "number" },
+  { key: "filter", id: "filter-saved", label: "saved filter", hint: "its name", size: 10 },
 ];
 
 // The filter of the page's address: the language's names (or a field's older short name).
