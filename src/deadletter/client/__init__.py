@@ -1,6 +1,6 @@
 """A small synchronous client of the native API (Zaqar v2 with the dead-letter extensions).
 
-Its HTTP is the standard library's (client/wire.py) unless a client is given an httpx
+Its HTTP is its own, over a socket (client/wire.py), unless a client is given an httpx
 transport (the tests' in-process app): a command that sends one message should not pay for an
 HTTP stack larger than its work. Nothing server-side is imported either."""
 
