@@ -1,8 +1,9 @@
 """The command line loads what a command needs when it runs: `deadletter --help` loads no
 command, and the producer's and consumer's commands load no HTTP stack but the client's own
 (not even the standard library's `http.client`, which brings `email` along), no settings
-table, no table printer when they print none, no server and no Spark. Counted as modules imported, not as seconds (docs/benchmarks.md, *Command start-up*, has the
-seconds and the command that measures them)."""
+table, no table printer when they print none, no server and no Spark. Counted as modules
+imported, not as seconds (docs/benchmarks.md, *Command start-up*, has the seconds and the
+command that measures them)."""
 
 from __future__ import annotations
 
