@@ -382,6 +382,13 @@ class Client:
         doc = self._json("GET", f"/v2/queues/{dlq}/patterns")
         return list(doc.get("patterns") or [])
 
+    def split_pattern(self, dlq: str, pattern_id: str, *, position: int) -> dict[str, Any]:
+        """Replace a stored pattern by one per value its members hold at `position` (from
+        1): `{"pattern_id", "position", "patterns": [{"id", "template", "count"}], "unread"}`."""
+        path = f"/v2/queues/{dlq}/patterns/{pattern_id}/split"
+        doc: dict[str, Any] = self._json("POST", path, json={"position": position})
+        return doc
+
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
         """Replace the DLQ's stored patterns, each with its message ids."""
         self._call("PUT", f"/v2/queues/{dlq}/patterns", json={"patterns": patterns})

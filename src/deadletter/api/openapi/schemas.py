@@ -414,6 +414,12 @@ SCHEMAS: dict[str, Any] = {
         },
         "required": ["patterns"],
     },
+    "PatternSplit": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["position"],
+        "properties": {"position": {"type": "integer", "minimum": 1, "maximum": 4096}},
+    },
     "Assignments": {
         "type": "object",
         "additionalProperties": False,
