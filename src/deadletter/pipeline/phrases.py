@@ -209,9 +209,23 @@ def _shared_word(runs: list[tuple[str, ...]]) -> bool:
 
 
 def _varies_freely(values: dict[tuple[str, ...], int]) -> bool:
-    """Many values, or a few of which at least half were seen once: phrases that each recur
-    (`Took <DUR> to spawn the instance` / `to build instance`) name events."""
+    """Many values, not all of them recurring, or a few of which at least half were seen
+    once: phrases that each recur (`Took <DUR> to spawn the instance` / `to build instance`;
+    `pq: cannot cast type integer to` / `pq: invalid input syntax for type` before
+    `timestamp with time zone`) name events, however many there are."""
     if len(values) >= rules.MANY_VALUES:
-        return True
+        return not _each_recurs(values)
     once = sum(1 for n in values.values() if n == 1)
     return len(values) >= rules.MIN_VARIANT_VALUES and 2 * once >= len(values)
+
+
+def _each_recurs(values: dict[tuple[str, ...], int]) -> bool:
+    """Whether the runs fall into structures that each recur: runs of one length that start
+    with one word are variants of one structure (`cannot cast type integer to` / `boolean`),
+    and a structure seen in rules.MIN_RECURRENCE messages or more names an event. Free text
+    always has runs seen once or twice."""
+    kinds: dict[tuple[str, int], int] = {}
+    for run, n in values.items():
+        key = (run[0] if run else "", len(run))
+        kinds[key] = kinds.get(key, 0) + n
+    return min(kinds.values()) >= rules.MIN_RECURRENCE
