@@ -290,3 +290,19 @@ def test_formats_that_end_with_one_name_of_several_words_stay_apart() -> None:
     assert _by_label(lines, lines)
     # while seven phrases seen once each, between the same words, are free text: one pattern
     assert len(_groups(formats)) == 1
+
+
+def test_a_word_after_a_variable_that_ends_two_messages_is_a_format_of_its_own() -> None:
+    # Given two formats that start alike: the types of two columns, and the kinds of two
+    # objects with the word `objects` after the second
+    types = ["TimestampType", "StringType", "DateType", "LongType", "IntegerType", "DoubleType"]
+    lines, labels = [], []
+    for i in range(8):
+        lines.append(f"cannot combine {types[i % 6]} and {types[(i * 5 + 1) % 6]}")
+        labels.append("types")
+    for left, right in [("DataFrame", "dict"), ("DataFrame", "ndarray"), ("DataFrame", "ndarray"),
+                        ("Series", "list"), ("Series", "ndarray")]:  # fmt: skip
+        lines.append(f"cannot combine {left} and {right} objects")
+        labels.append("objects")
+    # I expect two patterns: `objects` is not part of a phrase where the type usually goes
+    assert _by_label(lines, labels)
