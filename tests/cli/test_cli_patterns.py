@@ -65,6 +65,12 @@ def test_list_show_and_split_a_pattern_by_hand(url: str) -> None:  # noqa: F811
     assert "impure, it may mix failures" in shown
     assert "#1 <*>: TimestampType (2), DateType (1); 2 values — 2 values that each recur" in shown
     assert "#2 <*>: StringType (2), LongType (1); 2 values" in shown
+    # A dry run says what a split would make, and changes nothing
+    preview = ok(url, "dlq", "patterns", "split", "orders-dlq", "p-mixed", "--position", "1",
+                 "--dry-run")  # fmt: skip
+    assert "p-mixed would split at position 1 into 2" in preview
+    assert "cannot combine DateType and <*>" in preview
+    assert "p-mixed" in ok(url, "dlq", "patterns", "list", "orders-dlq")
     # Split at the first position: one pattern per format
     split = ok(url, "dlq", "patterns", "split", "orders-dlq", "p-mixed", "--position", "1")
     assert "p-mixed split at position 1 into 2" in split

@@ -68,7 +68,7 @@ def test_each_pattern_says_how_sure_it_is_and_splits_at_a_position(api: Api, pag
     expect(row.locator(".impure-warning")).to_contain_text("(position #1)")
     variables = row.locator("details.variables")
     expect(variables).to_have_attribute("open", "")
-    expect(variables.locator("summary")).to_have_text("2 variable positions · 1 flagged")
+    expect(variables.locator("> summary")).to_have_text("2 variable positions · 1 flagged")
     first = variables.locator(".variable[data-variable='1']")
     expect(first).to_contain_text("#1 <*>: TimestampType (2), DateType (1) · 2 values")
     expect(first.locator(".variable-warning")).to_contain_text("maybe 2 different failures")
@@ -80,10 +80,16 @@ def test_each_pattern_says_how_sure_it_is_and_splits_at_a_position(api: Api, pag
     expect(pure.locator("button.split-here")).to_have_count(0)
     # And no JSON of the variables is left in the "more" column
     assert "variables" not in row.locator("td.facts").inner_text()
+    # Every value of a position, with its count, read from the dead letters on demand
+    first.locator("details.all-values summary").click()
+    expect(first.locator(".every-value")).to_have_text("TimestampType (2), DateType (1)")
     screenshot(page, "pattern-purity")
-    # When the operator splits at the first position, asked first
+    # When the operator splits at the first position, asked first with what it would make
     first.locator("button.split-here").click()
-    expect(page.locator("#confirm-text")).to_contain_text("Split pattern p-mixed at position 1")
+    expect(page.locator("#confirm-text")).to_contain_text(
+        "Split pattern p-mixed at position 1 into 2 patterns, one per value: TimestampType (2),"
+        " DateType (1)?"
+    )
     page.click("#confirm-ok")
     # Then the page shows one pattern per format in its place
     expect(page.locator("#split-note")).to_contain_text("Split p-mixed at position 1 into")

@@ -101,29 +101,36 @@ def _variable_line(v: dict[str, Any]) -> str:
     required=True,
     help="The variable position to split at, from 1, as `dlq patterns show` numbers them.",
 )
+@click.option(
+    "--dry-run", is_flag=True, help="Only list the patterns the split would make; change nothing."
+)
 @json_option
 @server_options
-def split(client: Client, dlq: str, pattern_id: str, position: int, as_json: bool) -> None:
+def split(
+    client: Client, *, dlq: str, pattern_id: str, position: int, dry_run: bool, as_json: bool
+) -> None:
     """Replace PATTERN_ID by one pattern per value its dead letters hold at a variable
     position, the value a constant of each new pattern's template.
 
     Each dead letter's value is read from its error against the template; those it does not
     read, and those no longer in DLQ, stay in PATTERN_ID. A later `analyze` stores its own
     patterns in place of these."""
-    done = client.split_pattern(dlq, pattern_id, position=position)
+    done = client.split_pattern(dlq, pattern_id, position=position, dry_run=dry_run)
     if as_json:
         print_json(done)
         return
     made = done.get("patterns") or []
+    said = "would split" if dry_run else "split"
     print_table(
-        f"{pattern_id} split at position {position} into {len(made)}",
+        f"{pattern_id} {said} at position {position} into {len(made)}",
         ["pattern", "count", "template"],
         ((p.get("id"), p.get("count"), p.get("template")) for p in made),
         flexible=("template",),
     )
     if done.get("unread"):
+        stay = "would stay" if dry_run else "stayed"
         click.echo(
-            f"{done['unread']} of its dead letters stayed in {pattern_id}: no longer in {dlq},"
+            f"{done['unread']} of its dead letters {stay} in {pattern_id}: no longer in {dlq},"
             " or their errors do not read against its template."
         )
 

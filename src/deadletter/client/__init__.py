@@ -382,11 +382,15 @@ class Client:
         doc = self._json("GET", f"/v2/queues/{dlq}/patterns")
         return list(doc.get("patterns") or [])
 
-    def split_pattern(self, dlq: str, pattern_id: str, *, position: int) -> dict[str, Any]:
-        """Replace a stored pattern by one per value its members hold at `position` (from
-        1): `{"pattern_id", "position", "patterns": [{"id", "template", "count"}], "unread"}`."""
+    def split_pattern(
+        self, dlq: str, pattern_id: str, *, position: int, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Replace a stored pattern by one per value its members hold at `position` (from 1),
+        or with `dry_run` say what that would make: `{"pattern_id", "position", "patterns":
+        [{"id", "template", "count", "value"}], "unread"}`."""
+        body = {"position": position, **({"dry_run": True} if dry_run else {})}
         path = f"/v2/queues/{dlq}/patterns/{pattern_id}/split"
-        doc: dict[str, Any] = self._json("POST", path, json={"position": position})
+        doc: dict[str, Any] = self._json("POST", path, json=body)
         return doc
 
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:

@@ -291,10 +291,10 @@ class DeadLetterOperations:
         return self._runner.read(lambda tx: patterns.stored(tx, project, dlq))
 
     def split_pattern(
-        self, project: str, dlq: str, pattern_id: str, *, position: int
+        self, project: str, dlq: str, pattern_id: str, *, position: int, dry_run: bool = False
     ) -> splits.Split:
         """Replace a stored pattern by one pattern per value its members hold at a variable
-        position (from 1), in one transaction (`splits`)."""
+        position (from 1), in one transaction (`splits`); with `dry_run`, what it would make."""
         return self._runner.run(
             lambda tx, pending: splits.split(
                 tx,
@@ -304,6 +304,7 @@ class DeadLetterOperations:
                 pattern_id=pattern_id,
                 position=position,
                 now=self.clock.now(),
+                dry_run=dry_run,
             )
         )
 

@@ -54,9 +54,11 @@ def split(
     pattern_id: str,
     position: int,
     now: float,
+    dry_run: bool = False,
 ) -> Split:
     """Replace the stored pattern `pattern_id` by one pattern per value its members hold at
-    variable `position` (from 1, as the pattern's `variables` number them)."""
+    variable `position` (from 1, as the pattern's `variables` number them); with `dry_run`,
+    only say what the split would make, writing nothing."""
     require_queue(tx, project, dlq, lock=True)
     stored = tx.get_patterns(project, dlq)
     old = next((p for p in stored if p.get("id") == pattern_id), None)
@@ -87,6 +89,8 @@ def split(
         for value, rows in sorted(parts.items())
     ]  # fmt: skip
     rest = [m for m in members if m not in read]
+    if dry_run:
+        return Split(pattern_id, position, made, len(rest))
     kept = [p for p in stored if p.get("id") != pattern_id]
     if rest:
         kept.append({**old, "count": len(rest), "message_ids": rest,

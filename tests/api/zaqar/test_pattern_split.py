@@ -144,3 +144,22 @@ def test_a_position_every_member_agrees_on_is_nothing_to_split(api: ApiClient) -
     r = api.post(PATTERNS + "/p-one/split", json={"position": 2})
     assert r.status_code == 409
     assert "holds 'disk' at position 2" in r.json()["description"]
+
+
+def test_a_dry_run_says_what_a_split_would_make_and_writes_nothing(
+    api: ApiClient, mixed: list[str]
+) -> None:
+    before = stored(api)
+    r = api.post(SPLIT, json={"position": 1, "dry_run": True})
+    assert r.status_code == 200, r.text
+    preview = r.json()
+    assert preview["dry_run"] is True and preview["unread"] == 1
+    assert {(p["value"], p["count"]) for p in preview["patterns"]} == {
+        ("TimestampType", 2),
+        ("DateType", 1),
+    }
+    assert stored(api) == before
+    # and the split itself makes those very patterns
+    done = api.post(SPLIT, json={"position": 1}).json()
+    assert done["patterns"] == preview["patterns"] and "dry_run" not in done
+    assert api.post(SPLIT, json={"position": 1, "dry_run": "yes"}).status_code == 400

@@ -418,7 +418,10 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "additionalProperties": False,
         "required": ["position"],
-        "properties": {"position": {"type": "integer", "minimum": 1, "maximum": 4096}},
+        "properties": {
+            "position": {"type": "integer", "minimum": 1, "maximum": 4096},
+            "dry_run": {"type": "boolean"},
+        },
     },
     "Assignments": {
         "type": "object",

@@ -269,7 +269,7 @@ ROUTES: list[ZaqarRoute] = [
     R("POST", Q + "/patterns/{pattern_id}/split", split_pattern, action=A.PATTERNS_PUT,
       summary="Replace a pattern by one pattern per value its members hold at a position",
       errors={"409": "Nothing to split at that position"}, body="PatternSplit",
-      reads=Reads(body=frozenset({"position"}))),
+      reads=Reads(body=frozenset({"position", "dry_run"}))),
     # Queue templates set what new queues get: reading them is a lookup, changing them an
     # update.
     R("GET", "/v2/templates", list_templates, action=A.QUEUE_LIST,

@@ -214,10 +214,10 @@ export async function patternsPage(el, dlq) {
   const splitNote = h("p", { class: "muted", id: "split-note", hidden: true });
 
   // "split here" on a variable position: the server replaces the pattern, the page re-reads.
-  async function split(p, position, variable) {
+  async function split(p, position) {
     problems.replaceChildren();
     try {
-      const done = await splitPattern(dlq, p, position, variable);
+      const done = await splitPattern(dlq, p, position);
       if (!done) return;
       splitNote.hidden = false;
       splitNote.textContent = `Split ${done.pattern_id} at position ${done.position} into ` +
@@ -246,7 +246,7 @@ export async function patternsPage(el, dlq) {
       h("td", { class: "template" }, h("code", { text: p.template || "" }),
         p.signature ? h("div", { class: "muted small-note signature", title: p.signature, text: p.signature }) : null,
         purityLine(p),
-        variablesBlock(p, { onSplit: api.session.canChange && !done ? (at, v) => split(p, at, v) : null })),
+        variablesBlock(p, { dlq, onSplit: api.session.canChange && !done ? (at) => split(p, at) : null })),
       h("td", { class: "facts" }, splitFact(p), facts(p, dlq)));
   }
 

@@ -53,9 +53,10 @@ function valuesText(v) {
   return shown.join(", ") + more;
 }
 
-// The positions, folded under a summary (open when one is flagged); each with a "split here"
-// button when `onSplit(position)` is given and it holds two values or more.
-export function variablesBlock(p, { onSplit } = {}) {
+// The positions, folded under a summary (open when one is flagged); each, when `dlq` and
+// `onSplit(position)` are given (a role that may change the DLQ) and it holds two values or
+// more, with its every value on demand and a "split here" button.
+export function variablesBlock(p, { dlq, onSplit } = {}) {
   const variables = (Array.isArray(p.variables) ? p.variables : []).filter((v) => v && typeof v === "object");
   if (!variables.length) return null;
   const warned = flagged(p).length;
@@ -65,9 +66,9 @@ export function variablesBlock(p, { onSplit } = {}) {
     h("span", { class: "muted distinct", text: ` · ${v.distinct ?? "?"} ${v.distinct === 1 ? "value" : "values"}` }),
     v.warning ? h("div", { class: "muted small-note variable-warning", text: `⚠ ${v.warning}` }) : null,
     onSplit && (v.distinct ?? 0) >= 2
-      ? h("button", { type: "button", class: "small split-here", "data-variable": v.variable,
+      ? [h("button", { type: "button", class: "small split-here", "data-variable": v.variable,
         title: `One pattern per value at position ${v.variable}, the value in its template`,
-        text: "split here", onclick: () => onSplit(v.variable, v) })
+        text: "split here", onclick: () => onSplit(v.variable, v) }), allValues(dlq, p, v.variable)]
       : null));
   return h("details", { class: "fact variables", open: warned > 0 },
     h("summary", { text: `${variables.length} variable ${variables.length === 1 ? "position" : "positions"}` +
@@ -89,14 +90,44 @@ export function splitFact(p) {
   return null;
 }
 
-// Ask, then split `p` at `position`; the server's answer, or null when not confirmed.
-export async function splitPattern(dlq, p, position, variable) {
-  const n = variable && typeof variable.distinct === "number" ? `${variable.distinct} ` : "";
-  const ok = await confirmAction(`Split pattern ${p.id} at position ${position} into one pattern per ` +
-    `value (${n}values)? Each new pattern's template holds its value; a later analysis stores its own patterns in their place.`);
-  if (!ok) return null;
+function splitCall(dlq, p, body) {
   const path = `/v2/queues/${encodeURIComponent(dlq)}/patterns/${encodeURIComponent(p.id)}/split`;
-  return (await api.call("POST", path, { body: { position } })).doc;
+  return api.call("POST", path, { body }).then((r) => r.doc);
+}
+
+// What a split at `position` would make (the server's dry run): every value the pattern's
+// dead letters hold there, with its count.
+export const splitPreview = (dlq, p, position) => splitCall(dlq, p, { position, dry_run: true });
+
+// The most frequent first, as the analysis lists a position's values.
+const valueCounts = (made) => [...made].sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1))
+  .map((n) => `${n.value === "" ? "(empty)" : n.value} (${n.count})`).join(", ");
+
+// Ask, with what the split would make, then split `p` at `position`; the server's answer,
+// or null when not confirmed.
+export async function splitPattern(dlq, p, position) {
+  const preview = await splitPreview(dlq, p, position);
+  const ok = await confirmAction(`Split pattern ${p.id} at position ${position} into ${preview.patterns.length} ` +
+    `patterns, one per value: ${valueCounts(preview.patterns)}` +
+    (preview.unread ? `; ${preview.unread} dead letters stay in ${p.id}` : "") +
+    "? Each new pattern's template holds its value; a later analysis stores its own patterns in their place.");
+  if (!ok) return null;
+  return splitCall(dlq, p, { position });
+}
+
+// Every value of one position with its count, read from the dead letters when first opened.
+function allValues(dlq, p, position) {
+  const list = h("div", { class: "muted small-note every-value", text: "reading the dead letters…" });
+  const box = h("details", { class: "fact all-values" }, h("summary", { text: "every value" }), list);
+  box.addEventListener("toggle", () => {
+    if (!box.open || box.dataset.read) return;
+    box.dataset.read = "yes";
+    splitPreview(dlq, p, position).then((preview) => {
+      list.textContent = valueCounts(preview.patterns) +
+        (preview.unread ? ` · ${preview.unread} not read (gone from the DLQ, or not read by the template)` : "");
+    }).catch((err) => { list.textContent = err.description || err.message || String(err); });
+  });
+  return box;
 }
 
 // The redrive form's note over an impure pattern, with the `force` a canary over it needs;
