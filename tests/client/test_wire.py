@@ -6,9 +6,12 @@ HTTPS_PROXY and NO_PROXY as other HTTP clients read them."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import BinaryIO
 
 import pytest
@@ -238,3 +241,86 @@ def test_https_goes_through_the_proxy_in_a_tunnel(
         client.get_queue("orders")
     (seen,) = proxy.seen
     assert seen.startswith("CONNECT queues.example:8443 HTTP/1.1\r\nHost: queues.example:8443")
+
+
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for `localhost` and its key, as files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+def tunnelling_proxy(reader: BinaryIO, conn: socket.socket, listener: Listener) -> None:
+    """A proxy that opens the tunnel a CONNECT asks for and relays bytes both ways."""
+    head, _ = read_request(reader)
+    listener.seen.append(head)
+    host, _, port = head.split("\r\n")[0].split(" ")[1].partition(":")
+    with socket.create_connection(("127.0.0.1" if host == "localhost" else host, int(port))) as far:
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def back() -> None:
+            with contextlib.suppress(OSError):
+                while data := far.recv(65536):
+                    conn.sendall(data)
+
+        relay = threading.Thread(target=back, daemon=True)
+        relay.start()
+        with contextlib.suppress(OSError):
+            while data := conn.recv(65536):
+                far.sendall(data)
+        relay.join(timeout=5)
+
+
+def test_https_reaches_the_server_through_the_proxys_tunnel(
+    listen: Callable[..., Listener],
+    connect: Callable[..., Connection],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # Given a TLS server whose certificate the client trusts, behind a proxy that tunnels
+    cert, key = self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    plain = answering(JSON_OK)
+
+    def tls(_: BinaryIO, conn: socket.socket, listener: Listener) -> None:
+        with context.wrap_socket(conn, server_side=True) as wrapped, wrapped.makefile("rb") as r:
+            plain(r, wrapped, listener)
+
+    origin = listen(tls)
+    proxy = listen(tunnelling_proxy)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+    # When the client asks the server for a page
+    answer = connect(f"https://localhost:{origin.port}").request("GET", "/v2/queues")
+    # Then it went through the tunnel, and TLS inside it
+    assert answer.json() == {"a": 1}
+    assert proxy.seen[0].startswith(f"CONNECT localhost:{origin.port} HTTP/1.1")
+    assert origin.seen[0].startswith("GET /v2/queues HTTP/1.1")
