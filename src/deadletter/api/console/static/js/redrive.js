@@ -3,6 +3,7 @@
 
 import * as api from "./api.js";
 import { confirmAction, errorBox, h, isoToLocal, localToIso } from "./dom.js";
+import { impureNote } from "./purity.js";
 
 const POLL_MS = 500;
 const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
@@ -39,6 +40,8 @@ export function redrivePanel(dlq, options = {}) {
   const maxRedeath = h("input", { id: "redrive-max-redeath", type: "number", min: 0, max: 100, step: "any", placeholder: "0" });
   // A transform: a merge patch of {"body", "attributes"} applied to each dead letter as it moves.
   const transform = h("input", { id: "redrive-transform", size: 44, placeholder: '{"body": {"customer": {"id": "unknown"}}}' });
+  // Over a pattern flagged impure: what that means, and the force a canary over it needs.
+  const impure = impureNote();
   const start = h("button", { id: "redrive-start", type: "submit", class: "primary", text: "Start redrive" });
   const bar = h("progress", { id: "redrive-bar", max: 1, value: 0 });
   const percent = h("span", { id: "redrive-percent", text: "" });
@@ -65,6 +68,7 @@ export function redrivePanel(dlq, options = {}) {
         h("label", {}, "watch (s)", watch),
         h("label", {}, "max re-death (%)", maxRedeath),
         h("label", {}, "transform (merge patch, each as it moves)", transform)),
+      impure.element,
       h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts (after a confirmation). " +
         "With a canary the task moves that sample first, watches it, then moves the rest, or pauses when more than the max re-death died again." }),
       start);
@@ -80,11 +84,15 @@ export function redrivePanel(dlq, options = {}) {
   let task = null;
   let stopped = false;
 
-  let wantedPattern = d.pattern || "";
-  pattern.addEventListener("change", () => { wantedPattern = pattern.value; });
+  // (with the page's filter, its pattern: the note on an impure one shows for it too)
+  let wantedPattern = (given && given.pattern_id) || d.pattern || "";
+  let known = new Map();  // the patterns offered, by id
+  const patternChosen = () => impure.update(known.get(pattern.value));
+  pattern.addEventListener("change", () => { wantedPattern = pattern.value; patternChosen(); });
   let listed = null;
   // The options again only when they changed, so a refresh leaves an open select alone.
   function listPatterns(list) {
+    known = new Map(list.map((p) => [p.id, p]));
     const texts = list.map((p) => [p.id, `${p.id}: ${p.template || ""} (${p.count ?? "?"})`]);
     const signature = JSON.stringify(texts);
     if (signature === listed) return;
@@ -92,6 +100,7 @@ export function redrivePanel(dlq, options = {}) {
     pattern.replaceChildren(h("option", { value: "", text: "no pattern" }),
       ...texts.map(([value, text]) => h("option", { value, text })));
     pattern.value = list.some((p) => p.id === wantedPattern) ? wantedPattern : "";
+    patternChosen();
   }
   const patternsLoaded = (single ? Promise.resolve([]) : options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
     .then(listPatterns).catch(() => {});
@@ -172,6 +181,7 @@ export function redrivePanel(dlq, options = {}) {
         body.canary = size.endsWith("%") ? size : Number(size);
         if (watch.value) body.watch = Number(watch.value);
         if (maxRedeath.value) body.max_redeath = Number(maxRedeath.value);
+        if (impure.force.checked && body.pattern_id) body.force = true;
       } else if (watch.value || maxRedeath.value) {
         problems.replaceChildren(errorBox({ title: "Redrive", description: "A watch and a max re-death go with a canary." }));
         return;
@@ -246,7 +256,7 @@ export function redrivePanel(dlq, options = {}) {
       if ("pattern" in values) {
         wantedPattern = values.pattern || "";
         pattern.value = wantedPattern;
-        patternsLoaded.then(() => { pattern.value = wantedPattern; });
+        patternsLoaded.then(() => { pattern.value = wantedPattern; patternChosen(); });
       }
       if ("selected" in values) onlySelected.checked = Boolean(values.selected);
       element.scrollIntoView({ block: "nearest" });
