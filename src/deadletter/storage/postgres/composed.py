@@ -232,14 +232,13 @@ class ComposedStatements(SQLTransaction):
     # The transaction's frame
 
     def commit(self) -> None:
-        """Write what is still pending and commit, in one round trip; a transaction that sent
-        nothing has nothing to commit."""
+        """Write what is still pending and commit; a transaction that sent nothing has
+        nothing to commit."""
         if not self._begun:
             return
-        with self._connection.pipeline():
-            if self._bumps:
-                self._write_bumps()
-            self._connection.execute("COMMIT")
+        if self._bumps:
+            self._write_bumps()
+        self.cur.execute(b"COMMIT")
 
     def abandon(self) -> None:
         """Roll back what was sent; the error that ended the transaction is the caller's to
@@ -259,24 +258,23 @@ class ComposedStatements(SQLTransaction):
             params = {**(params or {}), **self._take_bumps()}
         elif self._bumps:  # every other statement sees them written, as if written at once
             self._write_bumps()
-        if self._begun:
-            return super().run(sql, params)
-        self._begun = True
-        with self._connection.pipeline():
-            self._connection.execute("BEGIN")
-            super().run(sql, params)
-        return self.cur.rowcount
+        self._begin()
+        return super().run(sql, params)
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if self._bumps:
             self._write_bumps()
-        if self._begun or not rows:
-            super().run_many(sql, rows)
-            return
-        self._begun = True
-        with self._connection.pipeline():
-            self._connection.execute("BEGIN")
-            super().run_many(sql, rows)
+        if rows:
+            self._begin()
+        super().run_many(sql, rows)
+
+    def _begin(self) -> None:
+        """The transaction's BEGIN, before its first statement. A statement of its own: in a
+        pipeline with the first one it saved a round trip but cost psycopg more than the
+        round trip does (docs/benchmarks.md, "Pipelines on PostgreSQL")."""
+        if not self._begun:
+            self._begun = True
+            self.cur.execute(b"BEGIN")
 
     # Counters: written with the next statement, or with the COMMIT
 
