@@ -4,11 +4,11 @@
 Each statement a request sends costs psycopg 20-40 µs of Python and the server a round trip,
 so a send numbers, inserts and counts its messages in one statement; a claim picks, claims,
 counts and records them in one; an acknowledgement deletes and counts in one; and the
-counters the engine bumps wait for the next statement of the transaction, or its commit,
-and go with it. Every statement does exactly what the steps it stands for would do, and
-only that: which messages a claim hands out, which leave for the DLQ, what an acknowledgement
-may delete is still decided where `SQLTransaction`'s steps leave it (the engine, or the
-statements of queries.py these are built from).
+counters the engine bumps wait for the next statement of the transaction, and go with it (or
+are written just before its COMMIT). Every statement does exactly what the steps it stands
+for would do, and only that: which messages a claim hands out, which leave for the DLQ, what
+an acknowledgement may delete is still decided where `SQLTransaction`'s steps leave it (the
+engine, or the statements of queries.py these are built from).
 """
 
 from __future__ import annotations
@@ -230,10 +230,11 @@ class ComposedStatements(SQLTransaction):
         super().__init__(cursor, dialect)
         # Counter bumps not yet written: (project, queue, name) -> amount.
         self._bumps: dict[tuple[str, str, str], int] = {}
-        # The session is in autocommit: the transaction's BEGIN goes with its first statement
-        # and its COMMIT with what is left to write (`commit`), one round trip each.
+        # The session is in autocommit: the transaction sends its BEGIN just before its first
+        # statement (`_begin`) and its COMMIT after what is left to write (`commit`).
         self._begun = False
         self._connection: psycopg.Connection[Any] = cursor.connection
+        self._cursor: psycopg.Cursor[Any] = cursor
 
     # The transaction's frame
 
@@ -244,7 +245,7 @@ class ComposedStatements(SQLTransaction):
             return
         if self._bumps:
             self._write_bumps()
-        self.cur.execute(b"COMMIT")
+        self._cursor.execute(b"COMMIT")
 
     def abandon(self) -> None:
         """Roll back what was sent; the error that ended the transaction is the caller's to
@@ -277,12 +278,12 @@ class ComposedStatements(SQLTransaction):
     def _begin(self) -> None:
         """The transaction's BEGIN, before its first statement. A statement of its own: in a
         pipeline with the first one it saved a round trip but cost psycopg more than the
-        round trip does (docs/benchmarks.md, "Pipelines on PostgreSQL")."""
+        round trip does (docs/benchmarks.md, "The server's CPU on PostgreSQL")."""
         if not self._begun:
             self._begun = True
-            self.cur.execute(b"BEGIN")
+            self._cursor.execute(b"BEGIN")
 
-    # Counters: written with the next statement, or with the COMMIT
+    # Counters: written with the next statement, or just before the COMMIT
 
     def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
         key = (project, queue, name)
