@@ -297,6 +297,9 @@ class DeadLetterFilter:
     max_deaths: int | None = None
     # Sent back by this redrive task and dead again since: how a retried group is followed.
     redriven_by: str | None = None
+    # Not of the language: sent back by automatic redrive fewer than this many times. The
+    # filter of an automatic redrive's round (`domain/auto_redrive.py`), which its task keeps.
+    auto_rounds_below: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         extra = {k: v for k, v in self._extra().items() if v not in (None, ())}
@@ -327,6 +330,7 @@ class DeadLetterFilter:
             "min_deaths": self.min_deaths,
             "max_deaths": self.max_deaths,
             "redriven_by": self.redriven_by,
+            "auto_rounds_below": self.auto_rounds_below,
         }
 
     @classmethod
@@ -350,6 +354,7 @@ class DeadLetterFilter:
             min_deaths=data.get("min_deaths"),
             max_deaths=data.get("max_deaths"),
             redriven_by=data.get("redriven_by"),
+            auto_rounds_below=data.get("auto_rounds_below"),
         )
 
     @property
@@ -364,6 +369,7 @@ class DeadLetterFilter:
             or self.min_deaths is not None
             or self.max_deaths is not None
             or self.redriven_by is not None
+            or self.auto_rounds_below is not None
         )
 
     def for_store(self) -> DeadLetterFilter:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from deadletter.domain import errors
+from deadletter.domain.auto_redrive import REDRIVE_KEY
 from deadletter.domain.model import DeadLetterFilter, ListQuery, Queue
 from deadletter.domain.redrive import (
     MAX_SKIPPED_RECORDED,
@@ -208,6 +209,8 @@ def _move(
         skipped += refused
     for (_, tag), (destination, ids) in fresh.items():
         event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
+        if task.filter.auto_rounds_below is not None:  # a round of automatic redrive
+            event[REDRIVE_KEY] = True
         expires = now + destination.settings.default_ttl
         tx.redrive_messages(
             task.project,

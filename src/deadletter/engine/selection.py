@@ -16,6 +16,7 @@ from typing import Any
 import jmespath
 
 from deadletter.domain import errors
+from deadletter.domain.auto_redrive import auto_rounds
 from deadletter.domain.filters import REGEX_TIMEOUT, compiled_body, compiled_regex
 from deadletter.domain.model import DeadLetterFilter, ListQuery, Message
 from deadletter.engine import patterns
@@ -63,6 +64,8 @@ def matches(m: Message, where: DeadLetterFilter) -> bool:
     if where.redriven_by is not None and not any(
         e.get("event") == "redriven" and e.get("task_id") == where.redriven_by for e in m.history
     ):
+        return False
+    if where.auto_rounds_below is not None and auto_rounds(m.history) >= where.auto_rounds_below:
         return False
     return where.body is None or _body_selects(where.body, m.body)
 
