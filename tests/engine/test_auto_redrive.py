@@ -289,23 +289,23 @@ def test_two_engines_on_one_store_start_a_due_round_once(
         _still_failing(engines[0], "a")
         engines[0].put_auto_redrive(P, "dlq", spec=_spec())
         # If both workers look at it at once, several times over
+        failures: list[BaseException] = []
+
+        def turn(e: Engine, b: threading.Barrier) -> None:
+            try:
+                b.wait()
+                e.run_auto_redrives()
+            except BaseException as exc:
+                failures.append(exc)
+
         for _ in range(3):
             barrier = threading.Barrier(2)
-            failures: list[BaseException] = []
-
-            def turn(e: Engine, b: threading.Barrier = barrier) -> None:
-                try:
-                    b.wait()
-                    e.run_auto_redrives()
-                except BaseException as exc:  # noqa: BLE001 - reported below
-                    failures.append(exc)
-
-            threads = [threading.Thread(target=turn, args=(e,)) for e in engines]
+            threads = [threading.Thread(target=turn, args=(e, barrier)) for e in engines]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            assert not failures, failures
+        assert not failures, failures
         # I expect one round, one task
         assert engines[1].get_auto_redrive(P, "dlq").rounds == 1
         assert len(engines[1].list_tasks(P, "dlq")) == 1
