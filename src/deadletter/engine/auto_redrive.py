@@ -200,7 +200,7 @@ def due(policy: AutoRedrive, now: float) -> bool:
     return policy.state is PolicyState.ACTIVE and policy.next_due <= now
 
 
-def advance(
+def proceed(
     tx: Transaction,
     pending: Pending,
     project: str,

@@ -151,7 +151,7 @@ class DeadLetterOperations:
 
     def run_auto_redrives(self) -> int:
         """The background worker's turn: each active policy with a round due, or whose round
-        has ended, advanced (`auto_redrive.advance`); how many were looked at. A round that
+        has ended, moved on (`auto_redrive.proceed`); how many were looked at. A round that
         cannot start pauses its policy with the reason."""
         due = self._runner.read(lambda tx: tx.due_auto_redrives(self.clock.now()))
         for project, dlq in due:
@@ -180,7 +180,7 @@ class DeadLetterOperations:
 
         found = self._runner.read(look)
         self._runner.run(
-            lambda tx, pending: auto_redrive.advance(
+            lambda tx, pending: auto_redrive.proceed(
                 tx, pending, project, dlq, found=found, now=self.clock.now()
             )
         )

@@ -134,8 +134,14 @@ def test_a_bad_policy_is_refused_before_anything_is_written(
 
 def test_the_filter_is_shown_as_given(api: ApiClient) -> None:
     with_dlq(api)
-    where = {"source_queue": "orders", "older_than": "15m", "attribute": ["kind=a", "b"],
-             "error_class": "KeyError", "since": "2027-01-01T00:00:00Z", "min_deaths": 2}  # fmt: skip
+    where = {
+        "source_queue": "orders",
+        "older_than": "15m",
+        "attribute": ["kind=a", "b"],
+        "error_class": "KeyError",
+        "since": "2027-01-01T00:00:00Z",
+        "min_deaths": 2,
+    }
     r = api.put(AUTO, json={**POLICY, "filter": where, "enabled": False})
     assert r.status_code == 201, r.text
     shown = r.json()
