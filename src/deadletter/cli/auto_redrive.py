@@ -16,18 +16,12 @@ _SPAN = re.compile(r"(\d+)([smhd]?)")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 
-class Span(click.ParamType):
+def _span(ctx: click.Context, param: click.Parameter, value: str) -> int:
     """Seconds, or a number with s, m, h or d: `600`, `10m`, `1h`."""
-
-    name = "SPAN"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        found = _SPAN.fullmatch(str(value).strip())
-        if found is None:
-            self.fail(f"{value!r} is not a span: seconds, or a number with s, m, h or d", param)
-        return int(found.group(1)) * _UNITS[found.group(2)]
+    found = _SPAN.fullmatch(value.strip())
+    if found is None:
+        raise click.BadParameter(f"{value!r} is not a span: seconds, or a number with s, m, h or d")
+    return int(found.group(1)) * _UNITS[found.group(2)]
 
 
 @click.group()
@@ -39,7 +33,13 @@ def auto() -> None:
 @click.argument("dlq")
 @filter_options
 @click.option("--all", "whole", is_flag=True, help="The whole DLQ (instead of filters).")
-@click.option("--every", type=Span(), required=True, help="Time between rounds: 600, 10m, 1h.")
+@click.option(
+    "--every",
+    metavar="SPAN",
+    required=True,
+    callback=_span,
+    help="Time between rounds: 600, 10m, 1h.",
+)
 @click.option(
     "--max-rounds",
     type=click.IntRange(1),

@@ -177,7 +177,8 @@ def survey(tx: Transaction, policy: AutoRedrive, now: float) -> Survey:
     """Read the policy's selection once (a read transaction: no lock is held meanwhile)."""
     where = selection.resolve(tx, policy.project, policy.dlq, where=policy.spec.filter, now=now)
     stored, cap = where.for_store(), policy.spec.max_rounds
-    eligible, kept, to_mark, after = 0, 0, [], 0
+    eligible, kept, after = 0, 0, 0
+    to_mark: list[str] = []
     while True:
         query = ListQuery(after_seq=after, limit=selection.SCAN, include_claimed=True,
                           include_delayed=True, dead_letters=stored)  # fmt: skip

@@ -162,13 +162,13 @@ class DeadLetterOperations:
             except Exception as exc:  # one policy's failure must not stall the others'
                 if not isinstance(exc, errors.DeadletterError):
                     log.exception("automatic redrive round failed", extra={"dlq": dlq})
-                reason = f"a round could not start: {exc}"
-                self._runner.run(
-                    lambda tx, _, p=project, q=dlq, r=reason: auto_redrive.paused_by_error(
-                        tx, p, q, r, self.clock.now()
-                    )
-                )
+                self._pause_auto_redrive(project, dlq, f"a round could not start: {exc}")
         return len(due)
+
+    def _pause_auto_redrive(self, project: str, dlq: str, reason: str) -> None:
+        self._runner.run(
+            lambda tx, _: auto_redrive.paused_by_error(tx, project, dlq, reason, self.clock.now())
+        )
 
     def _advance_auto_redrive(self, project: str, dlq: str) -> None:
         def look(tx: Transaction) -> auto_redrive.Survey | None:
