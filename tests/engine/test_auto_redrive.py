@@ -150,6 +150,7 @@ def test_a_canary_that_pauses_a_round_pauses_the_policy_with_the_reason(
     worker.run_once()
     policy = engine.get_auto_redrive(P, "dlq")
     assert policy.last_round is not None and policy.last_round.outcome is RoundOutcome.RUNNING
+    assert (policy.last_round.moved, policy.moved) == (1, 1)  # shown while the round runs
     task_id = policy.last_round.task_id or ""
     assert engine.get_task(P, "dlq", task_id=task_id).moved == 1  # the sample, then the watch
     _still_failing(engine, "a")

@@ -116,6 +116,18 @@ def get(tx: Transaction, project: str, dlq: str, *, lock: bool = False) -> AutoR
     return policy
 
 
+def shown(tx: Transaction, policy: AutoRedrive) -> AutoRedrive:
+    """`policy` as read, with what its round in flight moved so far (not stored: the round
+    adds it to the counters when it ends)."""
+    if not policy.round_open or policy.last_round is None or policy.last_round.task_id is None:
+        return policy
+    task = tx.get_task(policy.last_round.task_id)
+    if task is None:
+        return policy
+    last = replace(policy.last_round, moved=task.moved)
+    return replace(policy, last_round=last, moved=policy.moved + task.moved)
+
+
 def stop(tx: Transaction, project: str, dlq: str, now: float) -> AutoRedrive:
     """No more rounds, and the round in flight cancelled; stopping a stopped policy is no
     change."""

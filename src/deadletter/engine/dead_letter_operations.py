@@ -134,7 +134,10 @@ class DeadLetterOperations:
         )
 
     def get_auto_redrive(self, project: str, dlq: str) -> AutoRedrive:
-        return self._runner.read(lambda tx: auto_redrive.get(tx, project, dlq))
+        """The policy, with what the round in flight moved so far."""
+        return self._runner.read(
+            lambda tx: auto_redrive.shown(tx, auto_redrive.get(tx, project, dlq))
+        )
 
     def stop_auto_redrive(self, project: str, dlq: str) -> AutoRedrive:
         return self._runner.run(lambda tx, _: auto_redrive.stop(tx, project, dlq, self.clock.now()))

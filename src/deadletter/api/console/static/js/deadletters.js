@@ -3,6 +3,7 @@
 import * as api from "./api.js";
 import { add, age, clear, confirmAction, errorBox, h, idLabel, isoToLocal, localToIso, pretty, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
+import { autoRedrivePanel } from "./autoredrive.js";
 
 const TEXT_SCAN_PAGE = 200;   // rows read per request while searching error texts
 const TEXT_SCAN_PAGES = 5;    // requests per page of results, at most
@@ -79,6 +80,7 @@ export async function deadLetterBrowser(el, dlq, params) {
   const panel = canChange ? redrivePanel(dlq, {
     defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", detached: true,
     onDone: () => load().catch(show) }) : null;
+  const auto = autoRedrivePanel(dlq);
 
   const actions = canChange ? [
     panel.button,
@@ -105,6 +107,7 @@ export async function deadLetterBrowser(el, dlq, params) {
       onclick: () => { for (const box of body.querySelectorAll("input[type=checkbox]")) { box.checked = true; selected.add(box.value); } count.textContent = `${selected.size} selected`; } }),
     count, ...actions),
     panel ? panel.element : null,
+    auto.element,
     h("div", { class: "table-wrap" }, h("table", { class: "grid dead-letters" },
       h("thead", {}, h("tr", {}, ["", "id", "source", "reason", "error", "claims", "dead-lettered", "pattern"].map((t) => h("th", { text: t })))),
       body)),
@@ -178,10 +181,10 @@ export async function deadLetterBrowser(el, dlq, params) {
   next.addEventListener("click", () => { markers.push(nextMarker); load().catch(show); });
   function show(err) { problems.replaceChildren(errorBox(err)); }
 
-  await load();
+  await Promise.all([load(), auto.refresh()]);
   return {
     queues: [dlq],
-    refresh: () => load().catch(show),
+    refresh: () => Promise.all([load(), auto.refresh()]).catch(show),
     dispose: () => { if (panel) panel.dispose(); },
   };
 }
