@@ -183,8 +183,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "auto-redrive-cap-off-by-one",
         "engine/selection.py",
-        "if where.auto_rounds_below is not None and auto_rounds(m.history) >= where.auto_rounds_below:",
-        "if where.auto_rounds_below is not None and auto_rounds(m.history) > where.auto_rounds_below:",
+        "if cap is not None and auto_rounds(m.history) >= cap:",
+        "if cap is not None and auto_rounds(m.history) > cap:",
         ("tests/engine/test_auto_redrive.py",),
         "automatic redrive sends a dead letter back at most max_rounds times",
     ),

@@ -65,7 +65,8 @@ def matches(m: Message, where: DeadLetterFilter) -> bool:
         e.get("event") == "redriven" and e.get("task_id") == where.redriven_by for e in m.history
     ):
         return False
-    if where.auto_rounds_below is not None and auto_rounds(m.history) >= where.auto_rounds_below:
+    cap = where.auto_rounds_below  # a round of automatic redrive leaves out the exhausted
+    if cap is not None and auto_rounds(m.history) >= cap:
         return False
     return where.body is None or _body_selects(where.body, m.body)
 
