@@ -38,7 +38,7 @@ def test_a_policy_set_from_the_panel_runs_its_round_and_is_stopped_resumed_and_d
     last = page.locator("#auto-redrive-last")
     expect(last).to_contain_text("2 to send back, 0 kept")
     expect(last).to_contain_text("task ")
-    expect(summary).to_contain_text("1 rounds · 1 moved")  # the canary went first
+    expect(summary).to_contain_text("1 round · 1 moved")  # the canary went first
     screenshot(page, "auto-redrive")
     left = {m["id"] for m in api.dead_letters(DLQ)}
     assert len(set(ids["timeout"]) & left) == 1

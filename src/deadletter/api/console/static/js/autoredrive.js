@@ -106,7 +106,7 @@ export function autoRedrivePanel(dlq) {
     const c = p.canary;
     summary.textContent = `Sends back ${selects(p.filter)} every ${minutes(p.interval)}, each dead letter at most ` +
       `${p.max_rounds} times${c ? `, canary ${c.size} watched ${c.watch} s` : ""}. ` +
-      `${p.rounds} rounds · ${p.moved} moved · ${p.exhausted} exhausted.`;
+      `${p.rounds} round${p.rounds === 1 ? "" : "s"} · ${p.moved} moved · ${p.exhausted} exhausted.`;
     next.textContent = p.next_round_at ? `Next round ${when(p.next_round_at)}` : `No next round: ${p.state}`;
     const r = p.last_round;
     last.replaceChildren();
