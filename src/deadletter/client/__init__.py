@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from deadletter.client import wire
+from deadletter.client.auto_redrive import AutoRedriveCalls
 
 if TYPE_CHECKING:
     import httpx
@@ -47,7 +48,7 @@ class Unreachable(Exception):
     """No server answered at the URL."""
 
 
-class Client:
+class Client(AutoRedriveCalls):
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -375,28 +376,6 @@ class Client:
         doc: dict[str, Any] = self._json("POST", f"/v2/queues/{dlq}/redrives/{task_id}/resume")
         return doc
 
-    # A DLQ's automatic redrive policy
-
-    def put_auto_redrive(self, dlq: str, policy: dict[str, Any]) -> dict[str, Any]:
-        """Set the policy whole (a JSON object as docs/api.md shows it)."""
-        doc: dict[str, Any] = self._json("PUT", _auto(dlq), json=policy)
-        return doc
-
-    def auto_redrive(self, dlq: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("GET", _auto(dlq))
-        return doc
-
-    def stop_auto_redrive(self, dlq: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("POST", _auto(dlq) + "/stop")
-        return doc
-
-    def resume_auto_redrive(self, dlq: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("POST", _auto(dlq) + "/resume")
-        return doc
-
-    def delete_auto_redrive(self, dlq: str) -> None:
-        self._call("DELETE", _auto(dlq))
-
     # Failure patterns (written by the analysis, read by a redrive by pattern)
 
     def patterns(self, dlq: str) -> list[dict[str, Any]]:
@@ -465,10 +444,6 @@ class Client:
         body = {"key_id": key_id, "secret": secret, "ttl": ttl}
         doc: dict[str, Any] = self._json("POST", "/v2/auth/tokens", json=body)
         return doc
-
-
-def _auto(dlq: str) -> str:
-    return f"/v2/queues/{dlq}/dead_letters/auto_redrive"
 
 
 def _transport_error(exc: Exception) -> bool:
