@@ -337,3 +337,40 @@ def test_the_store_reads_the_round_filter_in_the_engine() -> None:
     assert where.in_engine
     assert DeadLetterFilter.from_dict(where.to_dict()) == where
     assert ListQuery().dead_letters is None
+
+
+def test_a_round_cancelled_by_hand_lets_the_policy_go_on_and_a_failed_one_pauses_it(
+    three_dead: Engine, clock: ManualClock
+) -> None:
+    engine = three_dead
+    engine.put_auto_redrive(P, "dlq", spec=_spec(rate=0.001))
+    engine.run_auto_redrives()
+    first = engine.get_auto_redrive(P, "dlq").last_round
+    assert first is not None and first.task_id is not None
+    # A round's task cancelled by hand: the round ends cancelled, the policy goes on.
+    engine.cancel_redrive(P, "dlq", task_id=first.task_id)
+    engine.redrive_step(first.task_id, 10)  # its next step ends it
+    engine.run_auto_redrives()
+    policy = engine.get_auto_redrive(P, "dlq")
+    assert policy.state is PolicyState.ACTIVE and policy.last_round is not None
+    assert policy.last_round.outcome is RoundOutcome.CANCELLED
+    # A round whose task fails pauses the policy with the task's reason.
+    clock.advance(INTERVAL)
+    engine.run_auto_redrives()
+    second = engine.get_auto_redrive(P, "dlq").last_round
+    assert second is not None and second.task_id not in (None, first.task_id)
+    engine.fail_redrive(second.task_id or "", "the disk caught fire")
+    engine.run_auto_redrives()
+    policy = engine.get_auto_redrive(P, "dlq")
+    assert policy.state is PolicyState.PAUSED
+    assert policy.reason == f"round 2 (task {second.task_id}) failed: the disk caught fire"
+
+
+def test_deleting_the_dlq_deletes_its_policy(three_dead: Engine) -> None:
+    engine = three_dead
+    engine.put_auto_redrive(P, "dlq", spec=_spec())
+    engine.delete_queue(P, "dlq", force=True)
+    engine.create_queue(P, "dlq")
+    with pytest.raises(errors.AutoRedriveNotFound):
+        engine.get_auto_redrive(P, "dlq")
+    assert engine.run_auto_redrives() == 0
