@@ -295,7 +295,8 @@ def _round(
     where = replace(spec.filter, auto_rounds_below=spec.max_rounds)
     canary = _fresh(spec.canary)
     task = redrive.start(tx, policy.project, policy.dlq, destination=None, where=where,
-                         rate=spec.rate, now=now, canary=canary)  # fmt: skip
+                         rate=spec.rate, now=now, canary=canary,
+                         counted=found.eligible)  # fmt: skip
     project, dlq, task_id = policy.project, policy.dlq, task.id
     pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task_id))
     last = replace(last, task_id=task.id, outcome=RoundOutcome.RUNNING)

@@ -48,11 +48,14 @@ def start(
     rate: float | None,
     now: float,
     canary: Canary | None = None,
+    counted: int | None = None,
 ) -> RedriveTask:
     """A new running task over the dead letters `dlq` holds now (those sent later stay).
 
     `dlq` is a queue some policy names as its DLQ, or one that still holds dead letters (its
-    sources deleted or their policies removed since)."""
+    sources deleted or their policies removed since). `counted`: what the caller counted of
+    the selection just before (an automatic redrive's survey, in a read transaction), taken
+    as `to_move` instead of counting again under the write lock."""
     source = require_queue(tx, project, dlq)
     if not is_redrive_source(tx, project, dlq, now):
         raise errors.InvalidInput(
@@ -73,7 +76,11 @@ def start(
         canary = replace(canary, pattern_id=where.pattern_id)
     # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
     where = selection.resolve(tx, project, dlq, where=where, now=now)
-    to_move = selection.count(tx, project, dlq, now=now, where=where, max_seq=max_seq)
+    to_move = (
+        counted
+        if counted is not None
+        else selection.count(tx, project, dlq, now=now, where=where, max_seq=max_seq)
+    )
     task = RedriveTask(
         id=new_id(),
         project=project,
