@@ -48,14 +48,29 @@ def start(
     rate: float | None,
     now: float,
     canary: Canary | None = None,
-    counted: int | None = None,
 ) -> RedriveTask:
     """A new running task over the dead letters `dlq` holds now (those sent later stay).
 
     `dlq` is a queue some policy names as its DLQ, or one that still holds dead letters (its
-    sources deleted or their policies removed since). `counted`: what the caller counted of
-    the selection just before (an automatic redrive's survey, in a read transaction), taken
-    as `to_move` instead of counting again under the write lock."""
+    sources deleted or their policies removed since)."""
+    task = opened(tx, project, dlq, destination=destination, where=where, rate=rate, now=now)
+    to_move = selection.count(tx, project, dlq, now=now, where=task.filter, max_seq=task.max_seq)
+    return begun(tx, replace(task, to_move=to_move), canary, where.pattern_id, now)
+
+
+def opened(
+    tx: Transaction,
+    project: str,
+    dlq: str,
+    *,
+    destination: str | None,
+    where: DeadLetterFilter,
+    rate: float | None,
+    now: float,
+) -> RedriveTask:
+    """A task checked and not yet written, its filter resolved and its `to_move` still 0:
+    `start` counts it; an automatic redrive's round takes the count of its survey, read
+    before its lock, rather than count again under it."""
     source = require_queue(tx, project, dlq)
     if not is_redrive_source(tx, project, dlq, now):
         raise errors.InvalidInput(
@@ -71,31 +86,31 @@ def start(
             )
     if any(t.dlq == dlq for t in active_tasks(tx, project)):
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
-    max_seq = tx.max_seq(project, dlq)
-    if canary is not None and canary.pattern_id is None:  # a verdict and a draw by pattern
-        canary = replace(canary, pattern_id=where.pattern_id)
-    # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
-    where = selection.resolve(tx, project, dlq, where=where, now=now)
-    to_move = (
-        counted
-        if counted is not None
-        else selection.count(tx, project, dlq, now=now, where=where, max_seq=max_seq)
-    )
-    task = RedriveTask(
+    return RedriveTask(
         id=new_id(),
         project=project,
         dlq=dlq,
         destination=destination,
-        filter=where,
+        # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
+        filter=selection.resolve(tx, project, dlq, where=where, now=now),
         rate=rate,
         status=TaskStatus.RUNNING,
         moved=0,
-        to_move=to_move,
-        max_seq=max_seq,
+        to_move=0,
+        max_seq=tx.max_seq(project, dlq),
         started_at=now,
         updated_at=now,
     )
+
+
+def begun(
+    tx: Transaction, task: RedriveTask, canary: Canary | None, pattern_id: str | None, now: float
+) -> RedriveTask:
+    """`task` written, with its canary's sample drawn (by the pattern it selected by, if any:
+    its verdict names it)."""
     if canary is not None:
+        if canary.pattern_id is None:
+            canary = replace(canary, pattern_id=pattern_id)
         task = replace(task, canary=canaries.started(tx, canary, task, now))
     tx.insert_task(task)
     return task
