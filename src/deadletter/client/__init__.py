@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from deadletter.client import wire
 from deadletter.client.auto_redrive import AutoRedriveCalls
+from deadletter.client.groups import FailureGroupCalls
 
 if TYPE_CHECKING:
     import httpx
@@ -48,7 +49,7 @@ class Unreachable(Exception):
     """No server answered at the URL."""
 
 
-class Client(AutoRedriveCalls):
+class Client(FailureGroupCalls, AutoRedriveCalls):
     def __init__(
         self,
         url: str = DEFAULT_URL,

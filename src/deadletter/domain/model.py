@@ -297,6 +297,9 @@ class DeadLetterFilter:
     max_deaths: int | None = None
     # Sent back by this redrive task and dead again since: how a retried group is followed.
     redriven_by: str | None = None
+    # A filter saved on the DLQ by this name: its fields narrow beside these (the engine
+    # reads it where the filter is used, `engine/selection.py`).
+    saved: str | None = None
     # Not of the language: sent back by automatic redrive fewer than this many times. The
     # filter of an automatic redrive's round (`domain/auto_redrive.py`), which its task keeps.
     auto_rounds_below: int | None = None
@@ -330,6 +333,7 @@ class DeadLetterFilter:
             "min_deaths": self.min_deaths,
             "max_deaths": self.max_deaths,
             "redriven_by": self.redriven_by,
+            "filter": self.saved,
             "auto_rounds_below": self.auto_rounds_below,
         }
 
@@ -354,6 +358,7 @@ class DeadLetterFilter:
             min_deaths=data.get("min_deaths"),
             max_deaths=data.get("max_deaths"),
             redriven_by=data.get("redriven_by"),
+            saved=data.get("filter"),
             auto_rounds_below=data.get("auto_rounds_below"),
         )
 

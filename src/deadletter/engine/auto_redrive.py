@@ -294,10 +294,10 @@ def _round(
         return replace(policy, last_round=replace(last, outcome=RoundOutcome.NOTHING_TO_REDRIVE))
     where = replace(spec.filter, auto_rounds_below=spec.max_rounds)
     canary = _fresh(spec.canary)
-    task = redrive.opened(tx, policy.project, policy.dlq, destination=None, where=where,
-                          rate=spec.rate, now=now)  # fmt: skip
+    task, pattern_id = redrive.opened(tx, policy.project, policy.dlq, destination=None,
+                                      where=where, rate=spec.rate, now=now)  # fmt: skip
     # Its count is the survey's, read before the lock: not counted again under it.
-    task = redrive.begun(tx, replace(task, to_move=found.eligible), canary, where.pattern_id, now)
+    task = redrive.begun(tx, replace(task, to_move=found.eligible), canary, pattern_id, now)
     project, dlq, task_id = policy.project, policy.dlq, task.id
     pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task_id))
     last = replace(last, task_id=task.id, outcome=RoundOutcome.RUNNING)

@@ -53,9 +53,11 @@ def start(
 
     `dlq` is a queue some policy names as its DLQ, or one that still holds dead letters (its
     sources deleted or their policies removed since)."""
-    task = opened(tx, project, dlq, destination=destination, where=where, rate=rate, now=now)
-    to_move = selection.count(tx, project, dlq, now=now, where=task.filter, max_seq=task.max_seq)
-    return begun(tx, replace(task, to_move=to_move), canary, where.pattern_id, now)
+    task, pattern_id = opened(tx, project, dlq, destination=destination, where=where,
+                              rate=rate, now=now)  # fmt: skip
+    selected = replace(task.filter, saved=None)  # read in already
+    to_move = selection.count(tx, project, dlq, now=now, where=selected, max_seq=task.max_seq)
+    return begun(tx, replace(task, to_move=to_move), canary, pattern_id, now)
 
 
 def opened(
@@ -67,10 +69,11 @@ def opened(
     where: DeadLetterFilter,
     rate: float | None,
     now: float,
-) -> RedriveTask:
-    """A task checked and not yet written, its filter resolved and its `to_move` still 0:
-    `start` counts it; an automatic redrive's round takes the count of its survey, read
-    before its lock, rather than count again under it."""
+) -> tuple[RedriveTask, str | None]:
+    """A task checked and not yet written, its filter resolved and its `to_move` still 0, and
+    the pattern it selects by (its canary draws by it): `start` counts it; an automatic
+    redrive's round takes the count of its survey, read before its lock, rather than count
+    again under it."""
     source = require_queue(tx, project, dlq)
     if not is_redrive_source(tx, project, dlq, now):
         raise errors.InvalidInput(
@@ -86,21 +89,26 @@ def opened(
             )
     if any(t.dlq == dlq for t in active_tasks(tx, project)):
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
-    return RedriveTask(
+    max_seq = tx.max_seq(project, dlq)
+    group = where.saved  # the task says which saved filter it was of
+    where = selection.expand(tx, project, dlq, where)  # a saved filter's pattern draws too
+    # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
+    resolved = selection.resolve(tx, project, dlq, where=where, now=now)
+    task = RedriveTask(
         id=new_id(),
         project=project,
         dlq=dlq,
         destination=destination,
-        # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
-        filter=selection.resolve(tx, project, dlq, where=where, now=now),
+        filter=replace(resolved, saved=group),
         rate=rate,
         status=TaskStatus.RUNNING,
         moved=0,
         to_move=0,
-        max_seq=tx.max_seq(project, dlq),
+        max_seq=max_seq,
         started_at=now,
         updated_at=now,
     )
+    return task, where.pattern_id
 
 
 def begun(

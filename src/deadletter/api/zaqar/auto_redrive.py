@@ -161,5 +161,6 @@ def filter_json(f: DeadLetterFilter) -> dict[str, Any]:
         "min_deaths": f.min_deaths,
         "max_deaths": f.max_deaths,
         "redriven_by": f.redriven_by,
+        "filter": f.saved,
     }
     return {k: v for k, v in out.items() if v is not None}

@@ -20,6 +20,7 @@ from deadletter.storage.rows import (
     template_from,
     template_params,
 )
+from deadletter.storage.sql import auto_redrive_queries as aq
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.executor import Executor
 
@@ -106,15 +107,15 @@ class AdministrationStatements(Executor):
     # Automatic redrive policies
 
     def get_auto_redrive(self, project: str, dlq: str, lock: bool = False) -> AutoRedrive | None:
-        sql = q.GET_AUTO_REDRIVE_LOCKED if lock else q.GET_AUTO_REDRIVE
+        sql = aq.GET_AUTO_REDRIVE_LOCKED if lock else aq.GET_AUTO_REDRIVE
         r = self.one(sql, {"project": project, "dlq": dlq})
         return auto_redrive_from(r) if r else None
 
     def put_auto_redrive(self, policy: AutoRedrive) -> None:
-        self.run(q.PUT_AUTO_REDRIVE, auto_redrive_params(policy))
+        self.run(aq.PUT_AUTO_REDRIVE, auto_redrive_params(policy))
 
     def delete_auto_redrive(self, project: str, dlq: str) -> bool:
-        return self.run(q.DELETE_AUTO_REDRIVE, {"project": project, "dlq": dlq}) > 0
+        return self.run(aq.DELETE_AUTO_REDRIVE, {"project": project, "dlq": dlq}) > 0
 
     def due_auto_redrives(self, now: float) -> list[tuple[str, str]]:
-        return [(r["project"], r["dlq"]) for r in self.all(q.DUE_AUTO_REDRIVES, {"now": now})]
+        return [(r["project"], r["dlq"]) for r in self.all(aq.DUE_AUTO_REDRIVES, {"now": now})]
