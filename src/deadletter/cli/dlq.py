@@ -24,6 +24,7 @@ from deadletter.cli.output import (
     when,
     wide_option,
 )
+from deadletter.cli.patterns import patterns
 from deadletter.client import Client
 from deadletter.client.records import export_record
 from deadletter.domain.provenance import Reason
@@ -338,3 +339,7 @@ def edit(
             f"redrive {task['id']}: {task['status']}, {task['to_move']} to move;"
             f" follow it: deadletter redrive status {name} {task['id']}"
         )
+
+
+# `dlq patterns list|show|split`, in a module of its own.
+dlq.add_command(patterns)
