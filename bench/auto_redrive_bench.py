@@ -78,9 +78,10 @@ def main(argv: list[str]) -> int:
                     auto_redrive.proceed(tx, Pending(), P, "dlq", found=found, now=clock.now())
                 writes.append(time.perf_counter() - t1)
                 surveys.append(t1 - t0)
-                task_id = engine.get_auto_redrive(P, "dlq").last_round.task_id  # type: ignore[union-attr]
-                engine.stop_auto_redrive(P, "dlq")
-                engine.redrive_step(task_id or "", 1)  # the cancelled task ends
+                last = engine.get_auto_redrive(P, "dlq").last_round
+                engine.stop_auto_redrive(P, "dlq")  # cancels the round's task
+                if last is not None and last.task_id is not None:
+                    engine.redrive_step(last.task_id, 1)  # which its next step ends
                 engine.resume_auto_redrive(P, "dlq")
                 clock.advance(1)
         finally:
