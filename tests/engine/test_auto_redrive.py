@@ -214,7 +214,9 @@ def test_a_round_due_while_another_task_runs_on_the_dlq_is_skipped(
     assert policy.next_due == clock.now() + INTERVAL
 
 
-def test_a_round_that_cannot_start_pauses_the_policy(engine: Engine, clock: ManualClock) -> None:
+def test_a_round_that_cannot_start_pauses_the_policy(
+    engine: Engine, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
     with_dlq(engine, "a", "dlq", max_claims=1)
     send(engine, "a", "m0")
     _still_failing(engine, "a")
@@ -226,6 +228,9 @@ def test_a_round_that_cannot_start_pauses_the_policy(engine: Engine, clock: Manu
     assert policy.state is PolicyState.PAUSED
     assert policy.reason is not None and policy.reason.startswith("a round could not start:")
     assert "p1" in policy.reason
+    # and the server's log says so, once
+    paused = [r for r in caplog.records if r.getMessage() == "automatic redrive paused"]
+    assert len(paused) == 1 and paused[0].__dict__["reason"] == policy.reason
 
 
 @pytest.mark.parametrize(

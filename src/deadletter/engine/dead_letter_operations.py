@@ -11,7 +11,7 @@ from typing import Any
 
 from deadletter.clock import Clock
 from deadletter.domain import errors
-from deadletter.domain.auto_redrive import AutoRedrive, AutoRedriveSpec
+from deadletter.domain.auto_redrive import AutoRedrive, AutoRedriveSpec, PolicyState
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
@@ -180,6 +180,7 @@ class DeadLetterOperations:
         self._runner.run(
             lambda tx, _: auto_redrive.paused_by_error(tx, project, dlq, reason, self.clock.now())
         )
+        log.warning("automatic redrive paused", extra={"dlq": dlq, "reason": reason})
 
     def _advance_auto_redrive(self, project: str, dlq: str) -> None:
         def look(tx: Transaction) -> auto_redrive.Survey | None:
@@ -190,11 +191,13 @@ class DeadLetterOperations:
             return auto_redrive.survey(tx, policy, now)
 
         found = self._runner.read(look)
-        self._runner.run(
+        policy = self._runner.run(
             lambda tx, pending: auto_redrive.proceed(
                 tx, pending, project, dlq, found=found, now=self.clock.now()
             )
         )
+        if policy is not None and policy.state is PolicyState.PAUSED:
+            log.warning("automatic redrive paused", extra={"dlq": dlq, "reason": policy.reason})
 
     def list_dead_letters(
         self,
