@@ -206,6 +206,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     # walrus folds `text` before the comparison below it): a dotless i (U+0131) in admin, or
     # a long s (U+017F) in consumer, then names the role.
     Mutation(
+        "auto-redrive-cap-off-by-one",
+        "engine/selection.py",
+        "if cap is not None and auto_rounds(m.history) >= cap:",
+        "if cap is not None and auto_rounds(m.history) > cap:",
+        ("tests/engine/test_auto_redrive.py",),
+        "automatic redrive sends a dead letter back at most max_rounds times",
+    ),
+    Mutation(
         "role-case-folding",
         "auth/roles.py",
         "if isinstance(text, str) and _CHOICE.fullmatch(text):",

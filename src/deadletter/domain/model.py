@@ -300,6 +300,9 @@ class DeadLetterFilter:
     # A filter saved on the DLQ by this name: its fields narrow beside these (the engine
     # reads it where the filter is used, `engine/selection.py`).
     saved: str | None = None
+    # Not of the language: sent back by automatic redrive fewer than this many times. The
+    # filter of an automatic redrive's round (`domain/auto_redrive.py`), which its task keeps.
+    auto_rounds_below: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         extra = {k: v for k, v in self._extra().items() if v not in (None, ())}
@@ -331,6 +334,7 @@ class DeadLetterFilter:
             "max_deaths": self.max_deaths,
             "redriven_by": self.redriven_by,
             "filter": self.saved,
+            "auto_rounds_below": self.auto_rounds_below,
         }
 
     @classmethod
@@ -355,6 +359,7 @@ class DeadLetterFilter:
             max_deaths=data.get("max_deaths"),
             redriven_by=data.get("redriven_by"),
             saved=data.get("filter"),
+            auto_rounds_below=data.get("auto_rounds_below"),
         )
 
     @property
@@ -369,6 +374,7 @@ class DeadLetterFilter:
             or self.min_deaths is not None
             or self.max_deaths is not None
             or self.redriven_by is not None
+            or self.auto_rounds_below is not None
         )
 
     def for_store(self) -> DeadLetterFilter:

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from deadletter.api.hot import HotRoute
 from deadletter.api.options import AppOptions
+from deadletter.api.zaqar import auto_redrive as auto
 from deadletter.api.zaqar.claims import create_claim, get_claim, release_claim, renew_claim
 from deadletter.api.zaqar.context import Handler, endpoint
 from deadletter.api.zaqar.dead_letters import (
@@ -147,6 +148,7 @@ Q = "/v2/queues/{queue}"
 M = Q + "/messages/{message_id}"
 T = "/v2/templates/{template}"
 S = Q + "/subscriptions/{subscription_id}"
+AUTO = Q + "/dead_letters/auto_redrive"
 R = ZaqarRoute
 A = Action
 ROUTES: list[ZaqarRoute] = [
@@ -292,6 +294,22 @@ ROUTES: list[ZaqarRoute] = [
     R("POST", Q + "/redrives/{task_id}/resume", resume_redrive, action=A.REDRIVE_START,
       summary="Resume a task its canary paused: move the rest (202)", status="202",
       errors={"409": "The task is not paused, or another runs on its DLQ"}),
+    # A DLQ's automatic redrive policy: its rounds move messages, as a redrive does; stopping
+    # or deleting it cancels its round in flight, as cancelling a task does.
+    R("PUT", AUTO, auto.put_auto_redrive, action=A.REDRIVE_START,
+      summary="Set the DLQ's automatic redrive policy (201 new, 200 replaced)", status="201",
+      also=("200",), body="AutoRedrive",
+      reads=Reads(body=auto.FIELDS)),
+    R("GET", AUTO, auto.get_auto_redrive, action=A.REDRIVE_GET,
+      summary="The DLQ's automatic redrive policy: its state, rounds and next round"),
+    R("DELETE", AUTO, auto.delete_auto_redrive, action=A.REDRIVE_CANCEL,
+      summary="Delete the automatic redrive policy, cancelling its round in flight (204 even"
+      " when there was none)", status="204"),
+    R("POST", AUTO + "/stop", auto.stop_auto_redrive, action=A.REDRIVE_CANCEL,
+      summary="Stop the automatic redrive policy, cancelling its round in flight"),
+    R("POST", AUTO + "/resume", auto.resume_auto_redrive, action=A.REDRIVE_START,
+      summary="Resume a paused or stopped automatic redrive policy: a round at once",
+      errors={"409": "The policy is active"}),
     R("PUT", Q + "/patterns", put_patterns, action=A.PATTERNS_PUT,
       summary="Store failure patterns found by the analysis", status="204", body="Patterns",
       reads=Reads(body=frozenset({"patterns"}))),

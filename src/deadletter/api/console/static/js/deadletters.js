@@ -6,6 +6,7 @@ import { editCard, historyList } from "./edit.js";
 import { filterBar, isFiltered, purgeSelection, readFilter } from "./filterbar.js";
 import { redrivePanel } from "./redrive.js";
 import { groupActions, selectionOf } from "./groups.js";
+import { autoRedrivePanel } from "./autoredrive.js";
 
 function errorText(m) {
   const p = m.provenance || {};
@@ -42,6 +43,7 @@ export async function deadLetterBrowser(el, dlq, params) {
   const panel = canChange ? redrivePanel(dlq, {
     defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", detached: true,
     filter: isFiltered(f) ? f : null, onDone: () => load(true).catch(show) }) : null;
+  const auto = autoRedrivePanel(dlq);
 
   const group = canChange ? groupActions(dlq, { selection: () => selectionOf(f),
     onDone: () => load().catch(show), onError: (err) => show(err) }) : null;
@@ -80,6 +82,7 @@ export async function deadLetterBrowser(el, dlq, params) {
     count, ...actions),
     group ? h("div", { class: "toolbar", id: "group-toolbar" }, group.element) : null,
     panel ? panel.element : null,
+    auto.element,
     h("div", { class: "table-wrap" }, h("table", { class: "grid dead-letters" },
       h("thead", {}, h("tr", {}, ["", "id", "source", "reason", "error", "claims", "dead-lettered", "pattern"].map((t) => h("th", { text: t })))),
       body)),
@@ -135,10 +138,10 @@ export async function deadLetterBrowser(el, dlq, params) {
   next.addEventListener("click", () => { markers.push(nextMarker); load().catch(show); });
   function show(err) { problems.replaceChildren(errorBox(err)); }
 
-  await load();
+  await Promise.all([load(), auto.refresh()]);
   return {
     queues: [dlq],
-    refresh: () => load().catch(show),
+    refresh: () => Promise.all([load(), auto.refresh()]).catch(show),
     dispose: () => { if (panel) panel.dispose(); },
   };
 }
