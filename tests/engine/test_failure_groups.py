@@ -208,3 +208,26 @@ def test_a_bounded_dlq_takes_back_what_fits(groups: Engine) -> None:
     assert engine.restore(P, DLQ) == 1
     assert engine.stats(P, DLQ).total == 3
     assert engine.count_archived(P, DLQ) == 2
+
+
+# Selections that take in a message sent straight into the DLQ: it has no provenance, so it is
+# no dead letter to archive (a restore could not bring it back), and the preview must say so.
+STRAIGHT_IN = [
+    pytest.param(lambda direct: DeadLetterFilter(min_deaths=0), id="min_deaths=0"),
+    pytest.param(lambda direct: DeadLetterFilter(message_ids=(direct,)), id="message_ids"),
+    pytest.param(lambda direct: DeadLetterFilter(body="@ != 'x'"), id="body"),
+    pytest.param(lambda direct: DeadLetterFilter(max_deaths=5), id="max_deaths"),
+]
+
+
+@pytest.mark.parametrize("selection", STRAIGHT_IN)
+def test_an_archives_preview_counts_what_the_archive_takes(groups: Engine, selection) -> None:  # type: ignore[no-untyped-def]
+    # Given a DLQ of five dead letters and one message sent straight into it
+    [direct] = send(groups, DLQ, "straight in")
+    where = selection(direct.id)
+    # When an archive is previewed, then done
+    preview = groups.archive(P, DLQ, where=where, dry_run=True)
+    archived = groups.archive(P, DLQ, where=where)
+    # Then the preview said what the archive took, and the message sent straight in stays
+    assert preview == archived
+    assert direct.id in {m.id for m in groups.list_dead_letters(P, DLQ)}

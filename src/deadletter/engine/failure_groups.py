@@ -117,12 +117,18 @@ class FailureGroupOperations:
         keep = check_retention(retention)
         resolved, max_seq = self._selected(project, dlq, where)
         if dry_run:
-            return self._count(project, dlq, resolved, max_seq)
+            return self._runner.read(
+                lambda tx: _archivable(
+                    tx, project, dlq, where=resolved, max_seq=max_seq, now=self.clock.now()
+                )
+            )
 
         def batch(tx: Transaction, after: int, now: float) -> tuple[int, int, bool]:
             queue = require_queue(tx, project, dlq)
             page = selection.listed(tx, project, dlq, now=now, where=resolved, after_seq=after,
                                     limit=BATCH, max_seq=max_seq)  # fmt: skip
+            # A message sent straight into the DLQ has no provenance: no dead letter to
+            # archive (a restore could not bring it back), and its preview says so.
             ids = [m.id for m in page if m.provenance is not None]
             locked = tx.get_messages(project, dlq, ids, lock=True) if ids else []
             event = {"event": "archived", "at": now, "keep_until": now + keep, "by": by}
@@ -332,6 +338,21 @@ class FailureGroupOperations:
             )
             total += moved
         return total
+
+
+def _archivable(
+    tx: Transaction, project: str, dlq: str, *, where: DeadLetterFilter, max_seq: int, now: float
+) -> int:
+    """How many of what `where` (resolved) selects up to `max_seq` an archive takes: the
+    pages it walks, read, each counted as it counts them."""
+    total, after = 0, 0
+    while True:
+        page = selection.listed(tx, project, dlq, now=now, where=where, after_seq=after,
+                                limit=BATCH, max_seq=max_seq)  # fmt: skip
+        total += sum(1 for m in page if m.provenance is not None)
+        if len(page) < BATCH:
+            return total
+        after = page[-1].seq
 
 
 def check_retention(retention: int | None) -> int:

@@ -11,10 +11,13 @@ fields, `reads.Reads`), refused before its handler runs if anything else comes.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 
-from starlette.routing import BaseRoute, Route
+from starlette.convertors import StringConvertor, register_url_convertor
+from starlette.routing import BaseRoute, Route, compile_path
 
 from deadletter.api.hot import HotRoute
 from deadletter.api.options import AppOptions
@@ -381,8 +384,9 @@ def zaqar_routes(
 ) -> list[BaseRoute]:
     """The Starlette routes of `table`; a hot row's is a `HotRoute`, which the app answers
     ahead of its router."""
-    return [
-        (HotRoute if row.hot else Route)(
+    routes: list[BaseRoute] = []
+    for row in table:
+        route = (HotRoute if row.hot else Route)(
             row.path,
             endpoint(
                 engine,
@@ -395,5 +399,38 @@ def zaqar_routes(
             ),
             methods=[row.method],
         )
-        for row in table
-    ]
+        # A parameter never takes a static sibling's path whole: a PATCH of
+        # `.../dead_letters/archive` is 405 (Allow: POST), not the edit of a dead letter so named.
+        route.path_regex, route.path_format, route.param_convertors = compile_path(
+            _sibling_free(row.path, table)
+        )
+        routes.append(route)
+    return routes
+
+
+def _sibling_free(path: str, table: list[ZaqarRoute]) -> str:
+    """`path` with each parameter that other rows have a static segment beside (same
+    prefix) converted by a convertor that refuses those segments."""
+    mine = path.split("/")
+    for i, part in enumerate(mine):
+        if not part.startswith("{"):
+            continue
+        statics = sorted(
+            {
+                theirs[i]
+                for theirs in (r.path.split("/") for r in table)
+                if len(theirs) > i and theirs[:i] == mine[:i] and not theirs[i].startswith("{")
+            }
+        )
+        if statics:
+            mine[i] = f"{{{part[1:-1]}:{_convertor_excluding(tuple(statics))}}}"
+    return "/".join(mine)
+
+
+def _convertor_excluding(segments: tuple[str, ...]) -> str:
+    """The name of a registered path convertor: one segment, none of `segments`."""
+    name = "not_" + hashlib.sha256("/".join(segments).encode()).hexdigest()[:16]
+    words = "|".join(re.escape(s) for s in segments)
+    excluding = type(name, (StringConvertor,), {"regex": f"(?!(?:{words})(?:/|$))[^/]+"})
+    register_url_convertor(name, excluding())
+    return name
