@@ -40,6 +40,9 @@ _.abort  # pipeline/datasource.py: pyspark's DataSourceWriter
 _.readBetweenOffsets  # pipeline/datasource.py: pyspark's SimpleDataSourceStreamReader
 _.simpleStreamReader  # pipeline/datasource.py: pyspark's DataSource
 _.streamWriter  # pipeline/datasource.py: pyspark's DataSource
+_.path_regex  # api/zaqar/routes.py: a Starlette Route's, recompiled; its router reads it
+_.path_format  # api/zaqar/routes.py: a Starlette Route's, recompiled
+_.param_convertors  # api/zaqar/routes.py: a Starlette Route's, recompiled
 _.overwrite  # pipeline/datasource.py: a parameter pyspark's DataSource.writer passes
 
 # Attributes of a driver's or the standard library's objects, set to change their behaviour.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from deadletter.client.wire import seg
+
 
 class AutoRedriveCalls:
     """Part of `Client`, whose `_json` sends each call."""
@@ -29,4 +31,4 @@ class AutoRedriveCalls:
 
 
 def _path(dlq: str) -> str:
-    return f"/v2/queues/{dlq}/dead_letters/auto_redrive"
+    return f"/v2/queues/{seg(dlq)}/dead_letters/auto_redrive"
