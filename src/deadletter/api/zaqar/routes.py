@@ -409,8 +409,8 @@ def zaqar_routes(
 
 
 def _sibling_free(path: str, table: list[ZaqarRoute]) -> str:
-    """`path` with each parameter that other rows have a static segment beside (same
-    prefix) converted by a convertor that refuses those segments."""
+    """`path` with each parameter converted by a convertor that refuses the static segments
+    other rows have in its place, for the rows whose whole paths it would otherwise take."""
     mine = path.split("/")
     for i, part in enumerate(mine):
         if not part.startswith("{"):
@@ -419,12 +419,20 @@ def _sibling_free(path: str, table: list[ZaqarRoute]) -> str:
             {
                 theirs[i]
                 for theirs in (r.path.split("/") for r in table)
-                if len(theirs) > i and theirs[:i] == mine[:i] and not theirs[i].startswith("{")
+                if _takes(mine, theirs, i) and theirs[i][0] != "{"
             }
         )
         if statics:
             mine[i] = f"{{{part[1:-1]}:{_convertor_excluding(tuple(statics))}}}"
     return "/".join(mine)
+
+
+def _takes(mine: list[str], theirs: list[str], at: int) -> bool:
+    """Whether a request for `theirs`, with a static segment at `at`, could match `mine`."""
+    return len(theirs) == len(mine) and all(
+        j == at or a == b or a[0:1] == "{" or b[0:1] == "{"
+        for j, (a, b) in enumerate(zip(mine, theirs, strict=True))
+    )
 
 
 def _convertor_excluding(segments: tuple[str, ...]) -> str:
