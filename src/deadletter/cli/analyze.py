@@ -80,9 +80,9 @@ SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
     show_envvar=True,
     default="auto",
     show_default=True,
-    help="local: in this process, no Spark; auto: local for a JSON-lines --input file of up "
-    "to 64 MB or a DLQ of up to 80,000 dead letters, when it reads every one exactly as Spark "
-    "does, else Spark.",
+    help="local: in this process, no Spark, a JSON-lines --input file of any size; auto: local "
+    "for a JSON-lines --input file of up to 4 GB or a DLQ of up to 80,000 dead letters, when it "
+    "reads every one exactly as Spark does, else Spark.",
 )
 @click.option(
     "--follow",
@@ -246,12 +246,13 @@ def _analyze(
         if post and queue
         else None
     )
-    if engine == "local" and input_path is not None and not suits(input_path):
+    if engine == "local" and input_path is not None and not suits(input_path, any_size=True):
         raise click.UsageError(
-            "--engine local reads a JSON-lines --input file of up to 64 MB; use --engine spark"
+            "--engine local reads a JSON-lines --input file, not Parquet; use --engine spark"
         )
     stored = queue if poster is not None else None
-    if engine != "spark" and (input_path is None or suits(input_path)):
+    local = input_path is None or suits(input_path, any_size=engine == "local")
+    if engine != "spark" and local:
         try:
             result = _in_process(
                 input_path=input_path,
@@ -458,7 +459,7 @@ def _in_process(
     from deadletter.pipeline.local import LOCAL_MAX_ROWS, analyze_local, analyze_rows, read_dlq
 
     if input_path is not None:
-        say("analysing in this process (a small export: no Spark)")
+        say("analysing in this process (a JSON-lines export: no Spark)")
         return analyze_local(input_path, out_dir, threshold=threshold, post=poster, progress=say)
     say(f"reading {queue} in this process (no Spark up to {LOCAL_MAX_ROWS:,} dead letters)")
     rows = read_dlq(options)

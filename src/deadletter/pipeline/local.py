@@ -24,11 +24,13 @@ from deadletter.pipeline.columns import COLUMNS
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
 from deadletter.pipeline.purity import explain
 
-# Above this size an export goes to Spark: by then its parallel masking has paid for its
-# start (docs/pipeline.md, "Small inputs").
-LOCAL_MAX_BYTES = 64 * 1024 * 1024
-# The same for a DLQ read from the server, whose size shows only while reading: about the
-# dead letters of such a file. Memory grows by about 3 KB per dead letter (3 GB at a million).
+# `--engine auto` reads a JSON-lines export up to this size in this process, and Spark past
+# it: Spark on this machine's cores was slower at every size measured (its start alone takes
+# longer than reading 80,000 dead letters here; docs/pipeline.md, "Which engine"), so what
+# bounds it is memory (each dead letter's message id is kept for the assignments, about 100
+# bytes). `--engine local` takes any size.
+AUTO_LOCAL_MAX_BYTES = 4 * 1024**3
+# A DLQ read from the server is held whole before it is analysed: about 3 KB per dead letter.
 LOCAL_MAX_ROWS = 80_000
 
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
@@ -61,9 +63,12 @@ class NotLocal(ValueError):
     """The export holds a line that only Spark's reader is sure to read as Spark does."""
 
 
-def suits(path: Path) -> bool:
-    """A JSON-lines export small enough for the in-process path."""
-    return path.is_file() and path.suffix != ".parquet" and path.stat().st_size <= LOCAL_MAX_BYTES
+def suits(path: Path, *, any_size: bool = False) -> bool:
+    """A JSON-lines export the in-process path takes (`any_size`: as `--engine local` does;
+    else up to AUTO_LOCAL_MAX_BYTES, as `--engine auto` does)."""
+    if not path.is_file() or path.suffix == ".parquet":
+        return False
+    return any_size or path.stat().st_size <= AUTO_LOCAL_MAX_BYTES
 
 
 def _time(value: Any) -> datetime | None:
@@ -217,12 +222,28 @@ def analyze_local(
     progress: Callable[[str], None] | None = None,
 ) -> Result:
     """`analysis.analyze` of a JSON-lines export, in this process: the same patterns.json,
-    patterns.parquet, report.html and assignments (in input order)."""
+    patterns.parquet, report.html and assignments (in input order). The export is read block
+    by block (reader.py) and counted as it goes (tally.py): memory holds one block, the
+    distinct masked texts and groups, and each dead letter's message id."""
+    from deadletter.pipeline.local_summary import summarise
+    from deadletter.pipeline.reader import blocks, read_block
+    from deadletter.pipeline.tally import Tally
+
     say = progress or (lambda _stage: None)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     say("reading and masking the dead letters")
-    rows = read_jsonl(Path(path))
-    return analyze_rows(
-        rows, out_dir, threshold=threshold, keep_assignments=keep_assignments, post=post, say=say
+    tally = Tally()
+    for first, data in blocks(Path(path)):
+        tally.add(read_block(first, data))
+    return summarise(
+        tally,
+        Path(path),
+        out,
+        threshold=threshold,
+        keep_assignments=keep_assignments,
+        post=post,
+        say=say,
     )
 
 

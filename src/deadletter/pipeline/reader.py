@@ -1,0 +1,345 @@
+"""A JSON-lines export read block by block into columns for the in-process engine: each block
+decoded in one call (msgspec's typed JSON-lines decoder), its checks made over whole columns
+(message ids, counts, times with Arrow's parser), its bodies' shapes found with RE2 over the
+column. Memory holds one block at a time.
+
+A block the fast reading is not sure to read as `local.row_of_line` does (a line that does not
+start with `{` and end with `}`, a carriage return, a body whose text is not the export's own
+compact JSON, a value of another type) is read line by line by `local.row_of_line` itself,
+which reads it or raises `NotLocal` with the line's number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+
+BLOCK_BYTES = 16 * 1024 * 1024
+_INT32 = 2**31
+_NULL = msgspec.Raw(b"null")
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+class _Attribute(msgspec.Struct, forbid_unknown_fields=True):
+    value: str
+    type: Any = None
+
+
+class _Line(msgspec.Struct):
+    message_id: str | None = None
+    source_queue: str | None = None
+    reason: str | None = None
+    description: str | None = None
+    error: str | None = None
+    error_class: str | None = None
+    claim_count: int | None = None
+    dead_lettered_at: str | None = None
+    enqueued_at: str | None = None
+    body: msgspec.Raw = _NULL
+    attributes: dict[str, str | _Attribute | None] | None = None
+
+
+_LINES = msgspec.json.Decoder(_Line).decode_lines
+_ANY = msgspec.json.Decoder().decode
+_ENCODE = msgspec.json.Encoder().encode
+
+# `local._TIME` as RE2 reads it, stricter where Arrow's parser and `datetime.fromisoformat`
+# might disagree (a 60th second, an offset past 23:59): such a time goes the slow way.
+_TIME_RE2 = (
+    r"^\d{4}-\d{2}-\d{2}[T ](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?"
+    r"(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?$"
+)
+_OFFSET = r"[+-]\d{2}:\d{2}$"
+_TIMESTAMP = pa.timestamp("us")
+
+# A body's shape key (see `shape_keys`): each string literal becomes `\x02` + its text if it
+# is a key, else `\x02\x03`; each number `0`, so that the key paths survive and the values go.
+_LIT_BODY = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*'
+_KEYS = rf'"({_LIT_BODY})"(:)|"{_LIT_BODY}"'
+_NUMBERS = r"(\x02[^\x03]*\x03)|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+
+
+# A body key with blanks before its colon, or more than one blank (or another kind) after it.
+_ODD_BODY_KEY = re.compile(rb'"body"\s+:|"body":(?:\s\s|[\t\r\n])')
+_DUMPS = [
+    {"separators": seps, "ensure_ascii": ascii_only}
+    for seps in ((", ", ": "), (",", ":"))
+    for ascii_only in (False, True)
+]
+
+
+_NO_BODY: tuple[str, str | None] = ("shape", None)
+_OPENING = frozenset(b"{[")
+_QUOTE = ord('"')
+
+
+class Slow(ValueError):
+    """A block the fast reading is not sure of: read it line by line."""
+
+
+@dataclass
+class Block:
+    """The columns of one block of dead letters, in input order."""
+
+    first_line: int
+    message_ids: list[str]
+    source_queues: list[str | None]
+    reasons: list[str | None]
+    errors: list[str | None]
+    descriptions: list[str | None]
+    error_classes: list[str | None]
+    dead_lettered_at: pa.Array  # timestamp[us], naive UTC
+    # A key per dead letter whose body has the same key paths as every other body with it:
+    # ("json", text with values blanked) or ("shape", shape.shape_of(body)).
+    shapes: list[tuple[str, str | None]]
+    attributes: list[dict[str, str | None] | None]
+    line_numbers: list[int]  # each dead letter's line in the file, from 1
+
+
+def blocks(path: Path, size: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
+    """(number of the block's first line, whole lines) of the file, about `size` bytes each."""
+    number = 1
+    rest = b""
+    with path.open("rb") as fh:
+        while True:
+            chunk = fh.read(size)
+            if not chunk:
+                break
+            data = rest + chunk
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            yield number, data[:cut]
+            number += data.count(b"\n", 0, cut)
+            rest = data[cut:]
+    if rest:
+        yield number, rest + b"\n"
+
+
+def read_block(first_line: int, data: bytes) -> Block:
+    """One block's columns: the fast reading, or `local.row_of_line` line by line (which may
+    raise NotLocal)."""
+    try:
+        return _fast(first_line, data)
+    except (Slow, msgspec.DecodeError, msgspec.ValidationError, pa.ArrowInvalid):
+        return _slow(first_line, data)
+
+
+def _one_object_a_line(data: bytes) -> int:
+    """The number of lines, when each is one JSON object written on it alone (starts with `{`,
+    ends with `}`, no blank line, no carriage return); else Slow. With every line so, a
+    newline can only fall between two top-level values, so that as many values as lines are
+    one a line."""
+    lines = data.count(b"\n")
+    if (
+        b"\r" in data
+        or b"\n\n" in data
+        or not data.startswith(b"{")
+        or data.count(b"\n{") != lines - 1
+        or data.count(b"}\n") != lines
+    ):
+        raise Slow
+    return lines
+
+
+def _fast(first_line: int, data: bytes) -> Block:
+    count = _one_object_a_line(data)
+    lines = _LINES(data)
+    if len(lines) != count:
+        raise Slow
+    mids = [line.message_id for line in lines]
+    if None in mids or _CONTROL.search("".join(mids)):  # type: ignore[arg-type]
+        raise Slow
+    counts = [line.claim_count for line in lines if line.claim_count is not None]
+    if counts and (min(counts) < -_INT32 or max(counts) >= _INT32):
+        raise Slow
+    dead = _times([line.dead_lettered_at for line in lines])
+    _times([line.enqueued_at for line in lines])
+    return Block(
+        first_line=first_line,
+        message_ids=mids,  # type: ignore[arg-type]
+        source_queues=[line.source_queue for line in lines],
+        reasons=[line.reason for line in lines],
+        errors=[line.error for line in lines],
+        descriptions=[line.description for line in lines],
+        error_classes=[line.error_class for line in lines],
+        dead_lettered_at=dead,
+        shapes=_shapes([line.body for line in lines], _body_style(data)),
+        attributes=[_attributes(line.attributes) for line in lines],
+        line_numbers=list(range(first_line, first_line + count)),
+    )
+
+
+def _attributes(found: dict[str, str | _Attribute | None] | None) -> dict[str, str | None] | None:
+    """`local._attribute` of each value, or Slow where it would raise."""
+    if found is None:
+        return None
+    out: dict[str, str | None] = {}
+    for key, value in found.items():
+        if isinstance(value, _Attribute):
+            out[key] = value.value
+        elif value is not None and value.startswith(("{", "[")):
+            raise Slow
+        else:
+            out[key] = value
+    return out
+
+
+def _times(values: list[str | None]) -> pa.Array:
+    """The times as `local._time` reads them (naive, UTC), parsed by Arrow; Slow where the
+    text may read otherwise."""
+    texts = pa.array(values, pa.string())
+    if texts.null_count == len(texts):
+        return pa.nulls(len(texts), _TIMESTAMP)
+    if not pc.all(pc.match_substring_regex(texts, _TIME_RE2)).as_py():
+        raise Slow
+    zoned = pc.match_substring_regex(texts, _OFFSET)
+    if not pc.any(zoned).as_py():
+        return pc.replace_substring(texts, "Z", "").cast(_TIMESTAMP)
+    none = pa.scalar(None, pa.string())
+    naive = pc.replace_substring(pc.if_else(zoned, none, texts), "Z", "").cast(_TIMESTAMP)
+    utc = pc.if_else(zoned, texts, none).cast(pa.timestamp("us", "UTC")).cast(_TIMESTAMP)
+    return pc.if_else(zoned, utc, naive)
+
+
+def _body_style(data: bytes) -> bool:
+    """Whether a nested body of the block may follow `"body": ` (else only `"body":`); Slow
+    where a body key is written in a way `local._body` does not look for."""
+    if _ODD_BODY_KEY.search(data):
+        raise Slow
+    return b'"body": {' in data or b'"body": [' in data
+
+
+def _as_written(body: bytes, spaced: bool) -> bool:
+    """Whether a nested body's text is one of the forms `local._body` finds in its line
+    (which it then keeps): msgspec's, when no body of the block follows `"body": `, or
+    json.dumps's with either separators and either ASCII choice."""
+    value = _ANY(body)
+    if not spaced and _ENCODE(value) == body:
+        return True
+    text = body.decode()
+    return any(json.dumps(value, **options) == text for options in _DUMPS)  # type: ignore[arg-type]
+
+
+def _shapes(bodies: list[msgspec.Raw], spaced: bool) -> list[tuple[str, str | None]]:
+    """A shape key per body, and Slow for a body `local._body` would refuse or read
+    otherwise. A nested body kept as written is blanked over the whole column with RE2; a
+    text body goes through `shape.shape_of` as the Spark job's expression does, once per
+    distinct text."""
+    from deadletter.pipeline.shape import shape_of
+
+    texts = [bytes(raw) for raw in bodies]
+    out: list[tuple[str, str | None]] = [_NO_BODY] * len(texts)
+    nested: list[int] = []
+    seen: dict[str, tuple[str, str | None]] = {}
+    for i, body in enumerate(texts):
+        head = body[0]
+        if head in _OPENING:
+            nested.append(i)
+        elif head == _QUOTE:
+            text = _ANY(body)
+            key = seen.get(text)
+            if key is None:
+                key = seen[text] = ("shape", shape_of(text))
+            out[i] = key
+        elif body != b"null":
+            raise Slow
+    written = [texts[i] for i in nested]
+    # msgspec's own text first, one comparison a body; the other forms where it fails.
+    same = [] if spaced else [_ENCODE(_ANY(body)) == body for body in written]
+    if (spaced or not all(same)) and not all(_as_written(b, spaced) for b in written):
+        raise Slow
+    if nested:
+        column = pa.array(written, pa.binary()).cast(pa.string())
+        keys = pc.replace_substring_regex(column, _KEYS, "\x02\\1\x03\\2")
+        # `\1` then `0`: a literal keeps its text and gains a 0, a number is one 0.
+        blanked = pc.replace_substring_regex(keys, _NUMBERS, "\\10").dictionary_encode()
+        distinct = [("json", text) for text in blanked.dictionary.to_pylist()]
+        for i, j in zip(nested, blanked.indices.to_pylist(), strict=True):
+            out[i] = distinct[j]
+    return out
+
+
+def paths_of(key: tuple[str, str | None]) -> list[str]:
+    """text.key_paths of every body with this shape key."""
+    from deadletter.pipeline.shape import key_paths_of_shape
+    from deadletter.pipeline.text import key_paths
+
+    kind, text = key
+    if kind == "shape":
+        return key_paths_of_shape(text)
+    # Back to JSON: each literal as it was if a key, empty if a value; each number 0.
+    return key_paths(re.sub(r"\x02([^\x03]*)\x030", r'"\1"', text or ""))
+
+
+def _slow(first_line: int, data: bytes) -> Block:
+    from deadletter.pipeline.local import NotLocal, row_of_line
+    from deadletter.pipeline.shape import shape_of
+
+    rows = []
+    numbers = []
+    number = first_line - 1
+    try:
+        for line in _text_lines(data):
+            number += 1
+            # As text mode reads the file: universal newlines, then the line's end taken off.
+            text = line.rstrip("\r\n")
+            if text:
+                rows.append(row_of_line(text))
+                numbers.append(number)
+    except NotLocal as exc:
+        raise NotLocal(f"line {number} holds {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise NotLocal(f"bytes that are not UTF-8 after line {number}") from exc
+    times: list[datetime | None] = [r["dead_lettered_at"] for r in rows]
+    return Block(
+        first_line=first_line,
+        message_ids=[r["message_id"] for r in rows],
+        source_queues=[r["source_queue"] for r in rows],
+        reasons=[r["reason"] for r in rows],
+        errors=[r["error"] for r in rows],
+        descriptions=[r["description"] for r in rows],
+        error_classes=[r["error_class"] for r in rows],
+        dead_lettered_at=pa.array(times, _TIMESTAMP),
+        shapes=[("shape", shape_of(r["body"])) for r in rows],
+        attributes=[r["attributes"] for r in rows],
+        line_numbers=numbers,
+    )
+
+
+def rows_at(path: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
+    """The whole rows (as `local.row_of_line` reads them) on the lines `wanted`, by line
+    number: a second pass that decodes only those lines."""
+    from deadletter.pipeline.local import row_of_line
+
+    found: dict[int, dict[str, Any]] = {}
+    last = max(wanted, default=0)
+    for first, data in blocks(path):
+        if first > last:
+            break
+        here = [n for n in wanted if first <= n < first + data.count(b"\n")]
+        if not here:
+            continue
+        lines = data.split(b"\n") if b"\r" not in data else list(_text_lines(data))
+        for n in here:
+            line = lines[n - first]
+            text = line.decode("utf-8") if isinstance(line, bytes) else line
+            found[n] = row_of_line(text.rstrip("\r\n"))
+    return found
+
+
+def _text_lines(data: bytes) -> Iterator[str]:
+    """The lines of a block as a file opened in text mode gives them (universal newlines)."""
+    import io
+
+    yield from io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
