@@ -9,6 +9,7 @@ The reader takes a line only when it is sure to read it as Spark's JSON reader a
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -30,6 +31,9 @@ from deadletter.pipeline.purity import explain
 # bounds it is memory (each dead letter's message id is kept for the assignments, about 100
 # bytes). `--engine local` takes any size.
 AUTO_LOCAL_MAX_BYTES = 4 * 1024**3
+# Worker processes that read and count an export's blocks beside this one (tally.py): the
+# result is the same with one.
+LOCAL_WORKERS = min(2, os.cpu_count() or 1)
 # A DLQ read from the server is held whole before it is analysed: about 3 KB per dead letter.
 LOCAL_MAX_ROWS = 80_000
 
@@ -226,16 +230,15 @@ def analyze_local(
     by block (reader.py) and counted as it goes (tally.py): memory holds one block, the
     distinct masked texts and groups, and each dead letter's message id."""
     from deadletter.pipeline.local_summary import summarise
-    from deadletter.pipeline.reader import blocks, read_block
-    from deadletter.pipeline.tally import Tally
+    from deadletter.pipeline.tally import Tally, counted_blocks
 
     say = progress or (lambda _stage: None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say("reading and masking the dead letters")
     tally = Tally()
-    for first, data in blocks(Path(path)):
-        tally.add(read_block(first, data))
+    for counted in counted_blocks(Path(path), LOCAL_WORKERS):
+        tally.add(counted)
     return summarise(
         tally,
         Path(path),

@@ -118,20 +118,36 @@ def _sorted_members(
 
 def _attribute_candidates(tally: Tally, pid_of: list[str]) -> list[tuple[str, str, str, int, int]]:
     """(pattern, name, value, n, corpus count) where n reaches LIFT_MIN_SHARE of the pattern,
-    as analysis._attribute_findings collects them."""
+    as analysis._attribute_findings collects them: counted by Arrow, a row a distinct value."""
     size: Counter[str] = Counter()
     for number, n in tally.counts.items():
         size[pid_of[number]] += n
-    n_of: Counter[tuple[str, str, str]] = Counter()
-    corpus: Counter[tuple[str, str]] = Counter()
-    for (number, key, value), n in tally.attributes.items():
-        n_of[(pid_of[number], key, value)] += n
-        corpus[(key, value)] += n
-    return [
-        (pid, key, value, n, corpus[(key, value)])
-        for (pid, key, value), n in n_of.items()
-        if n >= size[pid] * summary.LIFT_MIN_SHARE
-    ]
+    counted = tally.attribute_counts()
+    if not counted.num_rows:
+        return []
+    pids = pc.take(pa.array(pid_of, pa.string()), counted.column("m"))
+    by_pattern = (
+        pa.table({"p": pids, "name": counted["name"], "value": counted["value"], "n": counted["n"]})
+        .group_by(["p", "name", "value"], use_threads=False)
+        .aggregate([("n", "sum")])
+    )
+    # Only where n reaches half the pattern's size: a value seen once is one only for a
+    # pattern of one or two dead letters.
+    patterns = pa.array(list(size), pa.string())
+    sizes = pa.array(list(size.values()), pa.float64())
+    half = pc.multiply(
+        pc.take(sizes, pc.index_in(by_pattern.column("p"), value_set=patterns)),
+        summary.LIFT_MIN_SHARE,
+    )
+    kept = by_pattern.filter(pc.greater_equal(by_pattern.column("n_sum"), half))
+    corpus = counted.group_by(["name", "value"], use_threads=False).aggregate([("n", "sum")])
+    joined = kept.join(corpus.rename_columns(["name", "value", "corpus"]), keys=["name", "value"])
+    return list(
+        zip(
+            *(joined.column(c).to_pylist() for c in ("p", "name", "value", "n_sum", "corpus")),
+            strict=True,
+        )
+    )
 
 
 def write_assignments(mids: pa.Array, pids: pa.Array, out: Path) -> None:

@@ -1,6 +1,7 @@
 """The masked columns of each dead letter, in plain Python over any sequences or Arrow arrays:
 the Spark job's batch functions (batches.py) and the in-process engine (local.py, tally.py)
-both call it, the latter without importing pandas."""
+both call it (`masked_rows` on a batch's columns, `Masker` across batches), the latter without
+importing pandas."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ Masked = tuple[str, str, str]
 # to mask are a fraction of the distinct texts read.
 _DIGITS = bytes.maketrans(b"23456789", b"11111111")
 # Distinct texts kept masked between calls; cleared when full (a cache, never a result).
-KEPT = 200_000
+KEPT = 100_000
 
 
-def _as_digit_class(text: str | None) -> str | None:
+def as_digit_class(text: str | None) -> str | None:
+    """The text with its digits 2-9 as 1."""
     if not text:
         return text
     # UTF-8 holds bytes 0x32-0x39 only as those ASCII digits.
@@ -37,6 +39,7 @@ class Masker:
 
     def __init__(self) -> None:
         self._by_class: dict[Key, Masked | None] = {}
+        self._by_text: dict[Key, Masked] = {}
         self._tokenized: dict[str, str] = {}
 
     def _tokens(self, text: str) -> str:
@@ -53,7 +56,13 @@ class Masker:
 
     def mask(self, key: Key) -> Masked:
         """The masked parts of one (error, description, error_class)."""
-        shaped = (_as_digit_class(key[0]), _as_digit_class(key[1]), _as_digit_class(key[2]))
+        shaped = (as_digit_class(key[0]), as_digit_class(key[1]), as_digit_class(key[2]))
+        found = self.of_digit_class(shaped)
+        return found if found is not None else self.of_text(key)
+
+    def of_digit_class(self, shaped: Key) -> Masked | None:
+        """The masked parts of every key whose texts give `shaped` (as_digit_class), or None
+        where they depend on the digits' values: `of_text` then masks the texts themselves."""
         found = self._by_class.get(shaped, False)
         if found is False:
             found = self._parts(shaped)
@@ -62,7 +71,16 @@ class Masker:
             if len(self._by_class) >= KEPT:
                 self._by_class.clear()
             self._by_class[shaped] = found
-        return found if found is not None else self._parts(key)  # type: ignore[return-value]
+        return found  # type: ignore[return-value]
+
+    def of_text(self, key: Key) -> Masked:
+        """The masked parts of one key, from its texts as they are."""
+        found = self._by_text.get(key)
+        if found is None:
+            if len(self._by_text) >= KEPT:
+                self._by_text.clear()
+            found = self._by_text[key] = self._parts(key)
+        return found
 
     def mask_all(self, keys: Iterable[Key]) -> list[Masked]:
         """`mask` of each key, each distinct key once."""

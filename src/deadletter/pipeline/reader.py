@@ -23,7 +23,7 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-BLOCK_BYTES = 16 * 1024 * 1024
+BLOCK_BYTES = 8 * 1024 * 1024
 _INT32 = 2**31
 _NULL = msgspec.Raw(b"null")
 _CONTROL = re.compile(r"[\x00-\x1f]")
@@ -48,7 +48,15 @@ class _Line(msgspec.Struct):
     attributes: dict[str, str | _Attribute | None] | None = None
 
 
+class _Texts(msgspec.Struct):
+    description: str | None = None
+    error: str | None = None
+    error_class: str | None = None
+
+
 _LINES = msgspec.json.Decoder(_Line).decode_lines
+_TEXTS = msgspec.json.Decoder(_Texts).decode_lines
+_DIGITS = bytes.maketrans(b"23456789", b"11111111")
 _ANY = msgspec.json.Decoder().decode
 _ENCODE = msgspec.json.Encoder().encode
 
@@ -97,11 +105,15 @@ class Block:
     errors: list[str | None]
     descriptions: list[str | None]
     error_classes: list[str | None]
+    # The same three texts with digits 2-9 as 1 (masking.as_digit_class).
+    digit_classes: tuple[list[str | None], list[str | None], list[str | None]]
     dead_lettered_at: pa.Array  # timestamp[us], naive UTC
-    # A key per dead letter whose body has the same key paths as every other body with it:
-    # ("json", text with values blanked) or ("shape", shape.shape_of(body)).
-    shapes: list[tuple[str, str | None]]
-    attributes: list[dict[str, str | None] | None]
+    # Each dead letter's number in `shape_keys`: a key for which every body with it has the
+    # same key paths, ("json", text with values blanked) or ("shape", shape.shape_of(body)).
+    shapes: pa.Array
+    shape_keys: list[tuple[str, str | None]]
+    # Every attribute that is not null: its dead letter's place in the block, name, value.
+    attributes: tuple[list[int], list[str], list[str]]
     line_numbers: list[int]  # each dead letter's line in the file, from 1
 
 
@@ -165,34 +177,72 @@ def _fast(first_line: int, data: bytes) -> Block:
         raise Slow
     dead = _times([line.dead_lettered_at for line in lines])
     _times([line.enqueued_at for line in lines])
+    errors = [line.error for line in lines]
+    descriptions = [line.description for line in lines]
+    classes = [line.error_class for line in lines]
+    shapes, keys = _shapes([line.body for line in lines], _body_style(data))
     return Block(
         first_line=first_line,
         message_ids=mids,  # type: ignore[arg-type]
         source_queues=[line.source_queue for line in lines],
         reasons=[line.reason for line in lines],
-        errors=[line.error for line in lines],
-        descriptions=[line.description for line in lines],
-        error_classes=[line.error_class for line in lines],
+        errors=errors,
+        descriptions=descriptions,
+        error_classes=classes,
+        digit_classes=_digit_classes(data, errors, descriptions, classes),
         dead_lettered_at=dead,
-        shapes=_shapes([line.body for line in lines], _body_style(data)),
-        attributes=[_attributes(line.attributes) for line in lines],
+        shapes=shapes,
+        shape_keys=keys,
+        attributes=_attributes([line.attributes for line in lines]),
         line_numbers=list(range(first_line, first_line + count)),
     )
 
 
-def _attributes(found: dict[str, str | _Attribute | None] | None) -> dict[str, str | None] | None:
-    """`local._attribute` of each value, or Slow where it would raise."""
-    if found is None:
-        return None
-    out: dict[str, str | None] = {}
-    for key, value in found.items():
-        if isinstance(value, _Attribute):
-            out[key] = value.value
-        elif value is not None and value.startswith(("{", "[")):
-            raise Slow
-        else:
-            out[key] = value
-    return out
+def _digit_classes(
+    data: bytes, *texts: list[str | None]
+) -> tuple[list[str | None], list[str | None], list[str | None]]:
+    """The texts with digits 2-9 as 1: decoded from the block with its digits so translated
+    (one pass over its bytes), where no `\\u` escape holds a digit that is not a text's."""
+    if b"\\u" not in data:
+        found = _TEXTS(data.translate(_DIGITS))
+        return (
+            [t.error for t in found],
+            [t.description for t in found],
+            [t.error_class for t in found],
+        )
+    return _classes_of(*texts)
+
+
+def _classes_of(
+    *texts: list[str | None],
+) -> tuple[list[str | None], list[str | None], list[str | None]]:
+    from deadletter.pipeline.masking import as_digit_class
+
+    error, description, error_class = ([as_digit_class(t) for t in column] for column in texts)
+    return error, description, error_class
+
+
+def _attributes(
+    found: list[dict[str, str | _Attribute | None] | None],
+) -> tuple[list[int], list[str], list[str]]:
+    """`local._attribute` of each value, flattened; Slow where it would raise."""
+    rows: list[int] = []
+    names: list[str] = []
+    values: list[str] = []
+    for row, attributes in enumerate(found):
+        if not attributes:
+            continue
+        for name, value in attributes.items():
+            if isinstance(value, _Attribute):
+                value = value.value
+            elif value is None:
+                continue
+            elif value.startswith(("{", "[")):
+                raise Slow
+            rows.append(row)
+            names.append(name)
+            values.append(value)
+    return rows, names, values
 
 
 def _times(values: list[str | None]) -> pa.Array:
@@ -231,43 +281,63 @@ def _as_written(body: bytes, spaced: bool) -> bool:
     return any(json.dumps(value, **options) == text for options in _DUMPS)  # type: ignore[arg-type]
 
 
-def _shapes(bodies: list[msgspec.Raw], spaced: bool) -> list[tuple[str, str | None]]:
-    """A shape key per body, and Slow for a body `local._body` would refuse or read
-    otherwise. A nested body kept as written is blanked over the whole column with RE2; a
-    text body goes through `shape.shape_of` as the Spark job's expression does, once per
-    distinct text."""
+def _all_as_written(written: list[bytes], spaced: bool) -> bool:
+    """`_as_written` of every body, by one decoding and one encoding of them all as one JSON
+    array where it holds (two equal texts of JSON arrays have the same elements)."""
+    if not written:
+        return True
+    if spaced:
+        whole = b"[" + b", ".join(written) + b"]"
+        values = _ANY(whole)
+        if json.dumps(values, ensure_ascii=False).encode() == whole:
+            return True
+    else:
+        whole = b"[" + b",".join(written) + b"]"
+        if _ENCODE(_ANY(whole)) == whole:
+            return True
+    return all(_as_written(body, spaced) for body in written)
+
+
+def _shapes(
+    bodies: list[msgspec.Raw], spaced: bool
+) -> tuple[pa.Array, list[tuple[str, str | None]]]:
+    """Each body's number among the block's shape keys, and the keys; Slow for a body
+    `local._body` would refuse or read otherwise. Nested bodies kept as written are blanked
+    over the whole column with RE2; a text body goes through `shape.shape_of` as the Spark
+    job's expression does, once per distinct text."""
     from deadletter.pipeline.shape import shape_of
 
     texts = [bytes(raw) for raw in bodies]
-    out: list[tuple[str, str | None]] = [_NO_BODY] * len(texts)
+    keys: list[tuple[str, str | None]] = [_NO_BODY]
+    numbers = [0] * len(texts)
     nested: list[int] = []
-    seen: dict[str, tuple[str, str | None]] = {}
+    seen: dict[str, int] = {}
     for i, body in enumerate(texts):
         head = body[0]
         if head in _OPENING:
             nested.append(i)
         elif head == _QUOTE:
             text = _ANY(body)
-            key = seen.get(text)
-            if key is None:
-                key = seen[text] = ("shape", shape_of(text))
-            out[i] = key
+            number = seen.get(text)
+            if number is None:
+                number = seen[text] = len(keys)
+                keys.append(("shape", shape_of(text)))
+            numbers[i] = number
         elif body != b"null":
             raise Slow
     written = [texts[i] for i in nested]
-    # msgspec's own text first, one comparison a body; the other forms where it fails.
-    same = [] if spaced else [_ENCODE(_ANY(body)) == body for body in written]
-    if (spaced or not all(same)) and not all(_as_written(b, spaced) for b in written):
+    if not _all_as_written(written, spaced):
         raise Slow
     if nested:
         column = pa.array(written, pa.binary()).cast(pa.string())
-        keys = pc.replace_substring_regex(column, _KEYS, "\x02\\1\x03\\2")
+        literals = pc.replace_substring_regex(column, _KEYS, "\x02\\1\x03\\2")
         # `\1` then `0`: a literal keeps its text and gains a 0, a number is one 0.
-        blanked = pc.replace_substring_regex(keys, _NUMBERS, "\\10").dictionary_encode()
-        distinct = [("json", text) for text in blanked.dictionary.to_pylist()]
+        blanked = pc.replace_substring_regex(literals, _NUMBERS, "\\10").dictionary_encode()
+        first = len(keys)
+        keys += [("json", text) for text in blanked.dictionary.to_pylist()]
         for i, j in zip(nested, blanked.indices.to_pylist(), strict=True):
-            out[i] = distinct[j]
-    return out
+            numbers[i] = first + j
+    return pa.array(numbers, pa.int32()), keys
 
 
 def paths_of(key: tuple[str, str | None]) -> list[str]:
@@ -287,7 +357,7 @@ def _slow(first_line: int, data: bytes) -> Block:
     from deadletter.pipeline.shape import shape_of
 
     rows = []
-    numbers = []
+    numbers_of_lines = []
     number = first_line - 1
     try:
         for line in _text_lines(data):
@@ -296,24 +366,41 @@ def _slow(first_line: int, data: bytes) -> Block:
             text = line.rstrip("\r\n")
             if text:
                 rows.append(row_of_line(text))
-                numbers.append(number)
+                numbers_of_lines.append(number)
     except NotLocal as exc:
         raise NotLocal(f"line {number} holds {exc}") from exc
     except UnicodeDecodeError as exc:
         raise NotLocal(f"bytes that are not UTF-8 after line {number}") from exc
     times: list[datetime | None] = [r["dead_lettered_at"] for r in rows]
+    errors = [r["error"] for r in rows]
+    descriptions = [r["description"] for r in rows]
+    classes = [r["error_class"] for r in rows]
+    keys: list[tuple[str, str | None]] = []
+    numbers: dict[tuple[str, str | None], int] = {}
+    for r in rows:
+        numbers.setdefault(("shape", shape_of(r["body"])), len(numbers))
+    keys = list(numbers)
+    attributes: tuple[list[int], list[str], list[str]] = ([], [], [])
+    for i, r in enumerate(rows):
+        for name, value in (r["attributes"] or {}).items():
+            if value is not None:
+                attributes[0].append(i)
+                attributes[1].append(name)
+                attributes[2].append(value)
     return Block(
         first_line=first_line,
         message_ids=[r["message_id"] for r in rows],
         source_queues=[r["source_queue"] for r in rows],
         reasons=[r["reason"] for r in rows],
-        errors=[r["error"] for r in rows],
-        descriptions=[r["description"] for r in rows],
-        error_classes=[r["error_class"] for r in rows],
+        errors=errors,
+        descriptions=descriptions,
+        error_classes=classes,
+        digit_classes=_classes_of(errors, descriptions, classes),
         dead_lettered_at=pa.array(times, _TIMESTAMP),
-        shapes=[("shape", shape_of(r["body"])) for r in rows],
-        attributes=[r["attributes"] for r in rows],
-        line_numbers=numbers,
+        shapes=pa.array([numbers[("shape", shape_of(r["body"]))] for r in rows], pa.int32()),
+        shape_keys=keys,
+        attributes=attributes,
+        line_numbers=numbers_of_lines,
     )
 
 
@@ -327,7 +414,8 @@ def rows_at(path: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
     for first, data in blocks(path):
         if first > last:
             break
-        here = [n for n in wanted if first <= n < first + data.count(b"\n")]
+        end = first + data.count(b"\n")
+        here = [n for n in wanted if first <= n < end]
         if not here:
             continue
         lines = data.split(b"\n") if b"\r" not in data else list(_text_lines(data))
