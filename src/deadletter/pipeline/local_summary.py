@@ -150,6 +150,9 @@ def _attribute_candidates(tally: Tally, pid_of: list[str]) -> list[tuple[str, st
     )
 
 
+_WRITTEN_AT_ONCE = 100_000
+
+
 def write_assignments(mids: pa.Array, pids: pa.Array, out: Path) -> None:
     """assignments.jsonl as Spark's JSON writer writes it, and the Parquet folder."""
     import shutil
@@ -160,11 +163,13 @@ def write_assignments(mids: pa.Array, pids: pa.Array, out: Path) -> None:
     with (out / "assignments.jsonl").open("wb") as fh:
         if len(mids) and not pc.any(pc.match_substring_regex(mids, r'["\\\x00-\x1f]')).as_py():
             # Nothing to escape: each line joined over the whole column.
-            lines = pc.binary_join_element_wise(
-                '{"message_id":"', mids, '","pattern_id":"', pids, '"}\n', ""
-            )
-            whole = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
-            fh.write(pc.binary_join(whole, "")[0].as_buffer())
+            for start in range(0, len(mids), _WRITTEN_AT_ONCE):
+                part = slice(start, start + _WRITTEN_AT_ONCE)
+                lines = pc.binary_join_element_wise(
+                    '{"message_id":"', mids[part], '","pattern_id":"', pids[part], '"}\n', ""
+                )
+                whole = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+                fh.write(pc.binary_join(whole, "")[0].as_buffer())
         else:
             encode = msgspec.json.Encoder().encode
             fh.writelines(
