@@ -31,9 +31,20 @@ from deadletter.pipeline.purity import explain
 # bounds it is memory (each dead letter's message id is kept for the assignments, about 100
 # bytes). `--engine local` takes any size.
 AUTO_LOCAL_MAX_BYTES = 4 * 1024**3
-# Worker processes that read and count an export's blocks beside this one (tally.py): the
-# result is the same with one.
-LOCAL_WORKERS = min(2, os.cpu_count() or 1)
+# Processes that read and count an export's blocks (tally.py), at most: the result is the same
+# with one.
+LOCAL_WORKERS = 2
+
+
+def local_workers() -> int:
+    """How many processes count the blocks: two where a core is idle beside this process's,
+    else this one alone. Two spend more CPU in all (each masks the texts both see, and the
+    blocks travel between them), which a busy machine pays for in time."""
+    cores = os.cpu_count() or 1
+    idle = cores - os.getloadavg()[0]
+    return min(LOCAL_WORKERS, cores) if idle >= 1 else 1
+
+
 # A DLQ read from the server is held whole before it is analysed: about 3 KB per dead letter.
 LOCAL_MAX_ROWS = 80_000
 
@@ -237,7 +248,7 @@ def analyze_local(
     out.mkdir(parents=True, exist_ok=True)
     say("reading and masking the dead letters")
     tally = Tally()
-    for counted in counted_blocks(Path(path), LOCAL_WORKERS):
+    for counted in counted_blocks(Path(path), local_workers()):
         tally.add(counted)
     return summarise(
         tally,
