@@ -30,7 +30,7 @@ def summarise(
     say: Callable[[str], None],
 ) -> Result:
     """patterns.json, patterns.parquet, report.html and the assignments of what `tally` saw."""
-    from deadletter.pipeline.local import NotLocal
+    from deadletter.pipeline.lines import NotLocal
     from deadletter.pipeline.reader import paths_of, rows_at
 
     mids, numbers, lines = tally.columns()

@@ -361,7 +361,7 @@ def paths_of(key: tuple[str, str | None]) -> list[str]:
 
 
 def _slow(first_line: int, data: bytes) -> Block:
-    from deadletter.pipeline.local import NotLocal, row_of_line
+    from deadletter.pipeline.lines import NotLocal, row_of_line
     from deadletter.pipeline.shape import shape_of
 
     rows = []
@@ -415,7 +415,7 @@ def _slow(first_line: int, data: bytes) -> Block:
 def rows_at(path: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
     """The whole rows (as `local.row_of_line` reads them) on the lines `wanted`, by line
     number: a second pass that decodes only those lines."""
-    from deadletter.pipeline.local import row_of_line
+    from deadletter.pipeline.lines import row_of_line
 
     found: dict[int, dict[str, Any]] = {}
     last = max(wanted, default=0)
