@@ -157,7 +157,9 @@ def analyze(
     unstated = credential is not None and server.project.origin == "the default"
     project = None if unstated else server.project.value
     if input_path is not None:
-        check_input(input_path)
+        # The in-process engine reads every line as it goes: a file it cannot read is checked
+        # whole then (`_analyze`), before Spark is tried.
+        check_input(input_path, whole=engine == "spark")
     if queue and (input_path is None or post):
         check_queue(url, project, credential, queue, server.url)
     import httpx
@@ -270,6 +272,8 @@ def _analyze(
                 f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
             ) from exc
         except NotLocal as exc:
+            if input_path is not None:
+                check_input(input_path)  # a file that is no export is refused, not handed on
             if engine == "local":
                 raise click.ClickException(f"{exc}; use --engine spark") from exc
             say(f"{exc}: Spark reads it")

@@ -20,10 +20,10 @@ CHECKED_BYTES = 64 * 1024 * 1024
 EXPORT_HELP = "--input takes what `deadletter dlq export` writes (a JSON object a line, or Parquet)"
 
 
-def check_input(path: Path) -> None:
+def check_input(path: Path, *, whole: bool = True) -> None:
     """Failure unless `path` looks like an export: Parquet with a message_id column, or JSON
-    lines each an object with a message id (every line of a file up to CHECKED_BYTES, the
-    first CHECKED_LINES of a larger one, the first file of a folder)."""
+    lines each an object with a message id (every line of a file up to CHECKED_BYTES when
+    `whole`, else and in a larger one the first CHECKED_LINES; the first file of a folder)."""
     if path.is_dir():
         parts = sorted(
             p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_"))
@@ -36,7 +36,7 @@ def check_input(path: Path) -> None:
     if path.suffix == ".parquet" or head == b"PAR1":
         _check_parquet(path)
         return
-    whole = path.stat().st_size <= CHECKED_BYTES
+    whole = whole and path.stat().st_size <= CHECKED_BYTES
     if not (whole and _every_line_an_export_line(path)):
         _check_lines(path, None if whole else CHECKED_LINES)
 

@@ -19,6 +19,16 @@ from deadletter.pipeline import summary
 from deadletter.pipeline.analysis import Result
 from deadletter.pipeline.columns import COLUMNS
 from deadletter.pipeline.lines import _ENCODE, NotLocal, row_of_line
+
+__all__ = [
+    "NotLocal",
+    "analyze_local",
+    "analyze_rows",
+    "read_dlq",
+    "read_jsonl",
+    "row_of_line",
+    "suits",
+]
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
 from deadletter.pipeline.purity import explain
 
