@@ -147,7 +147,7 @@ def analyze_local(
     out.mkdir(parents=True, exist_ok=True)
     say("reading and masking the dead letters")
     tally = Tally()
-    for counted in counted_blocks(Path(path), local_workers()):
+    for counted in counted_blocks(Path(path), local_workers(), tally.starts):
         tally.add(counted)
     return summarise(
         tally,

@@ -66,9 +66,9 @@ def summarise(
                 group[2] = last if group[2] is None else max(group[2], last)
     folded = summary.Folded((*key, *figures) for key, figures in groups.items())
     pids = pc.take(pa.array(pid_of, pa.string()), numbers) if pid_of else mids
-    members = _sorted_members(mids, pids, lines, everyone=post is not None)
+    members = _sorted_members(mids, numbers, pid_of, lines, everyone=post is not None)
     samples = {pid: ids_of[: summary.SAMPLES] for pid, (ids_of, _line) in members.items()}
-    rows = rows_at(path, {line for _ids, line in members.values()})
+    rows = rows_at(path, {line for _ids, line in members.values()}, tally.starts)
     examples = {pid: summary.example_of(rows[line]) for pid, (_ids, line) in members.items()}
     shapes = summary.shape_findings(
         folded.shaped, folded.base, lambda s: paths_of(tally.shape_keys[s])
@@ -98,20 +98,24 @@ def _twice(mids: pa.Array) -> str | None:
 
 
 def _sorted_members(
-    mids: pa.Array, pids: pa.Array, lines: pa.Array, *, everyone: bool
+    mids: pa.Array, numbers: pa.Array, pid_of: list[str], lines: pa.Array, *, everyone: bool
 ) -> dict[str, tuple[list[str], int]]:
     """Each pattern's message ids in order (the first SAMPLES of them, or all), and the line
     of its first: one sort of every dead letter by (pattern, message id)."""
-    table = pa.table({"p": pids, "m": mids, "l": lines}).sort_by(
+    if not pid_of:
+        return {}
+    order = {pid: i for i, pid in enumerate(dict.fromkeys(pid_of))}
+    patterns = pc.take(pa.array([order[p] for p in pid_of], pa.int32()), numbers)
+    table = pa.table({"p": patterns, "m": mids, "l": lines}).sort_by(
         [("p", "ascending"), ("m", "ascending")]
     )
-    sizes = pc.value_counts(table.column("p")).to_pylist()
+    names = list(order)
     out: dict[str, tuple[list[str], int]] = {}
     start = 0
-    for entry in sizes:
-        pid, n = entry["values"], entry["counts"]
+    for entry in pc.value_counts(table.column("p")).to_pylist():
+        number, n = entry["values"], entry["counts"]
         part = table.slice(start, n if everyone else min(n, summary.SAMPLES))
-        out[pid] = (part.column("m").to_pylist(), part.column("l")[0].as_py())
+        out[names[number]] = (part.column("m").to_pylist(), part.column("l")[0].as_py())
         start += n
     return out
 

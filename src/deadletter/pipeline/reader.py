@@ -117,9 +117,11 @@ class Block:
     line_numbers: list[int]  # each dead letter's line in the file, from 1
 
 
-def blocks(path: Path, size: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
-    """(number of the block's first line, whole lines) of the file, about `size` bytes each."""
+def blocks(path: Path, size: int = BLOCK_BYTES) -> Iterator[tuple[int, int, bytes]]:
+    """(number of the block's first line, its offset in the file, whole lines) of the file,
+    about `size` bytes each."""
     number = 1
+    offset = 0
     rest = b""
     with path.open("rb") as fh:
         while True:
@@ -131,11 +133,12 @@ def blocks(path: Path, size: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
             if cut == 0:
                 rest = data
                 continue
-            yield number, data[:cut]
+            yield number, offset, data[:cut]
             number += data.count(b"\n", 0, cut)
+            offset += cut
             rest = data[cut:]
     if rest:
-        yield number, rest + b"\n"
+        yield number, offset, rest + b"\n"
 
 
 def read_block(first_line: int, data: bytes) -> Block:
@@ -412,25 +415,31 @@ def _slow(first_line: int, data: bytes) -> Block:
     )
 
 
-def rows_at(path: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
-    """The whole rows (as `local.row_of_line` reads them) on the lines `wanted`, by line
-    number: a second pass that decodes only those lines."""
+def rows_at(
+    path: Path, wanted: set[int], starts: list[tuple[int, int]]
+) -> dict[int, dict[str, Any]]:
+    """The whole rows (as `lines.row_of_line` reads them) on the lines `wanted`, by line
+    number: only the blocks that hold them read again (`starts`: each block's first line and
+    offset, in order), and only those lines decoded."""
+    from bisect import bisect_right
+
     from deadletter.pipeline.lines import row_of_line
 
+    by_block: dict[int, list[int]] = {}
+    for n in wanted:
+        by_block.setdefault(bisect_right(starts, (n, float("inf"))) - 1, []).append(n)
     found: dict[int, dict[str, Any]] = {}
-    last = max(wanted, default=0)
-    for first, data in blocks(path):
-        if first > last:
-            break
-        end = first + data.count(b"\n")
-        here = [n for n in wanted if first <= n < end]
-        if not here:
-            continue
-        lines = data.split(b"\n") if b"\r" not in data else list(_text_lines(data))
-        for n in here:
-            line = lines[n - first]
-            text = line.decode("utf-8") if isinstance(line, bytes) else line
-            found[n] = row_of_line(text.rstrip("\r\n"))
+    with path.open("rb") as fh:
+        for block, numbers in sorted(by_block.items()):
+            first, offset = starts[block]
+            fh.seek(offset)
+            end = starts[block + 1][1] if block + 1 < len(starts) else None
+            data = fh.read(end - offset) if end is not None else fh.read()
+            lines = data.split(b"\n") if b"\r" not in data else list(_text_lines(data))
+            for n in numbers:
+                line = lines[n - first]
+                text = line.decode("utf-8") if isinstance(line, bytes) else line
+                found[n] = row_of_line(text.rstrip("\r\n"))
     return found
 
 

@@ -138,6 +138,7 @@ class Tally:
         self.message_ids: list[pa.Array] = []
         self.numbers: list[pa.Array] = []
         self.lines: list[pa.Array] = []  # each dead letter's line in the file
+        self.starts: list[tuple[int, int]] = []  # each block's first line and offset
 
     def add(self, counted: Counted) -> None:
         ms = [self._numbered(self._number_of, self.masked, m) for m in counted.masked]
@@ -203,14 +204,18 @@ class Tally:
         )
 
 
-def counted_blocks(path: Path, workers: int) -> Iterator[Counted]:
+def counted_blocks(
+    path: Path, workers: int, starts: list[tuple[int, int]] | None = None
+) -> Iterator[Counted]:
     """Each block of the export counted, in input order: by `workers` processes (forked from
     this one, each a block at a time, a few blocks ahead), or here when `workers` is 1 or the
-    file is one block."""
+    file is one block. Each block's first line and offset go to `starts`."""
     from deadletter.pipeline.reader import BLOCK_BYTES, blocks
 
+    where = starts if starts is not None else []
     if workers <= 1 or path.stat().st_size <= BLOCK_BYTES:
-        for first, data in blocks(path):
+        for first, offset, data in blocks(path):
+            where.append((first, offset))
             yield _count(first, data)
         return
     import multiprocessing
@@ -220,7 +225,8 @@ def counted_blocks(path: Path, workers: int) -> Iterator[Counted]:
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         pending: deque[Future[Counted]] = deque()
-        for first, data in blocks(path):
+        for first, offset, data in blocks(path):
+            where.append((first, offset))
             pending.append(pool.submit(_count, first, data))
             if len(pending) > 2 * workers:
                 yield pending.popleft().result()
