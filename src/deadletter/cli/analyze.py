@@ -81,7 +81,7 @@ SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
     default="auto",
     show_default=True,
     help="local: in this process, no Spark, a JSON-lines --input file of any size; auto: local "
-    "for a JSON-lines --input file of up to 4 GB or a DLQ of up to 80,000 dead letters, when it "
+    "for a JSON-lines --input file of up to 1 GB or a DLQ of up to 80,000 dead letters, when it "
     "reads every one exactly as Spark does, else Spark.",
 )
 @click.option(

@@ -32,12 +32,11 @@ __all__ = [
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
 from deadletter.pipeline.purity import explain
 
-# `--engine auto` reads a JSON-lines export up to this size in this process, and Spark past
-# it: Spark on this machine's cores was slower at every size measured (its start alone takes
-# longer than reading 80,000 dead letters here; docs/pipeline.md, "Which engine"), so what
-# bounds it is memory (each dead letter's message id is kept for the assignments, about 100
-# bytes). `--engine local` takes any size.
-AUTO_LOCAL_MAX_BYTES = 4 * 1024**3
+# `--engine auto` reads a JSON-lines export up to this size without Spark, and hands it to
+# Spark past it: about 1.3 million dead letters, past the million at which the two were about
+# even on two cores (docs/pipeline.md, "Which engine"); Spark's start decides below it, its
+# cores above. `--engine local` takes any size.
+AUTO_LOCAL_MAX_BYTES = 1024**3
 # Processes that read and count an export's blocks (tally.py), at most: the result is the same
 # with one.
 LOCAL_WORKERS = 2
