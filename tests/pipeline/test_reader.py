@@ -167,3 +167,11 @@ def test_a_tag_that_keeps_its_digits_is_not_taken_for_another() -> None:
     assert tokenize("failed _LEGACY_ERROR_TEMP_1011 now")[1] == "_LEGACY_ERROR_TEMP_1011"
     # I expect the other tag to keep its own digits
     assert tokenize("failed _LEGACY_ERROR_TEMP_2033 now")[1] == "_LEGACY_ERROR_TEMP_2033"
+
+
+def test_two_processes_count_only_when_a_core_is_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(local.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
+    assert local.local_workers() == 2
+    monkeypatch.setattr(local.os, "getloadavg", lambda: (1.5, 0.0, 0.0))
+    assert local.local_workers() == 1

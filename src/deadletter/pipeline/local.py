@@ -47,7 +47,10 @@ def local_workers() -> int:
     else this one alone. Two spend more CPU in all (each masks the texts both see, and the
     blocks travel between them), which a busy machine pays for in time."""
     cores = os.cpu_count() or 1
-    idle = cores - os.getloadavg()[0]
+    try:
+        idle = cores - os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this system
+        return 1
     return min(LOCAL_WORKERS, cores) if idle >= 1 else 1
 
 
