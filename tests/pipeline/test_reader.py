@@ -175,3 +175,30 @@ def test_two_processes_count_only_when_a_core_is_idle(monkeypatch: pytest.Monkey
     assert local.local_workers() == 2
     monkeypatch.setattr(local.os, "getloadavg", lambda: (1.5, 0.0, 0.0))
     assert local.local_workers() == 1
+
+
+def test_bodies_alike_but_for_their_digits_keep_their_own_key_paths(tmp_path: Path) -> None:
+    # Given compact bodies whose keys, or whose long numbers, differ only in their digits
+    bodies = [
+        {"a2": 1, "total": 12.5},
+        {"a3": 2, "total": 31.25},
+        {"a2": 7, "total": 10.5},
+        {"x": 0.30000000000000004},
+        {"x": 0.10000000000000002},
+        {"y": [12345678.5, {"z9": None}]},
+        {"y": [22345678.5, {"z8": None}]},
+    ]
+    path = tmp_path / "digits.jsonl"
+    with path.open("w") as fh:
+        for i, body in enumerate(bodies * 20):
+            record = {"message_id": f"m-{i:03d}", "error": "boom", "body": body}
+            fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+    # read by the fast reading
+    block = reader._fast(1, path.read_bytes())
+    paths = sorted({tuple(reader.paths_of(k)) for k in block.shape_keys})
+    # I expect each body's own key paths, and the outputs of reading each line
+    assert ("a2:number", "total:number") in paths and ("a3:number", "total:number") in paths
+    assert ("y:array", "y[].z8:null") in paths and ("y:array", "y[].z9:null") in paths
+    analyze_local(path, tmp_path / "streamed")
+    _by_rows(path, tmp_path / "rows")
+    _same_outputs(tmp_path / "streamed", tmp_path / "rows")

@@ -31,7 +31,7 @@ def summarise(
 ) -> Result:
     """patterns.json, patterns.parquet, report.html and the assignments of what `tally` saw."""
     from deadletter.pipeline.lines import NotLocal
-    from deadletter.pipeline.reader import paths_of, rows_at
+    from deadletter.pipeline.reader import paths_of
 
     mids, numbers, lines = tally.columns()
     if pc.count_distinct(mids).as_py() != len(mids) or mids.null_count:
@@ -86,6 +86,35 @@ def summarise(
         dict(zip(mids.to_pylist(), pids.to_pylist(), strict=True)) if keep_assignments else {}
     )
     return Result(out, total, patterns, assigned)
+
+
+def rows_at(
+    path: Path, wanted: set[int], starts: list[tuple[int, int]]
+) -> dict[int, dict[str, Any]]:
+    """The whole rows (as `lines.row_of_line` reads them) on the lines `wanted`, by line
+    number: only the blocks that hold them read again (`starts`: each block's first line and
+    offset, in order), and only those lines decoded."""
+    from bisect import bisect_right
+
+    from deadletter.pipeline.lines import row_of_line
+    from deadletter.pipeline.reader import text_lines
+
+    by_block: dict[int, list[int]] = {}
+    for n in wanted:
+        by_block.setdefault(bisect_right(starts, (n, float("inf"))) - 1, []).append(n)
+    found: dict[int, dict[str, Any]] = {}
+    with path.open("rb") as fh:
+        for block, numbers in sorted(by_block.items()):
+            first, offset = starts[block]
+            fh.seek(offset)
+            end = starts[block + 1][1] if block + 1 < len(starts) else None
+            data = fh.read(end - offset) if end is not None else fh.read()
+            lines = data.split(b"\n") if b"\r" not in data else list(text_lines(data))
+            for n in numbers:
+                line = lines[n - first]
+                text = line.decode("utf-8") if isinstance(line, bytes) else line
+                found[n] = row_of_line(text.rstrip("\r\n"))
+    return found
 
 
 def _twice(mids: pa.Array) -> str | None:

@@ -52,6 +52,7 @@ class _Texts(msgspec.Struct):
     description: str | None = None
     error: str | None = None
     error_class: str | None = None
+    body: msgspec.Raw = _NULL
 
 
 _LINES = msgspec.json.Decoder(_Line).decode_lines
@@ -86,6 +87,8 @@ _DUMPS = [
 
 
 _NO_BODY: tuple[str, str | None] = ("shape", None)
+# A number of 16 digits or more, or written with an exponent (or what looks like one).
+_UNSURE_DIGITS = re.compile(rb"[0-9]{16}|[0-9.]{17}|[0-9][eE]")
 _OPENING = frozenset(b"{[")
 _QUOTE = ord('"')
 
@@ -180,7 +183,12 @@ def _fast(first_line: int, data: bytes) -> Block:
     errors = [line.error for line in lines]
     descriptions = [line.description for line in lines]
     classes = [line.error_class for line in lines]
-    shapes, keys = _shapes([line.body for line in lines], _body_style(data))
+    shaped = _TEXTS(data.translate(_DIGITS)) if b"\\u" not in data else None
+    shapes, keys = _shapes(
+        [line.body for line in lines],
+        _body_style(data),
+        None if shaped is None else [t.body for t in shaped],
+    )
     return Block(
         first_line=first_line,
         message_ids=mids,  # type: ignore[arg-type]
@@ -189,7 +197,7 @@ def _fast(first_line: int, data: bytes) -> Block:
         errors=errors,
         descriptions=descriptions,
         error_classes=classes,
-        digit_classes=_digit_classes(data, errors, descriptions, classes),
+        digit_classes=_digit_classes(shaped, errors, descriptions, classes),
         dead_lettered_at=dead,
         shapes=shapes,
         shape_keys=keys,
@@ -199,16 +207,16 @@ def _fast(first_line: int, data: bytes) -> Block:
 
 
 def _digit_classes(
-    data: bytes, *texts: list[str | None]
+    shaped: list[_Texts] | None, *texts: list[str | None]
 ) -> tuple[list[str | None], list[str | None], list[str | None]]:
-    """The texts with digits 2-9 as 1: decoded from the block with its digits so translated
-    (one pass over its bytes), where no `\\u` escape holds a digit that is not a text's."""
-    if b"\\u" not in data:
-        found = _TEXTS(data.translate(_DIGITS))
+    """The texts with digits 2-9 as 1: as decoded from the block with its digits so
+    translated (one pass over its bytes), where no `\\u` escape holds a digit that is not a
+    text's; else one text at a time."""
+    if shaped is not None:
         return (
-            [t.error for t in found],
-            [t.description for t in found],
-            [t.error_class for t in found],
+            [t.error for t in shaped],
+            [t.description for t in shaped],
+            [t.error_class for t in shaped],
         )
     return _classes_of(*texts)
 
@@ -299,12 +307,13 @@ def _all_as_written(written: list[bytes], spaced: bool) -> bool:
 
 
 def _shapes(
-    bodies: list[msgspec.Raw], spaced: bool
+    bodies: list[msgspec.Raw], spaced: bool, shaped: list[msgspec.Raw] | None
 ) -> tuple[pa.Array, list[tuple[str, str | None]]]:
     """Each body's number among the block's shape keys, and the keys; Slow for a body
     `local._body` would refuse or read otherwise. Nested bodies kept as written are blanked
-    over the whole column with RE2; a text body goes through `shape.shape_of` as the Spark
-    job's expression does, once per distinct text."""
+    over the whole column with RE2, once per body with its digits as classes (`shaped`)
+    where that is sure to give what the body's own text gives; a text body goes through
+    `shape.shape_of` as the Spark job's expression does, once per distinct text."""
     from deadletter.pipeline.shape import shape_of
 
     texts = [bytes(raw) for raw in bodies]
@@ -325,19 +334,71 @@ def _shapes(
             numbers[i] = number
         elif body != b"null":
             raise Slow
+    if shaped is not None and nested:
+        nested = _by_digit_class(nested, [bytes(shaped[i]) for i in nested], spaced, keys, numbers)
     written = [texts[i] for i in nested]
     if not _all_as_written(written, spaced):
         raise Slow
     if nested:
-        column = _strings(written)
-        literals = pc.replace_substring_regex(column, _KEYS, "\x02\\1\x03\\2")
-        # `\1` then `0`: a literal keeps its text and gains a 0, a number is one 0.
-        blanked = pc.replace_substring_regex(literals, _NUMBERS, "\\10").dictionary_encode()
+        blanked = _blanked(written)
         first = len(keys)
         keys += [("json", text) for text in blanked.dictionary.to_pylist()]
         for i, j in zip(nested, blanked.indices.to_pylist(), strict=True):
             numbers[i] = first + j
     return pa.array(numbers, pa.int32()), keys
+
+
+def _by_digit_class(
+    nested: list[int],
+    classes: list[bytes],
+    spaced: bool,
+    keys: list[tuple[str, str | None]],
+    numbers: list[int],
+) -> list[int]:
+    """The shape keys of nested bodies found once per body with its digits 2-9 as 1, and the
+    rows this cannot settle (returned: their own texts decide).
+
+    Whether a body is written as `_as_written` asks does not depend on its digits' values
+    while each number has at most 15 digits and no exponent (a shorter decimal is then
+    always the shortest form of its value, zeros stay zeros, lengths stay lengths) and no
+    `\\u` escape is translated (the caller's); where a class is not so written, its bodies
+    are checked one by one. A blanked body keeps only its keys' texts: where one holds a
+    1, a key's digits may have been others, and the body's own text is blanked instead."""
+    groups: dict[bytes, list[int]] = {}
+    for row, shape in zip(nested, classes, strict=True):
+        groups.setdefault(shape, []).append(row)
+    rest: list[int] = []
+    sure = []
+    for shape, rows in groups.items():
+        if _UNSURE_DIGITS.search(shape):
+            rest += rows
+        else:
+            sure.append(shape)
+    if not _all_as_written(sure, spaced):
+        written = [_as_written(shape, spaced) for shape in sure]
+        rest += [
+            row for shape, ok in zip(sure, written, strict=True) if not ok for row in groups[shape]
+        ]
+        sure = [shape for shape, ok in zip(sure, written, strict=True) if ok]
+    if sure:
+        blanked = _blanked(sure)
+        first = len(keys)
+        texts = blanked.dictionary.to_pylist()
+        keys += [("json", text) for text in texts]
+        for shape, j in zip(sure, blanked.indices.to_pylist(), strict=True):
+            if "1" in texts[j]:
+                rest += groups[shape]
+            else:
+                for row in groups[shape]:
+                    numbers[row] = first + j
+    return rest
+
+
+def _blanked(texts: list[bytes]) -> pa.DictionaryArray:
+    """The texts with each value blanked, their keys kept (see `_KEYS`), dictionary-encoded."""
+    literals = pc.replace_substring_regex(_strings(texts), _KEYS, "\x02\\1\x03\\2")
+    # `\1` then `0`: a literal keeps its text and gains a 0, a number is one 0.
+    return pc.replace_substring_regex(literals, _NUMBERS, "\\10").dictionary_encode()
 
 
 def _strings(texts: list[bytes]) -> pa.Array:
@@ -371,7 +432,7 @@ def _slow(first_line: int, data: bytes) -> Block:
     numbers_of_lines = []
     number = first_line - 1
     try:
-        for line in _text_lines(data):
+        for line in text_lines(data):
             number += 1
             # As text mode reads the file: universal newlines, then the line's end taken off.
             text = line.rstrip("\r\n")
@@ -415,35 +476,7 @@ def _slow(first_line: int, data: bytes) -> Block:
     )
 
 
-def rows_at(
-    path: Path, wanted: set[int], starts: list[tuple[int, int]]
-) -> dict[int, dict[str, Any]]:
-    """The whole rows (as `lines.row_of_line` reads them) on the lines `wanted`, by line
-    number: only the blocks that hold them read again (`starts`: each block's first line and
-    offset, in order), and only those lines decoded."""
-    from bisect import bisect_right
-
-    from deadletter.pipeline.lines import row_of_line
-
-    by_block: dict[int, list[int]] = {}
-    for n in wanted:
-        by_block.setdefault(bisect_right(starts, (n, float("inf"))) - 1, []).append(n)
-    found: dict[int, dict[str, Any]] = {}
-    with path.open("rb") as fh:
-        for block, numbers in sorted(by_block.items()):
-            first, offset = starts[block]
-            fh.seek(offset)
-            end = starts[block + 1][1] if block + 1 < len(starts) else None
-            data = fh.read(end - offset) if end is not None else fh.read()
-            lines = data.split(b"\n") if b"\r" not in data else list(_text_lines(data))
-            for n in numbers:
-                line = lines[n - first]
-                text = line.decode("utf-8") if isinstance(line, bytes) else line
-                found[n] = row_of_line(text.rstrip("\r\n"))
-    return found
-
-
-def _text_lines(data: bytes) -> Iterator[str]:
+def text_lines(data: bytes) -> Iterator[str]:
     """The lines of a block as a file opened in text mode gives them (universal newlines)."""
     import io
 
