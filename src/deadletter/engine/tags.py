@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from deadletter.domain import errors, names
-from deadletter.domain.model import Message, Queue
+from deadletter.domain.model import Message, Queue, QueueSettings
+from deadletter.domain.policies import GroupPolicy
 from deadletter.domain.tags import (
     DEFAULT_DONE_AT,
     MAX_TAGS_PER_QUEUE,
@@ -19,6 +20,7 @@ from deadletter.domain.tags import (
     TagCounts,
     default_done,
 )
+from deadletter.engine import validation
 from deadletter.engine.lookups import require_queue
 from deadletter.storage.base import Transaction
 
@@ -84,8 +86,31 @@ def create(
     if not tx.insert_tag(tag):
         raise errors.TagAlreadyExists(f"queue {queue_name!r} already has a tag {name!r}")
     names = tuple(sorted({*queue.settings.consumer_tags, name}))
-    tx.update_queue(project, queue_name, replace(queue.settings, consumer_tags=names), now)
+    settings = replace(queue.settings, consumer_tags=names)
+    tx.update_queue(project, queue_name, settings, now)
     return tag
+
+
+def set_policy(
+    tx: Transaction, project: str, queue_name: str, *, name: str, policy: GroupPolicy, now: float
+) -> None:
+    """The tag's own policy becomes `policy` (an empty one: the queue's, all of it)."""
+    queue = require_queue(tx, project, queue_name, lock=True)
+    require_tag(tx, project, queue_name, name)
+    tx.update_queue(project, queue_name, with_policy(tx, queue, queue.settings, name, policy), now)
+
+
+def with_policy(
+    tx: Transaction, queue: Queue, s: QueueSettings, name: str, policy: GroupPolicy | None
+) -> QueueSettings:
+    """`s` with tag `name`'s own policy, checked with every DLQ the queue names."""
+    policies = {k: p for k, p in s.tag_policies.items() if k != name}
+    if policy is not None and not policy.empty:
+        policies[name] = policy
+    if policies == s.tag_policies:
+        return s
+    changed = replace(s, tag_policies=policies)
+    return validation.checked_settings(tx, queue.project, queue.name, changed)
 
 
 def delete(tx: Transaction, project: str, queue_name: str, name: str, now: float) -> None:
@@ -98,7 +123,8 @@ def delete(tx: Transaction, project: str, queue_name: str, name: str, now: float
         if value:
             tx.bump_counter(project, queue_name, counter, -value)
     names = tuple(t for t in queue.settings.consumer_tags if t != name)
-    settings = replace(queue.settings, consumer_tags=names)
+    policies = {k: p for k, p in queue.settings.tag_policies.items() if k != name}
+    settings = replace(queue.settings, consumer_tags=names, tag_policies=policies)
     tx.update_queue(project, queue_name, settings, now)
     settle(tx, replace(queue, settings=settings), tx.default_done_ids(project, queue_name))
 
