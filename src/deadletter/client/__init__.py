@@ -277,11 +277,20 @@ class Client:
         start: float | str | None = None,
         filter_attribute: str | None = None,
         filter_value: str | None = None,
+        *,
+        policy: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """`policy`: the tag's own max_claims, dead_letter_queue and retry_policy."""
         body: dict[str, Any] = {} if start is None else {"start": start}
+        body.update(policy or {})
         if filter_attribute is not None:
             body["filter"] = {"attribute": filter_attribute, "value": filter_value}
         doc: dict[str, Any] = self._json("PUT", f"/v2/queues/{queue}/tags/{name}", json=body)
+        return doc
+
+    def update_tag(self, queue: str, name: str, policy: dict[str, Any]) -> dict[str, Any]:
+        """Change the tag's own policy fields given (None: back to the queue's)."""
+        doc: dict[str, Any] = self._json("PATCH", f"/v2/queues/{queue}/tags/{name}", json=policy)
         return doc
 
     def tags(self, queue: str) -> list[dict[str, Any]]:
