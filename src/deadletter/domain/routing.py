@@ -19,11 +19,23 @@ from deadletter.domain.provenance import Reason
 
 @dataclass(frozen=True)
 class Target:
-    """One DLQ that a queue's settings name, and what names it (for error messages)."""
+    """One DLQ that a queue's settings name, and what names it: the queue's policy
+    (`kind` "dead_letter_queue"), the route of reason `key` ("route"), or the own policy of
+    tag `key` ("tag")."""
 
-    what: str
+    kind: str
+    key: str | None
     name: str
     active: bool
+
+    @property
+    def what(self) -> str:
+        """What names it, in words."""
+        if self.kind == "route":
+            return f"its route for {self.key!r}"
+        if self.kind == "tag":
+            return f"its tag {self.key!r}"
+        return "its dead-letter queue"
 
 
 def own_policy(s: QueueSettings, tag: str | None) -> GroupPolicy | None:
@@ -82,12 +94,13 @@ def targets(s: QueueSettings) -> list[Target]:
     """Every DLQ the settings name: the policy's, each route's, each tag's own."""
     found = []
     if s.dead_letter is not None:
-        found.append(Target("its dead-letter queue", s.dead_letter.target, s.dead_letter.active))
+        policy = s.dead_letter
+        found.append(Target("dead_letter_queue", None, policy.target, policy.active))
     for reason, route in sorted(s.dead_letter_routes.items()):
-        found.append(Target(f"its route for {reason!r}", route.target, route.active))
+        found.append(Target("route", reason, route.target, route.active))
     for tag, own in sorted(s.tag_policies.items()):
         if own.dead_letter_queue is not None:
-            found.append(Target(f"its tag {tag!r}", own.dead_letter_queue, own.active))
+            found.append(Target("tag", tag, own.dead_letter_queue, own.active))
     return found
 
 

@@ -131,3 +131,31 @@ def test_bad_routes_are_refused(api: ApiClient) -> None:
         r = api.put("/v2/queues/orders", json=metadata)
         assert r.status_code in (400, 404), (metadata, r.text)
         assert words in r.json()["description"], (metadata, r.text)
+
+
+def test_the_sources_of_a_dlq_say_what_names_it(api: ApiClient) -> None:
+    make_queue(api, "shared-dlq")
+    make_queue(api, "orders-dlq")
+    make_queue(api, "payments")
+    assert (
+        api.put(
+            "/v2/queues/payments/tags/audit",
+            json={"max_claims": 2, "dead_letter_queue": "shared-dlq"},
+        ).status_code
+        == 201
+    )
+    make_queue(
+        api,
+        "orders",
+        _max_claim_count=3,
+        _dead_letter_queue="orders-dlq",
+        _dead_letter_routes={"expired": "shared-dlq", "rejected": "shared-dlq"},
+    )
+    r = api.get("/v2/queues/shared-dlq/dead_letter_sources")
+    assert r.status_code == 200, r.text
+    assert r.json()["sources"] == [
+        {"name": "orders", "href": "/v2/queues/orders", "max_claim_count": 3, "active": True,
+         "via": [{"kind": "route", "key": "expired"}, {"kind": "route", "key": "rejected"}]},
+        {"name": "payments", "href": "/v2/queues/payments", "max_claim_count": None,
+         "active": True, "via": [{"kind": "tag", "key": "audit"}]},
+    ]  # fmt: skip
