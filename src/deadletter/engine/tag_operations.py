@@ -4,7 +4,7 @@ rules in `tags`, `groups` and the steps they serve."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from deadletter.clock import Clock
@@ -81,7 +81,7 @@ class TagOperations:
                 now=now,
             )
             if policy is not None:
-                tags.set_policy(tx, project, queue, name=name, policy=policy, now=now)
+                tags.set_policy(tx, project, queue, name=name, change=lambda _: policy, now=now)
             return tag
 
         return self._runner.run(work)
@@ -89,9 +89,16 @@ class TagOperations:
     def set_tag_policy(self, project: str, queue: str, *, name: str, policy: GroupPolicy) -> None:
         """The tag's own max claims, retry backoff and DLQ; each left unset takes the
         queue's (an empty policy: all of them). Its DLQ is checked as the queue's is."""
+        self.change_tag_policy(project, queue, name=name, change=lambda _: policy)
+
+    def change_tag_policy(
+        self, project: str, queue: str, *, name: str, change: Callable[[GroupPolicy], GroupPolicy]
+    ) -> None:
+        """`set_tag_policy` to what `change` makes of the tag's policy, read and written in
+        one transaction, so that two changes of different fields never lose one another."""
         now = self.clock.now()
         self._runner.run(
-            lambda tx, _: tags.set_policy(tx, project, queue, name=name, policy=policy, now=now)
+            lambda tx, _: tags.set_policy(tx, project, queue, name=name, change=change, now=now)
         )
 
     def list_tags(self, project: str, queue: str) -> list[TagInfo]:

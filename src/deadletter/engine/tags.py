@@ -7,7 +7,7 @@ without another query whether it has any; a queue without tags takes none of the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from deadletter.domain import errors, names
@@ -92,11 +92,19 @@ def create(
 
 
 def set_policy(
-    tx: Transaction, project: str, queue_name: str, *, name: str, policy: GroupPolicy, now: float
+    tx: Transaction,
+    project: str,
+    queue_name: str,
+    *,
+    name: str,
+    change: Callable[[GroupPolicy], GroupPolicy],
+    now: float,
 ) -> None:
-    """The tag's own policy becomes `policy` (an empty one: the queue's, all of it)."""
+    """The tag's own policy becomes what `change` makes of it (an empty one: the queue's,
+    all of it), read and written with the queue's row locked."""
     queue = require_queue(tx, project, queue_name, lock=True)
     require_tag(tx, project, queue_name, name)
+    policy = change(queue.settings.tag_policies.get(name) or GroupPolicy())
     tx.update_queue(project, queue_name, with_policy(tx, queue, queue.settings, name, policy), now)
 
 

@@ -128,9 +128,8 @@ def update_tag(ctx: Ctx) -> Response:
     """Change the tag's own policy: the fields given, a null one back to the queue's."""
     doc = ctx.json_object(empty_ok=False)
     name = text("tag", ctx.path["tag"])
-    info = ctx.engine.get_tag(ctx.project, ctx.queue, name=name)
-    ctx.engine.set_tag_policy(
-        ctx.project, ctx.queue, name=name, policy=_policy(doc, info.policy or GroupPolicy())
+    ctx.engine.change_tag_policy(
+        ctx.project, ctx.queue, name=name, change=lambda current: _policy(doc, current)
     )
     return JSONResponse(tag_json(ctx.queue, ctx.engine.get_tag(ctx.project, ctx.queue, name=name)))
 
