@@ -294,3 +294,27 @@ def test_a_tag_policy_out_of_range_or_for_no_tag_is_refused(engine: Engine) -> N
     assert [t.tag.name for t in engine.list_tags(P, "orders")] == ["billing"]
     engine.delete_tag(P, "orders", name="billing")
     assert engine.get_queue(P, "orders").settings.tag_policies == {}
+
+
+def test_a_route_or_a_tag_to_the_default_dlq_creates_it(engine: Engine) -> None:
+    routed(engine, {})
+    engine.change_settings(
+        P,
+        "orders",
+        change=lambda q: q.settings.with_changes(
+            dead_letter_routes={"expired": DeadLetterRoute("_dead_msg_queue")}
+        ),
+    )
+    assert engine.find_queue(P, "_dead_msg_queue") is not None
+    engine.create_queue(P, "payments")
+    engine.delete_queue(P, "_dead_msg_queue", force=True)
+    engine.create_tag(P, "payments", name="audit")
+    engine.set_tag_policy(
+        P,
+        "payments",
+        name="audit",
+        policy=GroupPolicy(max_claims=2, dead_letter_queue="_dead_msg_queue"),
+    )
+    assert engine.get_tag(P, "payments", name="audit").effective == DeadLetterPolicy(
+        "_dead_msg_queue", 2
+    )

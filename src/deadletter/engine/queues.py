@@ -54,10 +54,8 @@ def checked(
     it; here a policy is only accepted with its DLQ in place, so the default DLQ comes into
     being with the first policy that points at it (an operator may still create it before,
     to choose its settings)."""
-    policy = settings.dead_letter
     if (
-        policy is not None
-        and policy.target == DEFAULT_DEAD_LETTER_QUEUE
+        DEFAULT_DEAD_LETTER_QUEUE in routing.names(settings)
         and name != DEFAULT_DEAD_LETTER_QUEUE
         and tx.get_queue(project, DEFAULT_DEAD_LETTER_QUEUE) is None
     ):

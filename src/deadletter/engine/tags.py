@@ -20,7 +20,7 @@ from deadletter.domain.tags import (
     TagCounts,
     default_done,
 )
-from deadletter.engine import validation
+from deadletter.engine import queues
 from deadletter.engine.lookups import require_queue
 from deadletter.storage.base import Transaction
 
@@ -105,11 +105,22 @@ def set_policy(
     queue = require_queue(tx, project, queue_name, lock=True)
     require_tag(tx, project, queue_name, name)
     policy = change(queue.settings.tag_policies.get(name) or GroupPolicy())
-    tx.update_queue(project, queue_name, with_policy(tx, queue, queue.settings, name, policy), now)
+    tx.update_queue(
+        project,
+        queue_name,
+        with_policy(tx, queue, queue.settings, name=name, policy=policy, now=now),
+        now,
+    )
 
 
 def with_policy(
-    tx: Transaction, queue: Queue, s: QueueSettings, name: str, policy: GroupPolicy | None
+    tx: Transaction,
+    queue: Queue,
+    s: QueueSettings,
+    *,
+    name: str,
+    policy: GroupPolicy | None,
+    now: float,
 ) -> QueueSettings:
     """`s` with tag `name`'s own policy, checked with every DLQ the queue names."""
     policies = {k: p for k, p in s.tag_policies.items() if k != name}
@@ -118,7 +129,7 @@ def with_policy(
     if policies == s.tag_policies:
         return s
     changed = replace(s, tag_policies=policies)
-    return validation.checked_settings(tx, queue.project, queue.name, changed)
+    return queues.checked(tx, queue.project, queue.name, changed, now)
 
 
 def delete(tx: Transaction, project: str, queue_name: str, name: str, now: float) -> None:
