@@ -316,7 +316,7 @@ def update(
     operations += [
         {"op": "remove", "path": f"/metadata/{key}"}
         for key in removed
-        if current.get(key) not in (None, False)
+        if current.get(key) not in (None, False, {})
     ]
     if not operations:
         click.echo(f"{name}: nothing to change")
