@@ -18,7 +18,7 @@ from deadletter.domain.policies import (
 from deadletter.domain.provenance import Reason
 from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
-from tests.engine.helpers import P, send, with_dlq
+from tests.engine.helpers import P, send, set_tag_policy, with_dlq
 
 
 def redrive_all(engine: Engine, dlq: str, where: DeadLetterFilter | None = None) -> None:
@@ -102,14 +102,12 @@ def test_a_tag_with_its_own_dlq_on_a_queue_without_a_policy(engine: Engine) -> N
     engine.create_queue(P, "billing-dlq")
     engine.create_tag(P, "orders", name="billing")
     with pytest.raises(errors.InvalidInput, match="max claim count and a dead-letter queue"):
-        engine.set_tag_policy(
-            P, "orders", name="billing", policy=GroupPolicy(dead_letter_queue="billing-dlq")
-        )
-    engine.set_tag_policy(
-        P,
+        set_tag_policy(engine, "orders", "billing", GroupPolicy(dead_letter_queue="billing-dlq"))
+    set_tag_policy(
+        engine,
         "orders",
-        name="billing",
-        policy=GroupPolicy(max_claims=1, dead_letter_queue="billing-dlq"),
+        "billing",
+        GroupPolicy(max_claims=1, dead_letter_queue="billing-dlq"),
     )
     send(engine, "orders", "order-1")
     claim = engine.claim(P, "orders", limit=10, tag="billing")
@@ -121,7 +119,7 @@ def test_a_tag_with_its_own_dlq_on_a_queue_without_a_policy(engine: Engine) -> N
     with pytest.raises(errors.NoActiveDeadLetterPolicy):
         engine.dead_letter(P, "orders", held=[(default.messages[0].id, default.id)])
     # An empty policy gives the tag the queue's again: none.
-    engine.set_tag_policy(P, "orders", name="billing", policy=GroupPolicy())
+    set_tag_policy(engine, "orders", "billing", GroupPolicy())
     assert engine.get_tag(P, "orders", name="billing").policy is None
     assert engine.get_queue(P, "orders").settings.tag_policies == {}
 
@@ -279,13 +277,11 @@ def test_a_tag_policy_out_of_range_or_for_no_tag_is_refused(engine: Engine) -> N
     with_dlq(engine)
     engine.create_tag(P, "orders", name="billing")
     with pytest.raises(errors.OutOfRange):
-        engine.set_tag_policy(P, "orders", name="billing", policy=GroupPolicy(max_claims=0))
+        set_tag_policy(engine, "orders", "billing", GroupPolicy(max_claims=0))
     with pytest.raises(errors.InvalidInput, match="minimum backoff"):
-        engine.set_tag_policy(
-            P, "orders", name="billing", policy=GroupPolicy(retry_policy=RetryPolicy(10, 5))
-        )
+        set_tag_policy(engine, "orders", "billing", GroupPolicy(retry_policy=RetryPolicy(10, 5)))
     with pytest.raises(errors.TagNotFound):
-        engine.set_tag_policy(P, "orders", name="nobody", policy=GroupPolicy(max_claims=2))
+        set_tag_policy(engine, "orders", "nobody", GroupPolicy(max_claims=2))
     with pytest.raises(errors.DeadLetterTargetMissing):
         engine.create_tag(
             P, "orders", name="audit", policy=GroupPolicy(dead_letter_queue="missing")
@@ -309,11 +305,11 @@ def test_a_route_or_a_tag_to_the_default_dlq_creates_it(engine: Engine) -> None:
     engine.create_queue(P, "payments")
     engine.delete_queue(P, "_dead_msg_queue", force=True)
     engine.create_tag(P, "payments", name="audit")
-    engine.set_tag_policy(
-        P,
+    set_tag_policy(
+        engine,
         "payments",
-        name="audit",
-        policy=GroupPolicy(max_claims=2, dead_letter_queue="_dead_msg_queue"),
+        "audit",
+        GroupPolicy(max_claims=2, dead_letter_queue="_dead_msg_queue"),
     )
     assert engine.get_tag(P, "payments", name="audit").effective == DeadLetterPolicy(
         "_dead_msg_queue", 2

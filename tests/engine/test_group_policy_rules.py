@@ -19,7 +19,7 @@ from deadletter.domain.policies import (
     RedrivePermission,
 )
 from deadletter.engine.engine import Engine
-from tests.engine.helpers import P
+from tests.engine.helpers import P, set_tag_policy
 
 pytestmark = pytest.mark.one_store
 
@@ -47,9 +47,7 @@ def _route(engine: Engine, source: str, target: str) -> None:
 def _tag(engine: Engine, source: str, target: str) -> None:
     if "t" not in engine.get_queue(P, source).settings.consumer_tags:
         engine.create_tag(P, source, name="t")
-    engine.set_tag_policy(
-        P, source, name="t", policy=GroupPolicy(max_claims=2, dead_letter_queue=target)
-    )
+    set_tag_policy(engine, source, "t", GroupPolicy(max_claims=2, dead_letter_queue=target))
 
 
 # Each kind of route: how queue `source` comes to name `target` as a DLQ that way.

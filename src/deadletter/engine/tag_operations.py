@@ -86,16 +86,13 @@ class TagOperations:
 
         return self._runner.run(work)
 
-    def set_tag_policy(self, project: str, queue: str, *, name: str, policy: GroupPolicy) -> None:
-        """The tag's own max claims, retry backoff and DLQ; each left unset takes the
-        queue's (an empty policy: all of them). Its DLQ is checked as the queue's is."""
-        self.change_tag_policy(project, queue, name=name, change=lambda _: policy)
-
     def change_tag_policy(
         self, project: str, queue: str, *, name: str, change: Callable[[GroupPolicy], GroupPolicy]
     ) -> None:
-        """`set_tag_policy` to what `change` makes of the tag's policy, read and written in
-        one transaction, so that two changes of different fields never lose one another."""
+        """The tag's own max claims, retry backoff and DLQ become what `change` makes of
+        them, read and written in one transaction, so that two changes of different fields
+        never lose one another; each left unset takes the queue's (an empty policy: all of
+        them). Its DLQ is checked as the queue's is."""
         now = self.clock.now()
         self._runner.run(
             lambda tx, _: tags.set_policy(tx, project, queue, name=name, change=change, now=now)
