@@ -24,6 +24,7 @@ from deadletter.cli.output import (
     when,
     wide_option,
 )
+from deadletter.cli.patterns import patterns
 from deadletter.client import Client
 from deadletter.client.records import export_record
 from deadletter.domain.provenance import Reason
@@ -62,6 +63,7 @@ FILTER_OPTIONS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--min-deaths", "min_deaths", "Died at least this often.", {"type": click.IntRange(0)}),
     ("--max-deaths", "max_deaths", "Died at most this often.", {"type": click.IntRange(0)}),
     ("--redriven-by", "redriven_by", "Sent back by this redrive task, and dead again.", {}),
+    ("--filter", "filter", "A filter saved on the DLQ (dlq filters save): a group by name.", {}),
 ]
 
 
@@ -337,3 +339,7 @@ def edit(
             f"redrive {task['id']}: {task['status']}, {task['to_move']} to move;"
             f" follow it: deadletter redrive status {name} {task['id']}"
         )
+
+
+# `dlq patterns list|show|split`, in a module of its own.
+dlq.add_command(patterns)

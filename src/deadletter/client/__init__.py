@@ -1,6 +1,6 @@
 """A small synchronous client of the native API (Zaqar v2 with the dead-letter extensions).
 
-Its HTTP is the standard library's (client/wire.py) unless a client is given an httpx
+Its HTTP is its own, over a socket (client/wire.py), unless a client is given an httpx
 transport (the tests' in-process app): a command that sends one message should not pay for an
 HTTP stack larger than its work. Nothing server-side is imported either."""
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from deadletter.client import wire
+from deadletter.client.groups import FailureGroupCalls
 
 if TYPE_CHECKING:
     import httpx
@@ -47,7 +48,7 @@ class Unreachable(Exception):
     """No server answered at the URL."""
 
 
-class Client:
+class Client(FailureGroupCalls):
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -390,6 +391,17 @@ class Client:
         """The DLQ's stored patterns."""
         doc = self._json("GET", f"/v2/queues/{dlq}/patterns")
         return list(doc.get("patterns") or [])
+
+    def split_pattern(
+        self, dlq: str, pattern_id: str, *, position: int, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Replace a stored pattern by one per value its members hold at `position` (from 1),
+        or with `dry_run` say what that would make: `{"pattern_id", "position", "patterns":
+        [{"id", "template", "count", "value"}], "unread"}`."""
+        body = {"position": position, **({"dry_run": True} if dry_run else {})}
+        path = f"/v2/queues/{dlq}/patterns/{pattern_id}/split"
+        doc: dict[str, Any] = self._json("POST", path, json=body)
+        return doc
 
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
         """Replace the DLQ's stored patterns, each with its message ids."""

@@ -29,9 +29,11 @@ VALUES = {
     "message_id": UUID,
     "claim_id": UUID,
     "task_id": UUID,
+    "pattern_id": "p-1",
     "template": "tmpl",
     "subscription_id": UUID,
     "tag": "audit",
+    "name": "timeouts",
 }
 # The body of each route whose handler checks its top level itself (`reads.FREE`), with one
 # unknown name in it: that name.

@@ -3,6 +3,7 @@
 
 import * as api from "./api.js";
 import { confirmAction, errorBox, h, isoToLocal, localToIso } from "./dom.js";
+import { impureNote } from "./purity.js";
 
 const POLL_MS = 500;
 const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
@@ -28,6 +29,8 @@ export function redrivePanel(dlq, options = {}) {
   const canary = h("input", { id: "redrive-canary", placeholder: "none (e.g. 10 or 5%)", pattern: "\\s*\\d+(\\.\\d+)?%?\\s*" });
   const watch = h("input", { id: "redrive-watch", type: "number", min: 1, placeholder: "60" });
   const maxRedeath = h("input", { id: "redrive-max-redeath", type: "number", min: 0, max: 100, step: "any", placeholder: "0" });
+  // Over a pattern flagged impure: what that means, and the force a canary over it needs.
+  const impure = impureNote();
   const start = h("button", { id: "redrive-start", type: "submit", class: "primary", text: "Start redrive" });
   const bar = h("progress", { id: "redrive-bar", max: 1, value: 0 });
   const percent = h("span", { id: "redrive-percent", text: "" });
@@ -56,6 +59,7 @@ export function redrivePanel(dlq, options = {}) {
         h("label", {}, "canary (N or P%)", canary),
         h("label", {}, "watch (s)", watch),
         h("label", {}, "max re-death (%)", maxRedeath)),
+      impure.element,
       h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts (after a confirmation). " +
         "With a canary the task moves that sample first, watches it, then moves the rest, or pauses when more than the max re-death died again." }),
       start);
@@ -72,10 +76,13 @@ export function redrivePanel(dlq, options = {}) {
   let stopped = false;
 
   let wantedPattern = d.pattern || "";
-  pattern.addEventListener("change", () => { wantedPattern = pattern.value; });
+  let known = new Map();  // the patterns offered, by id
+  const patternChosen = () => impure.update(known.get(pattern.value));
+  pattern.addEventListener("change", () => { wantedPattern = pattern.value; patternChosen(); });
   let listed = null;
   // The options again only when they changed, so a refresh leaves an open select alone.
   function listPatterns(list) {
+    known = new Map(list.map((p) => [p.id, p]));
     const texts = list.map((p) => [p.id, `${p.id}: ${p.template || ""} (${p.count ?? "?"})`]);
     const signature = JSON.stringify(texts);
     if (signature === listed) return;
@@ -83,6 +90,7 @@ export function redrivePanel(dlq, options = {}) {
     pattern.replaceChildren(h("option", { value: "", text: "no pattern" }),
       ...texts.map(([value, text]) => h("option", { value, text })));
     pattern.value = list.some((p) => p.id === wantedPattern) ? wantedPattern : "";
+    patternChosen();
   }
   const patternsLoaded = (single ? Promise.resolve([]) : options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
     .then(listPatterns).catch(() => {});
@@ -153,6 +161,7 @@ export function redrivePanel(dlq, options = {}) {
         body.canary = size.endsWith("%") ? size : Number(size);
         if (watch.value) body.watch = Number(watch.value);
         if (maxRedeath.value) body.max_redeath = Number(maxRedeath.value);
+        if (impure.force.checked && body.pattern_id) body.force = true;
       } else if (watch.value || maxRedeath.value) {
         problems.replaceChildren(errorBox({ title: "Redrive", description: "A watch and a max re-death go with a canary." }));
         return;
@@ -218,7 +227,7 @@ export function redrivePanel(dlq, options = {}) {
       if ("pattern" in values) {
         wantedPattern = values.pattern || "";
         pattern.value = wantedPattern;
-        patternsLoaded.then(() => { pattern.value = wantedPattern; });
+        patternsLoaded.then(() => { pattern.value = wantedPattern; patternChosen(); });
       }
       if ("selected" in values) onlySelected.checked = Boolean(values.selected);
       element.scrollIntoView({ block: "nearest" });
