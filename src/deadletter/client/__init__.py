@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from deadletter.client import wire
 from deadletter.client.groups import FailureGroupCalls
+from deadletter.client.tags import TagCalls
 
 if TYPE_CHECKING:
     import httpx
@@ -48,7 +49,7 @@ class Unreachable(Exception):
     """No server answered at the URL."""
 
 
-class Client(FailureGroupCalls):
+class Client(FailureGroupCalls, TagCalls):
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -268,41 +269,6 @@ class Client(FailureGroupCalls):
             json={k: v for k, v in (("description", description), ("error", error)) if v},
         )
         return doc
-
-    # Consumer tags
-
-    def create_tag(
-        self,
-        queue: str,
-        name: str,
-        start: float | str | None = None,
-        filter_attribute: str | None = None,
-        filter_value: str | None = None,
-        *,
-        policy: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """`policy`: the tag's own max_claims, dead_letter_queue and retry_policy."""
-        body: dict[str, Any] = {} if start is None else {"start": start}
-        body.update(policy or {})
-        if filter_attribute is not None:
-            body["filter"] = {"attribute": filter_attribute, "value": filter_value}
-        doc: dict[str, Any] = self._json("PUT", f"/v2/queues/{queue}/tags/{name}", json=body)
-        return doc
-
-    def update_tag(self, queue: str, name: str, policy: dict[str, Any]) -> dict[str, Any]:
-        """Change the tag's own policy fields given (None: back to the queue's)."""
-        doc: dict[str, Any] = self._json("PATCH", f"/v2/queues/{queue}/tags/{name}", json=policy)
-        return doc
-
-    def tags(self, queue: str) -> list[dict[str, Any]]:
-        return list(self._json("GET", f"/v2/queues/{queue}/tags")["tags"])
-
-    def tag(self, queue: str, name: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{queue}/tags/{name}")
-        return doc
-
-    def delete_tag(self, queue: str, name: str) -> None:
-        self._call("DELETE", f"/v2/queues/{queue}/tags/{name}")
 
     # Dead-letter queues
 
