@@ -314,3 +314,21 @@ def test_a_route_or_a_tag_to_the_default_dlq_creates_it(engine: Engine) -> None:
     assert engine.get_tag(P, "payments", name="audit").effective == DeadLetterPolicy(
         "_dead_msg_queue", 2
     )
+
+
+def test_a_queue_keeps_the_policy_its_tags_take_half_of(engine: Engine) -> None:
+    with_dlq(engine)
+    engine.create_tag(P, "orders", name="billing", policy=GroupPolicy(max_claims=1))
+    with pytest.raises(errors.InvalidInput, match="tag 'billing' needs both"):
+        engine.change_settings(
+            P, "orders", change=lambda q: q.settings.with_changes(dead_letter=None)
+        )
+    assert engine.get_queue(P, "orders").settings.dead_letter is not None
+    # A tag with both of its own does not need it.
+    set_tag_policy(
+        engine, "orders", "billing", GroupPolicy(max_claims=1, dead_letter_queue="orders-dlq")
+    )
+    engine.change_settings(P, "orders", change=lambda q: q.settings.with_changes(dead_letter=None))
+    assert engine.get_tag(P, "orders", name="billing").effective == DeadLetterPolicy(
+        "orders-dlq", 1
+    )
