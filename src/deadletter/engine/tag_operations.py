@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from deadletter.clock import Clock
 from deadletter.domain import errors, routing
-from deadletter.domain.model import RESERVED_ATTRIBUTE_PREFIX
+from deadletter.domain.model import RESERVED_ATTRIBUTE_PREFIX, Queue
 from deadletter.domain.policies import DeadLetterPolicy, GroupPolicy, RetryPolicy
 from deadletter.domain.tags import ConsumerTag, TagCounts
 from deadletter.engine import tags
@@ -29,8 +29,15 @@ class TagInfo:
     retry: RetryPolicy | None = None
 
 
-def _info(tx: Transaction, tag: ConsumerTag, now: float) -> TagInfo:
-    queue = require_queue(tx, tag.project, tag.queue)
+def _infos(tx: Transaction, project: str, queue: str, now: float) -> list[TagInfo]:
+    """The tags of `queue`, each with its counts and policies (none: no queue); the queue is
+    read only when it has tags."""
+    listed = tx.list_tags(project, queue)
+    found = tx.get_queue(project, queue) if listed else None
+    return [] if found is None else [_info(tx, found, t, now) for t in listed]
+
+
+def _info(tx: Transaction, queue: Queue, tag: ConsumerTag, now: float) -> TagInfo:
     s = queue.settings
     return TagInfo(
         tag,
@@ -101,8 +108,7 @@ class TagOperations:
     def list_tags(self, project: str, queue: str) -> list[TagInfo]:
         def work(tx: Transaction) -> list[TagInfo]:
             require_queue(tx, project, queue)
-            now = self.clock.now()
-            return [_info(tx, t, now) for t in tx.list_tags(project, queue)]
+            return _infos(tx, project, queue, self.clock.now())
 
         return self._runner.read(work)
 
@@ -112,17 +118,15 @@ class TagOperations:
 
         def work(tx: Transaction) -> list[TagInfo]:
             now = self.clock.now()
-            return [
-                _info(tx, t, now) for project, queue in queues for t in tx.list_tags(project, queue)
-            ]
+            return [info for project, queue in queues for info in _infos(tx, project, queue, now)]
 
         return self._runner.read(work)
 
     def get_tag(self, project: str, queue: str, *, name: str) -> TagInfo:
         def work(tx: Transaction) -> TagInfo:
-            require_queue(tx, project, queue)
+            found = require_queue(tx, project, queue)
             tag = tags.require_tag(tx, project, queue, name)
-            return _info(tx, tag, self.clock.now())
+            return _info(tx, found, tag, self.clock.now())
 
         return self._runner.read(work)
 
