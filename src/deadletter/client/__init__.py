@@ -459,10 +459,11 @@ def _missing_queue(path: str, description: str) -> str:
 
 def _query(filters: dict[str, Any]) -> list[tuple[str, Any]]:
     """The dead-letter filter's query parameters: each given value, a list's each (the
-    `attribute` filters), none of those left out."""
+    `attribute` filters). Only None is left out: an empty value goes to the server, which
+    refuses it (dropped here, it would widen a purge to the whole DLQ)."""
     pairs: list[tuple[str, Any]] = []
     for key, value in filters.items():
         for one in value if isinstance(value, list | tuple) else [value]:
-            if one is not None and one != "":
+            if one is not None:
                 pairs.append((key, one))
     return pairs
