@@ -28,7 +28,9 @@ _.worker_app  # server.py: the app factory uvicorn imports by name (`server:work
 _.show  # cli/output.py: click.ClickException.show; cli/{queues,tags,templates}.py: commands
 _.export  # cli/dlq.py: a click command, registered by its decorator
 _.edit  # cli/dlq.py: a click command, registered by its decorator
+_.set_  # cli/auto_redrive.py: a click command, registered by its decorator
 _.create_operator  # cli/credentials.py: a click command, registered by its decorator
+_.list_patterns  # cli/patterns.py: a click command, registered by its decorator
 _.list_commands  # cli/main.py: LazyGroup overrides click.Group's
 _.get_command  # cli/main.py: LazyGroup overrides click.Group's
 _.format_commands  # cli/main.py: LazyGroup overrides click.Group's

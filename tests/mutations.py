@@ -109,6 +109,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a filtered redrive reads past a page it selects nothing of, and goes on",
     ),
     Mutation(
+        "filter-blank-only-when-empty",
+        "domain/filters.py",
+        "if blank(value):",
+        'if value == "":',
+        ("tests/api/zaqar/test_blank_filters.py",),
+        "a filter value of spaces, U+3000 or invisible characters alone is refused, not only an"
+        " empty one",
+    ),
+    Mutation(
+        "client-drops-an-empty-filter",
+        "client/__init__.py",
+        "if one is not None:",
+        'if one is not None and one != "":',
+        ("tests/api/zaqar/test_blank_filters.py",),
+        "the client sends an empty filter value on (dropped, a purge would take the whole DLQ)",
+    ),
+    Mutation(
+        "sqs-empty-move-filter-moves-everything",
+        "api/sqs/move_tasks.py",
+        "if filters.blank(text):",
+        "if False:",
+        ("tests/api/sqs/test_move_task_filter.py",),
+        "a blank DeadLetterFilter is refused, not taken as no filter",
+    ),
+    Mutation(
         "redrive-into-a-dlq",
         "engine/redrive.py",
         "if destination in tx.dead_letter_targets(project):",
@@ -119,25 +144,37 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "chain-target-has-policy",
         "engine/validation.py",
-        "if target_policy is not None and target_policy.active:",
-        "if target_policy is not None and target_policy.active and target_policy.on_expiry:",
-        ("tests/engine/test_queues.py", "tests/api/zaqar/test_queues.py"),
+        "if routing.active_targets(target.settings):",
+        "if target.settings.dead_letter and target.settings.dead_letter.on_expiry:",
+        (
+            "tests/engine/test_queues.py",
+            "tests/api/zaqar/test_queues.py",
+            "tests/engine/test_group_policy_rules.py",
+        ),
         "a DLQ may not have a dead-letter policy of its own (no chains)",
     ),
     Mutation(
         "chain-source-is-a-dlq",
         "engine/validation.py",
         "if name in tx.dead_letter_targets(project):",
-        "if name in tx.dead_letter_targets(project) and name == policy.target:",
-        ("tests/engine/test_queues.py", "tests/api/zaqar/test_queues.py"),
+        "if name in tx.dead_letter_targets(project) and name == found[0].name:",
+        (
+            "tests/engine/test_queues.py",
+            "tests/api/zaqar/test_queues.py",
+            "tests/engine/test_group_policy_rules.py",
+        ),
         "a queue that is some queue's DLQ may not get a policy (no chains)",
     ),
     Mutation(
         "cycle-own-dlq",
         "engine/validation.py",
-        "if policy.target == name:",
-        "if policy.target == name and s.dead_letter_default:",
-        ("tests/engine/test_queues.py", "tests/api/zaqar/test_queues.py"),
+        "if found.name == name:",
+        "if found.name == name and s.dead_letter_default:",
+        (
+            "tests/engine/test_queues.py",
+            "tests/api/zaqar/test_queues.py",
+            "tests/engine/test_group_policy_rules.py",
+        ),
         "a queue may not be its own DLQ (no cycles)",
     ),
     Mutation(
@@ -176,10 +213,42 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/engine/test_consumer_tags.py", "tests/engine/test_transitions.py"),
         "a message redriven to one tag is delivered to that tag only",
     ),
+    Mutation(
+        "route-by-reason-ignored",
+        "domain/routing.py",
+        "route = s.dead_letter_routes.get(reason.value)",
+        "route = None",
+        ("tests/engine/test_group_policies.py",),
+        "a dead letter of a routed reason goes to its route's DLQ, not the queue's",
+    ),
+    Mutation(
+        "tag-own-dlq-ignored",
+        "domain/routing.py",
+        "target = own.dead_letter_queue or (policy.target if policy else None)",
+        "target = policy.target if policy else own.dead_letter_queue",
+        ("tests/engine/test_group_policies.py",),
+        "a tag with a DLQ of its own dead-letters there, not to the queue's DLQ",
+    ),
+    Mutation(
+        "chain-over-tag-routes",
+        "domain/routing.py",
+        'found.append(Target("tag", tag, own.dead_letter_queue, own.active))',
+        "pass",
+        ("tests/engine/test_group_policy_rules.py",),
+        "the no-chain rules hold for a consumer tag's own DLQ",
+    ),
     # Auth checks
     # The loosened parser in one line: any letters matched, then compared by `.upper()` (the
     # walrus folds `text` before the comparison below it): a dotless i (U+0131) in admin, or
     # a long s (U+017F) in consumer, then names the role.
+    Mutation(
+        "auto-redrive-cap-off-by-one",
+        "engine/selection.py",
+        "if cap is not None and auto_rounds(m.history) >= cap:",
+        "if cap is not None and auto_rounds(m.history) > cap:",
+        ("tests/engine/test_auto_redrive.py",),
+        "automatic redrive sends a dead letter back at most max_rounds times",
+    ),
     Mutation(
         "role-case-folding",
         "auth/roles.py",

@@ -1,6 +1,6 @@
 """A small synchronous client of the native API (Zaqar v2 with the dead-letter extensions).
 
-Its HTTP is the standard library's (client/wire.py) unless a client is given an httpx
+Its HTTP is its own, over a socket (client/wire.py), unless a client is given an httpx
 transport (the tests' in-process app): a command that sends one message should not pay for an
 HTTP stack larger than its work. Nothing server-side is imported either."""
 
@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from deadletter.client import wire
+from deadletter.client.auto_redrive import AutoRedriveCalls
 from deadletter.client.groups import FailureGroupCalls
+from deadletter.client.tags import TagCalls
 
 if TYPE_CHECKING:
     import httpx
@@ -48,7 +50,7 @@ class Unreachable(Exception):
     """No server answered at the URL."""
 
 
-class Client(FailureGroupCalls):
+class Client(FailureGroupCalls, AutoRedriveCalls, TagCalls):
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -269,32 +271,6 @@ class Client(FailureGroupCalls):
         )
         return doc
 
-    # Consumer tags
-
-    def create_tag(
-        self,
-        queue: str,
-        name: str,
-        start: float | str | None = None,
-        filter_attribute: str | None = None,
-        filter_value: str | None = None,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {} if start is None else {"start": start}
-        if filter_attribute is not None:
-            body["filter"] = {"attribute": filter_attribute, "value": filter_value}
-        doc: dict[str, Any] = self._json("PUT", f"/v2/queues/{queue}/tags/{name}", json=body)
-        return doc
-
-    def tags(self, queue: str) -> list[dict[str, Any]]:
-        return list(self._json("GET", f"/v2/queues/{queue}/tags")["tags"])
-
-    def tag(self, queue: str, name: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{queue}/tags/{name}")
-        return doc
-
-    def delete_tag(self, queue: str, name: str) -> None:
-        self._call("DELETE", f"/v2/queues/{queue}/tags/{name}")
-
     # Dead-letter queues
 
     def dead_letters(
@@ -382,6 +358,17 @@ class Client(FailureGroupCalls):
         """The DLQ's stored patterns."""
         doc = self._json("GET", f"/v2/queues/{dlq}/patterns")
         return list(doc.get("patterns") or [])
+
+    def split_pattern(
+        self, dlq: str, pattern_id: str, *, position: int, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Replace a stored pattern by one per value its members hold at `position` (from 1),
+        or with `dry_run` say what that would make: `{"pattern_id", "position", "patterns":
+        [{"id", "template", "count", "value"}], "unread"}`."""
+        body = {"position": position, **({"dry_run": True} if dry_run else {})}
+        path = f"/v2/queues/{dlq}/patterns/{pattern_id}/split"
+        doc: dict[str, Any] = self._json("POST", path, json=body)
+        return doc
 
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
         """Replace the DLQ's stored patterns, each with its message ids."""
@@ -473,10 +460,11 @@ def _missing_queue(path: str, description: str) -> str:
 
 def _query(filters: dict[str, Any]) -> list[tuple[str, Any]]:
     """The dead-letter filter's query parameters: each given value, a list's each (the
-    `attribute` filters), none of those left out."""
+    `attribute` filters). Only None is left out: an empty value goes to the server, which
+    refuses it (dropped here, it would widen a purge to the whole DLQ)."""
     pairs: list[tuple[str, Any]] = []
     for key, value in filters.items():
         for one in value if isinstance(value, list | tuple) else [value]:
-            if one is not None and one != "":
+            if one is not None:
                 pairs.append((key, one))
     return pairs

@@ -89,6 +89,11 @@ class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimO
         store would wait (`Store.run_now`)."""
         return self.store.run_now(work)
 
+    @property
+    def runs_now(self) -> bool:
+        """Whether `run_now` ever runs work at once (`Store.runs_now`)."""
+        return self.store.runs_now
+
     def commit_now(self) -> None:
         """`Store.commit_now`: commit what `run_now` left to commit."""
         self.store.commit_now()
@@ -137,8 +142,13 @@ class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimO
         def work(tx: Transaction, pending: Pending) -> Queue:
             old = require_queue(tx, project, name, lock=True)
             now = self.clock.now()
-            # The tags' names are the tag operations' to change, whatever a face sends.
-            changed = replace(change(old), consumer_tags=old.settings.consumer_tags)
+            # The tags and their policies are the tag operations' to change, whatever a face
+            # sends.
+            changed = replace(
+                change(old),
+                consumer_tags=old.settings.consumer_tags,
+                tag_policies=old.settings.tag_policies,
+            )
             checked = queues.checked(tx, project, name, changed, now)
             tx.update_queue(project, name, checked, now)
             queue = replace(old, settings=checked, updated_at=now)

@@ -30,7 +30,7 @@ from deadletter.api.zaqar.parse import (
 )
 from deadletter.api.zaqar.serialize import task_href, task_json
 from deadletter.auth.roles import Action
-from deadletter.domain import filters
+from deadletter.domain import filters, routing
 from deadletter.domain import settings as declared
 from deadletter.domain.model import MAX_PATTERNS, MAX_PATTERNS_BYTES, DeadLetterFilter
 from deadletter.domain.patterns import Assignment
@@ -198,14 +198,18 @@ def dead_letter_sources(ctx: Ctx) -> Response:
     sources = ctx.engine.dead_letter_sources(ctx.project, ctx.queue)
     out = []
     for q in sources:
+        # What names this DLQ: the source's policy, a route by reason, a tag's own policy.
+        via = [t for t in routing.targets(q.settings) if t.name == ctx.queue]
         policy = q.settings.dead_letter
-        assert policy is not None
         out.append(
             {
                 "name": q.name,
                 "href": f"/v2/queues/{q.name}",
-                "max_claim_count": policy.max_claims,
-                "active": policy.active,
+                "max_claim_count": policy.max_claims if policy else None,
+                "active": any(t.active for t in via),
+                "via": [
+                    {"kind": t.kind, **({"key": t.key} if t.key is not None else {})} for t in via
+                ],
             }
         )
     return JSONResponse({"sources": out})
@@ -290,6 +294,38 @@ def put_patterns(ctx: Ctx) -> Response:
 
 def get_patterns(ctx: Ctx) -> Response:
     return JSONResponse({"patterns": ctx.engine.get_patterns(ctx.project, ctx.queue)})
+
+
+def split_pattern(ctx: Ctx) -> Response:
+    """A stored pattern replaced by one pattern per value its members hold at a position."""
+    doc = ctx.json_object(empty_ok=False)
+    position = doc.get("position")
+    if not isinstance(position, int) or not is_int_in(position, 1, MAX_TEMPLATE):
+        raise bad_request(f'"position" must be an integer from 1 to {MAX_TEMPLATE}.')
+    dry_run = doc.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise bad_request("dry_run must be true or false.")
+    done = ctx.engine.split_pattern(
+        ctx.project, ctx.queue, ctx.path["pattern_id"], position=position, dry_run=dry_run
+    )
+    made = [
+        {
+            "id": p["id"],
+            "template": p["template"],
+            "count": p["count"],
+            "value": p["split"]["value"],
+        }
+        for p in done.patterns
+    ]
+    return JSONResponse(
+        {
+            "pattern_id": done.pattern_id,
+            "position": done.position,
+            "patterns": made,
+            "unread": done.unread,
+            **({"dry_run": True} if dry_run else {}),
+        }
+    )
 
 
 def merge_assignments(ctx: Ctx) -> Response:

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from deadletter.api.hot import HotRoute
 from deadletter.api.options import AppOptions
+from deadletter.api.zaqar import auto_redrive as auto
 from deadletter.api.zaqar.claims import create_claim, get_claim, release_claim, renew_claim
 from deadletter.api.zaqar.context import Handler, endpoint
 from deadletter.api.zaqar.dead_letters import (
@@ -34,6 +35,7 @@ from deadletter.api.zaqar.dead_letters import (
     put_patterns,
     release_message,
     resume_redrive,
+    split_pattern,
     start_redrive,
 )
 from deadletter.api.zaqar.failure_groups import (
@@ -85,7 +87,15 @@ from deadletter.api.zaqar.subscriptions import (
     list_subscriptions,
     update_subscription,
 )
-from deadletter.api.zaqar.tags import create_tag, delete_tag, get_tag, list_tags
+from deadletter.api.zaqar.tags import (
+    CREATE_FIELDS,
+    POLICY_FIELDS,
+    create_tag,
+    delete_tag,
+    get_tag,
+    list_tags,
+    update_tag,
+)
 from deadletter.api.zaqar.templates import (
     delete_template,
     get_template,
@@ -146,6 +156,7 @@ Q = "/v2/queues/{queue}"
 M = Q + "/messages/{message_id}"
 T = "/v2/templates/{template}"
 S = Q + "/subscriptions/{subscription_id}"
+AUTO = Q + "/dead_letters/auto_redrive"
 R = ZaqarRoute
 A = Action
 ROUTES: list[ZaqarRoute] = [
@@ -291,6 +302,22 @@ ROUTES: list[ZaqarRoute] = [
     R("POST", Q + "/redrives/{task_id}/resume", resume_redrive, action=A.REDRIVE_START,
       summary="Resume a task its canary paused: move the rest (202)", status="202",
       errors={"409": "The task is not paused, or another runs on its DLQ"}),
+    # A DLQ's automatic redrive policy: its rounds move messages, as a redrive does; stopping
+    # or deleting it cancels its round in flight, as cancelling a task does.
+    R("PUT", AUTO, auto.put_auto_redrive, action=A.REDRIVE_START,
+      summary="Set the DLQ's automatic redrive policy (201 new, 200 replaced)", status="201",
+      also=("200",), body="AutoRedrive",
+      reads=Reads(body=auto.FIELDS)),
+    R("GET", AUTO, auto.get_auto_redrive, action=A.REDRIVE_GET,
+      summary="The DLQ's automatic redrive policy: its state, rounds and next round"),
+    R("DELETE", AUTO, auto.delete_auto_redrive, action=A.REDRIVE_CANCEL,
+      summary="Delete the automatic redrive policy, cancelling its round in flight (204 even"
+      " when there was none)", status="204"),
+    R("POST", AUTO + "/stop", auto.stop_auto_redrive, action=A.REDRIVE_CANCEL,
+      summary="Stop the automatic redrive policy, cancelling its round in flight"),
+    R("POST", AUTO + "/resume", auto.resume_auto_redrive, action=A.REDRIVE_START,
+      summary="Resume a paused or stopped automatic redrive policy: a round at once",
+      errors={"409": "The policy is active"}),
     R("PUT", Q + "/patterns", put_patterns, action=A.PATTERNS_PUT,
       summary="Store failure patterns found by the analysis", status="204", body="Patterns",
       reads=Reads(body=frozenset({"patterns"}))),
@@ -301,6 +328,11 @@ ROUTES: list[ZaqarRoute] = [
       summary="Merge a writer's batch of pattern assignments, once per (writer, batch)",
       errors={"409": "Batch behind"}, body="Assignments",
       reads=Reads(body=frozenset({"writer", "batch", "assignments"}))),
+    # Splitting a pattern by hand changes the stored patterns, as storing them does.
+    R("POST", Q + "/patterns/{pattern_id}/split", split_pattern, action=A.PATTERNS_PUT,
+      summary="Replace a pattern by one pattern per value its members hold at a position",
+      errors={"409": "Nothing to split at that position"}, body="PatternSplit",
+      reads=Reads(body=frozenset({"position", "dry_run"}))),
     # Queue templates set what new queues get: reading them is a lookup, changing them an
     # update.
     R("GET", "/v2/templates", list_templates, action=A.QUEUE_LIST,
@@ -344,9 +376,12 @@ ROUTES: list[ZaqarRoute] = [
     R("PUT", Q + "/tags/{tag}", create_tag, action=A.QUEUE_UPDATE,
       summary="Create a consumer tag on the queue", status="201",
       errors={"409": "The queue has a tag of that name already"}, body="Tag",
-      reads=Reads(body=frozenset({"start", "filter"}))),
+      reads=Reads(body=CREATE_FIELDS)),
     R("GET", Q + "/tags/{tag}", get_tag, action=A.QUEUE_STATS,
       summary="One consumer tag, with its counts"),
+    R("PATCH", Q + "/tags/{tag}", update_tag, action=A.QUEUE_UPDATE,
+      summary="Change a consumer tag's own dead-letter policy and retry backoff",
+      body="TagPolicy", reads=Reads(body=frozenset(POLICY_FIELDS))),
     R("DELETE", Q + "/tags/{tag}", delete_tag, action=A.QUEUE_UPDATE,
       summary="Delete a consumer tag (204 even when it did not exist)", status="204"),
 ]  # fmt: skip
