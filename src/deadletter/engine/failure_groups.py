@@ -382,11 +382,15 @@ def _with(m: Message, event: dict[str, Any]) -> Message:
 def _restored(m: Message, now: float, retention: int) -> Message:
     """An archived dead letter as it comes back: unclaimed and visible, at the DLQ's end
     (numbered anew), expiring when it would have, or, if that passed while it was archived,
-    after the DLQ's retention from now."""
+    after the DLQ's retention from now. Its deliveries in the DLQ start again as they did
+    when it arrived: the claim count it came with, nothing due; a tag's start from no state
+    (the archive took them), as for any message above the tag's cursor."""
     placed = m.provenance.dead_lettered_at if m.provenance else now
     expires = m.expires_at if m.expires_at > now else now + retention
+    arrived = m.provenance.claim_count if m.provenance else 0
     return replace(m, seq=0, visible_at=min(placed, now), ready_at=min(placed, now),
-                   expires_at=expires, claim_id=None, claim_expires_at=None)  # fmt: skip
+                   expires_at=expires, claim_id=None, claim_expires_at=None,
+                   claim_count=arrived, dead_letter_due_at=None)  # fmt: skip
 
 
 __all__ = ["FailureGroupOperations", "check_reason", "check_retention"]
