@@ -1,8 +1,14 @@
-"""Dead letters per second through the whole analysis job on Spark, and drain3 for comparison.
+"""`deadletter analyze` (engine auto) against drain3's read-and-mine of the same export, and
+the whole analysis job on Spark.
 
-    ./dev bench pipeline [--sizes 100000,1000000] [--master local[2]] [--seed 1] [--no-drain3]
-                         [--no-spark] [--local-up-to 100000] [--reading]
+    ./dev bench pipeline [--sizes 80000,1000000] [--runs 3] [--master local[2]] [--seed 1]
+                         [--no-drain3] [--no-spark] [--local-up-to N] [--reading]
                          [--out bench/results/pipeline]
+
+Each size runs `deadletter analyze --input FILE` (engine auto, in this process: its whole
+command path, the interpreter's start left out) and drain3 (one thread, reading the export's
+texts and mining them) `--runs` times each, taking turns, and shows each one's median and
+their ratio: the machine may be loaded by others, so only runs in the same window compare.
     ./dev bench pipeline --real [--tuning-only]
     ./dev bench pipeline --first-run
 
@@ -169,21 +175,59 @@ def run_reading(spark: Any, path: Path) -> dict[str, Any]:
 
 
 def run_local(path: Path, truth: dict[str, str]) -> dict[str, Any]:
-    """The in-process path on the same file (one thread, whole job, every output)."""
-    from deadletter.pipeline.local import analyze_local
+    """`deadletter analyze --input FILE` as a person runs it (engine auto, every output), in
+    this process: the command's whole path (the input's check, the engine's choice, the
+    analysis), the interpreter's start and imports left out as they are for drain3. Its
+    stages as the command announces them, and the CPU seconds of this process and its
+    workers."""
+    from click.testing import CliRunner
+
+    from deadletter.cli.main import main as cli
 
     out = WORK / f"local-{path.stem}"
     shutil.rmtree(out, ignore_errors=True)
+    cpu = _cpu_seconds()
     started = time.perf_counter()
-    result = analyze_local(path, out)
+    done = CliRunner().invoke(
+        cli,
+        ["analyze", "--input", str(path), "--out", str(out)],
+        env={"DEADLETTER_ANALYZE_ENGINE": "auto"},
+    )
     seconds = time.perf_counter() - started
+    cpu = _cpu_seconds() - cpu
+    if done.exit_code != 0:
+        raise RuntimeError(done.output)
     assignments = read_assignments(out / "assignments.jsonl")
     return {
         "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu, 2),
         "per_second": round(len(truth) / seconds),
-        "patterns": len(result.patterns),
+        "patterns": len(json.loads((out / "patterns.json").read_text())["patterns"]),
         "accuracy": round(grouping_accuracy(truth, assignments), 4),
+        "engine": "in this process" if "in this process" in done.stderr else "spark",
+        "stages": _stages(done.stderr, seconds),
     }
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (the workers)."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _stages(told: str, seconds: float) -> list[list[Any]]:
+    """Each stage the command announced (`[  1.2s] masking`) with its seconds until the next."""
+    marks = [
+        (float(m.group(1)), re.sub(r"[\d,]+ ", "N ", m.group(2)))
+        for m in re.finditer(r"^\[\s*([\d.]+)s\] (.*)$", told, re.M)
+    ]
+    return [
+        [name, round((marks[i + 1][0] if i + 1 < len(marks) else seconds) - at, 2)]
+        for i, (at, name) in enumerate(marks)
+        if name != "done"
+    ]
 
 
 FIRST_RUN_SIZES = (0, 100, 5000)
@@ -261,6 +305,7 @@ def run_drain3(path: Path, truth: dict[str, str]) -> dict[str, Any]:
     config.profiling_enabled = False
     miner = TemplateMiner(config=config)
     texts: list[tuple[str, str]] = []
+    cpu = time.process_time()
     reading = time.perf_counter()
     with path.open() as fh:
         for line in fh:
@@ -278,6 +323,7 @@ def run_drain3(path: Path, truth: dict[str, str]) -> dict[str, Any]:
         "seconds": round(seconds, 2),
         # Reading the export's texts too, as the analysis must.
         "read_and_mine_seconds": round(time.perf_counter() - reading, 2),
+        "read_and_mine_cpu_seconds": round(time.process_time() - cpu, 2),
         "per_second": round(len(texts) / seconds),
         "patterns": len(miner.drain.clusters),
         "accuracy": round(grouping_accuracy(truth, predicted), 4),
@@ -437,7 +483,7 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     names = {
         "spark": f"deadletter analyze (Spark {report['master']}, whole job)",
-        "local": "deadletter analyze (in this process, 1 thread, whole job)",
+        "local": "deadletter analyze (engine auto, whole job)",
         "drain3": "drain3 0.9 (1 thread, mining only)",
     }
     for row in report["runs"]:
@@ -448,6 +494,38 @@ def markdown(report: dict[str, Any]) -> str:
                     f"| {row['size']:,} | {name} | {r['seconds']} | {r['per_second']:,} | "
                     f"{r['patterns']} | {r['accuracy']:.2%} |"
                 )
+    versus = [row for row in report["runs"] if row.get("local") and row.get("drain3")]
+    if versus:
+        lines += [
+            "",
+            "`deadletter analyze --input FILE` (engine auto, every output; the interpreter's"
+            " start and imports left out) against drain3 reading the same export and mining its"
+            " texts in one thread, taking turns in the same window: median seconds (all runs),"
+            " and the ratio drain3 / analyze (above 1: analyze is faster):",
+            "",
+            "| dead letters | analyze, s | drain3 read and mine, s | ratio | analyze CPU s |"
+            " drain3 CPU s | engine |",
+            "|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in versus:
+            ours, theirs = row["local"], row["drain3"]
+            lines.append(
+                f"| {row['size']:,} | {ours['seconds']} ({_all(ours)}) |"
+                f" {theirs['read_and_mine_seconds']} ({_all(theirs)}) |"
+                f" {theirs['read_and_mine_seconds'] / ours['seconds']:.2f} |"
+                f" {ours['cpu_seconds']} | {theirs['read_and_mine_cpu_seconds']} |"
+                f" {ours['engine']} |"
+            )
+        largest_local = max(versus, key=lambda row: row["size"])
+        lines += [
+            "",
+            f"Where `deadletter analyze`'s time went at {largest_local['size']:,} (its median"
+            " run, each stage as it announces it, until the next):",
+            "",
+            "| stage | seconds |",
+            "|---|---:|",
+            *(f"| {name} | {secs} |" for name, secs in largest_local["local"]["stages"]),
+        ]
     read = [row for row in report["runs"] if row.get("reading")]
     if read:
         lines += [
@@ -484,6 +562,10 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _all(result: dict[str, Any]) -> str:
+    return ", ".join(str(x) for x in result["all_seconds"])
+
+
 def _run_sizes(spark: Any, sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Each size through Spark (unless `--no-spark`), the in-process engine and drain3."""
     runs: list[dict[str, Any]] = []
@@ -501,19 +583,40 @@ def _run_sizes(spark: Any, sizes: list[int], args: argparse.Namespace) -> list[d
         if args.reading and spark is not None:
             row["reading"] = run_reading(spark, path)
             print(f"{size:>9} read   {row['reading']}", flush=True)
-        if size <= args.local_up_to:
-            row["local"] = run_local(path, truth)
-            print(f"{size:>9} local  {row['local']}", flush=True)
-        if not args.no_drain3:
-            row["drain3"] = run_drain3(path, truth)
-            print(f"{size:>9} drain3 {row['drain3']}", flush=True)
+        row.update(_versus(path, truth, size, args))
         runs.append(row)
     return runs
 
 
+def _versus(
+    path: Path, truth: dict[str, str], size: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """`deadletter analyze` (auto) and drain3's read-and-mine, `--runs` times each, taking
+    turns in the same window (the first of each pair alternates): each one's median run."""
+    sides: dict[str, list[dict[str, Any]]] = {}
+    takers = {
+        "local": run_local if size <= args.local_up_to else None,
+        "drain3": None if args.no_drain3 else run_drain3,
+    }
+    order = [name for name, run in takers.items() if run is not None]
+    for n in range(args.runs):
+        for name in order if n % 2 == 0 else order[::-1]:
+            result = takers[name](path, truth)  # type: ignore[misc]
+            sides.setdefault(name, []).append(result)
+            print(f"{size:>9} {name:<6} {result}", flush=True)
+    key = {"local": "seconds", "drain3": "read_and_mine_seconds"}
+    out: dict[str, Any] = {}
+    for name, results in sides.items():
+        ranked = sorted(results, key=lambda r: r[key[name]])
+        median = dict(ranked[(len(ranked) - 1) // 2])
+        median["all_seconds"] = [r[key[name]] for r in results]
+        out[name] = median
+    return out
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="./dev bench pipeline", description=__doc__)
-    parser.add_argument("--sizes", default="100000", help="comma-separated corpus sizes")
+    parser.add_argument("--sizes", default="80000,1000000", help="comma-separated corpus sizes")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-drain3", action="store_true", help="skip the drain3 baseline")
@@ -523,8 +626,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--local-up-to",
         type=int,
-        default=100_000,
-        help="also run the in-process path on sizes up to this (0: never)",
+        default=10**9,
+        help="run `deadletter analyze` (engine auto) on sizes up to this (0: never)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="runs of `deadletter analyze` and of drain3 each, taking turns (medians shown)",
     )
     parser.add_argument(
         "--out",

@@ -81,9 +81,9 @@ SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
     show_envvar=True,
     default="auto",
     show_default=True,
-    help="local: in this process, no Spark; auto: local for a JSON-lines --input file of up "
-    "to 64 MB or a DLQ of up to 80,000 dead letters, when it reads every one exactly as Spark "
-    "does, else Spark.",
+    help="local: in this process, no Spark, a JSON-lines --input file of any size; auto: local "
+    "for a JSON-lines --input file of up to 1 GB or a DLQ of up to 80,000 dead letters, when it "
+    "reads every one exactly as Spark does, else Spark.",
 )
 @click.option(
     "--follow",
@@ -164,7 +164,9 @@ def analyze(
     unstated = credential is not None and server.project.origin == "the default"
     project = None if unstated else server.project.value
     if input_path is not None:
-        check_input(input_path)
+        # The in-process engine reads every line as it goes: a file it cannot read is checked
+        # whole then (`_analyze`), before Spark is tried.
+        check_input(input_path, whole=engine == "spark")
     if queue and (input_path is None or post):
         check_queue(url, project, credential, queue, server.url, where=where)
     import httpx
@@ -254,12 +256,13 @@ def _analyze(
         if post and queue
         else None
     )
-    if engine == "local" and input_path is not None and not suits(input_path):
+    if engine == "local" and input_path is not None and not suits(input_path, any_size=True):
         raise click.UsageError(
-            "--engine local reads a JSON-lines --input file of up to 64 MB; use --engine spark"
+            "--engine local reads a JSON-lines --input file, not Parquet; use --engine spark"
         )
     stored = queue if poster is not None else None
-    if engine != "spark" and (input_path is None or suits(input_path)):
+    local = input_path is None or suits(input_path, any_size=engine == "local")
+    if engine != "spark" and local:
         try:
             result = _in_process(
                 input_path=input_path,
@@ -277,6 +280,8 @@ def _analyze(
                 f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
             ) from exc
         except NotLocal as exc:
+            if input_path is not None:
+                check_input(input_path)  # a file that is no export is refused, not handed on
             if engine == "local":
                 raise click.ClickException(f"{exc}; use --engine spark") from exc
             say(f"{exc}: Spark reads it")
@@ -456,7 +461,7 @@ def _in_process(
     from deadletter.pipeline.local import LOCAL_MAX_ROWS, analyze_local, analyze_rows, read_dlq
 
     if input_path is not None:
-        say("analysing in this process (a small export: no Spark)")
+        say("analysing in this process (a JSON-lines export: no Spark)")
         return analyze_local(input_path, out_dir, threshold=threshold, post=poster, progress=say)
     say(f"reading {queue} in this process (no Spark up to {LOCAL_MAX_ROWS:,} dead letters)")
     rows = read_dlq(options)

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 from deadletter.client import wire
 from deadletter.client.auto_redrive import AutoRedriveCalls
 from deadletter.client.groups import FailureGroupCalls
+from deadletter.client.tags import TagCalls
 from deadletter.client.wire import seg
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class Unreachable(Exception):
     """No server answered at the URL."""
 
 
-class Client(FailureGroupCalls, AutoRedriveCalls):
+class Client(FailureGroupCalls, AutoRedriveCalls, TagCalls):
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -272,34 +273,6 @@ class Client(FailureGroupCalls, AutoRedriveCalls):
             json={k: v for k, v in (("description", description), ("error", error)) if v},
         )
         return doc
-
-    # Consumer tags
-
-    def create_tag(
-        self,
-        queue: str,
-        name: str,
-        start: float | str | None = None,
-        filter_attribute: str | None = None,
-        filter_value: str | None = None,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {} if start is None else {"start": start}
-        if filter_attribute is not None:
-            body["filter"] = {"attribute": filter_attribute, "value": filter_value}
-        doc: dict[str, Any] = self._json(
-            "PUT", f"/v2/queues/{seg(queue)}/tags/{seg(name)}", json=body
-        )
-        return doc
-
-    def tags(self, queue: str) -> list[dict[str, Any]]:
-        return list(self._json("GET", f"/v2/queues/{seg(queue)}/tags")["tags"])
-
-    def tag(self, queue: str, name: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{seg(queue)}/tags/{seg(name)}")
-        return doc
-
-    def delete_tag(self, queue: str, name: str) -> None:
-        self._call("DELETE", f"/v2/queues/{seg(queue)}/tags/{seg(name)}")
 
     # Dead-letter queues
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
+from deadletter.domain import routing
 from deadletter.domain.auto_redrive import AutoRedrive, AutoRedriveSpec, LastRound, PolicyState
 from deadletter.domain.model import Attribute, DeadLetterFilter, Message, Queue, QueueSettings
 from deadletter.domain.provenance import Provenance
@@ -224,7 +225,7 @@ def settings_from(text: str) -> QueueSettings:
 
 
 def dead_letter_target(settings: QueueSettings) -> str | None:
-    return settings.dead_letter.target if settings.dead_letter else None
+    return routing.first_target(settings)
 
 
 def task_params(t: RedriveTask) -> dict[str, Any]:

@@ -90,7 +90,15 @@ from deadletter.api.zaqar.subscriptions import (
     list_subscriptions,
     update_subscription,
 )
-from deadletter.api.zaqar.tags import create_tag, delete_tag, get_tag, list_tags
+from deadletter.api.zaqar.tags import (
+    CREATE_FIELDS,
+    POLICY_FIELDS,
+    create_tag,
+    delete_tag,
+    get_tag,
+    list_tags,
+    update_tag,
+)
 from deadletter.api.zaqar.templates import (
     delete_template,
     get_template,
@@ -371,9 +379,12 @@ ROUTES: list[ZaqarRoute] = [
     R("PUT", Q + "/tags/{tag}", create_tag, action=A.QUEUE_UPDATE,
       summary="Create a consumer tag on the queue", status="201",
       errors={"409": "The queue has a tag of that name already"}, body="Tag",
-      reads=Reads(body=frozenset({"start", "filter"}))),
+      reads=Reads(body=CREATE_FIELDS)),
     R("GET", Q + "/tags/{tag}", get_tag, action=A.QUEUE_STATS,
       summary="One consumer tag, with its counts"),
+    R("PATCH", Q + "/tags/{tag}", update_tag, action=A.QUEUE_UPDATE,
+      summary="Change a consumer tag's own dead-letter policy and retry backoff",
+      body="TagPolicy", reads=Reads(body=frozenset(POLICY_FIELDS))),
     R("DELETE", Q + "/tags/{tag}", delete_tag, action=A.QUEUE_UPDATE,
       summary="Delete a consumer tag (204 even when it did not exist)", status="204"),
 ]  # fmt: skip

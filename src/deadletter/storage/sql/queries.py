@@ -84,7 +84,6 @@ LIST_QUEUES = (
     " AND (starts_with(name, :prefix) OR :prefix IS NULL)"
     " ORDER BY name LIMIT :limit"
 )
-SOURCES_OF = "SELECT * FROM queues WHERE project = :project AND dlq_target = :dlq ORDER BY name"
 DEAD_LETTER_TARGETS = "SELECT * FROM queues WHERE project = :project AND dlq_target IS NOT NULL"
 
 # Messages

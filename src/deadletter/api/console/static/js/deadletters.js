@@ -3,7 +3,7 @@
 import * as api from "./api.js";
 import { add, age, clear, confirmAction, errorBox, h, idLabel, pretty, when } from "./dom.js";
 import { editCard, historyList } from "./edit.js";
-import { filterBar, isFiltered, purgeSelection, readFilter } from "./filterbar.js";
+import { filterBar, isFiltered, purgeSelection, readFilter, toQuery } from "./filterbar.js";
 import { redrivePanel } from "./redrive.js";
 import { groupActions, selectionOf } from "./groups.js";
 import { autoRedrivePanel } from "./autoredrive.js";
@@ -23,11 +23,12 @@ function deathList(deaths) {
 
 export async function deadLetterBrowser(el, dlq, params) {
   const f = readFilter(params);
-  const [srcs, stats, firstPats] = await Promise.all([api.sources(dlq), api.stats(dlq), api.patterns(dlq)]);
+  const [srcs, stats, firstPats, saved] = await Promise.all([api.sources(dlq), api.stats(dlq),
+    api.patterns(dlq), api.savedFilters(dlq)]);
   let pats = firstPats;
   const names = [...new Set([...srcs.map((s) => s.name), ...Object.keys((stats.dead_letter || {}).by_source || {})])];
-  const bar = filterBar(dlq, f, { sources: names, patterns: pats, onApply: (where) => {
-    const query = new URLSearchParams(where).toString();
+  const bar = filterBar(dlq, f, { sources: names, patterns: pats, saved, onApply: (where) => {
+    const query = toQuery(where);
     location.hash = `#/dlq/${encodeURIComponent(dlq)}${query ? "?" + query : ""}`;
   } });
   const filters = bar.element;

@@ -1,4 +1,5 @@
-// A queue's retry policy and Solace's redelivery count: shown in words on the queue's page,
+// A queue's retry policy, Solace's redelivery count, its dead letters by reason and its
+// consumer tags' own policies: shown in words on the queue's page,
 // and changed there by those who may (one JSON-patch of the queue's metadata each; the
 // server checks the ranges and says what is wrong).
 
@@ -13,6 +14,35 @@ export function retryText(policy) {
 export function redeliveryText(meta) {
   if (meta._max_redelivery === undefined || meta._max_redelivery === null) return "— (no dead-letter policy)";
   return `${meta._max_redelivery} (${meta._max_claim_count} deliveries before the DLQ)`;
+}
+
+// A queue's dead letters by reason (`_dead_letter_routes`), inactive ones marked.
+export function routesText(meta) {
+  const routes = Object.entries(meta._dead_letter_routes || {}).sort();
+  if (!routes.length) return "none: every reason to the DLQ";
+  const off = new Set(meta._dead_letter_routes_inactive || []);
+  return routes.map(([reason, q]) => `${reason} → ${q}${off.has(reason) ? " (inactive: deleted)" : ""}`).join(", ");
+}
+
+// A consumer tag's dead-letter policy in words: "(own)" marks what is the tag's, not the queue's.
+export function tagPolicyText(tag) {
+  const p = tag.dead_letter;
+  const own = (value) => (value !== null && value !== undefined ? " (own)" : "");
+  let text = p ? `${p.queue}${own(tag.dead_letter_queue)} after ${p.max_claims}${own(tag.max_claims)} deliveries`
+    : "no dead-letter policy";
+  if (p && !p.active) text += " (inactive: its DLQ was deleted)";
+  if (tag.retry_policy) text += `; retry ${retryText(tag.retry_policy)} (own)`;
+  return text;
+}
+
+// One row per consumer tag of queue `name`, filled in once its tags are read.
+function tagRows(name) {
+  const body = h("tbody", { id: "settings-tags" });
+  api.call("GET", `/v2/queues/${encodeURIComponent(name)}/tags`).then(({ doc }) => {
+    body.replaceChildren(...(doc.tags || []).map((t) => h("tr", { "data-tag": t.name },
+      h("th", { text: `tag ${t.name}` }), h("td", { text: tagPolicyText(t) }))));
+  }).catch(() => body.replaceChildren());
+  return body;
 }
 
 function number(id, value, label) {
@@ -42,6 +72,7 @@ export function settingsCard(name, meta, onSaved) {
     const rows = [
       h("tr", {}, h("th", { text: "retry backoff" }), h("td", { id: "settings-retry", text: retryText(policy) })),
       h("tr", {}, h("th", { text: "max redelivery (Solace)" }), h("td", { id: "settings-redelivery", text: redeliveryText(m) })),
+      h("tr", {}, h("th", { text: "dead letters by reason" }), h("td", { id: "settings-routes", text: routesText(m) })),
     ];
     const forms = [];
     if (api.session.canChange) {
@@ -69,7 +100,7 @@ export function settingsCard(name, meta, onSaved) {
       }
     }
     card.replaceChildren(h("h2", { text: "Retry and redelivery" }),
-      h("table", { class: "grid settings" }, h("tbody", {}, rows)), ...forms, problems);
+      h("table", { class: "grid settings" }, h("tbody", {}, rows), tagRows(name)), ...forms, problems);
   }
 
   render(meta);
