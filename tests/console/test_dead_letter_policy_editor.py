@@ -65,6 +65,13 @@ def test_routes_and_a_tags_policy_are_changed_from_the_queue_page(api: Api, page
     tag = api.request("GET", "/v2/queues/orders/tags/billing").json()
     assert (tag["max_claims"], tag["dead_letter_queue"]) == (2, "billing-dlq")
 
+    # A tag's DLQ that has a DLQ of its own is refused as a route is, the tag kept as it was
+    edit.locator(".tag-dlq").fill("payments")
+    edit.locator(".tag-save").click()
+    expect(page.locator("#queue-settings .error")).to_contain_text("chain")
+    tag = api.request("GET", "/v2/queues/orders/tags/billing").json()
+    assert (tag["max_claims"], tag["dead_letter_queue"]) == (2, "billing-dlq")
+
     # "inherit" gives its max claims back to the queue (null), its DLQ staying its own
     edit.locator(".tag-inherit-max-claims").click()
     expect(billing).to_have_text("billing-dlq (own) after 3 deliveries")

@@ -48,7 +48,7 @@ function tagForm(queue, t, patchTag) {
   const dlq = h("input", { class: "tag-dlq", type: "text", value: t.dead_letter_queue ?? "",
     placeholder: "inherit", "aria-label": `tag ${t.name} DLQ` });
   const inherit = (field) => h("button", { type: "button", class: `tag-inherit-${field.replaceAll("_", "-")}`,
-    text: "inherit", title: "take the queue's", onclick: () => patchTag(t.name, { [field]: null }) });
+    text: "inherit", title: "take the queue's", disabled: t[field] === null || t[field] === undefined, onclick: () => patchTag(t.name, { [field]: null }) });
   return h("form", { class: "settings-form tag-form", onsubmit: (e) => {
     e.preventDefault();
     patchTag(t.name, {
