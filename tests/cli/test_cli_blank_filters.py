@@ -45,19 +45,25 @@ def test_every_command_that_selects_dead_letters_takes_the_filter_options() -> N
         "dlq list", "dlq count", "dlq export", "dlq purge", "redrive start", "analyze"}  # fmt: skip
 
 
-# A required option that is not a file, with a value it takes.
+# A required option that is neither a file nor a number, with a value it takes.
 REQUIRED_VALUES = {"--every": "10m"}
 
 
+def required_value(option: click.Option, out: Path) -> str:
+    if isinstance(option.type, click.types.IntParamType):
+        return "1"
+    return REQUIRED_VALUES.get(option.opts[0], str(out))
+
+
 def argv(path: list[str], command: click.Command, out: Path) -> list[str]:
-    """`path` with whatever else the command requires: a DLQ for its arguments, a file (or
-    the value of `REQUIRED_VALUES`) for its required options, and --queue for analyze."""
+    """`path` with whatever else the command requires: a DLQ for its arguments, a value
+    for each required option (`required_value`), and --queue for analyze."""
     args = [*path]
     for param in command.params:
         if isinstance(param, click.Argument) and param.required:
             args.append("orders-dlq")
         elif isinstance(param, click.Option) and param.required:
-            args += [param.opts[0], REQUIRED_VALUES.get(param.opts[0], str(out))]
+            args += [param.opts[0], required_value(param, out)]
     return [*args, "--queue", "orders-dlq"] if path == ["analyze"] else args
 
 
