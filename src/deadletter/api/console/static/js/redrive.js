@@ -6,6 +6,9 @@ import { confirmAction, errorBox, h, isoToLocal, localToIso } from "./dom.js";
 import { impureNote } from "./purity.js";
 
 const POLL_MS = 500;
+// Once a task has ended, how its group fared (`follow`) still changes as messages die again.
+const FOLLOW_MS = 5000;
+const ENDED = new Set(["COMPLETED", "CANCELLED"]);
 const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 
 const FILTERS = ["source_queue", "reason", "since", "until", "pattern_id", "message_ids"];
@@ -50,7 +53,8 @@ export function redrivePanel(dlq, options = {}) {
   const resume = h("button", { id: "redrive-resume", type: "button", class: "primary", text: "Resume: move the rest", hidden: true });
   const problems = h("div", { class: "problems" });
   const outcome = h("p", { id: "redrive-canary-outcome", class: "canary-outcome", hidden: true });
-  const progress = h("div", { class: "progress", id: "redrive-progress", hidden: true }, bar, percent, status, resume, cancel, outcome);
+  const fared = h("p", { id: "redrive-follow", class: "muted", hidden: true });
+  const progress = h("div", { class: "progress", id: "redrive-progress", hidden: true }, bar, percent, status, resume, cancel, outcome, fared);
   const form = single
     ? h("form", { id: "redrive-form", class: "redrive", hidden: true },
       h("div", { class: "fields" }, h("label", {}, "destination", destination)),
@@ -83,6 +87,7 @@ export function redrivePanel(dlq, options = {}) {
   let timer = null;
   let task = null;
   let stopped = false;
+  let doneTold = false;
 
   // (with the page's filter, its pattern: the note on an impure one shows for it too)
   let wantedPattern = (given && given.pattern_id) || d.pattern || "";
@@ -106,6 +111,7 @@ export function redrivePanel(dlq, options = {}) {
     .then(listPatterns).catch(() => {});
 
   function draw(t) {
+    if (!task || task.id !== t.id) doneTold = false;  // a new task is told done once too
     task = t;
     progress.hidden = false;
     const total = t.to_move || 0;
@@ -128,6 +134,11 @@ export function redrivePanel(dlq, options = {}) {
         `${c.sample} of ${c.size} moved, ${c.redeaths} died again — ${verdict}` +
         (c.resumed_at ? ` · resumed ${new Date(c.resumed_at).toLocaleTimeString()}` : "");
     }
+    const f = t.follow;
+    fared.hidden = !(f && f.redriven && ENDED.has(t.status));
+    if (!fared.hidden) {
+      fared.textContent = `Since it ran: ${f.came_back_dead} of ${f.redriven} came back dead, ${f.still_out} still out.`;
+    }
     const running = t.status === "RUNNING";
     cancel.hidden = !(running || paused);
     resume.hidden = !paused || !api.session.canChange;
@@ -143,9 +154,13 @@ export function redrivePanel(dlq, options = {}) {
     }
     if (!stopped && (task.status === "RUNNING" || task.status === "CANCELLING")) {
       timer = setTimeout(poll, POLL_MS);
-    } else if (!stopped && options.onDone) {
+      return;
+    }
+    if (!stopped && options.onDone && !doneTold) {
+      doneTold = true;
       options.onDone(task);
     }
+    if (!stopped && ENDED.has(task.status)) timer = setTimeout(poll, FOLLOW_MS);
   }
 
   form.addEventListener("submit", async (event) => {
