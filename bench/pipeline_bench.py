@@ -79,6 +79,27 @@ def labels(path: Path) -> dict[str, str]:
     return out
 
 
+def parquet_of(path: Path) -> Path:
+    """The corpus as `deadletter dlq export --format parquet` writes it (made once)."""
+    from deadletter.pipeline.exports import write_parquet
+
+    out = path.with_suffix(".parquet")
+    if not out.exists():
+
+        def pages() -> Any:
+            with path.open() as fh:
+                page: list[dict[str, Any]] = []
+                for line in fh:
+                    page.append(json.loads(line))
+                    if len(page) == 1000:
+                        yield page
+                        page = []
+                yield page
+
+        write_parquet(pages(), out)
+    return out
+
+
 def run_spark(spark: Any, path: Path, truth: dict[str, str]) -> dict[str, Any]:
     from deadletter.pipeline.analysis import analyze
 
@@ -100,12 +121,26 @@ def run_spark(spark: Any, path: Path, truth: dict[str, str]) -> dict[str, Any]:
     assignments = read_assignments(out / "assignments.jsonl")
     stages.pop()
     return {
+        "input": path.suffix.lstrip("."),
         "seconds": round(seconds, 2),
         "per_second": round(len(truth) / seconds),
         "patterns": len(result.patterns),
         "accuracy": round(grouping_accuracy(truth, assignments), 4),
         "stages": stages,
+        "outputs": _digest(out),
     }
+
+
+def _digest(out: Path) -> str:
+    """What must be equal between the engines: the summary files, and each dead letter's
+    pattern (assignments.jsonl, whose order is the engine's own, sorted)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in ("patterns.json", "patterns.parquet", "report.html"):
+        digest.update((out / name).read_bytes())
+    digest.update(b"".join(sorted((out / "assignments.jsonl").read_bytes().splitlines())))
+    return digest.hexdigest()
 
 
 def run_reading(spark: Any, path: Path) -> dict[str, Any]:
@@ -179,10 +214,12 @@ def run_local(path: Path, truth: dict[str, str]) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     assignments = read_assignments(out / "assignments.jsonl")
     return {
+        "input": path.suffix.lstrip("."),
         "seconds": round(seconds, 2),
         "per_second": round(len(truth) / seconds),
         "patterns": len(result.patterns),
         "accuracy": round(grouping_accuracy(truth, assignments), 4),
+        "outputs": _digest(out),
     }
 
 
@@ -432,8 +469,9 @@ def markdown(report: dict[str, Any]) -> str:
             if report.get("first_job")
             else []
         ),
-        "| dead letters | engine | seconds | dead letters/s | patterns | grouping accuracy |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| dead letters | engine | input | seconds | / drain3 | dead letters/s | patterns"
+        " | grouping accuracy |",
+        "|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     names = {
         "spark": f"deadletter analyze (Spark {report['master']}, whole job)",
@@ -441,13 +479,22 @@ def markdown(report: dict[str, Any]) -> str:
         "drain3": "drain3 0.9 (1 thread, mining only)",
     }
     for row in report["runs"]:
+        drain3 = row.get("drain3", {}).get("seconds")
         for engine, name in names.items():
             r = row.get(engine)
             if r:
+                ratio = f"{r['seconds'] / drain3:.2f}" if drain3 else ""
                 lines.append(
-                    f"| {row['size']:,} | {name} | {r['seconds']} | {r['per_second']:,} | "
-                    f"{r['patterns']} | {r['accuracy']:.2%} |"
+                    f"| {row['size']:,} | {name} | {r.get('input', 'jsonl')} | {r['seconds']} |"
+                    f" {ratio} | {r['per_second']:,} | {r['patterns']} | {r['accuracy']:.2%} |"
                 )
+    both = [row for row in report["runs"] if row.get("spark") and row.get("local")]
+    if both:
+        lines += [
+            "",
+            "Same patterns.json, patterns.parquet, report.html and assignments from both"
+            " engines: " + ", ".join(f"{row['size']:,}: {_same(row)}" for row in both) + ".",
+        ]
     read = [row for row in report["runs"] if row.get("reading")]
     if read:
         lines += [
@@ -484,6 +531,10 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _same(row: dict[str, Any]) -> str:
+    return "yes" if row["spark"]["outputs"] == row["local"]["outputs"] else "NO"
+
+
 def _run_sizes(spark: Any, sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Each size through Spark (unless `--no-spark`), the in-process engine and drain3."""
     runs: list[dict[str, Any]] = []
@@ -494,15 +545,18 @@ def _run_sizes(spark: Any, sizes: list[int], args: argparse.Namespace) -> list[d
         truth = labels(path)
         row: dict[str, Any] = {"size": size}
         if spark is not None:
+            source = parquet_of(path) if args.spark_input == "parquet" else path
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
-                row["spark"] = run_spark(spark, path, truth)
+                row["spark"] = run_spark(spark, source, truth)
             print(f"{size:>9} spark  {row['spark']}", flush=True)
         if args.reading and spark is not None:
             row["reading"] = run_reading(spark, path)
             print(f"{size:>9} read   {row['reading']}", flush=True)
         if size <= args.local_up_to:
-            row["local"] = run_local(path, truth)
+            row["local"] = run_local(
+                parquet_of(path) if args.local_input == "parquet" else path, truth
+            )
             print(f"{size:>9} local  {row['local']}", flush=True)
         if not args.no_drain3:
             row["drain3"] = run_drain3(path, truth)
@@ -526,6 +580,13 @@ def main(argv: list[str]) -> int:
         default=100_000,
         help="also run the in-process path on sizes up to this (0: never)",
     )
+    for engine, default in (("spark", "parquet"), ("local", "jsonl")):
+        parser.add_argument(
+            f"--{engine}-input",
+            choices=["jsonl", "parquet"],
+            default=default,
+            help=f"the export the {engine} engine reads (a Parquet copy is made once)",
+        )
     parser.add_argument(
         "--out",
         default=str(RESULTS / "pipeline"),

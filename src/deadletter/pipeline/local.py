@@ -61,9 +61,17 @@ class NotLocal(ValueError):
     """The export holds a line that only Spark's reader is sure to read as Spark does."""
 
 
-def suits(path: Path) -> bool:
-    """A JSON-lines export small enough for the in-process path."""
-    return path.is_file() and path.suffix != ".parquet" and path.stat().st_size <= LOCAL_MAX_BYTES
+def suits(path: Path, *, any_size: bool = False) -> bool:
+    """An export for the in-process path: JSON lines up to LOCAL_MAX_BYTES, or Parquet (told
+    by its first bytes) of up to LOCAL_MAX_ROWS dead letters; with `any_size`, any export."""
+    from deadletter.pipeline.exports import is_parquet, parquet_rows
+
+    if is_parquet(path):
+        try:
+            return any_size or parquet_rows(path) <= LOCAL_MAX_ROWS
+        except (OSError, ValueError):
+            return False  # Spark says what is wrong with it
+    return path.is_file() and (any_size or path.stat().st_size <= LOCAL_MAX_BYTES)
 
 
 def _time(value: Any) -> datetime | None:
@@ -145,6 +153,20 @@ def row_of_line(line: str) -> dict[str, Any]:
     return {name: row[name] for name in COLUMNS}
 
 
+def read_parquet(path: Path) -> list[dict[str, Any]]:
+    """Every dead letter of a Parquet export, in SCHEMA, or NotLocal (a column of another
+    type, a message id missing, twice or with control characters: Spark reads those)."""
+    from deadletter.pipeline.exports import NotExport, read_rows
+
+    try:
+        rows = read_rows(path)
+    except NotExport as exc:
+        raise NotLocal(f"a Parquet file whose {exc}") from exc
+    if any(_CONTROL.search(r["message_id"] or "") for r in rows):
+        raise NotLocal("a message id that holds control characters")
+    return _unique(rows)
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every dead letter of a JSON-lines export, in SCHEMA, or NotLocal."""
     rows = []
@@ -216,11 +238,15 @@ def analyze_local(
     post: Callable[[list[dict[str, Any]]], None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Result:
-    """`analysis.analyze` of a JSON-lines export, in this process: the same patterns.json,
-    patterns.parquet, report.html and assignments (in input order)."""
+    """`analysis.analyze` of an export (JSON lines, or Parquet told by its first bytes), in
+    this process: the same patterns.json, patterns.parquet, report.html and assignments (in
+    input order)."""
+    from deadletter.pipeline.exports import is_parquet
+
     say = progress or (lambda _stage: None)
     say("reading and masking the dead letters")
-    rows = read_jsonl(Path(path))
+    path = Path(path)
+    rows = read_parquet(path) if is_parquet(path) else read_jsonl(path)
     return analyze_rows(
         rows, out_dir, threshold=threshold, keep_assignments=keep_assignments, post=post, say=say
     )
