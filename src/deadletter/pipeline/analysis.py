@@ -261,43 +261,30 @@ def summarize_keys(
 def _attribute_findings(mined: Any, sizes: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
     """Attribute values carried by most of a pattern and over-represented against the corpus.
 
-    Two small jobs rather than a window over every (name, value): first the (pattern, name,
-    value) counts that reach LIFT_MIN_SHARE of their pattern, then the corpus counts of those
-    values alone, the others dropped before any shuffle. A value that marks one dead letter
-    (a trace id) is never sorted.
+    One job: (pattern, name, value) counts, each value's corpus count as their sum over the
+    patterns (every dead letter is in one pattern), then only the counts that reach
+    LIFT_MIN_SHARE of their pattern are collected.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     if not sizes:
         return {}
-    spark = mined.sparkSession
-    size_df = spark.createDataFrame(sorted(sizes.items()), "pattern_id string, size long")
-    pairs = mined.select("pattern_id", F.explode("attributes").alias("key", "value")).where(
-        F.col("value").isNotNull()
+    size_df = mined.sparkSession.createDataFrame(
+        sorted(sizes.items()), "pattern_id string, size long"
     )
     candidates = (
-        pairs.groupBy("pattern_id", "key", "value")
+        mined.select("pattern_id", F.explode("attributes").alias("key", "value"))
+        .where(F.col("value").isNotNull())
+        .groupBy("pattern_id", "key", "value")
         .agg(F.count("*").alias("n"))
+        .withColumn("corpus_count", F.sum("n").over(Window.partitionBy("key", "value")))
         .join(F.broadcast(size_df), "pattern_id")
         .where(F.col("n") >= F.col("size") * summary.LIFT_MIN_SHARE)
-        .select("pattern_id", "key", "value", "n")
+        .select("pattern_id", "key", "value", "n", "corpus_count")
         .collect()
     )
-    if not candidates:
-        return {}
-    wanted = spark.createDataFrame(
-        sorted({(r["key"], r["value"]) for r in candidates}), "key string, value string"
-    )
-    corpus = {
-        (r["key"], r["value"]): r["n"]
-        for r in pairs.join(F.broadcast(wanted), ["key", "value"], "left_semi")
-        .groupBy("key", "value")
-        .agg(F.count("*").alias("n"))
-        .collect()
-    }
-    return summary.attribute_findings(
-        ((*tuple(r), corpus[(r["key"], r["value"])]) for r in candidates), sizes
-    )
+    return summary.attribute_findings((tuple(r) for r in candidates), sizes)
 
 
 @dataclass
