@@ -80,7 +80,8 @@ def labels(path: Path) -> dict[str, str]:
 
 
 def parquet_of(path: Path) -> Path:
-    """The corpus as `deadletter dlq export --format parquet` writes it (made once)."""
+    """The corpus as `deadletter dlq export --format parquet` writes it (made once), each
+    nested body as the JSON text of its line (the corpus writes it compact)."""
     from deadletter.pipeline.exports import write_parquet
 
     out = path.with_suffix(".parquet")
@@ -90,7 +91,10 @@ def parquet_of(path: Path) -> Path:
             with path.open() as fh:
                 page: list[dict[str, Any]] = []
                 for line in fh:
-                    page.append(json.loads(line))
+                    record = json.loads(line)
+                    if isinstance(record["body"], dict | list):
+                        record["body"] = json.dumps(record["body"], separators=(",", ":"))
+                    page.append(record)
                     if len(page) == 1000:
                         yield page
                         page = []

@@ -94,6 +94,18 @@ def record_batch(records: Iterable[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(columns, schema=ARROW_SCHEMA)
 
 
+def rows_batch(rows: list[tuple[Any, ...]]) -> pa.RecordBatch:
+    """Rows in SCHEMA's column order (messages.row_of) as one batch in ARROW_SCHEMA, the
+    Arrow schema Spark expects of its data source in a UTC session."""
+    columns = [list(c) for c in zip(*rows, strict=True)] or [[] for _ in COLUMNS]
+    at = COLUMNS.index("attributes")
+    columns[at] = [None if a is None else list(a.items()) for a in columns[at]]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(c, ARROW_TYPES[name]) for name, c in zip(COLUMNS, columns, strict=True)],
+        schema=ARROW_SCHEMA,
+    )
+
+
 def write_parquet(pages: Iterable[list[dict[str, Any]]], out: Path) -> int:
     """Write the export records of `pages` as they arrive, a row group every ROW_GROUP
     records (memory holds one group, not the export); the number written."""
