@@ -387,6 +387,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/engine/test_canary_kinds.py",),
         "a pattern flagged impure is refused a canary unless forced",
     ),
+    Mutation(
+        "archive-keeps-too-long",
+        "storage/sql/group_queries.py",
+        '"SELECT * FROM archived_dead_letters WHERE keep_until <= :now"',
+        '"SELECT * FROM archived_dead_letters WHERE keep_until <= :now - 86400"',
+        ("tests/engine/test_failure_groups.py",),
+        "an archive's retention ends when it says, and the sweep deletes then",
+    ),
+    Mutation(
+        "restore-ignores-selection",
+        "engine/failure_groups.py",
+        "picked = [a.message for a in page if selection.holds(a.message, resolved)]",
+        "picked = [a.message for a in page]",
+        ("tests/engine/test_failure_groups.py",),
+        "a restore brings back only what its selection holds",
+    ),
+    Mutation(
+        "follow-any-task",
+        "storage/sql/failure_groups.py",
+        """"pattern": f'%"{text}"%'}  # fmt: skip""",
+        """"pattern": '%"redriven"%'}  # fmt: skip""",
+        ("tests/engine/test_failure_groups.py",),
+        "a retried group is followed by its own task's id",
+    ),
 )
 
 

@@ -35,7 +35,7 @@ PROJECT = "default"
 ACCOUNT = "123456789012"
 UUID = "0b0e7a53-87a1-4a3c-9d3e-0d1b4f6a9c11"
 BASE = "http://testserver"
-VALID = {"queue": "orders", "template": "tmpl", "tag": "audit"}
+VALID = {"queue": "orders", "template": "tmpl", "tag": "audit", "name": "timeouts"}
 OTHERS = {"message_id": UUID, "claim_id": UUID, "task_id": UUID, "subscription_id": UUID}
 # A body each creating route takes, so that only the name is wrong.
 BODIES: dict[tuple[str, str], Any] = {
@@ -47,6 +47,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/v2/queues/{queue}/claims"): {},
     ("POST", "/v2/queues/{queue}/redrives"): {},
     ("PUT", "/v2/queues/{queue}/patterns"): {"patterns": []},
+    ("PUT", "/v2/queues/{queue}/dead_letters/filters/{name}"): {"error_class": "KeyError"},
 }
 NAMED = [
     pytest.param(r.method, r.path, key, id=f"{r.method} {r.path} {key}")

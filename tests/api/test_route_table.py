@@ -44,6 +44,7 @@ SAMPLES = {
     "template": "t-1",
     "subscription_id": "s1",
     "tag": "t1",
+    "name": "f1",
     "account": "123456789012",
     "region": "us-east-1",
 }

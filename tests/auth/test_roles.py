@@ -119,6 +119,9 @@ DOC_ROWS: dict[str, frozenset[Action]] = {
         {Action.REDRIVE_START, Action.REDRIVE_CANCEL, Action.PATTERNS_PUT}
     ),
     "edit a dead letter": frozenset({Action.DLQ_EDIT}),
+    "save and delete a DLQ's filters, archive and restore dead letters": frozenset(
+        {Action.DLQ_FILTERS, Action.DLQ_ARCHIVE}
+    ),
     "list/get subscriptions": frozenset({Action.SUBSCRIPTION_READ}),
     "subscribe, change, unsubscribe": frozenset({Action.SUBSCRIPTION_MANAGE}),
     "share a queue": frozenset({Action.QUEUE_SHARE}),

@@ -90,7 +90,10 @@ def api(server: str) -> Iterator[Api]:
     client.http.close()
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API keeps an asyncio loop running on the
+# thread while it is open, and a later test on the same worker that runs its own loop
+# (anyio.run) would fail with "Already running asyncio in this thread".
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         missing(f"{CHROMIUM} is missing (apt-get install -y chromium)")

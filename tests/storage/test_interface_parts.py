@@ -8,6 +8,7 @@ import inspect
 from deadletter.storage.base import Transaction
 from deadletter.storage.parts.administration import Administration
 from deadletter.storage.parts.counts import Counts
+from deadletter.storage.parts.failure_groups import FailureGroups
 from deadletter.storage.parts.groups import Groups
 from deadletter.storage.parts.messages import Messages
 from deadletter.storage.parts.queues import Queues
@@ -15,7 +16,7 @@ from deadletter.storage.parts.subscriptions import Subscriptions
 from deadletter.storage.postgres.backend import PostgresTransaction
 from deadletter.storage.sql.transaction import SQLTransaction
 
-PARTS = (Queues, Messages, Counts, Groups, Subscriptions, Administration)
+PARTS = (Queues, Messages, Counts, Groups, Subscriptions, Administration, FailureGroups)
 
 
 def _own(part: type) -> set[str]:

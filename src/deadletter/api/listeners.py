@@ -29,21 +29,27 @@ class AppListeners(EngineListener):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._listeners: list[weakref.ref[EngineListener]] = []
+        # Replaced whole under the lock, read without it: every event reads this tuple, and
+        # only an add or a listener found gone takes the lock.
+        self._listeners: tuple[weakref.ref[EngineListener], ...] = ()
 
     def add(self, listener: EngineListener) -> None:
         """Hear the engine's events in `listener` for as long as something else holds it;
         once only, however often it is added."""
         with self._lock:
             if all(ref() is not listener for ref in self._listeners):
-                self._listeners.append(weakref.ref(listener))
+                self._listeners = (*self._listeners, weakref.ref(listener))
 
     def live(self) -> list[EngineListener]:
         """The listeners still held, in the order they were added."""
+        found = [ref() for ref in self._listeners]
+        if None in found:
+            self._forget_gone()
+        return [listener for listener in found if listener is not None]
+
+    def _forget_gone(self) -> None:
         with self._lock:
-            found = [(ref, ref()) for ref in self._listeners]
-            self._listeners = [ref for ref, listener in found if listener is not None]
-        return [listener for _, listener in found if listener is not None]
+            self._listeners = tuple(ref for ref in self._listeners if ref() is not None)
 
     def _pass_on(self, hook: str, args: tuple[Any, ...]) -> None:
         """Call `hook` on every live listener; one that raises does not keep the others

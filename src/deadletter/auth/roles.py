@@ -76,6 +76,8 @@ class Action(StrEnum):
     DLQ_BROWSE = "dlq:browse"
     DLQ_EXPORT = "dlq:export"
     DLQ_EDIT = "dlq:edit"  # patch a dead letter's body or attributes
+    DLQ_FILTERS = "dlq:filters"  # save and delete a DLQ's named filters
+    DLQ_ARCHIVE = "dlq:archive"  # archive dead letters out of the active view, restore them
     REDRIVE_START = "redrive:start"
     REDRIVE_LIST = "redrive:list"
     REDRIVE_GET = "redrive:get"

@@ -62,6 +62,7 @@ FILTER_OPTIONS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--min-deaths", "min_deaths", "Died at least this often.", {"type": click.IntRange(0)}),
     ("--max-deaths", "max_deaths", "Died at most this often.", {"type": click.IntRange(0)}),
     ("--redriven-by", "redriven_by", "Sent back by this redrive task, and dead again.", {}),
+    ("--filter", "filter", "A filter saved on the DLQ (dlq filters save): a group by name.", {}),
 ]
 
 

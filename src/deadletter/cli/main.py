@@ -32,7 +32,8 @@ COMMANDS = {
         "credentials",
         "Issue, list, rotate and revoke credentials (docs/security.md).",
     ),
-    "dlq": Lazy("dlq", "dlq", "Browse, filter and export dead-letter queues."),
+    # The dlq group with its failure-group commands (archive, discard, saved filters) added.
+    "dlq": Lazy("dlq_groups", "dlq", "Browse, filter and export dead-letter queues."),
     "nack": Lazy(
         "messages",
         "nack",

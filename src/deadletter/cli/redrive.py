@@ -294,6 +294,7 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
     )
     if task_id:
         _echo_skipped(tasks[0])
+        _echo_follow(dlq, tasks[0])
         if tasks[0].get("canary"):
             _echo_canary(tasks[0]["canary"])
 
@@ -320,3 +321,15 @@ def resume(client: Client, dlq: str, task_id: str, wait: bool, as_json: bool) ->
     if wait:
         task = _follow(client, dlq, task, quiet=as_json, what="resumed")
     _report(task, as_json)
+
+
+def _echo_follow(dlq: str, task: dict[str, Any]) -> None:
+    """How the group the task sent back fared."""
+    f = task.get("follow")
+    if f and f["redriven"]:
+        click.echo(
+            f"followed: {f['redriven']} redriven, {f['came_back_dead']} came back dead,"
+            f" {f['still_out']} still out"
+            + (f" (deadletter dlq list {dlq} --redriven-by {task['id']})"
+               if f["came_back_dead"] else "")
+        )  # fmt: skip

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from deadletter.client import wire
+from deadletter.client.groups import FailureGroupCalls
 
 if TYPE_CHECKING:
     import httpx
@@ -47,7 +48,7 @@ class Unreachable(Exception):
     """No server answered at the URL."""
 
 
-class Client:
+class Client(FailureGroupCalls):
     def __init__(
         self,
         url: str = DEFAULT_URL,

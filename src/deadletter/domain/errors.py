@@ -7,6 +7,7 @@
     │   ├── ClaimNotFound
     │   ├── TaskNotFound
     │   ├── PatternNotFound
+    │   ├── FilterNotFound
     │   └── TagNotFound
     ├── Conflict
     │   ├── QueueAlreadyExists
@@ -78,6 +79,10 @@ class TaskNotFound(NotFound):
 
 class PatternNotFound(NotFound):
     """No failure pattern with this id is stored for the dead-letter queue."""
+
+
+class FilterNotFound(NotFound):
+    """No filter of this name is saved on the dead-letter queue."""
 
 
 class Conflict(DeadletterError):

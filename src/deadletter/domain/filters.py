@@ -20,13 +20,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 
 import jmespath
 import jmespath.exceptions
 import regex
 
-from deadletter.domain import errors
+from deadletter.domain import errors, names
 from deadletter.domain.limits import FILTER_ATTRIBUTES, FILTER_PATTERN, FILTER_TEXT
 from deadletter.domain.model import DeadLetterFilter
 from deadletter.domain.provenance import Reason
@@ -49,6 +50,7 @@ FILTER_KEYS = (
     "min_deaths",
     "max_deaths",
     "redriven_by",
+    "filter",
 )
 # Only `attribute` may be given more than once (each must hold).
 REPEATABLE = frozenset({"attribute"})
@@ -97,6 +99,7 @@ def parse(given: Mapping[str, Sequence[str]]) -> DeadLetterFilter:
         min_deaths=_deaths("min_deaths", values.get("min_deaths")),
         max_deaths=_deaths("max_deaths", values.get("max_deaths")),
         redriven_by=values.get("redriven_by"),
+        saved=_saved(values.get("filter")),
     )
     low, high = where.min_deaths, where.max_deaths
     if low is not None and high is not None and low > high:
@@ -136,6 +139,33 @@ def from_json(doc: Mapping[str, object]) -> DeadLetterFilter:
             texts.append(item if isinstance(item, str) else str(item))
         given[key] = texts
     return parse(given)
+
+
+def _saved(name: str | None) -> str | None:
+    if name is not None and not names.SAVED_FILTER.valid(name):
+        raise errors.InvalidFilter(f"filter must name a saved filter: {names.SAVED_FILTER.rule}")
+    return name
+
+
+def narrowed(saved: DeadLetterFilter, given: DeadLetterFilter, name: str) -> DeadLetterFilter:
+    """The saved filter `name` narrowed by the names `given` beside it: each must hold. A name
+    both set is refused (which would win is not obvious), but `attribute`, whose lists join."""
+    changes: dict[str, object] = {}
+    for f in fields(DeadLetterFilter):
+        if f.name == "saved":
+            continue
+        mine, theirs = getattr(saved, f.name), getattr(given, f.name)
+        if theirs in (None, ()):
+            continue
+        if f.name == "attributes":
+            changes[f.name] = (*mine, *theirs)
+        elif mine not in (None, ()):
+            raise errors.InvalidFilter(
+                f"{f.name} is set by the saved filter {name!r}; give it there or here, not both"
+            )
+        else:
+            changes[f.name] = theirs
+    return replace(saved, saved=None, **changes)  # type: ignore[arg-type]
 
 
 def _reason(value: str | None) -> Reason | None:

@@ -297,6 +297,9 @@ class DeadLetterFilter:
     max_deaths: int | None = None
     # Sent back by this redrive task and dead again since: how a retried group is followed.
     redriven_by: str | None = None
+    # A filter saved on the DLQ by this name: its fields narrow beside these (the engine
+    # reads it where the filter is used, `engine/selection.py`).
+    saved: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         extra = {k: v for k, v in self._extra().items() if v not in (None, ())}
@@ -327,6 +330,7 @@ class DeadLetterFilter:
             "min_deaths": self.min_deaths,
             "max_deaths": self.max_deaths,
             "redriven_by": self.redriven_by,
+            "filter": self.saved,
         }
 
     @classmethod
@@ -350,6 +354,7 @@ class DeadLetterFilter:
             min_deaths=data.get("min_deaths"),
             max_deaths=data.get("max_deaths"),
             redriven_by=data.get("redriven_by"),
+            saved=data.get("filter"),
         )
 
     @property

@@ -48,6 +48,8 @@ ANY_QUEUE = _kind("queue name", f"1 to 80 {_WORD} and periods", r"[A-Za-z0-9_.-]
 # Consumer tags follow queue names.
 TAG = _kind("tag name", f"1 to 64 {_WORD}", r"[A-Za-z0-9_-]{1,64}")
 TEMPLATE = _kind("template name", f"1 to 64 {_WORD}", r"[a-zA-Z0-9_-]{1,64}")
+# A filter saved on a DLQ (a failure group by name).
+SAVED_FILTER = _kind("filter name", f"1 to 64 {_WORD}", r"[A-Za-z0-9_-]{1,64}")
 TEMPLATE_PATTERN = _kind(
     "template pattern",
     "a glob of 1 to 128 characters: queue-name characters, '.', and the wildcards * ? [...] [!...]",
@@ -80,6 +82,7 @@ KINDS = (
     ANY_QUEUE,
     TAG,
     TEMPLATE,
+    SAVED_FILTER,
     TEMPLATE_PATTERN,
     TENANT,
     PROJECT,

@@ -45,6 +45,7 @@ from deadletter.engine import (
 from deadletter.engine.claim_operations import ClaimOperations
 from deadletter.engine.dead_letter_operations import DeadLetterOperations
 from deadletter.engine.events import EngineListener
+from deadletter.engine.failure_groups import FailureGroupOperations
 from deadletter.engine.fan_out import fan_out
 from deadletter.engine.ids import new_id
 from deadletter.engine.lookups import require_queue
@@ -56,7 +57,7 @@ from deadletter.storage.base import Deferred, Outage, Store, Transaction
 T = TypeVar("T")
 
 
-class Engine(DeadLetterOperations, TagOperations, ClaimOperations):
+class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimOperations):
     def __init__(
         self,
         store: Store,

@@ -68,11 +68,14 @@ def start(
     if any(t.dlq == dlq for t in active_tasks(tx, project)):
         raise errors.RedriveTaskActive(f"a redrive task is already running on {dlq!r}")
     max_seq = tx.max_seq(project, dlq)
+    group = where.saved  # the task says which saved filter it was of
+    where = selection.expand(tx, project, dlq, where)  # a saved filter's pattern draws too
     if canary is not None and canary.pattern_id is None:  # a verdict and a draw by pattern
         canary = replace(canary, pattern_id=where.pattern_id)
     # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
     where = selection.resolve(tx, project, dlq, where=where, now=now)
     to_move = selection.count(tx, project, dlq, now=now, where=where, max_seq=max_seq)
+    where = replace(where, saved=group)
     task = RedriveTask(
         id=new_id(),
         project=project,

@@ -16,7 +16,7 @@ from typing import Any
 import jmespath
 
 from deadletter.domain import errors
-from deadletter.domain.filters import REGEX_TIMEOUT, compiled_body, compiled_regex
+from deadletter.domain.filters import REGEX_TIMEOUT, compiled_body, compiled_regex, narrowed
 from deadletter.domain.model import DeadLetterFilter, ListQuery, Message
 from deadletter.engine import patterns
 from deadletter.storage.base import Transaction
@@ -25,12 +25,25 @@ from deadletter.storage.base import Transaction
 SCAN = 500
 
 
+def expand(tx: Transaction, project: str, dlq: str, where: DeadLetterFilter) -> DeadLetterFilter:
+    """`where` with the filter it names saved on the DLQ read in (both must hold), naming it
+    no more. A name the DLQ has not saved is FilterNotFound."""
+    if where.saved is None:
+        return where
+    found = tx.get_filter(project, dlq, where.saved)
+    if found is None:
+        raise errors.FilterNotFound(f"no filter {where.saved!r} is saved on {dlq!r}")
+    return narrowed(found.filter, where, where.saved)
+
+
 def resolve(
     tx: Transaction, project: str, dlq: str, *, where: DeadLetterFilter, now: float
 ) -> DeadLetterFilter:
-    """`where` as the store can read it: its ages as times of death (older than N s: died
-    before now - N) and its pattern as the ids of the pattern's dead letters (beside any ids
-    it lists, both must hold). A pattern the DLQ does not store is PatternNotFound."""
+    """`where` as the store can read it: the saved filter it names read in (`expand`), its
+    ages as times of death (older than N s: died before now - N) and its pattern as the ids
+    of the pattern's dead letters (beside any ids it lists, both must hold). A pattern the
+    DLQ does not store is PatternNotFound."""
+    where = expand(tx, project, dlq, where)
     since, until, ids = where.since, where.until, where.message_ids
     if where.older_than is not None:
         bound = now - where.older_than
@@ -65,6 +78,28 @@ def matches(m: Message, where: DeadLetterFilter) -> bool:
     ):
         return False
     return where.body is None or _body_selects(where.body, m.body)
+
+
+def holds(m: Message, where: DeadLetterFilter) -> bool:
+    """Whether the dead letter `m` passes the whole of `where` (resolved), the store's part
+    too: for dead letters no store statement reads (an archive's)."""
+    p = m.provenance
+    if p is None:
+        return False
+    if where.message_ids is not None and m.id not in where.message_ids:
+        return False
+    stored = (
+        (where.source_queue, p.source_queue),
+        (where.source_tag, p.source_tag),
+        (where.reason, p.reason),
+    )
+    if any(wanted is not None and wanted != found for wanted, found in stored):
+        return False
+    if where.since is not None and p.dead_lettered_at < where.since:
+        return False
+    if where.until is not None and p.dead_lettered_at >= where.until:
+        return False
+    return matches(m, where)
 
 
 def _error_text_matches(m: Message, where: DeadLetterFilter) -> bool:

@@ -1,4 +1,5 @@
-"""The background work a server does: the expiry sweep and running redrive tasks at their rate."""
+"""The background work a server does: the expiry sweep (and the archive's), and running redrive
+tasks at their rate."""
 
 from __future__ import annotations
 
@@ -67,6 +68,9 @@ class Worker:
             self._last_sweep = now
             try:
                 while self.engine.sweep_expired(SWEEP_BATCH) >= SWEEP_BATCH:
+                    pass
+                # Archived dead letters past their retention leave, recorded.
+                while self.engine.sweep_archives(SWEEP_BATCH) >= SWEEP_BATCH:
                     pass
             except StoreUnavailable:
                 pass  # logged once by the store; swept again next interval

@@ -25,6 +25,7 @@ from deadletter.storage.parts.administration import Administration
 from deadletter.storage.parts.administration import CredentialRecord as CredentialRecord
 from deadletter.storage.parts.counts import Counts
 from deadletter.storage.parts.counts import MessageCounts as MessageCounts
+from deadletter.storage.parts.failure_groups import FailureGroups
 from deadletter.storage.parts.groups import Groups
 from deadletter.storage.parts.messages import ClaimRecord as ClaimRecord
 from deadletter.storage.parts.messages import Messages
@@ -32,7 +33,7 @@ from deadletter.storage.parts.queues import Queues
 from deadletter.storage.parts.subscriptions import Subscriptions
 
 
-class Transaction(Queues, Messages, Counts, Groups, Subscriptions, Administration):
+class Transaction(Queues, Messages, Counts, Groups, Subscriptions, Administration, FailureGroups):
     """One unit of work against the store, the union of the parts in `storage.parts`.
     Methods take the project explicitly.
 

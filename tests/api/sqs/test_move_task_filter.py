@@ -70,3 +70,23 @@ def test_a_bad_move_task_filter_is_refused_and_starts_nothing(
     assert (status, code) == (400, "InvalidParameterValue"), message
     assert named in message
     assert engine.list_tasks(ACCOUNT, "orders-dlq") == []
+
+
+@pytest.mark.one_store
+def test_a_move_task_takes_a_saved_filter_by_name(http: ApiClient, engine: Engine) -> None:
+    given_two_dead_letters(http)
+    r = http.put("/v2/queues/orders-dlq/dead_letters/filters/keys",
+                 json={"error_class": "KeyError"}, headers=ZAQAR)  # fmt: skip
+    assert r.status_code == 201, r.text
+    params = {"SourceArn": ARN, "DeadLetterFilter": "filter=keys"}
+    r = call(http, "json", "StartMessageMoveTask", params)
+    assert r.status_code == 200, r.text
+    (task,) = engine.list_tasks(ACCOUNT, "orders-dlq")
+    assert (task.to_move, task.filter.saved) == (1, "keys")
+    while engine.redrive_step(task.id, 10).status.value == "RUNNING":
+        pass
+    # A name the DLQ has not saved starts nothing
+    params = {"SourceArn": ARN, "DeadLetterFilter": "filter=nope"}
+    r = call(http, "json", "StartMessageMoveTask", params)
+    assert r.status_code == 400 and "nope" in r.text, r.text
+    assert len(engine.list_tasks(ACCOUNT, "orders-dlq")) == 1

@@ -32,6 +32,7 @@ VALUES = {
     "template": "tmpl",
     "subscription_id": UUID,
     "tag": "audit",
+    "name": "timeouts",
 }
 # The body of each route whose handler checks its top level itself (`reads.FREE`), with one
 # unknown name in it: that name.

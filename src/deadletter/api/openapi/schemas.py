@@ -10,6 +10,12 @@ from deadletter.api.zaqar.parse import CLAIM_TIMES, PATCH_OPS
 from deadletter.api.zaqar.queues import PURGE_KINDS
 from deadletter.domain import names
 from deadletter.domain import settings as declared
+from deadletter.domain.failure_groups import (
+    DEFAULT_RETENTION,
+    MAX_REASON,
+    MAX_RETENTION,
+    MIN_RETENTION,
+)
 from deadletter.domain.filters import FILTER_KEYS
 from deadletter.domain.provenance import Reason
 from deadletter.domain.redrive import CanaryDecision, SkipReason, TaskStatus
@@ -441,3 +447,54 @@ SCHEMAS: dict[str, Any] = {
         },
     },
 }
+
+
+def _selection(**extra: dict[str, Any]) -> dict[str, Any]:
+    """A failure group's selection: the filter language's fields (none empty), and `extra`."""
+    fields: dict[str, Any] = {k: {**FILTER_FIELD, "minLength": 1} for k in FILTER_KEYS}
+    fields["filter"] = {**whole(names.SAVED_FILTER), "description": "A filter saved on the DLQ"}
+    fields["reason"] = REASON
+    fields["attribute"] = {"oneOf": [STR, {"type": "array", "items": STR, "minItems": 1}]}
+    fields["message_ids"] = {"type": "array", "items": STR, "minItems": 1, "maxItems": 10_000}
+    return {"type": "object", "additionalProperties": False, "properties": {**fields, **extra}}
+
+
+DRY_RUN: dict[str, Any] = {"description": "Count, change nothing", "type": "boolean"}
+SCHEMAS.update(
+    {
+        "SavedFilter": {
+            **_selection(),
+            "properties": {
+                k: v
+                for k, v in _selection()["properties"].items()
+                if k not in ("filter", "message_ids")
+            },
+            "minProperties": 1,
+        },
+        "Archive": {
+            **_selection(
+                retention={
+                    "type": "integer",
+                    "minimum": MIN_RETENTION,
+                    "maximum": MAX_RETENTION,
+                    "default": DEFAULT_RETENTION,
+                },
+                dry_run=DRY_RUN,
+            ),
+            "minProperties": 1,
+        },
+        "Restore": _selection(dry_run=DRY_RUN),
+        "Discard": {
+            **_selection(
+                why={
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_REASON,
+                    "description": "Why they go (required)",
+                },
+                dry_run=DRY_RUN,
+            ),
+            "required": ["why"],
+        },
+    }
+)

@@ -159,6 +159,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
         "ResourceNotFoundException", "Task does not exist."
     ),
     errors.PatternNotFound: invalid_parameter,
+    errors.FilterNotFound: invalid_parameter,
     # A queue URL with a tag that does not exist names no queue (docs/sqs.md).
     errors.TagNotFound: lambda message: queue_does_not_exist(),
     errors.NotFound: invalid_parameter,

@@ -163,6 +163,7 @@ PATH_NAMES: dict[str, names.Kind] = {
     "queue": names.QUEUE_REFERENCE,
     "template": names.TEMPLATE,
     "tag": names.TAG,
+    "name": names.SAVED_FILTER,  # a filter saved on a DLQ
 }
 
 

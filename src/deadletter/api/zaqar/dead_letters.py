@@ -252,8 +252,13 @@ def list_redrives(ctx: Ctx) -> Response:
 
 
 def get_redrive(ctx: Ctx) -> Response:
-    task = ctx.engine.get_task(ctx.project, ctx.queue, task_id=ctx.path["task_id"])
-    return JSONResponse(task_json(task))
+    """One task, and how the group it sent back fared (`follow`)."""
+    task_id = ctx.path["task_id"]
+    task = ctx.engine.get_task(ctx.project, ctx.queue, task_id=task_id)
+    follow = ctx.engine.follow_redrive(ctx.project, ctx.queue, task_id=task_id)
+    fared = {"redriven": follow.redriven, "came_back_dead": follow.came_back_dead,
+             "still_out": follow.still_out}  # fmt: skip
+    return JSONResponse({**task_json(task), "follow": fared})
 
 
 def cancel_redrive(ctx: Ctx) -> Response:

@@ -59,6 +59,7 @@ ERROR_TABLE: dict[type[errors.DeadletterError], tuple[int, str]] = {
     errors.ClaimNotFound: (404, "Claim not found"),
     errors.TaskNotFound: (404, "Redrive task not found"),
     errors.PatternNotFound: (404, "Pattern not found"),
+    errors.FilterNotFound: (404, "Filter not found"),
     errors.TagNotFound: (404, "Tag not found"),
     errors.NotFound: (404, "Not found"),
     errors.QueueAlreadyExists: (409, "Queue already exists"),

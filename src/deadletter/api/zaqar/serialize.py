@@ -15,7 +15,9 @@ from deadletter.domain.provenance import death_counts
 from deadletter.domain.redrive import Canary, RedriveTask
 from deadletter.domain.tags import DEFAULT_DONE_AT
 
-TIME_KEYS = frozenset({"at", "dead_lettered_at", "original_enqueued_at", "first_at", "last_at"})
+TIME_KEYS = frozenset(
+    {"at", "dead_lettered_at", "original_enqueued_at", "first_at", "last_at", "keep_until"}
+)
 
 
 @lru_cache(maxsize=1024)  # the messages of one send share their time, as answers list them
@@ -130,6 +132,8 @@ def task_json(task: RedriveTask, pattern_id: str | None = None) -> dict[str, Any
             "message_ids": list(f.message_ids) if f.message_ids is not None else None,
             # Kept with a canary, which names it in its verdict.
             "pattern_id": pattern_id or (task.canary.pattern_id if task.canary else None),
+            # The saved filter the task was started with (a failure group by name).
+            **({"filter": f.saved} if f.saved is not None else {}),
         },
         "rate": task.rate,
         "status": task.status.value,

@@ -70,6 +70,9 @@ DELETE_QUEUE_ROWS = (
     "DELETE FROM fifo_dedup WHERE project = :project AND queue = :name",
     "DELETE FROM tag_states WHERE project = :project AND queue = :name",
     "DELETE FROM tags WHERE project = :project AND queue = :name",
+    "DELETE FROM saved_filters WHERE project = :project AND dlq = :name",
+    "DELETE FROM archived_dead_letters WHERE project = :project AND dlq = :name",
+    "DELETE FROM dead_letter_discards WHERE project = :project AND dlq = :name",
 )
 # A tenant's queues in every project derived from its name (`<tenant>@<region>`) too.
 COUNT_QUEUES = (
@@ -432,7 +435,8 @@ GET_PATTERN_BATCHES = "SELECT batches FROM patterns WHERE project = :project AND
 # Every table of data, children before parents (the numbering tables are the dialect's).
 TABLES: tuple[str, ...] = (
     "queue_depths", "queue_hidden", "messages", "claims", "counters", "tasks", "patterns", "queues",
-    "fifo_groups", "fifo_dedup", "tag_states", "tags",
+    "fifo_groups", "fifo_dedup", "tag_states", "tags", "saved_filters", "archived_dead_letters",
+    "dead_letter_discards",
 )  # fmt: skip
 
 # Credentials (not in TABLES: a test-mode reset keeps who may use the server)

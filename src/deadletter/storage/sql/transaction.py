@@ -34,6 +34,7 @@ from deadletter.storage.sql import subscription_queries as sq
 from deadletter.storage.sql.administration import AdministrationStatements
 from deadletter.storage.sql.claims import ClaimStatements, claim_params
 from deadletter.storage.sql.counts import CountStatements
+from deadletter.storage.sql.failure_groups import FailureGroupStatements
 from deadletter.storage.sql.fifo import FifoStatements
 from deadletter.storage.sql.subscriptions import SubscriptionStatements
 from deadletter.storage.sql.tag_queries import PURGE_TAG_STATES
@@ -103,6 +104,7 @@ class SQLTransaction(
     TagStatements,
     SubscriptionStatements,
     AdministrationStatements,
+    FailureGroupStatements,
     Transaction,
 ):
     """The one `Transaction` of both SQL stores; the counts, stats and counters, consumer

@@ -7,6 +7,7 @@ import { overview } from "./overview.js";
 import { queuePicture } from "./queue.js";
 import { deadLetterBrowser, deadLetterMessage } from "./deadletters.js";
 import { patternsPage } from "./patterns.js";
+import { archivePage } from "./groups.js";
 import { notFound } from "./notfound.js";
 import { signInForm } from "./signin.js";
 
@@ -28,6 +29,7 @@ function pick({ parts }) {
     return (el) => deadLetterMessage(el, parts[1], parts[3]);
   }
   if (parts[0] === "dlq" && parts[1] && parts[2] === "patterns") return (el) => patternsPage(el, parts[1]);
+  if (parts[0] === "dlq" && parts[1] && parts[2] === "archive") return (el) => archivePage(el, parts[1]);
   if (parts[0] === "dlq" && parts[1]) return (el, p) => deadLetterBrowser(el, parts[1], p);
   return (el, p) => overview(el, p);
 }

@@ -3,6 +3,7 @@
 import * as api from "./api.js";
 import { add, age, clear, confirmAction, errorBox, h, idLabel, isoToLocal, localToIso, pretty, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
+import { groupActions, selectionOf } from "./groups.js";
 
 const TEXT_SCAN_PAGE = 200;   // rows read per request while searching error texts
 const TEXT_SCAN_PAGES = 5;    // requests per page of results, at most
@@ -80,6 +81,8 @@ export async function deadLetterBrowser(el, dlq, params) {
     defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", detached: true,
     onDone: () => load().catch(show) }) : null;
 
+  const group = canChange ? groupActions(dlq, { selection: () => selectionOf(f),
+    onDone: () => load().catch(show), onError: (err) => show(err) }) : null;
   const actions = canChange ? [
     panel.button,
     h("button", { type: "button", id: "delete-selected", class: "danger", text: "Delete selected",
@@ -99,11 +102,13 @@ export async function deadLetterBrowser(el, dlq, params) {
     h("p", { class: "crumbs" }, h("a", { href: "#/", text: "Queues" }), " / ",
       h("a", { href: `#/queues/${encodeURIComponent(dlq)}`, text: dlq }), " / dead letters"),
     h("h1", {}, `Dead letters in ${dlq} `,
-      h("a", { class: "small", href: `#/dlq/${encodeURIComponent(dlq)}/patterns`, text: "failure patterns" })),
+      h("a", { class: "small", href: `#/dlq/${encodeURIComponent(dlq)}/patterns`, text: "failure patterns" }), " ",
+      h("a", { class: "small", id: "archive-link", href: `#/dlq/${encodeURIComponent(dlq)}/archive`, text: "archive and discard log" })),
     filters, problems,
     h("div", { class: "toolbar" }, h("button", { type: "button", id: "select-page", text: "Select page",
       onclick: () => { for (const box of body.querySelectorAll("input[type=checkbox]")) { box.checked = true; selected.add(box.value); } count.textContent = `${selected.size} selected`; } }),
     count, ...actions),
+    group ? h("div", { class: "toolbar", id: "group-toolbar" }, group.element) : null,
     panel ? panel.element : null,
     h("div", { class: "table-wrap" }, h("table", { class: "grid dead-letters" },
       h("thead", {}, h("tr", {}, ["", "id", "source", "reason", "error", "claims", "dead-lettered", "pattern"].map((t) => h("th", { text: t })))),

@@ -4,6 +4,7 @@
 import * as api from "./api.js";
 import { add, clear, errorBox, h, idLabel, pretty, svg, when } from "./dom.js";
 import { redrivePanel } from "./redrive.js";
+import { groupActions } from "./groups.js";
 
 // Shown in their own columns, or used by the links.
 const SHOWN = new Set(["id", "template", "count", "message_ids", "signature", "rate_per_minute",
@@ -203,6 +204,9 @@ export async function patternsPage(el, dlq) {
       onDone: () => { presence.somethingLeft(); refresh().catch(show); } })
     : null;
   const base = `#/dlq/${encodeURIComponent(dlq)}`;
+  // A pattern's group archived or discarded from its row (the days and why beside "Redrive…").
+  const group = api.session.canChange ? groupActions(dlq, { selection: () => ({}), buttons: false,
+    onDone: () => { presence.somethingLeft(); refresh().catch(show); }, onError: (err) => show(err) }) : null;
   const command = h("code", { text: `deadletter analyze --queue ${dlq}` });
   const follow = h("code", { text: `deadletter analyze --queue ${dlq} --follow` });
   const note = h("p", { class: "muted", id: "patterns-note" });
@@ -219,7 +223,11 @@ export async function patternsPage(el, dlq) {
         ? h("span", { class: "muted resolved-mark", text: "no dead letters left" })
         : [h("a", { href: `${base}?pattern=${encodeURIComponent(p.id)}`, text: "browse" }),
           panel ? h("button", { type: "button", class: "small", text: "redrive these",
-            onclick: () => panel.open({ pattern: p.id, source: "", reason: "", since: "", until: "" }) }) : null])),
+            onclick: () => panel.open({ pattern: p.id, source: "", reason: "", since: "", until: "" }) }) : null,
+          group ? h("button", { type: "button", class: "small archive-pattern", text: "archive",
+            onclick: () => group.archive({ pattern_id: p.id }) }) : null,
+          group ? h("button", { type: "button", class: "small danger discard-pattern", text: "discard",
+            onclick: () => group.discard({ pattern_id: p.id }) }) : null])),
       h("td", { class: "num count", text: p.count ?? (p.message_ids || []).length }),
       h("td", { class: "num rate", text: rateText(p) }),
       h("td", { class: "seen first-seen", text: p.first_seen ? when(p.first_seen) : "—" }),
@@ -259,7 +267,8 @@ export async function patternsPage(el, dlq) {
       h("a", { href: base, text: dlq }), " / patterns"),
     h("h1", { text: `Failure patterns in ${dlq}` }),
     note, problems, alerts,
-    panel ? h("div", { class: "toolbar" }, panel.button) : null,
+    panel ? h("div", { class: "toolbar" }, panel.button, group.element,
+      h("a", { class: "small", href: `${base}/archive`, text: "archive and discard log" })) : null,
     panel ? panel.element : null,
     resolvedNote, table);
   draw();
