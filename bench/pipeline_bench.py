@@ -2,7 +2,12 @@
 
     ./dev bench pipeline [--sizes 100000,1000000] [--master local[2]] [--seed 1] [--no-drain3]
                          [--no-spark] [--local-up-to 100000] [--reading]
+                         [--spark-input parquet|jsonl] [--local-input jsonl|parquet]
                          [--out bench/results/pipeline]
+
+Spark reads the corpus as a Parquet export by default (a copy is written once beside the JSON
+lines), the in-process engine the JSON lines; each engine's time is also given over drain3's
+from the same run, and whether both engines wrote the same outputs.
     ./dev bench pipeline --real [--tuning-only]
     ./dev bench pipeline --first-run
 
