@@ -29,6 +29,7 @@ _.show  # cli/output.py: click.ClickException.show; cli/{queues,tags,templates}.
 _.export  # cli/dlq.py: a click command, registered by its decorator
 _.edit  # cli/dlq.py: a click command, registered by its decorator
 _.create_operator  # cli/credentials.py: a click command, registered by its decorator
+_.list_patterns  # cli/patterns.py: a click command, registered by its decorator
 _.list_commands  # cli/main.py: LazyGroup overrides click.Group's
 _.get_command  # cli/main.py: LazyGroup overrides click.Group's
 _.format_commands  # cli/main.py: LazyGroup overrides click.Group's

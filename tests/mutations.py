@@ -109,6 +109,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a filtered redrive reads past a page it selects nothing of, and goes on",
     ),
     Mutation(
+        "filter-blank-only-when-empty",
+        "domain/filters.py",
+        "if blank(value):",
+        'if value == "":',
+        ("tests/api/zaqar/test_blank_filters.py",),
+        "a filter value of spaces, U+3000 or invisible characters alone is refused, not only an"
+        " empty one",
+    ),
+    Mutation(
+        "client-drops-an-empty-filter",
+        "client/__init__.py",
+        "if one is not None:",
+        'if one is not None and one != "":',
+        ("tests/api/zaqar/test_blank_filters.py",),
+        "the client sends an empty filter value on (dropped, a purge would take the whole DLQ)",
+    ),
+    Mutation(
+        "sqs-empty-move-filter-moves-everything",
+        "api/sqs/move_tasks.py",
+        "if filters.blank(text):",
+        "if False:",
+        ("tests/api/sqs/test_move_task_filter.py",),
+        "a blank DeadLetterFilter is refused, not taken as no filter",
+    ),
+    Mutation(
         "redrive-into-a-dlq",
         "engine/redrive.py",
         "if destination in tx.dead_letter_targets(project):",

@@ -102,6 +102,8 @@ def _populate(s: Server) -> None:
         template="nothing-here",
         subscription_id="57692ab13990b48c644bb7e6",
         task_id="00000000-0000-4000-8000-000000000000",
+        pattern_id="p-1",
+        name="timeouts",
         rest="nowhere",
         account="123456789012",
         region="us-east-1",

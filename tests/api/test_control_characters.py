@@ -36,7 +36,13 @@ ACCOUNT = "123456789012"
 UUID = "0b0e7a53-87a1-4a3c-9d3e-0d1b4f6a9c11"
 BASE = "http://testserver"
 VALID = {"queue": "orders", "template": "tmpl", "tag": "audit", "name": "timeouts"}
-OTHERS = {"message_id": UUID, "claim_id": UUID, "task_id": UUID, "subscription_id": UUID}
+OTHERS = {
+    "message_id": UUID,
+    "claim_id": UUID,
+    "task_id": UUID,
+    "subscription_id": UUID,
+    "pattern_id": "p-1",
+}
 # A body each creating route takes, so that only the name is wrong.
 BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/v2/queues/{queue}"): {},

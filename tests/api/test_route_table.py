@@ -41,6 +41,7 @@ SAMPLES = {
     "message_id": "m1",
     "claim_id": "c1",
     "task_id": "t1",
+    "pattern_id": "p-1",
     "template": "t-1",
     "subscription_id": "s1",
     "tag": "t1",

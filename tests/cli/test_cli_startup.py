@@ -1,8 +1,9 @@
 """The command line loads what a command needs when it runs: `deadletter --help` loads no
-command, and the producer's and consumer's commands load no HTTP stack but the standard
-library's, no settings table, no table printer when they print none, no server and no Spark.
-Counted as modules imported, not as seconds (docs/benchmarks.md, *Command start-up*, has the
-seconds and the command that measures them)."""
+command, and the producer's and consumer's commands load no HTTP stack but the client's own
+(not even the standard library's `http.client`, which brings `email` along), no settings
+table, no table printer when they print none, no server and no Spark. Counted as modules
+imported, not as seconds (docs/benchmarks.md, *Command start-up*, has the seconds and the
+command that measures them)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ from deadletter.cli.main import COMMANDS, main
 from deadletter.client import DEFAULT_URL
 from tests.cli.test_cli import ok, url  # noqa: F401 (the live-server fixture)
 
-# Never for these commands: an HTTP stack beyond http.client, the server and its
+# Never for these commands: an HTTP stack beyond client/wire.py, the server and its
 # configuration, the settings table (domain/), a table printer, Spark.
 HEAVY = (
     "httpx", "httpcore", "h11", "anyio", "starlette", "uvicorn", "rich", "pyspark", "pyarrow",
+    "http.client", "email", "urllib.request",
     "psycopg", "deadletter.config", "deadletter.server", "deadletter.engine",
     "deadletter.storage", "deadletter.api", "deadletter.pipeline", "deadletter.domain.model",
     "deadletter.domain.settings",

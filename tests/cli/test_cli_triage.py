@@ -91,3 +91,36 @@ def test_dlq_edit_fixes_a_dead_letter_and_redrives_it(url: str) -> None:  # noqa
     assert [e["event"] for e in back["history"]] == ["dead_lettered", "edited", "redriven"]
     bad = run(url, "dlq", "edit", "orders-dlq", mid, "--merge", "{}", "--patch", "[]")
     assert bad.exit_code == 2 and "one of them" in bad.output
+
+
+def test_analyze_reads_what_the_filter_options_select(url: str, tmp_path: Path) -> None:  # noqa: F811
+    # Given three dead letters, two KeyErrors (one of them of tenant acme) and a ValueError
+    ok(url, "queue", "create", "orders-dlq")
+    ok(url, "queue", "create", "orders", "--dlq", "orders-dlq", "--max-claims", "5")
+    acme = reject(url, '{"customer": {"tenant": "acme"}}', "KeyError")
+    other = reject(url, '{"customer": {"id": 1}}', "KeyError")
+    reject(url, '{"customer": {"id": 2}}', "ValueError")
+    # When the analysis reads the DLQ with the options dlq list takes, in this process
+    out = tmp_path / "report"
+    said = ok(url, "analyze", "--queue", "orders-dlq", "--engine", "local", "--out", str(out),
+              "--error-class", "KeyError")  # fmt: skip
+    # it grouped those two only, and stored their patterns for `redrive start --pattern`
+    assert "2 dead letters, 1 pattern ->" in said, said
+    assigned = [json.loads(line) for line in (out / "assignments.jsonl").read_text().splitlines()]
+    assert {a["message_id"] for a in assigned} == {acme, other}
+    # and a narrower selection, by a body predicate, reads one
+    said = ok(url, "analyze", "--queue", "orders-dlq", "--engine", "local", "--out", str(out),
+              "--error-class", "KeyError", "--body", "customer.tenant == 'acme'")  # fmt: skip
+    assert "1 dead letter," in said, said
+    # A filter that selects nothing analyses nothing; a bad one is the server's refusal
+    said = ok(url, "analyze", "--queue", "orders-dlq", "--engine", "local", "--out", str(out),
+              "--error-class", "TypeError", "--no-post")  # fmt: skip
+    assert "0 dead letters," in said, said
+    bad = run(url, "analyze", "--queue", "orders-dlq", "--engine", "local", "--out", str(out),
+              "--older-than", "soon")  # fmt: skip
+    assert bad.exit_code == 1 and "older_than" in bad.output, bad.output
+    # An export file was selected when it was written: a filter with --input is refused
+    export = tmp_path / "all.jsonl"
+    ok(url, "dlq", "export", "orders-dlq", "--out", str(export))
+    refused = run(url, "analyze", "--input", str(export), "--error-class", "KeyError")
+    assert refused.exit_code == 2 and "dlq export" in refused.output, refused.output

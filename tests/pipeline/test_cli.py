@@ -92,3 +92,36 @@ def test_analyze_tells_its_stages_on_stderr_and_keeps_stdout_for_the_result(
     assert re.search(r"\] done$", stages[-1])
     assert result.stdout.startswith("120 dead letters, ")
     assert "[" not in result.stdout.splitlines()[0]
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings(PANDAS_WARNING)
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # a Spark read of the DLQ and an analysis
+def test_analyze_on_spark_reads_what_the_filter_options_select(spark: Any, tmp_path: Path) -> None:
+    from deadletter.api.app import build_app
+    from deadletter.cli.main import main
+    from deadletter.engine.engine import Engine
+    from deadletter.storage import open_store
+    from tests.engine.helpers import P, fail, send, with_dlq
+    from tests.support.servers import serving
+
+    # Given a DLQ of three dead letters, one of them with a body that names a customer
+    engine = Engine(open_store(f"sqlite:///{tmp_path / 'dl.db'}"))
+    with_dlq(engine, "orders", "dlq", max_claims=1)
+    send(engine, "orders", '{"customer": 1}', '{"total": 2}', '{"total": 3}')
+    fail(engine, "orders", 1)
+    engine.claim(P, "orders", limit=10)
+    try:
+        with serving(build_app(engine)) as url:
+            # When Spark reads the DLQ with a filter option
+            out = str(tmp_path / "r")
+            args = ["analyze", "--queue", "dlq", "--engine", "spark", "--no-post",
+                    "--partitions", "2", "--out", out, "--body", "!(customer)"]  # fmt: skip
+            env = {"DEADLETTER_URL": url, "DEADLETTER_PROJECT": P}
+            result = CliRunner().invoke(main, args, env=env)
+    finally:
+        engine.store.close()
+    # it analysed the two it selects
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("2 dead letters, "), result.stdout

@@ -286,3 +286,32 @@ def test_reading_and_storing_patterns_with_credentials(spark: Any, tmp_path: Pat
             assert [p["message_ids"] for p in stored if p["id"] == "p-1"] == [ids[:2]]
     finally:
         store.close()
+
+
+def test_the_filter_option_is_the_filter_language_sent_with_every_read(
+    spark: Any, stub: tuple[ContractStub, str]
+) -> None:
+    from deadletter.pipeline.datasource import Query
+
+    server, url = stub
+    server.browses.clear()
+    # Given the option filter: its source queue and times join the reader's own (its times
+    # narrow the slices), and every other name goes to the server as given
+    text = "source_queue=payments&since=2026-11-21T00:00:00Z&error_class=KeyError&attribute=a"
+    query = Query.of_options({"filter": text, "reason": "expired"})
+    assert (query.source_queue, query.reason) == ("payments", "expired")
+    assert query.since == datetime(2026, 11, 21, tzinfo=UTC)
+    assert query.where == {"error_class": ["KeyError"], "attribute": ["a"]}
+    _reader(spark, url, partitions="2", filter=text).count()
+    assert server.browses
+    assert all(b.get("error_class") == "KeyError" and b.get("source_queue") == "payments"
+               for b in server.browses)  # fmt: skip
+    # A name given both ways must agree; a blank filter is refused, not read as no filter
+    with pytest.raises(ValueError, match="source_queue is given twice"):
+        Query.of_options({"filter": "source_queue=a", "source_queue": "b"})
+    for blank in ("", " ", "\u3000"):
+        with pytest.raises(ValueError, match="filter is empty"):
+            Query.of_options({"filter": blank})
+        for name in ("source_queue", "reason", "source_tag", "since", "until"):
+            with pytest.raises(ValueError, match=f"option {name} is empty"):
+                Query.of_options({name: blank})

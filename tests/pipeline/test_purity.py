@@ -271,3 +271,38 @@ def test_the_analysis_stores_how_sure_each_pattern_is(tmp_path: Path) -> None:
     assert pattern["purity"] == 1.0 and pattern["impure"] is False
     assert pattern["raw_template"] == "pq: could not read file <QUOTED>: read only <NUM> of <SIZE>"
     assert [v["example"] for v in pattern["variables"]] == ['"base/0/9"', "0", "8192 bytes"]
+
+
+def test_formats_that_end_with_one_name_of_several_words_stay_apart() -> None:
+    # Given seven messages of one database driver, each its own failure, that all end with
+    # the same type name of four words, and each seen three times
+    formats = [
+        "pq: invalid input syntax for type timestamp with time zone",
+        "pq: cannot cast type integer to timestamp with time zone",
+        'pq: column "due" is of type timestamp with time zone',
+        "pq: operator does not exist: text = timestamp with time zone",
+        "pq: function date_trunc(unknown, text) does not exist for timestamp with time zone",
+        "pq: value out of range for timestamp with time zone",
+        "pq: could not convert text to timestamp with time zone",
+    ]
+    lines = [f for f in formats for _ in range(3)]
+    # I expect seven patterns: phrases that each recur name events, however many there are
+    assert _by_label(lines, lines)
+    # while seven phrases seen once each, between the same words, are free text: one pattern
+    assert len(_groups(formats)) == 1
+
+
+def test_a_word_after_a_variable_that_ends_two_messages_is_a_format_of_its_own() -> None:
+    # Given two formats that start alike: the types of two columns, and the kinds of two
+    # objects with the word `objects` after the second
+    types = ["TimestampType", "StringType", "DateType", "LongType", "IntegerType", "DoubleType"]
+    lines, labels = [], []
+    for i in range(8):
+        lines.append(f"cannot combine {types[i % 6]} and {types[(i * 5 + 1) % 6]}")
+        labels.append("types")
+    for left, right in [("DataFrame", "dict"), ("DataFrame", "ndarray"), ("DataFrame", "ndarray"),
+                        ("Series", "list"), ("Series", "ndarray")]:  # fmt: skip
+        lines.append(f"cannot combine {left} and {right} objects")
+        labels.append("objects")
+    # I expect two patterns: `objects` is not part of a phrase where the type usually goes
+    assert _by_label(lines, labels)

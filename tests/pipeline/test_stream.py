@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -67,6 +68,20 @@ def test_a_queue_streams_its_messages_as_they_are_sent(served: tuple[Engine, str
     (later,) = [m.id for m in send(engine, "orders", "z")]
     rows, _ = reader.read(offset)
     assert [r[0] for r in rows] == [later]
+
+
+def test_the_filter_option_streams_what_it_selects_only(served: tuple[Engine, str]) -> None:
+    engine, url = served
+    _kill(engine, "a", "b", "c")
+    # Given a stream reader with the option filter (the filter language as a query string)
+    where = urlencode({"body": "@ == 'b' || @ == 'd'", "reason": "max_claims"})
+    reader = DeadLetterStreamReader({"url": url, "queue": "dlq", "project": P, "filter": where})
+    # it reads what the filter selects, and so does each later batch
+    rows, offset = reader.read(reader.initialOffset())
+    _kill(engine, "d", "e")
+    later, _ = reader.read(offset)
+    wanted = {m.id for m in engine.list_dead_letters(P, "dlq", limit=10) if m.body in (b"b", b"d")}
+    assert {r[0] for r in [*rows, *later]} == wanted and len(wanted) == 2
 
 
 @pytest.mark.spark

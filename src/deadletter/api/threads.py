@@ -104,9 +104,14 @@ async def on_loop(engine: Engine, fn: Callable[P, T], *args: P.args, **kwargs: P
     loop at once if the store can run them without waiting, answered once their commits are
     known. While another transaction holds the store, the call waits on the loop for it to
     end; a call that still cannot run at once (another process holds the store) goes to a
-    worker thread."""
+    worker thread, as does every call on a store that never runs work at once (PostgreSQL)."""
+    if not engine.runs_now:
+        return await in_thread(fn, *args, **kwargs)
+    return await _now(engine, partial(fn, *args, **kwargs))
+
+
+async def _now(engine: Engine, work: Callable[[], T]) -> T:
     loop = asyncio.get_running_loop()
-    work = partial(fn, *args, **kwargs)
     for _ in range(FREE_WAITS):
         done = engine.run_now(work)
         if done is not None:
@@ -115,7 +120,7 @@ async def on_loop(engine: Engine, fn: Callable[P, T], *args: P.args, **kwargs: P
         if engine.when_store_free(partial(_wake, loop, free)):
             await free
     else:
-        return await in_thread(fn, *args, **kwargs)
+        return await in_thread(work)
     if done.committing:
         try:
             # The calls already ready on the loop run meanwhile and join the same commit.

@@ -11,8 +11,9 @@ from typing import Any, NoReturn
 
 import click
 
-from deadletter.cli.analyze_input import check_input, check_queue
+from deadletter.cli.analyze_input import check_filter, check_input, check_queue, source_options
 from deadletter.cli.config import resolve, unreachable_hint
+from deadletter.cli.dlq import filter_options
 from deadletter.cli.output import (
     INTERRUPTED,
     UNREACHABLE,
@@ -110,6 +111,7 @@ SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
     is_flag=True,
     help="Show Spark's own log and warnings on the terminal (otherwise in OUT/spark.log).",
 )
+@filter_options
 @click.pass_context
 def analyze(
     ctx: click.Context,
@@ -128,14 +130,18 @@ def analyze(
     checkpoint: Path | None,
     interval: float,
     verbose: bool,
+    where: dict[str, Any],
 ) -> None:
     """Group dead letters into failure patterns and write a report.
+
+    The DLQ's every dead letter, or those the filter options select (as for `dlq list`).
 
     \b
     deadletter analyze --input dead.jsonl --out report/        # an export file
     deadletter analyze --queue orders-dlq --out report/        # the DLQ on the server
     deadletter analyze --input dead.jsonl --queue orders-dlq   # a file; patterns stored on the DLQ
     deadletter analyze --queue orders-dlq --follow --checkpoint state/  # kept current
+    deadletter analyze --queue orders-dlq --error-class KeyError  # a filtered selection
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -150,6 +156,7 @@ def analyze(
         )
     if input_path is not None and url is not None and not queue:
         raise click.UsageError("--url with --input needs --queue: the DLQ to store the patterns on")
+    check_filter(where, input_path)
     root = ctx.find_root().params
     server = resolve(url, project, root.get("key_id"), root.get("secret"))
     credential = server.credential
@@ -160,7 +167,7 @@ def analyze(
     if input_path is not None:
         check_input(input_path)
     if queue and (input_path is None or post):
-        check_queue(url, project, credential, queue, server.url)
+        check_queue(url, project, credential, queue, server.url, where=where)
     import httpx
 
     if follow:
@@ -178,6 +185,7 @@ def analyze(
             url=url,
             project=project,
             credential=credential,
+            where=where,
         )
         return
     try:
@@ -194,6 +202,7 @@ def analyze(
             url=url,
             project=project,
             credential=credential,
+            where=where,
         )
     except QueueNotFound as exc:
         with Client(url, project, credential=credential) as client:
@@ -230,6 +239,7 @@ def _analyze(
     url: str,
     project: str | None,
     credential: tuple[str, str] | None,
+    where: dict[str, Any],
 ) -> None:
     try:
         from deadletter.pipeline.analysis import analyze as run
@@ -239,9 +249,7 @@ def _analyze(
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from exc
     say = Progress()
-    options = {"url": url, "queue": queue or "", "project": project or ""}
-    if credential is not None:
-        options.update(key_id=credential[0], secret=credential[1])
+    options = source_options(url, project, credential, queue, where)
     poster = (
         partial(put_patterns, url, queue, project=project, credential=credential)
         if post and queue
@@ -288,9 +296,7 @@ def _analyze(
             threshold=threshold,
             poster=poster,
             verbose=verbose,
-            url=url,
-            project=project,
-            credential=credential,
+            options=options,
         )
     except KeyboardInterrupt:
         _interrupted(master, stored, out_dir, spark=True)
@@ -310,9 +316,7 @@ def _on_spark(
     threshold: float,
     poster: Any,
     verbose: bool,
-    url: str,
-    project: str | None,
-    credential: tuple[str, str] | None,
+    options: dict[str, str],
 ) -> Any:
     with warnings.catch_warnings():
         if not verbose:
@@ -330,13 +334,8 @@ def _on_spark(
             source: Any = str(input_path)
             if input_path is None:
                 assert queue is not None
-                reader = spark.read.format("deadletter").option("url", url).option("queue", queue)
-                if project is not None:
-                    reader = reader.option("project", project)
-                source = reader.option("partitions", str(partitions))
-                if credential is not None:
-                    source = source.option("key_id", credential[0]).option("secret", credential[1])
-                source = source.load()
+                reader = spark.read.format("deadletter").option("partitions", str(partitions))
+                source = reader.options(**options).load()
             return run(source, out_dir, spark=spark, threshold=threshold, post=poster, progress=say)
 
 
@@ -373,6 +372,7 @@ def _follow(
     url: str,
     project: str | None,
     credential: tuple[str, str] | None,
+    where: dict[str, Any],
 ) -> None:
     """`--follow`: batch after batch until SIGINT or SIGTERM, which end it after the batch in
     hand (its state saved), with status 0."""
@@ -389,9 +389,7 @@ def _follow(
     import httpx
 
     say = Progress()
-    options = {"url": url, "queue": queue, "project": project or ""}
-    if credential is not None:
-        options.update(key_id=credential[0], secret=credential[1])
+    options = source_options(url, project, credential, queue, where)
     poster = (
         partial(put_patterns, url, queue, project=project, credential=credential) if post else None
     )

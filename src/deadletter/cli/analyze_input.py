@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
+
+import click
 
 from deadletter.cli.config import unreachable_hint
 from deadletter.cli.output import UNREACHABLE, Failure, no_such_queue
@@ -65,12 +68,21 @@ def _check_parquet(path: Path) -> None:
 
 
 def check_queue(
-    url: str, project: str | None, credential: tuple[str, str] | None, queue: str, origin: Any
+    url: str,
+    project: str | None,
+    credential: tuple[str, str] | None,
+    queue: str,
+    origin: Any,
+    *,
+    where: dict[str, Any],
 ) -> None:
-    """The DLQ exists, is a DLQ, and the server answers, before anything starts."""
+    """The DLQ exists, is a DLQ, the server answers, and takes the filter options (if any),
+    before anything starts."""
     with Client(url, project, credential=credential) as client:
         try:
             _require_dlq(client, queue, client.get_queue(queue))
+            if where:
+                client.count_dead_letters(queue, **where)
         except QueueNotFound:
             raise no_such_queue(client, queue) from None
         except ApiError as exc:
@@ -99,3 +111,31 @@ def _require_dlq(client: Client, queue: str, metadata: dict[str, Any]) -> None:
         f" dead letters, so there is nothing to analyse (its messages: deadletter peek {queue});"
         " `deadletter queue list` names each queue's dead-letter queue"
     )
+
+
+def check_filter(where: dict[str, Any], input_path: Path | None) -> None:
+    """The filter options select on the server, as it reads the DLQ; an export file was
+    selected when it was written."""
+    if where and input_path is not None:
+        raise click.UsageError(
+            "the filter options select dead letters on the server, not in an --input file:"
+            " export them with the same options (deadletter dlq export DLQ --out FILE"
+            " --error-class ...) and analyse that file, or analyse --queue DLQ with them"
+        )
+
+
+def source_options(
+    url: str,
+    project: str | None,
+    credential: tuple[str, str] | None,
+    queue: str | None,
+    where: dict[str, Any],
+) -> dict[str, str]:
+    """The data source's options for reading `queue` from the server (docs/pipeline.md):
+    the filter options as its option `filter`, the filter language as one query string."""
+    options = {"url": url, "queue": queue or "", "project": project or ""}
+    if credential is not None:
+        options.update(key_id=credential[0], secret=credential[1])
+    if where:
+        options["filter"] = urlencode(where, doseq=True)
+    return options

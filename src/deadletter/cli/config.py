@@ -4,9 +4,7 @@ file, or the default, in that order."""
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import click
@@ -21,26 +19,33 @@ SECRET_ENV = "DEADLETTER_SECRET"
 KEYS = ("url", "project", "key_id", "secret")
 
 
-def config_path() -> Path:
+def config_path() -> str:
     """`$DEADLETTER_CONFIG`, else `$XDG_CONFIG_HOME/deadletter/config.toml` (XDG's default
-    being `~/.config`)."""
+    being `~/.config`). Paths as strings: pathlib is one more import for every command."""
     if explicit := os.environ.get(CONFIG_ENV):
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(base) / "deadletter" / "config.toml"
+        return os.path.expanduser(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "deadletter", "config.toml")
 
 
-def read_config(path: Path) -> dict[str, str]:
+def read_config(path: str) -> dict[str, str]:
     """The file's `url` and `project`; a missing file is an empty config, a broken one an error
-    that names it (a typo should not silently send commands elsewhere)."""
+    that names it (a typo should not silently send commands elsewhere). The TOML reader is
+    imported only when there is a file to read."""
     try:
-        with path.open("rb") as fh:
-            doc: dict[str, Any] = tomllib.load(fh)
+        with open(path, "rb") as fh:
+            text = fh.read()
     except FileNotFoundError:
         if os.environ.get(CONFIG_ENV):
             raise click.ClickException(f"config file {path} ({CONFIG_ENV}): no such file") from None
         return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:
+        raise click.ClickException(f"config file {path}: {exc}") from exc
+    import tomllib
+
+    try:
+        doc: dict[str, Any] = tomllib.loads(text.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise click.ClickException(f"config file {path}: {exc}") from exc
     unknown = sorted(set(doc) - set(KEYS))
     if unknown:

@@ -24,8 +24,10 @@ from deadletter.cli.output import (
     when,
     wide_option,
 )
+from deadletter.cli.patterns import patterns
 from deadletter.client import Client
 from deadletter.client.records import export_record
+from deadletter.domain import filters
 from deadletter.domain.provenance import Reason
 
 REASONS = click.Choice([r.value for r in Reason])
@@ -72,16 +74,29 @@ def filter_options(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         where: dict[str, Any] = {}
-        for _, key, _, _ in FILTER_OPTIONS:
+        for flag, key, _, _ in FILTER_OPTIONS:
             value = kwargs.pop(key)
             if value is not None and value != ():
                 where[key] = list(value) if isinstance(value, tuple) else str(value)
+                _refuse_blank(flag, where[key])
         return command(*args, where=where, **kwargs)
 
     decorated: Callable[..., Any] = wrapper
     for flag, key, words, extra in reversed(FILTER_OPTIONS):
         decorated = click.option(flag, key, help=words, **extra)(decorated)
     return decorated  # type: ignore[return-value]
+
+
+def _refuse_blank(flag: str, value: str | list[str]) -> None:
+    """An empty or blank filter is refused here, before the server is asked (which refuses
+    it too): taken as no filter, `--error-class ""` would purge or redrive the whole DLQ."""
+    for one in value if isinstance(value, list) else [value]:
+        if "\x00" in one:
+            raise click.BadParameter("may not contain NUL characters", param_hint=flag)
+        if filters.blank(one):
+            raise click.BadParameter(
+                "is empty; leave the option out to select every dead letter", param_hint=flag
+            )
 
 
 @dlq.command(name="list")
@@ -336,3 +351,7 @@ def edit(
             f"redrive {task['id']}: {task['status']}, {task['to_move']} to move;"
             f" follow it: deadletter redrive status {name} {task['id']}"
         )
+
+
+# `dlq patterns list|show|split`, in a module of its own.
+dlq.add_command(patterns)

@@ -3,16 +3,24 @@ table that fits the terminal or, with --json, as JSON for scripts."""
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
+import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
 
-from deadletter.cli.config import CONFIG_ENV, PROJECT_ENV, URL_ENV, resolve, unreachable_hint
+from deadletter.cli.config import (
+    CONFIG_ENV,
+    PROJECT_ENV,
+    URL_ENV,
+    Setting,
+    resolve,
+    unreachable_hint,
+)
 from deadletter.client import (
     DEFAULT_PROJECT,
     DEFAULT_URL,
@@ -21,7 +29,6 @@ from deadletter.client import (
     QueueNotFound,
     Unreachable,
 )
-from deadletter.domain.projects import MAX_TENANT, is_project
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,6 +67,8 @@ def no_such_queue(client: Client, name: str, make: str | None = None) -> Failure
         names = [q["name"] for q in client.list_queues()]
     except (ApiError, Unreachable):
         names = []
+    import difflib
+
     near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if near:
         also = f"; {make} makes it" if make else ""
@@ -91,12 +100,8 @@ def server_options(command: F) -> F:
         server = resolve(url, project, root.get("key_id"), root.get("secret"))
         # With a credential, an unstated project is the credential's own (the server knows it).
         chosen = server.project
-        if not is_project(chosen.value):
-            raise click.BadParameter(
-                f"{chosen.value!r} (from {chosen.origin}) is not a project name: 1 to "
-                f"{MAX_TENANT} ASCII letters, digits, '_', '-' or '.', optionally '@<region>'.",
-                param_hint="--project",
-            )
+        if chosen.origin != "the default":  # the default is one
+            check_project(chosen)
         project = None if server.credential and chosen.origin == "the default" else chosen.value
         with Client(server.url.value, project, credential=server.credential) as client:
             try:
@@ -109,6 +114,19 @@ def server_options(command: F) -> F:
                 raise Failure(f"{exc}\n{unreachable_hint(server.url)}", UNREACHABLE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def check_project(chosen: Setting) -> None:
+    """A project the reader named, held to the server's rule for names (imported here, as
+    only a named project needs it)."""
+    from deadletter.domain.projects import MAX_TENANT, is_project
+
+    if not is_project(chosen.value):
+        raise click.BadParameter(
+            f"{chosen.value!r} (from {chosen.origin}) is not a project name: 1 to "
+            f"{MAX_TENANT} ASCII letters, digits, '_', '-' or '.', optionally '@<region>'.",
+            param_hint="--project",
+        )
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -213,10 +231,18 @@ def _one_line(text: str) -> str:
 
 
 def _terminal_width() -> int:
-    """$COLUMNS, else the terminal's width, else 80 (output to a file or a pipe)."""
-    import shutil
-
-    return shutil.get_terminal_size((80, 24)).columns
+    """$COLUMNS, else the terminal's width, else 80 (output to a file or a pipe): what
+    shutil.get_terminal_size says, without importing shutil and its archivers."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def counted(count: int, noun: str) -> str:

@@ -1,6 +1,6 @@
 """A small synchronous client of the native API (Zaqar v2 with the dead-letter extensions).
 
-Its HTTP is the standard library's (client/wire.py) unless a client is given an httpx
+Its HTTP is its own, over a socket (client/wire.py), unless a client is given an httpx
 transport (the tests' in-process app): a command that sends one message should not pay for an
 HTTP stack larger than its work. Nothing server-side is imported either."""
 
@@ -383,6 +383,17 @@ class Client(FailureGroupCalls):
         doc = self._json("GET", f"/v2/queues/{dlq}/patterns")
         return list(doc.get("patterns") or [])
 
+    def split_pattern(
+        self, dlq: str, pattern_id: str, *, position: int, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Replace a stored pattern by one per value its members hold at `position` (from 1),
+        or with `dry_run` say what that would make: `{"pattern_id", "position", "patterns":
+        [{"id", "template", "count", "value"}], "unread"}`."""
+        body = {"position": position, **({"dry_run": True} if dry_run else {})}
+        path = f"/v2/queues/{dlq}/patterns/{pattern_id}/split"
+        doc: dict[str, Any] = self._json("POST", path, json=body)
+        return doc
+
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
         """Replace the DLQ's stored patterns, each with its message ids."""
         self._call("PUT", f"/v2/queues/{dlq}/patterns", json={"patterns": patterns})
@@ -473,10 +484,11 @@ def _missing_queue(path: str, description: str) -> str:
 
 def _query(filters: dict[str, Any]) -> list[tuple[str, Any]]:
     """The dead-letter filter's query parameters: each given value, a list's each (the
-    `attribute` filters), none of those left out."""
+    `attribute` filters). Only None is left out: an empty value goes to the server, which
+    refuses it (dropped here, it would widen a purge to the whole DLQ)."""
     pairs: list[tuple[str, Any]] = []
     for key, value in filters.items():
         for one in value if isinstance(value, list | tuple) else [value]:
-            if one is not None and one != "":
+            if one is not None:
                 pairs.append((key, one))
     return pairs

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from datetime import UTC, datetime
@@ -67,9 +68,10 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 
 def parse(given: Mapping[str, Sequence[str]]) -> DeadLetterFilter:
-    """The filter of `given`: each name of the language with its values as text (an empty
-    value is no filter). A name given twice that is not `attribute` is refused, as is a
-    value out of range, a bad time, a bad expression."""
+    """The filter of `given`: each name of the language with its values as text. A name
+    given twice that is not `attribute` is refused, as is a value out of range, a bad time,
+    a bad expression, and a blank value (`blank`): a name given with nothing in it selects
+    nothing, it is not taken as no filter, which would select the whole DLQ."""
     values: dict[str, str] = {}
     attributes: list[tuple[str, str | None]] = []
     for key, many in given.items():
@@ -108,19 +110,35 @@ def parse(given: Mapping[str, Sequence[str]]) -> DeadLetterFilter:
 
 
 def _texts(key: str, many: Sequence[str]) -> list[str]:
-    """The values given for `key` (an empty one is no filter), each checked as text."""
-    texts = [v for v in many if v != ""]
-    if texts and key not in FILTER_KEYS:
+    """The values given for `key`, each checked as text."""
+    if key not in FILTER_KEYS:
         raise errors.InvalidFilter(
             f"{key[:40] or 'a blank name'} is not a filter; the filters are"
             f" {', '.join(FILTER_KEYS)}"
         )
-    for value in texts:
+    if not many:
+        raise errors.InvalidFilter(f"{key} is given without a value; {_LEAVE_OUT}")
+    for value in many:
         if "\x00" in value:
             raise errors.InvalidFilter(f"{key} may not contain NUL characters")
+        if blank(value):
+            raise errors.InvalidFilter(f"{key} is empty; {_LEAVE_OUT}")
         if len(value) > MAX_FILTER_TEXT:
             raise errors.InvalidFilter(f"{key} is longer than {MAX_FILTER_TEXT} characters")
-    return texts
+    return list(many)
+
+
+_LEAVE_OUT = "leave a filter out to select every dead letter, or give it a value"
+# What a blank value may hold: spaces of every width, line breaks, controls and invisible
+# format characters (a zero-width space, a BOM).
+_BLANK = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
+
+
+def blank(text: str) -> bool:
+    """Whether `text` shows nothing: empty, or spaces (U+3000 and U+00A0 included), controls
+    and invisible characters only. A filter whose value is blank is refused on every face
+    rather than dropped: dropped, it would widen a purge or a redrive to the whole DLQ."""
+    return all(c.isspace() or unicodedata.category(c) in _BLANK for c in text)
 
 
 def from_json(doc: Mapping[str, object]) -> DeadLetterFilter:
@@ -128,9 +146,11 @@ def from_json(doc: Mapping[str, object]) -> DeadLetterFilter:
     numbers, and for `attribute` a string or a list of them; other fields are ignored."""
     given: dict[str, list[str]] = {}
     for key in FILTER_KEYS:
-        value = doc.get(key)
-        if value is None:
+        if key not in doc:
             continue
+        value = doc[key]
+        if value is None:
+            raise errors.InvalidFilter(f"{key} is null; {_LEAVE_OUT}")
         items = value if isinstance(value, list) and key in REPEATABLE else [value]
         texts = []
         for item in items:
@@ -224,7 +244,7 @@ def _deaths(name: str, text: str | None) -> int | None:
 def _attribute(text: str) -> tuple[str, str | None]:
     """`name=value`: the attribute has that value; `name` alone: the attribute is there."""
     name, has_value, value = text.partition("=")
-    if not name:
+    if blank(name):
         raise errors.InvalidFilter(f"attribute must be NAME or NAME=VALUE, not {text[:40]!r}")
     return name, value if has_value else None
 

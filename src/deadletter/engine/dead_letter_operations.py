@@ -20,7 +20,7 @@ from deadletter.domain.model import (
 from deadletter.domain.patterns import Assignment, MergedBatch
 from deadletter.domain.redrive import Canary, MessagePatch, RedriveTask
 from deadletter.engine import canary as canaries
-from deadletter.engine import edits, patterns, redrive, selection, validation
+from deadletter.engine import edits, patterns, redrive, selection, splits, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import Subscriptions
 from deadletter.engine.transactions import Pending, Runner
@@ -289,6 +289,24 @@ class DeadLetterOperations:
 
     def get_patterns(self, project: str, dlq: str) -> list[dict[str, Any]]:
         return self._runner.read(lambda tx: patterns.stored(tx, project, dlq))
+
+    def split_pattern(
+        self, project: str, dlq: str, pattern_id: str, *, position: int, dry_run: bool = False
+    ) -> splits.Split:
+        """Replace a stored pattern by one pattern per value its members hold at a variable
+        position (from 1), in one transaction (`splits`); with `dry_run`, what it would make."""
+        return self._runner.run(
+            lambda tx, pending: splits.split(
+                tx,
+                pending,
+                project,
+                dlq,
+                pattern_id=pattern_id,
+                position=position,
+                now=self.clock.now(),
+                dry_run=dry_run,
+            )
+        )
 
     # Credentials (deadletter.engine.credentials seals, opens and checks them)
 

@@ -89,6 +89,11 @@ class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimO
         store would wait (`Store.run_now`)."""
         return self.store.run_now(work)
 
+    @property
+    def runs_now(self) -> bool:
+        """Whether `run_now` ever runs work at once (`Store.runs_now`)."""
+        return self.store.runs_now
+
     def commit_now(self) -> None:
         """`Store.commit_now`: commit what `run_now` left to commit."""
         self.store.commit_now()

@@ -5,7 +5,8 @@ into partitions that each page through `GET /v2/queues/{dlq}/dead_letters` with 
 `since`/`until` slice; equality on source_queue/reason and bounds on dead_lettered_at are
 pushed down to the server. Writing posts rows as messages, 20 per request. Streaming reads
 the DLQ in its own numbering: a micro-batch's offset is the `marker` of the last dead letter
-it took, which Spark checkpoints, so a restarted query goes on after it. The streaming sink
+it took, which Spark checkpoints, so a restarted query goes on after it. The option `filter`
+(the filter language as one query string) narrows what is read, on the server. The streaming sink
 writes pattern assignments back to the DLQ's stored patterns (`assignments.py`), each
 micro-batch once.
 """
@@ -34,9 +35,10 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from deadletter.domain.filters import blank
 from deadletter.pipeline import assignments
 from deadletter.pipeline.columns import SCHEMA_DDL, iso, parse_time
-from deadletter.pipeline.messages import client_of, row_of
+from deadletter.pipeline.messages import client_of, filter_option, row_of
 
 MAX_PAGE = 1000
 # The most dead letters one micro-batch takes unless the option `max_per_batch` says otherwise.
@@ -56,6 +58,8 @@ class Query:
     pushed: list[str] = field(default_factory=list)
     # The option `source_tag`: the dead letters of one consumer tag of their source queue.
     source_tag: str | None = None
+    # The rest of the option `filter` (the filter language), sent on as it is.
+    where: dict[str, list[str]] = field(default_factory=dict)
 
     def narrow_since(self, value: datetime) -> None:
         self.since = value if self.since is None else max(self.since, value)
@@ -63,7 +67,7 @@ class Query:
     def narrow_until(self, value: datetime) -> None:
         self.until = value if self.until is None else min(self.until, value)
 
-    def filters(self) -> dict[str, str | None]:
+    def filters(self) -> dict[str, Any]:
         """The query as the browse's parameters."""
         return {
             "source_queue": self.source_queue,
@@ -72,7 +76,34 @@ class Query:
             "since": iso(self.since),
             # The wire has milliseconds: round the bound up, the reader trims exactly.
             "until": iso(self.until + timedelta(milliseconds=1)) if self.until else None,
+            **self.where,
         }
+
+    @classmethod
+    def of_options(cls, options: dict[str, str]) -> Query:
+        """The reader's options as a query: `source_queue`, `reason`, `source_tag`, `since`
+        and `until`, and the option `filter`, whose names of those join them (a name given
+        both ways must agree; its times narrow the range) and whose others go on as given."""
+        where = filter_option(options)
+        for name in ("source_queue", "reason", "source_tag", "since", "until"):
+            if name in options and blank(options[name]):
+                raise ValueError(
+                    f"the deadletter data source's option {name} is empty; leave it out"
+                )
+        query = cls(since=parse_time(options.get("since")), until=parse_time(options.get("until")))
+        for name in ("source_queue", "reason", "source_tag"):
+            values = {v for v in (options.get(name), *where.pop(name, ())) if v}
+            if len(values) > 1:
+                raise ValueError(f"{name} is given twice, as {' and '.join(sorted(values))}")
+            setattr(query, name, values.pop() if values else None)
+        for name, narrow in (("since", query.narrow_since), ("until", query.narrow_until)):
+            for value in where.pop(name, ()):
+                at = parse_time(value) if value.strip() else None
+                if at is None:
+                    raise ValueError(f"the filter's {name} is empty")
+                narrow(at)
+        query.where = where
+        return query
 
 
 @dataclass
@@ -87,13 +118,7 @@ class Slice(InputPartition):
 class DeadLetterReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
-        self.query = Query(
-            source_queue=options.get("source_queue") or None,
-            reason=options.get("reason") or None,
-            since=parse_time(options.get("since")),
-            until=parse_time(options.get("until")),
-            source_tag=options.get("source_tag") or None,
-        )
+        self.query = Query.of_options(options)
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         """Keep what the server can filter; hand everything else back to Spark."""
@@ -101,7 +126,7 @@ class DeadLetterReader(DataSourceReader):
             attribute: tuple[str, ...] = getattr(f, "attribute", ())
             column = attribute[0] if len(attribute) == 1 else None
             value: Any = getattr(f, "value", None)
-            # The client leaves empty parameters out: an equality on "" stays with Spark.
+            # An equality on "" stays with Spark: the server refuses a blank filter.
             if isinstance(f, EqualTo) and column in ("source_queue", "reason") and value != "":
                 current = getattr(self.query, column)
                 if current is not None and current != value:
@@ -174,6 +199,7 @@ class DeadLetterReader(DataSourceReader):
             partition.since,
             partition.until,
             source_tag=self.query.source_tag,
+            where=self.query.where,
         )
         page_size = min(MAX_PAGE, max(1, int(self.options.get("page_size", str(MAX_PAGE)))))
         with client_of(self.options) as client:
@@ -297,11 +323,14 @@ class DeadLetterStreamReader(SimpleDataSourceStreamReader):
 
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
-        self.filters = {
-            "source_queue": options.get("source_queue") or None,
-            "source_tag": options.get("source_tag") or None,
-            "reason": options.get("reason") or None,
+        query = Query.of_options({k: v for k, v in options.items() if k not in ("since", "until")})
+        self.filters: dict[str, Any] = {
+            k: v for k, v in query.filters().items() if k not in ("since", "until")
         }
+        # A stream reads what comes: the filter's own times are sent on, not its slices.
+        self.filters.update(
+            {k: v for k, v in filter_option(options).items() if k in ("since", "until")}
+        )
         self.max_per_batch = max(1, int(options.get("max_per_batch", str(MAX_PER_BATCH))))
         self.page_size = min(MAX_PAGE, max(1, int(options.get("page_size", str(MAX_PAGE)))))
 

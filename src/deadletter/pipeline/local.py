@@ -201,20 +201,16 @@ def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_dlq(options: dict[str, str], max_rows: int = LOCAL_MAX_ROWS) -> list[dict[str, Any]]:
     """Every dead letter of a DLQ (the data source's options: url, queue, project, key_id,
     secret), read as the data source reads it; NotLocal past `max_rows`."""
-    from deadletter.client import ApiError
-    from deadletter.pipeline.messages import client_of, row_of
+    from deadletter.pipeline.messages import client_of, filter_option, row_of
 
     rows: list[dict[str, Any]] = []
+    where = filter_option(options)
     with client_of(options) as client:
-        # The DLQ's message count, when the server gives it, spares reading most of a DLQ
-        # only to hand it to Spark; the count of rows read below is what decides.
-        try:
-            total = client.stats(options["queue"])["messages"]["total"]
-        except (ApiError, KeyError, TypeError):
-            total = None
+        total = _total(client, options["queue"], where)
         if isinstance(total, int) and total > max_rows:
-            raise NotLocal(f"the DLQ holds {total:,} messages, more than {max_rows:,}")
-        for message in client.dead_letters(options["queue"], 1000):
+            holds = "the filter selects" if where else "the DLQ holds"
+            raise NotLocal(f"{holds} {total:,} messages, more than {max_rows:,}")
+        for message in client.dead_letters(options["queue"], 1000, **where):
             if len(rows) == max_rows:
                 raise NotLocal(f"the DLQ holds more than {max_rows:,} dead letters")
             row = dict(zip(COLUMNS, row_of(message), strict=True))
@@ -227,6 +223,22 @@ def read_dlq(options: dict[str, str], max_rows: int = LOCAL_MAX_ROWS) -> list[di
         if any(ord(c) < 0x20 for c in row["message_id"] or ""):
             raise NotLocal("a message id that holds control characters")
     return _unique(rows)
+
+
+def _total(client: Any, queue: str, where: dict[str, list[str]]) -> Any:
+    """The DLQ's message count (what the filter selects, with one), when the server gives
+    it: it spares reading most of a DLQ only to hand it to Spark; the count of rows read is
+    what decides. A filter the server refuses ends the read here."""
+    from deadletter.client import ApiError
+
+    try:
+        if where:
+            return client.count_dead_letters(queue, **where)
+        return client.stats(queue)["messages"]["total"]
+    except (ApiError, KeyError, TypeError) as exc:
+        if isinstance(exc, ApiError) and exc.status == 400:
+            raise
+        return None
 
 
 def analyze_local(

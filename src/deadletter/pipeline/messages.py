@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qsl
 
 from deadletter.client import DEFAULT_PROJECT, Client
+from deadletter.domain.filters import blank
 from deadletter.pipeline.columns import parse_time
 
 
@@ -22,6 +24,22 @@ def client_of(options: dict[str, str]) -> Client:
         timeout=float(options.get("timeout", "30")),
         credential=credential,
     )
+
+
+def filter_option(options: dict[str, str]) -> dict[str, list[str]]:
+    """The option `filter`: the dead-letter filter language as one query string
+    (`error_class=KeyError&attribute=tenant=acme`, as StartMessageMoveTask's DeadLetterFilter),
+    sent on with every read; the server refuses a bad one. Given but blank, it is refused
+    here: a read that asked for a selection must not read the whole DLQ."""
+    text = options.get("filter")
+    if text is None:
+        return {}
+    if blank(text):
+        raise ValueError("the deadletter data source's option filter is empty; leave it out")
+    given: dict[str, list[str]] = {}
+    for key, value in parse_qsl(text, keep_blank_values=True):
+        given.setdefault(key, []).append(value)
+    return given
 
 
 def row_of(message: dict[str, Any]) -> tuple[Any, ...]:

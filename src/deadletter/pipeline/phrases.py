@@ -86,6 +86,7 @@ def _filled_slots(
         first = next(t for t in candidate if t not in PLACEHOLDERS)
         by_first.setdefault(first, []).append(candidate)
     kinds: dict[tuple[str, ...], list[str]] = {}
+    joined: dict[tuple[str, ...], tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]] = {}
     for template in sorted(weight, key=lambda t: (weight[t], t)):
         tokens = set(template)
         reachable = sorted(
@@ -111,7 +112,9 @@ def _filled_slots(
             if any(k != FREE for k in filled) and len(constants) < threshold * len(template):
                 continue
             out[template] = candidate
+            joined[template] = (candidate, runs, kind)
             break
+    _own_endings(out, joined, weight)
     # A general template that joined another follows it.
     for template in out:
         seen = {template}
@@ -123,6 +126,45 @@ def _filled_slots(
 
 FIXED = "fixed"
 FREE = "free"
+
+
+def _own_endings(
+    out: dict[tuple[str, ...], tuple[str, ...]],
+    joined: dict[tuple[str, ...], tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]],
+    weight: dict[tuple[str, ...], int],
+) -> None:
+    """A template that joined a variable of a general template, which its own members fill
+    with one token, with a run ending with a word after which another template has the same
+    structure (`cannot combine <*> and <*>` taking `Series and ndarray objects`, while
+    `cannot combine DataFrame and <*> objects` is there too): that word is a constant of a
+    structure of their own, `cannot combine <*> and <*> objects`, another failure, which they
+    join instead. A phrase of free text seldom ends the same way twice."""
+    for template, (candidate, runs, kind) in sorted(joined.items()):
+        for slot, run in enumerate(runs):
+            if kind[slot] != "" or len(run) < 2 or run[-1] in PLACEHOLDERS:
+                continue
+            at = [i for i, token in enumerate(candidate) if token in PLACEHOLDERS][slot]
+            own = (*candidate[: at + 1], run[-1], *candidate[at + 1 :])
+            constants = {t for t in own if t not in PLACEHOLDERS}
+            family = [
+                other
+                for other in weight
+                if other not in (template, candidate)
+                and constants <= set(other)
+                and _differs_before(_runs(own, other), run, slot)
+            ]
+            if not family:
+                continue
+            out.setdefault(own, own)
+            for member in (template, *family):
+                out[member] = own
+            break
+
+
+def _differs_before(runs: list[tuple[str, ...]] | None, run: tuple[str, ...], slot: int) -> bool:
+    """Whether `runs` (another template read against the structure) exist and hold at `slot`
+    something other than what `run` holds before its last word."""
+    return runs is not None and runs[slot] != run[:-1]
 
 
 def _slot_kinds(template: tuple[str, ...], members: dict[tuple[str, ...], int]) -> list[str]:
@@ -209,9 +251,23 @@ def _shared_word(runs: list[tuple[str, ...]]) -> bool:
 
 
 def _varies_freely(values: dict[tuple[str, ...], int]) -> bool:
-    """Many values, or a few of which at least half were seen once: phrases that each recur
-    (`Took <DUR> to spawn the instance` / `to build instance`) name events."""
+    """Many values, not all of them recurring, or a few of which at least half were seen
+    once: phrases that each recur (`Took <DUR> to spawn the instance` / `to build instance`;
+    `pq: cannot cast type integer to` / `pq: invalid input syntax for type` before
+    `timestamp with time zone`) name events, however many there are."""
     if len(values) >= rules.MANY_VALUES:
-        return True
+        return not _each_recurs(values)
     once = sum(1 for n in values.values() if n == 1)
     return len(values) >= rules.MIN_VARIANT_VALUES and 2 * once >= len(values)
+
+
+def _each_recurs(values: dict[tuple[str, ...], int]) -> bool:
+    """Whether the runs fall into structures that each recur: runs of one length that start
+    with one word are variants of one structure (`cannot cast type integer to` / `boolean`),
+    and a structure seen in rules.MIN_RECURRENCE messages or more names an event. Free text
+    always has runs seen once or twice."""
+    kinds: dict[tuple[str, int], int] = {}
+    for run, n in values.items():
+        key = (run[0] if run else "", len(run))
+        kinds[key] = kinds.get(key, 0) + n
+    return min(kinds.values()) >= rules.MIN_RECURRENCE

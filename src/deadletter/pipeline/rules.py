@@ -218,7 +218,8 @@ MANY_VALUES = 6
 MIN_VARIANT_VALUES = 3
 MIN_STEM_CONSTANTS = 2
 # A run of words that varies between a shared start and end is one variable when the start
-# and the end hold at least this many constants (phrases._free_runs).
+# and the end hold at least this many constants (phrases._free_runs), unless its runs fall
+# into structures (one length, one first word) that each recur in MIN_RECURRENCE messages.
 MIN_FRAME_CONSTANTS = 3
 # Templates longer than this many tokens are not searched for runs of free text.
 MAX_FRAME_TOKENS = 40

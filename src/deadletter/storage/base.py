@@ -233,6 +233,9 @@ class Store(abc.ABC):
     # How many messages a redrive task without a rate moves in one transaction. On SQLite a
     # step holds the one write lock, which every producer waits for: 500 take about 10 ms.
     redrive_batch = 500
+    # Whether `run_now` ever runs work at once; a store whose every statement waits on the
+    # network (PostgreSQL) never does, and its callers go to a worker thread without asking.
+    runs_now = False
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:

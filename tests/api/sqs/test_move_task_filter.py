@@ -4,12 +4,14 @@ query string, in either protocol; what it selects moves, a bad one is InvalidPar
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 import pytest
 
 from deadletter.engine.engine import Engine
 from tests.api.sqs.test_unknown_parameters import PROTOCOLS, call, error
 from tests.api.zaqar.conftest import CLIENT_ID, ApiClient
+from tests.support.blank_values import BLANKS, MATRIX
 from tests.support.sqs_fuzz import ACCOUNT
 
 ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-dlq"
@@ -70,6 +72,29 @@ def test_a_bad_move_task_filter_is_refused_and_starts_nothing(
     assert (status, code) == (400, "InvalidParameterValue"), message
     assert named in message
     assert engine.list_tasks(ACCOUNT, "orders-dlq") == []
+
+
+@PROTOCOLS
+def test_a_blank_move_task_filter_is_refused_naming_it_and_starts_nothing(
+    http: ApiClient, engine: Engine, counted: list[str], protocol: str
+) -> None:
+    # Given two dead letters, any blank value of any name (or a blank filter as a whole),
+    # alone or beside a good one, starts no task that would move the whole DLQ
+    given_two_dead_letters(http)
+    cases = [(f"{key}={quote(value)}", key) for key, value in MATRIX]
+    cases += [(f"reason=rejected&{text}", key) for text, key in cases[:: len(BLANKS)]]
+    cases += [(value, "DeadLetterFilter") for value in BLANKS]
+    for text, named in cases:
+        counted.clear()
+        r = call(
+            http, protocol, "StartMessageMoveTask", {"SourceArn": ARN, "DeadLetterFilter": text}
+        )
+        status, code, message = error(r)
+        assert (status, code) == (400, "InvalidParameterValue"), (text, message)
+        assert named in message, (text, message)
+        assert "write" not in counted, text
+    assert engine.list_tasks(ACCOUNT, "orders-dlq") == []
+    assert len(engine.list_dead_letters(ACCOUNT, "orders-dlq")) == 2
 
 
 @pytest.mark.one_store

@@ -29,6 +29,7 @@ VALUES = {
     "message_id": UUID,
     "claim_id": UUID,
     "task_id": UUID,
+    "pattern_id": "p-1",
     "template": "tmpl",
     "subscription_id": UUID,
     "tag": "audit",

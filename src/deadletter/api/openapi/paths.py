@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from deadletter.api.openapi.pattern_schemas import PATTERN_SCHEMAS
 from deadletter.api.openapi.schemas import FILTER_QUERY, SCHEMAS, STR, whole
 from deadletter.api.zaqar.context import PATH_NAMES
 from deadletter.api.zaqar.reads import FREE
@@ -91,7 +92,7 @@ def _parameters(route: ZaqarRoute) -> list[dict[str, Any]]:
 
 def _schemas(table: list[ZaqarRoute]) -> dict[str, Any]:
     """The body schemas; one whose route declares its fields (its row's `reads`) takes no other."""
-    schemas = dict(SCHEMAS)
+    schemas = {**SCHEMAS, **PATTERN_SCHEMAS}
     for route in table:
         fields = route.reads.body
         if route.body is not None and fields is not None and fields is not FREE:

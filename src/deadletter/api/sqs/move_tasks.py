@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl
 
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs.call import Call
-from deadletter.api.sqs.errors import SqsError, invalid_parameter
+from deadletter.api.sqs.errors import SqsError, invalid_parameter, invalid_value
 from deadletter.api.strict_json import InvalidJson, loads
 from deadletter.domain import errors, filters, names
 from deadletter.domain.model import DeadLetterFilter
@@ -43,7 +43,7 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
         else None
     )
     rate = call.integer("MaxNumberOfMessagesPerSecond", 1, MAX_MOVE_RATE)
-    where = move_filter(call.text("DeadLetterFilter", required=False))
+    where = move_filter(call.params.get("DeadLetterFilter"))
     if call.engine.find_queue(call.project, dlq) is None:
         raise _not_found("SourceArn")
     if destination is not None and call.engine.find_queue(call.project, destination) is None:
@@ -56,11 +56,20 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
     return {"TaskHandle": _task_handle(task, source_arn)}
 
 
-def move_filter(text: str | None) -> DeadLetterFilter | None:
+def move_filter(text: object) -> DeadLetterFilter | None:
     """The `DeadLetterFilter` extension: the native API's filter parameters as one query
-    string; a bad one is InvalidParameterValue, as the error table maps InvalidFilter."""
+    string; a bad one is InvalidParameterValue, as the error table maps InvalidFilter. Given
+    but empty or blank, it is refused: a task without a filter moves the whole DLQ, which
+    a request must ask for by leaving the parameter out."""
     if text is None:
         return None
+    if not isinstance(text, str):
+        raise invalid_value(text, "DeadLetterFilter", "Must be a string.")
+    if filters.blank(text):
+        raise invalid_parameter(
+            "Value for parameter DeadLetterFilter is invalid. Reason: it is empty; leave it"
+            " out to move every dead letter."
+        )
     given: dict[str, list[str]] = {}
     try:
         pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=True)

@@ -292,6 +292,38 @@ def get_patterns(ctx: Ctx) -> Response:
     return JSONResponse({"patterns": ctx.engine.get_patterns(ctx.project, ctx.queue)})
 
 
+def split_pattern(ctx: Ctx) -> Response:
+    """A stored pattern replaced by one pattern per value its members hold at a position."""
+    doc = ctx.json_object(empty_ok=False)
+    position = doc.get("position")
+    if not isinstance(position, int) or not is_int_in(position, 1, MAX_TEMPLATE):
+        raise bad_request(f'"position" must be an integer from 1 to {MAX_TEMPLATE}.')
+    dry_run = doc.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise bad_request("dry_run must be true or false.")
+    done = ctx.engine.split_pattern(
+        ctx.project, ctx.queue, ctx.path["pattern_id"], position=position, dry_run=dry_run
+    )
+    made = [
+        {
+            "id": p["id"],
+            "template": p["template"],
+            "count": p["count"],
+            "value": p["split"]["value"],
+        }
+        for p in done.patterns
+    ]
+    return JSONResponse(
+        {
+            "pattern_id": done.pattern_id,
+            "position": done.position,
+            "patterns": made,
+            "unread": done.unread,
+            **({"dry_run": True} if dry_run else {}),
+        }
+    )
+
+
 def merge_assignments(ctx: Ctx) -> Response:
     """One writer's micro-batch merged into the stored patterns, once per (writer, batch)."""
     if len(ctx.body) > MAX_PATTERNS_BYTES:

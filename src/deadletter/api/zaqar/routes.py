@@ -34,6 +34,7 @@ from deadletter.api.zaqar.dead_letters import (
     put_patterns,
     release_message,
     resume_redrive,
+    split_pattern,
     start_redrive,
 )
 from deadletter.api.zaqar.failure_groups import (
@@ -301,6 +302,11 @@ ROUTES: list[ZaqarRoute] = [
       summary="Merge a writer's batch of pattern assignments, once per (writer, batch)",
       errors={"409": "Batch behind"}, body="Assignments",
       reads=Reads(body=frozenset({"writer", "batch", "assignments"}))),
+    # Splitting a pattern by hand changes the stored patterns, as storing them does.
+    R("POST", Q + "/patterns/{pattern_id}/split", split_pattern, action=A.PATTERNS_PUT,
+      summary="Replace a pattern by one pattern per value its members hold at a position",
+      errors={"409": "Nothing to split at that position"}, body="PatternSplit",
+      reads=Reads(body=frozenset({"position", "dry_run"}))),
     # Queue templates set what new queues get: reading them is a lookup, changing them an
     # update.
     R("GET", "/v2/templates", list_templates, action=A.QUEUE_LIST,

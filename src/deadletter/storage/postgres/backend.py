@@ -147,7 +147,7 @@ class PostgresStore(Store):
     def __init__(self, url: str, pool_size: int = POOL_SIZE) -> None:
         self.url = url
         self.availability = Availability()
-        # In autocommit: a write transaction sends its own BEGIN with its first statement
+        # In autocommit: a write transaction sends its own BEGIN before its first statement
         # (`ComposedStatements`); reads and migrations open theirs with `conn.transaction()`.
         kwargs: dict[str, Any] = {
             "row_factory": dict_row,

@@ -4,11 +4,11 @@
 Each statement a request sends costs psycopg 20-40 µs of Python and the server a round trip,
 so a send numbers, inserts and counts its messages in one statement; a claim picks, claims,
 counts and records them in one; an acknowledgement deletes and counts in one; and the
-counters the engine bumps wait for the next statement of the transaction, or its commit,
-and go with it. Every statement does exactly what the steps it stands for would do, and
-only that: which messages a claim hands out, which leave for the DLQ, what an acknowledgement
-may delete is still decided where `SQLTransaction`'s steps leave it (the engine, or the
-statements of queries.py these are built from).
+counters the engine bumps wait for the next statement of the transaction, and go with it (or
+are written just before its COMMIT). Every statement does exactly what the steps it stands
+for would do, and only that: which messages a claim hands out, which leave for the DLQ, what
+an acknowledgement may delete is still decided where `SQLTransaction`'s steps leave it (the
+engine, or the statements of queries.py these are built from).
 """
 
 from __future__ import annotations
@@ -64,13 +64,19 @@ def _numbered(fields: Sequence[str]) -> str:
     """CTEs `lane`, `seqs` and `new`: the queue's lane taken (shared) before any number is,
     then one number per row of `:rows` (a JSON array of objects: `ord`, their order from 1,
     and `fields`; a body in hex as `body_hex`), in their order (`numbered`). One JSON text
-    costs psycopg a fraction of what an array per column does (it inspects every list)."""
+    costs psycopg a fraction of what an array per column does (it inspects every list).
+
+    The numbers are one per element of `:rows`, not `generate_series(1, :n)`: PostgreSQL
+    estimates a series of `:n` rows as 1,000 in a generic plan and as `:n` in a plan made with
+    the values, so it judged the generic plan dearer and planned the statement again at every
+    send (a fifth of the backend's CPU a send). Counted from the array, both plans expect the
+    same rows, and the prepared statement keeps its generic plan."""
     columns = ", ".join("body_hex text" if f == "body" else f"{f} {_SENT_TYPES[f]}" for f in fields)
     body = "decode(r.body_hex, 'hex') AS body, " if "body" in fields else ""
     return (
         f"WITH lane AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared{LANE}),"
         " seqs AS MATERIALIZED (SELECT nextval('message_seq') AS seq"
-        " FROM lane, generate_series(1, :n)),"
+        " FROM lane, json_array_elements(:rows::json)),"
         f" new AS MATERIALIZED (SELECT s.seq, {body}r.*"
         f" FROM json_to_recordset(:rows::json) AS r(ord bigint, {columns})"
         " JOIN (SELECT seq, row_number() OVER (ORDER BY seq) AS ord FROM seqs) AS s USING (ord))"
@@ -224,22 +230,22 @@ class ComposedStatements(SQLTransaction):
         super().__init__(cursor, dialect)
         # Counter bumps not yet written: (project, queue, name) -> amount.
         self._bumps: dict[tuple[str, str, str], int] = {}
-        # The session is in autocommit: the transaction's BEGIN goes with its first statement
-        # and its COMMIT with what is left to write (`commit`), one round trip each.
+        # The session is in autocommit: the transaction sends its BEGIN just before its first
+        # statement (`_begin`) and its COMMIT after what is left to write (`commit`).
         self._begun = False
         self._connection: psycopg.Connection[Any] = cursor.connection
+        self._cursor: psycopg.Cursor[Any] = cursor
 
     # The transaction's frame
 
     def commit(self) -> None:
-        """Write what is still pending and commit, in one round trip; a transaction that sent
-        nothing has nothing to commit."""
+        """Write what is still pending and commit; a transaction that sent nothing has
+        nothing to commit."""
         if not self._begun:
             return
-        with self._connection.pipeline():
-            if self._bumps:
-                self._write_bumps()
-            self._connection.execute("COMMIT")
+        if self._bumps:
+            self._write_bumps()
+        self._cursor.execute(b"COMMIT")
 
     def abandon(self) -> None:
         """Roll back what was sent; the error that ended the transaction is the caller's to
@@ -259,26 +265,25 @@ class ComposedStatements(SQLTransaction):
             params = {**(params or {}), **self._take_bumps()}
         elif self._bumps:  # every other statement sees them written, as if written at once
             self._write_bumps()
-        if self._begun:
-            return super().run(sql, params)
-        self._begun = True
-        with self._connection.pipeline():
-            self._connection.execute("BEGIN")
-            super().run(sql, params)
-        return self.cur.rowcount
+        self._begin()
+        return super().run(sql, params)
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if self._bumps:
             self._write_bumps()
-        if self._begun or not rows:
-            super().run_many(sql, rows)
-            return
-        self._begun = True
-        with self._connection.pipeline():
-            self._connection.execute("BEGIN")
-            super().run_many(sql, rows)
+        if rows:
+            self._begin()
+        super().run_many(sql, rows)
 
-    # Counters: written with the next statement, or with the COMMIT
+    def _begin(self) -> None:
+        """The transaction's BEGIN, before its first statement. A statement of its own: in a
+        pipeline with the first one it saved a round trip but cost psycopg more than the
+        round trip does (docs/benchmarks.md, "The server's CPU on PostgreSQL")."""
+        if not self._begun:
+            self._begun = True
+            self._cursor.execute(b"BEGIN")
+
+    # Counters: written with the next statement, or just before the COMMIT
 
     def bump_counter(self, project: str, queue: str, name: str, amount: int) -> None:
         key = (project, queue, name)
@@ -303,8 +308,7 @@ class ComposedStatements(SQLTransaction):
         if len(queues) != 1:  # none, or copies to several queues: one step each
             return super().insert_messages(project, messages)
         rows = [message_params(project, m) for m in messages]
-        params = {"project": project, "queue": queues.pop(), "n": len(rows),
-                  "rows": _rows(rows, _SENT)}  # fmt: skip
+        params = {"project": project, "queue": queues.pop(), "rows": _rows(rows, _SENT)}
         seq_of = {r["id"]: int(r["seq"]) for r in self.all(INSERT_SENT, params)}
         for r in rows:
             self._note_place(r)
@@ -328,7 +332,7 @@ class ComposedStatements(SQLTransaction):
             hidden[(queue, cls)] -= 1
         changed = [{"queue": k[0], "source": k[1], "n": n} for k, n in depths.items() if n]
         shown = [{"queue": k[0], "hidden": k[1], "n": n} for k, n in hidden.items() if n and k[1]]
-        params = {"project": project, "queue": queues.pop(), "n": len(rows),
+        params = {"project": project, "queue": queues.pop(),
                   "rows": _rows(rows, _MOVED), "depths": json.dumps(changed),
                   "shown": json.dumps(shown)}  # fmt: skip
         seq_of = {r["id"]: int(r["seq"]) for r in self.all(MOVE_TO_ONE_QUEUE, params)}

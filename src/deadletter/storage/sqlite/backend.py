@@ -65,6 +65,8 @@ T = TypeVar("T")
 
 
 class SQLiteStore(Store):
+    runs_now = True
+
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"

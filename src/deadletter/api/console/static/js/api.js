@@ -165,13 +165,18 @@ export async function messagesByIds(name, ids) {
   return out;
 }
 
-// One page of a DLQ's dead letters (oldest first) with the server-side filters.
-export async function deadLetters(dlq, filters, marker, limit = BROWSE_PAGE) {
-  const doc = await get(q(dlq) + "/dead_letters", {
-    source_queue: filters.source, reason: filters.reason, since: filters.since,
-    until: filters.until, marker, limit });
+// One page of a DLQ's dead letters (oldest first) that `where` selects: the filter language's
+// names and values (filterbar.js), as the count and the purge of a selection take them.
+export async function deadLetters(dlq, where, marker, limit = BROWSE_PAGE) {
+  const doc = await get(q(dlq) + "/dead_letters", { ...where, marker, limit });
   return { messages: doc.messages || [], next: nextMarker(doc) };
 }
+export const countDeadLetters = async (dlq, where) => (await get(q(dlq) + "/dead_letters/count", where)).count;
+export const purgeDeadLetters = async (dlq, where) => (await call("DELETE", q(dlq) + "/dead_letters", { query: where })).doc.purged;
+// A dead letter's edit (a merge patch, or with `json` a JSON Patch), then with `redrive` its redrive.
+export const editDeadLetter = async (dlq, id, patch, { json = false, redrive = false } = {}) => (await call(
+  "PATCH", `${q(dlq)}/dead_letters/${encodeURIComponent(id)}`, { query: { redrive: redrive ? "true" : "" }, body: patch,
+    contentType: json ? "application/json-patch+json" : "application/merge-patch+json" })).doc;
 
 export const patterns = async (dlq) => (await get(q(dlq) + "/patterns")).patterns || [];
 export const redrives = async (dlq) => (await get(q(dlq) + "/redrives")).redrives || [];

@@ -1,13 +1,11 @@
 // Page 3: a DLQ's dead letters, a window at a time, with filters; one dead letter in full.
 
 import * as api from "./api.js";
-import { add, age, clear, confirmAction, errorBox, h, idLabel, isoToLocal, localToIso, pretty, when } from "./dom.js";
+import { add, age, clear, confirmAction, errorBox, h, idLabel, pretty, when } from "./dom.js";
+import { editCard, historyList } from "./edit.js";
+import { filterBar, isFiltered, purgeSelection, readFilter } from "./filterbar.js";
 import { redrivePanel } from "./redrive.js";
 import { groupActions, selectionOf } from "./groups.js";
-
-const TEXT_SCAN_PAGE = 200;   // rows read per request while searching error texts
-const TEXT_SCAN_PAGES = 5;    // requests per page of results, at most
-const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 
 function errorText(m) {
   const p = m.provenance || {};
@@ -22,52 +20,16 @@ function deathList(deaths) {
     h("li", { text: `${d.queue} · ${d.reason} · ${d.count}× · ${when(d.first_at)}${d.count > 1 ? ` – ${when(d.last_at)}` : ""}` })));
 }
 
-function matches(m, f) {
-  const p = m.provenance || {};
-  if (f.source && p.source_queue !== f.source) return false;
-  if (f.reason && p.reason !== f.reason) return false;
-  if (f.since && p.dead_lettered_at < f.since) return false;
-  if (f.until && p.dead_lettered_at >= f.until) return false;
-  if (f.q && !errorText(m).toLowerCase().includes(f.q.toLowerCase())) return false;
-  return true;
-}
-
 export async function deadLetterBrowser(el, dlq, params) {
-  const f = {
-    source: params.get("source") || "", reason: params.get("reason") || "",
-    since: params.get("since") || "", until: params.get("until") || "",
-    pattern: params.get("pattern") || "", q: params.get("q") || "",
-  };
+  const f = readFilter(params);
   const [srcs, stats, firstPats] = await Promise.all([api.sources(dlq), api.stats(dlq), api.patterns(dlq)]);
   let pats = firstPats;
   const names = [...new Set([...srcs.map((s) => s.name), ...Object.keys((stats.dead_letter || {}).by_source || {})])];
-
-  const source = h("select", { id: "filter-source" }, h("option", { value: "", text: "any source" }),
-    names.map((n) => h("option", { value: n, text: n })));
-  source.value = f.source;
-  const reason = h("select", { id: "filter-reason" }, REASONS.map((r) => h("option", { value: r, text: r || "any reason" })));
-  reason.value = f.reason;
-  const since = h("input", { id: "filter-since", type: "datetime-local", value: isoToLocal(f.since) });
-  const until = h("input", { id: "filter-until", type: "datetime-local", value: isoToLocal(f.until) });
-  const pattern = h("select", { id: "filter-pattern" }, h("option", { value: "", text: "any pattern" }),
-    pats.map((p) => h("option", { value: p.id, text: `${p.id}: ${p.template || ""}` })));
-  pattern.value = f.pattern;
-  const text = h("input", { id: "filter-text", type: "search", placeholder: "text in the error", value: f.q });
-  const filters = h("form", { id: "filters", class: "fields" },
-    h("label", {}, "source", source), h("label", {}, "reason", reason),
-    h("label", {}, "since", since), h("label", {}, "until", until),
-    h("label", {}, "pattern", pattern), h("label", {}, "error contains", text),
-    h("button", { type: "submit", id: "filter-apply", text: "Apply" }));
-  filters.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const next = new URLSearchParams();
-    const put = (k, v) => { if (v) next.set(k, v); };
-    put("source", source.value); put("reason", reason.value);
-    put("since", localToIso(since.value)); put("until", localToIso(until.value));
-    put("pattern", pattern.value); put("q", text.value.trim());
-    const query = next.toString();
+  const bar = filterBar(dlq, f, { sources: names, patterns: pats, onApply: (where) => {
+    const query = new URLSearchParams(where).toString();
     location.hash = `#/dlq/${encodeURIComponent(dlq)}${query ? "?" + query : ""}`;
-  });
+  } });
+  const filters = bar.element;
 
   const selected = new Set();
   const body = h("tbody", { id: "dead-letters" });
@@ -79,7 +41,7 @@ export async function deadLetterBrowser(el, dlq, params) {
   const canChange = api.session.canChange;
   const panel = canChange ? redrivePanel(dlq, {
     defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", detached: true,
-    onDone: () => load().catch(show) }) : null;
+    filter: isFiltered(f) ? f : null, onDone: () => load(true).catch(show) }) : null;
 
   const group = canChange ? groupActions(dlq, { selection: () => selectionOf(f),
     onDone: () => load().catch(show), onError: (err) => show(err) }) : null;
@@ -89,12 +51,20 @@ export async function deadLetterBrowser(el, dlq, params) {
       onclick: async () => {
         if (!selected.size) return;
         if (!(await confirmAction(`Delete ${selected.size} dead letters for good?`))) return;
-        try { await api.deleteMessages(dlq, [...selected]); selected.clear(); await load(); } catch (err) { show(err); }
+        try { await api.deleteMessages(dlq, [...selected]); selected.clear(); await load(true); } catch (err) { show(err); }
       } }),
-    h("button", { type: "button", id: "purge", class: "danger", text: "Purge DLQ",
+    // With a filter, the purge deletes what it selects (DELETE .../dead_letters); without, the DLQ.
+    h("button", { type: "button", id: "purge", class: "danger", text: isFiltered(f) ? "Purge selection…" : "Purge DLQ",
       onclick: async () => {
-        if (!(await confirmAction(`Purge every message of ${dlq}? This cannot be undone.`))) return;
-        try { await api.purge(dlq); selected.clear(); await load(); } catch (err) { show(err); }
+        try {
+          if (isFiltered(f)) {
+            if ((await purgeSelection(dlq, f)) === null) return;
+          } else {
+            if (!(await confirmAction(`Purge every message of ${dlq}? This cannot be undone.`))) return;
+            await api.purge(dlq);
+          }
+          selected.clear(); await load(true);
+        } catch (err) { show(err); }
       } }),
   ] : [];
 
@@ -119,33 +89,12 @@ export async function deadLetterBrowser(el, dlq, params) {
   let nextMarker = null;
 
   async function fetchPage(start) {
-    if (f.pattern) {
-      const p = pats.find((x) => x.id === f.pattern);
-      const ids = (p && p.message_ids) || [];
-      const from = Number(start || 0);
-      const found = await api.messagesByIds(dlq, ids.slice(from, from + api.BROWSE_PAGE));
-      const end = from + api.BROWSE_PAGE;
-      return { rows: found.filter((m) => matches(m, f)), next: end < ids.length ? String(end) : null,
-        note: `pattern ${f.pattern}: ids ${from + 1}–${Math.min(end, ids.length)} of ${ids.length}` };
-    }
-    if (!f.q) {
-      const page = await api.deadLetters(dlq, f, start);
-      return { rows: page.messages, next: page.next, note: "" };
-    }
-    const rows = [];
-    let marker = start;
-    let scanned = 0;
-    for (let i = 0; i < TEXT_SCAN_PAGES && rows.length < api.BROWSE_PAGE; i++) {
-      const page = await api.deadLetters(dlq, f, marker, TEXT_SCAN_PAGE);
-      scanned += page.messages.length;
-      rows.push(...page.messages.filter((m) => matches(m, f)));
-      marker = page.next;
-      if (!marker) break;
-    }
-    return { rows, next: marker, note: `${rows.length} matching “${f.q}” in ${scanned} dead letters read` };
+    const page = await api.deadLetters(dlq, f, start);
+    return { rows: page.messages, next: page.next, note: "" };
   }
 
-  async function load() {
+  // `fresh`: after an action of this page, the preview is counted again at once.
+  async function load(fresh = false) {
     // Read again each time: the patterns page's live job may have stored new ones.
     pats = await api.patterns(dlq).catch(() => pats);
     const patternOf = new Map(pats.flatMap((x) => (x.message_ids || []).map((id) => [String(id), x])));
@@ -177,7 +126,10 @@ export async function deadLetterBrowser(el, dlq, params) {
     next.disabled = !nextMarker;
     count.textContent = `${selected.size} selected`;
     problems.replaceChildren();
+    // The preview count again at most every 5 s: a count by error, body or deaths reads the DLQ.
+    if (fresh || Date.now() - previewed > 5000) { previewed = Date.now(); bar.preview(f); }
   }
+  let previewed = 0;
 
   prev.addEventListener("click", () => { markers.pop(); load().catch(show); });
   next.addEventListener("click", () => { markers.push(nextMarker); load().catch(show); });
@@ -207,7 +159,18 @@ export async function deadLetterMessage(el, dlq, id) {
     throw err;
   }
   const p = m.provenance || {};
-  const attrs = Object.entries(m.attributes || {}).map(([k, a]) => [k, `${a.type}: ${a.value}`]);
+  const attrs = (x) => Object.entries(x.attributes || {}).map(([k, a]) => [k, `${a.type}: ${a.value}`]);
+  const attrsTable = (x) => (attrs(x).length ? table(attrs(x)) : h("p", { class: "muted", text: "none" }));
+  const bodyText = h("pre", { id: "message-body", class: "body", text: pretty(m.body) });
+  const attrsBox = h("div", {}, attrsTable(m));
+  const historyBox = h("div", { id: "history" }, historyList(m.history));
+  // An edit kept in place shows at once; one redriven leaves the DLQ (the edit card says so).
+  function onEdited(doc) {
+    if (doc.redrive) return;
+    bodyText.textContent = pretty(doc.message.body);
+    attrsBox.replaceChildren(attrsTable(doc.message));
+    historyBox.replaceChildren(historyList(doc.message.history));
+  }
   const panel = api.session.canChange
     ? redrivePanel(dlq, { messageId: id, label: "Redrive this message…", onDone: onRedriven })
     : null;
@@ -237,12 +200,9 @@ export async function deadLetterMessage(el, dlq, id) {
       ["dead-lettered", when(p.dead_lettered_at)], ["claim count", p.claim_count],
       ["original id", p.original_message_id], ["original enqueue", when(p.original_enqueued_at)],
       ["age", age(m.age)], ["ttl left", age(m.ttl)]])),
-    h("section", { class: "card" }, h("h2", { text: "Body" }), h("pre", { id: "message-body", class: "body", text: pretty(m.body) })),
-    h("section", { class: "card" }, h("h2", { text: "Attributes" }), attrs.length ? table(attrs) : h("p", { class: "muted", text: "none" })),
-    h("section", { class: "card" }, h("h2", { text: "History" }),
-      (m.history || []).length
-        ? h("ol", { class: "history" }, m.history.map((e) => h("li", {}, `${when(e.at)} · ${e.event}`,
-          ` · ${Object.entries(e).filter(([k]) => k !== "at" && k !== "event" && e[k] !== null).map(([k, v]) => `${k} ${v}`).join(", ")}`)))
-        : h("p", { class: "muted", text: "none" })));
+    h("section", { class: "card" }, h("h2", { text: "Body" }), bodyText),
+    h("section", { class: "card" }, h("h2", { text: "Attributes" }), attrsBox),
+    api.session.canChange ? editCard(dlq, m, { onEdited }) : null,
+    h("section", { class: "card" }, h("h2", { text: "History" }), historyBox));
   return { dispose: () => { if (panel) panel.dispose(); } };
 }

@@ -13,10 +13,9 @@ const post = async (dlq, what, body) => (await call("POST", `${q(dlq)}/dead_lett
 const plural = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 // The browser's filters in the filter language's names (its text search is error_contains).
+// The group the browser's filter bar selects: its filter, in the language's names (filterbar.js).
 export function selectionOf(f) {
-  const out = { source_queue: f.source, reason: f.reason, since: f.since, until: f.until,
-    pattern_id: f.pattern, error_contains: f.q };
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => v));
+  return Object.fromEntries(Object.entries(f).filter(([, v]) => v));
 }
 
 function describe(selection) {

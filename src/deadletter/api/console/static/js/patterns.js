@@ -3,12 +3,13 @@
 
 import * as api from "./api.js";
 import { add, clear, errorBox, h, idLabel, pretty, svg, when } from "./dom.js";
+import { purityLine, splitFact, splitPattern, variablesBlock } from "./purity.js";
 import { redrivePanel } from "./redrive.js";
 import { groupActions } from "./groups.js";
 
 // Shown in their own columns, or used by the links.
 const SHOWN = new Set(["id", "template", "count", "message_ids", "signature", "rate_per_minute",
-  "first_seen", "last_seen", "minute_counts"]);
+  "first_seen", "last_seen", "minute_counts", "purity", "impure", "variables", "split", "split_into", "split_at"]);
 // The order the facts are read in: where and when first, the evidence last.
 const ORDER = ["alert", "source_queues", "reasons", "hourly_counts", "key_paths_missing",
   "overrepresented_attributes", "key_paths_in_all", "sample_message_ids", "example"];
@@ -214,6 +215,23 @@ export async function patternsPage(el, dlq) {
   const problems = h("div");
   const table = h("div", { id: "patterns-box", class: "table-wrap" });
   const resolvedNote = h("p", { class: "muted", id: "resolved-note" });
+  const splitNote = h("p", { class: "muted", id: "split-note", hidden: true });
+
+  // "split here" on a variable position: the server replaces the pattern, the page re-reads.
+  async function split(p, position) {
+    problems.replaceChildren();
+    try {
+      const done = await splitPattern(dlq, p, position);
+      if (!done) return;
+      splitNote.hidden = false;
+      splitNote.textContent = `Split ${done.pattern_id} at position ${done.position} into ` +
+        done.patterns.map((n) => `${n.id} (${n.count})`).join(", ") +
+        (done.unread ? `; ${done.unread} stayed in ${done.pattern_id}` : "") + ".";
+      await refresh();
+    } catch (err) {
+      show(err);
+    }
+  }
 
   function row(p) {
     const done = resolved(p);
@@ -234,8 +252,10 @@ export async function patternsPage(el, dlq) {
       h("td", { class: "seen last-seen", text: p.last_seen ? when(p.last_seen) : "—" }),
       h("td", { class: "trend" }, sparkline(p)),
       h("td", { class: "template" }, h("code", { text: p.template || "" }),
-        p.signature ? h("div", { class: "muted small-note signature", title: p.signature, text: p.signature }) : null),
-      h("td", { class: "facts" }, facts(p, dlq)));
+        p.signature ? h("div", { class: "muted small-note signature", title: p.signature, text: p.signature }) : null,
+        purityLine(p),
+        variablesBlock(p, { dlq, onSplit: api.session.canChange && !done ? (at) => split(p, at) : null })),
+      h("td", { class: "facts" }, splitFact(p), facts(p, dlq)));
   }
 
   function draw() {
@@ -270,7 +290,7 @@ export async function patternsPage(el, dlq) {
     panel ? h("div", { class: "toolbar" }, panel.button, group.element,
       h("a", { class: "small", href: `${base}/archive`, text: "archive and discard log" })) : null,
     panel ? panel.element : null,
-    resolvedNote, table);
+    splitNote, resolvedNote, table);
   draw();
   const wanted = el.querySelector("tr.wanted");
   if (wanted) wanted.scrollIntoView({ block: "center" });

@@ -3,6 +3,7 @@
 
 import * as api from "./api.js";
 import { confirmAction, errorBox, h, isoToLocal, localToIso } from "./dom.js";
+import { impureNote } from "./purity.js";
 
 const POLL_MS = 500;
 const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
@@ -10,9 +11,18 @@ const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 const FILTERS = ["source_queue", "reason", "since", "until", "pattern_id", "message_ids"];
 
 // options: defaults {source, reason, since, until, pattern}, selected() -> ids, label, onDone();
-// or messageId: the panel redrives that one message, and the filters do not apply.
+// or messageId: the panel redrives that one message, and the filters do not apply; or filter:
+// the page's filter bar (filterbar.js) selects, the panel shows none of its own.
+// The page's filter, as the panel shows it in place of its own fields.
+function selection(where) {
+  const text = Object.entries(where).map(([k, v]) => `${k}=${v}`).join(", ");
+  return h("p", { id: "redrive-filter", class: "muted" }, text
+    ? `Moves the dead letters the filter above selects: ${text}.` : "");
+}
+
 export function redrivePanel(dlq, options = {}) {
   const single = options.messageId || null;
+  const given = options.filter || null;
   const d = options.defaults || {};
   const source = h("input", { id: "redrive-source", placeholder: "any source", value: d.source || "" });
   const reason = h("select", { id: "redrive-reason" },
@@ -28,6 +38,10 @@ export function redrivePanel(dlq, options = {}) {
   const canary = h("input", { id: "redrive-canary", placeholder: "none (e.g. 10 or 5%)", pattern: "\\s*\\d+(\\.\\d+)?%?\\s*" });
   const watch = h("input", { id: "redrive-watch", type: "number", min: 1, placeholder: "60" });
   const maxRedeath = h("input", { id: "redrive-max-redeath", type: "number", min: 0, max: 100, step: "any", placeholder: "0" });
+  // A transform: a merge patch of {"body", "attributes"} applied to each dead letter as it moves.
+  const transform = h("input", { id: "redrive-transform", size: 44, placeholder: '{"body": {"customer": {"id": "unknown"}}}' });
+  // Over a pattern flagged impure: what that means, and the force a canary over it needs.
+  const impure = impureNote();
   const start = h("button", { id: "redrive-start", type: "submit", class: "primary", text: "Start redrive" });
   const bar = h("progress", { id: "redrive-bar", max: 1, value: 0 });
   const percent = h("span", { id: "redrive-percent", text: "" });
@@ -44,18 +58,17 @@ export function redrivePanel(dlq, options = {}) {
       start)
     : h("form", { id: "redrive-form", class: "redrive", hidden: !options.open },
       h("div", { class: "fields" },
-        h("label", {}, "source", source),
-        h("label", {}, "reason", reason),
-        h("label", {}, "since", since),
-        h("label", {}, "until", until),
-        h("label", {}, "pattern", pattern),
+        given ? selection(given) : [h("label", {}, "source", source), h("label", {}, "reason", reason),
+          h("label", {}, "since", since), h("label", {}, "until", until), h("label", {}, "pattern", pattern)],
         options.selected ? h("label", { class: "inline" }, onlySelected, " only the selected messages") : null,
         h("label", {}, "destination", destination),
         h("label", {}, "rate (msg/s)", rate)),
       h("div", { class: "fields canary-fields" },
         h("label", {}, "canary (N or P%)", canary),
         h("label", {}, "watch (s)", watch),
-        h("label", {}, "max re-death (%)", maxRedeath)),
+        h("label", {}, "max re-death (%)", maxRedeath),
+        h("label", {}, "transform (merge patch, each as it moves)", transform)),
+      impure.element,
       h("p", { class: "muted", text: "Empty filters take every dead letter in the DLQ when the task starts (after a confirmation). " +
         "With a canary the task moves that sample first, watches it, then moves the rest, or pauses when more than the max re-death died again." }),
       start);
@@ -71,11 +84,15 @@ export function redrivePanel(dlq, options = {}) {
   let task = null;
   let stopped = false;
 
-  let wantedPattern = d.pattern || "";
-  pattern.addEventListener("change", () => { wantedPattern = pattern.value; });
+  // (with the page's filter, its pattern: the note on an impure one shows for it too)
+  let wantedPattern = (given && given.pattern_id) || d.pattern || "";
+  let known = new Map();  // the patterns offered, by id
+  const patternChosen = () => impure.update(known.get(pattern.value));
+  pattern.addEventListener("change", () => { wantedPattern = pattern.value; patternChosen(); });
   let listed = null;
   // The options again only when they changed, so a refresh leaves an open select alone.
   function listPatterns(list) {
+    known = new Map(list.map((p) => [p.id, p]));
     const texts = list.map((p) => [p.id, `${p.id}: ${p.template || ""} (${p.count ?? "?"})`]);
     const signature = JSON.stringify(texts);
     if (signature === listed) return;
@@ -83,6 +100,7 @@ export function redrivePanel(dlq, options = {}) {
     pattern.replaceChildren(h("option", { value: "", text: "no pattern" }),
       ...texts.map(([value, text]) => h("option", { value, text })));
     pattern.value = list.some((p) => p.id === wantedPattern) ? wantedPattern : "";
+    patternChosen();
   }
   const patternsLoaded = (single ? Promise.resolve([]) : options.patterns ? Promise.resolve(options.patterns) : api.patterns(dlq))
     .then(listPatterns).catch(() => {});
@@ -136,32 +154,46 @@ export function redrivePanel(dlq, options = {}) {
     const body = {};
     if (single) {
       body.message_ids = [single];
+    } else if (given) {
+      Object.assign(body, given);
     } else {
       if (source.value.trim()) body.source_queue = source.value.trim();
       if (reason.value) body.reason = reason.value;
       if (localToIso(since.value)) body.since = localToIso(since.value);
       if (localToIso(until.value)) body.until = localToIso(until.value);
       if (pattern.value) body.pattern_id = pattern.value;
+    }
+    if (!single) {
       if (onlySelected.checked && options.selected) {
         const ids = options.selected();
         if (!ids.length) { problems.replaceChildren(errorBox({ title: "Redrive", description: "No message is selected." })); return; }
         body.message_ids = ids;
       }
       if (rate.value) body.rate = Number(rate.value);
+      if (transform.value.trim()) {
+        try { body.transform = JSON.parse(transform.value); } catch (err) {
+          problems.replaceChildren(errorBox({ title: "Transform", description: `not JSON: ${err.message}` }));
+          return;
+        }
+      }
       const size = canary.value.trim();
       if (size) {
         body.canary = size.endsWith("%") ? size : Number(size);
         if (watch.value) body.watch = Number(watch.value);
         if (maxRedeath.value) body.max_redeath = Number(maxRedeath.value);
+        if (impure.force.checked && body.pattern_id) body.force = true;
       } else if (watch.value || maxRedeath.value) {
         problems.replaceChildren(errorBox({ title: "Redrive", description: "A watch and a max re-death go with a canary." }));
         return;
       }
     }
     if (destination.value.trim()) body.destination = destination.value.trim();
-    // Without a filter the task takes the whole DLQ: ask first, as for a purge.
-    if (!FILTERS.some((k) => k in body) && !(await confirmEverything())) return;
+    // Without a filter the task takes the whole DLQ: ask first, as for a purge; with the
+    // page's filter, ask with the count of what it selects now (a dry run of the same body).
+    const filtered = given ? Object.keys(given).length > 0 || "message_ids" in body : FILTERS.some((k) => k in body);
+    if (!filtered && !single && !(await confirmEverything())) return;
     try {
+      if (filtered && given && !(await confirmSelection(body))) return;
       draw(await api.startRedrive(dlq, body));
       clearTimeout(timer);
       timer = setTimeout(poll, POLL_MS);
@@ -169,6 +201,12 @@ export function redrivePanel(dlq, options = {}) {
       problems.replaceChildren(errorBox(err));
     }
   });
+
+  async function confirmSelection(body) {
+    const n = (await api.startRedrive(dlq, { ...body, dry_run: true })).to_move;
+    const where = destination.value.trim() ? `to ${destination.value.trim()}` : "to their source queues";
+    return confirmAction(`Redrive the ${n} dead letter${n === 1 ? "" : "s"} of ${dlq} that the filter selects ${where}?`);
+  }
 
   async function confirmEverything() {
     let total = null;
@@ -218,7 +256,7 @@ export function redrivePanel(dlq, options = {}) {
       if ("pattern" in values) {
         wantedPattern = values.pattern || "";
         pattern.value = wantedPattern;
-        patternsLoaded.then(() => { pattern.value = wantedPattern; });
+        patternsLoaded.then(() => { pattern.value = wantedPattern; patternChosen(); });
       }
       if ("selected" in values) onlySelected.checked = Boolean(values.selected);
       element.scrollIntoView({ block: "nearest" });

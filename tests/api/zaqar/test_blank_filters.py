@@ -1,0 +1,151 @@
+"""A blank filter is refused, never taken as no filter: an empty, whitespace-only, NUL or
+full-width-space value of any name of the language, on every route the route table says
+takes the filter (query or body), is a 400 naming it before anything is written, and the
+client sends such a value on rather than dropping it. Both stores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deadletter.api.zaqar.routes import ROUTES, ZaqarRoute
+from deadletter.client import ApiError, Client
+from deadletter.domain import errors, filters
+from tests.api.zaqar.conftest import ApiClient, claim, post, with_dlq
+from tests.support.blank_values import BLANKS, MATRIX, blank_texts
+
+DLQ = "/v2/queues/orders-dlq"
+KEYS = set(filters.FILTER_KEYS)
+
+
+def takes_the_filter(route: ZaqarRoute) -> str | None:
+    """Where `route` reads the filter language: "query", "body" or None (its row says)."""
+    if set(route.reads.query) >= KEYS:
+        return "query"
+    # (a saved filter's body takes every name but `filter`: it names no other saved filter)
+    if route.reads.body is not None and route.reads.body >= KEYS - {"filter"}:
+        return "body"
+    return None
+
+
+FILTERED = [r for r in ROUTES if takes_the_filter(r)]
+
+
+def test_the_routes_that_take_the_filter_are_found_in_the_table() -> None:
+    # browse, count, purge and redrive (its dry run the same route): a route added with the
+    # filter's names is in the matrix below the day it is added
+    assert {(r.method, r.name) for r in FILTERED} >= {
+        ("GET", "list_dead_letters"), ("GET", "count_dead_letters"),
+        ("DELETE", "purge_dead_letters"), ("POST", "start_redrive"),
+        ("PUT", "put_saved_filter")}  # fmt: skip
+
+
+@pytest.fixture
+def two_dead_letters(api: ApiClient) -> Iterator[None]:
+    """Given orders-dlq holding two dead letters of orders."""
+    with_dlq(api)
+    for n in (1, 2):
+        (mid,) = post(api, "orders", {"n": n})
+        cid, _ = claim(api, "orders", limit=1)
+        r = api.post(f"/v2/queues/orders/messages/{mid}/dead_letter?claim_id={cid}",
+                     json={"error": {"class": "KeyError"}})  # fmt: skip
+        assert r.status_code == 200, r.text
+    yield
+    # and whatever was refused, both are still there and no task was started
+    assert api.get(f"{DLQ}/dead_letters/count").json() == {"count": 2}
+    assert api.get(f"{DLQ}/redrives").json()["redrives"] == []
+    assert api.get(f"{DLQ}/dead_letters/filters").json()["filters"] == []
+
+
+def needs(route: ZaqarRoute) -> dict[str, Any]:
+    """What a body route takes beside the filter and checks first (a discard's `why`)."""
+    return {"why": "a blank filter"} if "why" in (route.reads.body or ()) else {}
+
+
+def send(api: ApiClient, route: ZaqarRoute, fields: list[tuple[str, Any]]) -> httpx.Response:
+    path = route.path.format(queue="orders-dlq", name="saved")
+    if takes_the_filter(route) == "query":
+        return api.request(route.method, path, params=fields)
+    body: dict[str, Any] = needs(route)
+    for key, value in fields:
+        body[key] = [*body[key], value] if key in body else value
+    return api.request(route.method, path, json=body)
+
+
+def refused(r: httpx.Response, key: str) -> None:
+    assert r.status_code == 400, (key, r.text)
+    # (a NUL is refused by the edge that reads every text, before the filter is parsed)
+    assert r.json()["title"] in ("Invalid filter", "Invalid API request"), r.text
+    assert key in r.json()["description"], r.text
+
+
+@pytest.mark.parametrize("route", FILTERED, ids=lambda r: f"{r.method} {r.name}")
+def test_a_blank_filter_is_refused_before_anything_is_written(
+    api: ApiClient, two_dead_letters: None, counted: list[str], route: ZaqarRoute
+) -> None:
+    for key, value in MATRIX:
+        counted.clear()
+        # alone, and beside a good filter that would narrow the selection to nothing
+        for fields in ([(key, value)], [("source_queue", "orders"), (key, value)]):
+            refused(send(api, route, fields), key)
+        assert "write" not in counted, (key, value)
+
+
+@pytest.mark.parametrize("route", [r for r in FILTERED if takes_the_filter(r) == "body"],
+                         ids=lambda r: r.name)  # fmt: skip
+def test_a_null_or_an_empty_list_in_a_body_is_refused_too(
+    api: ApiClient, two_dead_letters: None, route: ZaqarRoute
+) -> None:
+    path, more = route.path.format(queue="orders-dlq", name="saved"), needs(route)
+    for key in filters.FILTER_KEYS:
+        refused(api.request(route.method, path, json={key: None, **more}), key)
+    refused(api.request(route.method, path, json={"attribute": [], **more}), "attribute")
+    refused(
+        api.request(route.method, path, json={"attribute": ["tenant", " "], **more}), "attribute"
+    )
+    # An empty list of ids is refused too, or selects no dead letter
+    r = api.request(route.method, path, json={"message_ids": [], "dry_run": True, **more})
+    counts = [v for k, v in r.json().items() if k.startswith("to_")]
+    assert r.status_code == 400 or counts == [0], r.text
+
+
+@pytest.mark.one_store
+def test_the_client_sends_a_blank_filter_on_and_the_server_refuses_it(
+    api: ApiClient, two_dead_letters: None
+) -> None:
+    def forward(request: httpx.Request) -> httpx.Response:
+        headers = {k: v for k, v in request.headers.items() if k != "host"}
+        r = api.request(request.method, str(request.url), content=request.content, headers=headers)
+        return httpx.Response(r.status_code, headers=r.headers, content=r.content)
+
+    with Client("http://testserver", transport=httpx.MockTransport(forward)) as client:
+        for value in BLANKS:
+            with pytest.raises(ApiError, match="error_class"):
+                client.purge_dead_letters("orders-dlq", error_class=value)
+            with pytest.raises(ApiError, match="attribute"):
+                client.count_dead_letters("orders-dlq", attribute=["tenant", value])
+            with pytest.raises(ApiError, match="source_queue"):
+                next(client.dead_letters("orders-dlq", source_queue=value))
+            with pytest.raises(ApiError, match="reason"):
+                client.start_redrive("orders-dlq", reason=value)
+
+
+@settings(max_examples=200)
+@given(key=st.sampled_from(filters.FILTER_KEYS), value=blank_texts)
+def test_any_blank_value_of_any_name_is_refused_naming_it(key: str, value: str) -> None:
+    for given_ in ({key: [value]}, {key: ["x", value]} if key == "attribute" else {key: [value]}):
+        with pytest.raises(errors.InvalidFilter, match=key):
+            filters.parse(given_)
+    with pytest.raises(errors.InvalidFilter, match=key):
+        filters.from_json({key: value})
+
+
+@pytest.mark.parametrize("value", BLANKS)
+def test_a_blank_value_is_blank_and_text_around_spaces_is_not(value: str) -> None:
+    assert filters.blank(value)
+    assert not filters.blank(f"{value}KeyError{value}")
