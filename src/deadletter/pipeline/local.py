@@ -64,8 +64,10 @@ class NotLocal(ValueError):
 def suits(path: Path, *, any_size: bool = False) -> bool:
     """An export for the in-process path: JSON lines up to LOCAL_MAX_BYTES, or Parquet (told
     by its first bytes) of up to LOCAL_MAX_ROWS dead letters; with `any_size`, any export."""
-    from deadletter.pipeline.exports import is_parquet, parquet_rows
-
+    try:
+        from deadletter.pipeline.exports import is_parquet, parquet_rows
+    except ImportError:  # no pyarrow: the engine then says which extra it needs
+        return path.is_file() and (any_size or path.stat().st_size <= LOCAL_MAX_BYTES)
     if is_parquet(path):
         try:
             return any_size or parquet_rows(path) <= LOCAL_MAX_ROWS
