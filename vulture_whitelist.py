@@ -28,6 +28,7 @@ _.worker_app  # server.py: the app factory uvicorn imports by name (`server:work
 _.show  # cli/output.py: click.ClickException.show; cli/{queues,tags,templates}.py: commands
 _.export  # cli/dlq.py: a click command, registered by its decorator
 _.edit  # cli/dlq.py: a click command, registered by its decorator
+_.set_  # cli/auto_redrive.py: a click command, registered by its decorator
 _.create_operator  # cli/credentials.py: a click command, registered by its decorator
 _.list_patterns  # cli/patterns.py: a click command, registered by its decorator
 _.list_commands  # cli/main.py: LazyGroup overrides click.Group's
@@ -39,6 +40,9 @@ _.abort  # pipeline/datasource.py: pyspark's DataSourceWriter
 _.readBetweenOffsets  # pipeline/datasource.py: pyspark's SimpleDataSourceStreamReader
 _.simpleStreamReader  # pipeline/datasource.py: pyspark's DataSource
 _.streamWriter  # pipeline/datasource.py: pyspark's DataSource
+_.path_regex  # api/zaqar/routes.py: a Starlette Route's, recompiled; its router reads it
+_.path_format  # api/zaqar/routes.py: a Starlette Route's, recompiled
+_.param_convertors  # api/zaqar/routes.py: a Starlette Route's, recompiled
 _.overwrite  # pipeline/datasource.py: a parameter pyspark's DataSource.writer passes
 
 # Attributes of a driver's or the standard library's objects, set to change their behaviour.

@@ -1,13 +1,14 @@
-"""Dead letters per second through the whole analysis job on Spark, and drain3 for comparison.
+"""`deadletter analyze` (engine auto) against drain3's read-and-mine of the same export, and
+the whole analysis job on Spark.
 
-    ./dev bench pipeline [--sizes 100000,1000000] [--master local[2]] [--seed 1] [--no-drain3]
-                         [--no-spark] [--local-up-to 100000] [--reading]
-                         [--spark-input parquet|jsonl] [--local-input jsonl|parquet]
-                         [--out bench/results/pipeline]
+    ./dev bench pipeline [--sizes 80000,1000000] [--runs 3] [--master local[2]] [--seed 1]
+                         [--no-drain3] [--no-spark] [--local-up-to N] [--reading]
+                         [--spark-input parquet|jsonl] [--out bench/results/pipeline]
 
-Spark reads the corpus as a Parquet export by default (a copy is written once beside the JSON
-lines), the in-process engine the JSON lines; each engine's time is also given over drain3's
-from the same run, and whether both engines wrote the same outputs.
+Each size runs `deadletter analyze --input FILE` (engine auto, in this process: its whole
+command path, the interpreter's start left out) and drain3 (one thread, reading the export's
+texts and mining them) `--runs` times each, taking turns, and shows each one's median and
+their ratio: the machine may be loaded by others, so only runs in the same window compare.
     ./dev bench pipeline --real [--tuning-only]
     ./dev bench pipeline --first-run
 
@@ -109,6 +110,18 @@ def parquet_of(path: Path) -> Path:
     return out
 
 
+def _digest(out: Path) -> str:
+    """What must be equal between the engines: the summary files, and each dead letter's
+    pattern (assignments.jsonl, whose order is the engine's own, sorted)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in ("patterns.json", "patterns.parquet", "report.html"):
+        digest.update((out / name).read_bytes())
+    digest.update(b"".join(sorted((out / "assignments.jsonl").read_bytes().splitlines())))
+    return digest.hexdigest()
+
+
 def run_spark(spark: Any, path: Path, truth: dict[str, str]) -> dict[str, Any]:
     from deadletter.pipeline.analysis import analyze
 
@@ -138,18 +151,6 @@ def run_spark(spark: Any, path: Path, truth: dict[str, str]) -> dict[str, Any]:
         "stages": stages,
         "outputs": _digest(out),
     }
-
-
-def _digest(out: Path) -> str:
-    """What must be equal between the engines: the summary files, and each dead letter's
-    pattern (assignments.jsonl, whose order is the engine's own, sorted)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in ("patterns.json", "patterns.parquet", "report.html"):
-        digest.update((out / name).read_bytes())
-    digest.update(b"".join(sorted((out / "assignments.jsonl").read_bytes().splitlines())))
-    return digest.hexdigest()
 
 
 def run_reading(spark: Any, path: Path) -> dict[str, Any]:
@@ -213,23 +214,60 @@ def run_reading(spark: Any, path: Path) -> dict[str, Any]:
 
 
 def run_local(path: Path, truth: dict[str, str]) -> dict[str, Any]:
-    """The in-process path on the same file (one thread, whole job, every output)."""
-    from deadletter.pipeline.local import analyze_local
+    """`deadletter analyze --input FILE` as a person runs it (engine auto, every output), in
+    this process: the command's whole path (the input's check, the engine's choice, the
+    analysis), the interpreter's start and imports left out as they are for drain3. Its
+    stages as the command announces them, and the CPU seconds of this process and its
+    workers."""
+    from click.testing import CliRunner
+
+    from deadletter.cli.main import main as cli
 
     out = WORK / f"local-{path.stem}"
     shutil.rmtree(out, ignore_errors=True)
+    cpu = _cpu_seconds()
     started = time.perf_counter()
-    result = analyze_local(path, out)
+    done = CliRunner().invoke(
+        cli,
+        ["analyze", "--input", str(path), "--out", str(out)],
+        env={"DEADLETTER_ANALYZE_ENGINE": "auto"},
+    )
     seconds = time.perf_counter() - started
+    cpu = _cpu_seconds() - cpu
+    if done.exit_code != 0:
+        raise RuntimeError(done.output)
     assignments = read_assignments(out / "assignments.jsonl")
     return {
-        "input": path.suffix.lstrip("."),
         "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu, 2),
         "per_second": round(len(truth) / seconds),
-        "patterns": len(result.patterns),
+        "patterns": len(json.loads((out / "patterns.json").read_text())["patterns"]),
         "accuracy": round(grouping_accuracy(truth, assignments), 4),
+        "engine": "in this process" if "in this process" in done.stderr else "spark",
+        "stages": _stages(done.stderr, seconds),
         "outputs": _digest(out),
     }
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (the workers)."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _stages(told: str, seconds: float) -> list[list[Any]]:
+    """Each stage the command announced (`[  1.2s] masking`) with its seconds until the next."""
+    marks = [
+        (float(m.group(1)), re.sub(r"[\d,]+ ", "N ", m.group(2)))
+        for m in re.finditer(r"^\[\s*([\d.]+)s\] (.*)$", told, re.M)
+    ]
+    return [
+        [name, round((marks[i + 1][0] if i + 1 < len(marks) else seconds) - at, 2)]
+        for i, (at, name) in enumerate(marks)
+        if name != "done"
+    ]
 
 
 FIRST_RUN_SIZES = (0, 100, 5000)
@@ -307,6 +345,7 @@ def run_drain3(path: Path, truth: dict[str, str]) -> dict[str, Any]:
     config.profiling_enabled = False
     miner = TemplateMiner(config=config)
     texts: list[tuple[str, str]] = []
+    cpu = time.process_time()
     reading = time.perf_counter()
     with path.open() as fh:
         for line in fh:
@@ -324,6 +363,7 @@ def run_drain3(path: Path, truth: dict[str, str]) -> dict[str, Any]:
         "seconds": round(seconds, 2),
         # Reading the export's texts too, as the analysis must.
         "read_and_mine_seconds": round(time.perf_counter() - reading, 2),
+        "read_and_mine_cpu_seconds": round(time.process_time() - cpu, 2),
         "per_second": round(len(texts) / seconds),
         "patterns": len(miner.drain.clusters),
         "accuracy": round(grouping_accuracy(truth, predicted), 4),
@@ -478,31 +518,54 @@ def markdown(report: dict[str, Any]) -> str:
             if report.get("first_job")
             else []
         ),
-        "| dead letters | engine | input | seconds | / drain3 | dead letters/s | patterns"
-        " | grouping accuracy |",
-        "|---:|---|---|---:|---:|---:|---:|---:|",
+        "| dead letters | engine | seconds | dead letters/s | patterns | grouping accuracy |",
+        "|---:|---|---:|---:|---:|---:|",
     ]
     names = {
         "spark": f"deadletter analyze (Spark {report['master']}, whole job)",
-        "local": "deadletter analyze (in this process, 1 thread, whole job)",
+        "local": "deadletter analyze (engine auto, whole job)",
         "drain3": "drain3 0.9 (1 thread, mining only)",
     }
     for row in report["runs"]:
-        drain3 = row.get("drain3", {}).get("seconds")
         for engine, name in names.items():
             r = row.get(engine)
             if r:
-                ratio = f"{r['seconds'] / drain3:.2f}" if drain3 else ""
                 lines.append(
-                    f"| {row['size']:,} | {name} | {r.get('input', 'jsonl')} | {r['seconds']} |"
-                    f" {ratio} | {r['per_second']:,} | {r['patterns']} | {r['accuracy']:.2%} |"
+                    f"| {row['size']:,} | {name} | {r['seconds']} | {r['per_second']:,} | "
+                    f"{r['patterns']} | {r['accuracy']:.2%} |"
                 )
-    both = [row for row in report["runs"] if row.get("spark") and row.get("local")]
-    if both:
+    lines += _spark_versus(report["runs"])
+    versus = [row for row in report["runs"] if row.get("local") and row.get("drain3")]
+    if versus:
         lines += [
             "",
-            "Same patterns.json, patterns.parquet, report.html and assignments from both"
-            " engines: " + ", ".join(f"{row['size']:,}: {_same(row)}" for row in both) + ".",
+            "`deadletter analyze --input FILE` (engine auto, every output; the interpreter's"
+            " start and imports left out) against drain3 reading the same export and mining its"
+            " texts in one thread, taking turns in the same window: median seconds (all runs),"
+            " and the ratio drain3 / analyze (above 1: analyze is faster):",
+            "",
+            "| dead letters | analyze, s | drain3 read and mine, s | ratio | analyze CPU s |"
+            " drain3 CPU s | engine |",
+            "|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in versus:
+            ours, theirs = row["local"], row["drain3"]
+            lines.append(
+                f"| {row['size']:,} | {ours['seconds']} ({_all(ours)}) |"
+                f" {theirs['read_and_mine_seconds']} ({_all(theirs)}) |"
+                f" {theirs['read_and_mine_seconds'] / ours['seconds']:.2f} |"
+                f" {ours['cpu_seconds']} | {theirs['read_and_mine_cpu_seconds']} |"
+                f" {ours['engine']} |"
+            )
+        largest_local = max(versus, key=lambda row: row["size"])
+        lines += [
+            "",
+            f"Where `deadletter analyze`'s time went at {largest_local['size']:,} (its median"
+            " run, each stage as it announces it, until the next):",
+            "",
+            "| stage | seconds |",
+            "|---|---:|",
+            *(f"| {name} | {secs} |" for name, secs in largest_local["local"]["stages"]),
         ]
     read = [row for row in report["runs"] if row.get("reading")]
     if read:
@@ -540,8 +603,36 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _same(row: dict[str, Any]) -> str:
-    return "yes" if row["spark"]["outputs"] == row["local"]["outputs"] else "NO"
+def _spark_versus(runs: list[dict[str, Any]]) -> list[str]:
+    """The Spark job's time over drain3's (mining alone, and reading and mining) from the same
+    window, and whether it wrote what `deadletter analyze` (auto) wrote."""
+    rows = [row for row in runs if row.get("spark") and row.get("drain3")]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "The Spark job (its input as read) over drain3 in the same window, and whether it wrote"
+        " the same patterns.json, patterns.parquet, report.html and assignments as"
+        " `deadletter analyze` (auto):",
+        "",
+        "| dead letters | Spark input | Spark, s | / drain3 mining | / drain3 read and mine |"
+        " same outputs |",
+        "|---:|---|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        ours, theirs = row["spark"], row["drain3"]
+        local = row.get("local", {}).get("outputs")
+        same = "" if local is None else ("yes" if local == ours["outputs"] else "NO")
+        lines.append(
+            f"| {row['size']:,} | {ours['input']} | {ours['seconds']} |"
+            f" {ours['seconds'] / theirs['seconds']:.2f} |"
+            f" {ours['seconds'] / theirs['read_and_mine_seconds']:.2f} | {same} |"
+        )
+    return lines
+
+
+def _all(result: dict[str, Any]) -> str:
+    return ", ".join(str(x) for x in result["all_seconds"])
 
 
 def _run_sizes(spark: Any, sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -562,21 +653,40 @@ def _run_sizes(spark: Any, sizes: list[int], args: argparse.Namespace) -> list[d
         if args.reading and spark is not None:
             row["reading"] = run_reading(spark, path)
             print(f"{size:>9} read   {row['reading']}", flush=True)
-        if size <= args.local_up_to:
-            row["local"] = run_local(
-                parquet_of(path) if args.local_input == "parquet" else path, truth
-            )
-            print(f"{size:>9} local  {row['local']}", flush=True)
-        if not args.no_drain3:
-            row["drain3"] = run_drain3(path, truth)
-            print(f"{size:>9} drain3 {row['drain3']}", flush=True)
+        row.update(_versus(path, truth, size, args))
         runs.append(row)
     return runs
 
 
+def _versus(
+    path: Path, truth: dict[str, str], size: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """`deadletter analyze` (auto) and drain3's read-and-mine, `--runs` times each, taking
+    turns in the same window (the first of each pair alternates): each one's median run."""
+    sides: dict[str, list[dict[str, Any]]] = {}
+    takers = {
+        "local": run_local if size <= args.local_up_to else None,
+        "drain3": None if args.no_drain3 else run_drain3,
+    }
+    order = [name for name, run in takers.items() if run is not None]
+    for n in range(args.runs):
+        for name in order if n % 2 == 0 else order[::-1]:
+            result = takers[name](path, truth)  # type: ignore[misc]
+            sides.setdefault(name, []).append(result)
+            print(f"{size:>9} {name:<6} {result}", flush=True)
+    key = {"local": "seconds", "drain3": "read_and_mine_seconds"}
+    out: dict[str, Any] = {}
+    for name, results in sides.items():
+        ranked = sorted(results, key=lambda r: r[key[name]])
+        median = dict(ranked[(len(ranked) - 1) // 2])
+        median["all_seconds"] = [r[key[name]] for r in results]
+        out[name] = median
+    return out
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="./dev bench pipeline", description=__doc__)
-    parser.add_argument("--sizes", default="100000", help="comma-separated corpus sizes")
+    parser.add_argument("--sizes", default="80000,1000000", help="comma-separated corpus sizes")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-drain3", action="store_true", help="skip the drain3 baseline")
@@ -586,16 +696,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--local-up-to",
         type=int,
-        default=100_000,
-        help="also run the in-process path on sizes up to this (0: never)",
+        default=10**9,
+        help="run `deadletter analyze` (engine auto) on sizes up to this (0: never)",
     )
-    for engine, default in (("spark", "parquet"), ("local", "jsonl")):
-        parser.add_argument(
-            f"--{engine}-input",
-            choices=["jsonl", "parquet"],
-            default=default,
-            help=f"the export the {engine} engine reads (a Parquet copy is made once)",
-        )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="runs of `deadletter analyze` and of drain3 each, taking turns (medians shown)",
+    )
+    parser.add_argument(
+        "--spark-input",
+        choices=["parquet", "jsonl"],
+        default="parquet",
+        help="the export the Spark job reads (a Parquet copy of the corpus is made once)",
+    )
     parser.add_argument(
         "--out",
         default=str(RESULTS / "pipeline"),

@@ -144,25 +144,37 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "chain-target-has-policy",
         "engine/validation.py",
-        "if target_policy is not None and target_policy.active:",
-        "if target_policy is not None and target_policy.active and target_policy.on_expiry:",
-        ("tests/engine/test_queues.py", "tests/api/zaqar/test_queues.py"),
+        "if routing.active_targets(target.settings):",
+        "if target.settings.dead_letter and target.settings.dead_letter.on_expiry:",
+        (
+            "tests/engine/test_queues.py",
+            "tests/api/zaqar/test_queues.py",
+            "tests/engine/test_group_policy_rules.py",
+        ),
         "a DLQ may not have a dead-letter policy of its own (no chains)",
     ),
     Mutation(
         "chain-source-is-a-dlq",
         "engine/validation.py",
         "if name in tx.dead_letter_targets(project):",
-        "if name in tx.dead_letter_targets(project) and name == policy.target:",
-        ("tests/engine/test_queues.py", "tests/api/zaqar/test_queues.py"),
+        "if name in tx.dead_letter_targets(project) and name == found[0].name:",
+        (
+            "tests/engine/test_queues.py",
+            "tests/api/zaqar/test_queues.py",
+            "tests/engine/test_group_policy_rules.py",
+        ),
         "a queue that is some queue's DLQ may not get a policy (no chains)",
     ),
     Mutation(
         "cycle-own-dlq",
         "engine/validation.py",
-        "if policy.target == name:",
-        "if policy.target == name and s.dead_letter_default:",
-        ("tests/engine/test_queues.py", "tests/api/zaqar/test_queues.py"),
+        "if found.name == name:",
+        "if found.name == name and s.dead_letter_default:",
+        (
+            "tests/engine/test_queues.py",
+            "tests/api/zaqar/test_queues.py",
+            "tests/engine/test_group_policy_rules.py",
+        ),
         "a queue may not be its own DLQ (no cycles)",
     ),
     Mutation(
@@ -201,10 +213,42 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/engine/test_consumer_tags.py", "tests/engine/test_transitions.py"),
         "a message redriven to one tag is delivered to that tag only",
     ),
+    Mutation(
+        "route-by-reason-ignored",
+        "domain/routing.py",
+        "route = s.dead_letter_routes.get(reason.value)",
+        "route = None",
+        ("tests/engine/test_group_policies.py",),
+        "a dead letter of a routed reason goes to its route's DLQ, not the queue's",
+    ),
+    Mutation(
+        "tag-own-dlq-ignored",
+        "domain/routing.py",
+        "target = own.dead_letter_queue or (policy.target if policy else None)",
+        "target = policy.target if policy else own.dead_letter_queue",
+        ("tests/engine/test_group_policies.py",),
+        "a tag with a DLQ of its own dead-letters there, not to the queue's DLQ",
+    ),
+    Mutation(
+        "chain-over-tag-routes",
+        "domain/routing.py",
+        'found.append(Target("tag", tag, own.dead_letter_queue, own.active))',
+        "pass",
+        ("tests/engine/test_group_policy_rules.py",),
+        "the no-chain rules hold for a consumer tag's own DLQ",
+    ),
     # Auth checks
     # The loosened parser in one line: any letters matched, then compared by `.upper()` (the
     # walrus folds `text` before the comparison below it): a dotless i (U+0131) in admin, or
     # a long s (U+017F) in consumer, then names the role.
+    Mutation(
+        "auto-redrive-cap-off-by-one",
+        "engine/selection.py",
+        "if cap is not None and auto_rounds(m.history) >= cap:",
+        "if cap is not None and auto_rounds(m.history) > cap:",
+        ("tests/engine/test_auto_redrive.py",),
+        "automatic redrive sends a dead letter back at most max_rounds times",
+    ),
     Mutation(
         "role-case-folding",
         "auth/roles.py",

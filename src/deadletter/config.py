@@ -91,7 +91,11 @@ class ServerConfig:
         shown_default="sqlite:///<data-dir>/deadletter.db",
     )
     data_dir: Path = setting(Path("data"), "Folder of the default SQLite database.", directory=True)
-    sweep_interval: float = setting(1.0, "Seconds between sweeps for expired messages.", low=0.01)
+    sweep_interval: float = setting(
+        1.0,
+        "Seconds between sweeps for expired messages and looks for due automatic redrives.",
+        low=0.01,
+    )
     log_level: str = setting("info", "The least severe log lines written.", choices=LOG_LEVELS)
     # auto: text on a terminal, JSON otherwise (docs/cli.md, "Serving").
     log_format: str = setting(

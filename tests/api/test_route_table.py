@@ -238,3 +238,44 @@ def test_every_sqs_action_is_one_a_queue_policy_may_or_may_not_grant() -> None:
     assert {name.removesuffix("Batch") for name in batches} <= set(OPERATIONS)
     assert SHARED.isdisjoint(OWNER_ONLY)
     assert (SHARED | OWNER_ONLY) - {"*"} == set(OPERATIONS) - batches
+
+
+def _segments(path: str) -> list[str]:
+    return path.split("/")
+
+
+def _shadowed() -> list[tuple[ZaqarRoute, str]]:
+    """Each row with a parameter, and each static path of another row that its parameter
+    would take whole (`.../dead_letters/{message_id}` and `.../dead_letters/archive`)."""
+    found = []
+    for row in ROUTES:
+        mine = _segments(row.path)
+        for other in {r.path for r in ROUTES} - {row.path}:
+            theirs = _segments(other)
+            if len(theirs) != len(mine):
+                continue
+            pairs = list(zip(mine, theirs, strict=True))
+            takes = all(a == b or (a[0:1] == "{" and b[0:1] != "{") for a, b in pairs)
+            if takes and any(a != b for a, b in pairs):
+                found.append((row, other))
+    return found
+
+
+SHADOWED = _shadowed()
+
+
+@pytest.mark.parametrize(
+    ("row", "static"), SHADOWED, ids=[f"{r.method} {r.path} over {s}" for r, s in SHADOWED]
+)
+def test_a_parameter_does_not_take_a_static_siblings_path(
+    apps: list[Starlette], row: ZaqarRoute, static: str
+) -> None:
+    # Given a static path (.../dead_letters/archive) that a parameter's row could take whole
+    # When it is asked with a method only the parameter's row answers
+    methods = {m for r in ROUTES if r.path == static for m in methods_of(r)}
+    if row.method in methods:
+        return  # the static row answers it, first
+    answer = call(apps[2], row.method, concrete(static), {})
+    # I expect 405 naming the methods of the static path's rows, not the parameter's answer
+    assert answer.status_code == 405, answer.text[:200]
+    assert set(answer.headers["Allow"].split(", ")) == methods

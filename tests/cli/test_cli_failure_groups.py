@@ -55,3 +55,23 @@ def test_a_saved_group_archived_restored_discarded_and_retried(url: str) -> None
     assert "followed: 2 redriven, 1 came back dead, 1 still out" in status
     ok(url, "dlq", "filters", "delete", dlq, "timeouts")
     assert "no filters saved" in ok(url, "dlq", "filters", "list", dlq)
+
+
+# Names a server refuses, each spelled so that a path built by pasting it would be another
+# request: a blank (no request line at all), a query string, a fragment, a full-width letter,
+# percent signs, a dot segment.
+BAD_NAMES = ["bad name", "x?error_class=y", "x#y", "\uff58", "100%", "%2e%2e", "..", "tab\tname"]
+
+
+def test_a_name_is_sent_as_one_path_segment(url: str) -> None:  # noqa: F811
+    # Given a DLQ
+    ok(url, "queue", "create", "orders-dlq")
+    for name in BAD_NAMES:
+        # When a filter is saved, shown or deleted under a name the server refuses
+        for command in (["save", "orders-dlq", name, "--error-class", "X"],
+                        ["show", "orders-dlq", name], ["delete", "orders-dlq", name]):  # fmt: skip
+            answer = run(url, "dlq", "filters", *command)
+            # Then the server's refusal of that very name is what the user reads
+            assert answer.exit_code != 0, (name, command)
+            assert "is not a filter name" in answer.output, (name, command, answer.output)
+    assert "no filters saved" in ok(url, "dlq", "filters", "list", "orders-dlq")

@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 
 from tests.console.conftest import CLIENT_ID, Api
+from tests.console.test_dead_letter_filters import failures
+from tests.console.test_pages import DLQ
 
 
 def events(stream: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -71,3 +73,24 @@ def test_the_page_loads_only_files_of_the_package_under_a_strict_policy(server: 
         assert script.status_code == 200
         assert "javascript" in script.headers["content-type"]
         assert http.get("/console", follow_redirects=False).headers["location"] == "/console/"
+
+
+def test_the_feed_announces_a_dlqs_archive_restore_and_discard(server: str, api: Api) -> None:
+    failures(api)
+    dead = f"/v2/queues/{DLQ}/dead_letters"
+    with (
+        httpx.Client(base_url=server, timeout=30) as watcher,
+        watcher.stream("GET", "/console/events", params={"queue": DLQ}) as stream,
+    ):
+        feed = events(stream)
+        assert next(feed)[0] == "hello"
+        api.request("POST", f"{dead}/archive", json={"error_class": "KeyError"})
+        api.request("POST", f"{dead}/restore", json={})
+        api.request("POST", f"{dead}/discard", json={"error_class": "ValueError", "why": "stale"})
+        heard = []
+        for kind, event in feed:
+            if kind != "available":
+                heard.append((kind, event["count"]))
+            if len(heard) == 3:
+                break
+        assert heard == [("archived", 2), ("restored", 2), ("discarded", 2)]

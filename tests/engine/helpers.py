@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from deadletter.domain.model import Message, NewMessage, QueueSettings
-from deadletter.domain.policies import DeadLetterPolicy
+from deadletter.domain.policies import DeadLetterPolicy, GroupPolicy
 from deadletter.engine.engine import Engine
 
 P = "p1"
@@ -35,3 +35,8 @@ def fail(engine: Engine, queue: str, times: int) -> None:
     for _ in range(times):
         claim = engine.claim(P, queue, limit=1000)
         engine.release_claim(P, queue, claim_id=claim.id)
+
+
+def set_tag_policy(engine: Engine, queue: str, tag: str, policy: GroupPolicy) -> None:
+    """Tag `tag` of `queue` takes `policy` as its own, whatever it had."""
+    engine.change_tag_policy(P, queue, name=tag, change=lambda _: policy)

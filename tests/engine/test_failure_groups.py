@@ -10,10 +10,11 @@ import pytest
 from deadletter.clock import ManualClock
 from deadletter.domain import errors
 from deadletter.domain.failure_groups import DEFAULT_RETENTION, Departure
-from deadletter.domain.model import DeadLetterFilter
+from deadletter.domain.model import DeadLetterFilter, Message
 from deadletter.domain.provenance import ErrorDetails
 from deadletter.domain.redrive import TaskStatus
 from deadletter.engine.engine import Engine
+from deadletter.engine.events import EngineListener
 from tests.engine.helpers import P, send, with_dlq
 
 DLQ = "orders-dlq"
@@ -208,3 +209,107 @@ def test_a_bounded_dlq_takes_back_what_fits(groups: Engine) -> None:
     assert engine.restore(P, DLQ) == 1
     assert engine.stats(P, DLQ).total == 3
     assert engine.count_archived(P, DLQ) == 2
+
+
+def _tag_counts(engine: Engine) -> tuple[int, int]:
+    counts = engine.get_tag(P, DLQ, name="audit").counts
+    return counts.ready, counts.claimed
+
+
+def _tag_states(engine: Engine) -> int:
+    """The DLQ's rows of delivery state for its tags, read from the store."""
+    with engine.store.read() as tx:
+        sql = "SELECT COUNT(*) AS n FROM tag_states WHERE project = :project AND queue = :queue"
+        return int(tx.one(sql, {"project": P, "queue": DLQ})["n"])  # type: ignore[attr-defined]
+
+
+def _timeouts(messages: list[Message]) -> list[bytes]:
+    return sorted(m.body for m in messages if m.body.startswith(b"t"))
+
+
+@pytest.mark.parametrize("claimed_first", [False, True])
+def test_a_dlq_with_a_tag_delivers_a_restored_dead_letter_to_every_group(
+    groups: Engine, clock: ManualClock, claimed_first: bool
+) -> None:
+    """Given a DLQ consumed by a tag and by its untagged consumers, when its timeouts are
+    archived and restored, each group receives them as if they had just arrived."""
+    engine = groups
+    engine.create_tag(P, DLQ, name="audit", start_at=0.0)
+    if claimed_first:
+        # Both groups had them; their claims leave with the archive
+        assert len(engine.claim(P, DLQ, limit=10, tag="audit", ttl=60).messages) == 5
+        assert len(engine.claim(P, DLQ, limit=10, ttl=60).messages) == 5
+        clock.advance(61)
+    assert engine.archive(P, DLQ, where=TIMEOUTS) == 3
+    # No ghost: the tag holds, counts and claims none of the archived
+    assert _tag_counts(engine) == (2, 0)
+    assert _tag_states(engine) == (2 if claimed_first else 0)
+    assert _timeouts(engine.claim(P, DLQ, limit=10, tag="audit", ttl=60).messages) == []
+    assert engine.restore(P, DLQ, where=TIMEOUTS) == 3
+    assert _tag_counts(engine)[0] >= 3
+    tagged = engine.claim(P, DLQ, limit=10, tag="audit", ttl=60).messages
+    assert _timeouts(tagged) == [b"t1", b"t2", b"t3"]
+    default = engine.claim(P, DLQ, limit=10, ttl=60).messages
+    assert _timeouts(default) == [b"t1", b"t2", b"t3"]
+    # each delivered as if it had just arrived: its first claim in the DLQ for either group
+    # (the untagged consumers count on from the claims it came with, a tag from none)
+    arrived = {m.id: m.provenance.claim_count for m in default if m.provenance}
+    assert {m.claim_count - arrived[m.id] for m in default if m.body.startswith(b"t")} == {1}
+    assert {m.claim_count for m in tagged if m.body.startswith(b"t")} == {1}
+
+
+class Heard(EngineListener):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, int]] = []
+        self.available: list[str] = []
+
+    def messages_available(self, project: str, queue: str) -> None:
+        self.available.append(queue)
+
+    def archived(self, project: str, dlq: str, count: int) -> None:
+        self.events.append(("archived", dlq, count))
+
+    def restored(self, project: str, dlq: str, count: int) -> None:
+        self.events.append(("restored", dlq, count))
+
+    def discarded(self, project: str, dlq: str, count: int) -> None:
+        self.events.append(("discarded", dlq, count))
+
+
+def test_archive_restore_and_discard_are_told_to_the_listeners(groups: Engine) -> None:
+    engine = groups
+    heard = Heard()
+    engine.add_listener(heard)
+    # Previews and empty selections tell nothing
+    engine.archive(P, DLQ, where=TIMEOUTS, dry_run=True)
+    engine.discard(P, DLQ, where=DeadLetterFilter(error_class="Nope"), reason="none")
+    assert heard.events == []
+    engine.archive(P, DLQ, where=TIMEOUTS)
+    engine.restore(P, DLQ)
+    engine.discard(P, DLQ, where=DeadLetterFilter(error_class="KeyError"), reason="stale")
+    assert heard.events == [("archived", DLQ, 3), ("restored", DLQ, 3), ("discarded", DLQ, 2)]
+    # A restore wakes the DLQ's consumers waiting for messages
+    assert DLQ in heard.available
+
+
+# Selections that take in a message sent straight into the DLQ: it has no provenance, so it is
+# no dead letter to archive (a restore could not bring it back), and the preview must say so.
+STRAIGHT_IN = [
+    pytest.param(lambda direct: DeadLetterFilter(min_deaths=0), id="min_deaths=0"),
+    pytest.param(lambda direct: DeadLetterFilter(message_ids=(direct,)), id="message_ids"),
+    pytest.param(lambda direct: DeadLetterFilter(body="@ != 'x'"), id="body"),
+    pytest.param(lambda direct: DeadLetterFilter(max_deaths=5), id="max_deaths"),
+]
+
+
+@pytest.mark.parametrize("selection", STRAIGHT_IN)
+def test_an_archives_preview_counts_what_the_archive_takes(groups: Engine, selection) -> None:  # type: ignore[no-untyped-def]
+    # Given a DLQ of five dead letters and one message sent straight into it
+    [direct] = send(groups, DLQ, "straight in")
+    where = selection(direct.id)
+    # When an archive is previewed, then done
+    preview = groups.archive(P, DLQ, where=where, dry_run=True)
+    archived = groups.archive(P, DLQ, where=where)
+    # Then the preview said what the archive took, and the message sent straight in stays
+    assert preview == archived
+    assert direct.id in {m.id for m in groups.list_dead_letters(P, DLQ)}

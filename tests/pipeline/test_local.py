@@ -263,10 +263,10 @@ def test_a_small_dlq_is_read_and_analysed_in_process_as_the_spark_job_does(
 
 
 def test_the_help_states_the_limits_the_code_applies() -> None:
-    from deadletter.pipeline.local import LOCAL_MAX_BYTES, LOCAL_MAX_ROWS
+    from deadletter.pipeline.local import AUTO_LOCAL_MAX_BYTES, LOCAL_MAX_ROWS
 
     shown = " ".join(CliRunner().invoke(analyze_command, ["--help"]).output.split())
-    assert f"up to {LOCAL_MAX_BYTES // 2**20} MB" in shown
+    assert f"up to {AUTO_LOCAL_MAX_BYTES // 2**30} GB" in shown
     assert f"up to {LOCAL_MAX_ROWS:,} dead letters" in shown
 
 

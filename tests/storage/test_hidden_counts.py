@@ -264,6 +264,8 @@ def test_consumers_racing_on_one_queue_and_one_claim_keep_the_counts(
 # The schema as it was before migration 0013, for a store that holds messages already (the
 # migrations after it undone first, so that the store runs them all again).
 BEFORE_0013 = (
+    "DROP TABLE auto_redrives",
+    "DELETE FROM schema_version WHERE version = 21",
     "DROP TABLE dead_letter_discards",
     "DROP TABLE archived_dead_letters",
     "DROP TABLE saved_filters",

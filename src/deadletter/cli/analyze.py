@@ -82,9 +82,9 @@ SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
     show_envvar=True,
     default="auto",
     show_default=True,
-    help="local: in this process, no Spark, an --input file of any size; auto: local for an "
-    "--input file of up to 64 MB of JSON lines or 80,000 dead letters in Parquet, or a DLQ of "
-    "up to 80,000 dead letters, when it reads every one exactly as Spark does, else Spark.",
+    help="local: in this process, no Spark, an --input file of any size; auto: local for a "
+    "JSON-lines --input file of up to 1 GB, a Parquet one of up to 80,000 dead letters or a DLQ "
+    "of up to 80,000 dead letters, when it reads every one exactly as Spark does, else Spark.",
 )
 @click.option(
     "--follow",
@@ -165,7 +165,9 @@ def analyze(
     unstated = credential is not None and server.project.origin == "the default"
     project = None if unstated else server.project.value
     if input_path is not None:
-        check_input(input_path)
+        # The in-process engine reads every line as it goes: a file it cannot read is checked
+        # whole then (`_analyze`), before Spark is tried.
+        check_input(input_path, whole=engine == "spark")
     if queue and (input_path is None or post):
         check_queue(url, project, credential, queue, server.url, where=where)
     import httpx
@@ -277,6 +279,8 @@ def _analyze(
                 f"the analysis needs the spark extra: pip install 'deadletter[spark]' ({exc})"
             ) from exc
         except NotLocal as exc:
+            if input_path is not None:
+                check_input(input_path)  # a file that is no export is refused, not handed on
             if engine == "local":
                 raise click.ClickException(f"{exc}; use --engine spark") from exc
             say(f"{exc}: Spark reads it")
@@ -456,7 +460,7 @@ def _in_process(
     from deadletter.pipeline.local import LOCAL_MAX_ROWS, analyze_local, analyze_rows, read_dlq
 
     if input_path is not None:
-        say("analysing in this process (a small export: no Spark)")
+        say("analysing in this process (a JSON-lines export: no Spark)")
         return analyze_local(input_path, out_dir, threshold=threshold, post=poster, progress=say)
     say(f"reading {queue} in this process (no Spark up to {LOCAL_MAX_ROWS:,} dead letters)")
     rows = read_dlq(options)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import click
+import msgspec
 
 from deadletter.cli.config import unreachable_hint
 from deadletter.cli.output import UNREACHABLE, Failure, no_such_queue
@@ -16,13 +17,15 @@ from deadletter.client import ApiError, Client, QueueNotFound, Unreachable
 
 # Lines of a large export read before Spark starts: a wrong file is wrong from its first line.
 CHECKED_LINES = 1000
+# An export up to this size is checked whole.
+CHECKED_BYTES = 64 * 1024 * 1024
 EXPORT_HELP = "--input takes what `deadletter dlq export` writes (a JSON object a line, or Parquet)"
 
 
-def check_input(path: Path) -> None:
+def check_input(path: Path, *, whole: bool = True) -> None:
     """Failure unless `path` looks like an export: Parquet with a message_id column, or JSON
-    lines each an object with a message id (every line of a file the in-process path takes,
-    the first CHECKED_LINES of a larger one, the first file of a folder)."""
+    lines each an object with a message id (every line of a file up to CHECKED_BYTES when
+    `whole`, else and in a larger one the first CHECKED_LINES; the first file of a folder)."""
     if path.is_dir():
         parts = sorted(
             p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_"))
@@ -35,9 +38,13 @@ def check_input(path: Path) -> None:
     if path.suffix == ".parquet" or head == b"PAR1":
         _check_parquet(path)
         return
-    from deadletter.pipeline.local import suits
+    whole = whole and path.stat().st_size <= CHECKED_BYTES
+    if not (whole and _every_line_an_export_line(path)):
+        _check_lines(path, None if whole else CHECKED_LINES)
 
-    limit = None if suits(path) else CHECKED_LINES
+
+def _check_lines(path: Path, limit: int | None) -> None:
+    """Failure at the first of the file's lines (its first `limit`) that is no export line."""
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, 1):
             if limit is not None and number > limit:
@@ -52,6 +59,36 @@ def check_input(path: Path) -> None:
                 raise Failure(f"{path} line {number} is not a JSON object; {EXPORT_HELP}")
             if not isinstance(doc.get("message_id"), str) or not doc["message_id"]:
                 raise Failure(f"{path} line {number} has no message_id; {EXPORT_HELP}")
+
+
+class _Line(msgspec.Struct):
+    message_id: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+_LINES = msgspec.json.Decoder(_Line).decode_lines
+
+
+def _every_line_an_export_line(path: Path) -> bool:
+    """Whether each line of the file is a JSON object with a message id, by one decoding of
+    the whole file, when it is written one object a line (each line starts with `{` and ends
+    with `}`: a newline then falls between two values only, so that as many values as lines
+    are one a line). False when unsure: the line-by-line check then says which line."""
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    lines = data.count(b"\n")
+    if (
+        b"\r" in data
+        or b"\n\n" in data
+        or not data.startswith(b"{")
+        or data.count(b"\n{") != lines - 1
+        or data.count(b"}\n") != lines
+    ):
+        return False
+    try:
+        return len(_LINES(data)) == lines
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
 
 
 def _check_parquet(path: Path) -> None:

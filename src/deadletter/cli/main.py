@@ -42,7 +42,11 @@ COMMANDS = {
     ),
     "peek": Lazy("messages", "peek", "Show QUEUE's messages without consuming them."),
     "queue": Lazy("queues", "queue", "Create, update, list, show and delete queues."),
-    "redrive": Lazy("redrive", "redrive", "Start, watch and cancel redrive tasks."),
+    "redrive": Lazy(
+        "redrive",
+        "redrive",
+        "Start, watch and cancel redrive tasks; set a DLQ's automatic redrive.",
+    ),
     "reject": Lazy(
         "messages",
         "reject",

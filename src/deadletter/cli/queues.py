@@ -20,10 +20,12 @@ from deadletter.cli.output import (
 )
 from deadletter.cli.setting_options import (
     RETRY_OPTIONS,
+    ROUTE_OPTION,
     TTL_MODEL_AND_ELIGIBILITY_OPTIONS,
     max_redelivery,
     ranged,
     retry_policy_of,
+    routes_of,
 )
 from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
 from deadletter.client import Client
@@ -56,6 +58,7 @@ SETTINGS = (
     Setting("dlq_ttl", "_dead_letter_queue_messages_ttl", "TTL in the DLQ", "s"),
     Setting("dead_letter_on_expiry", "_dead_letter_on_expiry", "expired messages to the DLQ"),
     Setting("default_dlq", "_dead_letter_default", "the project's default DLQ if none named"),
+    Setting("dead_letter_routes", "_dead_letter_routes", "dead letters by reason to"),
     Setting("redrive_allow", "_redrive_allow", "may be the DLQ of"),
     Setting("ttl", "_default_message_ttl", "default message TTL", "s"),
     Setting("max_ttl", "_max_message_ttl", "maximum message TTL", "s"),
@@ -74,17 +77,20 @@ BY_OPTION = {s.option: s for s in SETTINGS}
 # What `queue show` also says, read-only here (--max-redelivery is said as --max-claims).
 SHOWN = (
     Setting("", "_dead_letter_policy_active", "dead-letter policy active"),
+    Setting("", "_dead_letter_routes_inactive", "routes whose queue is deleted (inactive)"),
     Setting("", "_max_redelivery", "redeliveries before the DLQ (Solace)"),
     Setting("", "_max_messages_post_size", "largest message", "bytes"),
     Setting("", "_fifo", "FIFO"),
     Setting("", "_content_based_deduplication", "deduplication by content"),
 )
 # The keys a dead-letter policy is made of: `--no-dlq` removes them together.
-POLICY = ("dlq", "max_claims", "dlq_ttl", "dead_letter_on_expiry", "default_dlq")
+POLICY = (
+    "dlq", "max_claims", "dlq_ttl", "dead_letter_on_expiry", "default_dlq", "dead_letter_routes",
+)  # fmt: skip
 # Settings `--reset` returns to their defaults (the policy's go with --no-dlq).
 RESETTABLE = (
     "redrive_allow", "ttl", "max_ttl", "min_ttl", "respect_ttl", "claim_ttl", "delay", "eligible",
-    "max_messages", "max_bytes", "overflow",
+    "max_messages", "max_bytes", "overflow", "dead_letter_routes",
 )  # fmt: skip
 # What a bounded queue does past its bound, in words short enough for a terminal's table, then
 # its name (RabbitMQ's x-overflow): the oldest leave for the DLQ or are dropped and counted;
@@ -118,6 +124,7 @@ def policy_options(command: F) -> F:
         max_redelivery(),
         *RETRY_OPTIONS,
         ranged("--dlq-ttl"),
+        ROUTE_OPTION,
         ranged("--ttl"),
         ranged("--claim-ttl"),
         ranged("--delay"),
@@ -196,6 +203,7 @@ def create(client: Client, name: str, **values: Any) -> None:
     """
     _redelivery_as_claims(values)
     retry_policy_of(values, None)
+    routes_of(values, None)
     _check_policy(values["dlq"], values["max_claims"], values["default_dlq"])
     values["dead_letter_on_expiry"] = values["dead_letter_on_expiry"] or None
     values["default_dlq"] = values["default_dlq"] or None
@@ -284,6 +292,9 @@ def update(
         raise click.UsageError("--no-retry-policy removes the policy: give no backoff with it.")
     _redelivery_as_claims(values)
     retry_policy_of(values, current.get(declared.RETRY_POLICY.zaqar))
+    routes_of(values, current.get(declared.DLQ_ROUTES.zaqar))
+    if values.get("dead_letter_routes") == {}:
+        values["dead_letter_routes"], reset = None, (*reset, "dead-letter-routes")
     given = {k for k, v in values.items() if v is not None}
     if no_dlq and given & set(POLICY):
         raise click.UsageError("--no-dlq removes the policy: give no other DLQ option with it.")
@@ -305,7 +316,7 @@ def update(
     operations += [
         {"op": "remove", "path": f"/metadata/{key}"}
         for key in removed
-        if current.get(key) not in (None, False)
+        if current.get(key) not in (None, False, {})
     ]
     if not operations:
         click.echo(f"{name}: nothing to change")
@@ -359,21 +370,30 @@ def _said(setting: Setting, value: Any) -> str:
         return "not set"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if setting.key == "_redrive_allow" and isinstance(value, dict):
+    if isinstance(value, dict):
+        return _said_object(setting.key, value)
+    if setting.key == "_overflow" and value in OVERFLOW_SAID:
+        return f"{OVERFLOW_SAID[Overflow(value)]} ({value})"
+    if setting.unit:
+        return f"{value} {setting.unit}"
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _said_object(key: str, value: dict[str, Any]) -> str:
+    """A setting held as a JSON object, in words."""
+    if key == "_redrive_allow":
         permission = value.get("permission")
         if permission == "allowAll":
             return "any queue"
         if permission == "denyAll":
             return "no queue"
         return ", ".join(value.get("sources") or []) or "no queue"
-    if setting.key == "_overflow" and value in OVERFLOW_SAID:
-        return f"{OVERFLOW_SAID[Overflow(value)]} ({value})"
-    if setting.key == "_retry_policy" and isinstance(value, dict):
+    if key == "_dead_letter_routes":
+        return ", ".join(f"{reason} -> {queue}" for reason, queue in sorted(value.items()))
+    if key == "_retry_policy":
         low, high = value.get("minimum_backoff"), value.get("maximum_backoff")
         return f"{low} s, doubling up to {high} s"
-    if setting.unit:
-        return f"{value} {setting.unit}"
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)
 
 
 # A source whose DLQ was deleted: its policy is inactive, so its poison messages are

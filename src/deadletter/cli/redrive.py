@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import click
 
+from deadletter.cli.auto_redrive import auto, percent
 from deadletter.cli.dlq import filter_options
 from deadletter.cli.output import (
     INTERRUPTED,
@@ -26,7 +27,10 @@ ACTIVE = ("RUNNING", "CANCELLING")  # a PAUSED task moves nothing more
 
 @click.group()
 def redrive() -> None:
-    """Start, watch and cancel redrive tasks."""
+    """Start, watch and cancel redrive tasks; set a DLQ's automatic redrive."""
+
+
+redrive.add_command(auto)
 
 
 @redrive.command()
@@ -101,7 +105,7 @@ def start(
         else:
             click.echo(f"would move {counted(selected, 'dead letter')} of {dlq}")
         return
-    share = _percent(max_redeath)
+    share = percent(max_redeath)
     try:
         task = client.start_redrive(
             dlq,
@@ -192,18 +196,6 @@ def _transform(value: str | None) -> Any:
         return json.loads(value)
     except ValueError as exc:
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--transform") from None
-
-
-def _percent(value: str | None) -> float | None:
-    """A share given as "5%" or "5"; the server checks its range."""
-    if value is None:
-        return None
-    try:
-        return float(value.removesuffix("%"))
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is not a percentage", param_hint="--max-redeath"
-        ) from None
 
 
 def _echo_canary(canary: dict[str, Any]) -> None:

@@ -90,6 +90,37 @@ TTL_MODEL_AND_ELIGIBILITY_OPTIONS = (
 )
 
 
+# Dead letters by reason: REASON=QUEUE, repeatable; REASON= removes that reason's route.
+ROUTE_OPTION = click.option(
+    "--dead-letter-route",
+    "dead_letter_routes",
+    multiple=True,
+    metavar="REASON=QUEUE",
+    help="Dead letters of REASON (max_claims, expired, rejected, delivery_failed, maxlen) go"
+    " to QUEUE instead of the DLQ (repeatable; REASON= removes the route).",
+)
+
+
+def routes_of(values: dict[str, Any], current: dict[str, str] | None) -> None:
+    """--dead-letter-route REASON=QUEUE as `values["dead_letter_routes"]`, over the `current`
+    routes; None when none is given."""
+    given = values.pop("dead_letter_routes", ()) or ()
+    if not given:
+        return
+    routes = dict(current or {})
+    for route in given:
+        reason, sep, target = route.partition("=")
+        if not sep or not reason:
+            raise click.BadParameter(
+                f"{route!r} is not REASON=QUEUE", param_hint="--dead-letter-route"
+            )
+        if target:
+            routes[reason] = target
+        else:
+            routes.pop(reason, None)
+    values["dead_letter_routes"] = routes
+
+
 def retry_policy_of(values: dict[str, Any], current: dict[str, Any] | None) -> None:
     """--retry-min-backoff and --retry-max-backoff as `values["retry_policy"]`; the one left
     out is the `current` policy's, where there is one."""

@@ -1,4 +1,4 @@
-"""`deadletter tag ...`: create, list, show and delete the consumer tags of a queue."""
+"""`deadletter tag ...`: create, list, show, update and delete the consumer tags of a queue."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from typing import Any
 import click
 
 from deadletter.cli.output import json_option, print_json, print_table, server_options
+from deadletter.cli.setting_options import RETRY_OPTIONS, ranged, retry_policy_of
 from deadletter.client import Client
+
+# A tag's own policy fields, as `--inherit` names them, and their keys on the API.
+POLICY_FIELDS = {
+    "max-claims": "max_claims",
+    "dead-letter-queue": "dead_letter_queue",
+    "retry-policy": "retry_policy",
+}
 
 
 @click.group()
@@ -16,9 +24,31 @@ def tag() -> None:
     deliveries and dead letters of its own (claim, ack, nack and reject take --tag)."""
 
 
+def policy_options(command: Any) -> Any:
+    """The options of a tag's own policy, each left out taking the queue's."""
+    options = [
+        ranged("--max-claims"),
+        click.option(
+            "--dead-letter-queue",
+            help="The tag's own DLQ (it must exist); without it, the queue's routes and DLQ.",
+        ),
+        *RETRY_OPTIONS,
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _policy(values: dict[str, Any], current: dict[str, Any] | None) -> dict[str, Any]:
+    """The API's policy fields of the options given."""
+    retry_policy_of(values, current)
+    return {key: values[key] for key in POLICY_FIELDS.values() if values.get(key) is not None}
+
+
 @tag.command()
 @click.argument("queue")
 @click.argument("name")
+@policy_options
 @click.option(
     "--start",
     help="Receive messages enqueued since then (ISO 8601 or epoch seconds); from now else.",
@@ -34,8 +64,14 @@ def create(
     start: str | None,
     filter_attribute: str | None,
     filter_value: str | None,
+    **values: Any,
 ) -> None:
-    """Create tag NAME on QUEUE."""
+    """Create tag NAME on QUEUE, with a dead-letter policy and retry backoff of its own
+    where given (the queue's else).
+
+    \b
+    deadletter tag create orders billing --max-claims 3 --dead-letter-queue billing-dlq
+    """
     if (filter_attribute is None) != (filter_value is None):
         raise click.UsageError("Give --filter-attribute and --filter-value together.")
     when: float | str | None = start
@@ -44,8 +80,44 @@ def create(
             when = float(start)
         except ValueError:
             when = start
-    client.create_tag(queue, name, when, filter_attribute, filter_value)
+    client.create_tag(
+        queue, name, when, filter_attribute, filter_value, policy=_policy(values, None)
+    )
     click.echo(f"created tag {name} on {queue}")
+
+
+@tag.command()
+@click.argument("queue")
+@click.argument("name")
+@policy_options
+@click.option(
+    "--inherit",
+    multiple=True,
+    type=click.Choice(list(POLICY_FIELDS)),
+    help="Take this field from the queue again (repeatable).",
+)
+@server_options
+def update(
+    client: Client, *, queue: str, name: str, inherit: tuple[str, ...], **values: Any
+) -> None:
+    """Change the dead-letter policy and retry backoff of tag NAME of QUEUE; what is not
+    given stays as it is.
+
+    \b
+    deadletter tag update orders billing --max-claims 5
+    deadletter tag update orders billing --inherit dead-letter-queue
+    """
+    current = client.tag(queue, name)
+    policy: dict[str, Any] = dict.fromkeys((POLICY_FIELDS[f] for f in inherit), None)
+    given = _policy(values, current.get("retry_policy"))
+    if set(policy) & set(given):
+        raise click.UsageError("--inherit takes a field from the queue: do not give it too.")
+    policy.update(given)
+    if not policy:
+        click.echo(f"tag {name} of {queue}: nothing to change")
+        return
+    client.update_tag(queue, name, policy)
+    click.echo(f"updated tag {name} of {queue}")
 
 
 def _row(t: dict[str, Any]) -> tuple[Any, ...]:
@@ -59,10 +131,23 @@ def _row(t: dict[str, Any]) -> tuple[Any, ...]:
         counts["delivered"],
         counts["dead_lettered"],
         shown,
+        _dead_letter(t),
     )
 
 
-HEADERS = ["tag", "ready", "claimed", "delivered", "dead-lettered", "filter"]
+def _dead_letter(t: dict[str, Any]) -> str:
+    """Where the tag's dead letters go, after how many claims; `(own)` marks what is the
+    tag's own rather than the queue's."""
+    policy = t.get("dead_letter")
+    if policy is None:
+        return "none"
+    dlq = policy["queue"] + (" (own)" if t.get("dead_letter_queue") else "")
+    claims = f"{policy['max_claims']}" + (" (own)" if t.get("max_claims") else "")
+    inactive = "" if policy["active"] else " (inactive: its DLQ was deleted)"
+    return f"{dlq} after {claims} claims{inactive}"
+
+
+HEADERS = ["tag", "ready", "claimed", "delivered", "dead-lettered", "filter", "dead letters to"]
 
 
 @tag.command(name="list")
@@ -90,6 +175,10 @@ def show(client: Client, queue: str, name: str, as_json: bool) -> None:
         print_json(doc)
         return
     print_table(f"tag {name}", HEADERS, [_row(doc)])
+    retry = doc.get("retry_policy")
+    if retry:
+        low, high = retry["minimum_backoff"], retry["maximum_backoff"]
+        click.echo(f"retry backoff (own): {low} s, doubling up to {high} s")
 
 
 @tag.command()

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from deadletter.client import wire
+from deadletter.client.auto_redrive import AutoRedriveCalls
 from deadletter.client.groups import FailureGroupCalls
+from deadletter.client.tags import TagCalls
+from deadletter.client.wire import seg
 
 if TYPE_CHECKING:
     import httpx
@@ -48,7 +51,7 @@ class Unreachable(Exception):
     """No server answered at the URL."""
 
 
-class Client(FailureGroupCalls):
+class Client(FailureGroupCalls, AutoRedriveCalls, TagCalls):
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -144,13 +147,13 @@ class Client(FailureGroupCalls):
     def create_queue(self, name: str, metadata: dict[str, Any] | None = None) -> bool:
         """Whether the queue was created; False when it existed already (it is then left as
         it was, whatever `metadata` says: Zaqar's PUT)."""
-        return self._call("PUT", f"/v2/queues/{name}", json=metadata or {}).status_code == 201
+        return self._call("PUT", f"/v2/queues/{seg(name)}", json=metadata or {}).status_code == 201
 
     def update_queue(self, name: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
         """Apply JSON-patch operations to the queue's metadata; the metadata after them."""
         doc: dict[str, Any] = self._json(
             "PATCH",
-            f"/v2/queues/{name}",
+            f"/v2/queues/{seg(name)}",
             content=json.dumps(operations),
             headers={"Content-Type": "application/openstack-messaging-v2.0-json-patch"},
         )
@@ -159,7 +162,9 @@ class Client(FailureGroupCalls):
     def get_queue(self, name: str) -> dict[str, Any]:
         """The queue's metadata with every reserved key, its default where unset (a plain
         GET, as Zaqar's, leaves out the keys that hold their default)."""
-        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{name}", params={"defaults": "true"})
+        doc: dict[str, Any] = self._json(
+            "GET", f"/v2/queues/{seg(name)}", params={"defaults": "true"}
+        )
         return doc
 
     def list_queues(self) -> list[dict[str, Any]]:
@@ -177,10 +182,10 @@ class Client(FailureGroupCalls):
     def delete_queue(self, name: str, force: bool = False) -> None:
         """Delete a queue; a DLQ that other queues name only with `force`."""
         params = {"force": "true"} if force else {}
-        self._call("DELETE", f"/v2/queues/{name}", params=params)
+        self._call("DELETE", f"/v2/queues/{seg(name)}", params=params)
 
     def stats(self, name: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{name}/stats")
+        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{seg(name)}/stats")
         return doc
 
     # Messages
@@ -193,13 +198,13 @@ class Client(FailureGroupCalls):
 
     def send_messages(self, queue: str, messages: list[dict[str, Any]]) -> list[str]:
         """Post messages in the wire's shape (body, ttl, delay, attributes); their ids."""
-        doc = self._json("POST", f"/v2/queues/{queue}/messages", json={"messages": messages})
+        doc = self._json("POST", f"/v2/queues/{seg(queue)}/messages", json={"messages": messages})
         return [str(href).rsplit("/", 1)[1] for href in doc["resources"]]
 
     def peek(self, queue: str, limit: int = 10, include_claimed: bool = False) -> list[Any]:
         doc = self._json(
             "GET",
-            f"/v2/queues/{queue}/messages",
+            f"/v2/queues/{seg(queue)}/messages",
             params={
                 "limit": limit,
                 "include_claimed": str(include_claimed).lower(),
@@ -215,7 +220,7 @@ class Client(FailureGroupCalls):
         consumer tag of the queue."""
         body = {"ttl": ttl} if ttl is not None else {}
         params = {"limit": limit, **_tagged(tag)}
-        response = self._call("POST", f"/v2/queues/{queue}/claims", params=params, json=body)
+        response = self._call("POST", f"/v2/queues/{seg(queue)}/claims", params=params, json=body)
         if response.status_code == 204:
             return None, []
         claim_id = response.headers["Location"].rsplit("/", 1)[1]
@@ -224,13 +229,13 @@ class Client(FailureGroupCalls):
     def get_claim(self, queue: str, claim_id: str, tag: str | None = None) -> dict[str, Any]:
         """A live claim with its messages (404 once it expired or was released)."""
         doc: dict[str, Any] = self._json(
-            "GET", f"/v2/queues/{queue}/claims/{claim_id}", params=_tagged(tag)
+            "GET", f"/v2/queues/{seg(queue)}/claims/{seg(claim_id)}", params=_tagged(tag)
         )
         return doc
 
     def ack(self, queue: str, message_id: str, claim_id: str, tag: str | None = None) -> None:
         params = {"claim_id": claim_id, **_tagged(tag)}
-        self._call("DELETE", f"/v2/queues/{queue}/messages/{message_id}", params=params)
+        self._call("DELETE", f"/v2/queues/{seg(queue)}/messages/{seg(message_id)}", params=params)
 
     def release(
         self,
@@ -245,7 +250,7 @@ class Client(FailureGroupCalls):
         """A nack; without `requeue`, the message is dead-lettered at once or dropped."""
         self._call(
             "POST",
-            f"/v2/queues/{queue}/messages/{message_id}/release",
+            f"/v2/queues/{seg(queue)}/messages/{seg(message_id)}/release",
             params={"claim_id": claim_id, **_tagged(tag)},
             json=({} if delay is None else {"delay": delay}) if requeue else {"requeue": False},
         )
@@ -263,37 +268,11 @@ class Client(FailureGroupCalls):
         """`error` is one text or an object of `class`, `message` and `stack`."""
         doc: dict[str, Any] = self._json(
             "POST",
-            f"/v2/queues/{queue}/messages/{message_id}/dead_letter",
+            f"/v2/queues/{seg(queue)}/messages/{seg(message_id)}/dead_letter",
             params={"claim_id": claim_id, **_tagged(tag)},
             json={k: v for k, v in (("description", description), ("error", error)) if v},
         )
         return doc
-
-    # Consumer tags
-
-    def create_tag(
-        self,
-        queue: str,
-        name: str,
-        start: float | str | None = None,
-        filter_attribute: str | None = None,
-        filter_value: str | None = None,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {} if start is None else {"start": start}
-        if filter_attribute is not None:
-            body["filter"] = {"attribute": filter_attribute, "value": filter_value}
-        doc: dict[str, Any] = self._json("PUT", f"/v2/queues/{queue}/tags/{name}", json=body)
-        return doc
-
-    def tags(self, queue: str) -> list[dict[str, Any]]:
-        return list(self._json("GET", f"/v2/queues/{queue}/tags")["tags"])
-
-    def tag(self, queue: str, name: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{queue}/tags/{name}")
-        return doc
-
-    def delete_tag(self, queue: str, name: str) -> None:
-        self._call("DELETE", f"/v2/queues/{queue}/tags/{name}")
 
     # Dead-letter queues
 
@@ -311,7 +290,7 @@ class Client(FailureGroupCalls):
         """The pages of `dead_letters`, fetched one at a time as they are consumed: taking
         the first page of size one costs one request."""
         params: Any = [*_query(filters), ("limit", page_size)]
-        path = f"/v2/queues/{dlq}/dead_letters"
+        path = f"/v2/queues/{seg(dlq)}/dead_letters"
         while True:
             doc = self._json("GET", path, params=params)
             messages: list[dict[str, Any]] = doc.get("messages", [])
@@ -325,12 +304,12 @@ class Client(FailureGroupCalls):
 
     def count_dead_letters(self, dlq: str, **filters: Any) -> int:
         """How many dead letters `filters` (the API's filter names) select now."""
-        doc = self._json("GET", f"/v2/queues/{dlq}/dead_letters/count", params=_query(filters))
+        doc = self._json("GET", f"/v2/queues/{seg(dlq)}/dead_letters/count", params=_query(filters))
         return int(doc["count"])
 
     def purge_dead_letters(self, dlq: str, **filters: Any) -> int:
         """Delete the dead letters `filters` select; how many."""
-        doc = self._json("DELETE", f"/v2/queues/{dlq}/dead_letters", params=_query(filters))
+        doc = self._json("DELETE", f"/v2/queues/{seg(dlq)}/dead_letters", params=_query(filters))
         return int(doc["purged"])
 
     def edit_dead_letter(
@@ -341,7 +320,7 @@ class Client(FailureGroupCalls):
         media = "application/merge-patch+json" if kind == "merge" else "application/json-patch+json"
         doc: dict[str, Any] = self._json(
             "PATCH",
-            f"/v2/queues/{dlq}/dead_letters/{message_id}",
+            f"/v2/queues/{seg(dlq)}/dead_letters/{seg(message_id)}",
             params={"redrive": "true"} if redrive else None,
             content=json.dumps(patch).encode(),
             headers={"Content-Type": media},
@@ -349,38 +328,40 @@ class Client(FailureGroupCalls):
         return doc
 
     def dead_letter_sources(self, dlq: str) -> list[dict[str, Any]]:
-        doc = self._json("GET", f"/v2/queues/{dlq}/dead_letter_sources")
+        doc = self._json("GET", f"/v2/queues/{seg(dlq)}/dead_letter_sources")
         return list(doc["sources"])
 
     def start_redrive(self, dlq: str, **options: Any) -> dict[str, Any]:
         doc: dict[str, Any] = self._json(
             "POST",
-            f"/v2/queues/{dlq}/redrives",
+            f"/v2/queues/{seg(dlq)}/redrives",
             json={k: v for k, v in options.items() if v is not None},
         )
         return doc
 
     def redrives(self, dlq: str) -> list[dict[str, Any]]:
-        doc = self._json("GET", f"/v2/queues/{dlq}/redrives")
+        doc = self._json("GET", f"/v2/queues/{seg(dlq)}/redrives")
         return list(doc["redrives"])
 
     def redrive(self, dlq: str, task_id: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{dlq}/redrives/{task_id}")
+        doc: dict[str, Any] = self._json("GET", f"/v2/queues/{seg(dlq)}/redrives/{seg(task_id)}")
         return doc
 
     def cancel_redrive(self, dlq: str, task_id: str) -> dict[str, Any]:
-        doc = self._json("DELETE", f"/v2/queues/{dlq}/redrives/{task_id}")
+        doc = self._json("DELETE", f"/v2/queues/{seg(dlq)}/redrives/{seg(task_id)}")
         return dict(doc) if doc else self.redrive(dlq, task_id)
 
     def resume_redrive(self, dlq: str, task_id: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("POST", f"/v2/queues/{dlq}/redrives/{task_id}/resume")
+        doc: dict[str, Any] = self._json(
+            "POST", f"/v2/queues/{seg(dlq)}/redrives/{seg(task_id)}/resume"
+        )
         return doc
 
     # Failure patterns (written by the analysis, read by a redrive by pattern)
 
     def patterns(self, dlq: str) -> list[dict[str, Any]]:
         """The DLQ's stored patterns."""
-        doc = self._json("GET", f"/v2/queues/{dlq}/patterns")
+        doc = self._json("GET", f"/v2/queues/{seg(dlq)}/patterns")
         return list(doc.get("patterns") or [])
 
     def split_pattern(
@@ -390,13 +371,13 @@ class Client(FailureGroupCalls):
         or with `dry_run` say what that would make: `{"pattern_id", "position", "patterns":
         [{"id", "template", "count", "value"}], "unread"}`."""
         body = {"position": position, **({"dry_run": True} if dry_run else {})}
-        path = f"/v2/queues/{dlq}/patterns/{pattern_id}/split"
+        path = f"/v2/queues/{seg(dlq)}/patterns/{seg(pattern_id)}/split"
         doc: dict[str, Any] = self._json("POST", path, json=body)
         return doc
 
     def put_patterns(self, dlq: str, patterns: list[dict[str, Any]]) -> None:
         """Replace the DLQ's stored patterns, each with its message ids."""
-        self._call("PUT", f"/v2/queues/{dlq}/patterns", json={"patterns": patterns})
+        self._call("PUT", f"/v2/queues/{seg(dlq)}/patterns", json={"patterns": patterns})
 
     def merge_assignments(
         self, dlq: str, writer: str, batch: int, assignments: list[dict[str, Any]]
@@ -405,7 +386,7 @@ class Client(FailureGroupCalls):
         one server transaction; a batch the writer merged already writes nothing."""
         body = {"writer": writer, "batch": batch, "assignments": assignments}
         doc: dict[str, Any] = self._json(
-            "POST", f"/v2/queues/{dlq}/patterns/assignments", json=body
+            "POST", f"/v2/queues/{seg(dlq)}/patterns/assignments", json=body
         )
         return doc
 
@@ -413,22 +394,22 @@ class Client(FailureGroupCalls):
 
     def put_template(self, name: str, doc: dict[str, Any]) -> dict[str, Any]:
         """Create the template, or replace it whole."""
-        result: dict[str, Any] = self._json("PUT", f"/v2/templates/{name}", json=doc)
+        result: dict[str, Any] = self._json("PUT", f"/v2/templates/{seg(name)}", json=doc)
         return result
 
     def patch_template(self, name: str, changes: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._json("PATCH", f"/v2/templates/{name}", json=changes)
+        result: dict[str, Any] = self._json("PATCH", f"/v2/templates/{seg(name)}", json=changes)
         return result
 
     def templates(self) -> list[dict[str, Any]]:
         return list(self._json("GET", "/v2/templates")["templates"])
 
     def template(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._json("GET", f"/v2/templates/{name}")
+        result: dict[str, Any] = self._json("GET", f"/v2/templates/{seg(name)}")
         return result
 
     def delete_template(self, name: str) -> None:
-        self._call("DELETE", f"/v2/templates/{name}")
+        self._call("DELETE", f"/v2/templates/{seg(name)}")
 
     # Credentials (the server must have authentication required)
 
@@ -443,11 +424,11 @@ class Client(FailureGroupCalls):
         return list(doc["credentials"])
 
     def rotate_credential(self, key_id: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("POST", f"/v2/credentials/{key_id}/rotate")
+        doc: dict[str, Any] = self._json("POST", f"/v2/credentials/{seg(key_id)}/rotate")
         return doc
 
     def revoke_credential(self, key_id: str) -> dict[str, Any]:
-        doc: dict[str, Any] = self._json("DELETE", f"/v2/credentials/{key_id}")
+        doc: dict[str, Any] = self._json("DELETE", f"/v2/credentials/{seg(key_id)}")
         return doc
 
     def token(self, key_id: str, secret: str, ttl: int = 3600) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import select
 import socket
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
-from urllib.parse import unquote, urlencode, urlsplit
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
 MAX_LINE = 65536  # a status or header line longer than this is no answer of the API's
 MAX_HEADERS = 100
@@ -286,6 +286,15 @@ def proxy_for(scheme: str, host: str, port: int) -> Proxy | None:
         user = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         authorization = "Basic " + base64.b64encode(user.encode()).decode("ascii")
     return Proxy(parts.hostname, parts.port or 80, authorization)
+
+
+def seg(value: object) -> str:
+    """`value` as one path segment: every character but the unreserved ones escaped, so a
+    name with a blank, `?`, `#`, `/` or `%` in it is the name the server reads (and refuses
+    or takes) rather than another request; `.` and `..` escaped too, which a proxy would
+    otherwise fold into the path before them."""
+    text = quote(str(value), safe="")
+    return text.replace(".", "%2E") if text in {".", ".."} else text
 
 
 def _json_bytes(value: Any) -> bytes:

@@ -8,7 +8,8 @@
     │   ├── TaskNotFound
     │   ├── PatternNotFound
     │   ├── FilterNotFound
-    │   └── TagNotFound
+    │   ├── TagNotFound
+    │   └── AutoRedriveNotFound  (the DLQ has no automatic redrive policy)
     ├── Conflict
     │   ├── QueueAlreadyExists
     │   ├── MessageClaimed
@@ -21,7 +22,8 @@
     │   ├── TemplatePatternTaken (another template has the pattern: this one would never apply)
     │   ├── PatchConflict        (a JSON Patch's test fails, or it removes what is not there)
     │   ├── DeadLetterQueueInUse (deleting or purging a DLQ sources name, without force)
-    │   └── PatternImpure        (a canary over a pattern flagged as mixing failures, without force)
+    │   ├── PatternImpure        (a canary over a pattern flagged as mixing failures, without force)
+    │   └── AutoRedriveActive    (a resume of an automatic redrive policy that is active)
     ├── ClaimMismatch            (wrong or expired claim id)
     ├── InvalidInput
     │   ├── OutOfRange           (a number outside the range the engine takes for it)
@@ -120,6 +122,14 @@ class TaskNotRunning(Conflict):
 
 class TaskNotPaused(Conflict):
     """The redrive task is not paused."""
+
+
+class AutoRedriveNotFound(NotFound):
+    """The dead-letter queue has no automatic redrive policy."""
+
+
+class AutoRedriveActive(Conflict):
+    """The automatic redrive policy is active: there is nothing to resume."""
 
 
 class ClaimMismatch(DeadletterError):

@@ -9,7 +9,13 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, dataclass_transform
 
 from deadletter.domain.limits import QUEUES_PER_TENANT
-from deadletter.domain.policies import DeadLetterPolicy, RedriveAllow, RetryPolicy
+from deadletter.domain.policies import (
+    DeadLetterPolicy,
+    DeadLetterRoute,
+    GroupPolicy,
+    RedriveAllow,
+    RetryPolicy,
+)
 from deadletter.domain.provenance import Provenance, Reason
 
 # Limits the engine enforces whatever the front end; faces may be narrower.
@@ -109,6 +115,12 @@ class QueueSettings:
     max_messages: int | None = None
     max_bytes: int | None = None
     overflow: Overflow = Overflow.DROP_HEAD
+    # Where dead letters of a reason (a `Reason` value) go instead of the policy's DLQ
+    # (`domain.routing`); they need the policy.
+    dead_letter_routes: dict[str, DeadLetterRoute] = field(default_factory=dict)
+    # Consumer tags' own policies, by tag, kept by the engine's tag operations only, as
+    # `consumer_tags` is.
+    tag_policies: dict[str, GroupPolicy] = field(default_factory=dict)
 
     @property
     def bounded(self) -> bool:
@@ -151,6 +163,8 @@ _STORED_AS: dict[str, Any] = {
     "redrive_allow": lambda a: a.to_dict(),
     "consumer_tags": list,
     "retry_policy": lambda p: p.to_dict() if p else None,
+    "dead_letter_routes": lambda routes: {k: r.to_dict() for k, r in routes.items()},
+    "tag_policies": lambda policies: {k: p.to_dict() for k, p in policies.items()},
 }
 _READ_AS: dict[str, Any] = {
     "dead_letter": lambda d: DeadLetterPolicy.from_dict(d) if d else None,
@@ -159,6 +173,8 @@ _READ_AS: dict[str, Any] = {
     "dead_letter_default": bool,
     "retry_policy": lambda d: RetryPolicy.from_dict(d) if d else None,
     "overflow": Overflow,
+    "dead_letter_routes": lambda d: {k: DeadLetterRoute.from_dict(r) for k, r in d.items()},
+    "tag_policies": lambda d: {k: GroupPolicy.from_dict(p) for k, p in d.items()},
 }
 
 
@@ -300,6 +316,9 @@ class DeadLetterFilter:
     # A filter saved on the DLQ by this name: its fields narrow beside these (the engine
     # reads it where the filter is used, `engine/selection.py`).
     saved: str | None = None
+    # Not of the language: sent back by automatic redrive fewer than this many times. The
+    # filter of an automatic redrive's round (`domain/auto_redrive.py`), which its task keeps.
+    auto_rounds_below: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         extra = {k: v for k, v in self._extra().items() if v not in (None, ())}
@@ -331,6 +350,7 @@ class DeadLetterFilter:
             "max_deaths": self.max_deaths,
             "redriven_by": self.redriven_by,
             "filter": self.saved,
+            "auto_rounds_below": self.auto_rounds_below,
         }
 
     @classmethod
@@ -355,6 +375,7 @@ class DeadLetterFilter:
             max_deaths=data.get("max_deaths"),
             redriven_by=data.get("redriven_by"),
             saved=data.get("filter"),
+            auto_rounds_below=data.get("auto_rounds_below"),
         )
 
     @property
@@ -369,6 +390,7 @@ class DeadLetterFilter:
             or self.min_deaths is not None
             or self.max_deaths is not None
             or self.redriven_by is not None
+            or self.auto_rounds_below is not None
         )
 
     def for_store(self) -> DeadLetterFilter:

@@ -45,6 +45,61 @@ class DeadLetterPolicy:
 
 
 @dataclass(frozen=True)
+class DeadLetterRoute:
+    """Where a queue's dead letters of one reason go instead of its DLQ (RabbitMQ's
+    dead-letter routing keys). `active` turns false when that queue is deleted: the reason
+    then dead-letters nothing, as a policy whose DLQ is deleted."""
+
+    target: str
+    active: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "active": self.active}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeadLetterRoute:
+        return cls(data["target"], bool(data.get("active", True)))
+
+
+@dataclass(frozen=True)
+class GroupPolicy:
+    """A consumer tag's own dead-letter policy and retry backoff (a Pub/Sub subscription's
+    deadLetterPolicy and retryPolicy); each field left unset takes the queue's. `active`
+    turns false when the tag's own DLQ is deleted."""
+
+    max_claims: int | None = None
+    dead_letter_queue: str | None = None
+    retry_policy: RetryPolicy | None = None
+    active: bool = True
+
+    @property
+    def empty(self) -> bool:
+        return (
+            self.max_claims is None
+            and self.dead_letter_queue is None
+            and (self.retry_policy is None)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_claims": self.max_claims,
+            "dead_letter_queue": self.dead_letter_queue,
+            "retry_policy": self.retry_policy.to_dict() if self.retry_policy else None,
+            "active": self.active,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GroupPolicy:
+        retry = data.get("retry_policy")
+        return cls(
+            max_claims=data.get("max_claims"),
+            dead_letter_queue=data.get("dead_letter_queue"),
+            retry_policy=RetryPolicy.from_dict(retry) if retry else None,
+            active=bool(data.get("active", True)),
+        )
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """How long a message given back without a delay of its own stays hidden (Pub/Sub's
     retryPolicy): `minimum_backoff * 2^(deliveries - 1)` seconds, at most `maximum_backoff`.

@@ -218,6 +218,11 @@ OVERFLOW = Choice(
 DLQ_TARGET = Reference(
     "dead_letter.target", "_dead_letter_queue", "RedrivePolicy.deadLetterTargetArn"
 )
+# Dead letters by reason to DLQs of their own (reason -> queue; on SQS, reason -> ARN, an
+# extension member of the redrive policy); they need the policy.
+DLQ_ROUTES = Reference(
+    "dead_letter_routes", "_dead_letter_routes", "RedrivePolicy.deadLetterRoutes"
+)
 
 # The queue's own ranged settings, in the order the engine checks them, then the policy's.
 QUEUE_SETTINGS = (

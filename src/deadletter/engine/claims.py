@@ -30,7 +30,7 @@ def claim(
     are passed over, and the claim holds only what was delivered."""
     queue = group.queue
     project, name = queue.project, queue.name
-    policy, retry = queue.settings.dead_letter, queue.settings.retry_policy
+    policy, retry = group.policy(Reason.MAX_CLAIMS), group.retry()
     claim_id = new_id()
     expires = now + claim_ttl
     record = ClaimRecord(
@@ -116,7 +116,7 @@ def given_back(
     visible again after `delay` seconds, or when none is given, after the queue's retry
     policy's backoff for their delivery count."""
     queue = group.queue
-    policy = queue.settings.dead_letter
+    policy = group.policy(Reason.MAX_CLAIMS)
     spent = [m for m in messages if transitions.poisoned(m, policy)]
     # Those a full DLQ refuses are given back like the others: never lost.
     moved = dead_letters.past_limit(
@@ -124,7 +124,7 @@ def given_back(
     )
     spent_ids = {m.id for m in spent} - {m.id for m in moved.kept}
     back = [
-        transitions.unclaimed(m, now, transitions.backoff(m, queue.settings, delay))
+        transitions.unclaimed(m, now, transitions.backoff(m, group.retry(), delay))
         for m in messages
         if m.id not in spent_ids
     ]
@@ -164,7 +164,7 @@ def renew(
     new_grace = record.grace if grace is None else grace
     expires = now + ttl
     renewed = [
-        transitions.renewed(m, expires, new_grace, queue.settings.retry_policy)
+        transitions.renewed(m, expires, new_grace, group.retry())
         for m in group.claimed_by(tx, claim_id, now, lock=True)
     ]
     group.hold(tx, renewed)

@@ -4,12 +4,14 @@ faces still call one object; the rules live in `redrive`, `patterns` and `creden
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from deadletter.clock import Clock
 from deadletter.domain import errors
+from deadletter.domain.auto_redrive import AutoRedrive, AutoRedriveSpec, PolicyState
 from deadletter.domain.model import (
     MAX_PATTERNS,
     MAX_PATTERNS_BYTES,
@@ -19,12 +21,22 @@ from deadletter.domain.model import (
 )
 from deadletter.domain.patterns import Assignment, MergedBatch
 from deadletter.domain.redrive import Canary, MessagePatch, RedriveTask
+from deadletter.engine import (
+    auto_redrive,
+    edits,
+    patterns,
+    redrive,
+    selection,
+    splits,
+    validation,
+)
 from deadletter.engine import canary as canaries
-from deadletter.engine import edits, patterns, redrive, selection, splits, validation
 from deadletter.engine.lookups import require_queue
 from deadletter.engine.subscriptions import Subscriptions
 from deadletter.engine.transactions import Pending, Runner
 from deadletter.storage.base import CredentialRecord, Transaction
+
+log = logging.getLogger(__name__)
 
 # Dead letters one transaction of a purge deletes.
 PURGE_BATCH = 1000
@@ -115,6 +127,77 @@ class DeadLetterOperations:
 
     def active_task_ids(self) -> list[str]:
         return self._runner.read(lambda tx: tx.active_task_ids())
+
+    # Automatic redrive (engine/auto_redrive.py)
+
+    def put_auto_redrive(
+        self, project: str, dlq: str, *, spec: AutoRedriveSpec, enabled: bool | None = None
+    ) -> tuple[AutoRedrive, bool]:
+        """Set the DLQ's automatic redrive policy (made, or replaced); whether it is new."""
+        auto_redrive.check(spec)
+        return self._runner.run(
+            lambda tx, _: auto_redrive.put(
+                tx, project, dlq, spec=spec, enabled=enabled, now=self.clock.now()
+            )
+        )
+
+    def get_auto_redrive(self, project: str, dlq: str) -> AutoRedrive:
+        """The policy, with what the round in flight moved so far."""
+        return self._runner.read(
+            lambda tx: auto_redrive.shown(tx, auto_redrive.get(tx, project, dlq))
+        )
+
+    def stop_auto_redrive(self, project: str, dlq: str) -> AutoRedrive:
+        return self._runner.run(lambda tx, _: auto_redrive.stop(tx, project, dlq, self.clock.now()))
+
+    def resume_auto_redrive(self, project: str, dlq: str) -> AutoRedrive:
+        return self._runner.run(
+            lambda tx, _: auto_redrive.resume(tx, project, dlq, self.clock.now())
+        )
+
+    def delete_auto_redrive(self, project: str, dlq: str) -> bool:
+        return self._runner.run(
+            lambda tx, _: auto_redrive.delete(tx, project, dlq, self.clock.now())
+        )
+
+    def run_auto_redrives(self) -> int:
+        """The background worker's turn: each active policy with a round due, or whose round
+        has ended, moved on (`auto_redrive.proceed`); how many were looked at. A round that
+        cannot start pauses its policy with the reason."""
+        due = self._runner.read(lambda tx: tx.due_auto_redrives(self.clock.now()))
+        for project, dlq in due:
+            try:
+                self._advance_auto_redrive(project, dlq)
+            except errors.StoreUnavailable:
+                raise  # the store's outage, not the policy's: it goes on once the store is back
+            except Exception as exc:  # one policy's failure must not stall the others'
+                if not isinstance(exc, errors.DeadletterError):
+                    log.exception("automatic redrive round failed", extra={"dlq": dlq})
+                self._pause_auto_redrive(project, dlq, f"a round could not start: {exc}")
+        return len(due)
+
+    def _pause_auto_redrive(self, project: str, dlq: str, reason: str) -> None:
+        self._runner.run(
+            lambda tx, _: auto_redrive.paused_by_error(tx, project, dlq, reason, self.clock.now())
+        )
+        log.warning("automatic redrive paused", extra={"dlq": dlq, "reason": reason})
+
+    def _advance_auto_redrive(self, project: str, dlq: str) -> None:
+        def look(tx: Transaction) -> auto_redrive.Survey | None:
+            policy = tx.get_auto_redrive(project, dlq)
+            now = self.clock.now()
+            if policy is None or not auto_redrive.due(policy, now) or policy.round_open:
+                return None
+            return auto_redrive.survey(tx, policy, now)
+
+        found = self._runner.read(look)
+        policy = self._runner.run(
+            lambda tx, pending: auto_redrive.proceed(
+                tx, pending, project, dlq, found=found, now=self.clock.now()
+            )
+        )
+        if policy is not None and policy.state is PolicyState.PAUSED:
+            log.warning("automatic redrive paused", extra={"dlq": dlq, "reason": policy.reason})
 
     def list_dead_letters(
         self,

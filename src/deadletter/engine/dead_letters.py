@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from deadletter.domain import errors
+from deadletter.domain import errors, routing
 from deadletter.domain.model import Message, Overflow, Queue
 from deadletter.domain.provenance import ErrorDetails, Reason
 from deadletter.engine import bounds, counters, transitions
@@ -47,7 +47,7 @@ def move(
     under reject-publish[-dlx] those that do not fit are refused, counted on the source queue
     as `dlq_full`, and returned as kept, untouched."""
     source = group.queue
-    policy = source.settings.dead_letter
+    policy = group.policy(reason)
     assert policy is not None and policy.active, "callers check the policy"
     dlq = arrival_queue(tx, source.project, policy.target)
     ordered = sorted(messages, key=lambda m: m.seq) if source.settings.fifo else messages
@@ -152,7 +152,7 @@ def refused_send(
     was told), as far as a bounded DLQ takes them (those it refuses are counted as
     `dlq_full`; their sender was told too); how many."""
     s = queue.settings
-    policy = s.dead_letter
+    policy = routing.policy_for(s, None, Reason.MAXLEN)
     if s.overflow is not Overflow.REJECT_PUBLISH_DLX or policy is None or not policy.active:
         return 0
     eligible, _ = transitions.split_eligible(list(messages))
@@ -196,7 +196,7 @@ def drop_head(
     if not doomed:
         return 0
     group = DefaultGroup(queue)
-    policy = queue.settings.dead_letter
+    policy = group.policy(Reason.MAXLEN)
     if policy is not None and policy.active:
         kept = past_limit(tx, pending, group, messages=doomed, reason=Reason.MAXLEN, now=now).kept
         if kept and refuse:
@@ -226,7 +226,7 @@ def reject(
     """A consumer holding the claims moves messages to the DLQ (reason `rejected`); all the
     pairs must be held, or nothing moves."""
     queue = group.queue
-    policy = queue.settings.dead_letter
+    policy = group.policy(Reason.REJECTED)
     if queue.name in tx.dead_letter_targets(queue.project):
         raise errors.NoActiveDeadLetterPolicy(
             f"{queue.name!r} is a dead-letter queue; its messages cannot be dead-lettered"
@@ -250,7 +250,7 @@ def reject(
         error=error,
     )
     if moved.kept:
-        raise _dlq_full(queue)
+        raise _dlq_full(queue, policy.target)
     return moved.stored
 
 
@@ -261,22 +261,20 @@ def not_requeued(
     requeue=false): to the DLQ at once with reason `rejected` where the queue has an active
     policy (dropped and counted if it is not eligible), else dropped and counted, as RabbitMQ
     drops it without a dead-letter exchange; the dead letter, if there is one."""
-    policy = group.queue.settings.dead_letter
+    policy = group.policy(Reason.REJECTED)
     if policy is not None and policy.active:
         moved = past_limit(tx, pending, group, messages=[message], reason=Reason.REJECTED, now=now)
         if moved.kept:
-            raise _dlq_full(group.queue)
+            raise _dlq_full(group.queue, policy.target)
         return moved.stored
     group.drop(tx, pending, [message], Reason.REJECTED)
     return []
 
 
-def _dlq_full(queue: Queue) -> errors.DeadLetterQueueFull:
+def _dlq_full(queue: Queue, target: str) -> errors.DeadLetterQueueFull:
     """A consumer's dead-lettering that a bounded DLQ refuses is refused as a whole: the
     consumer still holds the messages, and is told."""
-    policy = queue.settings.dead_letter
-    assert policy is not None
     return errors.DeadLetterQueueFull(
-        f"dead-letter queue {policy.target!r} of {queue.name!r} is full: the messages were not"
+        f"dead-letter queue {target!r} of {queue.name!r} is full: the messages were not"
         " dead-lettered and are still held"
     )

@@ -142,8 +142,13 @@ class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimO
         def work(tx: Transaction, pending: Pending) -> Queue:
             old = require_queue(tx, project, name, lock=True)
             now = self.clock.now()
-            # The tags' names are the tag operations' to change, whatever a face sends.
-            changed = replace(change(old), consumer_tags=old.settings.consumer_tags)
+            # The tags and their policies are the tag operations' to change, whatever a face
+            # sends.
+            changed = replace(
+                change(old),
+                consumer_tags=old.settings.consumer_tags,
+                tag_policies=old.settings.tag_policies,
+            )
             checked = queues.checked(tx, project, name, changed, now)
             tx.update_queue(project, name, checked, now)
             queue = replace(old, settings=checked, updated_at=now)

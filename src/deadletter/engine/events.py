@@ -42,6 +42,17 @@ class EngineListener:
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
         """A redrive task moved `count` messages out of `dlq`."""
 
+    def archived(self, project: str, dlq: str, count: int) -> None:
+        """`count` dead letters of `dlq` were archived out of its active view."""
+
+    def restored(self, project: str, dlq: str, count: int) -> None:
+        """`count` archived dead letters were restored into `dlq` (`messages_available` is
+        told as well)."""
+
+    def discarded(self, project: str, dlq: str, count: int) -> None:
+        """`count` dead letters of `dlq` were discarded for good, with a record in its
+        discard log."""
+
     def tag_delivery(self, project: str, queue: str, tag: str, event: str, count: int) -> None:
         """`count` messages of `queue` were `event` (claimed, acknowledged, dead_lettered) by
         consumer tag `tag`; the queue-wide hooks above are called as well."""

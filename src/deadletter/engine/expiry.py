@@ -98,7 +98,7 @@ def _lapsed_last_claims(
     as the group's next claim would move them. Those that expired are the expiry's; those
     whose policy changed since their claim (removed, inactive, a higher limit) lose the mark
     and wait for a claim."""
-    policy = group.queue.settings.dead_letter
+    policy = group.policy(Reason.MAX_CLAIMS)
     live = [m for m in messages if m.expires_at > now]
     spent = [m for m in live if transitions.poisoned(m, policy)]
     # Those a full DLQ refuses lose the mark too, and wait for a claim.

@@ -117,12 +117,19 @@ class FailureGroupOperations:
         keep = check_retention(retention)
         resolved, max_seq = self._selected(project, dlq, where)
         if dry_run:
-            return self._count(project, dlq, resolved, max_seq)
+            return self._runner.read(
+                lambda tx: _archivable(
+                    tx, project, dlq, where=resolved, max_seq=max_seq, now=self.clock.now()
+                )
+            )
 
-        def batch(tx: Transaction, after: int, now: float) -> tuple[int, int, bool]:
+        def batch(tx: Transaction, pending: Pending, after: int) -> tuple[int, int, bool]:
+            now = self.clock.now()
             queue = require_queue(tx, project, dlq)
             page = selection.listed(tx, project, dlq, now=now, where=resolved, after_seq=after,
                                     limit=BATCH, max_seq=max_seq)  # fmt: skip
+            # A message sent straight into the DLQ has no provenance: no dead letter to
+            # archive (a restore could not bring it back), and its preview says so.
             ids = [m.id for m in page if m.provenance is not None]
             locked = tx.get_messages(project, dlq, ids, lock=True) if ids else []
             event = {"event": "archived", "at": now, "keep_until": now + keep, "by": by}
@@ -131,6 +138,8 @@ class FailureGroupOperations:
             gone = tx.delete_messages(project, dlq, [m.id for m in locked]) if locked else 0
             if locked and queue.settings.consumer_tags:
                 tx.forget_tag_states([m.id for m in locked])
+            if gone:
+                pending.calls.append(lambda lst: lst.archived(project, dlq, gone))
             return gone, page[-1].seq if page else after, len(page) < BATCH
 
         return self._batches(batch)
@@ -151,7 +160,8 @@ class FailureGroupOperations:
         if dry_run:
             return self.count_archived(project, dlq, where=where)
 
-        def batch(tx: Transaction, after: int, now: float) -> tuple[int, int, bool]:
+        def batch(tx: Transaction, pending: Pending, after: int) -> tuple[int, int, bool]:
+            now = self.clock.now()
             # The DLQ's row held, as a sender holds it: a bounded DLQ's count stays true.
             queue = require_queue(tx, project, dlq, lock=True)
             page = tx.archived(project, dlq, after_seq=after, limit=BATCH, lock=True)
@@ -164,6 +174,12 @@ class FailureGroupOperations:
             tx.delete_archived(project, [m.id for m in back])
             tx.insert_messages(project, back)
             tx.add_fifo_groups(project, dlq, sorted({m.group_id for m in back if m.group_id}))
+            if back:
+                # Back at the DLQ's end, for its untagged consumers and each of its tags alike
+                # (a tag reads what it has not touched above its cursor: no state to write).
+                pending.available.add((project, dlq))
+                n = len(back)
+                pending.calls.append(lambda lst: lst.restored(project, dlq, n))
             full = fits < len(picked)
             return len(back), page[-1].message.seq if page else after, full or len(page) < BATCH
 
@@ -250,7 +266,7 @@ class FailureGroupOperations:
             return replace(record, count=self._count(project, dlq, resolved, max_seq))
 
         def batch(
-            tx: Transaction, after: int, kept: DiscardRecord
+            tx: Transaction, pending: Pending, after: int, kept: DiscardRecord
         ) -> tuple[DiscardRecord, int, bool]:
             queue = require_queue(tx, project, dlq)
             page = selection.listed(tx, project, dlq, now=self.clock.now(), where=resolved,
@@ -266,12 +282,13 @@ class FailureGroupOperations:
                     done := kept.with_more(ids[:gone])
                 )
                 kept = done
+                pending.calls.append(lambda lst: lst.discarded(project, dlq, gone))
             return kept, page[-1].seq if page else after, len(page) < BATCH
 
         after, done = 0, False
         while not done:
             record, after, done = self._runner.run(
-                lambda tx, _, at=after, kept=record: batch(tx, at, kept)  # type: ignore[misc]
+                lambda tx, pending, at=after, kept=record: batch(tx, pending, at, kept)  # type: ignore[misc]
             )
         return record
 
@@ -322,16 +339,31 @@ class FailureGroupOperations:
             )
         )
 
-    def _batches(self, batch: Callable[[Transaction, int, float], tuple[int, int, bool]]) -> int:
+    def _batches(self, batch: Callable[[Transaction, Pending, int], tuple[int, int, bool]]) -> int:
         """Run `batch` a transaction at a time from the start until it says it is done; the
         sum of what each moved."""
         total, after, done = 0, 0, False
         while not done:
             moved, after, done = self._runner.run(
-                lambda tx, _, at=after: batch(tx, at, self.clock.now())  # type: ignore[misc]
+                lambda tx, pending, at=after: batch(tx, pending, at)  # type: ignore[misc]
             )
             total += moved
         return total
+
+
+def _archivable(
+    tx: Transaction, project: str, dlq: str, *, where: DeadLetterFilter, max_seq: int, now: float
+) -> int:
+    """How many of what `where` (resolved) selects up to `max_seq` an archive takes: the
+    pages it walks, read, each counted as it counts them."""
+    total, after = 0, 0
+    while True:
+        page = selection.listed(tx, project, dlq, now=now, where=where, after_seq=after,
+                                limit=BATCH, max_seq=max_seq)  # fmt: skip
+        total += sum(1 for m in page if m.provenance is not None)
+        if len(page) < BATCH:
+            return total
+        after = page[-1].seq
 
 
 def check_retention(retention: int | None) -> int:
@@ -371,11 +403,15 @@ def _with(m: Message, event: dict[str, Any]) -> Message:
 def _restored(m: Message, now: float, retention: int) -> Message:
     """An archived dead letter as it comes back: unclaimed and visible, at the DLQ's end
     (numbered anew), expiring when it would have, or, if that passed while it was archived,
-    after the DLQ's retention from now."""
+    after the DLQ's retention from now. Its deliveries in the DLQ start again as they did
+    when it arrived: the claim count it came with, nothing due; a tag's start from no state
+    (the archive took them), as for any message above the tag's cursor."""
     placed = m.provenance.dead_lettered_at if m.provenance else now
     expires = m.expires_at if m.expires_at > now else now + retention
+    arrived = m.provenance.claim_count if m.provenance else 0
     return replace(m, seq=0, visible_at=min(placed, now), ready_at=min(placed, now),
-                   expires_at=expires, claim_id=None, claim_expires_at=None)  # fmt: skip
+                   expires_at=expires, claim_id=None, claim_expires_at=None,
+                   claim_count=arrived, dead_letter_due_at=None)  # fmt: skip
 
 
 __all__ = ["FailureGroupOperations", "check_reason", "check_retention"]

@@ -14,7 +14,9 @@ import abc
 from collections.abc import Sequence
 from dataclasses import replace
 
+from deadletter.domain import routing
 from deadletter.domain.model import Message, Queue
+from deadletter.domain.policies import DeadLetterPolicy, RetryPolicy
 from deadletter.domain.provenance import Reason
 from deadletter.domain.tags import ConsumerTag, TagState
 from deadletter.engine import counters, fifo, tags
@@ -120,6 +122,14 @@ class ConsumerGroup(abc.ABC):
     def claimed(self, pending: Pending, count: int) -> None:
         project, name = self.queue.project, self.queue.name
         pending.calls.append(lambda lst: lst.claimed(project, name, count))
+
+    def policy(self, reason: Reason) -> DeadLetterPolicy | None:
+        """The policy under which the group dead-letters for `reason` (`domain.routing`)."""
+        return routing.policy_for(self.queue.settings, self.tag, reason)
+
+    def retry(self) -> RetryPolicy | None:
+        """The group's retry backoff: a tag's own, else the queue's."""
+        return routing.retry_for(self.queue.settings, self.tag)
 
 
 class DefaultGroup(ConsumerGroup):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from deadletter.domain import errors
+from deadletter.domain import errors, routing
 from deadletter.domain.model import (
     DEFAULT_DEAD_LETTER_QUEUE,
     DEFAULT_QUEUE_QUOTA,
@@ -38,7 +38,7 @@ def create(
             " delete one first, or ask the operator to raise the limit (serve --max-queues)"
         )
     # A new queue has no consumer tags, whatever settings it was given.
-    settings = replace(settings, consumer_tags=())
+    settings = replace(settings, consumer_tags=(), tag_policies={})
     queue = Queue(project, name, checked(tx, project, name, settings, now), now, now)
     tx.insert_queue(queue)
     return queue
@@ -54,10 +54,8 @@ def checked(
     it; here a policy is only accepted with its DLQ in place, so the default DLQ comes into
     being with the first policy that points at it (an operator may still create it before,
     to choose its settings)."""
-    policy = settings.dead_letter
     if (
-        policy is not None
-        and policy.target == DEFAULT_DEAD_LETTER_QUEUE
+        DEFAULT_DEAD_LETTER_QUEUE in routing.names(settings)
         and name != DEFAULT_DEAD_LETTER_QUEUE
         and tx.get_queue(project, DEFAULT_DEAD_LETTER_QUEUE) is None
     ):
@@ -66,13 +64,11 @@ def checked(
 
 
 def in_use(tx: Transaction, project: str, name: str) -> list[str]:
-    """The other queues whose active dead-letter policy names queue `name`."""
+    """The other queues whose active dead-letter policy, routes or tags name queue `name`."""
     return sorted(
         source.name
         for source in tx.sources_of(project, name)
-        if source.name != name
-        and source.settings.dead_letter
-        and source.settings.dead_letter.active
+        if source.name != name and name in routing.active_targets(source.settings)
     )
 
 
@@ -91,7 +87,8 @@ def refuse_in_use(tx: Transaction, project: str, name: str, doing: str, outcome:
 def delete(tx: Transaction, project: str, name: str, now: float, force: bool = False) -> bool:
     """Delete a queue and its messages. A DLQ that sources name is deleted only by force:
     those sources keep their messages, which go on being delivered without a limit, as
-    their policy turns inactive."""
+    their policy turns inactive (a route or a tag's own DLQ that names it turns inactive
+    alike: its reason or its tag dead-letters nothing)."""
     if not force:
         refuse_in_use(
             tx,
@@ -102,9 +99,8 @@ def delete(tx: Transaction, project: str, name: str, now: float, force: bool = F
             " delivered again without limit",
         )
     for source in tx.sources_of(project, name):
-        policy = source.settings.dead_letter
-        if policy is not None and policy.active:
-            settings = source.settings.with_changes(dead_letter=replace(policy, active=False))
+        if name in routing.active_targets(source.settings):
+            settings = routing.without_target(source.settings, name)
             tx.update_queue(project, source.name, settings, now)
     return tx.delete_queue(project, name)
 

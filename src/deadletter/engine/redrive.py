@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from deadletter.domain import errors
+from deadletter.domain.auto_redrive import REDRIVE_KEY
 from deadletter.domain.model import DeadLetterFilter, ListQuery, Queue
 from deadletter.domain.redrive import (
     MAX_SKIPPED_RECORDED,
@@ -52,6 +53,27 @@ def start(
 
     `dlq` is a queue some policy names as its DLQ, or one that still holds dead letters (its
     sources deleted or their policies removed since)."""
+    task, pattern_id = opened(tx, project, dlq, destination=destination, where=where,
+                              rate=rate, now=now)  # fmt: skip
+    selected = replace(task.filter, saved=None)  # read in already
+    to_move = selection.count(tx, project, dlq, now=now, where=selected, max_seq=task.max_seq)
+    return begun(tx, replace(task, to_move=to_move), canary, pattern_id, now)
+
+
+def opened(
+    tx: Transaction,
+    project: str,
+    dlq: str,
+    *,
+    destination: str | None,
+    where: DeadLetterFilter,
+    rate: float | None,
+    now: float,
+) -> tuple[RedriveTask, str | None]:
+    """A task checked and not yet written, its filter resolved and its `to_move` still 0, and
+    the pattern it selects by (its canary draws by it): `start` counts it; an automatic
+    redrive's round takes the count of its survey, read before its lock, rather than count
+    again under it."""
     source = require_queue(tx, project, dlq)
     if not is_redrive_source(tx, project, dlq, now):
         raise errors.InvalidInput(
@@ -70,27 +92,33 @@ def start(
     max_seq = tx.max_seq(project, dlq)
     group = where.saved  # the task says which saved filter it was of
     where = selection.expand(tx, project, dlq, where)  # a saved filter's pattern draws too
-    if canary is not None and canary.pattern_id is None:  # a verdict and a draw by pattern
-        canary = replace(canary, pattern_id=where.pattern_id)
     # The task keeps its filter resolved: its ages as times, its pattern as ids, from now.
-    where = selection.resolve(tx, project, dlq, where=where, now=now)
-    to_move = selection.count(tx, project, dlq, now=now, where=where, max_seq=max_seq)
-    where = replace(where, saved=group)
+    resolved = selection.resolve(tx, project, dlq, where=where, now=now)
     task = RedriveTask(
         id=new_id(),
         project=project,
         dlq=dlq,
         destination=destination,
-        filter=where,
+        filter=replace(resolved, saved=group),
         rate=rate,
         status=TaskStatus.RUNNING,
         moved=0,
-        to_move=to_move,
+        to_move=0,
         max_seq=max_seq,
         started_at=now,
         updated_at=now,
     )
+    return task, where.pattern_id
+
+
+def begun(
+    tx: Transaction, task: RedriveTask, canary: Canary | None, pattern_id: str | None, now: float
+) -> RedriveTask:
+    """`task` written, with its canary's sample drawn (by the pattern it selected by, if any:
+    its verdict names it)."""
     if canary is not None:
+        if canary.pattern_id is None:
+            canary = replace(canary, pattern_id=pattern_id)
         task = replace(task, canary=canaries.started(tx, canary, task, now))
     tx.insert_task(task)
     return task
@@ -211,6 +239,8 @@ def _move(
         skipped += refused
     for (_, tag), (destination, ids) in fresh.items():
         event = transitions.redrive_event(destination.name, task.dlq, task.id, now, tag)
+        if task.filter.auto_rounds_below is not None:  # a round of automatic redrive
+            event[REDRIVE_KEY] = True
         expires = now + destination.settings.default_ttl
         tx.redrive_messages(
             task.project,

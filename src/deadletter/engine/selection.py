@@ -16,6 +16,7 @@ from typing import Any
 import jmespath
 
 from deadletter.domain import errors
+from deadletter.domain.auto_redrive import auto_rounds
 from deadletter.domain.filters import REGEX_TIMEOUT, compiled_body, compiled_regex, narrowed
 from deadletter.domain.model import DeadLetterFilter, ListQuery, Message
 from deadletter.engine import patterns
@@ -76,6 +77,9 @@ def matches(m: Message, where: DeadLetterFilter) -> bool:
     if where.redriven_by is not None and not any(
         e.get("event") == "redriven" and e.get("task_id") == where.redriven_by for e in m.history
     ):
+        return False
+    cap = where.auto_rounds_below  # a round of automatic redrive leaves out the exhausted
+    if cap is not None and auto_rounds(m.history) >= cap:
         return False
     return where.body is None or _body_selects(where.body, m.body)
 

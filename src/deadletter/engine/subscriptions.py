@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from deadletter.auth.signed_urls import SignedUrl
 from deadletter.clock import Clock
-from deadletter.domain import errors
+from deadletter.domain import errors, routing
 from deadletter.domain.limits import SUBSCRIPTIONS_PER_PROJECT, SUBSCRIPTIONS_PER_QUEUE
 from deadletter.domain.model import MAX_DESCRIPTION, MAX_ERROR_DETAILS, Message
 from deadletter.domain.provenance import Reason
@@ -169,7 +169,7 @@ def give_up(tx: Transaction, pending: Pending, d: Delivery, failures: int, now: 
     )[:MAX_DESCRIPTION]
     error = (d.last_error or "unknown error")[:MAX_ERROR_DETAILS]
     source = tx.get_queue(d.project, d.queue)
-    policy = source.settings.dead_letter if source else None
+    policy = routing.policy_for(source.settings, None, Reason.DELIVERY_FAILED) if source else None
     dlq = tx.get_queue(d.project, policy.target) if policy and policy.active else None
     project, queue = d.project, d.queue
     if source is None or dlq is None:

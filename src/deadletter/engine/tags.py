@@ -7,11 +7,12 @@ without another query whether it has any; a queue without tags takes none of the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from deadletter.domain import errors, names
-from deadletter.domain.model import Message, Queue
+from deadletter.domain.model import Message, Queue, QueueSettings
+from deadletter.domain.policies import GroupPolicy
 from deadletter.domain.tags import (
     DEFAULT_DONE_AT,
     MAX_TAGS_PER_QUEUE,
@@ -19,6 +20,7 @@ from deadletter.domain.tags import (
     TagCounts,
     default_done,
 )
+from deadletter.engine import queues
 from deadletter.engine.lookups import require_queue
 from deadletter.storage.base import Transaction
 
@@ -84,8 +86,50 @@ def create(
     if not tx.insert_tag(tag):
         raise errors.TagAlreadyExists(f"queue {queue_name!r} already has a tag {name!r}")
     names = tuple(sorted({*queue.settings.consumer_tags, name}))
-    tx.update_queue(project, queue_name, replace(queue.settings, consumer_tags=names), now)
+    settings = replace(queue.settings, consumer_tags=names)
+    tx.update_queue(project, queue_name, settings, now)
     return tag
+
+
+def set_policy(
+    tx: Transaction,
+    project: str,
+    queue_name: str,
+    *,
+    name: str,
+    change: Callable[[GroupPolicy], GroupPolicy],
+    now: float,
+) -> None:
+    """The tag's own policy becomes what `change` makes of it (an empty one: the queue's,
+    all of it), read and written with the queue's row locked."""
+    queue = require_queue(tx, project, queue_name, lock=True)
+    require_tag(tx, project, queue_name, name)
+    policy = change(queue.settings.tag_policies.get(name) or GroupPolicy())
+    tx.update_queue(
+        project,
+        queue_name,
+        with_policy(tx, queue, queue.settings, name=name, policy=policy, now=now),
+        now,
+    )
+
+
+def with_policy(
+    tx: Transaction,
+    queue: Queue,
+    s: QueueSettings,
+    *,
+    name: str,
+    policy: GroupPolicy | None,
+    now: float,
+) -> QueueSettings:
+    """`s` with tag `name`'s own policy, checked with every DLQ the queue names."""
+    policies = {k: p for k, p in s.tag_policies.items() if k != name}
+    if policy is not None and not policy.empty:
+        policies[name] = policy
+    if policies == s.tag_policies:
+        return s
+    changed = replace(s, tag_policies=policies)
+    return queues.checked(tx, queue.project, queue.name, changed, now)
 
 
 def delete(tx: Transaction, project: str, queue_name: str, name: str, now: float) -> None:
@@ -98,7 +142,8 @@ def delete(tx: Transaction, project: str, queue_name: str, name: str, now: float
         if value:
             tx.bump_counter(project, queue_name, counter, -value)
     names = tuple(t for t in queue.settings.consumer_tags if t != name)
-    settings = replace(queue.settings, consumer_tags=names)
+    policies = {k: p for k, p in queue.settings.tag_policies.items() if k != name}
+    settings = replace(queue.settings, consumer_tags=names, tag_policies=policies)
     tx.update_queue(project, queue_name, settings, now)
     settle(tx, replace(queue, settings=settings), tx.default_done_ids(project, queue_name))
 

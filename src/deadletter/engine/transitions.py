@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from deadletter.domain import errors
+from deadletter.domain import errors, routing
 from deadletter.domain.model import (
     MAX_TTL,
     RESERVED_ATTRIBUTE_PREFIX,
@@ -19,7 +19,6 @@ from deadletter.domain.model import (
     Message,
     NewMessage,
     Queue,
-    QueueSettings,
 )
 from deadletter.domain.policies import DeadLetterPolicy, RetryPolicy
 from deadletter.domain.provenance import ErrorDetails, Provenance, Reason
@@ -128,12 +127,12 @@ def renewed(m: Message, expires: float, grace: int, retry: RetryPolicy | None = 
     )
 
 
-def backoff(m: Message, s: QueueSettings, delay: int | None) -> int:
+def backoff(m: Message, retry: RetryPolicy | None, delay: int | None) -> int:
     """How long `m`, given back, stays hidden: the consumer's `delay` when it gives one, else
-    the queue's retry policy's backoff after `m`'s deliveries so far."""
+    its group's `retry` policy's backoff after `m`'s deliveries so far."""
     if delay is not None:
         return delay
-    return 0 if s.retry_policy is None else s.retry_policy.backoff(m.claim_count)
+    return 0 if retry is None else retry.backoff(m.claim_count)
 
 
 def unclaimed(m: Message, now: float, delay: int = 0) -> Message:
@@ -300,7 +299,7 @@ def expiry_dead_letters(
 ) -> tuple[list[Message], list[Message], list[Message]]:
     """Expired messages of `queue` split into those its policy dead-letters, those the policy
     would dead-letter but that are not eligible, and those no policy asks for."""
-    policy = queue.settings.dead_letter if queue else None
+    policy = routing.policy_for(queue.settings, None, Reason.EXPIRED) if queue else None
     if policy is None or not policy.active or not policy.on_expiry:
         return [], [], list(messages)
     eligible, not_eligible = split_eligible(messages)

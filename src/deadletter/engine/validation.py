@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
-from deadletter.domain import errors, names
+from deadletter.domain import errors, names, routing
 from deadletter.domain import settings as declared
 from deadletter.domain.model import (
     DEFAULT_DEAD_LETTER_QUEUE,
@@ -22,12 +21,11 @@ from deadletter.domain.model import (
     QueueSettings,
 )
 from deadletter.domain.policies import (
-    DeadLetterPolicy,
     RedriveAllow,
     RedrivePermission,
     RetryPolicy,
 )
-from deadletter.domain.provenance import ErrorDetails
+from deadletter.domain.provenance import ErrorDetails, Reason
 from deadletter.domain.templates import TemplateSettings
 from deadletter.engine import fifo
 from deadletter.storage.base import Transaction
@@ -40,6 +38,8 @@ ATTRIBUTE_TYPES = ("String", "Number", "Binary")
 MAX_REDRIVE_RATE = 1e6
 MAX_EPOCH = 1e11
 MAX_REDRIVE_IDS = 10_000
+# The reasons a queue may route to a DLQ of their own.
+REASONS = tuple(r.value for r in Reason)
 
 
 def check_range(what: str, value: int | float, low: int, high: int) -> None:
@@ -178,46 +178,87 @@ def checked_settings(tx: Transaction, project: str, name: str, s: QueueSettings)
         )
     _check_redrive_allow(s.redrive_allow)
     fifo.check_settings(s, tx.get_queue(project, name))
-    policy = s.dead_letter
-    if name == DEFAULT_DEAD_LETTER_QUEUE and (policy is not None or s.dead_letter_default):
+    _check_policies(s)
+    found = routing.targets(s)
+    if name == DEFAULT_DEAD_LETTER_QUEUE and (found or s.dead_letter_default):
         raise errors.DeadLetterChainRefused(
             f"{name!r} is the default dead-letter queue, so it cannot have a dead-letter"
             " queue of its own (no chains)"
         )
-    if policy is None:
+    if not found:
         return s
-    return _with_policy_checked(tx, project, name, s, policy)
-
-
-def _with_policy_checked(
-    tx: Transaction, project: str, name: str, s: QueueSettings, policy: DeadLetterPolicy
-) -> QueueSettings:
-    """`s`, whose dead-letter `policy` passes the no-chain and no-cycle rules, with the
-    policy active."""
-    check_declared(s, declared.POLICY_SETTINGS)
-    if policy.target == name:
-        raise errors.DeadLetterChainRefused(f"queue {name!r} cannot be its own dead-letter queue")
-    target = tx.get_queue(project, policy.target)
-    if target is None:
-        raise errors.DeadLetterTargetMissing(
-            f"dead-letter queue {policy.target!r} does not exist; create it first"
-        )
-    fifo.check_dead_letter_type(name, s, target)
-    target_policy = target.settings.dead_letter
-    if target_policy is not None and target_policy.active:
-        raise errors.DeadLetterChainRefused(
-            f"{policy.target!r} has a dead-letter policy of its own, so it cannot be a"
-            " dead-letter queue (no chains)"
-        )
     if name in tx.dead_letter_targets(project):
         raise errors.DeadLetterChainRefused(
-            f"{name!r} is a dead-letter queue, so it cannot have a dead-letter policy (no chains)"
+            f"{name!r} is a dead-letter queue, so it cannot have a dead-letter policy, a"
+            " route or a tag with a dead-letter queue (no chains)"
+        )
+    for target in found:
+        _check_target(tx, project, name, s, target)
+    return routing.activated(s)
+
+
+def _check_policies(s: QueueSettings) -> None:
+    """The policy's ranges, each route's reason, and each tag's own policy: its ranges, and
+    a DLQ and a max claim count that it or the queue gives."""
+    if s.dead_letter is not None:
+        check_declared(s, declared.POLICY_SETTINGS)
+    if s.dead_letter_routes and s.dead_letter is None:
+        raise errors.InvalidInput(
+            "dead-letter routes need the queue's dead-letter policy (its max claims and the"
+            " dead-letter queue of the reasons no route names)"
+        )
+    for reason, route in s.dead_letter_routes.items():
+        if reason not in REASONS:
+            raise errors.InvalidInput(
+                f"{reason!r} is not a dead-letter reason; routes name {', '.join(REASONS)}"
+            )
+        _check_reference(route.target)
+    for tag, own in s.tag_policies.items():
+        if own.max_claims is not None:
+            what = f"tag {tag!r}'s {declared.MAX_CLAIMS.what}"
+            check_range(what, own.max_claims, declared.MAX_CLAIMS.low, declared.MAX_CLAIMS.high)
+        if own.retry_policy is not None:
+            check_declared(QueueSettings(retry_policy=own.retry_policy), declared.RETRY_SETTINGS)
+            _check_retry(own.retry_policy)
+        if own.dead_letter_queue is not None:
+            _check_reference(own.dead_letter_queue)
+        if (own.max_claims is not None or own.dead_letter_queue is not None) and (
+            routing.group_policy(s, tag) is None
+        ):
+            raise errors.InvalidInput(
+                f"tag {tag!r} needs both a max claim count and a dead-letter queue, its own or"
+                " the queue's"
+            )
+
+
+def _check_reference(name: str) -> None:
+    if not isinstance(name, str) or not names.QUEUE_REFERENCE.valid(name):
+        raise errors.InvalidInput(f"{name!r} is not the name of a queue")
+
+
+def _check_target(
+    tx: Transaction, project: str, name: str, s: QueueSettings, found: routing.Target
+) -> None:
+    """The no-chain and no-cycle rules for one DLQ that queue `name`'s settings `s` name."""
+    if found.name == name:
+        raise errors.DeadLetterChainRefused(
+            f"queue {name!r} cannot be its own dead-letter queue ({found.what})"
+        )
+    target = tx.get_queue(project, found.name)
+    if target is None:
+        raise errors.DeadLetterTargetMissing(
+            f"dead-letter queue {found.name!r} ({found.what}) does not exist; create it first"
+        )
+    fifo.check_dead_letter_type(name, s, target)
+    if routing.active_targets(target.settings):
+        raise errors.DeadLetterChainRefused(
+            f"{found.name!r} has a dead-letter policy of its own, so it cannot be a"
+            f" dead-letter queue ({found.what}; no chains)"
         )
     if not target.settings.redrive_allow.admits(name):
         raise errors.RedriveNotAllowed(
-            f"the redrive-allow policy of {policy.target!r} does not admit {name!r}"
+            f"the redrive-allow policy of {found.name!r} does not admit {name!r}"
         )
-    return s.with_changes(dead_letter=replace(policy, active=True))
 
 
 def _check_redrive_allow(allow: RedriveAllow) -> None:

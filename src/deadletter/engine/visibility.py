@@ -77,9 +77,7 @@ def change(
             results.append(exc)
             continue
         if timeout > 0:
-            changed = transitions.visibility_changed(
-                held, now, timeout, queue.settings.retry_policy
-            )
+            changed = transitions.visibility_changed(held, now, timeout, batch.group.retry())
             batch.hold(changed)
             results.append(changed)
             continue

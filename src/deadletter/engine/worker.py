@@ -1,5 +1,5 @@
-"""The background work a server does: the expiry sweep (and the archive's), and running redrive
-tasks at their rate."""
+"""The background work a server does: the expiry sweep (and the archive's), automatic
+redrive's rounds, and running redrive tasks at their rate."""
 
 from __future__ import annotations
 
@@ -76,6 +76,13 @@ class Worker:
                 pass  # logged once by the store; swept again next interval
             except Exception:  # the sweep is retried next interval; tasks still get their turn
                 log.exception("expiry sweep failed; retrying at the next interval")
+            # Automatic redrive rounds are due by the minute: looked at once an interval.
+            try:
+                self.engine.run_auto_redrives()
+            except StoreUnavailable:
+                pass
+            except Exception:
+                log.exception("automatic redrive failed; retrying at the next interval")
         busy = False
         for task_id in self.engine.active_task_ids():
             busy |= self._isolated_step(task_id)

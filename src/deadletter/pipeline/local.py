@@ -8,151 +8,70 @@ The reader takes a line only when it is sure to read it as Spark's JSON reader a
 
 from __future__ import annotations
 
-import json
-import re
+import os
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from deadletter.pipeline import summary
 from deadletter.pipeline.analysis import Result
 from deadletter.pipeline.columns import COLUMNS
+from deadletter.pipeline.lines import _ENCODE, NotLocal, row_of_line
+
+__all__ = [
+    "NotLocal",
+    "analyze_local",
+    "analyze_rows",
+    "read_dlq",
+    "read_jsonl",
+    "row_of_line",
+    "suits",
+]
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD, pattern_id, with_context
 from deadletter.pipeline.purity import explain
 
-# Above this size an export goes to Spark: by then its parallel masking has paid for its
-# start (docs/pipeline.md, "Small inputs").
-LOCAL_MAX_BYTES = 64 * 1024 * 1024
-# The same for a DLQ read from the server, whose size shows only while reading: about the
-# dead letters of such a file. Memory grows by about 3 KB per dead letter (3 GB at a million).
-LOCAL_MAX_ROWS = 80_000
-
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
-_TEXT_COLUMNS = ("message_id", "source_queue", "reason", "description", "error", "error_class")
-_INT32 = 2**31
-_DECODE = msgspec.json.Decoder().decode
-_ENCODE = msgspec.json.Encoder().encode
-_CONTROL = re.compile(r"[\x00-\x1f]")
-# The ways `deadletter dlq export` and the corpus generator write a nested body.
-_DUMPS = [
-    {"separators": seps, "ensure_ascii": ascii_only}
-    for seps in ((", ", ": "), (",", ":"))
-    for ascii_only in (False, True)
-]
+# `--engine auto` reads a JSON-lines export up to this size without Spark, and hands it to
+# Spark past it: about 1.3 million dead letters, past the million at which the two were about
+# even on two cores (docs/pipeline.md, "Which engine"); Spark's start decides below it, its
+# cores above. `--engine local` takes any size.
+AUTO_LOCAL_MAX_BYTES = 1024**3
+# Processes that read and count an export's blocks (tally.py), at most: the result is the same
+# with one.
+LOCAL_WORKERS = 2
 
 
-_COMPACT_FIRST = sorted(_DUMPS, key=lambda o: o["separators"] != (",", ":"))
-
-
-def _decoded(line: str) -> Any:
-    """json.loads's answer, by msgspec's faster decoder where it reads the line (it refuses
-    what standard JSON refuses, NaN say, which json.loads then reads as before)."""
+def local_workers() -> int:
+    """How many processes count the blocks: two where a core is idle beside this process's,
+    else this one alone. Two spend more CPU in all (each masks the texts both see, and the
+    blocks travel between them), which a busy machine pays for in time."""
+    cores = os.cpu_count() or 1
     try:
-        return _DECODE(line)
-    except msgspec.DecodeError:
-        return json.loads(line)
+        idle = cores - os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this system
+        return 1
+    return min(LOCAL_WORKERS, cores) if idle >= 1 else 1
 
 
-class NotLocal(ValueError):
-    """The export holds a line that only Spark's reader is sure to read as Spark does."""
+# A DLQ read from the server is held whole before it is analysed: about 3 KB per dead letter.
+LOCAL_MAX_ROWS = 80_000
 
 
 def suits(path: Path, *, any_size: bool = False) -> bool:
-    """An export for the in-process path: JSON lines up to LOCAL_MAX_BYTES, or Parquet (told
-    by its first bytes) of up to LOCAL_MAX_ROWS dead letters; with `any_size`, any export."""
+    """An export the in-process path takes (`any_size`: as `--engine local` does; else as
+    `--engine auto` does: JSON lines up to AUTO_LOCAL_MAX_BYTES, or Parquet, told by its first
+    bytes, of up to LOCAL_MAX_ROWS dead letters, which it holds as rows)."""
     try:
         from deadletter.pipeline.exports import is_parquet, parquet_rows
     except ImportError:  # no pyarrow: the engine then says which extra it needs
-        return path.is_file() and (any_size or path.stat().st_size <= LOCAL_MAX_BYTES)
+        return path.is_file() and (any_size or path.stat().st_size <= AUTO_LOCAL_MAX_BYTES)
     if is_parquet(path):
         try:
             return any_size or parquet_rows(path) <= LOCAL_MAX_ROWS
         except (OSError, ValueError):
             return False  # Spark says what is wrong with it
-    return path.is_file() and (any_size or path.stat().st_size <= LOCAL_MAX_BYTES)
-
-
-def _time(value: Any) -> datetime | None:
-    """A time as Spark's to_timestamp reads it in a UTC session: naive, UTC, microseconds."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not _TIME.fullmatch(value):
-        raise NotLocal(f"a time Spark may read otherwise: {value!r}")
-    # The expression above is ISO 8601 only: parse_time's reading as epoch seconds is moot.
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        return parsed
-    return parsed.astimezone(UTC).replace(tzinfo=None)
-
-
-def _body(value: Any, line: str) -> str | None:
-    """The body's text; a nested JSON body is the text of the line itself, as Spark keeps it."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, dict | list):
-        # The export's own separators first: most bodies are found on the first try.
-        compact = '"body":{' in line or '"body":[' in line
-        if compact:
-            # msgspec writes as the export does, much faster; the text is the line's own
-            # when it is found there.
-            text = _ENCODE(value).decode()
-            if f'"body":{text}' in line:
-                return text
-        for options in _COMPACT_FIRST if compact else _DUMPS:
-            text = json.dumps(value, **options)  # type: ignore[arg-type]
-            if f'"body": {text}' in line or f'"body":{text}' in line:
-                return text
-    raise NotLocal("a body whose text Spark may keep otherwise")
-
-
-def _attribute(value: Any) -> str | None:
-    """An attribute's value as to_schema reads it: a `{"type","value"}` object's value."""
-    if value is None:
-        return None
-    if isinstance(value, str) and not value.startswith(("{", "[")):
-        return value
-    if isinstance(value, dict) and set(value) <= {"type", "value"}:
-        found = value.get("value")
-        if isinstance(found, str):
-            return found
-    raise NotLocal(f"an attribute value Spark may read otherwise: {value!r}")
-
-
-def row_of_line(line: str) -> dict[str, Any]:
-    """One export line as a row in SCHEMA, or NotLocal."""
-    try:
-        record = _decoded(line)
-    except ValueError as exc:
-        raise NotLocal("a line that is not JSON") from exc
-    if not isinstance(record, dict):
-        raise NotLocal("a line that is not a JSON object")
-    row: dict[str, Any] = {}
-    for name in _TEXT_COLUMNS:
-        value = record.get(name)
-        if value is not None and not isinstance(value, str):
-            raise NotLocal(f"a {name} that is not text")
-        row[name] = value
-    mid = row["message_id"]
-    if mid is None or _CONTROL.search(mid):
-        raise NotLocal("a message id that is missing or holds control characters")
-    count = record.get("claim_count")
-    if count is not None and (type(count) is not int or not -_INT32 <= count < _INT32):
-        raise NotLocal(f"a claim count Spark reads otherwise: {count!r}")
-    row["claim_count"] = count
-    row["dead_lettered_at"] = _time(record.get("dead_lettered_at"))
-    row["enqueued_at"] = _time(record.get("enqueued_at"))
-    row["body"] = _body(record.get("body"), line)
-    attributes = record.get("attributes")
-    if attributes is not None and not isinstance(attributes, dict):
-        raise NotLocal("attributes that are not an object")
-    row["attributes"] = (
-        None if attributes is None else {k: _attribute(v) for k, v in attributes.items()}
-    )
-    return {name: row[name] for name in COLUMNS}
+    return path.is_file() and (any_size or path.stat().st_size <= AUTO_LOCAL_MAX_BYTES)
 
 
 def read_parquet(path: Path) -> list[dict[str, Any]]:
@@ -164,7 +83,7 @@ def read_parquet(path: Path) -> list[dict[str, Any]]:
         rows = read_rows(path)
     except NotExport as exc:
         raise NotLocal(f"a Parquet file whose {exc}") from exc
-    if any(_CONTROL.search(r["message_id"] or "") for r in rows):
+    if any(any(ord(c) < 0x20 for c in r["message_id"] or "") for r in rows):
         raise NotLocal("a message id that holds control characters")
     return _unique(rows)
 
@@ -252,17 +171,35 @@ def analyze_local(
     post: Callable[[list[dict[str, Any]]], None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Result:
-    """`analysis.analyze` of an export (JSON lines, or Parquet told by its first bytes), in
-    this process: the same patterns.json, patterns.parquet, report.html and assignments (in
-    input order)."""
+    """`analysis.analyze` of an export, in this process: the same patterns.json,
+    patterns.parquet, report.html and assignments (in input order). A JSON-lines export is
+    read block by block (reader.py) and counted as it goes (tally.py): memory holds one block,
+    the distinct masked texts and groups, and each dead letter's message id. A Parquet export
+    (told by its first bytes) is read whole into rows (`read_parquet`)."""
     from deadletter.pipeline.exports import is_parquet
+    from deadletter.pipeline.local_summary import summarise
+    from deadletter.pipeline.tally import Tally, counted_blocks
 
     say = progress or (lambda _stage: None)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     say("reading and masking the dead letters")
-    path = Path(path)
-    rows = read_parquet(path) if is_parquet(path) else read_jsonl(path)
-    return analyze_rows(
-        rows, out_dir, threshold=threshold, keep_assignments=keep_assignments, post=post, say=say
+    if is_parquet(Path(path)):
+        rows = read_parquet(Path(path))
+        return analyze_rows(
+            rows, out, threshold=threshold, keep_assignments=keep_assignments, post=post, say=say
+        )
+    tally = Tally()
+    for counted in counted_blocks(Path(path), local_workers(), tally.starts):
+        tally.add(counted)
+    return summarise(
+        tally,
+        Path(path),
+        out,
+        threshold=threshold,
+        keep_assignments=keep_assignments,
+        post=post,
+        say=say,
     )
 
 

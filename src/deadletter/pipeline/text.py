@@ -163,17 +163,23 @@ def _split_tokens_of(text: str, out: list[str]) -> None:
     the exception (`<5` stays itself) and is looked up as it is.
     """
     seen = _RAW_SEEN
+    by_class = _CLASS_SEEN
     for raw in _TOKEN_SPLIT.split(text):
         token = seen.get(raw)
         if token is None:
-            key = raw if "<" in raw else raw.translate(_ONE_DIGIT)
-            token = seen.get(key)
+            key = None if "<" in raw else raw.translate(_ONE_DIGIT)
+            token = None if key is None else by_class.get(key)
             if token is None:
-                if len(seen) >= _TOKENS_KEPT:
+                if len(seen) >= _TOKENS_KEPT or len(by_class) >= _TOKENS_KEPT:
                     seen.clear()
+                    by_class.clear()
                 token = _masked_token(raw, _WORD_MASKS)
-                # A token that keeps its digits (a class tag) is looked up as it is.
-                seen[raw if _HAS_DIGIT.search(token) else key] = token
+                # A token that keeps its digits (a class tag) is looked up as it is, apart
+                # from the others: `TAG_1011` is not what `TAG_2033` gives.
+                if key is None or _HAS_DIGIT.search(token):
+                    seen[raw] = token
+                else:
+                    by_class[key] = token
         if token and not (out and token in PLACEHOLDERS and out[-1] in PLACEHOLDERS):
             out.append(token)
 
@@ -199,8 +205,10 @@ def _masked_token(raw: str, word_masks: list[_Mask]) -> str:
 # the per-token rules cost more than a lookup. Bounded: cleared when full.
 _TOKENS_SEEN: dict[str, str] = {}
 _TOKENS_KEPT = 200_000
-# The same for `_split_tokens_of`, whose tokens are not masked yet.
+# The same for `_split_tokens_of`, whose tokens are not masked yet; and by the token with its
+# digits 2-9 as 1, for the tokens whose masked form keeps no digit.
 _RAW_SEEN: dict[str, str] = {}
+_CLASS_SEEN: dict[str, str] = {}
 _SPANS = [(re.compile(p) if p else None, needs) for p, needs in rules.SPANS]
 _ONE_DIGIT = str.maketrans("23456789", "11111111")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
@@ -213,6 +221,7 @@ def clear_caches() -> None:
     that replaces the masks (`_MASKS`, `_WORD_MASKS`) clears them before and after."""
     _TOKENS_SEEN.clear()
     _RAW_SEEN.clear()
+    _CLASS_SEEN.clear()
 
 
 # Exception signatures -----------------------------------------------------------------

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
+from deadletter.domain import routing
+from deadletter.domain.auto_redrive import AutoRedrive, AutoRedriveSpec, LastRound, PolicyState
 from deadletter.domain.model import Attribute, DeadLetterFilter, Message, Queue, QueueSettings
 from deadletter.domain.provenance import Provenance
 from deadletter.domain.redrive import Canary, MessagePatch, RedriveTask, SkipReason, TaskStatus
@@ -223,7 +225,7 @@ def settings_from(text: str) -> QueueSettings:
 
 
 def dead_letter_target(settings: QueueSettings) -> str | None:
-    return settings.dead_letter.target if settings.dead_letter else None
+    return routing.first_target(settings)
 
 
 def task_params(t: RedriveTask) -> dict[str, Any]:
@@ -273,6 +275,40 @@ def task_from(row: Row) -> RedriveTask:
         transform=MessagePatch.from_dict(json.loads(row["transform"]))
         if row["transform"]
         else None,
+    )
+
+
+def auto_redrive_params(a: AutoRedrive) -> dict[str, Any]:
+    return {
+        "project": a.project,
+        "dlq": a.dlq,
+        "spec": json.dumps(a.spec.to_dict()),
+        "state": a.state.value,
+        "reason": a.reason,
+        "next_due": a.next_due,
+        "open_task": a.last_round.task_id if a.round_open and a.last_round else None,
+        "progress": json.dumps(a.progress()),
+        "created_at": a.created_at,
+        "updated_at": a.updated_at,
+    }
+
+
+def auto_redrive_from(row: Row) -> AutoRedrive:
+    progress = json.loads(row["progress"])
+    last = progress.get("last_round")
+    return AutoRedrive(
+        project=row["project"],
+        dlq=row["dlq"],
+        spec=AutoRedriveSpec.from_dict(json.loads(row["spec"])),
+        state=PolicyState(row["state"]),
+        next_due=row["next_due"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        reason=row["reason"],
+        rounds=progress["rounds"],
+        moved=progress["moved"],
+        exhausted=progress["exhausted"],
+        last_round=LastRound.from_dict(last) if last else None,
     )
 
 

@@ -139,7 +139,7 @@ def test_every_route_whose_handler_checks_its_body_has_a_case() -> None:
         ("PUT", "/v2/queues/q2", {"_dead_letter_on_expiration": True},
          "_dead_letter_on_expiration", "_dead_letter_on_expiry"),
         ("PUT", "/v2/queues/q2", {"_max_claims": 3}, "_max_claims", "_max_claim_count"),
-        ("PUT", "/v2/queues/orders/tags/t2", {"max_claims": 5}, "max_claims", None),
+        ("PUT", "/v2/queues/orders/tags/t2", {"max_claim": 5}, "max_claim", "max_claims"),
         ("POST", "/v2/queues/orders/messages", {"messages": [{"body": 1, "tll": 60}]}, "tll",
          "ttl"),
         ("POST", "/v2/queues/new/messages",

@@ -107,6 +107,15 @@ class Feed(EngineListener):
         event = {"type": "redriven", "queue": dlq, "task_id": task_id, "count": count}
         self._publish(project, event)
 
+    def archived(self, project: str, dlq: str, count: int) -> None:
+        self._publish(project, {"type": "archived", "queue": dlq, "count": count})
+
+    def restored(self, project: str, dlq: str, count: int) -> None:
+        self._publish(project, {"type": "restored", "queue": dlq, "count": count})
+
+    def discarded(self, project: str, dlq: str, count: int) -> None:
+        self._publish(project, {"type": "discarded", "queue": dlq, "count": count})
+
     def patterns_stored(self, project: str, dlq: str, count: int) -> None:
         self._publish(project, {"type": "patterns", "queue": dlq, "count": count})
 

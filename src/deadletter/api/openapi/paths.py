@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from deadletter.api.openapi import auto_redrive
 from deadletter.api.openapi.pattern_schemas import PATTERN_SCHEMAS
 from deadletter.api.openapi.schemas import FILTER_QUERY, SCHEMAS, STR, whole
 from deadletter.api.zaqar.context import PATH_NAMES
@@ -92,7 +93,7 @@ def _parameters(route: ZaqarRoute) -> list[dict[str, Any]]:
 
 def _schemas(table: list[ZaqarRoute]) -> dict[str, Any]:
     """The body schemas; one whose route declares its fields (its row's `reads`) takes no other."""
-    schemas = {**SCHEMAS, **PATTERN_SCHEMAS}
+    schemas = {**SCHEMAS, **PATTERN_SCHEMAS, **auto_redrive.SCHEMAS}
     for route in table:
         fields = route.reads.body
         if route.body is not None and fields is not None and fields is not FREE:

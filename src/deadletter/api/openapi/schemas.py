@@ -96,6 +96,13 @@ def _retry_policy() -> dict[str, Any]:
     }
 
 
+# A consumer tag's own policy: each null or absent field takes the queue's.
+_TAG_POLICY: dict[str, Any] = {
+    "max_claims": _optional(declared.MAX_CLAIMS),
+    "dead_letter_queue": {"type": ["string", "null"]},
+    "retry_policy": _retry_policy(),
+}
+
 SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object",
@@ -125,6 +132,13 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Solace's max redelivery: _max_claim_count less one.",
             },
             declared.RETRY_POLICY.zaqar: _retry_policy(),
+            declared.DLQ_ROUTES.zaqar: {
+                "type": ["object", "null"],
+                "description": "Where dead letters of a reason go instead of _dead_letter_queue:"
+                " reason -> queue name (docs/api.md).",
+                "propertyNames": enum(Reason),
+                "additionalProperties": STR,
+            },
         },
     },
     "Template": {
@@ -407,7 +421,14 @@ SCHEMAS: dict[str, Any] = {
                 "properties": {"attribute": STR, "value": STR},
                 "required": ["attribute", "value"],
             },
+            **_TAG_POLICY,
         },
+    },
+    "TagPolicy": {
+        "type": "object",
+        "description": "A tag's own dead-letter policy and retry backoff; null takes the"
+        " queue's (docs/api.md).",
+        "properties": _TAG_POLICY,
     },
 }
 

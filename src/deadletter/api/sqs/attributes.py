@@ -8,7 +8,8 @@ in domain/settings.py:
     DelaySeconds                   default delay
     MaximumMessageSize             maximum message size
     ReceiveMessageWaitTimeSeconds  receive wait (long polling by default)
-    RedrivePolicy                  dead-letter policy (target, maxReceiveCount = max claims)
+    RedrivePolicy                  dead-letter policy (target, maxReceiveCount = max claims;
+                                   deadLetterRoutes, an extension: reason -> DLQ ARN)
     RedriveAllowPolicy             the DLQ's redrive-allow policy
     RetryPolicy                    retry backoff (minimumBackoff, maximumBackoff in seconds)
     Policy and the SSE/KMS names   kept as given (opaque)
@@ -38,6 +39,7 @@ from deadletter.domain import settings as declared
 from deadletter.domain.model import Queue, QueueSettings, QueueStats
 from deadletter.domain.policies import (
     DeadLetterPolicy,
+    DeadLetterRoute,
     RedriveAllow,
     RedrivePermission,
     RetryPolicy,
@@ -210,7 +212,9 @@ def _settings_stated(
     if name in SOLACE_ABSENT:
         return _solace(name, raw)
     if name == "RedrivePolicy":
-        return {"dead_letter": _redrive_policy(settings.dead_letter, raw, account, region)}
+        policy = _redrive_policy(settings.dead_letter, raw, account, region)
+        routes = _routes(raw, settings, account, region) if policy is not None else {}
+        return {"dead_letter": policy, declared.DLQ_ROUTES.field: routes}
     if name == "RedriveAllowPolicy":
         return {"redrive_allow": _redrive_allow(raw, account, region)}
     if name == RETRY_POLICY:
@@ -275,6 +279,11 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, re
     if raw in ("", None, "{}"):
         return None
     doc = _json_value("RedrivePolicy", raw)
+    unknown = next((k for k in doc if k not in REDRIVE_MEMBERS), None)
+    if unknown is not None:
+        raise invalid_value(
+            raw, "RedrivePolicy", f"Redrive policy contains unknown attribute: {unknown}."
+        )
     target_arn = doc.get("deadLetterTargetArn")
     count = doc.get("maxReceiveCount")
     for name in declared.sqs_names(declared.POLICY_MEMBERS):
@@ -308,6 +317,34 @@ def _redrive_policy(current: DeadLetterPolicy | None, raw: Any, account: str, re
         message_ttl=kept.message_ttl if kept else None,
         on_expiry=kept.on_expiry if kept else False,
     )
+
+
+# The redrive policy's members: AWS's, and the routes by reason (an extension).
+ROUTES = declared.DLQ_ROUTES.sqs.partition(".")[2]
+REDRIVE_MEMBERS = (
+    *(n.partition(".")[2] for n in declared.sqs_names(declared.POLICY_MEMBERS)),
+    ROUTES,
+)
+
+
+def _routes(
+    raw: str, settings: QueueSettings, account: str, region: str
+) -> dict[str, DeadLetterRoute]:
+    """The routes `deadLetterRoutes` states ({"<reason>": "<DLQ ARN>"}); left out, those
+    the queue has stay (as the policy's Zaqar extensions do); `{}` removes them. Which
+    reasons there are is the engine's to check."""
+    doc = _json_value("RedrivePolicy", raw)
+    value = doc.get(ROUTES)
+    if value is None:
+        return settings.dead_letter_routes
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise invalid_value(
+            raw, "RedrivePolicy", f'{ROUTES} must be {{"<reason>": "<queue ARN>", ...}}.'
+        )
+    return {
+        reason: DeadLetterRoute(parse_arn(target, account, ROUTES, region))
+        for reason, target in value.items()
+    }
 
 
 def _retry_policy(raw: str) -> RetryPolicy | None:
@@ -382,10 +419,12 @@ def view(queue: Queue, stats: QueueStats | None, region: str, account: str) -> d
         out["ApproximateNumberOfMessagesNotVisible"] = str(stats.claimed)
         out["ApproximateNumberOfMessagesDelayed"] = str(stats.delayed)
     if s.dead_letter is not None:
+        routes = {k: arn(region, account, r.target) for k, r in s.dead_letter_routes.items()}
         out["RedrivePolicy"] = compact(
             {
                 "deadLetterTargetArn": arn(region, account, s.dead_letter.target),
                 "maxReceiveCount": s.dead_letter.max_claims,
+                **({ROUTES: routes} if routes else {}),
             }
         )
     if s.retry_policy is not None:

@@ -178,6 +178,9 @@ ERROR_TABLE: dict[type[errors.DeadletterError], Callable[[str], SqsError]] = {
     errors.DeadLetterQueueInUse: invalid_parameter,
     # Never raised here: SQS's move tasks have no canary (docs/sqs.md).
     errors.PatternImpure: invalid_parameter,
+    # Never raised here: automatic redrive is the native API's (docs/api.md).
+    errors.AutoRedriveActive: invalid_parameter,
+    errors.AutoRedriveNotFound: invalid_parameter,
     errors.Conflict: invalid_parameter,
     errors.ClaimMismatch: message_not_inflight,
     errors.ReservedAttribute: invalid_parameter,

@@ -30,7 +30,7 @@ from deadletter.api.zaqar.parse import (
 )
 from deadletter.api.zaqar.serialize import task_href, task_json
 from deadletter.auth.roles import Action
-from deadletter.domain import filters
+from deadletter.domain import filters, routing
 from deadletter.domain import settings as declared
 from deadletter.domain.model import MAX_PATTERNS, MAX_PATTERNS_BYTES, DeadLetterFilter
 from deadletter.domain.patterns import Assignment
@@ -198,14 +198,18 @@ def dead_letter_sources(ctx: Ctx) -> Response:
     sources = ctx.engine.dead_letter_sources(ctx.project, ctx.queue)
     out = []
     for q in sources:
+        # What names this DLQ: the source's policy, a route by reason, a tag's own policy.
+        via = [t for t in routing.targets(q.settings) if t.name == ctx.queue]
         policy = q.settings.dead_letter
-        assert policy is not None
         out.append(
             {
                 "name": q.name,
                 "href": f"/v2/queues/{q.name}",
-                "max_claim_count": policy.max_claims,
-                "active": policy.active,
+                "max_claim_count": policy.max_claims if policy else None,
+                "active": any(t.active for t in via),
+                "via": [
+                    {"kind": t.kind, **({"key": t.key} if t.key is not None else {})} for t in via
+                ],
             }
         )
     return JSONResponse({"sources": out})

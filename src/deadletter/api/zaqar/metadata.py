@@ -12,6 +12,7 @@ from deadletter.domain import settings as declared
 from deadletter.domain.model import Queue, QueueSettings
 from deadletter.domain.policies import (
     DeadLetterPolicy,
+    DeadLetterRoute,
     RedriveAllow,
     RedrivePermission,
     RetryPolicy,
@@ -56,9 +57,13 @@ RETRY_POLICY = declared.RETRY_POLICY.zaqar
 # A bounded queue's overflow policy (its bounds, `_max_messages` and `_max_bytes`, are
 # declared integers).
 OVERFLOW = declared.OVERFLOW.zaqar
+# Dead letters by reason: {"expired": queue, ...}; the reasons whose route's queue was
+# deleted are listed, read only, beside them (they dead-letter nothing until set again).
+ROUTES = declared.DLQ_ROUTES.zaqar
+ROUTES_INACTIVE = "_dead_letter_routes_inactive"
 
-READ_ONLY = frozenset({POLICY_ACTIVE})
-POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, MAX_REDELIVERY, DLQ, DLQ_TTL, ON_EXPIRY})
+READ_ONLY = frozenset({POLICY_ACTIVE, ROUTES_INACTIVE})
+POLICY_KEYS = frozenset({MAX_CLAIM_COUNT, MAX_REDELIVERY, DLQ, DLQ_TTL, ON_EXPIRY, ROUTES})
 # The declared settings whose key holds their value within the key's range, with no rule
 # between keys (the TTLs have one: a queue's floor and maximum bound its default).
 INTEGERS = tuple(
@@ -143,6 +148,8 @@ def _reserved(s: QueueSettings) -> dict[str, Any]:
         CONTENT_DEDUP: s.content_based_deduplication,
         RETRY_POLICY: s.retry_policy.to_dict() if s.retry_policy else None,
         OVERFLOW: s.overflow.value,
+        ROUTES: {reason: r.target for reason, r in s.dead_letter_routes.items()},
+        ROUTES_INACTIVE: sorted(k for k, r in s.dead_letter_routes.items() if not r.active),
     }
 
 
@@ -212,8 +219,23 @@ def to_settings(metadata: dict[str, Any], base: QueueSettings = ZAQAR_DEFAULTS) 
         ),
         retry_policy=retry_policy(RETRY_POLICY, get(RETRY_POLICY), base.retry_policy),
         overflow=_choice(declared.OVERFLOW, get(OVERFLOW), base.overflow),
+        dead_letter_routes=_routes(get(ROUTES), base.dead_letter_routes),
     )
     return settings
+
+
+def _routes(value: Any, base: dict[str, DeadLetterRoute]) -> dict[str, DeadLetterRoute]:
+    """The routes `_dead_letter_routes` states (reason -> queue name); which reasons there
+    are is the engine's to check."""
+    if value is None:
+        return base
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise bad_request(f'{ROUTES} must be {{"<reason>": "<queue name>", ...}}.')
+    for target in value.values():
+        check_queue_reference(target)
+    return {reason: DeadLetterRoute(target) for reason, target in value.items()}
 
 
 def _claims_from_redelivery(m: dict[str, Any]) -> dict[str, Any]:

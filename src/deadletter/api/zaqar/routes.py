@@ -11,13 +11,17 @@ fields, `reads.Reads`), refused before its handler runs if anything else comes.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 
-from starlette.routing import BaseRoute, Route
+from starlette.convertors import StringConvertor, register_url_convertor
+from starlette.routing import BaseRoute, Route, compile_path
 
 from deadletter.api.hot import HotRoute
 from deadletter.api.options import AppOptions
+from deadletter.api.zaqar import auto_redrive as auto
 from deadletter.api.zaqar.claims import create_claim, get_claim, release_claim, renew_claim
 from deadletter.api.zaqar.context import Handler, endpoint
 from deadletter.api.zaqar.dead_letters import (
@@ -86,7 +90,15 @@ from deadletter.api.zaqar.subscriptions import (
     list_subscriptions,
     update_subscription,
 )
-from deadletter.api.zaqar.tags import create_tag, delete_tag, get_tag, list_tags
+from deadletter.api.zaqar.tags import (
+    CREATE_FIELDS,
+    POLICY_FIELDS,
+    create_tag,
+    delete_tag,
+    get_tag,
+    list_tags,
+    update_tag,
+)
 from deadletter.api.zaqar.templates import (
     delete_template,
     get_template,
@@ -147,6 +159,7 @@ Q = "/v2/queues/{queue}"
 M = Q + "/messages/{message_id}"
 T = "/v2/templates/{template}"
 S = Q + "/subscriptions/{subscription_id}"
+AUTO = Q + "/dead_letters/auto_redrive"
 R = ZaqarRoute
 A = Action
 ROUTES: list[ZaqarRoute] = [
@@ -292,6 +305,22 @@ ROUTES: list[ZaqarRoute] = [
     R("POST", Q + "/redrives/{task_id}/resume", resume_redrive, action=A.REDRIVE_START,
       summary="Resume a task its canary paused: move the rest (202)", status="202",
       errors={"409": "The task is not paused, or another runs on its DLQ"}),
+    # A DLQ's automatic redrive policy: its rounds move messages, as a redrive does; stopping
+    # or deleting it cancels its round in flight, as cancelling a task does.
+    R("PUT", AUTO, auto.put_auto_redrive, action=A.REDRIVE_START,
+      summary="Set the DLQ's automatic redrive policy (201 new, 200 replaced)", status="201",
+      also=("200",), body="AutoRedrive",
+      reads=Reads(body=auto.FIELDS)),
+    R("GET", AUTO, auto.get_auto_redrive, action=A.REDRIVE_GET,
+      summary="The DLQ's automatic redrive policy: its state, rounds and next round"),
+    R("DELETE", AUTO, auto.delete_auto_redrive, action=A.REDRIVE_CANCEL,
+      summary="Delete the automatic redrive policy, cancelling its round in flight (204 even"
+      " when there was none)", status="204"),
+    R("POST", AUTO + "/stop", auto.stop_auto_redrive, action=A.REDRIVE_CANCEL,
+      summary="Stop the automatic redrive policy, cancelling its round in flight"),
+    R("POST", AUTO + "/resume", auto.resume_auto_redrive, action=A.REDRIVE_START,
+      summary="Resume a paused or stopped automatic redrive policy: a round at once",
+      errors={"409": "The policy is active"}),
     R("PUT", Q + "/patterns", put_patterns, action=A.PATTERNS_PUT,
       summary="Store failure patterns found by the analysis", status="204", body="Patterns",
       reads=Reads(body=frozenset({"patterns"}))),
@@ -350,9 +379,12 @@ ROUTES: list[ZaqarRoute] = [
     R("PUT", Q + "/tags/{tag}", create_tag, action=A.QUEUE_UPDATE,
       summary="Create a consumer tag on the queue", status="201",
       errors={"409": "The queue has a tag of that name already"}, body="Tag",
-      reads=Reads(body=frozenset({"start", "filter"}))),
+      reads=Reads(body=CREATE_FIELDS)),
     R("GET", Q + "/tags/{tag}", get_tag, action=A.QUEUE_STATS,
       summary="One consumer tag, with its counts"),
+    R("PATCH", Q + "/tags/{tag}", update_tag, action=A.QUEUE_UPDATE,
+      summary="Change a consumer tag's own dead-letter policy and retry backoff",
+      body="TagPolicy", reads=Reads(body=frozenset(POLICY_FIELDS))),
     R("DELETE", Q + "/tags/{tag}", delete_tag, action=A.QUEUE_UPDATE,
       summary="Delete a consumer tag (204 even when it did not exist)", status="204"),
 ]  # fmt: skip
@@ -363,8 +395,9 @@ def zaqar_routes(
 ) -> list[BaseRoute]:
     """The Starlette routes of `table`; a hot row's is a `HotRoute`, which the app answers
     ahead of its router."""
-    return [
-        (HotRoute if row.hot else Route)(
+    routes: list[BaseRoute] = []
+    for row in table:
+        route = (HotRoute if row.hot else Route)(
             row.path,
             endpoint(
                 engine,
@@ -377,5 +410,46 @@ def zaqar_routes(
             ),
             methods=[row.method],
         )
-        for row in table
-    ]
+        # A parameter never takes a static sibling's path whole: a PATCH of
+        # `.../dead_letters/archive` is 405 (Allow: POST), not the edit of a dead letter so named.
+        route.path_regex, route.path_format, route.param_convertors = compile_path(
+            _sibling_free(row.path, table)
+        )
+        routes.append(route)
+    return routes
+
+
+def _sibling_free(path: str, table: list[ZaqarRoute]) -> str:
+    """`path` with each parameter converted by a convertor that refuses the static segments
+    other rows have in its place, for the rows whose whole paths it would otherwise take."""
+    mine = path.split("/")
+    for i, part in enumerate(mine):
+        if not part.startswith("{"):
+            continue
+        statics = sorted(
+            {
+                theirs[i]
+                for theirs in (r.path.split("/") for r in table)
+                if _takes(mine, theirs, i) and theirs[i][0] != "{"
+            }
+        )
+        if statics:
+            mine[i] = f"{{{part[1:-1]}:{_convertor_excluding(tuple(statics))}}}"
+    return "/".join(mine)
+
+
+def _takes(mine: list[str], theirs: list[str], at: int) -> bool:
+    """Whether a request for `theirs`, with a static segment at `at`, could match `mine`."""
+    return len(theirs) == len(mine) and all(
+        j == at or a == b or a[0:1] == "{" or b[0:1] == "{"
+        for j, (a, b) in enumerate(zip(mine, theirs, strict=True))
+    )
+
+
+def _convertor_excluding(segments: tuple[str, ...]) -> str:
+    """The name of a registered path convertor: one segment, none of `segments`."""
+    name = "not_" + hashlib.sha256("/".join(segments).encode()).hexdigest()[:16]
+    words = "|".join(re.escape(s) for s in segments)
+    excluding = type(name, (StringConvertor,), {"regex": f"(?!(?:{words})(?:/|$))[^/]+"})
+    register_url_convertor(name, excluding())
+    return name

@@ -1,4 +1,5 @@
-"""Redrive tasks, failure patterns, credentials, queue templates and the test-mode wipe."""
+"""Redrive tasks, automatic redrive policies, failure patterns, credentials, queue templates
+and the test-mode wipe."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import abc
 from dataclasses import dataclass
 from typing import Any
 
+from deadletter.domain.auto_redrive import AutoRedrive
 from deadletter.domain.redrive import RedriveTask
 from deadletter.domain.templates import QueueTemplate
 
@@ -42,6 +44,24 @@ class Administration(abc.ABC):
     @abc.abstractmethod
     def active_task_ids(self) -> list[str]:
         """Ids of RUNNING and CANCELLING tasks, across projects."""
+
+    # Automatic redrive policies, one per DLQ
+    @abc.abstractmethod
+    def get_auto_redrive(
+        self, project: str, dlq: str, lock: bool = False
+    ) -> AutoRedrive | None: ...
+
+    @abc.abstractmethod
+    def put_auto_redrive(self, policy: AutoRedrive) -> None:
+        """Insert the DLQ's policy, or replace it."""
+
+    @abc.abstractmethod
+    def delete_auto_redrive(self, project: str, dlq: str) -> bool: ...
+
+    @abc.abstractmethod
+    def due_auto_redrives(self, now: float) -> list[tuple[str, str]]:
+        """(project, dlq) of the active policies with a round due at `now`, or whose round in
+        flight has a task that ended, across projects."""
 
     # Failure patterns posted by the analysis pipeline
     @abc.abstractmethod

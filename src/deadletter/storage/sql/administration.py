@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from deadletter.domain.auto_redrive import AutoRedrive
 from deadletter.domain.redrive import RedriveTask
 from deadletter.domain.templates import QueueTemplate
 from deadletter.storage.base import CredentialRecord
 from deadletter.storage.rows import (
+    auto_redrive_from,
+    auto_redrive_params,
     credential_from,
     credential_params,
     task_from,
@@ -17,6 +20,7 @@ from deadletter.storage.rows import (
     template_from,
     template_params,
 )
+from deadletter.storage.sql import auto_redrive_queries as aq
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.executor import Executor
 
@@ -99,3 +103,19 @@ class AdministrationStatements(Executor):
     def get_pattern_batches(self, project: str, dlq: str) -> dict[str, int]:
         r = self.one(q.GET_PATTERN_BATCHES, {"project": project, "dlq": dlq})
         return dict(json.loads(r["batches"])) if r else {}
+
+    # Automatic redrive policies
+
+    def get_auto_redrive(self, project: str, dlq: str, lock: bool = False) -> AutoRedrive | None:
+        sql = aq.GET_AUTO_REDRIVE_LOCKED if lock else aq.GET_AUTO_REDRIVE
+        r = self.one(sql, {"project": project, "dlq": dlq})
+        return auto_redrive_from(r) if r else None
+
+    def put_auto_redrive(self, policy: AutoRedrive) -> None:
+        self.run(aq.PUT_AUTO_REDRIVE, auto_redrive_params(policy))
+
+    def delete_auto_redrive(self, project: str, dlq: str) -> bool:
+        return self.run(aq.DELETE_AUTO_REDRIVE, {"project": project, "dlq": dlq}) > 0
+
+    def due_auto_redrives(self, now: float) -> list[tuple[str, str]]:
+        return [(r["project"], r["dlq"]) for r in self.all(aq.DUE_AUTO_REDRIVES, {"now": now})]

@@ -73,6 +73,7 @@ DELETE_QUEUE_ROWS = (
     "DELETE FROM saved_filters WHERE project = :project AND dlq = :name",
     "DELETE FROM archived_dead_letters WHERE project = :project AND dlq = :name",
     "DELETE FROM dead_letter_discards WHERE project = :project AND dlq = :name",
+    "DELETE FROM auto_redrives WHERE project = :project AND dlq = :name",
 )
 # A tenant's queues in every project derived from its name (`<tenant>@<region>`) too.
 COUNT_QUEUES = (
@@ -83,7 +84,6 @@ LIST_QUEUES = (
     " AND (starts_with(name, :prefix) OR :prefix IS NULL)"
     " ORDER BY name LIMIT :limit"
 )
-SOURCES_OF = "SELECT * FROM queues WHERE project = :project AND dlq_target = :dlq ORDER BY name"
 DEAD_LETTER_TARGETS = "SELECT * FROM queues WHERE project = :project AND dlq_target IS NOT NULL"
 
 # Messages
@@ -460,7 +460,7 @@ ACCOUNT_PROJECTS = "SELECT DISTINCT project FROM credentials WHERE account_id = 
 
 # Queue templates (a test-mode reset removes them with the queues)
 
-TABLES = (*TABLES, "queue_templates")
+TABLES = (*TABLES, "queue_templates", "auto_redrives")
 TEMPLATE_FIELDS = ("project", "name", "pattern", "settings", "created_at", "updated_at")
 INSERT_TEMPLATE = (
     _insert("queue_templates", TEMPLATE_FIELDS) + " ON CONFLICT (project, name) DO NOTHING"

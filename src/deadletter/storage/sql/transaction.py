@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from deadletter.domain import routing
 from deadletter.domain.model import (
     DeadLetterFilter,
     ListQuery,
@@ -172,15 +173,16 @@ class SQLTransaction(
         return [queue_from(r) for r in self.all(q.LIST_QUEUES, {**params, "limit": limit})]
 
     def sources_of(self, project: str, dlq: str) -> list[Queue]:
-        return [queue_from(r) for r in self.all(q.SOURCES_OF, {"project": project, "dlq": dlq})]
+        # A queue is indexed by one DLQ; its routes and tags may name others.
+        queues = (queue_from(r) for r in self.all(q.DEAD_LETTER_TARGETS, {"project": project}))
+        return sorted(
+            (queue for queue in queues if dlq in routing.names(queue.settings)),
+            key=lambda queue: queue.name,
+        )
 
     def dead_letter_targets(self, project: str) -> set[str]:
         queues = (queue_from(r) for r in self.all(q.DEAD_LETTER_TARGETS, {"project": project}))
-        return {
-            queue.settings.dead_letter.target
-            for queue in queues
-            if queue.settings.dead_letter and queue.settings.dead_letter.active
-        }
+        return {name for queue in queues for name in routing.active_targets(queue.settings)}
 
     # Messages
 

@@ -178,6 +178,11 @@ export const editDeadLetter = async (dlq, id, patch, { json = false, redrive = f
   "PATCH", `${q(dlq)}/dead_letters/${encodeURIComponent(id)}`, { query: { redrive: redrive ? "true" : "" }, body: patch,
     contentType: json ? "application/json-patch+json" : "application/merge-patch+json" })).doc;
 
+// The DLQ's saved filters (by name), one saved under `name` (replacing one), one deleted.
+export const savedFilters = async (dlq) => (await get(q(dlq) + "/dead_letters/filters")).filters || [];
+const filterPath = (dlq, name) => `${q(dlq)}/dead_letters/filters/${encodeURIComponent(name)}`;
+export const saveFilter = async (dlq, name, where) => (await call("PUT", filterPath(dlq, name), { body: where })).doc;
+export const deleteFilter = (dlq, name) => call("DELETE", filterPath(dlq, name));
 export const patterns = async (dlq) => (await get(q(dlq) + "/patterns")).patterns || [];
 export const redrives = async (dlq) => (await get(q(dlq) + "/redrives")).redrives || [];
 export const redrive = (dlq, id) => get(`${q(dlq)}/redrives/${encodeURIComponent(id)}`);

@@ -3,9 +3,10 @@
 import * as api from "./api.js";
 import { add, age, clear, confirmAction, errorBox, h, idLabel, pretty, when } from "./dom.js";
 import { editCard, historyList } from "./edit.js";
-import { filterBar, isFiltered, purgeSelection, readFilter } from "./filterbar.js";
+import { filterBar, isFiltered, purgeSelection, readFilter, toQuery } from "./filterbar.js";
 import { redrivePanel } from "./redrive.js";
 import { groupActions, selectionOf } from "./groups.js";
+import { autoRedrivePanel } from "./autoredrive.js";
 
 function errorText(m) {
   const p = m.provenance || {};
@@ -22,11 +23,12 @@ function deathList(deaths) {
 
 export async function deadLetterBrowser(el, dlq, params) {
   const f = readFilter(params);
-  const [srcs, stats, firstPats] = await Promise.all([api.sources(dlq), api.stats(dlq), api.patterns(dlq)]);
+  const [srcs, stats, firstPats, saved] = await Promise.all([api.sources(dlq), api.stats(dlq),
+    api.patterns(dlq), api.savedFilters(dlq)]);
   let pats = firstPats;
   const names = [...new Set([...srcs.map((s) => s.name), ...Object.keys((stats.dead_letter || {}).by_source || {})])];
-  const bar = filterBar(dlq, f, { sources: names, patterns: pats, onApply: (where) => {
-    const query = new URLSearchParams(where).toString();
+  const bar = filterBar(dlq, f, { sources: names, patterns: pats, saved, onApply: (where) => {
+    const query = toQuery(where);
     location.hash = `#/dlq/${encodeURIComponent(dlq)}${query ? "?" + query : ""}`;
   } });
   const filters = bar.element;
@@ -42,6 +44,7 @@ export async function deadLetterBrowser(el, dlq, params) {
   const panel = canChange ? redrivePanel(dlq, {
     defaults: f, patterns: pats, selected: () => [...selected], label: "Redrive…", detached: true,
     filter: isFiltered(f) ? f : null, onDone: () => load(true).catch(show) }) : null;
+  const auto = autoRedrivePanel(dlq);
 
   const group = canChange ? groupActions(dlq, { selection: () => selectionOf(f),
     onDone: () => load().catch(show), onError: (err) => show(err) }) : null;
@@ -80,6 +83,7 @@ export async function deadLetterBrowser(el, dlq, params) {
     count, ...actions),
     group ? h("div", { class: "toolbar", id: "group-toolbar" }, group.element) : null,
     panel ? panel.element : null,
+    auto.element,
     h("div", { class: "table-wrap" }, h("table", { class: "grid dead-letters" },
       h("thead", {}, h("tr", {}, ["", "id", "source", "reason", "error", "claims", "dead-lettered", "pattern"].map((t) => h("th", { text: t })))),
       body)),
@@ -135,10 +139,10 @@ export async function deadLetterBrowser(el, dlq, params) {
   next.addEventListener("click", () => { markers.push(nextMarker); load().catch(show); });
   function show(err) { problems.replaceChildren(errorBox(err)); }
 
-  await load();
+  await Promise.all([load(), auto.refresh()]);
   return {
     queues: [dlq],
-    refresh: () => load().catch(show),
+    refresh: () => Promise.all([load(), auto.refresh()]).catch(show),
     dispose: () => { if (panel) panel.dispose(); },
   };
 }

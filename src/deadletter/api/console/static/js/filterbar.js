@@ -1,10 +1,12 @@
 // The dead-letter filter language (docs/api.md, "Selecting dead letters") as the DLQ page's
 // filter bar: the fields, their place in the page's address, the preview count, and the purge
 // of what the filter selects. Each field is one name of the language, sent to the server as
-// it is: the browse, the count, the purge and the redrive all read the same filter.
+// it is: the browse, the count, the purge and the redrive all read the same filter. The
+// DLQ's saved filters are listed to apply, and the fields saved under a name (savedfilters.js).
 
 import * as api from "./api.js";
 import { confirmAction, debounce, h, isoToLocal, localToIso } from "./dom.js";
+import { savedFilters } from "./savedfilters.js";
 
 const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed", "maxlen"];
 
@@ -18,7 +20,7 @@ export const FIELDS = [
   { key: "error_contains", id: "filter-text", label: "error contains", hint: "text in the error", alias: "q" },
   { key: "error_matches", id: "filter-error-matches", label: "error matches", hint: "regular expression" },
   { key: "pattern_id", id: "filter-pattern", label: "pattern", kind: "pattern", alias: "pattern" },
-  { key: "attribute", id: "filter-attribute", label: "attribute", hint: "NAME=VALUE or NAME" },
+  { key: "attribute", id: "filter-attribute", label: "attribute", kind: "attributes", hint: "NAME=VALUE or NAME" },
   { key: "body", id: "filter-body", label: "body (JMESPath)", hint: "!(customer.id)" },
   { key: "older_than", id: "filter-older-than", label: "older than", hint: "2h", size: 6 },
   { key: "newer_than", id: "filter-newer-than", label: "newer than", hint: "7d", size: 6 },
@@ -26,32 +28,84 @@ export const FIELDS = [
   { key: "until", id: "filter-until", label: "until", kind: "time" },
   { key: "min_deaths", id: "filter-min-deaths", label: "min deaths", kind: "number" },
   { key: "max_deaths", id: "filter-max-deaths", label: "max deaths", kind: "number" },
-  { key: "filter", id: "filter-saved", label: "saved filter", hint: "its name", size: 10 },
+  { key: "filter", id: "filter-saved", label: "saved filter", kind: "saved" },
 ];
+
+// `attribute` may be given more than once (each must hold): one value is a string, more a list.
+const oneOrMore = (values) => (values.length > 1 ? values : values[0]);
 
 // The filter of the page's address: the language's names (or a field's older short name).
 export function readFilter(params) {
   const where = {};
   for (const f of FIELDS) {
-    const value = (params.get(f.key) ?? (f.alias ? params.get(f.alias) : null) ?? "").trim();
-    if (value) where[f.key] = value;
+    const given = params.getAll(f.key);
+    if (!given.length && f.alias) given.push(...params.getAll(f.alias));
+    const values = given.map((v) => v.trim()).filter(Boolean);
+    if (values.length) where[f.key] = f.kind === "attributes" ? oneOrMore(values) : values[0];
   }
   return where;
+}
+
+// The page's address for `where`: a name given more than once is repeated.
+export function toQuery(where) {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(where)) {
+    for (const v of [].concat(value)) query.append(key, v);
+  }
+  return query.toString();
 }
 
 export const isFiltered = (where) => Object.keys(where).length > 0;
 
 export function describe(where) {
-  return Object.entries(where).map(([k, v]) => `${k}=${v}`).join(", ");
+  return Object.entries(where).flatMap(([k, v]) => [].concat(v).map((x) => `${k}=${x}`)).join(", ");
+}
+
+// The attribute field: one predicate per input, "+" adds another.
+function attributeInputs(f, value) {
+  const inputs = [];
+  const box = h("span", { class: "attribute-inputs" });
+  const more = h("button", { type: "button", id: "filter-attribute-add", class: "small", text: "+",
+    title: "another attribute (each must hold)", onclick: () => add("").focus() });
+  function add(text) {
+    const n = inputs.length;
+    const input = h("input", { id: n ? `${f.id}-${n + 1}` : f.id, type: "search", size: 14,
+      class: n ? "filter-attribute-more" : "", placeholder: f.hint, "aria-label": `attribute ${n + 1}` });
+    input.value = text;
+    inputs.push(input);
+    box.insertBefore(input, more);
+    return input;
+  }
+  box.append(more);
+  const given = [].concat(value || "");
+  for (const text of given.length ? given : [""]) add(text);
+  return {
+    element: box,
+    get value() {
+      const held = inputs.map((i) => i.value.trim()).filter(Boolean);
+      return held.length ? oneOrMore(held) : "";
+    },
+    set value(text) {
+      for (const extra of inputs.splice(1)) extra.remove();
+      inputs[0].value = text;
+    },
+  };
 }
 
 // The bar. `onApply(where)` is called with the filter the fields hold (a field left empty
 // filters nothing); `preview(where)` shows how many dead letters the server says it selects.
-export function filterBar(dlq, where, { sources = [], patterns = [], onApply }) {
+export function filterBar(dlq, where, { sources = [], patterns = [], saved = [], onApply }) {
   const inputs = new Map();
   for (const f of FIELDS) {
     let input;
-    if (f.kind === "source") {
+    if (f.kind === "attributes") {
+      inputs.set(f.key, attributeInputs(f, where[f.key]));
+      continue;
+    }
+    if (f.kind === "saved") {
+      input = h("select", { id: f.id }, h("option", { value: "", text: "none" }),
+        saved.map((s) => h("option", { value: s.name, text: s.name })));
+    } else if (f.kind === "source") {
       input = h("select", { id: f.id }, h("option", { value: "", text: "any source" }),
         sources.map((n) => h("option", { value: n, text: n })));
     } else if (f.kind === "reason") {
@@ -81,19 +135,27 @@ export function filterBar(dlq, where, { sources = [], patterns = [], onApply }) 
     const out = {};
     for (const f of FIELDS) {
       const input = inputs.get(f.key);
-      const value = f.kind === "time" ? localToIso(input.value) : input.value.trim();
+      const raw = f.kind === "time" ? localToIso(input.value) : input.value;
+      const value = typeof raw === "string" ? raw.trim() : raw;
       if (value) out[f.key] = value;
     }
     return out;
   };
+  const keep = savedFilters(dlq, { saved, held, chosen: () => inputs.get("filter").value, onApply });
   const count = h("output", { id: "filter-preview", class: "preview", role: "status" });
   const form = h("form", { id: "filters", class: "fields filter-bar" },
-    FIELDS.map((f) => h("label", {}, f.label, inputs.get(f.key))),
+    FIELDS.map((f) => h("label", {}, f.label, inputs.get(f.key).element || inputs.get(f.key))),
     h("span", { class: "filter-buttons" },
       h("button", { type: "submit", id: "filter-apply", text: "Apply" }),
       h("button", { type: "button", id: "filter-clear", text: "Clear",
-        onclick: () => { for (const input of inputs.values()) input.value = ""; onApply({}); } })),
+        onclick: () => { for (const input of inputs.values()) input.value = ""; onApply({}); } }),
+      keep.element),
     count);
+  // Choosing a saved filter applies it at once; the fields then narrow it.
+  inputs.get("filter").addEventListener("change", () => {
+    const name = inputs.get("filter").value;
+    if (name) onApply({ filter: name });
+  });
   form.addEventListener("submit", (event) => { event.preventDefault(); onApply(held()); });
   // While the fields change, the count of what they would select follows (the preview of a
   // redrive or a purge before anything moves); a bad value says why in its place.

@@ -192,7 +192,7 @@ function presenceOf(dlq) {
 }
 
 // Feed events after which a pattern's dead letters may be gone.
-const LEAVING = new Set(["redriven", "deleted", "expired", "poll", "resync"]);
+const LEAVING = new Set(["redriven", "deleted", "expired", "archived", "discarded", "poll", "resync"]);
 
 export async function patternsPage(el, dlq) {
   let patterns = await api.patterns(dlq);
