@@ -3,7 +3,7 @@ the whole analysis job on Spark.
 
     ./dev bench pipeline [--sizes 80000,1000000] [--runs 3] [--master local[2]] [--seed 1]
                          [--no-drain3] [--no-spark] [--local-up-to N] [--reading]
-                         [--out bench/results/pipeline]
+                         [--spark-input parquet|jsonl] [--out bench/results/pipeline]
 
 Each size runs `deadletter analyze --input FILE` (engine auto, in this process: its whole
 command path, the interpreter's start left out) and drain3 (one thread, reading the export's
@@ -85,6 +85,43 @@ def labels(path: Path) -> dict[str, str]:
     return out
 
 
+def parquet_of(path: Path) -> Path:
+    """The corpus as `deadletter dlq export --format parquet` writes it (made once), each
+    nested body as the JSON text of its line (the corpus writes it compact)."""
+    from deadletter.pipeline.exports import write_parquet
+
+    out = path.with_suffix(".parquet")
+    if not out.exists():
+
+        def pages() -> Any:
+            with path.open() as fh:
+                page: list[dict[str, Any]] = []
+                for line in fh:
+                    record = json.loads(line)
+                    if isinstance(record["body"], dict | list):
+                        record["body"] = json.dumps(record["body"], separators=(",", ":"))
+                    page.append(record)
+                    if len(page) == 1000:
+                        yield page
+                        page = []
+                yield page
+
+        write_parquet(pages(), out)
+    return out
+
+
+def _digest(out: Path) -> str:
+    """What must be equal between the engines: the summary files, and each dead letter's
+    pattern (assignments.jsonl, whose order is the engine's own, sorted)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in ("patterns.json", "patterns.parquet", "report.html"):
+        digest.update((out / name).read_bytes())
+    digest.update(b"".join(sorted((out / "assignments.jsonl").read_bytes().splitlines())))
+    return digest.hexdigest()
+
+
 def run_spark(spark: Any, path: Path, truth: dict[str, str]) -> dict[str, Any]:
     from deadletter.pipeline.analysis import analyze
 
@@ -106,11 +143,13 @@ def run_spark(spark: Any, path: Path, truth: dict[str, str]) -> dict[str, Any]:
     assignments = read_assignments(out / "assignments.jsonl")
     stages.pop()
     return {
+        "input": path.suffix.lstrip("."),
         "seconds": round(seconds, 2),
         "per_second": round(len(truth) / seconds),
         "patterns": len(result.patterns),
         "accuracy": round(grouping_accuracy(truth, assignments), 4),
         "stages": stages,
+        "outputs": _digest(out),
     }
 
 
@@ -206,6 +245,7 @@ def run_local(path: Path, truth: dict[str, str]) -> dict[str, Any]:
         "accuracy": round(grouping_accuracy(truth, assignments), 4),
         "engine": "in this process" if "in this process" in done.stderr else "spark",
         "stages": _stages(done.stderr, seconds),
+        "outputs": _digest(out),
     }
 
 
@@ -494,6 +534,7 @@ def markdown(report: dict[str, Any]) -> str:
                     f"| {row['size']:,} | {name} | {r['seconds']} | {r['per_second']:,} | "
                     f"{r['patterns']} | {r['accuracy']:.2%} |"
                 )
+    lines += _spark_versus(report["runs"])
     versus = [row for row in report["runs"] if row.get("local") and row.get("drain3")]
     if versus:
         lines += [
@@ -562,6 +603,34 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _spark_versus(runs: list[dict[str, Any]]) -> list[str]:
+    """The Spark job's time over drain3's (mining alone, and reading and mining) from the same
+    window, and whether it wrote what `deadletter analyze` (auto) wrote."""
+    rows = [row for row in runs if row.get("spark") and row.get("drain3")]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "The Spark job (its input as read) over drain3 in the same window, and whether it wrote"
+        " the same patterns.json, patterns.parquet, report.html and assignments as"
+        " `deadletter analyze` (auto):",
+        "",
+        "| dead letters | Spark input | Spark, s | / drain3 mining | / drain3 read and mine |"
+        " same outputs |",
+        "|---:|---|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        ours, theirs = row["spark"], row["drain3"]
+        local = row.get("local", {}).get("outputs")
+        same = "" if local is None else ("yes" if local == ours["outputs"] else "NO")
+        lines.append(
+            f"| {row['size']:,} | {ours['input']} | {ours['seconds']} |"
+            f" {ours['seconds'] / theirs['seconds']:.2f} |"
+            f" {ours['seconds'] / theirs['read_and_mine_seconds']:.2f} | {same} |"
+        )
+    return lines
+
+
 def _all(result: dict[str, Any]) -> str:
     return ", ".join(str(x) for x in result["all_seconds"])
 
@@ -576,9 +645,10 @@ def _run_sizes(spark: Any, sizes: list[int], args: argparse.Namespace) -> list[d
         truth = labels(path)
         row: dict[str, Any] = {"size": size}
         if spark is not None:
+            source = parquet_of(path) if args.spark_input == "parquet" else path
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
-                row["spark"] = run_spark(spark, path, truth)
+                row["spark"] = run_spark(spark, source, truth)
             print(f"{size:>9} spark  {row['spark']}", flush=True)
         if args.reading and spark is not None:
             row["reading"] = run_reading(spark, path)
@@ -634,6 +704,12 @@ def main(argv: list[str]) -> int:
         type=int,
         default=3,
         help="runs of `deadletter analyze` and of drain3 each, taking turns (medians shown)",
+    )
+    parser.add_argument(
+        "--spark-input",
+        choices=["parquet", "jsonl"],
+        default="parquet",
+        help="the export the Spark job reads (a Parquet copy of the corpus is made once)",
     )
     parser.add_argument(
         "--out",

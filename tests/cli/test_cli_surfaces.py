@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+import pytest
 from click.testing import CliRunner
 
 from deadletter.cli.main import main
@@ -292,3 +293,43 @@ def test_no_help_page_imports_an_http_stack_a_table_printer_or_spark() -> None:
     # Then they all were shown, and none of the heavy packages was imported for them
     assert found["shown"] >= 40
     assert found["heavy"] == []
+
+
+def test_a_parquet_export_holds_the_analysis_columns_and_analyses_as_its_json_lines(
+    url: str,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pyarrow.parquet as pq
+
+    from deadletter.cli import dlq
+    from deadletter.pipeline import exports
+
+    # Given five dead letters, one of them with an attribute and its error as fields
+    given_dead_letters(url, 4)
+    with Client(url) as client:
+        tenant = {"tenant": {"type": "String", "value": "acme"}}
+        client.send_messages("orders", [{"body": {"n": 9}, "attributes": tenant}])
+    claim_id, message_id = claim_one(url, "orders")
+    ok(url, "reject", "orders", message_id, "--claim", claim_id, "--reason", "bad",
+       "--error-class", "KeyError", "--error-message", "'id'")  # fmt: skip
+    # When they are exported as JSON lines and as Parquet, in pages and row groups of two
+    monkeypatch.setattr(exports, "ROW_GROUP", 2)
+    monkeypatch.setattr(dlq, "EXPORT_PAGE", 2)
+    for fmt in ("jsonl", "parquet"):
+        out = tmp_path / f"dead.{fmt}"
+        said = ok(url, "dlq", "export", "orders-dlq", "--out", str(out), "--format", fmt)
+        assert said.strip() == f"exported 5 dead letters to {out}"
+    # I expect the Parquet to hold the analysis's columns, written as the pages came
+    parquet = pq.ParquetFile(tmp_path / "dead.parquet")
+    assert parquet.schema_arrow == exports.ARROW_SCHEMA
+    assert parquet.metadata.num_row_groups == 3
+    row = pq.read_table(tmp_path / "dead.parquet").to_pylist()[-1]
+    assert (row["message_id"], row["error_class"]) == (message_id, "KeyError")
+    assert ("tenant", "acme") in row["attributes"]
+    # and the analysis of either file to write the same report
+    for fmt in ("jsonl", "parquet"):
+        ok(url, "analyze", "--input", str(tmp_path / f"dead.{fmt}"), "--out", str(tmp_path / fmt))
+    for name in ("patterns.json", "assignments.jsonl"):
+        written = [(tmp_path / fmt / name).read_bytes() for fmt in ("jsonl", "parquet")]
+        assert written[0] == written[1]

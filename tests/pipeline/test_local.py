@@ -97,6 +97,35 @@ def test_the_in_process_path_writes_what_the_spark_job_writes(
     assert tables["local"] == tables["spark"]
 
 
+@pytest.mark.spark
+@pytest.mark.filterwarnings(PANDAS_WARNING)
+def test_a_parquet_export_gives_both_engines_what_its_json_lines_give(
+    spark: Any, corpus_path: Path, tmp_path: Path
+) -> None:
+    from deadletter.pipeline.analysis import analyze
+    from deadletter.pipeline.exports import write_parquet
+
+    # Given the same dead letters exported as JSON lines and as Parquet (three row groups)
+    export = tmp_path / "export.jsonl"
+    _mixed_export(export, corpus_path)
+    records = [json.loads(line) for line in export.read_text().splitlines()]
+    parquet = tmp_path / "export.parquet"
+    thirds = [records[i : i + 1500] for i in range(0, len(records), 1500)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("deadletter.pipeline.exports.ROW_GROUP", 1500)
+        assert write_parquet(iter(thirds), parquet) == len(records)
+    # When Spark reads the Parquet natively and the in-process engine reads it too
+    on_spark = analyze(str(parquet), tmp_path / "spark", spark=spark, keep_assignments=True)
+    here = analyze_local(parquet, tmp_path / "local", keep_assignments=True)
+    from_lines = analyze_local(export, tmp_path / "lines", keep_assignments=True)
+    # I expect the same bytes from both engines, and the JSON lines' own outputs
+    assert here.total == on_spark.total == len(records)
+    for name in SAME_BYTES:
+        written = {side: (tmp_path / side / name).read_bytes() for side in ("spark", "local")}
+        assert written["spark"] == written["local"] == (tmp_path / "lines" / name).read_bytes()
+    assert on_spark.assignments == here.assignments == from_lines.assignments
+
+
 @pytest.mark.parametrize(
     "line",
     [

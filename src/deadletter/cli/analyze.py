@@ -32,7 +32,8 @@ SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
     "--input",
     "input_path",
     type=click.Path(exists=True, path_type=Path),
-    help="An export file (JSON lines or Parquet) from `deadletter dlq export`.",
+    help="An export file from `deadletter dlq export` (JSON lines, or Parquet: told by its"
+    " first bytes).",
 )
 @click.option(
     "--url",
@@ -81,9 +82,9 @@ SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
     show_envvar=True,
     default="auto",
     show_default=True,
-    help="local: in this process, no Spark, a JSON-lines --input file of any size; auto: local "
-    "for a JSON-lines --input file of up to 1 GB or a DLQ of up to 80,000 dead letters, when it "
-    "reads every one exactly as Spark does, else Spark.",
+    help="local: in this process, no Spark, an --input file of any size; auto: local for a "
+    "JSON-lines --input file of up to 1 GB, a Parquet one of up to 80,000 dead letters or a DLQ "
+    "of up to 80,000 dead letters, when it reads every one exactly as Spark does, else Spark.",
 )
 @click.option(
     "--follow",
@@ -257,9 +258,7 @@ def _analyze(
         else None
     )
     if engine == "local" and input_path is not None and not suits(input_path, any_size=True):
-        raise click.UsageError(
-            "--engine local reads a JSON-lines --input file, not Parquet; use --engine spark"
-        )
+        raise click.UsageError("--engine local reads an export file; use --engine spark")
     stored = queue if poster is not None else None
     local = input_path is None or suits(input_path, any_size=engine == "local")
     if engine != "spark" and local:

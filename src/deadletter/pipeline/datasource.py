@@ -177,7 +177,21 @@ class DeadLetterReader(DataSourceReader):
             slices.append(Slice(i, since, until))
         return slices
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The partition's dead letters, an Arrow batch a page (exports.rows_batch): Spark
+        takes them as they are, where rows would be converted value by value."""
+        from deadletter.pipeline.exports import rows_batch
+
+        page: list[tuple[Any, ...]] = []
+        for row in self._rows(partition):
+            page.append(row)
+            if len(page) == MAX_PAGE:
+                yield rows_batch(page)
+                page = []
+        if page:
+            yield rows_batch(page)
+
+    def _rows(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, Slice)
         query = Query(
             self.query.source_queue,

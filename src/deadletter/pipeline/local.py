@@ -59,11 +59,33 @@ LOCAL_MAX_ROWS = 80_000
 
 
 def suits(path: Path, *, any_size: bool = False) -> bool:
-    """A JSON-lines export the in-process path takes (`any_size`: as `--engine local` does;
-    else up to AUTO_LOCAL_MAX_BYTES, as `--engine auto` does)."""
-    if not path.is_file() or path.suffix == ".parquet":
-        return False
-    return any_size or path.stat().st_size <= AUTO_LOCAL_MAX_BYTES
+    """An export the in-process path takes (`any_size`: as `--engine local` does; else as
+    `--engine auto` does: JSON lines up to AUTO_LOCAL_MAX_BYTES, or Parquet, told by its first
+    bytes, of up to LOCAL_MAX_ROWS dead letters, which it holds as rows)."""
+    try:
+        from deadletter.pipeline.exports import is_parquet, parquet_rows
+    except ImportError:  # no pyarrow: the engine then says which extra it needs
+        return path.is_file() and (any_size or path.stat().st_size <= AUTO_LOCAL_MAX_BYTES)
+    if is_parquet(path):
+        try:
+            return any_size or parquet_rows(path) <= LOCAL_MAX_ROWS
+        except (OSError, ValueError):
+            return False  # Spark says what is wrong with it
+    return path.is_file() and (any_size or path.stat().st_size <= AUTO_LOCAL_MAX_BYTES)
+
+
+def read_parquet(path: Path) -> list[dict[str, Any]]:
+    """Every dead letter of a Parquet export, in SCHEMA, or NotLocal (a column of another
+    type, a message id missing, twice or with control characters: Spark reads those)."""
+    from deadletter.pipeline.exports import NotExport, read_rows
+
+    try:
+        rows = read_rows(path)
+    except NotExport as exc:
+        raise NotLocal(f"a Parquet file whose {exc}") from exc
+    if any(any(ord(c) < 0x20 for c in r["message_id"] or "") for r in rows):
+        raise NotLocal("a message id that holds control characters")
+    return _unique(rows)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -149,10 +171,12 @@ def analyze_local(
     post: Callable[[list[dict[str, Any]]], None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Result:
-    """`analysis.analyze` of a JSON-lines export, in this process: the same patterns.json,
-    patterns.parquet, report.html and assignments (in input order). The export is read block
-    by block (reader.py) and counted as it goes (tally.py): memory holds one block, the
-    distinct masked texts and groups, and each dead letter's message id."""
+    """`analysis.analyze` of an export, in this process: the same patterns.json,
+    patterns.parquet, report.html and assignments (in input order). A JSON-lines export is
+    read block by block (reader.py) and counted as it goes (tally.py): memory holds one block,
+    the distinct masked texts and groups, and each dead letter's message id. A Parquet export
+    (told by its first bytes) is read whole into rows (`read_parquet`)."""
+    from deadletter.pipeline.exports import is_parquet
     from deadletter.pipeline.local_summary import summarise
     from deadletter.pipeline.tally import Tally, counted_blocks
 
@@ -160,6 +184,11 @@ def analyze_local(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say("reading and masking the dead letters")
+    if is_parquet(Path(path)):
+        rows = read_parquet(Path(path))
+        return analyze_rows(
+            rows, out, threshold=threshold, keep_assignments=keep_assignments, post=post, say=say
+        )
     tally = Tally()
     for counted in counted_blocks(Path(path), local_workers(), tally.starts):
         tally.add(counted)

@@ -103,12 +103,19 @@ def require_columns(df: Any, needed: list[str], step: str) -> None:
         raise ValueError(f"{step} needs columns {missing}; the DataFrame has {df.columns}")
 
 
-def read_export(spark: Any, path: str | Path) -> Any:
-    """Read a `deadletter dlq export` file (JSON lines or Parquet) into SCHEMA."""
+def read_export(spark: Any, path: str | Path, parquet: bool | None = None) -> Any:
+    """Read a `deadletter dlq export` file (JSON lines, or Parquet: `parquet`, None to tell
+    by the file) into SCHEMA. Parquet is read by Spark's own columnar reader; an export's
+    attribute values are already the values (exports.attribute_value), kept as they are."""
     require_pyspark()
+    from deadletter.pipeline.exports import is_parquet
+
+    if parquet is None:
+        parquet = is_parquet(Path(path))
     path = str(path)
-    if path.endswith(".parquet") or Path(path).is_dir():
+    if parquet:
         raw = spark.read.parquet(path)
+        return to_schema(raw, attribute_objects=False)
     else:
         # Nested JSON (body objects, attribute objects) read as strings keeps its JSON text.
         raw = spark.read.schema(
@@ -135,8 +142,10 @@ def _attribute_value(v: Any) -> Any:
     )
 
 
-def to_schema(df: Any) -> Any:
-    """Coerce a DataFrame of dead letters (export or foreign) into SCHEMA's columns and types."""
+def to_schema(df: Any, *, attribute_objects: bool = True) -> Any:
+    """Coerce a DataFrame of dead letters (export or foreign) into SCHEMA's columns and types.
+    `attribute_objects`: a text attribute value may be a `{"type","value"}` object's JSON
+    text, whose value is kept."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import MapType, StringType, StructType
 
@@ -152,11 +161,18 @@ def to_schema(df: Any) -> Any:
         if name == "attributes":
             if isinstance(dtype, MapType) and isinstance(dtype.valueType, StructType):
                 col = F.transform_values(col, lambda _k, v: v["value"].cast("string"))
-            elif isinstance(dtype, MapType) and isinstance(dtype.valueType, StringType):
+            elif isinstance(dtype, StringType):
+                # A map as JSON text (older Parquet exports): its objects' values, as below.
+                col = F.transform_values(
+                    F.from_json(col, "map<string,string>"), lambda _k, v: _attribute_value(v)
+                )
+            elif (
+                attribute_objects
+                and isinstance(dtype, MapType)
+                and isinstance(dtype.valueType, StringType)
+            ):
                 # Zaqar attribute objects {"type","value"} arrive as JSON text: keep the value.
                 col = F.transform_values(col, lambda _k, v: _attribute_value(v))
-            elif isinstance(dtype, StringType):
-                col = F.from_json(col, "map<string,string>")
         elif name in ("dead_lettered_at", "enqueued_at"):
             col = F.to_timestamp(col) if isinstance(dtype, StringType) else col.cast("timestamp")
         elif name == "body" and not isinstance(dtype, StringType):
