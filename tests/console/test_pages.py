@@ -215,9 +215,7 @@ def test_the_redrive_button_moves_the_dead_letters_back_and_the_bar_reaches_100(
     claim_id, [message] = api.claim("orders")
     assert claim_id is not None
     api.reject("orders", message["id"], claim_id, "KeyError: 'customer'")
-    expect(page.locator("#redrive-follow")).to_contain_text(
-        "1 of 3 came back dead", timeout=15_000
-    )
+    expect(page.locator("#redrive-follow")).to_contain_text("1 of 3 came back dead", timeout=15_000)
 
 
 def test_a_pattern_redrives_only_its_messages(api: Api, page: Any) -> None:
