@@ -39,7 +39,6 @@ ARROW_SCHEMA = pa.schema([(name, ARROW_TYPES[name]) for name in COLUMNS])
 # Pages are gathered into row groups of this many dead letters: an API page (1,000 at most)
 # per row group would make a million dead letters a thousand groups, each read on its own.
 ROW_GROUP = 64 * 1024
-PAGE_SIZE = 1000
 _INT32 = 2**31
 
 
