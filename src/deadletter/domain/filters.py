@@ -161,6 +161,21 @@ def from_json(doc: Mapping[str, object]) -> DeadLetterFilter:
     return parse(given)
 
 
+def message_ids(ids: Sequence[str]) -> tuple[str, ...]:
+    """A selection's `message_ids`: at least one, and none blank. A blank id names no dead
+    letter, so a list holding one is refused as a blank filter value is, rather than moving
+    or discarding fewer dead letters than the caller listed without a word."""
+    if not ids:
+        raise errors.InvalidFilter(
+            "message_ids lists no id; leave it out to select by the other filters,"
+            " or list at least one"
+        )
+    for i, value in enumerate(ids):
+        if blank(value):
+            raise errors.InvalidFilter(f"message_ids[{i}] is a blank id; give each id in full")
+    return tuple(ids)
+
+
 def _saved(name: str | None) -> str | None:
     if name is not None and not names.SAVED_FILTER.valid(name):
         raise errors.InvalidFilter(f"filter must name a saved filter: {names.SAVED_FILTER.rule}")

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from deadletter.clock import ManualClock
+from deadletter.domain import filters
 from deadletter.engine.engine import Engine
 from deadletter.engine.worker import Worker
 from tests.api.zaqar.conftest import ApiClient, claim, make_queue, post, with_dlq
+from tests.support.blank_values import BLANKS
 
 AUTO = "/v2/queues/orders-dlq/dead_letters/auto_redrive"
 POLICY = {"filter": {}, "interval": 600, "max_rounds": 2}
@@ -129,6 +131,22 @@ def test_a_bad_policy_is_refused_before_anything_is_written(
     r = api.put(AUTO, json=body)
     assert r.status_code == 400, r.text
     assert words in r.json()["description"]
+    assert api.get(AUTO).status_code == 404
+
+
+@pytest.mark.parametrize("key", filters.FILTER_KEYS)
+def test_a_blank_field_of_the_filter_is_an_invalid_filter_as_on_every_route(
+    api: ApiClient, key: str
+) -> None:
+    with_dlq(api)
+    for value in (*BLANKS, None, []):
+        r = api.put(AUTO, json={**POLICY, "filter": {key: value}})
+        assert r.status_code == 400, (key, value, r.text)
+        assert r.json()["title"] == "Invalid filter", (key, value, r.text)
+        assert f"filter.{key} is empty" in r.json()["description"], (key, value, r.text)
+    # the same title a blank value gets where the filter is a query
+    r = api.get("/v2/queues/orders-dlq/dead_letters/count", params={key: " "})
+    assert r.json()["title"] == "Invalid filter", r.text
     assert api.get(AUTO).status_code == 404
 
 

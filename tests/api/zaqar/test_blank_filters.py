@@ -108,10 +108,43 @@ def test_a_null_or_an_empty_list_in_a_body_is_refused_too(
     refused(
         api.request(route.method, path, json={"attribute": ["tenant", " "], **more}), "attribute"
     )
-    # An empty list of ids is refused too, or selects no dead letter
-    r = api.request(route.method, path, json={"message_ids": [], "dry_run": True, **more})
-    counts = [v for k, v in r.json().items() if k.startswith("to_")]
-    assert r.status_code == 400 or counts == [0], r.text
+
+
+TAKE_IDS = [r for r in FILTERED if "message_ids" in (r.reads.body or ())]
+# A list of ids that names no dead letter, or fewer than it lists: `null`, none, a blank id
+# alone or beside a real-looking one.
+BLANK_IDS = [None, [], *([v] for v in BLANKS), *(["m1", v] for v in BLANKS)]
+
+
+def test_the_routes_that_take_ids_are_found_in_the_table() -> None:
+    assert {r.name for r in TAKE_IDS} >= {
+        "start_redrive", "archive_dead_letters", "restore_dead_letters",
+        "discard_dead_letters"}  # fmt: skip
+
+
+@pytest.mark.parametrize("route", TAKE_IDS, ids=lambda r: r.name)
+def test_a_blank_id_or_no_id_in_message_ids_is_refused_naming_it(
+    api: ApiClient, two_dead_letters: None, counted: list[str], route: ZaqarRoute
+) -> None:
+    path, more = route.path.format(queue="orders-dlq"), needs(route)
+    for ids in BLANK_IDS:
+        counted.clear()
+        for dry_run in (True, False):
+            body = {"message_ids": ids, "dry_run": dry_run, **more}
+            refused(api.request(route.method, path, json=body), "message_ids")
+        assert "write" not in counted, ids
+
+
+@settings(max_examples=100)
+@given(ids=st.lists(st.text(max_size=4), max_size=3), blank=blank_texts, at=st.integers(0, 3))
+def test_any_blank_id_among_ids_is_refused_naming_it(ids: list[str], blank: str, at: int) -> None:
+    listed = [*ids[:at], blank, *ids[at:]]
+    with pytest.raises(errors.InvalidFilter, match=r"message_ids\[\d+\] is a blank id"):
+        filters.message_ids(listed)
+    with pytest.raises(errors.InvalidFilter, match="message_ids lists no id"):
+        filters.message_ids([])
+    kept = [i for i in ids if not filters.blank(i)] or ["m1"]
+    assert filters.message_ids(kept) == tuple(kept)
 
 
 @pytest.mark.one_store

@@ -218,7 +218,7 @@ def dead_letter_sources(ctx: Ctx) -> Response:
 def start_redrive(ctx: Ctx) -> Response:
     doc = ctx.json_object()
     destination = optional_text(doc, "destination")
-    ids = redrive_ids(doc.get("message_ids"))
+    ids = redrive_ids(doc)
     rate = rate_value(doc.get("rate"))
     where = filters.from_json(doc)
     if where.pattern_id is not None and ids is not None:

@@ -43,7 +43,7 @@ def body_filter(doc: dict[str, Any], *, ids: bool = True) -> DeadLetterFilter:
         if key in doc and doc[key] in ("", [], None):
             raise bad_request(f"{key} is empty: give it a value, or leave it out.")
     where = filters.from_json(doc)
-    return replace(where, message_ids=redrive_ids(doc.get("message_ids"))) if ids else where
+    return replace(where, message_ids=redrive_ids(doc)) if ids else where
 
 
 def _dry_run(doc: dict[str, Any]) -> bool:

@@ -15,7 +15,7 @@ from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import ZaqarError, bad_request, out_of_range, shown
 from deadletter.api.zaqar.reads import MESSAGE_FIELDS
 from deadletter.api.zaqar.serialize import encode_body
-from deadletter.domain import names
+from deadletter.domain import errors, filters, names
 from deadletter.domain import settings as declared
 from deadletter.domain.limits import MESSAGES_PER_REQUEST
 from deadletter.domain.model import MAX_DELAY, MAX_TTL, Attribute, NewMessage
@@ -280,14 +280,19 @@ def rate_value(value: Any) -> float | None:
     return float(value)
 
 
-def redrive_ids(value: Any) -> tuple[str, ...] | None:
-    if value is None:
+def redrive_ids(doc: dict[str, Any]) -> tuple[str, ...] | None:
+    """A body's `message_ids`, None when it is left out; `null`, `[]` or a blank id is
+    refused (`filters.message_ids`): it would select nothing, or fewer than were listed."""
+    if "message_ids" not in doc:
         return None
+    value = doc["message_ids"]
+    if value is None:
+        raise errors.InvalidFilter("message_ids is null; leave it out, or list message ids")
     if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
         raise bad_request("message_ids must be a list of message ids.")
     if len(value) > MAX_REDRIVE_IDS:
         raise bad_request(f"message_ids may list at most {MAX_REDRIVE_IDS} ids.")
-    return tuple(text("message_ids", i) for i in value)
+    return filters.message_ids([text("message_ids", i) for i in value])
 
 
 def tag_param(ctx: Ctx) -> str | None:
