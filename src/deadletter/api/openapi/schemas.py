@@ -306,7 +306,7 @@ SCHEMAS: dict[str, Any] = {
             "reason": REASON,
             "since": EPOCH,
             "until": EPOCH,
-            "message_ids": {"type": "array", "items": STR, "maxItems": 10_000},
+            "message_ids": {"type": "array", "items": STR, "minItems": 1, "maxItems": 10_000},
             "pattern_id": STR,
             **{k: FILTER_FIELD for k in FILTER_KEYS if k not in ("reason", "since", "until")},
             "attribute": {

@@ -46,7 +46,7 @@ def put_auto_redrive(ctx: Ctx) -> Response:
         rate=rate_value(doc.get("rate")),
     )
     enabled = doc.get("enabled")
-    if enabled is not None and not isinstance(enabled, bool):
+    if "enabled" in doc and not isinstance(enabled, bool):
         raise bad_request("enabled must be true or false.")
     policy, created = ctx.engine.put_auto_redrive(
         ctx.project, ctx.queue, spec=spec, enabled=enabled

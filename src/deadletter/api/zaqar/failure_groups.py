@@ -120,7 +120,7 @@ def delete_saved_filter(ctx: Ctx) -> Response:
 def archive_dead_letters(ctx: Ctx) -> Response:
     doc = ctx.json_object(empty_ok=False)
     retention = doc.get("retention")
-    if retention is not None and not (
+    if "retention" in doc and not (
         is_int(retention) and MIN_RETENTION <= retention <= MAX_RETENTION
     ):
         raise bad_request(

@@ -311,10 +311,14 @@ def canary_value(doc: dict[str, Any], pattern_id: str | None) -> Canary | None:
     a string of one) or a percentage of them ("10%"); `watch` (seconds) and `max_redeath` (a
     percentage) come with it only, and so do `seed` (the draw's, an integer) and `force` (a
     pattern flagged impure too). The engine checks the ranges, before anything is written."""
+    if "canary" in doc and doc["canary"] is None:
+        # no documented meaning: read as "no canary", it would move the whole selection
+        # unwatched, giving up the check the caller's tooling meant to ask for
+        raise bad_request("canary is null: leave it out for no canary, or give its size.")
     size = doc.get("canary")
     if size is None:
         for key in ("watch", "max_redeath", "seed", "force"):
-            if doc.get(key) is not None:
+            if key in doc:
                 raise bad_request(f"{key} is given with canary only.")
         return None
     count: int | None = None
@@ -352,7 +356,7 @@ def _draw_options(doc: dict[str, Any]) -> tuple[int | None, bool]:
     """A canary's `seed` (the draw's, to draw the same sample again) and `force` (a pattern
     flagged impure too)."""
     seed = doc.get("seed")
-    if seed is not None and (
+    if "seed" in doc and (
         isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32
     ):
         raise bad_request("seed must be an integer from 0 to 4294967295.")
