@@ -120,8 +120,8 @@ def delete_saved_filter(ctx: Ctx) -> Response:
 def archive_dead_letters(ctx: Ctx) -> Response:
     doc = ctx.json_object(empty_ok=False)
     retention = doc.get("retention")
-    if "retention" in doc and not (
-        is_int(retention) and MIN_RETENTION <= retention <= MAX_RETENTION
+    if "retention" in doc and (
+        retention is None or not (is_int(retention) and MIN_RETENTION <= retention <= MAX_RETENTION)
     ):
         raise bad_request(
             f"retention must be an integer between {MIN_RETENTION} and {MAX_RETENTION} seconds."
