@@ -77,10 +77,14 @@ def send(api: ApiClient, route: ZaqarRoute, fields: list[tuple[str, Any]]) -> ht
     return api.request(route.method, path, json=body)
 
 
-def refused(r: httpx.Response, key: str) -> None:
+def refused(r: httpx.Response, key: str, value: Any = None) -> None:
     assert r.status_code == 400, (key, r.text)
-    # (a NUL is refused by the edge that reads every text, before the filter is parsed)
-    assert r.json()["title"] in ("Invalid filter", "Invalid API request"), r.text
+    # the same title on every route; but a NUL, refused by the edge that reads every text
+    # before the filter is parsed, and a name the route does not take (a saved filter's
+    # `filter`), refused as every unknown field is
+    other = "\\x00" in repr(value) or r.json()["description"].startswith("Unknown field")
+    assert r.json()["title"] in (("Invalid filter", "Invalid API request") if other
+                                 else ("Invalid filter",)), r.text  # fmt: skip
     assert key in r.json()["description"], r.text
 
 
@@ -92,7 +96,7 @@ def test_a_blank_filter_is_refused_before_anything_is_written(
         counted.clear()
         # alone, and beside a good filter that would narrow the selection to nothing
         for fields in ([(key, value)], [("source_queue", "orders"), (key, value)]):
-            refused(send(api, route, fields), key)
+            refused(send(api, route, fields), key, value)
         assert "write" not in counted, (key, value)
 
 
@@ -131,7 +135,7 @@ def test_a_blank_id_or_no_id_in_message_ids_is_refused_naming_it(
         counted.clear()
         for dry_run in (True, False):
             body = {"message_ids": ids, "dry_run": dry_run, **more}
-            refused(api.request(route.method, path, json=body), "message_ids")
+            refused(api.request(route.method, path, json=body), "message_ids", ids)
         assert "write" not in counted, ids
 
 
