@@ -97,7 +97,7 @@ def test_tokens_masked_before_under_other_masks_are_not_reused() -> None:
     line = "request 28b7a624a67d6393 took 12ms"
     masked = ["request", "<HEX>", "took", "<DUR>"]
     assert text.tokenize(line) == masked
-    assert text._RAW_SEEN["11ms"] == "<DUR>"  # looked up by its shape
+    assert text._CLASS_SEEN["11ms"] == "<DUR>"  # looked up by its shape
     # When the masks are taken away, the tokens seen before are masked again
     with masks_taken_away():
         assert text.tokenize(line) == ["request", "<ID>", "took", "<ID>"]
