@@ -187,3 +187,13 @@ class RedriveTask:
     canary: Canary | None = None
     # Applied to each dead letter as it moves, kept in its history as an edit.
     transform: MessagePatch | None = None
+
+    @property
+    def gone(self) -> int:
+        """Of a completed task's selection, those it neither moved nor skipped: they left the
+        DLQ by another road while it ran (archived, discarded, purged, expired), or were
+        claimed from it when the task reached them (those stay). So moved + skipped + gone
+        == to_move once it completed."""
+        if self.status is not TaskStatus.COMPLETED:
+            return 0
+        return max(self.to_move - self.moved - self.skipped, 0)

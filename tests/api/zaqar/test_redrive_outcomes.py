@@ -96,3 +96,22 @@ def test_eligibility_drops_show_in_stats(api: ApiClient) -> None:
     assert stats["dead_letter"]["dropped"] == {"max_claims": 1}
     assert stats["dead_letter"]["dead_lettered"] == {"max_claims": 1}
     assert stats["messages"]["total"] == 0
+
+
+def test_dead_letters_archived_while_a_redrive_runs_are_counted_as_gone(
+    api: ApiClient, engine: Engine
+) -> None:
+    # Given a redrive of three dead letters that has moved the first
+    with_dlq(api, "s", "d", n=1)
+    _kill(api, "s", "s1", "s2", "s3")
+    r = api.post("/v2/queues/d/redrives", json={})
+    href = r.headers["Location"]
+    engine.redrive_step(href.rsplit("/", 1)[1], 1)
+    # When the other two are archived before it reaches them
+    rest = [m["id"] for m in api.get("/v2/queues/d/messages?echo=true").json()["messages"]]
+    r = api.post("/v2/queues/d/dead_letters/archive", json={"message_ids": rest})
+    assert r.status_code == 200, r.text
+    # I expect the task to say where they went
+    done = _run(api, engine, href)
+    assert (done["status"], done["to_move"], done["moved"]) == ("COMPLETED", 3, 1)
+    assert (done["skipped"], done["gone"]) == (0, 2)

@@ -392,6 +392,7 @@ SCHEMAS: dict[str, Any] = {
                     "properties": {"id": STR, "reason": enum(SkipReason)},
                 },
             },
+            "gone": INT,
             "canary": {
                 "type": "object",
                 "properties": {"decision": enum(CanaryDecision, nullable=True)},

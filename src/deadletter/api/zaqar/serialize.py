@@ -144,6 +144,7 @@ def task_json(task: RedriveTask, pattern_id: str | None = None) -> dict[str, Any
         "failure_reason": task.failure_reason,
         "skipped": task.skipped,
         "skipped_messages": [{"id": mid, "reason": r.value} for mid, r in task.skipped_messages],
+        "gone": task.gone,
         **({"canary": canary_json(task.canary)} if task.canary is not None else {}),
         # A round of the DLQ's automatic redrive (its filter leaves out the exhausted).
         **({"auto_redrive": True} if f.auto_rounds_below is not None else {}),

@@ -122,7 +122,8 @@ export function redrivePanel(dlq, options = {}) {
     progress.dataset.status = t.status;
     const c = t.canary;
     const paused = t.status === "PAUSED";
-    status.textContent = ` ${t.moved} of ${total} moved · ${t.status}` + (t.failure_reason ? ` (${t.failure_reason})` : "") +
+    status.textContent = ` ${t.moved} of ${total} moved` + (t.skipped ? `, ${t.skipped} skipped` : "") +
+      (t.gone ? `, ${t.gone} gone (left the DLQ meanwhile)` : "") + ` · ${t.status}` + (t.failure_reason ? ` (${t.failure_reason})` : "") +
       (paused && c && c.reason ? `: ${c.reason}` : "");
     outcome.hidden = !c;
     if (c) {
