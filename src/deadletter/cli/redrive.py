@@ -177,7 +177,7 @@ def _report(task: dict[str, Any], as_json: bool) -> None:
         click.echo(
             f"redrive {task['id']}: {task['status']}, moved {task['moved']} of {task['to_move']}"
             + (f", skipped {task['skipped']}" if task.get("skipped") else "")
-            + (f", gone {task['gone']} (left the DLQ meanwhile)" if task.get("gone") else "")
+            + (f", gone {task['gone']} (left the DLQ or were claimed meanwhile)" if task.get("gone") else "")
         )
         _echo_skipped(task)
         if task.get("canary"):

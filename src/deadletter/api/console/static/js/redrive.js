@@ -123,7 +123,7 @@ export function redrivePanel(dlq, options = {}) {
     const c = t.canary;
     const paused = t.status === "PAUSED";
     status.textContent = ` ${t.moved} of ${total} moved` + (t.skipped ? `, ${t.skipped} skipped` : "") +
-      (t.gone ? `, ${t.gone} gone (left the DLQ meanwhile)` : "") + ` · ${t.status}` + (t.failure_reason ? ` (${t.failure_reason})` : "") +
+      (t.gone ? `, ${t.gone} gone (left the DLQ or were claimed meanwhile)` : "") + ` · ${t.status}` + (t.failure_reason ? ` (${t.failure_reason})` : "") +
       (paused && c && c.reason ? `: ${c.reason}` : "");
     outcome.hidden = !c;
     if (c) {
