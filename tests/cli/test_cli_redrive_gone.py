@@ -12,7 +12,8 @@ def test_a_completed_task_names_what_is_gone(capsys: pytest.CaptureFixture[str])
     task = {"id": "t1", "status": "COMPLETED", "moved": 1, "to_move": 5, "skipped": 1, "gone": 3}
     _report(task, as_json=False)
     assert capsys.readouterr().out.splitlines()[0] == (
-        "redrive t1: COMPLETED, moved 1 of 5, skipped 1, gone 3 (left the DLQ or were claimed meanwhile)"
+        "redrive t1: COMPLETED, moved 1 of 5, skipped 1,"
+        " gone 3 (left the DLQ or were claimed meanwhile)"
     )
 
 

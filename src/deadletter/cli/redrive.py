@@ -24,6 +24,9 @@ from deadletter.client import ApiError, Client, Unreachable
 
 ACTIVE = ("RUNNING", "CANCELLING")  # a PAUSED task moves nothing more
 
+# What a completed task's `gone` counts, in the words its line says it.
+GONE = "left the DLQ or were claimed meanwhile"
+
 
 @click.group()
 def redrive() -> None:
@@ -177,7 +180,7 @@ def _report(task: dict[str, Any], as_json: bool) -> None:
         click.echo(
             f"redrive {task['id']}: {task['status']}, moved {task['moved']} of {task['to_move']}"
             + (f", skipped {task['skipped']}" if task.get("skipped") else "")
-            + (f", gone {task['gone']} (left the DLQ or were claimed meanwhile)" if task.get("gone") else "")
+            + (f", gone {task['gone']} ({GONE})" if task.get("gone") else "")
         )
         _echo_skipped(task)
         if task.get("canary"):
