@@ -12,7 +12,7 @@ from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import canary_value, known_fields, rate_value
 from deadletter.api.zaqar.serialize import iso
-from deadletter.domain import filters
+from deadletter.domain import errors, filters
 from deadletter.domain.auto_redrive import (
     MAX_INTERVAL,
     MAX_ROUNDS,
@@ -67,7 +67,13 @@ def filter_value(value: Any) -> DeadLetterFilter:
             " dead-letter queue)."
         )
     known_fields(value, filters.FILTER_KEYS, "filter")
-    return filters.from_json(value, within="filter.")
+    for key, given in value.items():
+        if given is None or given == [] or (isinstance(given, str) and filters.blank(given)):
+            # the filter language's refusal, worded for the field of the policy's object
+            raise errors.InvalidFilter(
+                f"filter.{key} is empty; leave it out to select by it no more"
+            )
+    return filters.from_json(value)
 
 
 def _integer(doc: dict[str, Any], key: str, low: int, high: int, unit: str) -> int:

@@ -286,8 +286,8 @@ def redrive_ids(doc: dict[str, Any]) -> tuple[str, ...] | None:
     if "message_ids" not in doc:
         return None
     value = doc["message_ids"]
-    if value is None or value == "":
-        raise errors.InvalidFilter("message_ids is empty; leave it out, or list message ids")
+    if value is None:
+        raise errors.InvalidFilter("message_ids is null; leave it out, or list message ids")
     if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
         raise bad_request("message_ids must be a list of message ids.")
     if len(value) > MAX_REDRIVE_IDS:
