@@ -89,7 +89,7 @@ def _masked(block: Block, masker: Masker) -> tuple[list[Masked], pa.Array]:
     """The block's distinct masked texts and each dead letter's place among them: each
     distinct (error, description, class) with its digits as classes masked once, and the
     texts themselves where their digits' values count."""
-    encoded = [pa.array(c, pa.string()).dictionary_encode() for c in block.digit_classes]
+    encoded = [c.dictionary_encode() for c in block.digit_classes]
     texts = [e.dictionary.to_pylist() for e in encoded]
     code: Any = None
     for e, distinct in zip(encoded, texts, strict=True):
