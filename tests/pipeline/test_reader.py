@@ -45,7 +45,7 @@ def test_blocks_and_workers_change_nothing(
 ) -> None:
     # Given the mixed export read in blocks of 64 KB, by one process or two
     monkeypatch.setattr(reader, "BLOCK_BYTES", 64 * 1024)
-    monkeypatch.setattr(local, "local_workers", lambda: workers)
+    monkeypatch.setattr(local, "local_workers", lambda *_: workers)
     analyze_local(mixed, tmp_path / "streamed")
     # I expect the outputs of analysing its rows read one by one
     _by_rows(mixed, tmp_path / "rows")

@@ -13,7 +13,8 @@ shows it, so that the result is the same however many workers counted.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,33 +206,53 @@ class Tally:
 
 
 def counted_blocks(
-    path: Path, workers: int, starts: list[tuple[int, int]] | None = None
+    path: Path, workers: Callable[[], int], starts: list[tuple[int, int]] | None = None
 ) -> Iterator[Counted]:
-    """Each block of the export counted, in input order: by `workers` processes (forked from
-    this one, each a block at a time, a few blocks ahead), or here when `workers` is 1 or the
-    file is one block. Each block's first line and offset go to `starts`."""
+    """Each block of the export counted, in input order. The first is counted here; then
+    `workers()` says how many processes count the rest: past one, this process and helpers
+    forked from it (their caches are this one's as the first block left them), each helper
+    a block or two ahead. Each block's first line and offset go to `starts`."""
     from deadletter.pipeline.reader import BLOCK_BYTES, blocks
 
     where = starts if starts is not None else []
-    if workers <= 1 or path.stat().st_size <= BLOCK_BYTES:
-        for first, offset, data in blocks(path):
+    read = blocks(path, BLOCK_BYTES)
+    for first, offset, data in read:
+        where.append((first, offset))
+        yield _count(first, data)
+        break
+    # Helpers pay only with blocks for this process to count beside them.
+    helpers = workers() - 1 if path.stat().st_size > 3 * BLOCK_BYTES else 0
+    if helpers < 1:
+        for first, offset, data in read:
             where.append((first, offset))
             yield _count(first, data)
         return
     import multiprocessing
     from collections import deque
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        pending: deque[Future[Counted]] = deque()
-        for first, offset, data in blocks(path):
+    with ProcessPoolExecutor(helpers, mp_context=context) as pool:
+        pending: deque[Future[Counted] | Counted] = deque()
+        for first, offset, data in read:
             where.append((first, offset))
-            pending.append(pool.submit(_count, first, data))
-            if len(pending) > 2 * workers:
-                yield pending.popleft().result()
+            ahead = sum(1 for p in pending if isinstance(p, Future) and not p.done())
+            if ahead < 2 * helpers:
+                pending.append(pool.submit(_count, first, data))
+            else:
+                pending.append(_count(first, data))
+            while pending and _ready(pending[0]):
+                yield _result(pending.popleft())
         while pending:
-            yield pending.popleft().result()
+            yield _result(pending.popleft())
+
+
+def _ready(item: Future[Counted] | Counted) -> bool:
+    return not isinstance(item, Future) or item.done()
+
+
+def _result(item: Future[Counted] | Counted) -> Counted:
+    return item.result() if isinstance(item, Future) else item
 
 
 def _count(first: int, data: bytes) -> Counted:
