@@ -4,7 +4,6 @@ inputs); `analyze generate`."""
 from __future__ import annotations
 
 import signal
-import tempfile
 import warnings
 from functools import partial
 from pathlib import Path
@@ -461,22 +460,16 @@ def _in_process(
 ) -> Any:
     """The analysis without Spark: an export file, or a DLQ read page by page into one
     until it proves too large (unless `any_size`; NotLocal: Spark takes over)."""
-    from deadletter.pipeline.local import QUEUE_MAX_ROWS, analyze_local, export_dlq
+    from deadletter.pipeline.local import QUEUE_MAX_ROWS, analyze_dlq, analyze_local
 
     if input_path is not None:
         say("analysing in this process (a JSON-lines export: no Spark)")
         return analyze_local(input_path, out_dir, threshold=threshold, post=poster, progress=say)
     limit = None if any_size else QUEUE_MAX_ROWS
-    say(
-        f"reading {queue} in this process"
-        + (f" (no Spark up to {limit:,} dead letters)" if limit else "")
+    say(f"reading {queue} in this process" + (f", up to {limit:,} dead letters" if limit else ""))
+    return analyze_dlq(
+        options, out_dir, max_rows=limit, threshold=threshold, post=poster, progress=say
     )
-    # The DLQ as an export of its own, so that it is read as a stream, as an export is.
-    with tempfile.TemporaryDirectory(prefix="deadletter-analyze-") as work:
-        export = Path(work) / "dlq.jsonl"
-        count = export_dlq(options, export, max_rows=limit)
-        say(f"{count:,} dead letters read")
-        return analyze_local(export, out_dir, threshold=threshold, post=poster, progress=say)
 
 
 def _done(say: Progress, result: Any, out_dir: Path) -> None:

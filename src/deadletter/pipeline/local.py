@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from deadletter.pipeline.lines import _ENCODE, NotLocal, row_of_line
 
 __all__ = [
     "NotLocal",
+    "analyze_dlq",
     "analyze_local",
     "analyze_rows",
     "export_dlq",
@@ -146,6 +148,25 @@ def export_dlq(options: dict[str, str], path: Path, max_rows: int | None = QUEUE
             fh.write(json.dumps(export_record(message), separators=(",", ":")) + "\n")
             count += 1
     return count
+
+
+def analyze_dlq(
+    options: dict[str, str],
+    out_dir: str | Path,
+    *,
+    max_rows: int | None = QUEUE_MAX_ROWS,
+    threshold: float = DEFAULT_THRESHOLD,
+    post: Callable[[list[dict[str, Any]]], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Result:
+    """`analyze_local` of a DLQ (the data source's options): written to an export of its own
+    in a temporary folder (`export_dlq`), so that it is read as a stream, as an export is."""
+    with tempfile.TemporaryDirectory(prefix="deadletter-analyze-") as work:
+        copy = Path(work) / "dlq.jsonl"
+        count = export_dlq(options, copy, max_rows)
+        if progress is not None:
+            progress(f"{count:,} dead letters read")
+        return analyze_local(copy, out_dir, threshold=threshold, post=post, progress=progress)
 
 
 def _total(client: Any, queue: str, where: dict[str, list[str]]) -> Any:
