@@ -44,8 +44,9 @@ AUTO_LOCAL_MAX_BYTES = 1024**3
 LOCAL_WORKERS = 2
 # Of the CPU time the machine had while this process counted its first block, the share of
 # a core that must have gone unused for a second process to count beside it: it then runs
-# where nothing else does (a second process spends about a tenth more CPU in all: each
-# masks the texts it sees first, and blocks travel between them).
+# where nothing else does. Two spend more CPU in all (a tenth more at a million dead
+# letters: each masks the texts it sees first, blocks and their counts travel between them),
+# which a busy machine pays for in time (docs/pipeline.md, run 17).
 IDLE_FOR_A_SECOND = 0.5
 
 CpuTimes = tuple[int, int]
