@@ -46,10 +46,13 @@ def test_blocks_and_workers_change_nothing(
     # Given the mixed export read in blocks of 64 KB, by one process or two
     monkeypatch.setattr(reader, "BLOCK_BYTES", 64 * 1024)
     monkeypatch.setattr(local, "local_workers", lambda *_: workers)
-    analyze_local(mixed, tmp_path / "streamed")
+    told: list[str] = []
+    analyze_local(mixed, tmp_path / "streamed", progress=told.append)
     # I expect the outputs of analysing its rows read one by one
     _by_rows(mixed, tmp_path / "rows")
     _same_outputs(tmp_path / "streamed", tmp_path / "rows")
+    # and the command to say when two processes count
+    assert any("in 2 processes" in stage for stage in told) == (workers == 2)
 
 
 def test_a_block_read_line_by_line_gives_what_the_fast_reading_gives(

@@ -242,12 +242,19 @@ def analyze_local(
         )
     tally = Tally()
     since = cpu_times()
+
+    def workers() -> int:
+        count = local_workers(since)
+        if count > 1:
+            say(f"reading and masking in {count} processes (a core was idle)")
+        return count
+
     # Without the cyclic garbage collector meanwhile: the reading makes millions of objects
     # that hold no cycle, and each collection would walk every one still alive.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for counted in counted_blocks(Path(path), lambda: local_workers(since), tally.starts):
+        for counted in counted_blocks(Path(path), workers, tally.starts):
             tally.add(counted)
         return summarise(
             tally,
