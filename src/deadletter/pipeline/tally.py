@@ -26,6 +26,11 @@ from deadletter.pipeline.masking import Masked, Masker
 from deadletter.pipeline.reader import Block
 
 _GROUP_BY = ["m", "q", "r", "hour", "s"]
+# A helper process pays only for a file of more blocks than this: forked from a process whose
+# caches are full, it costs each of them copies of what they write, and its blocks and counts
+# travel between them (docs/pipeline.md, run 17: no faster at 80,000 dead letters, 8 blocks,
+# with a core idle; a little at 250,000, 24 blocks; 17 % at a million).
+HELPED_PAST_BLOCKS = 16
 _MASKER: Masker | None = None  # this process's, kept between blocks for its caches
 
 
@@ -220,8 +225,7 @@ def counted_blocks(
         where.append((first, offset))
         yield _count(first, data)
         break
-    # Helpers pay only with blocks for this process to count beside them.
-    helpers = workers() - 1 if path.stat().st_size > 3 * BLOCK_BYTES else 0
+    helpers = workers() - 1 if path.stat().st_size > HELPED_PAST_BLOCKS * BLOCK_BYTES else 0
     if helpers < 1:
         for first, offset, data in read:
             where.append((first, offset))
