@@ -25,6 +25,7 @@ from psycopg.pq import TransactionStatus
 from deadletter.domain.model import Message
 from deadletter.domain.tags import DEFAULT_DONE_AT
 from deadletter.storage.base import ClaimRecord
+from deadletter.storage.postgres.prepared import PreparedCursor
 from deadletter.storage.rows import message_params, with_seq
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.transaction import SQLTransaction
@@ -227,14 +228,15 @@ class ComposedStatements(SQLTransaction):
     what each returns and changes is the same."""
 
     def __init__(self, cursor: Any, dialect: Any) -> None:
-        super().__init__(cursor, dialect)
+        libpq = PreparedCursor(cursor)  # the hot statements through libpq (`prepared`)
+        super().__init__(libpq, dialect)
+        self._libpq = libpq
         # Counter bumps not yet written: (project, queue, name) -> amount.
         self._bumps: dict[tuple[str, str, str], int] = {}
         # The session is in autocommit: the transaction sends its BEGIN just before its first
         # statement (`_begin`) and its COMMIT after what is left to write (`commit`).
         self._begun = False
         self._connection: psycopg.Connection[Any] = cursor.connection
-        self._cursor: psycopg.Cursor[Any] = cursor
 
     # The transaction's frame
 
@@ -245,7 +247,7 @@ class ComposedStatements(SQLTransaction):
             return
         if self._bumps:
             self._write_bumps()
-        self._cursor.execute(b"COMMIT")
+        self._libpq.command(b"COMMIT")
 
     def abandon(self) -> None:
         """Roll back what was sent; the error that ended the transaction is the caller's to
@@ -281,7 +283,7 @@ class ComposedStatements(SQLTransaction):
         round trip does (docs/benchmarks.md, "The server's CPU on PostgreSQL")."""
         if not self._begun:
             self._begun = True
-            self._cursor.execute(b"BEGIN")
+            self._libpq.command(b"BEGIN")
 
     # Counters: written with the next statement, or just before the COMMIT
 
