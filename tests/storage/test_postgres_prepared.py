@@ -58,3 +58,28 @@ def test_the_claims_statements_stay_prepared_after_transactions_that_roll_back()
     claims = [p for p in before if "SKIP LOCKED" in p["statement"]]
     assert claims and all(p["name"].startswith("_dl_") for p in claims)
     assert {p["name"] for p in before} <= {p["name"] for p in after}
+
+
+@pytest.mark.postgres
+def test_a_commit_behind_a_failing_statement_commits_nothing() -> None:
+    import psycopg
+    from psycopg.pq import TransactionStatus
+    from psycopg.rows import dict_row
+
+    from deadletter.storage.postgres.prepared import PreparedCursor
+
+    with postgres_schema() as url, psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE t (n int PRIMARY KEY)")
+        cursor = PreparedCursor(conn.cursor(row_factory=dict_row))
+        insert = positional("INSERT INTO t (n) VALUES (%(n)s::int)")
+        # Given a transaction whose BEGIN went ahead of its first write
+        cursor.ahead = b"BEGIN"
+        cursor.run(insert, {"n": 1}, prepare=True)
+        # When its last write fails with the COMMIT behind it, in one round trip
+        cursor.behind = b"COMMIT"
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            cursor.run(insert, {"n": 1}, prepare=True)
+        # I expect the transaction failed, not committed, and nothing of it kept once rolled back
+        assert conn.info.transaction_status == TransactionStatus.INERROR
+        conn.rollback()
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (0,)

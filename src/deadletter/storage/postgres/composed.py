@@ -245,8 +245,12 @@ class ComposedStatements(SQLTransaction):
         nothing to commit."""
         if not self._begun:
             return
-        if self._bumps:
+        if self._bumps:  # the COMMIT goes behind the last writes, in one round trip
+            self._libpq.behind = b"COMMIT"
             self._write_bumps()
+            if self._libpq.behind is None:
+                return
+        self._libpq.behind = None
         self._libpq.command(b"COMMIT")
 
     def abandon(self) -> None:
@@ -278,12 +282,12 @@ class ComposedStatements(SQLTransaction):
         super().run_many(sql, rows)
 
     def _begin(self) -> None:
-        """The transaction's BEGIN, before its first statement. A statement of its own: in a
-        pipeline with the first one it saved a round trip but cost psycopg more than the
-        round trip does (docs/benchmarks.md, "The server's CPU on PostgreSQL")."""
+        """The transaction's BEGIN, ahead of its first statement in one round trip (libpq's
+        pipeline: psycopg's cost more Python than the round trip it saved; docs/benchmarks.md,
+        "The server's CPU on PostgreSQL")."""
         if not self._begun:
             self._begun = True
-            self._libpq.command(b"BEGIN")
+            self._libpq.ahead = b"BEGIN"
 
     # Counters: written with the next statement, or just before the COMMIT
 

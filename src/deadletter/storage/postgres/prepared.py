@@ -106,6 +106,10 @@ class PreparedCursor:
         self._rows: list[dict[str, Any]] = []
         self._rowcount = -1
         self._from_cursor = False  # whether the last statement went through psycopg's cursor
+        # A command (BEGIN, COMMIT) that goes to the server with the next statement, ahead of it
+        # or behind it, in one round trip (`run`).
+        self.ahead: bytes | None = None
+        self.behind: bytes | None = None
 
     @property
     def direct(self) -> bool:
@@ -115,48 +119,86 @@ class PreparedCursor:
     # The psycopg cursor's way
 
     def execute(self, query: Any, params: Any = None, /, *, prepare: bool | None = None) -> Any:
+        self._send_ahead()
         self._from_cursor = True
         return self._cursor.execute(query, params, prepare=prepare)
 
     def executemany(self, query: Any, params: Iterable[Any], /) -> Any:
+        self._send_ahead()
         self._from_cursor = True
         return self._cursor.executemany(query, params)
+
+    def _send_ahead(self) -> None:
+        """The command meant to go ahead of a statement that goes through psycopg's cursor,
+        alone before it (in psycopg's pipeline, if the connection is in one)."""
+        if self.ahead is not None:
+            ahead, self.ahead = self.ahead, None
+            if self.direct:
+                self.command(ahead)
+            else:
+                self._cursor.execute(ahead)
 
     # libpq's way
 
     def run(self, statement: Positional, params: Mapping[str, Any], *, prepare: bool) -> None:
-        """Send `statement` with `params` and read its result; prepared on the connection
-        once it has run often enough there, if `prepare`."""
+        """Send `statement` with `params` (and the commands `ahead` and `behind`, if set) and
+        read its result; prepared on the connection once it has run often enough there, if
+        `prepare`."""
         self._from_cursor = False
-        tx, pgconn, session = self._tx, self._pgconn, self._session
+        tx, pgconn = self._tx, self._pgconn
         values = tx.dump_sequence([params[n] for n in statement.names], statement.formats)
         types, formats = tx.types, tx.formats
-        key = (statement.text, types)
-        name = session.prepared.get(key) if prepare else None
-        if name is None and prepare and len(session.prepared) < PREPARED_MAX:
+        name = self._prepared(statement.text, types) if prepare else None
+        ahead, behind, self.ahead, self.behind = self.ahead, self.behind, None, None
+        if ahead is None and behind is None:
+            self._send(statement.text, name, values, types, formats)
+            result = self._result(self.connection.wait(generators.execute(pgconn)))
+        else:
+            pgconn.enter_pipeline_mode()
+            try:
+                if ahead is not None:
+                    pgconn.send_query_params(ahead, None)
+                self._send(statement.text, name, values, types, formats)
+                result = self._pipelined(ahead is not None, behind)
+            finally:
+                self._leave_pipeline()
+        self._read(result, name)
+
+    def _prepared(self, text: bytes, types: tuple[int, ...] | None) -> bytes | None:
+        """The name `text` is prepared under with these parameter types on this connection,
+        preparing it now if it has run often enough; None while it has not."""
+        session, key = self._session, (text, types)
+        name = session.prepared.get(key)
+        if name is None and len(session.prepared) < PREPARED_MAX:
             runs = session.runs[key] = session.runs.get(key, 0) + 1
             if runs >= PREPARE_AFTER:
                 name = f"_dl_{len(session.prepared)}".encode()
-                pgconn.send_prepare(name, statement.text, types)
-                self._result(self.connection.wait(generators.execute(pgconn)))
+                self._pgconn.send_prepare(name, text, types)
+                self._result(self.connection.wait(generators.execute(self._pgconn)))
                 session.prepared[key] = name
                 del session.runs[key]
+        return name
+
+    def _send(self, text: bytes, name: bytes | None, values: Any, types: Any, formats: Any) -> None:
         if name is None:
-            pgconn.send_query_params(statement.text, values, types, formats)
+            self._pgconn.send_query_params(text, values, types, formats)
         else:
-            pgconn.send_query_prepared(name, values, formats)
-        result = self._result(self.connection.wait(generators.execute(pgconn)))
+            self._pgconn.send_query_prepared(name, values, formats)
+
+    def _read(self, result: Any, name: bytes | None) -> None:
+        """The rows of `result` as dicts, and its row count; a prepared statement's column
+        names are read once."""
         self._rowcount = result.command_tuples if result.command_tuples is not None else -1
         if result.status != ExecStatus.TUPLES_OK or not result.ntuples:
             self._rows = []
             return
-        columns = session.columns.get(name) if name is not None else None
+        columns = self._session.columns.get(name) if name is not None else None
         if columns is None:
             columns = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
             if name is not None:
-                session.columns[name] = columns
-        tx.set_pgresult(result)
-        self._rows = tx.load_rows(
+                self._session.columns[name] = columns
+        self._tx.set_pgresult(result)
+        self._rows = self._tx.load_rows(
             0, result.ntuples, lambda values: dict(zip(columns, values, strict=True))
         )
 
@@ -166,6 +208,32 @@ class PreparedCursor:
         self._pgconn.send_query(sql)
         self._result(self.connection.wait(generators.execute(self._pgconn)))
         self._rows, self._rowcount = [], -1
+
+    def _leave_pipeline(self) -> None:
+        """Out of libpq's pipeline mode; a connection that cannot leave it (a reply not read:
+        the wait was interrupted) is closed, and the pool replaces it."""
+        if not self._pgconn.pipeline_status:
+            return
+        try:
+            self._pgconn.exit_pipeline_mode()
+        except psycopg.Error:
+            self.connection.close()
+
+    def _pipelined(self, ahead: bool, behind: bytes | None) -> Any:
+        """The statement's result, sent in a pipeline with a command ahead of it and/or one
+        behind it; the first error of the three is raised (after an error the server skips
+        what follows until the pipeline's end, so a COMMIT behind a failed statement is not
+        run and the transaction stays failed, to be rolled back)."""
+        pgconn, wait = self._pgconn, self.connection.wait
+        if behind is not None:
+            pgconn.send_query_params(behind, None)
+        pgconn.pipeline_sync()
+        wait(generators.send(pgconn))
+        replies = [wait(generators.fetch_many(pgconn)) for _ in range(ahead + 1 + bool(behind))]
+        wait(generators.fetch_many(pgconn))  # the pipeline's end
+        for reply in replies:
+            self._result(reply)
+        return replies[ahead][-1]
 
     def _result(self, results: Sequence[Any]) -> Any:
         result = results[-1]
