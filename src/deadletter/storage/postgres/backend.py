@@ -38,6 +38,7 @@ from psycopg_pool import ConnectionPool
 
 from deadletter.domain.model import ListQuery, Message
 from deadletter.domain.tags import ConsumerTag
+from deadletter.domain.templates import QueueTemplate
 from deadletter.storage.base import (
     Availability,
     Store,
@@ -89,6 +90,10 @@ PROJECT_QUEUES_LOCK = (
 PROJECT_SUBSCRIPTIONS_LOCK = (
     "SELECT pg_advisory_xact_lock(x'7073'::int, hashtext(current_schema() || '/' || :project))"
 )
+# A project's template changes, one at a time, for the same reason (its own key space).
+PROJECT_TEMPLATES_LOCK = (
+    "SELECT pg_advisory_xact_lock(x'7474'::int, hashtext(current_schema() || '/' || :project))"
+)
 # Every payload of a burst in one statement, its own transaction (the notifier's session is in
 # autocommit): one round trip, where BEGIN, a NOTIFY each and COMMIT took four or more.
 NOTIFY_EACH = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
@@ -124,6 +129,11 @@ class PostgresTransaction(ComposedStatements):
         # Adds the project's lock that `Subscriptions.count_subscriptions` promises.
         self.run(PROJECT_SUBSCRIPTIONS_LOCK, {"project": project})
         return super().count_subscriptions(project, queue)
+
+    def templates_to_change(self, project: str) -> list[QueueTemplate]:
+        # Adds the project's lock that `Administration.templates_to_change` promises.
+        self.run(PROJECT_TEMPLATES_LOCK, {"project": project})
+        return super().templates_to_change(project)
 
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery
