@@ -121,10 +121,13 @@ def test_a_block_the_fast_reading_is_unsure_of_is_read_line_by_line(
     _same_outputs(tmp_path / "streamed", tmp_path / "rows")
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_a_line_that_only_spark_reads_exactly_is_named_by_its_number(
-    mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
+    # (with two processes, the block that holds it read by either of them)
     monkeypatch.setattr(reader, "BLOCK_BYTES", 64 * 1024)
+    monkeypatch.setattr(local, "local_workers", lambda *_: workers)
     lines = mixed.read_text(encoding="utf-8").splitlines()
     lines[2500] = json.dumps({"message_id": "x", "body": {"price": 1.50}}).replace("1.5", "1.50")
     path = tmp_path / "odd.jsonl"
@@ -230,3 +233,21 @@ def test_bodies_alike_but_for_their_digits_keep_their_own_key_paths(tmp_path: Pa
     analyze_local(path, tmp_path / "streamed")
     _by_rows(path, tmp_path / "rows")
     _same_outputs(tmp_path / "streamed", tmp_path / "rows")
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 50, 10_000])
+def test_ranges_of_bytes_cut_anywhere_give_each_line_once(tmp_path: Path, size: int) -> None:
+    # Given a file of lines of many lengths, blank ones, and a last line without a newline
+    lines = [b"x" * n for n in (0, 1, 5, 40, 0, 0, 200, 3, 1)]
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    data = path.read_bytes()
+    # When it is read in ranges of `size` bytes, each range the lines that start in it
+    found = [
+        reader.lines_between(path, at, min(at + size, len(data)))
+        for at in range(0, len(data), size)
+    ]
+    # I expect every line once, in order, at its offset, as the blocks give them
+    assert b"".join(text for _, text in found) == b"".join(d for *_, d in reader.blocks(path, 64))
+    for offset, text in found:
+        assert data[offset : offset + len(text)].rstrip(b"\n") == text.rstrip(b"\n")

@@ -25,7 +25,16 @@ import pyarrow.compute as pc
 from deadletter.pipeline.body_keys import Slow, body_style, paths_of, shape_keys
 from deadletter.pipeline.masking import DIGIT_CLASSES
 
-__all__ = ["BLOCK_BYTES", "Block", "Slow", "blocks", "paths_of", "read_block", "text_lines"]
+__all__ = [
+    "BLOCK_BYTES",
+    "Block",
+    "Slow",
+    "blocks",
+    "lines_between",
+    "paths_of",
+    "read_block",
+    "text_lines",
+]
 
 BLOCK_BYTES = 8 * 1024 * 1024
 _INT32 = 2**31
@@ -111,6 +120,31 @@ def blocks(path: Path, size: int = BLOCK_BYTES) -> Iterator[tuple[int, int, byte
             rest = data[cut:]
     if rest:
         yield number, offset, rest + b"\n"
+
+
+def lines_between(path: Path, start: int, end: int) -> tuple[int, bytes]:
+    """The offset and text of the whole lines of the file that start at an offset in
+    [start, end) (a line starts at 0 or after a newline), the last one whole though it ends
+    past `end`, with a newline after it where the file has none: ranges that cut a file
+    anywhere give each of its lines once, as `blocks` does."""
+    with path.open("rb") as fh:
+        fh.seek(start - 1 if start else 0)
+        head = fh.read(end - start + (1 if start else 0))
+        skip = head.find(b"\n") + 1 if start else 0
+        if start and skip == 0:
+            return end, b""  # no line starts in the range
+        data = head[skip:] if skip else head
+        if not data or data.endswith(b"\n"):
+            return start - 1 + skip if start else 0, data
+        parts = [data]
+        while True:
+            more = fh.read(64 * 1024)
+            cut = more.find(b"\n") + 1
+            if not more or cut:
+                parts.append(more[:cut] if cut else b"\n")
+                break
+            parts.append(more)
+    return start - 1 + skip if start else 0, b"".join(parts)
 
 
 def read_block(first_line: int, data: bytes) -> Block:

@@ -13,7 +13,7 @@ shows it, so that the result is the same however many workers counted.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,38 +225,98 @@ def counted_blocks(
         where.append((first, offset))
         yield _count(first, data)
         break
+    else:
+        return
     helpers = workers() - 1 if path.stat().st_size > HELPED_PAST_BLOCKS * BLOCK_BYTES else 0
     if helpers < 1:
         for first, offset, data in read:
             where.append((first, offset))
             yield _count(first, data)
         return
+    yield from _helped(path, helpers, first + data.count(b"\n"), offset + len(data), where)
+
+
+def _helped(
+    path: Path, helpers: int, line: int, start: int, where: list[tuple[int, int]]
+) -> Iterator[Counted]:
+    """The blocks from offset `start` (where line number `line` begins) counted by this
+    process and `helpers` forked from it. Each block is a range of the file's bytes that
+    whichever process counts it reads itself (`lines_between`): no block travels between
+    them, only its counts, numbered from line 1 and renumbered here in input order."""
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
 
+    from deadletter.pipeline.reader import BLOCK_BYTES
+
+    size = path.stat().st_size
+    ranges = [(at, min(at + BLOCK_BYTES, size)) for at in range(start, size, BLOCK_BYTES)]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(helpers, mp_context=context) as pool:
-        pending: deque[Future[Counted] | Counted] = deque()
-        for first, offset, data in read:
-            where.append((first, offset))
-            ahead = sum(1 for p in pending if isinstance(p, Future) and not p.done())
+        pending: deque[tuple[int, int, Counting]] = deque()
+        for begin, end in ranges:
+            ahead = sum(1 for *_, p in pending if isinstance(p, Future) and not p.done())
             if ahead < 2 * helpers:
-                pending.append(pool.submit(_count, first, data))
+                pending.append((begin, end, pool.submit(_count_range, path, begin, end)))
             else:
-                pending.append(_count(first, data))
-            while pending and _ready(pending[0]):
-                yield _result(pending.popleft())
+                pending.append((begin, end, _count_here(path, begin, end)))
+            while pending and _ready(pending[0][2]):
+                line = yield from _merged(path, pending.popleft(), line, where)
         while pending:
-            yield _result(pending.popleft())
+            line = yield from _merged(path, pending.popleft(), line, where)
 
 
-def _ready(item: Future[Counted] | Counted) -> bool:
+# A range of the file counted: the offset of its first line, its number of lines, and its
+# counts numbered from line 1 (None for a range where no line starts).
+Range = tuple[int, int, "Counted | None"]
+# A range's count on its way: a helper's, this process's, or what stopped this process's.
+Counting = Future[Range] | Range | Exception
+
+
+def _count_range(path: Path, start: int, end: int) -> Range:
+    from deadletter.pipeline.reader import lines_between
+
+    offset, data = lines_between(path, start, end)
+    return offset, data.count(b"\n"), _count(1, data) if data else None
+
+
+def _count_here(path: Path, start: int, end: int) -> Range | Exception:
+    try:
+        return _count_range(path, start, end)
+    except Exception as exc:  # raised again by `_merged`, with the file's line numbers
+        return exc
+
+
+def _merged(
+    path: Path,
+    item: tuple[int, int, Counting],
+    line: int,
+    where: list[tuple[int, int]],
+) -> Generator[Counted, None, int]:
+    """The counts of one range with their own line numbers (a range that could not be read
+    is counted again here from its first line, so that the error names the file's line);
+    the number of the line after it."""
+    begin, end, pending = item
+    try:
+        if isinstance(pending, Exception):
+            raise pending
+        offset, lines, counted = pending.result() if isinstance(pending, Future) else pending
+        shift = line - 1
+    except Exception:
+        from deadletter.pipeline.reader import lines_between
+
+        offset, data = lines_between(path, begin, end)
+        lines, counted, shift = data.count(b"\n"), _count(line, data), 0
+    if counted is not None:
+        where.append((line, offset))
+        if shift:
+            counted.lines = pc.add(counted.lines, shift)
+        yield counted
+    return line + lines
+
+
+def _ready(item: Future[Any] | Any) -> bool:
     return not isinstance(item, Future) or item.done()
-
-
-def _result(item: Future[Counted] | Counted) -> Counted:
-    return item.result() if isinstance(item, Future) else item
 
 
 def _count(first: int, data: bytes) -> Counted:
