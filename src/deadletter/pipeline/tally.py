@@ -186,7 +186,8 @@ class Tally:
         return number
 
     def attribute_counts(self) -> pa.Table:
-        """(m, name, value, n) over every block."""
+        """(m, name, value, n) of every block, one after another: a triple counted in
+        several blocks is in as many rows (its readers sum them: one aggregation fewer)."""
         if not self._attributes:
             return pa.table(
                 {"m": [], "name": [], "value": [], "n": []},
@@ -194,12 +195,7 @@ class Tally:
                     [("m", pa.int32()), ("name", pa.string()), ("value", pa.string())]
                 ).append(pa.field("n", pa.int64())),
             )
-        whole = pa.concat_tables(self._attributes)
-        return (
-            whole.group_by(["m", "name", "value"], use_threads=False)
-            .aggregate([("count_all", "sum")])
-            .rename_columns(["m", "name", "value", "n"])
-        )
+        return pa.concat_tables(self._attributes).rename_columns(["m", "name", "value", "n"])
 
     def columns(self) -> tuple[pa.Array, pa.Array, pa.Array]:
         """(message ids, masked numbers, line numbers) of every dead letter, in input order."""
