@@ -147,6 +147,41 @@ def _texts() -> list[tuple[str | None, str | None, str | None]]:
     for messages, _labels in generate("tuning").values():
         keys += [(None, m, None) for m in messages]
     keys += [("_LEGACY_ERROR_TEMP_2033: x 12", None, None), (None, "d", "Err42")]
+    return keys + _uuid_texts()
+
+
+def _uuid_texts() -> list[tuple[str | None, str | None, str | None]]:
+    """Texts that hold UUIDs wherever masking may read them: first, in a path of a
+    signature, an address, a URL, quotes, twice, before a unit, upper case, glued to a word."""
+    import random
+
+    pick = random.Random(7)
+
+    def uuid(letters: str = "0123456789abcdef") -> str:
+        return "-".join("".join(pick.choice(letters) for _ in range(n)) for n in (8, 4, 4, 4, 12))
+
+    forms = [
+        "{u}: lookup failed",
+        "{u} failed: {v}",
+        'Traceback (most recent call last):\n  File "/app/{u}/worker.py", line 3, in run\n'
+        "KeyError: 'x'",
+        "mailbox {u}@example.org unavailable",
+        "GET https://api.example.org/v1/{u}/items timed out after 3s",
+        "record '{u}' not found",
+        "retry after 12s (request id {u})",
+        "ids {u} and {u} and {v}",
+        "blob {u} b too large",
+        "id={u}. gone",
+        "x{u} and {u}y",
+        "java.lang.IllegalStateException: job {u}: wrapped: java.io.IOException: disk",
+    ]
+    keys: list[tuple[str | None, str | None, str | None]] = []
+    for form in forms:
+        for letters in ("0123456789abcdef", "abcdef", "0123456789", "0123456789ABCDEF"):
+            for _ in range(3):
+                text = form.format(u=uuid(letters), v=uuid())
+                keys += [(text, None, None), (None, text, None), (text, "d", None)]
+    keys += [("job {u} failed".format(u=uuid()), None, "JobError")]
     return keys
 
 
@@ -163,8 +198,9 @@ def test_texts_masked_by_their_digits_classes_mask_as_each_text_does() -> None:
             " ".join(tokenize(context)) if context else "",
         )
         assert found == expected, key
-    # and fewer texts were masked than were given
+    # and fewer texts were masked than were given, those with UUIDs by their letters' classes
     assert len(masker._by_class) < len(set(keys))
+    assert 0 < len(masker._by_uuid_class) < len(set(_uuid_texts()))
 
 
 def test_a_tag_that_keeps_its_digits_is_not_taken_for_another() -> None:

@@ -5,6 +5,7 @@ importing pandas."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,6 +23,19 @@ Masked = tuple[str, str, str]
 DIGIT_CLASSES = bytes.maketrans(b"23456789", b"11111111")
 # Distinct texts kept masked between calls; cleared when full (a cache, never a result).
 KEPT = 100_000
+
+
+# A UUID as rules.MASKS finds it, and its hex letters as one letter of their case. Masking
+# replaces every such UUID with <UUID> before any rule that reads which letter it holds,
+# and the rules before that one (URLs, e-mail addresses) and the readings of the text beside
+# the masks (its head, exception signature, spans) see only whether each of its characters
+# is a digit or a letter and of which case: texts that differ only in their UUIDs' letters
+# mask alike unless a UUID reaches what masking gives back (a path in a signature) or two
+# of a text's UUIDs become one. Messages that carry a request id are distinct one by one.
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
+_UUID_LETTERS = str.maketrans("abcdefABCDEF", "aaaaaaAAAAAA")
 
 
 def as_digit_class(text: str | None) -> str | None:
@@ -42,6 +56,7 @@ class Masker:
         self._by_class: dict[Key, Masked | None] = {}
         self._by_text: dict[Key, Masked] = {}
         self._tokenized: dict[str, str] = {}
+        self._by_uuid_class: dict[Key, Masked | None] = {}
 
     def _tokens(self, text: str) -> str:
         found = self._tokenized.get(text)
@@ -66,12 +81,45 @@ class Masker:
         where they depend on the digits' values: `of_text` then masks the texts themselves."""
         found = self._by_class.get(shaped, False)
         if found is False:
-            found = self._parts(shaped)
+            found = self._of_uuid_class(shaped)
+            if found is None:
+                found = self._parts(shaped)
             if "1" in found[0] or "1" in found[1] or "1" in found[2]:
                 found = None  # a digit reached the result: its value counts
             if len(self._by_class) >= KEPT:
                 self._by_class.clear()
             self._by_class[shaped] = found
+        return found  # type: ignore[return-value]
+
+    def _of_uuid_class(self, shaped: Key) -> Masked | None:
+        """The masked parts of `shaped` from those of the same texts with their UUIDs'
+        letters as one letter (`_UUID`), where that is sure: no exception class given, two
+        distinct UUIDs stay two, and no group of one reaches the masked parts; else None."""
+        error, description, error_class = shaped
+        if error_class is not None or not (
+            (error and "-" in error) or (description and "-" in description)
+        ):
+            return None
+        uuids = set(_UUID.findall(error or "")) | set(_UUID.findall(description or ""))
+        if not uuids:
+            return None
+        letters = {u.translate(_UUID_LETTERS) for u in uuids}
+        if len(letters) != len(uuids):
+            return None
+        key = (
+            _UUID.sub(_one_letter, error) if error else error,
+            _UUID.sub(_one_letter, description) if description else description,
+            None,
+        )
+        found = self._by_uuid_class.get(key, False)
+        if found is False:
+            found = self._parts(key)
+            groups = {g for u in letters for g in u.split("-")}
+            if any(g in part for part in found for g in groups):
+                found = None  # a UUID reached the result: its letters count
+            if len(self._by_uuid_class) >= KEPT:
+                self._by_uuid_class.clear()
+            self._by_uuid_class[key] = found
         return found  # type: ignore[return-value]
 
     def of_text(self, key: Key) -> Masked:
@@ -93,6 +141,10 @@ class Masker:
                 found = seen[key] = self.mask(key)
             out.append(found)
         return out
+
+
+def _one_letter(match: re.Match[str]) -> str:
+    return match.group(0).translate(_UUID_LETTERS)
 
 
 def masked_rows(error: Any, description: Any, error_class: Any) -> list[tuple[str, ...]]:
