@@ -174,6 +174,8 @@ def _uuid_texts() -> list[tuple[str | None, str | None, str | None]]:
         "id={u}. gone",
         "x{u} and {u}y",
         "java.lang.IllegalStateException: job {u}: wrapped: java.io.IOException: disk",
+        "see {u}://host/x and x ({u}) 4:{u}:5",
+        "at com.acme.Worker.lambda$handle${u}(Worker.java:34)",
     ]
     keys: list[tuple[str | None, str | None, str | None]] = []
     for form in forms:

@@ -25,17 +25,33 @@ DIGIT_CLASSES = bytes.maketrans(b"23456789", b"11111111")
 KEPT = 100_000
 
 
-# A UUID as rules.MASKS finds it, and its hex letters as one letter of their case. Masking
-# replaces every such UUID with <UUID> before any rule that reads which letter it holds,
-# and the rules before that one (URLs, e-mail addresses) and the readings of the text beside
-# the masks (its head, exception signature, spans) see only whether each of its characters
-# is a digit or a letter and of which case: texts that differ only in their UUIDs' letters
-# mask alike unless a UUID reaches what masking gives back (a path in a signature) or two
-# of a text's UUIDs become one. Messages that carry a request id are distinct one by one.
+# A UUID as rules.MASKS finds it. Masking replaces every such UUID with <UUID> before any
+# rule reads its characters one by one; before that, the rules and readings of the text
+# beside the masks see of a UUID only whether its first and last characters are digits or
+# letters (and their case: a head, a span before a unit, `\d:\d`) and whether it holds a
+# digit: the e-mail rule takes it whole, and a URL (`://`) or Java's `$1` noise, which
+# might start or end inside one, keep a text as it is. So texts that differ only in their
+# UUIDs mask alike, unless a UUID reaches what masking gives back (a path in a signature)
+# or two of a text's UUIDs become one. Messages that carry a request id are distinct one by
+# one: a tenth to a fifth of those a million dead letters hold.
 _UUID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
-_UUID_LETTERS = str.maketrans("abcdefABCDEF", "aaaaaaAAAAAA")
+_LETTER_CLASS = str.maketrans("abcdefABCDEF", "aaaaaaAAAAAA")
+
+
+def _as_uuid_class(match: re.Match[str]) -> str:
+    """The UUID with its first and last characters' classes, and whether it holds a digit."""
+    uuid = match.group(0)
+    inside = (
+        "1aaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaa"
+        if _DIGIT.search(uuid)
+        else "aaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaa"
+    )
+    return uuid[0].translate(_LETTER_CLASS) + inside + uuid[-1].translate(_LETTER_CLASS)
+
+
+_DIGIT = re.compile(r"[0-9]")
 
 
 def as_digit_class(text: str | None) -> str | None:
@@ -92,31 +108,29 @@ class Masker:
         return found  # type: ignore[return-value]
 
     def _of_uuid_class(self, shaped: Key) -> Masked | None:
-        """The masked parts of `shaped` from those of the same texts with their UUIDs'
-        letters as one letter (`_UUID`), where that is sure: no exception class given, two
-        distinct UUIDs stay two, and no group of one reaches the masked parts; else None."""
+        """The masked parts of `shaped` from those of the same texts with their UUIDs as
+        classes (`_UUID`), where that is sure: no exception class given, no URL nor `$`,
+        two distinct UUIDs stay two, and no part of one reaches the masked parts; else
+        None."""
         error, description, error_class = shaped
-        if error_class is not None or not (
-            (error and "-" in error) or (description and "-" in description)
-        ):
+        texts = (error or "") + "\n" + (description or "")
+        if error_class is not None or "-" not in texts or "://" in texts or "$" in texts:
             return None
-        uuids = set(_UUID.findall(error or "")) | set(_UUID.findall(description or ""))
+        uuids = set(_UUID.findall(texts))
         if not uuids:
             return None
-        letters = {u.translate(_UUID_LETTERS) for u in uuids}
-        if len(letters) != len(uuids):
+        if len({_UUID.sub(_as_uuid_class, u) for u in uuids}) != len(uuids):
             return None
         key = (
-            _UUID.sub(_one_letter, error) if error else error,
-            _UUID.sub(_one_letter, description) if description else description,
+            _UUID.sub(_as_uuid_class, error) if error else error,
+            _UUID.sub(_as_uuid_class, description) if description else description,
             None,
         )
         found = self._by_uuid_class.get(key, False)
         if found is False:
             found = self._parts(key)
-            groups = {g for u in letters for g in u.split("-")}
-            if any(g in part for part in found for g in groups):
-                found = None  # a UUID reached the result: its letters count
+            if any("aaaa" in part or "AAAA" in part for part in found):
+                found = None  # a UUID may have reached the result: its characters count
             if len(self._by_uuid_class) >= KEPT:
                 self._by_uuid_class.clear()
             self._by_uuid_class[key] = found
@@ -141,10 +155,6 @@ class Masker:
                 found = seen[key] = self.mask(key)
             out.append(found)
         return out
-
-
-def _one_letter(match: re.Match[str]) -> str:
-    return match.group(0).translate(_UUID_LETTERS)
 
 
 def masked_rows(error: Any, description: Any, error_class: Any) -> list[tuple[str, ...]]:
