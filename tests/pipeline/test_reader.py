@@ -183,7 +183,7 @@ def _uuid_texts() -> list[tuple[str | None, str | None, str | None]]:
             for _ in range(3):
                 text = form.format(u=uuid(letters), v=uuid())
                 keys += [(text, None, None), (None, text, None), (text, "d", None)]
-    keys += [("job {u} failed".format(u=uuid()), None, "JobError")]
+    keys += [(f"job {uuid()} failed", None, "JobError")]
     return keys
 
 
