@@ -226,13 +226,17 @@ class ComposedStatements(SQLTransaction):
     """`SQLTransaction` with the hot requests' steps in one statement each (module docstring);
     what each returns and changes is the same."""
 
-    def __init__(self, cursor: Any, dialect: Any) -> None:
+    def __init__(self, cursor: Any, dialect: Any, *, begun: bool = False) -> None:
         super().__init__(cursor, dialect)
         # Counter bumps not yet written: (project, queue, name) -> amount.
         self._bumps: dict[tuple[str, str, str], int] = {}
         # The session is in autocommit: the transaction sends its BEGIN just before its first
-        # statement (`_begin`) and its COMMIT after what is left to write (`commit`).
-        self._begun = False
+        # statement (`_begin`) and its COMMIT after what is left to write (`commit`). One of
+        # a group (`backend.PostgresStore.run_together`) may start inside an open one.
+        self.begun = begun
+        # Whether it sent a statement: one of a group that fails before it did leaves the
+        # group's transaction as it found it.
+        self.sent = False
         self._connection: psycopg.Connection[Any] = cursor.connection
         self._cursor: psycopg.Cursor[Any] = cursor
 
@@ -241,24 +245,19 @@ class ComposedStatements(SQLTransaction):
     def commit(self) -> None:
         """Write what is still pending and commit; a transaction that sent nothing has
         nothing to commit."""
-        if not self._begun:
+        if not self.begun:
             return
-        if self._bumps:
-            self._write_bumps()
+        self.finish()
         self._cursor.execute(b"COMMIT")
 
+    def finish(self) -> None:
+        """Write what is still pending, leaving the COMMIT to whoever ends the transaction."""
+        if self._bumps:
+            self._write_bumps()
+
     def abandon(self) -> None:
-        """Roll back what was sent; the error that ended the transaction is the caller's to
-        raise (a connection that broke under it is discarded by the pool)."""
-        conn = self._connection
-        status = conn.info.transaction_status
-        if conn.closed or status == TransactionStatus.IDLE:
-            return
-        if status == TransactionStatus.ACTIVE:
-            conn.close()  # interrupted mid-statement, so it cannot roll back: the pool replaces it
-            return
-        with contextlib.suppress(psycopg.Error):
-            conn.rollback()
+        """Roll back what was sent (`abandon`)."""
+        abandon(self._connection)
 
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         if sql in _CARRY_BUMPS:
@@ -279,8 +278,9 @@ class ComposedStatements(SQLTransaction):
         """The transaction's BEGIN, before its first statement. A statement of its own: in a
         pipeline with the first one it saved a round trip but cost psycopg more than the
         round trip does (docs/benchmarks.md, "The server's CPU on PostgreSQL")."""
-        if not self._begun:
-            self._begun = True
+        self.sent = True
+        if not self.begun:
+            self.begun = True
             self._cursor.execute(b"BEGIN")
 
     # Counters: written with the next statement, or just before the COMMIT
@@ -372,3 +372,16 @@ class ComposedStatements(SQLTransaction):
         for i in ids:
             self._places.pop(i, None)
         return [str(r["id"]) for r in rows]
+
+
+def abandon(connection: psycopg.Connection[Any]) -> None:
+    """Roll back what a transaction on `connection` sent; the error that ended it is the
+    caller's to raise (a connection that broke under it is discarded by the pool)."""
+    status = connection.info.transaction_status
+    if connection.closed or status == TransactionStatus.IDLE:
+        return
+    if status == TransactionStatus.ACTIVE:
+        connection.close()  # interrupted mid-statement, cannot roll back: the pool replaces it
+        return
+    with contextlib.suppress(psycopg.Error):
+        connection.rollback()
