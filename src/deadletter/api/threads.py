@@ -133,7 +133,8 @@ class _GroupThread:
     """The one thread of a process that runs the hot calls of a store that groups them
     (`Engine.run_together`): it takes every call queued when it is free, runs them together
     (the store caps how many share a commit), and settles them with one
-    `call_soon_threadsafe` per loop. It ends after IDLE_SECONDS without a call, and the next call starts it again."""
+    `call_soon_threadsafe` per loop. It ends after IDLE_SECONDS without a call, and the
+    next call starts it again."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = weakref.ref(engine)  # a running group holds it; an idle thread does not

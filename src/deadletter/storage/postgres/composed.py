@@ -14,7 +14,9 @@ engine, or the statements of queries.py these are built from).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -234,9 +236,9 @@ class ComposedStatements(SQLTransaction):
         # statement (`_begin`) and its COMMIT after what is left to write (`commit`). One of
         # a group (`backend.PostgresStore.run_together`) may start inside an open one.
         self.begun = begun
-        # Whether it sent a statement: one of a group that fails before it did leaves the
-        # group's transaction as it found it.
-        self.sent = False
+        # Whether it sent a statement that writes: one of a group that fails before it did
+        # leaves the group's transaction as good as it found it (`group.py`).
+        self.wrote = False
         self._connection: psycopg.Connection[Any] = cursor.connection
         self._cursor: psycopg.Cursor[Any] = cursor
 
@@ -265,6 +267,8 @@ class ComposedStatements(SQLTransaction):
         elif self._bumps:  # every other statement sees them written, as if written at once
             self._write_bumps()
         self._begin()
+        if not self.wrote:
+            self.wrote = writes(sql)
         return super().run(sql, params)
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -272,13 +276,13 @@ class ComposedStatements(SQLTransaction):
             self._write_bumps()
         if rows:
             self._begin()
+            self.wrote = True
         super().run_many(sql, rows)
 
     def _begin(self) -> None:
         """The transaction's BEGIN, before its first statement. A statement of its own: in a
         pipeline with the first one it saved a round trip but cost psycopg more than the
         round trip does (docs/benchmarks.md, "The server's CPU on PostgreSQL")."""
-        self.sent = True
         if not self.begun:
             self.begun = True
             self._cursor.execute(b"BEGIN")
@@ -372,6 +376,20 @@ class ComposedStatements(SQLTransaction):
         for i in ids:
             self._places.pop(i, None)
         return [str(r["id"]) for r in rows]
+
+
+# A statement that changes rows names one of these (a row lock, `FOR UPDATE`, does not: it
+# ends with the transaction, whichever way).
+_WRITING = re.compile(
+    r"\b(INSERT|DELETE|MERGE|TRUNCATE|CREATE|DROP|ALTER)\b|(?<!FOR )(?<!KEY )\bUPDATE\b",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def writes(sql: str) -> bool:
+    """Whether `sql` may change rows; a read taken for a write costs only a retry."""
+    return _WRITING.search(sql) is not None
 
 
 def abandon(connection: psycopg.Connection[Any]) -> None:

@@ -10,8 +10,9 @@ follow it.
 
 What a failure does to the others:
 
-- a call that raises before it sent a statement (a refused request) changed nothing: the
-  group goes on without it;
+- a call that raises before it sent a statement that writes (a refused request, having read
+  its queue's row) changed nothing: the group goes on without it (the row locks it took go
+  with the COMMIT);
 - a call that raises after it sent one may have written before it failed, and a failed
   statement leaves the transaction unusable: the group stops, is rolled back, and each of
   its calls runs again alone in a transaction of its own (as it would have without the
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from deadletter.storage.base import Deferred, StorageError, Store, Transaction
 from deadletter.storage.postgres.composed import ComposedStatements
@@ -77,12 +79,17 @@ class Group:
                 yield tx
                 tx.finish()
         except BaseException as exc:
-            if tx.sent or not isinstance(exc, Exception):
+            if tx.wrote or self._broken() or not isinstance(exc, Exception):
                 self.failure = exc
             raise
         finally:
             self.begun = self.begun or tx.begun
         self.done.append(deferred.joined())
+
+    def _broken(self) -> bool:
+        """Whether the transaction can no longer go on (a statement failed in it)."""
+        status = self.conn.info.transaction_status
+        return self.conn.closed or status not in (TransactionStatus.IDLE, TransactionStatus.INTRANS)
 
     def commit(self) -> None:
         if self.begun:
