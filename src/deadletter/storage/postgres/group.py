@@ -62,10 +62,15 @@ class Group:
     # A transaction of one call on `conn`'s cursor, `begun` if the group's BEGIN was sent.
     open_transaction: Callable[[Any, bool], ComposedStatements]
     begun: bool = False
+    # The calls' one cursor, in turn: each has read all it needs before the next starts.
+    cursor: psycopg.Cursor[Any] = field(init=False)
     # What stopped the group, if anything did: it is then rolled back.
     failure: BaseException | None = None
     # Each call's report of the COMMIT (`Deferred.joined`).
     done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.cursor = self.conn.cursor()
 
     @contextmanager
     def member(self, deferred: Deferred[Any]) -> Iterator[Transaction]:
@@ -73,7 +78,7 @@ class Group:
         counters are written before the next call starts, and its COMMIT is the group's."""
         if self.failure is not None:
             raise GroupAbandoned(GroupAbandoned.__doc__)
-        tx = self.open_transaction(self.conn.cursor(), self.begun)
+        tx = self.open_transaction(self.cursor, self.begun)
         try:
             with POSTGRES.translated_errors():
                 yield tx
@@ -93,7 +98,7 @@ class Group:
 
     def commit(self) -> None:
         if self.begun:
-            self.conn.execute(b"COMMIT")
+            self.cursor.execute(b"COMMIT")
 
     def told(self, error: BaseException | None) -> None:
         """Tell each call how the COMMIT went."""
