@@ -130,49 +130,64 @@ async def _together(engine: Engine, work: Callable[[], T]) -> T:
 
 
 class _GroupThread:
-    """The one thread of a process that runs the hot calls of a store that groups them
-    (`Engine.run_together`): it takes every call queued when it is free, runs them together
-    (the store caps how many share a commit), and settles them with one
-    `call_soon_threadsafe` per loop. It ends after IDLE_SECONDS without a call, and the
-    next call starts it again."""
+    """The threads of a process that run the hot calls of a store that groups them
+    (`Engine.run_together`). One at a time takes every call queued when it is free, runs
+    them together (the store caps how many share a commit) and, once they have run, lets the
+    next take the calls queued meanwhile while it waits for its COMMIT; then it settles its
+    calls with one `call_soon_threadsafe` per loop. A thread ends after IDLE_SECONDS without
+    a call, and the next call starts one again."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = weakref.ref(engine)  # a running group holds it; an idle thread does not
         self.calls: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self.lock = threading.Lock()
-        self.running = False
+        self.running = 0
+        self.turn = threading.Lock()  # held by the thread taking and running calls
 
     def submit(self, job: _Job) -> None:
         self.calls.put(job)
         with self.lock:  # read under the lock that a thread ending sets it under
-            if self.running:
+            if self.running >= GROUP_THREADS:
                 return
-            self.running = True
+            self.running += 1
         threading.Thread(target=self._run, name="deadletter-group", daemon=True).start()
 
     def _run(self) -> None:
         while True:
+            self.turn.acquire()
+            turn = _Turn(self.turn)
+            try:
+                jobs = self._take()
+                if jobs is None:
+                    return
+                self._run_group(jobs, turn.pass_on)
+                del jobs  # hold nothing while idle
+            finally:
+                turn.pass_on()
+
+    def _take(self) -> list[_Job] | None:
+        """The calls queued now, waiting for the first; None when the thread is to end."""
+        while True:
             try:
                 jobs = [self.calls.get(timeout=IDLE_SECONDS)]
+                break
             except queue.Empty:
                 with self.lock:
                     if self.calls.empty():
-                        self.running = False
-                        return
-                continue
-            with contextlib.suppress(queue.Empty):
-                while True:  # as many as there are requests waiting: the store caps a group
-                    jobs.append(self.calls.get_nowait())
-            self._run_group(jobs)
-            del jobs  # hold nothing while idle
+                        self.running -= 1
+                        return None
+        with contextlib.suppress(queue.Empty):
+            while True:  # as many as there are requests waiting: the store caps a group
+                jobs.append(self.calls.get_nowait())
+        return jobs
 
-    def _run_group(self, jobs: list[_Job]) -> None:
+    def _run_group(self, jobs: list[_Job], ran: Callable[[], None]) -> None:
         engine = self.engine()
         outcomes: list[Deferred[Any] | BaseException | None]
         try:
             if engine is None:
                 raise RuntimeError("the engine is gone")
-            outcomes = list(engine.run_together([work for _, _, work in jobs]))
+            outcomes = list(engine.run_together([work for _, _, work in jobs], ran=ran))
         except BaseException as exc:  # handed to each caller, as a worker thread does
             outcomes = [exc] * len(jobs)
         del engine
@@ -184,6 +199,21 @@ class _GroupThread:
                 loop.call_soon_threadsafe(_settle_group, loop, told)
 
 
+class _Turn:
+    """A thread's turn to take and run calls, passed on once."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self.lock: threading.Lock | None = lock
+
+    def pass_on(self) -> None:
+        lock, self.lock = self.lock, None
+        if lock is not None:
+            lock.release()
+
+
+# Threads that run groups: one runs calls while the other waits for its COMMIT (the disk's
+# flush, milliseconds in which one thread would leave the calls queued meanwhile waiting).
+GROUP_THREADS = 2
 IDLE_SECONDS = 5.0
 _groups: weakref.WeakKeyDictionary[Engine, _GroupThread] = weakref.WeakKeyDictionary()
 # A call of a group, and how it went: its `Deferred`, None to run it again alone, or what

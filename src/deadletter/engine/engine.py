@@ -99,10 +99,12 @@ class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimO
         """Whether `run_together` runs several works in one transaction."""
         return self.store.runs_together
 
-    def run_together(self, works: Sequence[Callable[[], Any]]) -> list[Deferred[Any] | None]:
+    def run_together(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
         """`works`, calls of this engine of bounded size, in one transaction of the store
         with one commit; None for each to run again alone (`Store.run_together`)."""
-        return self.store.run_together(works)
+        return self.store.run_together(works, ran=ran)
 
     def commit_now(self) -> None:
         """`Store.commit_now`: commit what `run_now` left to commit."""

@@ -291,14 +291,18 @@ class Store(abc.ABC):
         every statement waits on the network (PostgreSQL) never runs work at once."""
         return None
 
-    def run_together(self, works: Sequence[Callable[[], Any]]) -> list[Deferred[Any] | None]:
+    def run_together(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
         """Run `works`, each of bounded size (as for `run_now`), one after another on this
-        thread in one transaction, and commit it: one commit for all of them. Returns when
-        the commit is known, with one `Deferred` a work, settled on the caller's side (its
-        `after_commit` calls, then its result); None for a work to run again alone, where
-        waiting is harmless, with nothing it did committed (the group was rolled back: a
-        conflict, or a work that failed after it had sent statements). A store that cannot
-        group answers None for all."""
+        thread in one transaction, and commit it: one commit for all of them; `ran()` once
+        they have run, before the commit is waited for (the caller may start the next group
+        meanwhile). Returns when the commit is known, with one `Deferred` a work, settled on
+        the caller's side (its `after_commit` calls, then its result); None for a work to run
+        again alone, where waiting is harmless, with nothing it did committed (the group was
+        rolled back: a conflict, or a work that failed after it had written). A store that
+        cannot group answers None for all."""
+        ran()
         return [None] * len(works)
 
     def commit_now(self) -> None:  # noqa: B027

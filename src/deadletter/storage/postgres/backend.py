@@ -208,16 +208,20 @@ class PostgresStore(Store):
 
     runs_together = True
 
-    def run_together(self, works: Sequence[Callable[[], Any]]) -> list[Deferred[Any] | None]:
+    def run_together(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
         """One transaction, one COMMIT, for each GROUP_LIMIT of `works` in turn (`group.py`
-        says what a failure does to the others)."""
-        return [
-            outcome
-            for start in range(0, len(works), GROUP_LIMIT)
-            for outcome in self._run_group(works[start : start + GROUP_LIMIT])
-        ]
+        says what a failure does to the others); `ran()` before the last COMMIT."""
+        outcomes: list[Deferred[Any] | None] = []
+        for start in range(0, len(works), GROUP_LIMIT):
+            last = start + GROUP_LIMIT >= len(works)
+            outcomes += self._run_group(works[start : start + GROUP_LIMIT], ran if last else None)
+        return outcomes
 
-    def _run_group(self, works: Sequence[Callable[[], Any]]) -> list[Deferred[Any] | None]:
+    def _run_group(
+        self, works: Sequence[Callable[[], Any]], ran: Callable[[], None] | None
+    ) -> list[Deferred[Any] | None]:
         """The group's connection is taken and watched as any transaction's: it waits for
         the pool as briefly during an outage, and is cut at the same deadline."""
         deferreds: list[Deferred[Any]] = [Deferred(self) for _ in works]
@@ -239,6 +243,8 @@ class PostgresStore(Store):
                 finally:
                     open_group.reset(token)
                 failure = group.failure
+                if ran is not None:
+                    ran()
                 if failure is None:
                     group.commit()
                 else:
