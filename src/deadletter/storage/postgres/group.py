@@ -6,7 +6,8 @@ the COMMIT a WAL flush, and a hand-off between threads (and of the interpreter l
 each. `PostgresStore.run_together` runs every call queued at once one after another on one
 connection, in one transaction: one BEGIN, each call's statements, one COMMIT. Each call's
 answer still leaves only after that COMMIT has returned, and its events (`after_commit`)
-follow it.
+follow it. Its caller (`api/threads.py`) lets another thread start the next group, on
+another connection, while this one waits for its COMMIT.
 
 What a failure does to the others:
 
