@@ -211,9 +211,11 @@ class _Turn:
             lock.release()
 
 
-# Threads that run groups: one runs calls while the other waits for its COMMIT (the disk's
-# flush, milliseconds in which one thread would leave the calls queued meanwhile waiting).
-GROUP_THREADS = 2
+# Threads that run groups: one runs calls while the others wait for their COMMITs (the
+# disk's flush, milliseconds in which one thread would leave the calls queued meanwhile
+# waiting). One thread carried 0.8-0.9 times the rate of a thread per call, two and three
+# about the same rate (docs/benchmarks.md, "The hot calls in one transaction per group").
+GROUP_THREADS = 3
 IDLE_SECONDS = 5.0
 _groups: weakref.WeakKeyDictionary[Engine, _GroupThread] = weakref.WeakKeyDictionary()
 # A call of a group, and how it went: its `Deferred`, None to run it again alone, or what
