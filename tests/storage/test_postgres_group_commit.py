@@ -17,6 +17,7 @@ from deadletter.clock import ManualClock
 from deadletter.domain.errors import QueueNotFound
 from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
+from deadletter.engine.events import EngineListener
 from deadletter.storage.postgres import backend
 from deadletter.storage.postgres.backend import PostgresStore
 from tests.storage.test_postgres_statement_counts import Wire
@@ -142,6 +143,37 @@ def test_a_call_refused_before_it_wrote_leaves_the_group_going(
     assert isinstance(results[1], QueueNotFound)
     assert sent.frame == 2
     assert _bodies(engine) == [b"a", b"b"]
+
+
+def test_events_are_told_after_the_group_commit_even_when_the_caller_has_gone(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given a listener that reads, in a transaction of its own, what each send it hears of
+    # stored
+    engine, _ = wired
+    seen: list[int] = []
+
+    class Listener(EngineListener):
+        def sent(self, project: str, queue: str, count: int) -> None:
+            seen.append(engine.stats(project, queue).total)
+
+    engine.add_listener(Listener())
+
+    async def gone() -> None:
+        task = asyncio.ensure_future(on_loop(engine, engine.send, P, "q", messages=_one("x")))
+        await asyncio.sleep(0)  # queued for the group thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(500):  # the group's commit, then its news on the loop
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+
+    # When a send's caller goes away before its group has committed
+    asyncio.run(gone())
+    # I expect the listener told once, after the commit: it read the message stored
+    assert seen == [1]
 
 
 def _answer(works: list[Callable[[], Any]], outcomes: list[Any]) -> None:
