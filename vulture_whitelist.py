@@ -49,6 +49,7 @@ _.overwrite  # pipeline/datasource.py: a parameter pyspark's DataSource.writer p
 _.read_only  # storage/postgres/backend.py: psycopg.Connection.read_only
 _.row_factory  # storage/sqlite/backend.py: sqlite3.Connection.row_factory
 _.disabled  # logs.py: logging.Logger.disabled (uvicorn's access log)
+_.prepare_threshold  # storage/postgres/prepared.py: psycopg.Connection.prepare_threshold
 
 # Values that are read by lookup or compared whole, never by attribute name.
 _.GET  # auth/signed_urls.py: Method members, looked up by value (Method("GET"))

@@ -78,6 +78,24 @@ def test_routes_and_a_tags_policy_are_changed_from_the_queue_page(api: Api, page
     tag = api.request("GET", "/v2/queues/orders/tags/billing").json()
     assert (tag["max_claims"], tag["dead_letter_queue"]) == (None, "billing-dlq")
 
+    # A retry backoff of its own is set, and refused with one bound left empty (nothing read
+    # as 0), then given back to the queue
+    edit.locator(".tag-retry-min").fill("5")
+    edit.locator(".tag-retry-max").fill("60")
+    edit.locator(".tag-save").click()
+    expect(billing).to_contain_text("retry 5 s, doubling after each delivery up to 60 s (own)")
+    tag = api.request("GET", "/v2/queues/orders/tags/billing").json()
+    assert tag["retry_policy"] == {"minimum_backoff": 5, "maximum_backoff": 60}
+    edit = page.locator("#settings-tags tr[data-tag-edit='billing']")
+    edit.locator(".tag-retry-max").fill("")
+    edit.locator(".tag-save").click()
+    expect(page.locator("#queue-settings .error")).to_contain_text("maximum_backoff")
+    tag = api.request("GET", "/v2/queues/orders/tags/billing").json()
+    assert tag["retry_policy"] == {"minimum_backoff": 5, "maximum_backoff": 60}
+    edit.locator(".tag-inherit-retry-policy").click()
+    expect(billing).not_to_contain_text("retry")
+    assert api.request("GET", "/v2/queues/orders/tags/billing").json()["retry_policy"] is None
+
     # And a route is removed with its button, the other kept; then the last one
     page.locator("#routes-list li[data-reason='rejected'] .route-remove").click()
     expect(routes).to_have_text("maxlen → orders-rejects")

@@ -3,6 +3,8 @@ without settings gets the template's (Solace's endpoint templates)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -10,8 +12,10 @@ import pytest
 from deadletter.domain import errors
 from deadletter.domain.model import DEFAULT_DEAD_LETTER_QUEUE, QueueSettings
 from deadletter.domain.templates import TemplateSettings
+from deadletter.engine import templates
 from deadletter.engine.engine import Engine
 from deadletter.engine.templates import literal_prefix
+from deadletter.storage import open_store
 from tests.engine.helpers import P, fail, send
 
 
@@ -129,3 +133,53 @@ def test_a_template_naming_a_missing_dlq_refuses_the_queue(engine: Engine) -> No
     with pytest.raises(errors.DeadLetterTargetMissing):
         engine.templates.create_queue(P, "jobs")
     assert engine.find_queue(P, "jobs") is None
+
+
+def _race(store_url: str, create: Callable[[Engine, int], None], racers: int = 8) -> list[str]:
+    """`create(engine, i)` by `racers` threads at once over two stores on one database (two
+    server processes); what each got."""
+    stores = [open_store(store_url), open_store(store_url)]
+    try:
+        engines = [Engine(s) for s in stores]
+        start = threading.Barrier(racers)
+        outcomes: list[str] = []
+
+        def run(i: int) -> None:
+            start.wait()
+            try:
+                create(engines[i % 2], i)
+                outcomes.append("created")
+            except (errors.LimitExceeded, errors.TemplatePatternTaken):
+                outcomes.append("refused")
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(racers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(engines[0].templates.all(P)) == outcomes.count("created")
+        return sorted(outcomes)
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_racing_creators_in_two_processes_stop_exactly_at_the_template_cap(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(templates, "TEMPLATES_PER_PROJECT", 3)
+    outcomes = _race(
+        store_url,
+        lambda e, i: e.templates.create(P, f"t{i}", pattern=f"q{i}-*", settings=TemplateSettings()),
+    )
+    assert outcomes == ["created"] * 3 + ["refused"] * 5
+
+
+def test_racing_creators_of_one_pattern_leave_one_template_with_it(store_url: str) -> None:
+    outcomes = _race(
+        store_url,
+        lambda e, i: e.templates.create(
+            P, f"t{i}", pattern="orders-*", settings=TemplateSettings()
+        ),
+    )
+    assert outcomes == ["created"] + ["refused"] * 7

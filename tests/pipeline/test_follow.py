@@ -30,7 +30,7 @@ from deadletter.pipeline.follow import (
     rate_per_minute,
     row_dict,
 )
-from deadletter.pipeline.local import analyze_rows, read_dlq
+from deadletter.pipeline.local import analyze_local, export_dlq
 from deadletter.pipeline.remote import put_patterns
 from deadletter.storage import open_store
 from tests.engine.helpers import P, send, with_dlq
@@ -109,7 +109,8 @@ def test_the_follow_and_the_batch_analysis_agree_on_the_same_dead_letters(
                 ids_seen.setdefault(pid, set()).update(p["message_ids"])
     live = stored(engine)
     # When the batch analysis reads the same DLQ
-    batch = analyze_rows(read_dlq(options(url)), tmp_path / "batch", keep_assignments=True)
+    export_dlq(options(url), tmp_path / "dlq.jsonl")
+    batch = analyze_local(tmp_path / "dlq.jsonl", tmp_path / "batch", keep_assignments=True)
     members: dict[str, list[str]] = {}
     for mid, pid in sorted(batch.assignments.items()):
         members.setdefault(pid, []).append(mid)

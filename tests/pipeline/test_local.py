@@ -255,19 +255,22 @@ def test_a_small_dlq_is_read_and_analysed_in_process_as_the_spark_job_does(
                 tmp_path / "spark" / name
             ).read_bytes()
         # and a DLQ larger than the in-process limit to be left to Spark
-        from deadletter.pipeline.local import read_dlq
+        from deadletter.pipeline.local import export_dlq
 
+        dlq = {"url": url, "queue": "dlq"}
         with pytest.raises(NotLocal, match="more than 399"):
-            read_dlq({"url": url, "queue": "dlq"}, max_rows=399)
-        assert len(read_dlq({"url": url, "queue": "dlq"}, max_rows=400)) == 400
+            export_dlq(dlq, tmp_path / "dlq.jsonl", max_rows=399)
+        assert export_dlq(dlq, tmp_path / "dlq.jsonl", max_rows=400) == 400
+        assert export_dlq(dlq, tmp_path / "dlq.jsonl", max_rows=None) == 400
 
 
 def test_the_help_states_the_limits_the_code_applies() -> None:
-    from deadletter.pipeline.local import AUTO_LOCAL_MAX_BYTES, LOCAL_MAX_ROWS
+    from deadletter.pipeline.local import AUTO_LOCAL_MAX_BYTES, PARQUET_MAX_ROWS, QUEUE_MAX_ROWS
 
     shown = " ".join(CliRunner().invoke(analyze_command, ["--help"]).output.split())
     assert f"up to {AUTO_LOCAL_MAX_BYTES // 2**30} GB" in shown
-    assert f"up to {LOCAL_MAX_ROWS:,} dead letters" in shown
+    assert f"Parquet one of up to {PARQUET_MAX_ROWS:,} dead letters" in shown
+    assert f"DLQ of up to {QUEUE_MAX_ROWS:,} dead letters" in shown
 
 
 def test_a_dlq_larger_than_the_limit_is_left_to_spark_before_its_pages_are_read(
@@ -276,7 +279,7 @@ def test_a_dlq_larger_than_the_limit_is_left_to_spark_before_its_pages_are_read(
     from deadletter.api.app import build_app
     from deadletter.clock import ManualClock
     from deadletter.engine.engine import Engine
-    from deadletter.pipeline.local import read_dlq
+    from deadletter.pipeline.local import export_dlq
     from deadletter.storage import open_store
     from tests.pipeline.test_datasource import _dead_letter_queue
     from tests.support.servers import serving
@@ -296,10 +299,10 @@ def test_a_dlq_larger_than_the_limit_is_left_to_spark_before_its_pages_are_read(
     with serving(recording) as url:
         # When the in-process path may hold five, I expect it to say so from the DLQ's stats
         with pytest.raises(NotLocal, match="6 messages, more than 5"):
-            read_dlq({"url": url, "queue": "dlq"}, max_rows=5)
+            export_dlq({"url": url, "queue": "dlq"}, tmp_path / "dlq.jsonl", max_rows=5)
         assert not any(p.endswith("/dead_letters") for p in paths)
         # and to read all six when it may hold six
-        assert len(read_dlq({"url": url, "queue": "dlq"}, max_rows=6)) == 6
+        assert export_dlq({"url": url, "queue": "dlq"}, tmp_path / "dlq.jsonl", max_rows=6) == 6
 
 
 def test_an_export_with_bytes_that_are_not_utf8_is_left_to_spark(tmp_path: Path) -> None:

@@ -95,6 +95,13 @@ class Metrics(EngineListener):
             ["project", "dlq"],
             registry=r,
         )
+        self.triaged_total = Counter(
+            "deadletter_dead_letters_triaged",
+            "Dead letters archived out of a DLQ, restored into it from its archive, or"
+            " discarded for good, by action.",
+            ["project", "dlq", "action"],
+            registry=r,
+        )
         self.tag_messages_total = Counter(
             "deadletter_tag_messages",
             "Messages claimed, acknowledged and dead-lettered by each consumer tag.",
@@ -163,6 +170,15 @@ class Metrics(EngineListener):
 
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
         self.redriven_total.labels(project, self._q(project, dlq)).inc(count)
+
+    def archived(self, project: str, dlq: str, count: int) -> None:
+        self.triaged_total.labels(project, self._q(project, dlq), "archived").inc(count)
+
+    def restored(self, project: str, dlq: str, count: int) -> None:
+        self.triaged_total.labels(project, self._q(project, dlq), "restored").inc(count)
+
+    def discarded(self, project: str, dlq: str, count: int) -> None:
+        self.triaged_total.labels(project, self._q(project, dlq), "discarded").inc(count)
 
     def tag_delivery(self, project: str, queue: str, tag: str, event: str, count: int) -> None:
         self.tag_messages_total.labels(

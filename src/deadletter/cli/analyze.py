@@ -82,9 +82,10 @@ SPARK_START = "starting Spark ({}; a first start takes 30 to 120 s)"
     show_envvar=True,
     default="auto",
     show_default=True,
-    help="local: in this process, no Spark, an --input file of any size; auto: local for a "
-    "JSON-lines --input file of up to 1 GB, a Parquet one of up to 80,000 dead letters or a DLQ "
-    "of up to 80,000 dead letters, when it reads every one exactly as Spark does, else Spark.",
+    help="local: in this process, no Spark, an --input file or a DLQ of any size; auto: local "
+    "for a JSON-lines --input file of up to 1 GB, a Parquet one of up to 80,000 dead letters or "
+    "a DLQ of up to 1,000,000 dead letters, when it reads every one exactly as Spark does, else "
+    "Spark.",
 )
 @click.option(
     "--follow",
@@ -271,6 +272,7 @@ def _analyze(
                 poster=poster,
                 say=say,
                 options=options,
+                any_size=engine == "local",
             )
         except KeyboardInterrupt:
             _interrupted(None, stored, out_dir, spark=False)
@@ -454,18 +456,20 @@ def _in_process(
     poster: Any,
     say: Progress,
     options: dict[str, str],
+    any_size: bool,
 ) -> Any:
-    """The analysis without Spark: a small export file, or a DLQ read page by page until it
-    proves too large (NotLocal: Spark takes over)."""
-    from deadletter.pipeline.local import LOCAL_MAX_ROWS, analyze_local, analyze_rows, read_dlq
+    """The analysis without Spark: an export file, or a DLQ read page by page into one
+    until it proves too large (unless `any_size`; NotLocal: Spark takes over)."""
+    from deadletter.pipeline.local import QUEUE_MAX_ROWS, analyze_dlq, analyze_local
 
     if input_path is not None:
         say("analysing in this process (a JSON-lines export: no Spark)")
         return analyze_local(input_path, out_dir, threshold=threshold, post=poster, progress=say)
-    say(f"reading {queue} in this process (no Spark up to {LOCAL_MAX_ROWS:,} dead letters)")
-    rows = read_dlq(options)
-    say(f"{len(rows):,} dead letters read; masking")
-    return analyze_rows(rows, out_dir, threshold=threshold, post=poster, say=say)
+    limit = None if any_size else QUEUE_MAX_ROWS
+    say(f"reading {queue} in this process" + (f", up to {limit:,} dead letters" if limit else ""))
+    return analyze_dlq(
+        options, out_dir, max_rows=limit, threshold=threshold, post=poster, progress=say
+    )
 
 
 def _done(say: Progress, result: Any, out_dir: Path) -> None:

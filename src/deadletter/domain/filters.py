@@ -143,14 +143,16 @@ def blank(text: str) -> bool:
 
 def from_json(doc: Mapping[str, object]) -> DeadLetterFilter:
     """The filter of a JSON object's fields of the language (a redrive's body): strings,
-    numbers, and for `attribute` a string or a list of them; other fields are ignored."""
+    numbers, and for `attribute` a string or a list of them; other fields are ignored. A
+    field of no value (`null`, `[]`, a blank text) is refused as in a query (`_texts`), not
+    read as no filter."""
     given: dict[str, list[str]] = {}
     for key in FILTER_KEYS:
         if key not in doc:
             continue
         value = doc[key]
-        if value is None:
-            raise errors.InvalidFilter(f"{key} is null; {_LEAVE_OUT}")
+        if value is None or value == []:
+            raise errors.InvalidFilter(f"{key} is empty; {_LEAVE_OUT}")
         items = value if isinstance(value, list) and key in REPEATABLE else [value]
         texts = []
         for item in items:

@@ -201,8 +201,12 @@ def _pattern(
         "variables": _variables(old, rows, tokens, skip),
         "split": record,
     }
-    # A warning the analysis gave another position still holds for the part.
-    part["impure"] = any("warning" in v for v in part["variables"])
+    # How sure the part is, as the analysis measures a pattern (`purity.explain`): the share of
+    # its members in the largest value of its worst flagged position.
+    purity = min((v["counts"][0] / len(ids) for v in part["variables"] if "warning" in v),
+                 default=1.0)  # fmt: skip
+    part["purity"] = round(purity, 4)
+    part["impure"] = purity < 1.0
     return part
 
 
@@ -213,7 +217,8 @@ def _variables(
     skip: int,
 ) -> list[dict[str, Any]]:
     """The part's variables: the old pattern's but the one split at, renumbered, with the
-    values the part's members hold there (as written in their errors) and the old warning."""
+    values the part's members hold there (as written in their errors) and the old warning
+    where they still hold more than one."""
     before = {v.get("variable"): v for v in old.get("variables") or [] if isinstance(v, dict)}
     out: list[dict[str, Any]] = []
     for i in (i for i in range(len(tokens)) if i != skip):
@@ -229,7 +234,7 @@ def _variables(
             "counts": [seen[v] for v in top],
             "distinct": len(seen),
         }
-        if "warning" in was:
+        if "warning" in was and len(seen) > 1:  # one value left: no hidden split here
             variable["warning"] = was["warning"]
         out.append(variable)
     return out

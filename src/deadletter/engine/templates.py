@@ -88,12 +88,13 @@ class Templates:
         template = QueueTemplate(project, name, pattern, settings, now, now)
 
         def work(tx: Transaction, _: Pending) -> QueueTemplate:
-            if len(tx.list_templates(project)) >= TEMPLATES_PER_PROJECT:
+            held = tx.templates_to_change(project)
+            if len(held) >= TEMPLATES_PER_PROJECT:
                 raise errors.LimitExceeded(
                     f"project {project!r} already holds {TEMPLATES_PER_PROJECT} templates, the"
                     " most one project may hold; delete one first"
                 )
-            _pattern_free(tx.list_templates(project), name, pattern)
+            _pattern_free(held, name, pattern)
             if not tx.insert_template(template):
                 raise errors.TemplateAlreadyExists(f"template {name!r} already exists")
             return template
@@ -119,10 +120,11 @@ class Templates:
         one transaction; queues made from it before keep their settings."""
 
         def work(tx: Transaction, _: Pending) -> QueueTemplate:
+            held = tx.templates_to_change(project)
             old = _require(tx, project, name)
             new = change(old)
             validation.check_template(name, new.pattern, new.settings)
-            _pattern_free(tx.list_templates(project), name, new.pattern)
+            _pattern_free(held, name, new.pattern)
             changed = replace(new, project=project, name=name, updated_at=self._clock.now())
             tx.update_template(changed)
             return changed

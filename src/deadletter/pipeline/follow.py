@@ -24,12 +24,15 @@ from typing import Any
 
 from deadletter.pipeline.analysis import Result
 from deadletter.pipeline.columns import COLUMNS, iso, parse_time
-from deadletter.pipeline.local import LOCAL_MAX_ROWS, analyze_rows
+from deadletter.pipeline.local import analyze_rows
 from deadletter.pipeline.mining import DEFAULT_THRESHOLD
 
 # The rate of a pattern: its dead letters in the RATE_WINDOW before the batch, per minute.
 RATE_WINDOW = timedelta(minutes=5)
 STATE = "follow.json"
+# A follow keeps every dead letter it has taken as rows and analyses them again after each
+# batch: about 3 KB a dead letter, so at most this many.
+FOLLOW_MAX_ROWS = 80_000
 # The per-minute counts stored with each pattern, for the console's trend.
 TREND_MINUTES = 60
 _TIMES = ("dead_lettered_at", "enqueued_at")
@@ -81,7 +84,7 @@ class Follower:
         post: Post | None = None,
         checkpoint: Path | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
-        max_rows: int = LOCAL_MAX_ROWS,
+        max_rows: int = FOLLOW_MAX_ROWS,
     ) -> None:
         self.out_dir = out_dir
         self.threshold = threshold

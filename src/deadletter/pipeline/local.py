@@ -8,23 +8,24 @@ The reader takes a line only when it is sure to read it as Spark's JSON reader a
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 from deadletter.pipeline import summary
 from deadletter.pipeline.analysis import Result
-from deadletter.pipeline.columns import COLUMNS
 from deadletter.pipeline.lines import _ENCODE, NotLocal, row_of_line
 
 __all__ = [
     "NotLocal",
+    "analyze_dlq",
     "analyze_local",
     "analyze_rows",
-    "read_dlq",
+    "export_dlq",
     "read_jsonl",
     "row_of_line",
     "suits",
@@ -54,21 +55,26 @@ def local_workers() -> int:
     return min(LOCAL_WORKERS, cores) if idle >= 1 else 1
 
 
-# A DLQ read from the server is held whole before it is analysed: about 3 KB per dead letter.
-LOCAL_MAX_ROWS = 80_000
+# A Parquet export is read whole into rows in this process, about 3 KB a dead letter: past this
+# many, Spark reads it.
+PARQUET_MAX_ROWS = 80_000
+# A DLQ read from the server is written page by page to a JSON-lines file of its own and read
+# as an export is, streamed: `--engine auto` takes a DLQ of up to this many in this process
+# (about what AUTO_LOCAL_MAX_BYTES holds), `--engine local` any number.
+QUEUE_MAX_ROWS = 1_000_000
 
 
 def suits(path: Path, *, any_size: bool = False) -> bool:
     """An export the in-process path takes (`any_size`: as `--engine local` does; else as
     `--engine auto` does: JSON lines up to AUTO_LOCAL_MAX_BYTES, or Parquet, told by its first
-    bytes, of up to LOCAL_MAX_ROWS dead letters, which it holds as rows)."""
+    bytes, of up to PARQUET_MAX_ROWS dead letters, which it holds as rows)."""
     try:
         from deadletter.pipeline.exports import is_parquet, parquet_rows
     except ImportError:  # no pyarrow: the engine then says which extra it needs
         return path.is_file() and (any_size or path.stat().st_size <= AUTO_LOCAL_MAX_BYTES)
     if is_parquet(path):
         try:
-            return any_size or parquet_rows(path) <= LOCAL_MAX_ROWS
+            return any_size or parquet_rows(path) <= PARQUET_MAX_ROWS
         except (OSError, ValueError):
             return False  # Spark says what is wrong with it
     return path.is_file() and (any_size or path.stat().st_size <= AUTO_LOCAL_MAX_BYTES)
@@ -119,31 +125,48 @@ def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def read_dlq(options: dict[str, str], max_rows: int = LOCAL_MAX_ROWS) -> list[dict[str, Any]]:
+def export_dlq(options: dict[str, str], path: Path, max_rows: int | None = QUEUE_MAX_ROWS) -> int:
     """Every dead letter of a DLQ (the data source's options: url, queue, project, key_id,
-    secret), read as the data source reads it; NotLocal past `max_rows`."""
-    from deadletter.pipeline.messages import client_of, filter_option, row_of
+    secret, filter) written to `path` as `deadletter dlq export` writes them, page by page;
+    how many. NotLocal past `max_rows` (None: no limit), before a page is read when the
+    server's count already says so."""
+    from deadletter.client.records import export_record
+    from deadletter.pipeline.messages import client_of, filter_option
 
-    rows: list[dict[str, Any]] = []
     where = filter_option(options)
-    with client_of(options) as client:
-        total = _total(client, options["queue"], where)
-        if isinstance(total, int) and total > max_rows:
+    count = 0
+    with client_of(options) as client, path.open("w", encoding="utf-8") as fh:
+        total = _total(client, options["queue"], where) if max_rows is not None else None
+        if max_rows is not None and isinstance(total, int) and total > max_rows:
             holds = "the filter selects" if where else "the DLQ holds"
             raise NotLocal(f"{holds} {total:,} messages, more than {max_rows:,}")
         for message in client.dead_letters(options["queue"], 1000, **where):
-            if len(rows) == max_rows:
+            if count == max_rows:
                 raise NotLocal(f"the DLQ holds more than {max_rows:,} dead letters")
-            row = dict(zip(COLUMNS, row_of(message), strict=True))
-            for name in ("dead_lettered_at", "enqueued_at"):
-                if row[name] is not None:
-                    # As Spark hands a timestamp back in a UTC session: naive, UTC.
-                    row[name] = row[name].astimezone(UTC).replace(tzinfo=None)
-            rows.append(row)
-    for row in rows:
-        if any(ord(c) < 0x20 for c in row["message_id"] or ""):
-            raise NotLocal("a message id that holds control characters")
-    return _unique(rows)
+            # A body's JSON as the data source hands it to Spark (`messages.row_of`), so that
+            # both engines see the same text.
+            fh.write(json.dumps(export_record(message), separators=(",", ":")) + "\n")
+            count += 1
+    return count
+
+
+def analyze_dlq(
+    options: dict[str, str],
+    out_dir: str | Path,
+    *,
+    max_rows: int | None = QUEUE_MAX_ROWS,
+    threshold: float = DEFAULT_THRESHOLD,
+    post: Callable[[list[dict[str, Any]]], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Result:
+    """`analyze_local` of a DLQ (the data source's options): written to an export of its own
+    in a temporary folder (`export_dlq`), so that it is read as a stream, as an export is."""
+    with tempfile.TemporaryDirectory(prefix="deadletter-analyze-") as work:
+        copy = Path(work) / "dlq.jsonl"
+        count = export_dlq(options, copy, max_rows)
+        if progress is not None:
+            progress(f"{count:,} dead letters read")
+        return analyze_local(copy, out_dir, threshold=threshold, post=post, progress=progress)
 
 
 def _total(client: Any, queue: str, where: dict[str, list[str]]) -> Any:

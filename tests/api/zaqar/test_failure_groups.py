@@ -4,6 +4,7 @@ task. Every body is checked before anything is written."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -177,3 +178,22 @@ def test_a_retried_group_is_followed_on_its_task(api: ApiClient, dlq: Any, engin
     api.post(f"/v2/queues/orders/messages/{got[0]['id']}/dead_letter?claim_id={cid}", json={})
     r = api.get(f"{DLQ}/redrives/{task['id']}")
     assert r.json()["follow"] == {"redriven": 3, "came_back_dead": 1, "still_out": 2}
+
+
+def test_archives_restores_and_discards_are_counted_in_the_metrics(
+    api: ApiClient, dlq: dict[str, list[str]]
+) -> None:
+    def triaged() -> dict[str, float]:
+        text = api.get("/metrics").text
+        found = re.findall(
+            r'deadletter_dead_letters_triaged_total\{action="(\w+)",dlq="orders-dlq",'
+            r'project="[^"]*"\} ([\d.]+)',
+            text,
+        )
+        return {action: float(n) for action, n in found}
+
+    api.post(f"{DLQ}/dead_letters/archive", json={"filter": "timeouts"})
+    api.post(f"{DLQ}/dead_letters/restore", json={"error_class": "TimeoutError"})
+    r = api.post(f"{DLQ}/dead_letters/discard", json={"error_class": "KeyError", "why": "fixed"})
+    assert r.status_code == 200, r.text
+    assert triaged() == {"archived": 3, "restored": 3, "discarded": 2}

@@ -86,6 +86,12 @@ def test_a_pattern_splits_into_one_pattern_per_value_at_the_position(
         1, ["LongType", "StringType"], [1, 1]
     )  # fmt: skip
     assert rest["warning"] and stamps["impure"] is True
+    # and its own purity: half its members in the largest value of the flagged position
+    assert stamps["purity"] == 0.5
+    # while the part of one member holds one value there: no warning, pure
+    dates = by_template["AnalysisException: cannot combine DateType and <*>"]
+    assert "warning" not in dates["variables"][0]
+    assert (dates["purity"], dates["impure"]) == (1.0, False)
     assert stamps["reasons"] == ["rejected"] and stamps["source_queues"] == ["orders"]
     # The member no longer in the DLQ stays in the old pattern, which names its parts
     assert got["p-mixed"]["message_ids"] == [mixed[3]] and got["p-mixed"]["count"] == 1

@@ -67,13 +67,10 @@ def filter_value(value: Any) -> DeadLetterFilter:
             " dead-letter queue)."
         )
     known_fields(value, filters.FILTER_KEYS, "filter")
-    for key, given in value.items():
-        if given is None or given == [] or (isinstance(given, str) and filters.blank(given)):
-            # the filter language's refusal, worded for the field of the policy's object
-            raise errors.InvalidFilter(
-                f"filter.{key} is empty; leave it out to select by it no more"
-            )
-    return filters.from_json(value)
+    try:
+        return filters.from_json(value)
+    except errors.InvalidFilter as exc:  # said of the policy's `filter`
+        raise errors.InvalidFilter(f"filter: {exc}") from exc
 
 
 def _integer(doc: dict[str, Any], key: str, low: int, high: int, unit: str) -> int:

@@ -16,7 +16,7 @@ from deadletter.api.zaqar.dead_letters import actor, query_filter
 from deadletter.api.zaqar.errors import bad_request
 from deadletter.api.zaqar.parse import is_int, redrive_ids
 from deadletter.api.zaqar.serialize import iso
-from deadletter.domain import errors, filters, names
+from deadletter.domain import filters, names
 from deadletter.domain.failure_groups import (
     MAX_RETENTION,
     MIN_RETENTION,
@@ -37,11 +37,8 @@ DISCARD_FIELDS = frozenset({*filters.FILTER_KEYS, "message_ids", "why", "dry_run
 
 def body_filter(doc: dict[str, Any], *, ids: bool = True) -> DeadLetterFilter:
     """The filter of a body's fields of the language, and its `message_ids` (where `ids`);
-    an empty value (``""``, ``[]``, ``null``) is refused rather than read as no filter: a
-    group's selection says what it is."""
-    for key in (*filters.FILTER_KEYS, "message_ids"):
-        if key in doc and doc[key] in ("", [], None):
-            raise errors.InvalidFilter(f"{key} is empty: give it a value, or leave it out")
+    a field of no value is refused (`filters.from_json`, `redrive_ids`), not read as no
+    filter: a group's selection says what it is."""
     where = filters.from_json(doc)
     return replace(where, message_ids=redrive_ids(doc)) if ids else where
 

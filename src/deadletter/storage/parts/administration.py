@@ -107,6 +107,12 @@ class Administration(abc.ABC):
         """By name."""
 
     @abc.abstractmethod
+    def templates_to_change(self, project: str) -> list[QueueTemplate]:
+        """`list_templates`, for a change that must see every template of the project (the
+        cap, a pattern taken): concurrent calls for one project wait for one another until
+        each transaction ends, so a check followed by a write is exact."""
+
+    @abc.abstractmethod
     def update_template(self, template: QueueTemplate) -> None:
         """Store the pattern, settings and update time of an existing template."""
 

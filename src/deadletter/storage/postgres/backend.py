@@ -39,6 +39,7 @@ from psycopg_pool import ConnectionPool
 from deadletter.domain.errors import DeadletterError, StoreUnavailable
 from deadletter.domain.model import ListQuery, Message
 from deadletter.domain.tags import ConsumerTag
+from deadletter.domain.templates import QueueTemplate
 from deadletter.storage.base import (
     Availability,
     Deferred,
@@ -94,6 +95,10 @@ PROJECT_QUEUES_LOCK = (
 PROJECT_SUBSCRIPTIONS_LOCK = (
     "SELECT pg_advisory_xact_lock(x'7073'::int, hashtext(current_schema() || '/' || :project))"
 )
+# A project's template changes, one at a time, for the same reason (its own key space).
+PROJECT_TEMPLATES_LOCK = (
+    "SELECT pg_advisory_xact_lock(x'7474'::int, hashtext(current_schema() || '/' || :project))"
+)
 # Every session of the pool: no JIT compilation, no parallel workers. Each statement reads a
 # few rows through an index made for it, but PostgreSQL may cost some as if they read a deep
 # queue: it estimates the hidden messages that have become visible (none once the sweep has
@@ -126,6 +131,11 @@ class PostgresTransaction(ComposedStatements):
         # Adds the project's lock that `Subscriptions.count_subscriptions` promises.
         self.run(PROJECT_SUBSCRIPTIONS_LOCK, {"project": project})
         return super().count_subscriptions(project, queue)
+
+    def templates_to_change(self, project: str) -> list[QueueTemplate]:
+        # Adds the project's lock that `Administration.templates_to_change` promises.
+        self.run(PROJECT_TEMPLATES_LOCK, {"project": project})
+        return super().templates_to_change(project)
 
     def list_messages(
         self, project: str, queue: str, now: float, query: ListQuery

@@ -27,6 +27,7 @@ from psycopg.pq import TransactionStatus
 from deadletter.domain.model import Message
 from deadletter.domain.tags import DEFAULT_DONE_AT
 from deadletter.storage.base import ClaimRecord
+from deadletter.storage.postgres.prepared import PreparedCursor
 from deadletter.storage.rows import message_params, with_seq
 from deadletter.storage.sql import queries as q
 from deadletter.storage.sql.transaction import SQLTransaction
@@ -229,7 +230,10 @@ class ComposedStatements(SQLTransaction):
     what each returns and changes is the same."""
 
     def __init__(self, cursor: Any, dialect: Any, *, begun: bool = False) -> None:
-        super().__init__(cursor, dialect)
+        # The hot statements through libpq (`prepared`); the calls of a group share one.
+        libpq = cursor if isinstance(cursor, PreparedCursor) else PreparedCursor(cursor)
+        super().__init__(libpq, dialect)
+        self._libpq = libpq
         # Counter bumps not yet written: (project, queue, name) -> amount.
         self._bumps: dict[tuple[str, str, str], int] = {}
         # The session is in autocommit: the transaction sends its BEGIN just before its first
@@ -240,7 +244,6 @@ class ComposedStatements(SQLTransaction):
         # leaves the group's transaction as good as it found it (`group.py`).
         self.wrote = False
         self._connection: psycopg.Connection[Any] = cursor.connection
-        self._cursor: psycopg.Cursor[Any] = cursor
 
     # The transaction's frame
 
@@ -249,8 +252,13 @@ class ComposedStatements(SQLTransaction):
         nothing to commit."""
         if not self.begun:
             return
-        self.finish()
-        self._cursor.execute(b"COMMIT")
+        if self._bumps:  # the COMMIT goes behind the last writes, in one round trip
+            self._libpq.behind = b"COMMIT"
+            self._write_bumps()
+            if self._libpq.behind is None:
+                return
+        self._libpq.behind = None
+        self._libpq.command(b"COMMIT")
 
     def finish(self) -> None:
         """Write what is still pending, leaving the COMMIT to whoever ends the transaction."""
@@ -280,12 +288,12 @@ class ComposedStatements(SQLTransaction):
         super().run_many(sql, rows)
 
     def _begin(self) -> None:
-        """The transaction's BEGIN, before its first statement. A statement of its own: in a
-        pipeline with the first one it saved a round trip but cost psycopg more than the
-        round trip does (docs/benchmarks.md, "The server's CPU on PostgreSQL")."""
+        """The transaction's BEGIN, ahead of its first statement in one round trip (libpq's
+        pipeline: psycopg's cost more Python than the round trip it saved; docs/benchmarks.md,
+        "The server's CPU on PostgreSQL")."""
         if not self.begun:
             self.begun = True
-            self._cursor.execute(b"BEGIN")
+            self._libpq.ahead = b"BEGIN"
 
     # Counters: written with the next statement, or just before the COMMIT
 

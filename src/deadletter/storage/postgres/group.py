@@ -43,6 +43,7 @@ from psycopg.pq import TransactionStatus
 from deadletter.storage.base import Deferred, StorageError, Store, Transaction
 from deadletter.storage.postgres.composed import ComposedStatements
 from deadletter.storage.postgres.dialect import POSTGRES
+from deadletter.storage.postgres.prepared import PreparedCursor
 
 # At most this many calls share one transaction: the last of them waits for every earlier
 # one's statements, and all of them for its COMMIT.
@@ -60,18 +61,18 @@ class Group:
 
     store: Store
     conn: psycopg.Connection[Any]
-    # A transaction of one call on `conn`'s cursor, `begun` if the group's BEGIN was sent.
-    open_transaction: Callable[[Any, bool], ComposedStatements]
+    # A transaction of one call on the group's cursor, `begun` if the group's BEGIN was sent.
+    open_transaction: Callable[[PreparedCursor, bool], ComposedStatements]
     begun: bool = False
     # The calls' one cursor, in turn: each has read all it needs before the next starts.
-    cursor: psycopg.Cursor[Any] = field(init=False)
+    cursor: PreparedCursor = field(init=False)
     # What stopped the group, if anything did: it is then rolled back.
     failure: BaseException | None = None
     # Each call's report of the COMMIT (`Deferred.joined`).
     done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.cursor = self.conn.cursor()
+        self.cursor = PreparedCursor(self.conn.cursor())
 
     @contextmanager
     def member(self, deferred: Deferred[Any]) -> Iterator[Transaction]:
@@ -99,7 +100,7 @@ class Group:
 
     def commit(self) -> None:
         if self.begun:
-            self.cursor.execute(b"COMMIT")
+            self.cursor.command(b"COMMIT")
 
     def told(self, error: BaseException | None) -> None:
         """Tell each call how the COMMIT went."""

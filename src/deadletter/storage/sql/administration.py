@@ -58,6 +58,10 @@ class AdministrationStatements(Executor):
     def list_templates(self, project: str) -> list[QueueTemplate]:
         return [template_from(r) for r in self.all(q.LIST_TEMPLATES, {"project": project})]
 
+    def templates_to_change(self, project: str) -> list[QueueTemplate]:
+        # SQLite's one writer already keeps the changes of a project apart.
+        return self.list_templates(project)
+
     def update_template(self, template: QueueTemplate) -> None:
         self.run(q.UPDATE_TEMPLATE, template_params(template))
 

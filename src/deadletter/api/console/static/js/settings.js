@@ -41,22 +41,35 @@ export const REASONS = ["max_claims", "expired", "rejected", "delivery_failed", 
 
 const tagPath = (queue, tag) => `/v2/queues/${encodeURIComponent(queue)}/tags/${encodeURIComponent(tag)}`;
 
-// A tag's own max claims and DLQ, set or given back to the queue ("inherit" sends null).
+// A number field of a tag's form, empty while the tag takes the queue's value.
+function tagNumber(cls, value, min, label) {
+  return h("input", { class: cls, type: "number", min, step: "1", inputmode: "numeric", value: value ?? "",
+    placeholder: "inherit", "aria-label": label });
+}
+
+// A tag's own max claims, DLQ and retry backoff, set or given back to the queue ("inherit"
+// sends null). A backoff with one bound left empty is sent as given (null): the server says
+// what is missing rather than the page reading the empty bound as 0.
 function tagForm(queue, t, patchTag) {
-  const claims = h("input", { class: "tag-max-claims", type: "number", min: "1", step: "1", inputmode: "numeric",
-    value: t.max_claims ?? "", placeholder: "inherit", "aria-label": `tag ${t.name} max claims` });
+  const claims = tagNumber("tag-max-claims", t.max_claims, "1", `tag ${t.name} max claims`);
   const dlq = h("input", { class: "tag-dlq", type: "text", value: t.dead_letter_queue ?? "",
     placeholder: "inherit", "aria-label": `tag ${t.name} DLQ` });
+  const low = tagNumber("tag-retry-min", t.retry_policy?.minimum_backoff, "0", `tag ${t.name} retry minimum (s)`);
+  const high = tagNumber("tag-retry-max", t.retry_policy?.maximum_backoff, "0", `tag ${t.name} retry maximum (s)`);
+  const bound = (input) => (input.value === "" ? null : Number(input.value));
   const inherit = (field) => h("button", { type: "button", class: `tag-inherit-${field.replaceAll("_", "-")}`,
     text: "inherit", title: "take the queue's", disabled: t[field] === null || t[field] === undefined, onclick: () => patchTag(t.name, { [field]: null }) });
   return h("form", { class: "settings-form tag-form", onsubmit: (e) => {
     e.preventDefault();
     patchTag(t.name, {
-      max_claims: claims.value === "" ? null : Number(claims.value),
+      max_claims: bound(claims),
       dead_letter_queue: dlq.value.trim() || null,
+      retry_policy: low.value === "" && high.value === "" ? null
+        : { minimum_backoff: bound(low), maximum_backoff: bound(high) },
     });
   } }, h("label", {}, "max claims ", claims), inherit("max_claims"), " ",
   h("label", {}, "DLQ ", dlq), inherit("dead_letter_queue"), " ",
+  h("label", {}, "retry ", low), " – ", h("label", {}, high, " s"), inherit("retry_policy"), " ",
   h("button", { type: "submit", class: "primary tag-save", text: "Save" }));
 }
 

@@ -1,0 +1,149 @@
+"""W1's cycle through the engine on PostgreSQL, without HTTP: the CPU it costs per 1,000
+messages in this process (the engine and the driver), in the store's one backend, and in all of
+PostgreSQL's processes on this machine (read from /proc: every `postgres` process, the
+postmaster's ended children with it, so other work on the same server counts too).
+
+    ./dev bench pg_cpu [--runs 3] [--cycles 600] [--base CHECKOUT] [--out NAME]
+
+A cycle sends ten messages (100-byte bodies), claims ten and deletes them by id, on a queue
+that holds 2,000; 50 cycles warm the connection first. Each run is a child process on a fresh
+database; with `--base` the runs of this code and of the other checkout's `src/` alternate,
+and the medians are reported beside the load average of each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.child import run_child
+
+RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+BATCH = 10
+PRELOAD = 2000
+WARM_UP = 50
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: str) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _cpu(pid: int) -> float:
+    fields = _stat(str(pid))
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _postgres_cpu() -> float:
+    """User and system CPU of every PostgreSQL process so far, with the ended backends the
+    postmaster has counted."""
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() != "postgres":
+                continue
+            fields = _stat(pid)
+            total += (int(fields[11]) + int(fields[12])) / _TICK
+            if Path(f"/proc/{fields[1]}/comm").read_text().strip() != "postgres":
+                total += (int(fields[13]) + int(fields[14])) / _TICK  # the postmaster
+        except OSError:
+            continue  # ended meanwhile
+    return total
+
+
+def run_once(cycles: int) -> dict[str, float]:
+    """One run in this process, with whatever `deadletter` is on the path."""
+    from bench.layers_bench import Database
+    from deadletter.domain.model import NewMessage
+    from deadletter.engine.engine import Engine
+    from deadletter.storage.postgres.backend import PostgresStore
+
+    db = Database("postgres", Path("/tmp"))
+    store = PostgresStore(db.url, pool_size=1)  # one connection: its backend does the cycles
+    try:
+        engine = Engine(store)
+        engine.create_queue("p", "q")
+
+        def send() -> None:
+            engine.send("p", "q", messages=[NewMessage(body=b"x" * 100, ttl=3600)] * BATCH)
+
+        def cycle() -> None:
+            send()
+            ids = [m.id for m in engine.claim("p", "q", limit=BATCH, ttl=60).messages]
+            engine.delete_messages("p", "q", ids=ids)
+
+        for _ in range(PRELOAD // BATCH):
+            send()
+        for _ in range(WARM_UP):
+            cycle()
+        with store._pool.connection() as own:
+            backend = int(own.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
+        before = (time.process_time(), _cpu(backend), _postgres_cpu(), time.perf_counter())
+        for _ in range(cycles):
+            cycle()
+        after = (time.process_time(), _cpu(backend), _postgres_cpu(), time.perf_counter())
+    finally:
+        store.close()
+        db.close()
+    thousands = cycles * BATCH / 1000
+    process, own_backend, postgres, seconds = (b - a for a, b in zip(before, after, strict=True))
+    return {
+        "process_ms": round(process / thousands * 1000),
+        "backend_ms": round(own_backend / thousands * 1000),
+        "postgres_ms": round(postgres / thousands * 1000),
+        "rate": round(cycles * BATCH / seconds),
+        "load": round(os.getloadavg()[0], 1),
+    }
+
+
+def markdown(runs: dict[str, list[dict[str, float]]], cycles: int) -> str:
+    lines = [
+        f"W1's cycle through the engine on PostgreSQL, {cycles} cycles of {BATCH} a run;"
+        " CPU ms per 1,000 messages, medians of the runs (each run's load average after it):",
+        "",
+        "| code | this process | its backend | all PostgreSQL | msg/s | load averages |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, results in runs.items():
+
+        def median(key: str, results: list[dict[str, float]] = results) -> float:
+            return statistics.median(r[key] for r in results)
+
+        loads = ", ".join(str(r["load"]) for r in results)
+        lines.append(
+            f"| {name} | {median('process_ms'):.0f} | {median('backend_ms'):.0f}"
+            f" | {median('postgres_ms'):.0f} | {median('rate'):,.0f} | {loads} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="bench pg_cpu", description=__doc__)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--cycles", type=int, default=600)
+    ap.add_argument("--base", type=Path, help="another checkout, run alternately")
+    ap.add_argument("--out", default="pg_cpu")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(run_once(args.cycles)))
+        return 0
+    variants = {"this": ROOT / "src"}
+    if args.base is not None:
+        variants["base"] = args.base.resolve() / "src"
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
+    for _ in range(args.runs):
+        for name, src in variants.items():
+            runs[name].append(run_child(src, "pg_cpu", ["--cycles", str(args.cycles)]))
+    report = markdown(runs, args.cycles)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(runs, indent=2) + "\n")
+    (RESULTS / f"{args.out}.md").write_text(report)
+    print(report)
+    return 0
