@@ -45,11 +45,14 @@ def test_blocks_and_workers_change_nothing(
 ) -> None:
     # Given the mixed export read in blocks of 64 KB, by one process or two
     monkeypatch.setattr(reader, "BLOCK_BYTES", 64 * 1024)
-    monkeypatch.setattr(local, "local_workers", lambda: workers)
-    analyze_local(mixed, tmp_path / "streamed")
+    monkeypatch.setattr(local, "local_workers", lambda *_: workers)
+    told: list[str] = []
+    analyze_local(mixed, tmp_path / "streamed", progress=told.append)
     # I expect the outputs of analysing its rows read one by one
     _by_rows(mixed, tmp_path / "rows")
     _same_outputs(tmp_path / "streamed", tmp_path / "rows")
+    # and the command to say when two processes count
+    assert any("in 2 processes" in stage for stage in told) == (workers == 2)
 
 
 def test_a_block_read_line_by_line_gives_what_the_fast_reading_gives(
@@ -171,10 +174,35 @@ def test_a_tag_that_keeps_its_digits_is_not_taken_for_another() -> None:
 
 def test_two_processes_count_only_when_a_core_is_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local.os, "cpu_count", lambda: 2)
+    # Where the machine's idle time is measured: half a core idle since `since`, or less
+    since = (1000, 4000)
+    monkeypatch.setattr(local, "cpu_times", lambda: (1000 + 50, 4000 + 200))
+    assert local.local_workers(since) == 2
+    monkeypatch.setattr(local, "cpu_times", lambda: (1000 + 40, 4000 + 200))
+    assert local.local_workers(since) == 1
+    # Where it cannot be (no /proc/stat, or too short a while): by the load average
+    monkeypatch.setattr(local, "cpu_times", lambda: None)
     monkeypatch.setattr(local.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
-    assert local.local_workers() == 2
+    assert local.local_workers(since) == 2
     monkeypatch.setattr(local.os, "getloadavg", lambda: (1.5, 0.0, 0.0))
-    assert local.local_workers() == 1
+    assert local.local_workers(since) == 1
+    monkeypatch.setattr(local, "cpu_times", lambda: (1000, 4001))
+    assert local.local_workers(since) == 1
+
+
+def test_a_second_analysis_with_every_cache_full_writes_the_same(
+    mixed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the mixed export analysed once in blocks of 64 KB, its caches kept (texts masked,
+    # bodies' classes and their blanked texts)
+    monkeypatch.setattr(reader, "BLOCK_BYTES", 64 * 1024)
+    monkeypatch.setattr(local, "local_workers", lambda *_: 1)
+    analyze_local(mixed, tmp_path / "first")
+    # When it is analysed again, by two processes whose caches start full
+    monkeypatch.setattr(local, "local_workers", lambda *_: 2)
+    analyze_local(mixed, tmp_path / "second")
+    # I expect the same outputs
+    _same_outputs(tmp_path / "first", tmp_path / "second")
 
 
 def test_bodies_alike_but_for_their_digits_keep_their_own_key_paths(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ The reader takes a line only when it is sure to read it as Spark's JSON reader a
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import tempfile
@@ -41,18 +42,45 @@ AUTO_LOCAL_MAX_BYTES = 1024**3
 # Processes that read and count an export's blocks (tally.py), at most: the result is the same
 # with one.
 LOCAL_WORKERS = 2
+# Of the CPU time the machine had while this process counted its first block, the share of
+# a core that must have gone unused for a second process to count beside it: it then runs
+# where nothing else does. Two spend more CPU in all (a tenth more at a million dead
+# letters: each masks the texts it sees first, blocks and their counts travel between them),
+# which a busy machine pays for in time (docs/pipeline.md, run 17).
+IDLE_FOR_A_SECOND = 0.5
+
+CpuTimes = tuple[int, int]
 
 
-def local_workers() -> int:
-    """How many processes count the blocks: two where a core is idle beside this process's,
-    else this one alone. Two spend more CPU in all (each masks the texts both see, and the
-    blocks travel between them), which a busy machine pays for in time."""
-    cores = os.cpu_count() or 1
+def cpu_times() -> CpuTimes | None:
+    """The machine's idle and total CPU time so far (/proc/stat, in clock ticks), where the
+    system tells it."""
     try:
-        idle = cores - os.getloadavg()[0]
+        with open("/proc/stat", "rb") as fh:
+            ticks = [int(t) for t in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    if len(ticks) < 5:
+        return None
+    return ticks[3] + ticks[4], sum(ticks)  # idle and iowait, of user to steal
+
+
+def local_workers(since: CpuTimes | None = None) -> int:
+    """How many processes count the blocks: two where the machine left a core idle beside
+    this process since `since` (what it measures now, this process's own work included), or
+    where the load average leaves one when that cannot be measured; else this one alone."""
+    cores = os.cpu_count() or 1
+    if cores < 2:
+        return 1
+    now = cpu_times()
+    if since is not None and now is not None and now[1] - since[1] >= 10 * cores:
+        idle = cores * (now[0] - since[0]) / (now[1] - since[1])
+        return min(LOCAL_WORKERS, cores) if idle >= IDLE_FOR_A_SECOND else 1
+    try:
+        spare = cores - os.getloadavg()[0]
     except (AttributeError, OSError):  # no load average on this system
         return 1
-    return min(LOCAL_WORKERS, cores) if idle >= 1 else 1
+    return min(LOCAL_WORKERS, cores) if spare >= 1 else 1
 
 
 # A Parquet export is read whole into rows in this process, about 3 KB a dead letter: past this
@@ -213,17 +241,33 @@ def analyze_local(
             rows, out, threshold=threshold, keep_assignments=keep_assignments, post=post, say=say
         )
     tally = Tally()
-    for counted in counted_blocks(Path(path), local_workers(), tally.starts):
-        tally.add(counted)
-    return summarise(
-        tally,
-        Path(path),
-        out,
-        threshold=threshold,
-        keep_assignments=keep_assignments,
-        post=post,
-        say=say,
-    )
+    since = cpu_times()
+
+    def workers() -> int:
+        count = local_workers(since)
+        if count > 1:
+            say(f"reading and masking in {count} processes (a core was idle)")
+        return count
+
+    # Without the cyclic garbage collector meanwhile: the reading makes millions of objects
+    # that hold no cycle, and each collection would walk every one still alive.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for counted in counted_blocks(Path(path), workers, tally.starts):
+            tally.add(counted)
+        return summarise(
+            tally,
+            Path(path),
+            out,
+            threshold=threshold,
+            keep_assignments=keep_assignments,
+            post=post,
+            say=say,
+        )
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def analyze_rows(

@@ -19,7 +19,7 @@ Masked = tuple[str, str, str]
 # 1 may stand for another digit, and the text is masked as it is. Texts of one failure differ
 # mostly in their numbers (line numbers in traces, ids, counts), so that the distinct texts
 # to mask are a fraction of the distinct texts read.
-_DIGITS = bytes.maketrans(b"23456789", b"11111111")
+DIGIT_CLASSES = bytes.maketrans(b"23456789", b"11111111")
 # Distinct texts kept masked between calls; cleared when full (a cache, never a result).
 KEPT = 100_000
 
@@ -29,7 +29,8 @@ def as_digit_class(text: str | None) -> str | None:
     if not text:
         return text
     # UTF-8 holds bytes 0x32-0x39 only as those ASCII digits.
-    return text.encode("utf-8", "surrogatepass").translate(_DIGITS).decode("utf-8", "surrogatepass")
+    translated = text.encode("utf-8", "surrogatepass").translate(DIGIT_CLASSES)
+    return translated.decode("utf-8", "surrogatepass")
 
 
 class Masker:

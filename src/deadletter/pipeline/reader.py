@@ -11,7 +11,6 @@ which reads it or raises `NotLocal` with the line's number.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,18 +22,25 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deadletter.pipeline.body_keys import Slow, body_style, paths_of, shape_keys
+from deadletter.pipeline.masking import DIGIT_CLASSES
+
+__all__ = ["BLOCK_BYTES", "Block", "Slow", "blocks", "paths_of", "read_block", "text_lines"]
+
 BLOCK_BYTES = 8 * 1024 * 1024
 _INT32 = 2**31
 _NULL = msgspec.Raw(b"null")
 _CONTROL = re.compile(r"[\x00-\x1f]")
 
 
-class _Attribute(msgspec.Struct, forbid_unknown_fields=True):
+# Without the cyclic garbage collector's tracking (msgspec's gc=False): a block decodes into
+# hundreds of thousands of these, and none holds a cycle.
+class _Attribute(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     value: str
     type: Any = None
 
 
-class _Line(msgspec.Struct):
+class _Line(msgspec.Struct, gc=False):
     message_id: str | None = None
     source_queue: str | None = None
     reason: str | None = None
@@ -48,18 +54,7 @@ class _Line(msgspec.Struct):
     attributes: dict[str, str | _Attribute | None] | None = None
 
 
-class _Texts(msgspec.Struct):
-    description: str | None = None
-    error: str | None = None
-    error_class: str | None = None
-    body: msgspec.Raw = _NULL
-
-
 _LINES = msgspec.json.Decoder(_Line).decode_lines
-_TEXTS = msgspec.json.Decoder(_Texts).decode_lines
-_DIGITS = bytes.maketrans(b"23456789", b"11111111")
-_ANY = msgspec.json.Decoder().decode
-_ENCODE = msgspec.json.Encoder().encode
 
 # `local._TIME` as RE2 reads it, stricter where Arrow's parser and `datetime.fromisoformat`
 # might disagree (a 60th second, an offset past 23:59): such a time goes the slow way.
@@ -69,32 +64,6 @@ _TIME_RE2 = (
 )
 _OFFSET = r"[+-]\d{2}:\d{2}$"
 _TIMESTAMP = pa.timestamp("us")
-
-# A body's shape key (see `shape_keys`): each string literal becomes `\x02` + its text if it
-# is a key, else `\x02\x03`; each number `0`, so that the key paths survive and the values go.
-_LIT_BODY = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*'
-_KEYS = rf'"({_LIT_BODY})"(:)|"{_LIT_BODY}"'
-_NUMBERS = r"(\x02[^\x03]*\x03)|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
-
-
-# A body key with blanks before its colon, or more than one blank (or another kind) after it.
-_ODD_BODY_KEY = re.compile(rb'"body"\s+:|"body":(?:\s\s|[\t\r\n])')
-_DUMPS = [
-    {"separators": seps, "ensure_ascii": ascii_only}
-    for seps in ((", ", ": "), (",", ":"))
-    for ascii_only in (False, True)
-]
-
-
-_NO_BODY: tuple[str, str | None] = ("shape", None)
-# A number of 16 digits or more, or written with an exponent (or what looks like one).
-_UNSURE_DIGITS = re.compile(rb"[0-9]{16}|[0-9.]{17}|[0-9][eE]")
-_OPENING = frozenset(b"{[")
-_QUOTE = ord('"')
-
-
-class Slow(ValueError):
-    """A block the fast reading is not sure of: read it line by line."""
 
 
 @dataclass
@@ -109,7 +78,7 @@ class Block:
     descriptions: list[str | None]
     error_classes: list[str | None]
     # The same three texts with digits 2-9 as 1 (masking.as_digit_class).
-    digit_classes: tuple[list[str | None], list[str | None], list[str | None]]
+    digit_classes: tuple[pa.Array, pa.Array, pa.Array]
     dead_lettered_at: pa.Array  # timestamp[us], naive UTC
     # Each dead letter's number in `shape_keys`: a key for which every body with it has the
     # same key paths, ("json", text with values blanked) or ("shape", shape.shape_of(body)).
@@ -183,12 +152,7 @@ def _fast(first_line: int, data: bytes) -> Block:
     errors = [line.error for line in lines]
     descriptions = [line.description for line in lines]
     classes = [line.error_class for line in lines]
-    shaped = _TEXTS(data.translate(_DIGITS)) if b"\\u" not in data else None
-    shapes, keys = _shapes(
-        [line.body for line in lines],
-        _body_style(data),
-        None if shaped is None else [t.body for t in shaped],
-    )
+    shapes, keys = shape_keys([line.body for line in lines], body_style(data))
     return Block(
         first_line=first_line,
         message_ids=mids,  # type: ignore[arg-type]
@@ -197,7 +161,11 @@ def _fast(first_line: int, data: bytes) -> Block:
         errors=errors,
         descriptions=descriptions,
         error_classes=classes,
-        digit_classes=_digit_classes(shaped, errors, descriptions, classes),
+        digit_classes=(
+            _digit_classes(errors),
+            _digit_classes(descriptions),
+            _digit_classes(classes),
+        ),
         dead_lettered_at=dead,
         shapes=shapes,
         shape_keys=keys,
@@ -206,28 +174,24 @@ def _fast(first_line: int, data: bytes) -> Block:
     )
 
 
-def _digit_classes(
-    shaped: list[_Texts] | None, *texts: list[str | None]
-) -> tuple[list[str | None], list[str | None], list[str | None]]:
-    """The texts with digits 2-9 as 1: as decoded from the block with its digits so
-    translated (one pass over its bytes), where no `\\u` escape holds a digit that is not a
-    text's; else one text at a time."""
-    if shaped is not None:
-        return (
-            [t.error for t in shaped],
-            [t.description for t in shaped],
-            [t.error_class for t in shaped],
-        )
-    return _classes_of(*texts)
+def _digit_classes(texts: list[str | None]) -> pa.Array:
+    """The texts with digits 2-9 as 1 (masking.as_digit_class), by one translation of the
+    UTF-8 bytes of them all: UTF-8 holds bytes 0x32-0x39 only as those digits, and every
+    length stays (msgspec refuses a lone surrogate, which `as_digit_class` keeps)."""
+    column = pa.array(texts, pa.string())
+    validity, offsets, data = column.buffers()
+    if data is None:
+        return column
+    translated = pa.py_buffer(data.to_pybytes().translate(DIGIT_CLASSES))
+    return pa.StringArray.from_buffers(
+        len(column), offsets, translated, validity, column.null_count
+    )
 
 
-def _classes_of(
-    *texts: list[str | None],
-) -> tuple[list[str | None], list[str | None], list[str | None]]:
+def _classes_of(texts: list[str | None]) -> pa.Array:
     from deadletter.pipeline.masking import as_digit_class
 
-    error, description, error_class = ([as_digit_class(t) for t in column] for column in texts)
-    return error, description, error_class
+    return pa.array([as_digit_class(t) for t in texts], pa.string())
 
 
 def _attributes(
@@ -268,160 +232,6 @@ def _times(values: list[str | None]) -> pa.Array:
     naive = pc.replace_substring(pc.if_else(zoned, none, texts), "Z", "").cast(_TIMESTAMP)
     utc = pc.if_else(zoned, texts, none).cast(pa.timestamp("us", "UTC")).cast(_TIMESTAMP)
     return pc.if_else(zoned, utc, naive)
-
-
-def _body_style(data: bytes) -> bool:
-    """Whether a nested body of the block may follow `"body": ` (else only `"body":`); Slow
-    where a body key is written in a way `local._body` does not look for."""
-    if _ODD_BODY_KEY.search(data):
-        raise Slow
-    return b'"body": {' in data or b'"body": [' in data
-
-
-def _as_written(body: bytes, spaced: bool) -> bool:
-    """Whether a nested body's text is one of the forms `local._body` finds in its line
-    (which it then keeps): msgspec's, when no body of the block follows `"body": `, or
-    json.dumps's with either separators and either ASCII choice."""
-    value = _ANY(body)
-    if not spaced and _ENCODE(value) == body:
-        return True
-    text = body.decode()
-    return any(json.dumps(value, **options) == text for options in _DUMPS)  # type: ignore[arg-type]
-
-
-def _all_as_written(written: list[bytes], spaced: bool) -> bool:
-    """`_as_written` of every body, by one decoding and one encoding of them all as one JSON
-    array where it holds (two equal texts of JSON arrays have the same elements)."""
-    if not written:
-        return True
-    if spaced:
-        whole = b"[" + b", ".join(written) + b"]"
-        values = _ANY(whole)
-        if json.dumps(values, ensure_ascii=False).encode() == whole:
-            return True
-    else:
-        whole = b"[" + b",".join(written) + b"]"
-        if _ENCODE(_ANY(whole)) == whole:
-            return True
-    return all(_as_written(body, spaced) for body in written)
-
-
-def _shapes(
-    bodies: list[msgspec.Raw], spaced: bool, shaped: list[msgspec.Raw] | None
-) -> tuple[pa.Array, list[tuple[str, str | None]]]:
-    """Each body's number among the block's shape keys, and the keys; Slow for a body
-    `local._body` would refuse or read otherwise. Nested bodies kept as written are blanked
-    over the whole column with RE2, once per body with its digits as classes (`shaped`)
-    where that is sure to give what the body's own text gives; a text body goes through
-    `shape.shape_of` as the Spark job's expression does, once per distinct text."""
-    from deadletter.pipeline.shape import shape_of
-
-    texts = [bytes(raw) for raw in bodies]
-    keys: list[tuple[str, str | None]] = [_NO_BODY]
-    numbers = [0] * len(texts)
-    nested: list[int] = []
-    seen: dict[str, int] = {}
-    for i, body in enumerate(texts):
-        head = body[0]
-        if head in _OPENING:
-            nested.append(i)
-        elif head == _QUOTE:
-            text = _ANY(body)
-            number = seen.get(text)
-            if number is None:
-                number = seen[text] = len(keys)
-                keys.append(("shape", shape_of(text)))
-            numbers[i] = number
-        elif body != b"null":
-            raise Slow
-    if shaped is not None and nested:
-        nested = _by_digit_class(nested, [bytes(shaped[i]) for i in nested], spaced, keys, numbers)
-    written = [texts[i] for i in nested]
-    if not _all_as_written(written, spaced):
-        raise Slow
-    if nested:
-        blanked = _blanked(written)
-        first = len(keys)
-        keys += [("json", text) for text in blanked.dictionary.to_pylist()]
-        for i, j in zip(nested, blanked.indices.to_pylist(), strict=True):
-            numbers[i] = first + j
-    return pa.array(numbers, pa.int32()), keys
-
-
-def _by_digit_class(
-    nested: list[int],
-    classes: list[bytes],
-    spaced: bool,
-    keys: list[tuple[str, str | None]],
-    numbers: list[int],
-) -> list[int]:
-    """The shape keys of nested bodies found once per body with its digits 2-9 as 1, and the
-    rows this cannot settle (returned: their own texts decide).
-
-    Whether a body is written as `_as_written` asks does not depend on its digits' values
-    while each number has at most 15 digits and no exponent (a shorter decimal is then
-    always the shortest form of its value, zeros stay zeros, lengths stay lengths) and no
-    `\\u` escape is translated (the caller's); where a class is not so written, its bodies
-    are checked one by one. A blanked body keeps only its keys' texts: where one holds a
-    1, a key's digits may have been others, and the body's own text is blanked instead."""
-    groups: dict[bytes, list[int]] = {}
-    for row, shape in zip(nested, classes, strict=True):
-        groups.setdefault(shape, []).append(row)
-    rest: list[int] = []
-    sure = []
-    for shape, rows in groups.items():
-        if _UNSURE_DIGITS.search(shape):
-            rest += rows
-        else:
-            sure.append(shape)
-    if not _all_as_written(sure, spaced):
-        written = [_as_written(shape, spaced) for shape in sure]
-        rest += [
-            row for shape, ok in zip(sure, written, strict=True) if not ok for row in groups[shape]
-        ]
-        sure = [shape for shape, ok in zip(sure, written, strict=True) if ok]
-    if sure:
-        blanked = _blanked(sure)
-        first = len(keys)
-        texts = blanked.dictionary.to_pylist()
-        keys += [("json", text) for text in texts]
-        for shape, j in zip(sure, blanked.indices.to_pylist(), strict=True):
-            if "1" in texts[j]:
-                rest += groups[shape]
-            else:
-                for row in groups[shape]:
-                    numbers[row] = first + j
-    return rest
-
-
-def _blanked(texts: list[bytes]) -> pa.DictionaryArray:
-    """The texts with each value blanked, their keys kept (see `_KEYS`), dictionary-encoded."""
-    literals = pc.replace_substring_regex(_strings(texts), _KEYS, "\x02\\1\x03\\2")
-    # `\1` then `0`: a literal keeps its text and gains a 0, a number is one 0.
-    return pc.replace_substring_regex(literals, _NUMBERS, "\\10").dictionary_encode()
-
-
-def _strings(texts: list[bytes]) -> pa.Array:
-    """The texts (UTF-8 that msgspec has read) as an Arrow string array, built from their
-    joined bytes and their offsets."""
-    from itertools import accumulate
-
-    offsets = pa.array([0, *accumulate(map(len, texts))], pa.int32())
-    return pa.StringArray.from_buffers(
-        len(texts), offsets.buffers()[1], pa.py_buffer(b"".join(texts))
-    )
-
-
-def paths_of(key: tuple[str, str | None]) -> list[str]:
-    """text.key_paths of every body with this shape key."""
-    from deadletter.pipeline.shape import key_paths_of_shape
-    from deadletter.pipeline.text import key_paths
-
-    kind, text = key
-    if kind == "shape":
-        return key_paths_of_shape(text)
-    # Back to JSON: each literal as it was if a key, empty if a value; each number 0.
-    return key_paths(re.sub(r"\x02([^\x03]*)\x030", r'"\1"', text or ""))
 
 
 def _slow(first_line: int, data: bytes) -> Block:
@@ -467,7 +277,7 @@ def _slow(first_line: int, data: bytes) -> Block:
         errors=errors,
         descriptions=descriptions,
         error_classes=classes,
-        digit_classes=_classes_of(errors, descriptions, classes),
+        digit_classes=(_classes_of(errors), _classes_of(descriptions), _classes_of(classes)),
         dead_lettered_at=pa.array(times, _TIMESTAMP),
         shapes=pa.array([numbers[("shape", shape_of(r["body"]))] for r in rows], pa.int32()),
         shape_keys=keys,

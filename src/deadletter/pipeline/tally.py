@@ -13,7 +13,8 @@ shows it, so that the result is the same however many workers counted.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,11 @@ from deadletter.pipeline.masking import Masked, Masker
 from deadletter.pipeline.reader import Block
 
 _GROUP_BY = ["m", "q", "r", "hour", "s"]
+# A helper process pays only for a file of more blocks than this: forked from a process whose
+# caches are full, it costs each of them copies of what they write, and its blocks and counts
+# travel between them (docs/pipeline.md, run 17: no faster at 80,000 dead letters, 8 blocks,
+# with a core idle; a little at 250,000, 24 blocks; 17 % at a million).
+HELPED_PAST_BLOCKS = 16
 _MASKER: Masker | None = None  # this process's, kept between blocks for its caches
 
 
@@ -89,7 +95,7 @@ def _masked(block: Block, masker: Masker) -> tuple[list[Masked], pa.Array]:
     """The block's distinct masked texts and each dead letter's place among them: each
     distinct (error, description, class) with its digits as classes masked once, and the
     texts themselves where their digits' values count."""
-    encoded = [pa.array(c, pa.string()).dictionary_encode() for c in block.digit_classes]
+    encoded = [c.dictionary_encode() for c in block.digit_classes]
     texts = [e.dictionary.to_pylist() for e in encoded]
     code: Any = None
     for e, distinct in zip(encoded, texts, strict=True):
@@ -205,33 +211,52 @@ class Tally:
 
 
 def counted_blocks(
-    path: Path, workers: int, starts: list[tuple[int, int]] | None = None
+    path: Path, workers: Callable[[], int], starts: list[tuple[int, int]] | None = None
 ) -> Iterator[Counted]:
-    """Each block of the export counted, in input order: by `workers` processes (forked from
-    this one, each a block at a time, a few blocks ahead), or here when `workers` is 1 or the
-    file is one block. Each block's first line and offset go to `starts`."""
+    """Each block of the export counted, in input order. The first is counted here; then
+    `workers()` says how many processes count the rest: past one, this process and helpers
+    forked from it (their caches are this one's as the first block left them), each helper
+    a block or two ahead. Each block's first line and offset go to `starts`."""
     from deadletter.pipeline.reader import BLOCK_BYTES, blocks
 
     where = starts if starts is not None else []
-    if workers <= 1 or path.stat().st_size <= BLOCK_BYTES:
-        for first, offset, data in blocks(path):
+    read = blocks(path, BLOCK_BYTES)
+    for first, offset, data in read:
+        where.append((first, offset))
+        yield _count(first, data)
+        break
+    helpers = workers() - 1 if path.stat().st_size > HELPED_PAST_BLOCKS * BLOCK_BYTES else 0
+    if helpers < 1:
+        for first, offset, data in read:
             where.append((first, offset))
             yield _count(first, data)
         return
     import multiprocessing
     from collections import deque
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        pending: deque[Future[Counted]] = deque()
-        for first, offset, data in blocks(path):
+    with ProcessPoolExecutor(helpers, mp_context=context) as pool:
+        pending: deque[Future[Counted] | Counted] = deque()
+        for first, offset, data in read:
             where.append((first, offset))
-            pending.append(pool.submit(_count, first, data))
-            if len(pending) > 2 * workers:
-                yield pending.popleft().result()
+            ahead = sum(1 for p in pending if isinstance(p, Future) and not p.done())
+            if ahead < 2 * helpers:
+                pending.append(pool.submit(_count, first, data))
+            else:
+                pending.append(_count(first, data))
+            while pending and _ready(pending[0]):
+                yield _result(pending.popleft())
         while pending:
-            yield pending.popleft().result()
+            yield _result(pending.popleft())
+
+
+def _ready(item: Future[Counted] | Counted) -> bool:
+    return not isinstance(item, Future) or item.done()
+
+
+def _result(item: Future[Counted] | Counted) -> Counted:
+    return item.result() if isinstance(item, Future) else item
 
 
 def _count(first: int, data: bytes) -> Counted:
