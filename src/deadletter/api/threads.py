@@ -10,8 +10,8 @@ one `call_soon_threadsafe` onto the caller's own future.
 A call whose work the request bounds (the message routes) first tries the event loop itself
 (`on_loop`): where the store can run it without waiting (`Engine.run_now`), it runs there,
 and the first of the calls that ran in one turn of the loop commits them all; no hop at all.
-On a store whose statements wait on the network (PostgreSQL) it goes instead to the one
-group thread of the process, which runs every such call queued at once in one transaction
+On a store whose statements wait on the network (PostgreSQL) it goes instead to the group
+threads of the process, one of which runs every such call queued at once in one transaction
 (`Engine.run_together`) and hands their results back with one `call_soon_threadsafe` per
 loop; a call the group could not keep goes on to a worker thread, alone.
 
