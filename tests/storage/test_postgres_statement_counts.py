@@ -9,7 +9,8 @@ apart, as the frame every write transaction has (each a round trip of its own: i
 with the first statement and with the last writes they cost psycopg more CPU than the round
 trips they saved, `ComposedStatements`). Round trips are the points where the client waits for
 the server (a Sync, or a simple Query), after each statement has been run often enough for
-psycopg to have prepared it.
+psycopg to have prepared it. In a group (`storage/postgres/group.py`) a request sends the
+same statements, and the frame is the group's: one BEGIN and one COMMIT for all of them.
 """
 
 from __future__ import annotations
@@ -217,3 +218,27 @@ def test_a_claim_moves_the_poisoned_messages_it_took_in_one_statement(
     assert claim.messages == ()
     assert engine.stats(P, "dlq").total == BATCH
     assert sent.statements == 6
+
+
+# A request in a group (`storage/postgres/group.py`): its own statements as alone, a round
+# trip each; the group's BEGIN goes with its first statement, and its COMMIT is one round
+# trip for the whole group (alone, it goes behind the counters, or on its own).
+GROUP = 4
+
+
+def test_requests_in_a_group_share_one_frame(wired: tuple[Engine, Wire]) -> None:
+    # Given every request run until psycopg prepared it, and messages enough for more
+    engine, wire = wired
+    measure(engine, wire)
+    for _ in range(GROUP * 6):
+        engine.send(P, "q", messages=_batch())
+    for name, ready in _requests(engine).items():
+        # When four of a kind run together
+        calls = [ready() for _ in range(GROUP)]
+        sent, outcomes = wire.sent(lambda calls=calls: engine.run_together(calls))
+        for done in outcomes:
+            assert done is not None
+            done.result()
+        # I expect each its statements as alone, a round trip each, and one frame for the four
+        alone = EXPECTED[name]
+        assert sent == Sent(GROUP * alone.statements, 2, GROUP * alone.statements + 1), name

@@ -13,7 +13,7 @@ import pytest
 
 from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
-from deadletter.storage.postgres import backend
+from deadletter.storage.postgres import notifications
 from deadletter.storage.postgres.backend import CHANNEL, PostgresStore
 from tests.services import POSTGRES_URL, postgres_schema
 
@@ -81,7 +81,7 @@ def test_the_listener_and_the_notifier_reconnect_and_are_heard_again(
             other.close()
             sender.close()
     # and each loss and each return to be said once.
-    said = [r.getMessage() for r in caplog.records if r.name == backend.__name__]
+    said = [r.getMessage() for r in caplog.records if r.name == notifications.__name__]
     assert sorted(said) == [
         "notification listener lost its connection; reconnecting",
         "notification listener reconnected",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from deadletter.clock import Clock, SystemClock
 from deadletter.domain import errors
@@ -93,6 +93,18 @@ class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimO
     def runs_now(self) -> bool:
         """Whether `run_now` ever runs work at once (`Store.runs_now`)."""
         return self.store.runs_now
+
+    @property
+    def runs_together(self) -> bool:
+        """Whether `run_together` runs several works in one transaction."""
+        return self.store.runs_together
+
+    def run_together(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
+        """`works`, calls of this engine of bounded size, in one transaction of the store
+        with one commit; None for each to run again alone (`Store.run_together`)."""
+        return self.store.run_together(works, ran=ran)
 
     def commit_now(self) -> None:
         """`Store.commit_now`: commit what `run_now` left to commit."""

@@ -12,7 +12,7 @@ import abc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -163,10 +163,18 @@ class Deferred(Generic[T]):
         self._error: BaseException | None = None
 
     def run(self, work: Callable[[], T]) -> None:
+        """Run `work` with this `Deferred` as the one its transactions join (`running_now`)."""
+        token = running_now.set(self)
         try:
             self._value = work()
         except Exception as exc:  # raised to the caller by `result`, as a call would
             self._error = exc
+        finally:
+            running_now.reset(token)
+
+    def fail(self, error: BaseException) -> None:
+        """What its work did was not committed, for `error`: `result` raises it."""
+        self._commit_error = error
 
     def joined(self) -> Callable[[BaseException | None], None]:
         """One more commit to wait for; the returned callable reports its outcome."""
@@ -236,6 +244,9 @@ class Store(abc.ABC):
     # Whether `run_now` ever runs work at once; a store whose every statement waits on the
     # network (PostgreSQL) never does, and its callers go to a worker thread without asking.
     runs_now = False
+    # Whether `run_together` runs several works in one transaction (PostgreSQL): their
+    # callers then hand them to one thread that runs every work queued at once together.
+    runs_together = False
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
@@ -279,6 +290,20 @@ class Store(abc.ABC):
         For work of bounded size only: it holds the thread until it returns. A store whose
         every statement waits on the network (PostgreSQL) never runs work at once."""
         return None
+
+    def run_together(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
+        """Run `works`, each of bounded size (as for `run_now`), one after another on this
+        thread in one transaction, and commit it: one commit for all of them; `ran()` once
+        they have run, before the commit is waited for (the caller may start the next group
+        meanwhile). Returns when the commit is known, with one `Deferred` a work, settled on
+        the caller's side (its `after_commit` calls, then its result); None for a work to run
+        again alone, where waiting is harmless, with nothing it did committed (the group was
+        rolled back: a conflict, or a work that failed after it had written). A store that
+        cannot group answers None for all."""
+        ran()
+        return [None] * len(works)
 
     def commit_now(self) -> None:  # noqa: B027
         """Commit what work under `run_now` left uncommitted, on this thread, if the store is

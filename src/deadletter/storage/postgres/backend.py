@@ -26,7 +26,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -36,24 +36,29 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from deadletter.domain.errors import DeadletterError, StoreUnavailable
 from deadletter.domain.model import ListQuery, Message
 from deadletter.domain.tags import ConsumerTag
 from deadletter.domain.templates import QueueTemplate
 from deadletter.storage.base import (
     Availability,
+    Deferred,
     Store,
     Transaction,
+    running_now,
 )
 from deadletter.storage.migrations import migration_scripts, pending
-from deadletter.storage.postgres.composed import ComposedStatements
+from deadletter.storage.postgres.composed import ComposedStatements, abandon
 from deadletter.storage.postgres.dialect import _LANE, POSTGRES, UNREACHABLE
+from deadletter.storage.postgres.group import GROUP_LIMIT, Group, open_group
+from deadletter.storage.postgres.notifications import CHANNEL as CHANNEL
+from deadletter.storage.postgres.notifications import Listener, Notifier
 
 log = logging.getLogger(__name__)
 # The pool warns of every connection it discards or fails to open, a dozen lines a second
 # during an outage; the store says it once (`Availability`). Its errors still show.
 logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
-CHANNEL = "deadletter_messages"
 POOL_SIZE = 10
 # How a store notices that the database went away, and how long a request waits for it
 # (docs/outages.md). A new connection that has not finished its handshake in CONNECT_TIMEOUT
@@ -94,9 +99,6 @@ PROJECT_SUBSCRIPTIONS_LOCK = (
 PROJECT_TEMPLATES_LOCK = (
     "SELECT pg_advisory_xact_lock(x'7474'::int, hashtext(current_schema() || '/' || :project))"
 )
-# Every payload of a burst in one statement, its own transaction (the notifier's session is in
-# autocommit): one round trip, where BEGIN, a NOTIFY each and COMMIT took four or more.
-NOTIFY_EACH = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
 # Every session of the pool: no JIT compilation, no parallel workers. Each statement reads a
 # few rows through an index made for it, but PostgreSQL may cost some as if they read a deep
 # queue: it estimates the hidden messages that have become visible (none once the sweep has
@@ -184,8 +186,8 @@ class PostgresStore(Store):
         self._deadlines = _Deadlines(
             statement_timeout + DEADLINE_GRACE if statement_timeout else DEADLINE_SECONDS
         )
-        self._listener: _Listener | None = None
-        self._notifier = _Notifier(url)
+        self._listener: Listener | None = None
+        self._notifier = Notifier(url, _connect_options(url))
 
     def _migrate(self) -> tuple[str, float]:
         """Apply the migrations this schema lacks; returns the schema's name and the sessions'
@@ -214,8 +216,71 @@ class PostgresStore(Store):
         away = outage is not None and outage.reason == UNREACHABLE
         return self._pool.connection(timeout=OUTAGE_POOL_WAIT if away else POOL_WAIT)
 
+    runs_together = True
+
+    def run_together(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
+        """One transaction, one COMMIT, for each GROUP_LIMIT of `works` in turn (`group.py`
+        says what a failure does to the others); `ran()` before the last COMMIT."""
+        outcomes: list[Deferred[Any] | None] = []
+        for start in range(0, len(works), GROUP_LIMIT):
+            last = start + GROUP_LIMIT >= len(works)
+            outcomes += self._run_group(works[start : start + GROUP_LIMIT], ran if last else None)
+        return outcomes
+
+    def _run_group(
+        self, works: Sequence[Callable[[], Any]], ran: Callable[[], None] | None
+    ) -> list[Deferred[Any] | None]:
+        """The group's connection is taken and watched as any transaction's: it waits for
+        the pool as briefly during an outage, and is cut at the same deadline."""
+        deferreds: list[Deferred[Any]] = [Deferred(self) for _ in works]
+        group: Group | None = None
+        failure: BaseException | None = None
+        try:
+            with (
+                POSTGRES.translated_errors(),
+                self._connection() as conn,
+                self._deadlines.watching(conn),
+            ):
+                group = Group(self, conn, _member_transaction)
+                token = open_group.set(group)
+                try:
+                    for work, deferred in zip(works, deferreds, strict=True):
+                        deferred.run(work)
+                        if group.failure is not None:
+                            break
+                finally:
+                    open_group.reset(token)
+                failure = group.failure
+                if ran is not None:
+                    ran()
+                if failure is None:
+                    group.commit()
+                else:
+                    abandon(conn)
+        except DeadletterError as exc:  # no connection, or the COMMIT failed
+            failure = exc
+        if failure is None:
+            assert group is not None
+            group.told(None)
+            return list(deferreds)
+        if not isinstance(failure, StoreUnavailable):
+            return [None] * len(works)
+        if group is not None:
+            group.told(failure)
+        for deferred in deferreds:
+            deferred.fail(failure)
+        return list(deferreds)
+
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
+        group = open_group.get()
+        deferred = running_now.get()
+        if group is not None and group.store is self and deferred is not None:
+            with group.member(deferred) as tx:
+                yield tx
+            return
         with (
             POSTGRES.translated_errors(),
             self._connection() as conn,
@@ -252,7 +317,7 @@ class PostgresStore(Store):
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:
         if self._listener is None:
-            self._listener = _Listener(self.url, self._schema, callback)
+            self._listener = Listener(self.url, _connect_options(self.url), self._schema, callback)
             self._listener.start()
 
     def notify_messages_available(self, project: str, queue: str) -> None:
@@ -266,6 +331,10 @@ class PostgresStore(Store):
         self._notifier.stop()
         self._deadlines.stop()
         self._pool.close()
+
+
+def _member_transaction(cursor: Any, begun: bool) -> ComposedStatements:
+    return PostgresTransaction(cursor, POSTGRES, begun=begun)
 
 
 def _configure(conn: Conn) -> None:
@@ -351,146 +420,3 @@ def _cut(conn: Conn) -> None:
             sock.shutdown(socket.SHUT_RDWR)
     except (OSError, psycopg.Error):
         pass  # already closed
-
-
-def _reconnecting(
-    name: str,
-    stopping: threading.Event,
-    connect: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
-    serve: Callable[[psycopg.Connection[Any]], None],
-) -> None:
-    """A background thread's life on a connection of its own: `serve` works on the
-    connection `connect` opens until `stopping` is set; when the connection is lost (a
-    `psycopg.Error` from either) it is reopened a second later. An outage is logged once
-    each way, not once per attempt."""
-    lost = False
-    while not stopping.is_set():
-        try:
-            with connect() as conn:
-                if lost:
-                    log.info("%s reconnected", name)
-                    lost = False
-                serve(conn)
-        except psycopg.Error:
-            if not lost:
-                log.info("%s lost its connection; reconnecting", name)
-                lost = True
-            stopping.wait(1.0)
-
-
-class _Notifier:
-    """A daemon thread on its own connection that NOTIFYs other processes of the queues whose
-    messages became available, after the commits that made them available.
-
-    A NOTIFY inside the writing transaction takes PostgreSQL's one notification lock of the
-    database at commit and holds it through the commit's WAL flush, so every sending
-    transaction of every process would commit one after another (docs/benchmarks.md, "A
-    NOTIFY after the commit"). Here the lock is held by a transaction that only notifies,
-    without waiting for the disk (`synchronous_commit = off`: a wakeup need not be durable),
-    and the queues named meanwhile go in one such transaction, each once, as one statement. A
-    wakeup lost to a crash or an outage between the commit and the NOTIFY only delays another
-    process's long poll until it re-reads the queue (`_Listener`).
-    """
-
-    def __init__(self, url: str) -> None:
-        self._url = url
-        self._lock = threading.Lock()
-        self._pending: set[str] = set()
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def tell(self, payload: str) -> None:
-        with self._lock:
-            self._pending.add(payload)
-            if self._thread is None and not self._stopping.is_set():
-                self._thread = threading.Thread(
-                    target=self._run, name="deadletter-notify", daemon=True
-                )
-                self._thread.start()
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
-        with self._lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout=5)
-
-    def _take(self) -> list[str]:
-        with self._lock:
-            payloads, self._pending = sorted(self._pending), set()
-            return payloads
-
-    def _run(self) -> None:
-        _reconnecting("notifier", self._stopping, self._connect, self._notify)
-
-    @contextmanager
-    def _connect(self) -> Iterator[psycopg.Connection[Any]]:
-        options = _connect_options(self._url)
-        with psycopg.connect(self._url, autocommit=True, **options) as conn:
-            conn.execute("SET synchronous_commit = off")
-            yield conn
-
-    def _notify(self, conn: psycopg.Connection[Any]) -> None:
-        while not self._stopping.is_set():
-            self._wake.wait()
-            self._wake.clear()
-            payloads = self._take()
-            if payloads:
-                conn.execute(NOTIFY_EACH, (CHANNEL, payloads))
-
-
-class _Listener:
-    """A daemon thread on its own connection that turns NOTIFYs of this schema into calls.
-
-    Notifications are delivered on commit, so the callback never sees uncommitted messages.
-    A lost connection is reopened; a wakeup missed meanwhile only delays a long poll, which
-    re-reads the queue when it times out.
-    """
-
-    POLL_SECONDS = 0.5
-
-    def __init__(self, url: str, schema: str, callback: Callable[[str, str], None]) -> None:
-        self._url = url
-        self._schema = schema
-        self._callback = callback
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="deadletter-listen", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self, wake: Callable[[], None] | None = None) -> None:
-        self._stopping.set()
-        if wake is not None and self._thread.is_alive():
-            wake()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        _reconnecting("notification listener", self._stopping, self._connect, self._listen)
-
-    @contextmanager
-    def _connect(self) -> Iterator[psycopg.Connection[Any]]:
-        with psycopg.connect(self._url, autocommit=True, **_connect_options(self._url)) as conn:
-            conn.execute(f"LISTEN {CHANNEL}")
-            yield conn
-
-    def _listen(self, conn: psycopg.Connection[Any]) -> None:
-        while not self._stopping.is_set():
-            for note in conn.notifies(timeout=self.POLL_SECONDS):
-                if self._stopping.is_set():
-                    break
-                self._deliver(note.payload)
-
-    def _deliver(self, payload: str) -> None:
-        try:
-            schema, project, queue = json.loads(payload)
-        except (ValueError, TypeError):
-            return
-        if schema == self._schema:
-            try:
-                self._callback(project, queue)
-            except Exception:
-                log.exception("messages-available callback failed")

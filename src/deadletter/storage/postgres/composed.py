@@ -14,7 +14,9 @@ engine, or the statements of queries.py these are built from).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -227,15 +229,20 @@ class ComposedStatements(SQLTransaction):
     """`SQLTransaction` with the hot requests' steps in one statement each (module docstring);
     what each returns and changes is the same."""
 
-    def __init__(self, cursor: Any, dialect: Any) -> None:
-        libpq = PreparedCursor(cursor)  # the hot statements through libpq (`prepared`)
+    def __init__(self, cursor: Any, dialect: Any, *, begun: bool = False) -> None:
+        # The hot statements through libpq (`prepared`); the calls of a group share one.
+        libpq = cursor if isinstance(cursor, PreparedCursor) else PreparedCursor(cursor)
         super().__init__(libpq, dialect)
         self._libpq = libpq
         # Counter bumps not yet written: (project, queue, name) -> amount.
         self._bumps: dict[tuple[str, str, str], int] = {}
         # The session is in autocommit: the transaction sends its BEGIN just before its first
-        # statement (`_begin`) and its COMMIT after what is left to write (`commit`).
-        self._begun = False
+        # statement (`_begin`) and its COMMIT after what is left to write (`commit`). One of
+        # a group (`backend.PostgresStore.run_together`) may start inside an open one.
+        self.begun = begun
+        # Whether it sent a statement that writes: one of a group that fails before it did
+        # leaves the group's transaction as good as it found it (`group.py`).
+        self.wrote = False
         self._connection: psycopg.Connection[Any] = cursor.connection
 
     # The transaction's frame
@@ -243,7 +250,7 @@ class ComposedStatements(SQLTransaction):
     def commit(self) -> None:
         """Write what is still pending and commit; a transaction that sent nothing has
         nothing to commit."""
-        if not self._begun:
+        if not self.begun:
             return
         if self._bumps:  # the COMMIT goes behind the last writes, in one round trip
             self._libpq.behind = b"COMMIT"
@@ -253,18 +260,14 @@ class ComposedStatements(SQLTransaction):
         self._libpq.behind = None
         self._libpq.command(b"COMMIT")
 
+    def finish(self) -> None:
+        """Write what is still pending, leaving the COMMIT to whoever ends the transaction."""
+        if self._bumps:
+            self._write_bumps()
+
     def abandon(self) -> None:
-        """Roll back what was sent; the error that ended the transaction is the caller's to
-        raise (a connection that broke under it is discarded by the pool)."""
-        conn = self._connection
-        status = conn.info.transaction_status
-        if conn.closed or status == TransactionStatus.IDLE:
-            return
-        if status == TransactionStatus.ACTIVE:
-            conn.close()  # interrupted mid-statement, so it cannot roll back: the pool replaces it
-            return
-        with contextlib.suppress(psycopg.Error):
-            conn.rollback()
+        """Roll back what was sent (`abandon`)."""
+        abandon(self._connection)
 
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         if sql in _CARRY_BUMPS:
@@ -272,6 +275,8 @@ class ComposedStatements(SQLTransaction):
         elif self._bumps:  # every other statement sees them written, as if written at once
             self._write_bumps()
         self._begin()
+        if not self.wrote:
+            self.wrote = writes(sql)
         return super().run(sql, params)
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -279,14 +284,15 @@ class ComposedStatements(SQLTransaction):
             self._write_bumps()
         if rows:
             self._begin()
+            self.wrote = True
         super().run_many(sql, rows)
 
     def _begin(self) -> None:
         """The transaction's BEGIN, ahead of its first statement in one round trip (libpq's
         pipeline: psycopg's cost more Python than the round trip it saved; docs/benchmarks.md,
         "The server's CPU on PostgreSQL")."""
-        if not self._begun:
-            self._begun = True
+        if not self.begun:
+            self.begun = True
             self._libpq.ahead = b"BEGIN"
 
     # Counters: written with the next statement, or just before the COMMIT
@@ -378,3 +384,30 @@ class ComposedStatements(SQLTransaction):
         for i in ids:
             self._places.pop(i, None)
         return [str(r["id"]) for r in rows]
+
+
+# A statement that changes rows names one of these (a row lock, `FOR UPDATE`, does not: it
+# ends with the transaction, whichever way).
+_WRITING = re.compile(
+    r"\b(INSERT|DELETE|MERGE|TRUNCATE|CREATE|DROP|ALTER)\b|(?<!FOR )(?<!KEY )\bUPDATE\b",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def writes(sql: str) -> bool:
+    """Whether `sql` may change rows; a read taken for a write costs only a retry."""
+    return _WRITING.search(sql) is not None
+
+
+def abandon(connection: psycopg.Connection[Any]) -> None:
+    """Roll back what a transaction on `connection` sent; the error that ended it is the
+    caller's to raise (a connection that broke under it is discarded by the pool)."""
+    status = connection.info.transaction_status
+    if connection.closed or status == TransactionStatus.IDLE:
+        return
+    if status == TransactionStatus.ACTIVE:
+        connection.close()  # interrupted mid-statement, cannot roll back: the pool replaces it
+        return
+    with contextlib.suppress(psycopg.Error):
+        connection.rollback()

@@ -146,11 +146,7 @@ class SQLiteStore(Store):
             except DeadletterError:
                 return None  # the way that waits meets the same error and answers it
             deferred: Deferred[T] = Deferred(self)
-            token = running_now.set(deferred)
-            try:
-                deferred.run(work)
-            finally:
-                running_now.reset(token)
+            deferred.run(work)
             return deferred
         finally:
             # The group stays open: the caller commits it (`commit_now`) once the work ready

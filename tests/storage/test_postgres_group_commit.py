@@ -1,0 +1,237 @@
+"""Group commit on PostgreSQL (`storage/postgres/group.py`): the hot calls queued at once run
+in one transaction on the process's group thread, one BEGIN and one COMMIT for all; a call
+that fails after it wrote sends the group's calls back to run alone, none lost or doubled; a
+deadlock between two groups is broken and both groups' calls still commit, once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from deadletter.api.threads import on_loop
+from deadletter.clock import ManualClock
+from deadletter.domain.errors import QueueNotFound
+from deadletter.domain.model import NewMessage
+from deadletter.engine.engine import Engine
+from deadletter.engine.events import EngineListener
+from deadletter.storage.postgres import backend
+from deadletter.storage.postgres.backend import PostgresStore
+from tests.storage.test_postgres_statement_counts import Wire
+
+P = "p"
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.parametrize("store_url", ["postgres"], indirect=True),
+]
+
+
+@pytest.fixture
+def wired(store_url: str) -> Iterator[tuple[Engine, Wire]]:
+    store = PostgresStore(store_url, pool_size=1)  # one connection: every call on one trace
+    wire = Wire(store)
+    try:
+        engine = Engine(store, ManualClock())
+        engine.create_queue(P, "q")
+        yield engine, wire
+    finally:
+        store.close()
+        wire.close()
+
+
+def _one(body: str) -> list[NewMessage]:
+    return [NewMessage(body=body.encode())]
+
+
+def _bodies(engine: Engine) -> list[bytes]:
+    claim = engine.claim(P, "q", limit=20, ttl=60)
+    return sorted(m.body for m in claim.messages)
+
+
+def _in_one_group(engine: Engine, works: list[Callable[[], Any]]) -> list[Any]:
+    """Each of `works` through `on_loop`, all queued while the group thread is busy with a
+    call that waits for them, so that they make the next group together; what each
+    returned, or raised."""
+
+    async def scenario() -> list[Any]:
+        started, release = threading.Event(), threading.Event()
+
+        def blocker() -> None:
+            started.set()
+            release.wait(5)
+
+        first = asyncio.ensure_future(on_loop(engine, blocker))
+        await asyncio.to_thread(started.wait, 5)
+        calls = [asyncio.ensure_future(on_loop(engine, work)) for work in works]
+        await asyncio.sleep(0.05)  # every call queued behind the blocker
+        release.set()
+        await first
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    return asyncio.run(scenario())
+
+
+def test_sends_queued_together_share_one_begin_and_one_commit(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given eight sends queued while the group thread is busy
+    engine, wire = wired
+    sends = [lambda i=i: engine.send(P, "q", messages=_one(f"m{i}")) for i in range(8)]
+    # When they run
+    sent, results = wire.sent(lambda: _in_one_group(engine, sends))
+    # I expect one BEGIN and one COMMIT for the eight, each send's own statements, and every
+    # message stored once
+    assert not [r for r in results if isinstance(r, BaseException)]
+    assert sent.frame == 2
+    assert sent.statements == 8 * 2
+    assert _bodies(engine) == sorted(f"m{i}".encode() for i in range(8))
+
+
+def test_a_call_that_fails_after_it_wrote_sends_the_group_back_to_run_alone(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given two sends queued together with a call that deletes the project's messages and
+    # then fails, inside its transaction
+    engine, wire = wired
+    ran: list[tuple[str, str]] = []
+
+    def send(body: str) -> Callable[[], Any]:
+        def work() -> Any:
+            ran.append((body, threading.current_thread().name))
+            return engine.send(P, "q", messages=_one(body))
+
+        return work
+
+    def wipe_then_fail() -> None:
+        ran.append(("wipe", threading.current_thread().name))
+        with engine.store.transaction() as tx:
+            tx.run("DELETE FROM messages WHERE project = :p", {"p": P})  # type: ignore[attr-defined]
+            raise ValueError("failed after a write")
+
+    # When they run
+    sent, results = wire.sent(lambda: _in_one_group(engine, [send("a"), wipe_then_fail, send("b")]))
+    # I expect the failing call answered its error, and each send stored exactly once: the
+    # group rolled back (the wipe of "a" with it), then each call ran again alone on a worker
+    # thread
+    assert isinstance(results[1], ValueError)
+    assert _bodies(engine) == [b"a", b"b"]
+    assert ran[:2] == [("a", "deadletter-group"), ("wipe", "deadletter-group")]
+    assert sorted(name for name, _ in ran[2:]) == ["a", "b", "wipe"]
+    assert {thread for _, thread in ran[2:]} == {"deadletter-api"}
+    # and only the three transactions of their own committed
+    assert sent.frame == 1 + 3 + 2  # the group's BEGIN; three BEGINs and two COMMITs alone
+
+
+def test_a_call_refused_before_it_wrote_leaves_the_group_going(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given two sends queued together with a send to a queue that does not exist (it reads
+    # the queue's row, then is refused)
+    engine, wire = wired
+    works = [
+        lambda: engine.send(P, "q", messages=_one("a")),
+        lambda: engine.send(P, "missing", messages=_one("x")),
+        lambda: engine.send(P, "q", messages=_one("b")),
+    ]
+    # When they run
+    sent, results = wire.sent(lambda: _in_one_group(engine, works))
+    # I expect the refusal answered, and the three in one transaction: one BEGIN, one COMMIT
+    assert isinstance(results[1], QueueNotFound)
+    assert sent.frame == 2
+    assert _bodies(engine) == [b"a", b"b"]
+
+
+def test_events_are_told_after_the_group_commit_even_when_the_caller_has_gone(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given a listener that reads, in a transaction of its own, what each send it hears of
+    # stored
+    engine, _ = wired
+    seen: list[int] = []
+
+    class Listener(EngineListener):
+        def sent(self, project: str, queue: str, count: int) -> None:
+            seen.append(engine.stats(project, queue).total)
+
+    engine.add_listener(Listener())
+
+    async def gone() -> None:
+        task = asyncio.ensure_future(on_loop(engine, engine.send, P, "q", messages=_one("x")))
+        await asyncio.sleep(0)  # queued for the group thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(500):  # the group's commit, then its news on the loop
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+
+    # When a send's caller goes away before its group has committed
+    asyncio.run(gone())
+    # I expect the listener told once, after the commit: it read the message stored
+    assert seen == [1]
+
+
+def _answer(works: list[Callable[[], Any]], outcomes: list[Any]) -> None:
+    """Each work's result, the ones handed back run again alone (as `on_loop` does)."""
+    for work, done in zip(works, outcomes, strict=True):
+        if done is None:
+            work()
+        else:
+            done.result()
+
+
+def test_two_groups_that_take_counter_rows_in_turn_both_commit_once(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two stores (two processes) whose connections write the same shard of the counts
+    monkeypatch.setattr(backend, "_next_shard", lambda: 0)
+    one, other = PostgresStore(store_url, pool_size=1), PostgresStore(store_url, pool_size=1)
+    try:
+        setup = Engine(one)
+        setup.create_queue(P, "q1")
+        setup.create_queue(P, "q2")
+        engines = Engine(one), Engine(other)
+        both_sent_first = threading.Barrier(2, timeout=5)
+
+        def send(engine: Engine, queue: str, wait: bool) -> Callable[[], Any]:
+            def work() -> Any:
+                if wait and threading.current_thread().name.startswith("group"):
+                    both_sent_first.wait()
+                return engine.send(P, queue, messages=_one(queue))
+
+            return work
+
+        # When each group sends to the two queues in the opposite order, the second send of
+        # each waiting until both groups have sent their first (each holds a counter row the
+        # other's second send needs)
+        groups = [
+            [send(engines[0], "q1", False), send(engines[0], "q2", True)],
+            [send(engines[1], "q2", False), send(engines[1], "q1", True)],
+        ]
+        outcomes: list[list[Any]] = [[], []]
+
+        def run(i: int) -> None:
+            outcomes[i] = engines[i].run_together(groups[i])
+
+        threads = [threading.Thread(target=run, args=(i,), name=f"group-{i}") for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        # I expect PostgreSQL to break the deadlock: one group committed, the other's calls
+        # are handed back to run alone, and then commit
+        assert sorted(all(o is None for o in group) for group in outcomes) == [False, True]
+        for group, outcome in zip(groups, outcomes, strict=True):
+            _answer(group, outcome)
+        # and each queue holds its two messages, counted once
+        for queue in ("q1", "q2"):
+            assert setup.stats(P, queue).total == 2
+            assert len(setup.claim(P, queue, limit=10, ttl=60).messages) == 2
+    finally:
+        one.close()
+        other.close()
