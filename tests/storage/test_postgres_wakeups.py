@@ -14,7 +14,8 @@ import pytest
 from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
 from deadletter.storage.postgres import notifications
-from deadletter.storage.postgres.backend import CHANNEL, PostgresStore
+from deadletter.storage.postgres.backend import PostgresStore
+from deadletter.storage.postgres.notifications import CHANNEL
 from tests.services import POSTGRES_URL, postgres_schema
 
 pytestmark = pytest.mark.postgres

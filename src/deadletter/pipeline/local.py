@@ -164,10 +164,11 @@ def export_dlq(options: dict[str, str], path: Path, max_rows: int | None = QUEUE
     where = filter_option(options)
     count = 0
     with client_of(options) as client, path.open("w", encoding="utf-8") as fh:
-        total = _total(client, options["queue"], where) if max_rows is not None else None
-        if max_rows is not None and isinstance(total, int) and total > max_rows:
-            holds = "the filter selects" if where else "the DLQ holds"
-            raise NotLocal(f"{holds} {total:,} messages, more than {max_rows:,}")
+        if max_rows is not None:
+            total = _total(client, options["queue"], where)
+            if isinstance(total, int) and total > max_rows:
+                holds = "the filter selects" if where else "the DLQ holds"
+                raise NotLocal(f"{holds} {total:,} messages, more than {max_rows:,}")
         for message in client.dead_letters(options["queue"], 1000, **where):
             if count == max_rows:
                 raise NotLocal(f"the DLQ holds more than {max_rows:,} dead letters")

@@ -38,6 +38,7 @@ _UUID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
 _LETTER_CLASS = str.maketrans("abcdefABCDEF", "aaaaaaAAAAAA")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _as_uuid_class(match: re.Match[str]) -> str:
@@ -49,9 +50,6 @@ def _as_uuid_class(match: re.Match[str]) -> str:
         else "aaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaa"
     )
     return uuid[0].translate(_LETTER_CLASS) + inside + uuid[-1].translate(_LETTER_CLASS)
-
-
-_DIGIT = re.compile(r"[0-9]")
 
 
 def as_digit_class(text: str | None) -> str | None:

@@ -51,7 +51,6 @@ from deadletter.storage.migrations import migration_scripts, pending
 from deadletter.storage.postgres.composed import ComposedStatements, abandon
 from deadletter.storage.postgres.dialect import _LANE, POSTGRES, UNREACHABLE
 from deadletter.storage.postgres.group import GROUP_LIMIT, Group, open_group
-from deadletter.storage.postgres.notifications import CHANNEL as CHANNEL
 from deadletter.storage.postgres.notifications import Listener, Notifier
 
 log = logging.getLogger(__name__)
