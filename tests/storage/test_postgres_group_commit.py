@@ -145,6 +145,50 @@ def test_a_call_refused_before_it_wrote_leaves_the_group_going(
     assert _bodies(engine) == [b"a", b"b"]
 
 
+def _claimed_ids(engine: Engine, queue: str, bodies: str) -> list[str]:
+    for body in bodies:
+        engine.send(P, queue, messages=_one(body))
+    return [m.id for m in engine.claim(P, queue, limit=len(bodies), ttl=60).messages]
+
+
+def test_the_counters_of_a_group_are_written_once_with_its_commit(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given claimed messages in two queues
+    engine, wire = wired
+    engine.create_queue(P, "other")
+    first, second = _claimed_ids(engine, "q", "ab"), _claimed_ids(engine, "q", "cde")
+    elsewhere = _claimed_ids(engine, "other", "f")
+    # When three acknowledgements run in one group
+    works = [
+        lambda: engine.delete_messages(P, "q", ids=first),
+        lambda: engine.delete_messages(P, "other", ids=elsewhere),
+        lambda: engine.delete_messages(P, "q", ids=second),
+    ]
+    sent, _ = wire.sent(lambda: _in_one_group(engine, works))
+    # I expect each to send its queue and its delete, and the counters of all three to go
+    # in one statement with the group's COMMIT
+    assert (sent.statements, sent.frame, sent.round_trips) == (3 * 2 + 1, 2, 3 * 2 + 1)
+    assert engine.stats(P, "q").acknowledged == 5
+    assert engine.stats(P, "other").acknowledged == 1
+
+
+def test_a_statement_that_reads_the_counters_sees_the_group_s_bumps_written(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given claimed messages of a queue
+    engine, _ = wired
+    ids = _claimed_ids(engine, "q", "ab")
+    # When one call of a group acknowledges them and the next deletes the queue (its
+    # counters with it)
+    works = [lambda: engine.delete_messages(P, "q", ids=ids), lambda: engine.delete_queue(P, "q")]
+    _in_one_group(engine, works)
+    # I expect the queue, made again, to count from zero: the bump was written before the
+    # delete of the counters, not after it with the COMMIT
+    engine.create_queue(P, "q")
+    assert engine.stats(P, "q").acknowledged == 0
+
+
 def test_events_are_told_after_the_group_commit_even_when_the_caller_has_gone(
     wired: tuple[Engine, Wire],
 ) -> None:

@@ -4,8 +4,9 @@
 Each statement a request sends costs psycopg 20-40 µs of Python and the server a round trip,
 so a send numbers, inserts and counts its messages in one statement; a claim picks, claims,
 counts and records them in one; an acknowledgement deletes and counts in one; and the
-counters the engine bumps wait for the next statement of the transaction, and go with it (or
-are written just before its COMMIT). Every statement does exactly what the steps it stands
+counters the engine bumps wait: a claim's step carries them, a statement that reads the
+counters sees them written first, and what is left goes with the COMMIT (in a group, with the
+group's COMMIT). Every statement does exactly what the steps it stands
 for would do, and only that: which messages a claim hands out, which leave for the DLQ, what
 an acknowledgement may delete is still decided where `SQLTransaction`'s steps leave it (the
 engine, or the statements of queries.py these are built from).
@@ -260,10 +261,17 @@ class ComposedStatements(SQLTransaction):
         self._libpq.behind = None
         self._libpq.command(b"COMMIT")
 
-    def finish(self) -> None:
-        """Write what is still pending, leaving the COMMIT to whoever ends the transaction."""
-        if self._bumps:
-            self._write_bumps()
+    def carry(self, bumps: dict[tuple[str, str, str], int]) -> None:
+        """Take over counter bumps not yet written by an earlier transaction of the same
+        database transaction (a call of a group before this one)."""
+        for key, amount in bumps.items():
+            self._bumps[key] = self._bumps.get(key, 0) + amount
+
+    def carried(self) -> dict[tuple[str, str, str], int]:
+        """The counter bumps not yet written, handed on (to the group's next call or its
+        COMMIT) rather than written now."""
+        bumps, self._bumps = self._bumps, {}
+        return bumps
 
     def abandon(self) -> None:
         """Roll back what was sent (`abandon`)."""
@@ -272,7 +280,7 @@ class ComposedStatements(SQLTransaction):
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         if sql in _CARRY_BUMPS:
             params = {**(params or {}), **self._take_bumps()}
-        elif self._bumps:  # every other statement sees them written, as if written at once
+        elif self._bumps and reads_counters(sql):  # it sees them written, as if at once
             self._write_bumps()
         self._begin()
         if not self.wrote:
@@ -280,7 +288,7 @@ class ComposedStatements(SQLTransaction):
         return super().run(sql, params)
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        if self._bumps:
+        if self._bumps and reads_counters(sql):
             self._write_bumps()
         if rows:
             self._begin()
@@ -392,6 +400,17 @@ _WRITING = re.compile(
     r"\b(INSERT|DELETE|MERGE|TRUNCATE|CREATE|DROP|ALTER)\b|(?<!FOR )(?<!KEY )\bUPDATE\b",
     re.IGNORECASE,
 )
+
+
+# A statement that reads or changes the counter rows (a table of that name) must see the
+# bumps made before it written; no other statement can tell whether they are.
+_COUNTERS = re.compile(r"\bcounters\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def reads_counters(sql: str) -> bool:
+    """Whether `sql` names the counters' table."""
+    return _COUNTERS.search(sql) is not None
 
 
 @functools.lru_cache(maxsize=1024)

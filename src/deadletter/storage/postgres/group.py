@@ -70,6 +70,10 @@ class Group:
     failure: BaseException | None = None
     # Each call's report of the COMMIT (`Deferred.joined`).
     done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
+    # Counter bumps of the calls so far not yet written: each call takes them over (its
+    # claim step carries them, a statement that reads the counters writes them first), and
+    # the COMMIT writes what is left, in one round trip with it.
+    bumps: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cursor = PreparedCursor(self.conn.cursor())
@@ -77,20 +81,22 @@ class Group:
     @contextmanager
     def member(self, deferred: Deferred[Any]) -> Iterator[Transaction]:
         """One transaction of a call of the group: its statements join the group's, its
-        counters are written before the next call starts, and its COMMIT is the group's."""
+        counter bumps go on with the group's, and its COMMIT is the group's."""
         if self.failure is not None:
             raise GroupAbandoned(GroupAbandoned.__doc__)
         tx = self.open_transaction(self.cursor, self.begun)
+        tx.carry(self.bumps)
         try:
             with POSTGRES.translated_errors():
                 yield tx
-                tx.finish()
         except BaseException as exc:
             if tx.wrote or self._broken() or not isinstance(exc, Exception):
                 self.failure = exc
             raise
         finally:
             self.begun = self.begun or tx.begun
+            # A call that failed without writing made no bumps: what it holds is the group's.
+            self.bumps = tx.carried()
         self.done.append(deferred.joined())
 
     def _broken(self) -> bool:
@@ -99,8 +105,12 @@ class Group:
         return self.conn.closed or status not in (TransactionStatus.IDLE, TransactionStatus.INTRANS)
 
     def commit(self) -> None:
+        """The group's COMMIT, behind the counter bumps still pending, in one round trip."""
         if self.begun:
-            self.cursor.command(b"COMMIT")
+            closing = self.open_transaction(self.cursor, True)
+            closing.carry(self.bumps)
+            self.bumps = {}
+            closing.commit()
 
     def told(self, error: BaseException | None) -> None:
         """Tell each call how the COMMIT went."""
