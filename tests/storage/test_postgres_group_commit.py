@@ -83,11 +83,11 @@ def test_sends_queued_together_share_one_begin_and_one_commit(
     sends = [lambda i=i: engine.send(P, "q", messages=_one(f"m{i}")) for i in range(8)]
     # When they run
     sent, results = wire.sent(lambda: _in_one_group(engine, sends))
-    # I expect one BEGIN and one COMMIT for the eight, each send's own statements, and every
-    # message stored once
+    # I expect one BEGIN and one COMMIT for the eight, the queue's row read once, each
+    # send's own statement, and every message stored once
     assert not [r for r in results if isinstance(r, BaseException)]
     assert sent.frame == 2
-    assert sent.statements == 8 * 2
+    assert sent.statements == 1 + 8
     assert _bodies(engine) == sorted(f"m{i}".encode() for i in range(8))
 
 
@@ -166,9 +166,9 @@ def test_the_counters_of_a_group_are_written_once_with_its_commit(
         lambda: engine.delete_messages(P, "q", ids=second),
     ]
     sent, _ = wire.sent(lambda: _in_one_group(engine, works))
-    # I expect each to send its queue and its delete, and the counters of all three to go
-    # in one statement with the group's COMMIT
-    assert (sent.statements, sent.frame, sent.round_trips) == (3 * 2 + 1, 2, 3 * 2 + 1)
+    # I expect each queue's row read once, each call to send its delete, and the counters
+    # of all three to go in one statement with the group's COMMIT
+    assert (sent.statements, sent.frame, sent.round_trips) == (2 + 3 + 1, 2, 2 + 3 + 1)
     assert engine.stats(P, "q").acknowledged == 5
     assert engine.stats(P, "other").acknowledged == 1
 
@@ -187,6 +187,25 @@ def test_a_statement_that_reads_the_counters_sees_the_group_s_bumps_written(
     # delete of the counters, not after it with the COMMIT
     engine.create_queue(P, "q")
     assert engine.stats(P, "q").acknowledged == 0
+
+
+def test_a_queue_changed_in_a_group_is_read_again_by_the_calls_after(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given a send, the queue's deletion and another send queued together (the first read
+    # the queue's row for the group)
+    engine, _ = wired
+    works = [
+        lambda: engine.send(P, "q", messages=_one("a")),
+        lambda: engine.delete_queue(P, "q"),
+        lambda: engine.send(P, "q", messages=_one("b")),
+    ]
+    # When they run
+    results = _in_one_group(engine, works)
+    # I expect the last send refused, its queue gone, and no message left behind
+    assert isinstance(results[2], QueueNotFound)
+    engine.create_queue(P, "q")
+    assert _bodies(engine) == []
 
 
 def test_events_are_told_after_the_group_commit_even_when_the_caller_has_gone(

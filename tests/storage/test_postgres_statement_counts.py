@@ -221,9 +221,10 @@ def test_a_claim_moves_the_poisoned_messages_it_took_in_one_statement(
 
 
 # A request in a group (`storage/postgres/group.py`): its own statements as alone, a round
-# trip each, but for the counter it would write behind its COMMIT: the group's BEGIN goes
-# with its first statement, and its COMMIT is one round trip for the whole group, behind
-# every counter its requests bumped, in one statement.
+# trip each, but for the queue's row, read once for the group, and the counter it would
+# write behind its COMMIT: the group's BEGIN goes with its first statement, and its COMMIT
+# is one round trip for the whole group, behind every counter its requests bumped, in one
+# statement.
 GROUP = 4
 # The requests that write a counter behind their COMMIT, alone.
 COUNTER_AT_COMMIT = {"delete by ids", "delete one", "SQS DeleteMessageBatch"}
@@ -242,8 +243,11 @@ def test_requests_in_a_group_share_one_frame(wired: tuple[Engine, Wire]) -> None
         for done in outcomes:
             assert done is not None
             done.result()
-        # I expect each its statements as alone, a round trip each, and one frame for the
-        # four, their counters written once with its COMMIT
+        # I expect the queue read once, each its other statements as alone, a round trip
+        # each, and one frame for the four, their counters written once with its COMMIT
         counter = name in COUNTER_AT_COMMIT
-        own = GROUP * (EXPECTED[name].statements - counter)
-        assert sent == Sent(own + counter, 2, own + 1), name
+        alone = EXPECTED[name]
+        own_statements = alone.statements - 1 - counter
+        own_round_trips = alone.round_trips - 2  # the queue's, and the COMMIT's
+        expected = Sent(1 + GROUP * own_statements + counter, 2, 1 + GROUP * own_round_trips + 1)
+        assert sent == expected, name

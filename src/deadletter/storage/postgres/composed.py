@@ -245,6 +245,9 @@ class ComposedStatements(SQLTransaction):
         # leaves the group's transaction as good as it found it (`group.py`).
         self.wrote = False
         self._connection: psycopg.Connection[Any] = cursor.connection
+        # The queue rows read so far in this database transaction, by (project, name); None
+        # for a queue that does not exist. The calls of a group share them (`group.py`).
+        self.queue_rows: dict[tuple[str, str], Any] = {}
 
     # The transaction's frame
 
@@ -277,7 +280,18 @@ class ComposedStatements(SQLTransaction):
         """Roll back what was sent (`abandon`)."""
         abandon(self._connection)
 
+    def _queue_row(self, project: str, name: str, lock: bool) -> Any:
+        """A queue's row read once a transaction: read again only to lock it. A read
+        without a lock sees what committed before some moment of the transaction; for the
+        calls of a group, which run at the same time, the first call's moment serves all."""
+        key = (project, name)
+        if lock or key not in self.queue_rows:
+            self.queue_rows[key] = super()._queue_row(project, name, lock)
+        return self.queue_rows[key]
+
     def run(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        if self.queue_rows and changes_queues(sql):
+            self.queue_rows.clear()
         if sql in _CARRY_BUMPS:
             params = {**(params or {}), **self._take_bumps()}
         elif self._bumps and reads_counters(sql):  # it sees them written, as if at once
@@ -288,6 +302,8 @@ class ComposedStatements(SQLTransaction):
         return super().run(sql, params)
 
     def run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if self.queue_rows and changes_queues(sql):
+            self.queue_rows.clear()
         if self._bumps and reads_counters(sql):
             self._write_bumps()
         if rows:
@@ -411,6 +427,16 @@ _COUNTERS = re.compile(r"\bcounters\b", re.IGNORECASE)
 def reads_counters(sql: str) -> bool:
     """Whether `sql` names the counters' table."""
     return _COUNTERS.search(sql) is not None
+
+
+# A statement that writes the queues' table (their settings, their subscriptions' count).
+_QUEUES = re.compile(r"\bqueues\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def changes_queues(sql: str) -> bool:
+    """Whether `sql` may change a queue's row: a queue row read before it is read again."""
+    return writes(sql) and _QUEUES.search(sql) is not None
 
 
 @functools.lru_cache(maxsize=1024)

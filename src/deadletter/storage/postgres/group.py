@@ -74,6 +74,8 @@ class Group:
     # claim step carries them, a statement that reads the counters writes them first), and
     # the COMMIT writes what is left, in one round trip with it.
     bumps: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # The queue rows the calls read, shared (`ComposedStatements.queue_rows`).
+    queue_rows: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cursor = PreparedCursor(self.conn.cursor())
@@ -86,6 +88,7 @@ class Group:
             raise GroupAbandoned(GroupAbandoned.__doc__)
         tx = self.open_transaction(self.cursor, self.begun)
         tx.carry(self.bumps)
+        tx.queue_rows = self.queue_rows
         try:
             with POSTGRES.translated_errors():
                 yield tx

@@ -118,13 +118,15 @@ class SQLTransaction(
     # Queues
 
     def get_queue(self, project: str, name: str, lock: bool = False) -> Queue | None:
-        row = self.one(
-            q.GET_QUEUE_LOCKED if lock else q.GET_QUEUE, {"project": project, "name": name}
-        )
+        row = self._queue_row(project, name, lock)
         if row is None:
             return None
         self._note_subscriptions(project, name, int(row["subscriptions"]))
         return queue_from(row)
+
+    def _queue_row(self, project: str, name: str, lock: bool) -> Any:
+        key = {"project": project, "name": name}
+        return self.one(q.GET_QUEUE_LOCKED if lock else q.GET_QUEUE, key)
 
     def count_queues(self, project: str) -> int:
         # SQLite's writer holds the whole database: no other count runs beside this one.
