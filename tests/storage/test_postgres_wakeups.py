@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 
 import psycopg
@@ -89,3 +90,29 @@ def test_the_listener_and_the_notifier_reconnect_and_are_heard_again(
         "notifier lost its connection; reconnecting",
         "notifier reconnected",
     ]
+
+
+def test_a_process_hears_the_other_processes_sends_and_not_its_own_again() -> None:
+    with postgres_schema() as url:
+        one, other = PostgresStore(url), PostgresStore(url)
+        heard: list[str] = []
+        other_heard = threading.Event()
+
+        def hear(project: str, queue: str) -> None:
+            heard.append(queue)
+            if queue == "from-other":
+                other_heard.set()
+
+        one.on_messages_available(hear)
+        try:
+            # Given a process that listens, and has told itself of its own send already
+            one.notify_messages_available(P, "own")
+            time.sleep(0.3)  # committed before the other process's, so heard first if heard
+            # When another process sends
+            other.notify_messages_available(P, "from-other")
+            # I expect that send heard, and its own not heard again
+            assert other_heard.wait(5)
+            assert heard == ["from-other"]
+        finally:
+            other.close()
+            one.close()

@@ -316,7 +316,14 @@ class PostgresStore(Store):
 
     def on_messages_available(self, callback: Callable[[str, str], None]) -> None:
         if self._listener is None:
-            self._listener = Listener(self.url, _connect_options(self.url), self._schema, callback)
+            notifier = self._notifier
+            self._listener = Listener(
+                self.url,
+                _connect_options(self.url),
+                self._schema,
+                callback,
+                own=lambda: notifier.backend_pid,
+            )
             self._listener.start()
 
     def notify_messages_available(self, project: str, queue: str) -> None:

@@ -69,6 +69,9 @@ class Notifier:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        # The backend of the notifier's connection while it has one: the process's listener
+        # leaves what it sent alone (`Listener`).
+        self.backend_pid: int | None = None
 
     def tell(self, payload: str) -> None:
         with self._lock:
@@ -100,7 +103,11 @@ class Notifier:
     def _connect(self) -> Iterator[psycopg.Connection[Any]]:
         with psycopg.connect(self._url, autocommit=True, **self._options) as conn:
             conn.execute("SET synchronous_commit = off")
-            yield conn
+            self.backend_pid = conn.info.backend_pid
+            try:
+                yield conn
+            finally:
+                self.backend_pid = None
 
     def _notify(self, conn: psycopg.Connection[Any]) -> None:
         while not self._stopping.is_set():
@@ -116,7 +123,9 @@ class Listener:
 
     Notifications are delivered on commit, so the callback never sees uncommitted messages.
     A lost connection is reopened; a wakeup missed meanwhile only delays a long poll, which
-    re-reads the queue when it times out.
+    re-reads the queue when it times out. What the process's own notifier sent (`own`: its
+    backend) is left alone: the process told itself when it committed (`Runner._committed`),
+    and hearing it again cost a thread's wake-up a send.
     """
 
     POLL_SECONDS = 0.5
@@ -127,11 +136,13 @@ class Listener:
         options: dict[str, Any],
         schema: str,
         callback: Callable[[str, str], None],
+        own: Callable[[], int | None] = lambda: None,
     ) -> None:
         self._url = url
         self._options = options
         self._schema = schema
         self._callback = callback
+        self._own = own
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="deadletter-listen", daemon=True)
 
@@ -158,7 +169,8 @@ class Listener:
             for note in conn.notifies(timeout=self.POLL_SECONDS):
                 if self._stopping.is_set():
                     break
-                self._deliver(note.payload)
+                if note.pid != self._own():
+                    self._deliver(note.payload)
 
     def _deliver(self, payload: str) -> None:
         try:
