@@ -157,6 +157,11 @@ class Deadletter(System):
         self.proc: Process | None = None
         self.dbname: str | None = None
         self.dbfile: Path | None = None
+        self.env: dict[str, str] = {}  # for the server, besides PYTHONPATH
+
+    def command(self) -> list[str]:
+        """The server's command, before its flags."""
+        return serve_command()
 
     def _db_url(self) -> str:
         if self.store == "sqlite":
@@ -177,11 +182,11 @@ class Deadletter(System):
         url = self._db_url()
         self.proc = Process(
             # Warnings only: an access-log line per request would be measured too.
-            [*serve_command(), "--port", str(port), "--db", url, "--log-level", "warning"]
+            [*self.command(), "--port", str(port), "--db", url, "--log-level", "warning"]
             + (["--workers", str(self.workers)] if self.workers > 1 else []),
             WORK / "logs" / f"{self.name}.log",
             # This checkout's code (or `src`'s), whichever virtualenv runs it.
-            env={"PYTHONPATH": os.pathsep.join([str(self.src / "src"), str(ROOT)])},
+            env={"PYTHONPATH": os.pathsep.join([str(self.src / "src"), str(ROOT)]), **self.env},
         )
         base = f"http://127.0.0.1:{port}"
         self.proc.wait_http(f"{base}/v2")

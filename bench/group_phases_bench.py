@@ -1,0 +1,141 @@
+"""Where a hot call's time goes inside the server on PostgreSQL, where the calls are grouped
+(`api/threads.py`'s `_together` and `_GroupThread`, `PostgresStore._run_group`,
+`Group.commit`): the peers bench's W1 against deadletter-zaqar-postgres, timed in the server.
+
+    ./dev bench group_phases [--clients 4[,8,...]] [-n 20000] [--out NAME]
+
+Per kind of call (the function its work wraps: `post_messages`, `create_claim`, ...), p50 and
+p90 in ms of:
+
+- wait: from `_together` on the loop until the group thread starts the call's work;
+- run: the work, the call's statements in the group's transaction; of it, the time in
+  `psycopg.Connection.wait` (PostgreSQL's round trips, the interpreter lock taken back
+  included) and the thread's own CPU (`time.thread_time`);
+- after: from the work's end until the caller resumes on the loop (the rest of the group, its
+  COMMIT, the hand-back).
+
+Per run: the groups, their mean size and COMMIT, and the occupancy of the one-at-a-time
+section: the calls' run times summed over the span from the first start to the last end.
+
+Each count of clients (as many producers as consumers) is one W1 on a fresh database and a
+fresh server, `deadletter serve` wrapped from outside by `bench/group_phases_serve.py`. The
+table is printed, and with `--out NAME` written to `bench/results/group-phases-NAME.md`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.group_phases_serve import OUT
+from bench.peers.stats import percentile
+from bench.peers.systems import VENV_BIN, WORK, Deadletter, log
+from bench.peers.workloads import Params, steady
+
+RESULTS = Path(__file__).parent / "results"
+# Columns: the phase and how it is read from a call's record (group_phases_serve.py).
+PHASES: dict[str, Callable[[list[Any]], float]] = {
+    "wait": lambda c: c[2] - c[1],
+    "run": lambda c: c[3] - c[2],
+    "of it PostgreSQL": lambda c: c[4],
+    "of it CPU": lambda c: c[5],
+    "after": lambda c: c[6] - c[3],
+}
+
+
+class PhasedServer(Deadletter):
+    """deadletter-zaqar-postgres, served with the group path timed."""
+
+    def __init__(self, records: Path) -> None:
+        super().__init__("zaqar", "postgres")
+        self.env = {OUT: str(records)}
+
+    def command(self) -> list[str]:
+        return [str(VENV_BIN / "python"), "-m", "bench.group_phases_serve", "serve"]
+
+
+def run(clients: int, n: int) -> dict[str, Any]:
+    """One W1 with `clients` per side; its result and the server's records."""
+    records = WORK / f"group-phases-{clients}.json"
+    WORK.mkdir(parents=True, exist_ok=True)
+    records.unlink(missing_ok=True)
+    system = PhasedServer(records)
+    log(f"W1, {clients} producers and {clients} consumers, N={n}")
+    driver = system.fresh()
+    try:
+        result = steady(driver, Params(n=n, producers=clients, consumers=clients))
+    finally:
+        system.end_run()  # the server writes its records as it exits
+    if not records.exists():
+        raise RuntimeError(f"the server wrote no records: see {WORK / 'logs'}")
+    return {"w1": result, "load": os.getloadavg()[0], **json.loads(records.read_text())}
+
+
+def _ms(values: list[float]) -> str:
+    return f"{percentile(values, 50) * 1000:.2f} / {percentile(values, 90) * 1000:.2f}"
+
+
+def markdown(runs: dict[int, dict[str, Any]], n: int) -> str:
+    lines = [
+        f"W1 (N={n:,}) on deadletter-zaqar-postgres, timed in the server;"
+        " p50 / p90 in ms of each call's phases, by kind:",
+        "",
+        "| clients | kind | calls | " + " | ".join(PHASES) + " |",
+        "|---:|---|---:|" + "---:|" * len(PHASES),
+    ]
+    totals = []
+    for clients, data in runs.items():
+        calls = [c for c in data["calls"] if c[7]]  # run in a group
+        kinds: dict[str, list[list[Any]]] = {}
+        for c in calls:
+            kinds.setdefault(c[0], []).append(c)
+        for kind, of_kind in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
+            cells = " | ".join(_ms([phase(c) for c in of_kind]) for phase in PHASES.values())
+            lines.append(f"| {clients} | {kind} | {len(of_kind):,} | {cells} |")
+        groups = data["groups"]
+        span = max(c[3] for c in calls) - min(c[2] for c in calls)
+        occupancy = sum(c[3] - c[2] for c in calls) / span
+        commits = [g[3] for g in groups if g[3] is not None]
+        totals.append(
+            f"| {clients} | {data['w1']['e2e']:,.0f} | {len(groups):,}"
+            f" | {statistics.mean(g[0] for g in groups):.2f} | {_ms(commits)}"
+            f" | {occupancy:.0%} | {len(data['calls']) - len(calls)} | {data['load']:.1f} |"
+        )
+    lines += [
+        "",
+        "Per run: messages per second end to end, the groups, calls a group, p50 / p90 of a"
+        " group's COMMIT in ms, the share of the span in which a call ran (occupancy), calls"
+        " that ran outside a group, and the load average after the run:",
+        "",
+        "| clients | msg/s | groups | calls a group | COMMIT | occupancy | alone | load |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *totals,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="./dev bench group_phases",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--clients", default="4", help="comma-separated producers (= consumers)")
+    ap.add_argument("-n", type=int, default=20_000, help="messages in W1")
+    ap.add_argument("--out", help="write bench/results/group-phases-NAME.md")
+    args = ap.parse_args(argv)
+    try:
+        counts = sorted({int(c) for c in args.clients.split(",") if c})
+    except ValueError:
+        ap.error(f"--clients takes comma-separated counts, not {args.clients!r}")
+    report = markdown({clients: run(clients, args.n) for clients in counts}, args.n)
+    print(report)
+    if args.out:
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / f"group-phases-{args.out}.md").write_text(report)
+    return 0
