@@ -1,5 +1,5 @@
 """Where a hot call's time goes inside the server on PostgreSQL, where the calls are grouped
-(`api/threads.py`'s `_together` and `_GroupThread`, `PostgresStore._run_group`,
+(`api/threads.py`'s `_together` and `_Groups`, `PostgresStore._run_group`,
 `Group.commit`): the peers bench's W1 against deadletter-zaqar-postgres, timed in the server.
 
     ./dev bench group_phases [--clients 4[,8,...]] [-n 20000] [--out NAME]
@@ -7,10 +7,10 @@
 Per kind of call (the function its work wraps: `post_messages`, `create_claim`, ...), p50 and
 p90 in ms of:
 
-- wait: from `_together` on the loop until the group thread starts the call's work;
-- run: the work, the call's statements in the group's transaction; of it, the time in
-  `psycopg.Connection.wait` (PostgreSQL's round trips, the interpreter lock taken back
-  included) and the thread's own CPU (`time.thread_time`);
+- wait: from `_together` on the loop until its group starts the call's work;
+- run: the work, the call's statements in the group's transaction; of it, the time away in
+  `LoopWaitingConnection.wait` (PostgreSQL's round trips, the loop serving other requests
+  meanwhile) and the rest, the work's own time on the loop's thread;
 - after: from the work's end until the caller resumes on the loop (the rest of the group, its
   COMMIT, the hand-back).
 
@@ -43,7 +43,7 @@ PHASES: dict[str, Callable[[list[Any]], float]] = {
     "wait": lambda c: c[2] - c[1],
     "run": lambda c: c[3] - c[2],
     "of it PostgreSQL": lambda c: c[4],
-    "of it CPU": lambda c: c[5],
+    "of it own": lambda c: c[3] - c[2] - c[4],
     "after": lambda c: c[6] - c[3],
 }
 

@@ -4,12 +4,14 @@
     DEADLETTER_PHASES_OUT=FILE python -m bench.group_phases_serve serve --port P --db URL
 
 The functions the group path goes through are wrapped from outside (`src/` is not changed):
-`api.threads._together` (a call queued on the loop, and resumed), the work it queues (run by
-the group thread), `PostgresStore._run_group` and `Group.commit` (a group and its COMMIT) and
-`psycopg.Connection.wait` (the round trips, the interpreter lock taken back included). At
-exit, after the server's graceful shutdown, the records go to FILE as JSON: `calls`, lists
-of [kind, queued, start, end, PostgreSQL wait, CPU, resumed, whether it ran in a group],
-and `groups`, lists of [size, start, end, COMMIT seconds]; seconds, of `time.perf_counter`.
+`api.threads._together` (a call queued on the loop, and resumed), the work it queues (run in
+its group's greenlet on the loop's thread), `PostgresStore._run_group` and `Group.commit` (a
+group and its COMMIT) and `LoopWaitingConnection.wait` (the round trips: the greenlet away,
+the loop serving others meanwhile). What a group's greenlet has waited so far is kept in a
+context variable, which is the greenlet's own. At exit, after the server's graceful
+shutdown, the records go to FILE as JSON: `calls`, lists of [kind, queued, start, end,
+PostgreSQL wait, 0, resumed, whether it ran in a group], and `groups`, lists of [size,
+start, end, COMMIT seconds]; seconds, of `time.perf_counter`.
 """
 
 from __future__ import annotations
@@ -17,31 +19,28 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
-
-import psycopg
 
 from deadletter.api import threads
 from deadletter.cli.main import main
 from deadletter.engine import Engine
 from deadletter.storage.postgres.backend import PostgresStore
 from deadletter.storage.postgres.group import Group
+from deadletter.storage.postgres.on_loop import LoopWaitingConnection
 
 OUT = "DEADLETTER_PHASES_OUT"
 T = TypeVar("T")
 
 
-class _Thread(threading.local):
-    waited = 0.0  # seconds in `Connection.wait` so far, in this thread
-    group: list[Any] | None = None  # the group this thread runs
-
-
-_here = _Thread()
+# Per greenlet (each runs with a context of its own): seconds waited on connections so far,
+# and the group running.
+_waited: ContextVar[float] = ContextVar("waited", default=0.0)
+_group: ContextVar[list[Any] | None] = ContextVar("group", default=None)
 _calls: list[list[Any]] = []
 _groups: list[list[Any]] = []
 
@@ -56,14 +55,14 @@ def _timed(call: list[Any], work: Callable[[], T]) -> T:
     back runs again alone, untimed, and counts in its `after`."""
     if call[2] is not None:
         return work()
-    waited, cpu = _here.waited, time.thread_time()
+    waited = _waited.get()
     call[2] = time.perf_counter()
     try:
         return work()
     finally:
         call[3] = time.perf_counter()
-        call[4], call[5] = _here.waited - waited, time.thread_time() - cpu
-        call[7] = _here.group is not None
+        call[4] = _waited.get() - waited
+        call[7] = _group.get() is not None
 
 
 def _wrap_together(
@@ -86,12 +85,12 @@ def _wrap_run_group(run_group: Callable[..., Any]) -> Callable[..., Any]:
     ) -> Any:
         group: list[Any] = [len(works), time.perf_counter(), None, None]
         _groups.append(group)
-        _here.group = group
+        token = _group.set(group)
         try:
             return run_group(store, works, ran)
         finally:
             group[2] = time.perf_counter()
-            _here.group = None
+            _group.reset(token)
 
     return timed_run_group
 
@@ -102,19 +101,20 @@ def _wrap_commit(commit: Callable[[Group], None]) -> Callable[[Group], None]:
         try:
             commit(group)
         finally:
-            if _here.group is not None:
-                _here.group[3] = time.perf_counter() - start
+            record = _group.get()
+            if record is not None:
+                record[3] = time.perf_counter() - start
 
     return timed_commit
 
 
 def _wrap_wait(wait: Callable[..., Any]) -> Callable[..., Any]:
-    def timed_wait(conn: psycopg.Connection[Any], *args: Any, **kwargs: Any) -> Any:
+    def timed_wait(conn: LoopWaitingConnection, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
             return wait(conn, *args, **kwargs)
         finally:
-            _here.waited += time.perf_counter() - start
+            _waited.set(_waited.get() + time.perf_counter() - start)
 
     return timed_wait
 
@@ -128,7 +128,7 @@ def instrument(out: Path) -> None:
     threads._together = _wrap_together(threads._together)  # type: ignore[assignment]
     PostgresStore._run_group = _wrap_run_group(PostgresStore._run_group)  # type: ignore[method-assign]
     Group.commit = _wrap_commit(Group.commit)  # type: ignore[method-assign,assignment]
-    psycopg.Connection.wait = _wrap_wait(psycopg.Connection.wait)  # type: ignore[method-assign]
+    LoopWaitingConnection.wait = _wrap_wait(LoopWaitingConnection.wait)  # type: ignore[method-assign]
     atexit.register(_write, out)
 
 

@@ -1,5 +1,6 @@
 """Group commit on PostgreSQL (`storage/postgres/group.py`): the hot calls queued at once run
-in one transaction on the process's group thread, one BEGIN and one COMMIT for all; a call
+in one transaction on the event loop's thread, which serves others while the group waits for
+PostgreSQL (`storage/postgres/on_loop.py`), one BEGIN and one COMMIT for all; a call
 that fails after it wrote sends the group's calls back to run alone, none lost or doubled; a
 deadlock between two groups is broken and both groups' calls still commit, once."""
 
@@ -7,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -53,26 +55,67 @@ def _bodies(engine: Engine) -> list[bytes]:
 
 
 def _in_one_group(engine: Engine, works: list[Callable[[], Any]]) -> list[Any]:
-    """Each of `works` through `on_loop`, all queued while the group thread is busy with a
-    call that waits for them, so that they make the next group together; what each
-    returned, or raised."""
+    """Each of `works` through `on_loop`, all queued in one turn of the loop, before the
+    group's runner starts, so that they make one group; what each returned, or raised."""
 
     async def scenario() -> list[Any]:
-        started, release = threading.Event(), threading.Event()
-
-        def blocker() -> None:
-            started.set()
-            release.wait(5)
-
-        first = asyncio.ensure_future(on_loop(engine, blocker))
-        await asyncio.to_thread(started.wait, 5)
         calls = [asyncio.ensure_future(on_loop(engine, work)) for work in works]
-        await asyncio.sleep(0.05)  # every call queued behind the blocker
-        release.set()
-        await first
         return await asyncio.gather(*calls, return_exceptions=True)
 
     return asyncio.run(scenario())
+
+
+async def _ticking_while(call: Awaitable[Any]) -> tuple[Any, int]:
+    """`call`'s result, and how many times a coroutine beside it woke every 10 ms."""
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        return await call, ticks
+    finally:
+        ticker.cancel()
+
+
+def _sleep_in_transaction(engine: Engine, seconds: float) -> str:
+    with engine.store.transaction() as tx:
+        tx.run("SELECT pg_sleep(:s)", {"s": seconds})  # type: ignore[attr-defined]
+    return threading.current_thread().name
+
+
+def test_a_group_waits_for_postgresql_through_the_loop(wired: tuple[Engine, Wire]) -> None:
+    # Given a call whose statement takes PostgreSQL 0.3 s
+    engine, _ = wired
+    call = partial(_sleep_in_transaction, engine, 0.3)
+    # When it runs in a group, beside a coroutine that wakes every 10 ms
+    thread, ticks = asyncio.run(_ticking_while(on_loop(engine, call)))
+    # I expect it to have run on the loop's thread, and the loop to have served the other
+    # coroutine meanwhile
+    assert thread == threading.current_thread().name
+    assert ticks >= 10
+
+
+def test_a_group_with_no_free_connection_runs_its_calls_alone_and_the_loop_goes_on(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given the store's one connection held elsewhere for 0.3 s
+    engine, _ = wired
+    store = engine.store
+    assert isinstance(store, PostgresStore)
+    held = store._pool.getconn()
+    threading.Timer(0.3, store._pool.putconn, args=(held,)).start()
+    # When a call comes, beside a coroutine that wakes every 10 ms
+    call = partial(_sleep_in_transaction, engine, 0.0)
+    thread, ticks = asyncio.run(_ticking_while(on_loop(engine, call)))
+    # I expect the call run alone on a worker thread, which waited for the connection, and
+    # the loop to have gone on meanwhile
+    assert thread == "deadletter-api"
+    assert ticks >= 10
 
 
 def test_sends_queued_together_share_one_begin_and_one_commit(
@@ -119,7 +162,8 @@ def test_a_call_that_fails_after_it_wrote_sends_the_group_back_to_run_alone(
     # thread
     assert isinstance(results[1], ValueError)
     assert _bodies(engine) == [b"a", b"b"]
-    assert ran[:2] == [("a", "deadletter-group"), ("wipe", "deadletter-group")]
+    loop_thread = threading.current_thread().name  # the group's, running the loop
+    assert ran[:2] == [("a", loop_thread), ("wipe", loop_thread)]
     assert sorted(name for name, _ in ran[2:]) == ["a", "b", "wipe"]
     assert {thread for _, thread in ran[2:]} == {"deadletter-api"}
     # and only the three transactions of their own committed

@@ -10,10 +10,10 @@ one `call_soon_threadsafe` onto the caller's own future.
 A call whose work the request bounds (the message routes) first tries the event loop itself
 (`on_loop`): where the store can run it without waiting (`Engine.run_now`), it runs there,
 and the first of the calls that ran in one turn of the loop commits them all; no hop at all.
-On a store whose statements wait on the network (PostgreSQL) it goes instead to the group
-threads of the process, one of which runs every such call queued at once in one transaction
-(`Engine.run_together`) and hands their results back with one `call_soon_threadsafe` per
-loop; a call the group could not keep goes on to a worker thread, alone.
+On a store whose statements wait on the network (PostgreSQL) it goes instead to a group:
+every such call queued at once runs in one transaction, on the loop's own thread, the loop
+serving other requests while the group waits for the database (`Engine.run_together_on_loop`,
+`_Groups`); a call the group could not keep goes on to a worker thread, alone.
 
 As many threads as anyio's default limiter allows, so as many calls wait on the store at once;
 they start as calls find none idle, and are daemons that hold nothing between calls.
@@ -27,7 +27,6 @@ import contextvars
 import queue
 import threading
 import weakref
-from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -111,7 +110,7 @@ async def on_loop(engine: Engine, fn: Callable[P, T], *args: P.args, **kwargs: P
     known. While another transaction holds the store, the call waits on the loop for it to
     end; a call that still cannot run at once (another process holds the store) goes to a
     worker thread. On a store that never runs work at once but groups it (PostgreSQL) the
-    call goes to the process's group thread (`_GroupThread`)."""
+    call joins the loop's next group (`_Groups`)."""
     if engine.runs_now:
         return await _now(engine, partial(fn, *args, **kwargs))
     if engine.runs_together:
@@ -122,88 +121,76 @@ async def on_loop(engine: Engine, fn: Callable[P, T], *args: P.args, **kwargs: P
 async def _together(engine: Engine, work: Callable[[], T]) -> T:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
-    group = _groups.get(engine)
-    if group is None:
-        group = _groups.setdefault(engine, _GroupThread(engine))
-    group.submit((loop, future, work))
+    by_loop = _groups.get(engine)
+    if by_loop is None:
+        by_loop = _groups.setdefault(engine, weakref.WeakKeyDictionary())
+    groups = by_loop.get(loop)
+    if groups is None:
+        groups = by_loop[loop] = _Groups(engine)
+    groups.submit(future, work)
     return await future
 
 
-class _GroupThread:
-    """The threads of a process that run the hot calls of a store that groups them
-    (`Engine.run_together`). One at a time takes every call queued when it is free, runs
-    them together (the store caps how many share a commit) and, once they have run, lets the
-    next take the calls queued meanwhile while it waits for its COMMIT; then it settles its
-    calls with one `call_soon_threadsafe` per loop. A thread ends after IDLE_SECONDS without
-    a call, and the next call starts one again."""
+class _Groups:
+    """The hot calls of one engine on one event loop, run in groups on the loop's thread
+    (`Engine.run_together_on_loop`: where a group waits for the store, the loop serves the
+    other requests). One runner at a time takes every call queued when it is free and runs
+    them together (the store caps how many share a commit); once they have run, the next
+    runner takes the calls queued meanwhile while this one waits for its COMMIT; then it
+    settles its calls. A runner ends when no call is left; the next call starts one again.
+    Nothing here holds the loop, or the engine while no group runs."""
 
     def __init__(self, engine: Engine) -> None:
-        self.engine = weakref.ref(engine)  # a running group holds it; an idle thread does not
-        self.calls: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self.lock = threading.Lock()
+        self.engine = weakref.ref(engine)
+        self.calls: list[_Call] = []
+        self.turn = asyncio.Lock()  # held by the runner taking and running calls
         self.running = 0
-        self.turn = threading.Lock()  # held by the thread taking and running calls
 
-    def submit(self, job: _Job) -> None:
-        self.calls.put(job)
-        with self.lock:  # read under the lock that a thread ending sets it under
-            if self.running >= GROUP_THREADS:
-                return
+    def submit(self, future: asyncio.Future[Any], work: Callable[[], Any]) -> None:
+        self.calls.append((future, work))
+        if self.running < GROUP_RUNNERS:
             self.running += 1
-        threading.Thread(target=self._run, name="deadletter-group", daemon=True).start()
+            asyncio.get_running_loop().create_task(self._run())
 
-    def _run(self) -> None:
-        while True:
-            self.turn.acquire()
-            turn = _Turn(self.turn)
-            try:
-                jobs = self._take()
-                if jobs is None:
-                    return
-                self._run_group(jobs, turn.pass_on)
-                del jobs  # hold nothing while idle
-            finally:
-                turn.pass_on()
+    async def _run(self) -> None:
+        try:
+            while self.calls:
+                await self.turn.acquire()
+                turn = _Turn(self.turn)
+                try:
+                    jobs, self.calls = self.calls, []
+                    if jobs:
+                        await self._run_group(jobs, turn.pass_on)
+                finally:
+                    turn.pass_on()
+        finally:
+            self.running -= 1
 
-    def _take(self) -> list[_Job] | None:
-        """The calls queued now, waiting for the first; None when the thread is to end."""
-        while True:
-            try:
-                jobs = [self.calls.get(timeout=IDLE_SECONDS)]
-                break
-            except queue.Empty:
-                with self.lock:
-                    if self.calls.empty():
-                        self.running -= 1
-                        return None
-        with contextlib.suppress(queue.Empty):
-            while True:  # as many as there are requests waiting: the store caps a group
-                jobs.append(self.calls.get_nowait())
-        return jobs
-
-    def _run_group(self, jobs: list[_Job], ran: Callable[[], None]) -> None:
-        engine = self.engine()
+    async def _run_group(self, jobs: list[_Call], ran: Callable[[], None]) -> None:
+        """Run `jobs` together, passing the turn on (`ran`) before their COMMIT, and settle
+        each; a cancellation (the loop closing) still settles them, then goes on."""
+        loop = asyncio.get_running_loop()
         outcomes: list[Deferred[Any] | BaseException | None]
+        engine = self.engine()
         try:
             if engine is None:
                 raise RuntimeError("the engine is gone")
-            outcomes = list(engine.run_together([work for _, _, work in jobs], ran=ran))
+            outcomes = list(await engine.run_together_on_loop([w for _, w in jobs], ran=ran))
         except BaseException as exc:  # handed to each caller, as a worker thread does
-            outcomes = [exc] * len(jobs)
-        del engine
-        by_loop: defaultdict[asyncio.AbstractEventLoop, list[_Told]] = defaultdict(list)
-        for (loop, future, work), done in zip(jobs, outcomes, strict=True):
-            by_loop[loop].append((future, done, work))
-        for loop, told in by_loop.items():
-            with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one to tell
-                loop.call_soon_threadsafe(_settle_group, loop, told)
+            _settle_group(loop, [(future, exc, work) for future, work in jobs])
+            if not isinstance(exc, Exception):
+                raise
+            return
+        finally:
+            del engine
+        _settle_group(loop, [(f, done, w) for (f, w), done in zip(jobs, outcomes, strict=True)])
 
 
 class _Turn:
-    """A thread's turn to take and run calls, passed on once."""
+    """A runner's turn to take and run calls, passed on once."""
 
-    def __init__(self, lock: threading.Lock) -> None:
-        self.lock: threading.Lock | None = lock
+    def __init__(self, lock: asyncio.Lock) -> None:
+        self.lock: asyncio.Lock | None = lock
 
     def pass_on(self) -> None:
         lock, self.lock = self.lock, None
@@ -211,13 +198,15 @@ class _Turn:
             lock.release()
 
 
-# Threads that run groups: one runs calls while the others wait for their COMMITs (the
-# disk's flush, milliseconds in which one thread would leave the calls queued meanwhile
-# waiting). One thread carried 0.8-0.9 times the rate of a thread per call, two and three
-# about the same rate (docs/benchmarks.md, "The hot calls in one transaction per group").
-GROUP_THREADS = 3
-IDLE_SECONDS = 5.0
-_groups: weakref.WeakKeyDictionary[Engine, _GroupThread] = weakref.WeakKeyDictionary()
+# Runners of groups on a loop: one runs calls while the others wait for their COMMITs (the
+# disk's flush, in which one runner would leave the calls queued meanwhile waiting). As
+# threads, one carried 0.8-0.9 times the rate of a thread per call, two and three about the
+# same rate (docs/benchmarks.md, "The hot calls in one transaction per group").
+GROUP_RUNNERS = 3
+_Call = tuple["asyncio.Future[Any]", Callable[[], Any]]
+_groups: weakref.WeakKeyDictionary[Engine, weakref.WeakKeyDictionary[Any, _Groups]] = (
+    weakref.WeakKeyDictionary()
+)
 # A call of a group, and how it went: its `Deferred`, None to run it again alone, or what
 # kept the group from running.
 _Told = tuple["asyncio.Future[Any]", "Deferred[Any] | BaseException | None", Callable[[], Any]]

@@ -106,6 +106,13 @@ class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimO
         with one commit; None for each to run again alone (`Store.run_together`)."""
         return self.store.run_together(works, ran=ran)
 
+    async def run_together_on_loop(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
+        """`run_together` from the event loop's thread, never blocking it
+        (`Store.run_together_on_loop`)."""
+        return await self.store.run_together_on_loop(works, ran=ran)
+
     def commit_now(self) -> None:
         """`Store.commit_now`: commit what `run_now` left to commit."""
         self.store.commit_now()

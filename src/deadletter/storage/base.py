@@ -305,6 +305,15 @@ class Store(abc.ABC):
         ran()
         return [None] * len(works)
 
+    async def run_together_on_loop(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
+        """`run_together` called from the event loop's thread, which it never blocks: where
+        the works wait for the database the loop serves others, and a group that would wait
+        for a free connection is not run (None for each: each runs again alone)."""
+        ran()
+        return [None] * len(works)
+
     def commit_now(self) -> None:  # noqa: B027
         """Commit what work under `run_now` left uncommitted, on this thread, if the store is
         free; otherwise whoever holds it commits it. Its `Deferred`s then learn of it."""

@@ -34,7 +34,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deadletter.domain.errors import DeadletterError, StoreUnavailable
 from deadletter.domain.model import ListQuery, Message
@@ -52,6 +52,7 @@ from deadletter.storage.postgres.composed import ComposedStatements, abandon
 from deadletter.storage.postgres.dialect import _LANE, POSTGRES, UNREACHABLE
 from deadletter.storage.postgres.group import GROUP_LIMIT, Group, open_group
 from deadletter.storage.postgres.notifications import Listener, Notifier
+from deadletter.storage.postgres.on_loop import LoopWaitingConnection, on_loop, running_on_loop
 
 log = logging.getLogger(__name__)
 # The pool warns of every connection it discards or fails to open, a dozen lines a second
@@ -70,6 +71,9 @@ POOL_SIZE = 10
 CONNECT_TIMEOUT = 5
 POOL_WAIT = 10.0
 OUTAGE_POOL_WAIT = 1.0
+# A group run on the event loop takes a connection only if one is free: the pool's shortest
+# wait (it refuses a wait of zero before it looks).
+FREE_NOW = 0.001
 RECONNECT_SECONDS = 2.0
 # A transaction whose connection has not answered in this long is cut (its socket shut down):
 # a connection whose packets vanish (a dead host, a black-holed route) never fails on its own.
@@ -167,6 +171,7 @@ class PostgresStore(Store):
         }
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             url,
+            connection_class=LoopWaitingConnection,
             min_size=1,
             max_size=pool_size,
             kwargs=kwargs,
@@ -228,29 +233,32 @@ class PostgresStore(Store):
             outcomes += self._run_group(works[start : start + GROUP_LIMIT], ran if last else None)
         return outcomes
 
+    async def run_together_on_loop(
+        self, works: Sequence[Callable[[], Any]], *, ran: Callable[[], None] = lambda: None
+    ) -> list[Deferred[Any] | None]:
+        """`run_together` in a greenlet on the loop's thread, its waits for PostgreSQL the
+        loop's (`on_loop.py`); a group takes a connection only if one is free at once."""
+        return await on_loop(self.run_together, works, ran=ran)
+
     def _run_group(
         self, works: Sequence[Callable[[], Any]], ran: Callable[[], None] | None
     ) -> list[Deferred[Any] | None]:
         """The group's connection is taken and watched as any transaction's: it waits for
         the pool as briefly during an outage, and is cut at the same deadline."""
+        connection = self._group_connection()
+        if connection is None:
+            return [None] * len(works)  # each runs alone, on a worker thread
         deferreds: list[Deferred[Any]] = [Deferred(self) for _ in works]
         group: Group | None = None
         failure: BaseException | None = None
         try:
             with (
                 POSTGRES.translated_errors(),
-                self._connection() as conn,
+                connection as conn,
                 self._deadlines.watching(conn),
             ):
                 group = Group(self, conn, _member_transaction)
-                token = open_group.set(group)
-                try:
-                    for work, deferred in zip(works, deferreds, strict=True):
-                        deferred.run(work)
-                        if group.failure is not None:
-                            break
-                finally:
-                    open_group.reset(token)
+                group.run(works, deferreds)
                 failure = group.failure
                 if ran is not None:
                     ran()
@@ -271,6 +279,16 @@ class PostgresStore(Store):
         for deferred in deferreds:
             deferred.fail(failure)
         return list(deferreds)
+
+    def _group_connection(self) -> AbstractContextManager[Conn] | None:
+        """A group's connection, as any transaction's; on the event loop, which never waits
+        for the pool, one free now or None."""
+        if not running_on_loop():
+            return self._connection()
+        try:
+            return _returned(self._pool, self._pool.getconn(timeout=FREE_NOW))
+        except PoolTimeout:
+            return None
 
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
@@ -337,6 +355,15 @@ class PostgresStore(Store):
         self._notifier.stop()
         self._deadlines.stop()
         self._pool.close()
+
+
+@contextmanager
+def _returned(pool: ConnectionPool[Conn], conn: Conn) -> Iterator[Conn]:
+    """`conn`, taken from `pool`, given back when the block ends (as `pool.connection()`)."""
+    try:
+        yield conn
+    finally:
+        pool.putconn(conn)
 
 
 def _member_transaction(cursor: Any, begun: bool) -> ComposedStatements:

@@ -6,8 +6,9 @@ the COMMIT a WAL flush, and a hand-off between threads (and of the interpreter l
 each. `PostgresStore.run_together` runs every call queued at once one after another on one
 connection, in one transaction: one BEGIN, each call's statements, one COMMIT. Each call's
 answer still leaves only after that COMMIT has returned, and its events (`after_commit`)
-follow it. Its caller (`api/threads.py`) lets another thread start the next group, on
-another connection, while this one waits for its COMMIT.
+follow it. Its caller (`api/threads.py`) runs it on the event loop's thread
+(`PostgresStore.run_together_on_loop`, `on_loop.py`) and lets another runner start the next
+group, on another connection, while this one waits for its COMMIT.
 
 What a failure does to the others:
 
@@ -31,7 +32,7 @@ same counter rows in different orders: PostgreSQL then breaks the deadlock (afte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -79,6 +80,18 @@ class Group:
 
     def __post_init__(self) -> None:
         self.cursor = PreparedCursor(self.conn.cursor())
+
+    def run(self, works: Sequence[Callable[[], Any]], deferreds: Sequence[Deferred[Any]]) -> None:
+        """Each work in turn, its transactions members of the group, until one fails after it
+        wrote (`failure`)."""
+        token = open_group.set(self)
+        try:
+            for work, deferred in zip(works, deferreds, strict=True):
+                deferred.run(work)
+                if self.failure is not None:
+                    break
+        finally:
+            open_group.reset(token)
 
     @contextmanager
     def member(self, deferred: Deferred[Any]) -> Iterator[Transaction]:
