@@ -252,6 +252,25 @@ def test_a_queue_changed_in_a_group_is_read_again_by_the_calls_after(
     assert _bodies(engine) == []
 
 
+def test_a_queue_made_again_starts_without_what_a_late_call_left(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given a queue's row deleted by another process while calls that had read it went on:
+    # a message they sent, one they acknowledged (counted), after the delete
+    engine, _ = wired
+    acknowledged = _claimed_ids(engine, "q", "a")
+    engine.delete_messages(P, "q", ids=acknowledged)
+    engine.send(P, "q", messages=_one("late"))
+    with engine.store.transaction() as tx:
+        tx.run("DELETE FROM queues WHERE project = :p AND name = 'q'", {"p": P})  # type: ignore[attr-defined]
+    # When the queue is made again
+    engine.create_queue(P, "q")
+    # I expect it empty, counting nothing
+    stats = engine.stats(P, "q")
+    assert (stats.total, stats.acknowledged) == (0, 0)
+    assert _bodies(engine) == []
+
+
 def test_events_are_told_after_the_group_commit_even_when_the_caller_has_gone(
     wired: tuple[Engine, Wire],
 ) -> None:

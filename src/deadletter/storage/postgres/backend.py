@@ -37,7 +37,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deadletter.domain.errors import DeadletterError, StoreUnavailable
-from deadletter.domain.model import ListQuery, Message
+from deadletter.domain.model import ListQuery, Message, Queue
 from deadletter.domain.tags import ConsumerTag
 from deadletter.domain.templates import QueueTemplate
 from deadletter.storage.base import (
@@ -102,6 +102,15 @@ PROJECT_SUBSCRIPTIONS_LOCK = (
 PROJECT_TEMPLATES_LOCK = (
     "SELECT pg_advisory_xact_lock(x'7474'::int, hashtext(current_schema() || '/' || :project))"
 )
+# What a send, a claim or an acknowledgement writes of a queue: its messages, counts,
+# claims and counters, in one statement.
+LEFT_BY_HOT_CALLS = (
+    "WITH messages_left AS (DELETE FROM messages WHERE project = :project AND queue = :name),"
+    " depths_left AS (DELETE FROM queue_depths WHERE project = :project AND queue = :name),"
+    " hidden_left AS (DELETE FROM queue_hidden WHERE project = :project AND queue = :name),"
+    " claims_left AS (DELETE FROM claims WHERE project = :project AND queue = :name)"
+    " DELETE FROM counters WHERE project = :project AND queue = :name"
+)
 # Every session of the pool: no JIT compilation, no parallel workers. Each statement reads a
 # few rows through an index made for it, but PostgreSQL may cost some as if they read a deep
 # queue: it estimates the hidden messages that have become visible (none once the sweep has
@@ -129,6 +138,14 @@ class PostgresTransaction(ComposedStatements):
         # Adds the project's lock that `Queues.count_queues` promises (SQLite's writer holds it).
         self.run(PROJECT_QUEUES_LOCK, {"project": project})
         return super().count_queues(project)
+
+    def insert_queue(self, queue: Queue) -> None:
+        # A queue made anew starts empty. A hot call that read the queue's row before another
+        # process deleted it may have written after the delete (READ COMMITTED: nothing locks
+        # the row between the two, and a group's calls share one read of it): what it left
+        # goes here, not into the new queue.
+        self.run(LEFT_BY_HOT_CALLS, {"project": queue.project, "name": queue.name})
+        super().insert_queue(queue)
 
     def count_subscriptions(self, project: str, queue: str) -> tuple[int, int]:
         # Adds the project's lock that `Subscriptions.count_subscriptions` promises.
