@@ -376,9 +376,11 @@ class PostgresStore(Store):
 
 @contextmanager
 def _returned(pool: ConnectionPool[Conn], conn: Conn) -> Iterator[Conn]:
-    """`conn`, taken from `pool`, given back when the block ends (as `pool.connection()`)."""
+    """`conn`, taken from `pool`, in the block as `pool.connection()` holds one: its
+    transaction ended by the block's outcome, then given back."""
     try:
-        yield conn
+        with conn:
+            yield conn
     finally:
         pool.putconn(conn)
 
