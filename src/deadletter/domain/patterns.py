@@ -3,6 +3,7 @@ belongs to, and what merging a writer's batch of them did."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -26,3 +27,12 @@ class MergedBatch:
     last_batch: int
     patterns: int
     alerts: list[tuple[str, str]]
+
+
+def purity_of(shares: Iterable[float]) -> dict[str, float | bool]:
+    """How sure a pattern, or a part of one, is to hold one failure: `shares` are, for each
+    position flagged as maybe hiding several, the share of the members in its largest value.
+    `purity` is the smallest (1.0 with none flagged) and `impure` says it is below 1. The
+    analysis and a hand split measure it so, in one place."""
+    worst = min(shares, default=1.0)
+    return {"purity": round(worst, 4), "impure": worst < 1.0}

@@ -20,6 +20,7 @@ from typing import Any
 
 from deadletter.domain import errors
 from deadletter.domain.model import MAX_PATTERNS, DeadLetterFilter
+from deadletter.domain.patterns import purity_of
 from deadletter.domain.provenance import Provenance
 from deadletter.engine.canary import read_text, template_of
 from deadletter.engine.lookups import require_queue
@@ -201,12 +202,8 @@ def _pattern(
         "variables": _variables(old, rows, tokens, skip),
         "split": record,
     }
-    # How sure the part is, as the analysis measures a pattern (`purity.explain`): the share of
-    # its members in the largest value of its worst flagged position.
-    purity = min((v["counts"][0] / len(ids) for v in part["variables"] if "warning" in v),
-                 default=1.0)  # fmt: skip
-    part["purity"] = round(purity, 4)
-    part["impure"] = purity < 1.0
+    # How sure the part is, as the analysis measures a pattern (`pipeline.purity.explain`).
+    part.update(purity_of(v["counts"][0] / len(ids) for v in part["variables"] if "warning" in v))
     return part
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from deadletter.domain.patterns import purity_of
 from deadletter.pipeline import rules
 from deadletter.pipeline.text import PLACEHOLDERS, TAIL_MARK
 
@@ -231,7 +232,7 @@ def _explained(head: str, texts: dict[str, int]) -> dict[str, object]:
     # messages to cut (split_hidden), enough to warn.
     suspect = set(_hidden_splits(values, rows, 2))
     variables = []
-    purity = 1.0
+    shares = []
     for position, (token, seen) in enumerate(zip(places, values, strict=False)):
         top = sorted(seen, key=lambda v: (-seen[v], v))[:EXAMPLE_VALUES]
         variable: dict[str, object] = {
@@ -242,14 +243,13 @@ def _explained(head: str, texts: dict[str, int]) -> dict[str, object]:
             "distinct": len(seen),
         }
         if position in suspect:
-            share = max(seen.values()) / total
-            purity = min(purity, share)
+            shares.append(max(seen.values()) / total)
             variable["warning"] = (
                 f"{len(seen)} values that each recur with their own structure: maybe"
                 f" {len(seen)} different failures"
             )
         variables.append(variable)
-    return {"variables": variables, "purity": round(purity, 4), "impure": purity < 1.0}
+    return {"variables": variables, **purity_of(shares)}
 
 
 _SEPARATORS = r"[\s,;=()\[\]{}|:.!?\"'`]*?"
