@@ -22,6 +22,7 @@ from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
 from deadletter.storage.postgres import backend
 from deadletter.storage.postgres.backend import PostgresStore
+from deadletter.storage.postgres.on_loop import on_loop as running_on_loop
 from tests.storage.test_postgres_statement_counts import Wire
 
 P = "p"
@@ -98,6 +99,99 @@ def test_a_group_waits_for_postgresql_through_the_loop(wired: tuple[Engine, Wire
     # coroutine meanwhile
     assert thread == threading.current_thread().name
     assert ticks >= 10
+
+
+class _CountingLoop(asyncio.SelectorEventLoop):
+    """A loop that counts the readers put on it, and knows which it holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.readers_added = 0
+
+    def add_reader(self, fd: Any, callback: Any, *args: Any) -> None:
+        self.readers_added += 1
+        super().add_reader(fd, callback, *args)
+
+    def watched(self) -> list[int]:
+        return [key.fd for key in self._selector.get_map().values() if key.events & 1]
+
+
+def _on_counting_loop(scenario: Callable[[], Awaitable[Any]]) -> tuple[Any, _CountingLoop]:
+    loop = _CountingLoop()
+    try:
+        result = loop.run_until_complete(scenario())
+        return result, loop
+    finally:
+        loop.close()
+
+
+def test_a_group_waits_on_its_socket_with_one_reader_that_goes_with_it(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given eight sends in one group, each waiting for PostgreSQL's replies
+    engine, _ = wired
+    sends = [lambda i=i: engine.send(P, "q", messages=_one(f"m{i}")) for i in range(8)]
+
+    async def scenario() -> tuple[list[Any], list[int]]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, _CountingLoop)
+        before = loop.watched()
+        calls = [asyncio.ensure_future(on_loop(engine, work)) for work in sends]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        return results, [fd for fd in loop.watched() if fd not in before]
+
+    (results, left), loop = _on_counting_loop(scenario)
+    # I expect them all sent, the loop to have put one reader on the connection's socket for
+    # the group's every wait (not one a wait), and none left once the group ended
+    assert not [r for r in results if isinstance(r, BaseException)]
+    assert loop.readers_added == 1
+    assert left == []
+    assert _bodies(engine) == sorted(f"m{i}".encode() for i in range(8))
+
+
+def test_work_on_the_loop_cancelled_while_it_waits_ends_there_and_leaves_no_reader(
+    wired: tuple[Engine, Wire],
+) -> None:
+    # Given work on the loop waiting for a statement that takes PostgreSQL 5 s (as a group's
+    # runner does while the server shuts down)
+    engine, _ = wired
+    store = engine.store
+    assert isinstance(store, PostgresStore)
+    reached: list[str] = []
+
+    def work() -> None:
+        with store._pool.connection() as conn:
+            try:
+                conn.execute("SELECT pg_sleep(5)")
+            except BaseException as exc:
+                reached.append(type(exc).__name__)
+                raise
+
+    async def scenario() -> tuple[BaseException | None, float, list[int]]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, _CountingLoop)
+        before = loop.watched()
+        task = asyncio.ensure_future(running_on_loop(work))
+        await asyncio.sleep(0.2)
+        # When it is cancelled
+        start = loop.time()
+        task.cancel()
+        error: BaseException | None = None
+        try:
+            await task
+        except BaseException as exc:
+            error = exc
+        return error, loop.time() - start, [fd for fd in loop.watched() if fd not in before]
+
+    (error, took, left), _ = _on_counting_loop(scenario)
+    # I expect the cancellation raised in the work where it waited and then to its caller, at
+    # once, no reader left on the loop, and the store usable again
+    assert reached == ["CancelledError"]
+    assert isinstance(error, asyncio.CancelledError)
+    assert took < 1.0
+    assert left == []
+    engine.send(P, "q", messages=_one("after"))
+    assert _bodies(engine) == [b"after"]
 
 
 def test_a_group_with_no_free_connection_runs_its_calls_alone_and_the_loop_goes_on(

@@ -7,21 +7,31 @@ back from the loop after every reply of PostgreSQL (about twelve `futex` calls a
 W1, where SQLite's server made one), and a reply waited for the loop to let the lock go.
 Here the group runs in a greenlet on the loop's thread (`on_loop`), the way SQLAlchemy's
 asyncio layer runs a synchronous driver: where psycopg would block on the connection's
-socket (`LoopWaitingConnection.wait`), the greenlet hands psycopg's own asyncio wait to the
-loop and switches back to it; the loop serves other requests, and switches into the greenlet
-again when the socket is ready. Everything else is as on a thread: the same statements, the
-same transaction, the same `Connection` methods; used from any other thread, the connection
-waits as psycopg's does.
+socket (`LoopWaitingConnection.wait`), the greenlet switches back to the loop, which serves
+other requests and switches into the greenlet again when the socket is ready. Everything
+else is as on a thread: the same statements, the same transaction, the same `Connection`
+methods; used from any other thread, the connection waits as psycopg's does.
+
+A wait for a reply is the loop's reader on the socket, whose callback switches into the
+greenlet at once: no future, task or timer a wait (psycopg's `wait_async` made each, and
+added and removed the reader, two `epoll_ctl` calls, at every wait). The reader stays while
+the work waits on the same socket again, and goes when it waits on something else or ends,
+so the loop never watches a connection that the work does not wait on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import select
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import greenlet
 import psycopg
+from psycopg import errors as pg_errors
 from psycopg import waiting
+from psycopg.waiting import READY_R, WAIT_R, WAIT_W
 
 T = TypeVar("T")
 # How often psycopg's own waits look up from the socket (its `_WAIT_INTERVAL`).
@@ -30,6 +40,21 @@ WAIT_INTERVAL = 0.1
 
 class _OnLoop(greenlet.greenlet):  # type: ignore[misc]
     """Work run by `on_loop`: its waits on a connection go to the loop."""
+
+    def __init__(self, fn: Callable[..., Any], loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(fn, greenlet.getcurrent())
+        self.loop = loop
+        self.done: asyncio.Future[Any] = loop.create_future()
+        self.reading: int | None = None  # the socket whose reader is on the loop for it
+
+
+class _Readable:
+    """What the work waits for: its connection's socket readable."""
+
+    __slots__ = ("fileno",)
+
+    def __init__(self, fileno: int) -> None:
+        self.fileno = fileno
 
 
 def _awaited(awaitable: Awaitable[T]) -> T:
@@ -46,16 +71,63 @@ async def on_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`fn(*args, **kwargs)` on the loop's thread; where it waits on a connection of
     `LoopWaitingConnection`, the loop serves others. What it raises is raised here; what the
     wait raises (the caller cancelled) is raised in `fn` where it waits."""
-    work = _OnLoop(fn, greenlet.getcurrent())
-    step = work.switch(*args, **kwargs)
-    while not work.dead:
+    work = _OnLoop(fn, asyncio.get_running_loop())
+    _step(work, lambda: work.switch(*args, **kwargs))
+    while True:
         try:
-            value = await step
-        except BaseException as exc:  # into the work, where it waited
-            step = work.throw(exc)
-        else:
-            step = work.switch(value)
-    return step  # type: ignore[no-any-return]
+            return await asyncio.shield(work.done)
+        except asyncio.CancelledError as exc:
+            if work.done.done():
+                raise
+            # Into the work, where it waits; it ends as it may, and what it raises is ours.
+            _stop_reading(work)
+            _step(work, lambda exc=exc: work.throw(exc))  # type: ignore[misc]
+
+
+def _step(work: _OnLoop, resume: Callable[[], Any]) -> None:
+    """Resume `work` (on the loop's thread) and arrange for whatever it waits for next."""
+    try:
+        wanted = resume()
+    except BaseException as exc:  # what the work raised: the caller's
+        _stop_reading(work)
+        if not work.done.done():
+            work.done.set_exception(exc)
+        return
+    if work.dead:
+        _stop_reading(work)
+        if not work.done.done():
+            work.done.set_result(wanted)
+        return
+    if isinstance(wanted, _Readable):
+        if work.reading != wanted.fileno:
+            _stop_reading(work)
+            work.loop.add_reader(wanted.fileno, _readable, work)
+            work.reading = wanted.fileno
+        return
+    _stop_reading(work)  # any other wait: the loop awaits it
+    future = asyncio.ensure_future(wanted)
+    future.add_done_callback(lambda f: _step(work, _resumed_with(work, f)))
+
+
+def _resumed_with(work: _OnLoop, future: asyncio.Future[Any]) -> Callable[[], Any]:
+    """How to resume `work` with what `future` ended with."""
+    if future.cancelled():
+        return lambda: work.throw(asyncio.CancelledError())
+    exc = future.exception()
+    if exc is not None:
+        return lambda: work.throw(exc)
+    return lambda: work.switch(future.result())
+
+
+def _readable(work: _OnLoop) -> None:
+    _step(work, lambda: work.switch(READY_R))
+
+
+def _stop_reading(work: _OnLoop) -> None:
+    if work.reading is not None:
+        with contextlib.suppress(Exception):  # a loop closed meanwhile watches nothing
+            work.loop.remove_reader(work.reading)
+        work.reading = None
 
 
 class LoopWaitingConnection(psycopg.Connection[Any]):
@@ -64,6 +136,59 @@ class LoopWaitingConnection(psycopg.Connection[Any]):
 
     def wait(self, gen: Any, interval: float = WAIT_INTERVAL, timeout: float | None = None) -> Any:
         if running_on_loop():
+            if timeout is None:
+                return _wait_on_loop(gen, self.pgconn.socket)
             socket = self.pgconn.socket
             return _awaited(waiting.wait_async(gen, socket, interval=interval, timeout=timeout))
         return super().wait(gen, interval, timeout)
+
+
+def _wait_on_loop(gen: Any, fileno: int) -> Any:
+    """psycopg's generator `gen` run to its end from work on the loop: a wait to read is the
+    loop's reader (module docstring); a socket asked for writing is nearly always writable,
+    and is polled without the loop unless it is not."""
+    me = greenlet.getcurrent()
+    try:
+        state = next(gen)
+        while True:
+            if state & WAIT_W:
+                ready = _ready_now(fileno, state)
+                if not ready:
+                    ready = _awaited(_ready_later(fileno, state))
+            elif state & WAIT_R:
+                ready = me.parent.switch(_Readable(fileno))
+            else:
+                raise pg_errors.InternalError(f"bad poll status: {state}")
+            state = gen.send(ready)
+    except OSError as exc:  # the socket is gone: the connection was closed
+        raise pg_errors.OperationalError("connection socket closed") from exc
+    except StopIteration as end:
+        return end.value
+
+
+def _ready_now(fileno: int, state: int) -> int:
+    """The readiness of `fileno` for `state`, without waiting."""
+    readers, writers, _ = select.select(
+        [fileno] if state & WAIT_R else [], [fileno] if state & WAIT_W else [], [], 0
+    )
+    return (READY_R if readers else 0) | (waiting.READY_W if writers else 0)
+
+
+async def _ready_later(fileno: int, state: int) -> int:
+    """The readiness of `fileno` for `state`, waited for on the loop."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[int] = loop.create_future()
+
+    def ready(which: int) -> None:
+        if not future.done():
+            future.set_result(which)
+
+    if state & WAIT_R:
+        loop.add_reader(fileno, ready, READY_R)
+    loop.add_writer(fileno, ready, waiting.READY_W)
+    try:
+        return await future
+    finally:
+        if state & WAIT_R:
+            loop.remove_reader(fileno)
+        loop.remove_writer(fileno)
