@@ -61,6 +61,15 @@ class PostgresDialect(Dialect):
         # Each statement's text as libpq takes it, by its text in psycopg's spelling.
         self._positional: dict[str, Positional] = {}
 
+    def read_rows(self, cursor: Any, names: tuple[str, ...]) -> list[tuple[Any, ...]]:
+        # Rows through libpq come as tuples: a message's 25 columns taken by position, no
+        # dict made a row (`PreparedCursor.values_of`).
+        if isinstance(cursor, PreparedCursor):
+            values = cursor.values_of(names)
+            if values is not None:
+                return values
+        return super().read_rows(cursor, names)
+
     def execute(self, cursor: Any, statement: Statement, params: Mapping[str, Any]) -> None:
         """A statement with optional filters is never prepared, so that PostgreSQL plans it
         with the values each time. psycopg prepares a statement run five times on a

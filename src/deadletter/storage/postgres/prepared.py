@@ -14,6 +14,7 @@ never prepared (`PostgresDialect.execute`).
 
 from __future__ import annotations
 
+import operator
 import re
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -103,7 +104,10 @@ class PreparedCursor:
         self._pgconn = cursor.connection.pgconn
         self._session = _session_of(cursor.connection)
         self._tx = Transformer(cursor.connection)
-        self._rows: list[dict[str, Any]] = []
+        # The last result's rows as tuples, and their columns' names: dicts are made only for
+        # a caller that reads rows by name (`fetchone`, `fetchall`), not for `values_of`.
+        self._rows: list[tuple[Any, ...]] = []
+        self._columns: list[str] = []
         self._rowcount = -1
         self._from_cursor = False  # whether the last statement went through psycopg's cursor
         # A command (BEGIN, COMMIT) that goes to the server with the next statement, ahead of it
@@ -198,9 +202,8 @@ class PreparedCursor:
             if name is not None:
                 self._session.columns[name] = columns
         self._tx.set_pgresult(result)
-        self._rows = self._tx.load_rows(
-            0, result.ntuples, lambda values: dict(zip(columns, values, strict=True))
-        )
+        self._rows = self._tx.load_rows(0, result.ntuples, tuple)
+        self._columns = columns
 
     def command(self, sql: bytes) -> None:
         """A statement without parameters or rows (BEGIN, COMMIT), as one simple query."""
@@ -250,10 +253,23 @@ class PreparedCursor:
     def fetchone(self) -> Any:
         if self._from_cursor:
             return self._cursor.fetchone()
-        return self._rows.pop(0) if self._rows else None
+        return dict(zip(self._columns, self._rows.pop(0), strict=True)) if self._rows else None
 
     def fetchall(self) -> list[Any]:
         if self._from_cursor:
             return self._cursor.fetchall()
         rows, self._rows = self._rows, []
-        return rows
+        columns = self._columns
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    def values_of(self, names: tuple[str, ...]) -> list[tuple[Any, ...]] | None:
+        """The last result's rows as tuples of the columns `names`, in order, without a dict
+        a row; None if the last statement went through psycopg's cursor."""
+        if self._from_cursor:
+            return None
+        rows, self._rows = self._rows, []
+        if not rows:
+            return []
+        index = {name: i for i, name in enumerate(self._columns)}
+        read = operator.itemgetter(*(index[name] for name in names))
+        return [read(row) for row in rows]

@@ -97,6 +97,11 @@ class Dialect(abc.ABC):
         psycopg builds a description's column objects only when asked, one per column.)"""
         return operator.itemgetter(*names)
 
+    def read_rows(self, cursor: Any, names: tuple[str, ...]) -> list[tuple[Any, ...]]:
+        """The rows of `cursor`'s last result as tuples of the columns `names`, in order."""
+        read = self.reader(cursor, names)
+        return [read(row) for row in cursor.fetchall()]
+
     @abc.abstractmethod
     def numbered(self, tx: Statements, project: str, messages: Sequence[Message]) -> list[Message]:
         """`messages` with new sequence numbers, in input order, in commit order per queue."""

@@ -72,20 +72,17 @@ class Executor:
         return self.cur.fetchall()
 
     def _messages(self, sql: str, params: Mapping[str, Any]) -> list[Message]:
-        rows = self.all(sql, params)
-        if not rows:
-            return []
-        read = self.d.reader(self.cur, _MESSAGE_AND_PLACE)
+        self.run(sql, params)
+        rows = self.d.read_rows(self.cur, _MESSAGE_AND_PLACE)
         if self.d.serial or " FOR UPDATE" in sql:
             # Read with their rows locked (or on a store whose writers are serial): no other
             # transaction changes them before this one ends, so where they are is known.
             messages = []
-            for row in rows:
-                values = read(row)
+            for values in rows:
                 self._places[values[0]] = _place_of(values[1], values[-2], values[-1])
                 messages.append(message_of(values))
             return messages
-        return [message_of(read(row)) for row in rows]
+        return [message_of(values) for values in rows]
 
     def _locked_message(self, row: Any) -> Message:
         """A message read with its row locked (`_messages`), from a row read by name."""
