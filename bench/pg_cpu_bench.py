@@ -10,8 +10,8 @@ that holds 2,000; 50 cycles warm the connection first. Each run is a child proce
 database; with `--base` the runs of this code and of the other checkout's `src/` alternate,
 and the medians are reported beside the load average of each run.
 
-`--on-loop` runs the calls as the server's hot routes do, through `api.threads.on_loop` on an
-event loop: four producers and four consumers at once, each with `--cycles` sends or claims
+`--on-loop` runs the calls as the server's hot routes do, through `api.threads.on_loop` on
+uvloop's event loop: four producers and four consumers at once, each with `--cycles` sends or claims
 and deletes, so that their calls share groups on the store's pool (its backends are then
 counted only in *all PostgreSQL*).
 """
@@ -156,7 +156,10 @@ def run_on_loop(cycles: int) -> dict[str, float]:
             after = (time.process_time(), _postgres_cpu(), time.perf_counter())
             return tuple(b - a for a, b in zip(before, after, strict=True))
 
-        process, postgres, seconds = asyncio.run(measured())
+        import uvloop  # the server's loop (`server.EVENT_LOOP`)
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            process, postgres, seconds = runner.run(measured())
     finally:
         store.close()
         db.close()
