@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 import pytest
+import uvloop
 
 from deadletter.api.threads import on_loop
 from deadletter.clock import ManualClock
@@ -22,6 +23,7 @@ from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
 from deadletter.storage.postgres import backend
 from deadletter.storage.postgres.backend import PostgresStore
+from deadletter.storage.postgres.on_loop import LoopWaitingConnection
 from deadletter.storage.postgres.on_loop import on_loop as running_on_loop
 from tests.storage.test_postgres_statement_counts import Wire
 
@@ -192,6 +194,35 @@ def test_work_on_the_loop_cancelled_while_it_waits_ends_there_and_leaves_no_read
     assert left == []
     engine.send(P, "q", messages=_one("after"))
     assert _bodies(engine) == [b"after"]
+
+
+def test_work_on_the_loop_that_closes_a_connection_waits_on_the_next_one_given_its_socket(
+    store_url: str,
+) -> None:
+    # Given work on the server's loop (uvloop) that waits on a connection, closes it, and
+    # opens another, which the system gives the closed one's socket number
+    sockets: list[int] = []
+
+    def work() -> str:
+        first = LoopWaitingConnection.connect(store_url, autocommit=True)
+        first.execute("SELECT 1")
+        sockets.append(first.fileno())
+        first.close()
+        with LoopWaitingConnection.connect(store_url, autocommit=True) as second:
+            sockets.append(second.fileno())
+            row = second.execute("SELECT 'answered'").fetchone()
+        return str(row[0]) if row else ""
+
+    async def scenario() -> str:
+        return await asyncio.wait_for(running_on_loop(work), timeout=5)
+
+    # When it waits on the second connection
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        answer = runner.run(scenario())
+    # I expect the same socket number, and the reply heard: the loop watches the new socket,
+    # not the closed one's registration
+    assert sockets[0] == sockets[1]
+    assert answer == "answered"
 
 
 def test_a_group_with_no_free_connection_runs_its_calls_alone_and_the_loop_goes_on(

@@ -15,8 +15,10 @@ methods; used from any other thread, the connection waits as psycopg's does.
 A wait for a reply is the loop's reader on the socket, whose callback switches into the
 greenlet at once: no future, task or timer a wait (psycopg's `wait_async` made each, and
 added and removed the reader, two `epoll_ctl` calls, at every wait). The reader stays while
-the work waits on the same socket again, and goes when it waits on something else or ends,
-so the loop never watches a connection that the work does not wait on.
+the work waits on the same connection again, and goes when it waits on something else, ends,
+or closes the connection: the loop never watches a connection the work is done with, nor a
+closed socket (uvloop aborts the process on one), nor a new socket given the old one's
+number.
 """
 
 from __future__ import annotations
@@ -45,15 +47,17 @@ class _OnLoop(greenlet.greenlet):  # type: ignore[misc]
         super().__init__(fn, greenlet.getcurrent())
         self.loop = loop
         self.done: asyncio.Future[Any] = loop.create_future()
-        self.reading: int | None = None  # the socket whose reader is on the loop for it
+        # The connection whose socket has the loop's reader for this work, and that socket.
+        self.reading: tuple[psycopg.Connection[Any], int] | None = None
 
 
 class _Readable:
-    """What the work waits for: its connection's socket readable."""
+    """What the work waits for: a connection's socket readable."""
 
-    __slots__ = ("fileno",)
+    __slots__ = ("connection", "fileno")
 
-    def __init__(self, fileno: int) -> None:
+    def __init__(self, connection: psycopg.Connection[Any], fileno: int) -> None:
+        self.connection = connection
         self.fileno = fileno
 
 
@@ -99,10 +103,11 @@ def _step(work: _OnLoop, resume: Callable[[], Any]) -> None:
             work.done.set_result(wanted)
         return
     if isinstance(wanted, _Readable):
-        if work.reading != wanted.fileno:
+        reading = work.reading
+        if reading is None or reading[0] is not wanted.connection or reading[1] != wanted.fileno:
             _stop_reading(work)
             work.loop.add_reader(wanted.fileno, _readable, work)
-            work.reading = wanted.fileno
+            work.reading = (wanted.connection, wanted.fileno)
         return
     _stop_reading(work)  # any other wait: the loop awaits it
     future = asyncio.ensure_future(wanted)
@@ -126,8 +131,16 @@ def _readable(work: _OnLoop) -> None:
 def _stop_reading(work: _OnLoop) -> None:
     if work.reading is not None:
         with contextlib.suppress(Exception):  # a loop closed meanwhile watches nothing
-            work.loop.remove_reader(work.reading)
+            work.loop.remove_reader(work.reading[1])
         work.reading = None
+
+
+def _release(connection: psycopg.Connection[Any]) -> None:
+    """Before `connection`'s socket is closed: the loop must not watch a closed socket (uvloop
+    aborts the process), nor take another socket given its number for it."""
+    work = greenlet.getcurrent()
+    if isinstance(work, _OnLoop) and work.reading is not None and work.reading[0] is connection:
+        _stop_reading(work)
 
 
 class LoopWaitingConnection(psycopg.Connection[Any]):
@@ -137,17 +150,23 @@ class LoopWaitingConnection(psycopg.Connection[Any]):
     def wait(self, gen: Any, interval: float = WAIT_INTERVAL, timeout: float | None = None) -> Any:
         if running_on_loop():
             if timeout is None:
-                return _wait_on_loop(gen, self.pgconn.socket)
+                return _wait_on_loop(gen, self)
             socket = self.pgconn.socket
             return _awaited(waiting.wait_async(gen, socket, interval=interval, timeout=timeout))
         return super().wait(gen, interval, timeout)
 
+    def close(self) -> None:
+        _release(self)
+        super().close()
 
-def _wait_on_loop(gen: Any, fileno: int) -> Any:
+
+def _wait_on_loop(gen: Any, connection: psycopg.Connection[Any]) -> Any:
     """psycopg's generator `gen` run to its end from work on the loop: a wait to read is the
     loop's reader (module docstring); a socket asked for writing is nearly always writable,
     and is polled without the loop unless it is not."""
     me = greenlet.getcurrent()
+    fileno = connection.pgconn.socket
+    readable = _Readable(connection, fileno)
     try:
         state = next(gen)
         while True:
@@ -156,7 +175,7 @@ def _wait_on_loop(gen: Any, fileno: int) -> Any:
                 if not ready:
                     ready = _awaited(_ready_later(fileno, state))
             elif state & WAIT_R:
-                ready = me.parent.switch(_Readable(fileno))
+                ready = me.parent.switch(readable)
             else:
                 raise pg_errors.InternalError(f"bad poll status: {state}")
             state = gen.send(ready)
