@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import select
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import greenlet
@@ -49,6 +50,8 @@ class _OnLoop(greenlet.greenlet):  # type: ignore[misc]
         self.done: asyncio.Future[Any] = loop.create_future()
         # The connection whose socket has the loop's reader for this work, and that socket.
         self.reading: tuple[psycopg.Connection[Any], int] | None = None
+        # What the loop awaits for it otherwise: only its own outcome resumes the work.
+        self.awaiting: asyncio.Future[Any] | None = None
 
 
 class _Readable:
@@ -85,6 +88,7 @@ async def on_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
                 raise
             # Into the work, where it waits; it ends as it may, and what it raises is ours.
             _stop_reading(work)
+            _stop_awaiting(work)
             _step(work, lambda exc=exc: work.throw(exc))  # type: ignore[misc]
 
 
@@ -110,8 +114,20 @@ def _step(work: _OnLoop, resume: Callable[[], Any]) -> None:
             work.reading = (wanted.connection, wanted.fileno)
         return
     _stop_reading(work)  # any other wait: the loop awaits it
-    future = asyncio.ensure_future(wanted)
-    future.add_done_callback(lambda f: _step(work, _resumed_with(work, f)))
+    future = work.awaiting = asyncio.ensure_future(wanted)
+    future.add_done_callback(partial(_awaited_done, work))
+
+
+def _awaited_done(work: _OnLoop, future: asyncio.Future[Any]) -> None:
+    if work.awaiting is future:  # not one given up (`_stop_awaiting`)
+        work.awaiting = None
+        _step(work, _resumed_with(work, future))
+
+
+def _stop_awaiting(work: _OnLoop) -> None:
+    if work.awaiting is not None:
+        work.awaiting.cancel()
+        work.awaiting = None
 
 
 def _resumed_with(work: _OnLoop, future: asyncio.Future[Any]) -> Callable[[], Any]:
