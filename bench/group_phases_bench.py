@@ -17,6 +17,10 @@ p90 in ms of:
 Per run: the groups, their mean size and COMMIT, and the occupancy of the one-at-a-time
 section: the calls' run times summed over the span from the first start to the last end.
 
+And per request, as the load generator saw it (its `ZaqarSession` calls timed) beside the
+time its call spent in a group (wait, run and after): what is left is the HTTP, the loop
+and the load generator's own threads, which share one interpreter.
+
 Each count of clients (as many producers as consumers) is one W1 on a fresh database and a
 fresh server, `deadletter serve` wrapped from outside by `bench/group_phases_serve.py`. The
 table is printed, and with `--out NAME` written to `bench/results/group-phases-NAME.md`.
@@ -28,11 +32,15 @@ import argparse
 import json
 import os
 import statistics
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench.group_phases_serve import OUT
+from bench.peers.drivers import ZaqarSession
 from bench.peers.stats import percentile
 from bench.peers.systems import VENV_BIN, WORK, Deadletter, log
 from bench.peers.workloads import Params, steady
@@ -46,6 +54,37 @@ PHASES: dict[str, Callable[[list[Any]], float]] = {
     "of it own": lambda c: c[3] - c[2] - c[4],
     "after": lambda c: c[6] - c[3],
 }
+
+
+# The load generator's requests, and the kind of call each makes in the server.
+REQUESTS = {"send": "post_messages", "receive": "create_claim", "ack": "delete_messages"}
+
+
+@contextmanager
+def _timed_requests() -> Iterator[dict[str, list[float]]]:
+    """Seconds of each `ZaqarSession` request of `REQUESTS`, by request, while inside."""
+    seconds: dict[str, list[float]] = {name: [] for name in REQUESTS}
+    lock = threading.Lock()
+    originals = {name: getattr(ZaqarSession, name) for name in REQUESTS}
+
+    def timed(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def request(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                with lock:
+                    seconds[name].append(time.perf_counter() - start)
+
+        return request
+
+    for name, call in originals.items():
+        setattr(ZaqarSession, name, timed(name, call))
+    try:
+        yield seconds
+    finally:
+        for name, call in originals.items():
+            setattr(ZaqarSession, name, call)
 
 
 class PhasedServer(Deadletter):
@@ -68,12 +107,18 @@ def run(clients: int, n: int) -> dict[str, Any]:
     log(f"W1, {clients} producers and {clients} consumers, N={n}")
     driver = system.fresh()
     try:
-        result = steady(driver, Params(n=n, producers=clients, consumers=clients))
+        with _timed_requests() as client:
+            result = steady(driver, Params(n=n, producers=clients, consumers=clients))
     finally:
         system.end_run()  # the server writes its records as it exits
     if not records.exists():
         raise RuntimeError(f"the server wrote no records: see {WORK / 'logs'}")
-    return {"w1": result, "load": os.getloadavg()[0], **json.loads(records.read_text())}
+    return {
+        "w1": result,
+        "load": os.getloadavg()[0],
+        "client": client,
+        **json.loads(records.read_text()),
+    }
 
 
 def _ms(values: list[float]) -> str:
@@ -106,6 +151,23 @@ def markdown(runs: dict[int, dict[str, Any]], n: int) -> str:
             f" | {statistics.mean(g[0] for g in groups):.2f} | {_ms(commits)}"
             f" | {occupancy:.0%} | {len(data['calls']) - len(calls)} | {data['load']:.1f} |"
         )
+    lines += [
+        "",
+        "Per request, p50 / p90 in ms: as the load generator saw it, and its call's time in a"
+        " group (wait, run and after):",
+        "",
+        "| clients | request | call | requests | at the load generator | in a group |",
+        "|---:|---|---|---:|---:|---:|",
+    ]
+    for clients, data in runs.items():
+        for request, kind in REQUESTS.items():
+            seen = data["client"][request]
+            grouped = [c[6] - c[1] for c in data["calls"] if c[7] and c[0] == kind]
+            if seen and grouped:
+                lines.append(
+                    f"| {clients} | {request} | {kind} | {len(seen):,} | {_ms(seen)}"
+                    f" | {_ms(grouped)} |"
+                )
     lines += [
         "",
         "Per run: messages per second end to end, the groups, calls a group, p50 / p90 of a"
