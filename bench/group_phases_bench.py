@@ -21,6 +21,11 @@ And per request, as the load generator saw it (its `ZaqarSession` calls timed) b
 time its call spent in a group (wait, run and after): what is left is the HTTP, the loop
 and the load generator's own threads, which share one interpreter.
 
+And per process, over three seconds of the run from one second in: the share of the wall
+time its threads ran, and the share they spent runnable but waiting for a CPU
+(`/proc/PID/task/TID/schedstat`): the server's loop thread, its other threads, PostgreSQL's
+processes, and the load generator.
+
 Each count of clients (as many producers as consumers) is one W1 on a fresh database and a
 fresh server, `deadletter serve` wrapped from outside by `bench/group_phases_serve.py`. The
 table is printed, and with `--out NAME` written to `bench/results/group-phases-NAME.md`.
@@ -29,6 +34,7 @@ table is printed, and with `--out NAME` written to `bench/results/group-phases-N
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -54,6 +60,66 @@ PHASES: dict[str, Callable[[list[Any]], float]] = {
     "of it own": lambda c: c[3] - c[2] - c[4],
     "after": lambda c: c[6] - c[3],
 }
+
+
+def _threads(pid: int) -> dict[int, tuple[int, int]]:
+    """Nanoseconds each thread of `pid` has run and waited for a CPU so far."""
+    seen = {}
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                stat = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text()
+                run, wait, _ = map(int, stat.split())
+                seen[int(tid)] = (run, wait)
+    return seen
+
+
+def _postgres_pids() -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{entry}/comm").read_text().strip() == "postgres":
+                    pids.append(int(entry))
+    return pids
+
+
+def _scheduling(server: int) -> dict[str, dict[int, tuple[int, int]]]:
+    """Each thread's nanoseconds run and waited so far (`_threads`), by part."""
+    own = _threads(server)
+    postgres: dict[int, tuple[int, int]] = {}
+    for pid in _postgres_pids():
+        postgres.update(_threads(pid))
+    return {
+        "server loop thread": {server: own.pop(server, (0, 0))},
+        "server other threads": own,
+        "PostgreSQL": postgres,
+        "load generator": _threads(os.getpid()),
+    }
+
+
+class _Window(threading.Thread):
+    """`_scheduling` over WINDOW seconds of a run, from SETTLE seconds into it, as shares of
+    the wall time, summed over the threads that live through the window (the load
+    generator's end with the run)."""
+
+    SETTLE, WINDOW = 1.0, 3.0
+
+    def __init__(self, server: int) -> None:
+        super().__init__(daemon=True)
+        self.server = server
+        self.shares: dict[str, list[float]] = {}
+
+    def run(self) -> None:
+        time.sleep(self.SETTLE)
+        before, start = _scheduling(self.server), time.perf_counter()
+        time.sleep(self.WINDOW)
+        after, wall = _scheduling(self.server), time.perf_counter() - start
+        for part, threads in after.items():
+            lived = [tid for tid in threads if tid in before[part]]
+            self.shares[part] = [
+                sum(threads[t][i] - before[part][t][i] for t in lived) / 1e9 / wall for i in (0, 1)
+            ]
 
 
 # The load generator's requests, and the kind of call each makes in the server.
@@ -107,8 +173,13 @@ def run(clients: int, n: int) -> dict[str, Any]:
     log(f"W1, {clients} producers and {clients} consumers, N={n}")
     driver = system.fresh()
     try:
+        server = system.server_pid()
+        assert server is not None
+        window = _Window(server)
         with _timed_requests() as client:
+            window.start()
             result = steady(driver, Params(n=n, producers=clients, consumers=clients))
+        window.join()
     finally:
         system.end_run()  # the server writes its records as it exits
     if not records.exists():
@@ -117,6 +188,7 @@ def run(clients: int, n: int) -> dict[str, Any]:
         "w1": result,
         "load": os.getloadavg()[0],
         "client": client,
+        "scheduling": window.shares,
         **json.loads(records.read_text()),
     }
 
@@ -168,6 +240,18 @@ def markdown(runs: dict[int, dict[str, Any]], n: int) -> str:
                     f"| {clients} | {request} | {kind} | {len(seen):,} | {_ms(seen)}"
                     f" | {_ms(grouped)} |"
                 )
+    lines += [
+        "",
+        "Per process, over three seconds of the run from one second in: the share of the wall"
+        " time its threads ran on a CPU, and the share they waited for one (runnable, not"
+        " running), summed over its threads:",
+        "",
+        "| clients | process | ran | waited for a CPU |",
+        "|---:|---|---:|---:|",
+    ]
+    for clients, data in runs.items():
+        for part, (ran, waited) in data["scheduling"].items():
+            lines.append(f"| {clients} | {part} | {ran:.0%} | {waited:.0%} |")
     lines += [
         "",
         "Per run: messages per second end to end, the groups, calls a group, p50 / p90 of a"
