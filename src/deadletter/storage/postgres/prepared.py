@@ -14,7 +14,6 @@ never prepared (`PostgresDialect.execute`).
 
 from __future__ import annotations
 
-import operator
 import re
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +25,8 @@ from psycopg import errors as pg_errors
 from psycopg import generators
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import ExecStatus
+
+from deadletter.storage.sql.dialect import positional_reader
 
 # Runs of one statement on a connection before it is prepared there (psycopg's own
 # `prepare_threshold`), and how many a connection prepares at most (its `prepared_max`): a
@@ -71,7 +72,7 @@ class _Session:
     encoding: str
     prepared: dict[tuple[bytes, tuple[int, ...] | None], bytes] = field(default_factory=dict)
     runs: dict[tuple[bytes, tuple[int, ...] | None], int] = field(default_factory=dict)
-    columns: dict[bytes, list[str]] = field(default_factory=dict)
+    columns: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
 
 
 _sessions: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Session] = (
@@ -107,7 +108,7 @@ class PreparedCursor:
         # The last result's rows as tuples, and their columns' names: dicts are made only for
         # a caller that reads rows by name (`fetchone`, `fetchall`), not for `values_of`.
         self._rows: list[tuple[Any, ...]] = []
-        self._columns: list[str] = []
+        self._columns: tuple[str, ...] = ()
         self._rowcount = -1
         self._from_cursor = False  # whether the last statement went through psycopg's cursor
         # A command (BEGIN, COMMIT) that goes to the server with the next statement, ahead of it
@@ -198,7 +199,7 @@ class PreparedCursor:
             return
         columns = self._session.columns.get(name) if name is not None else None
         if columns is None:
-            columns = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
+            columns = tuple((result.fname(i) or b"").decode() for i in range(result.nfields))
             if name is not None:
                 self._session.columns[name] = columns
         self._tx.set_pgresult(result)
@@ -270,6 +271,5 @@ class PreparedCursor:
         rows, self._rows = self._rows, []
         if not rows:
             return []
-        index = {name: i for i, name in enumerate(self._columns)}
-        read = operator.itemgetter(*(index[name] for name in names))
+        read = positional_reader(self._columns, names)
         return [read(row) for row in rows]

@@ -4,12 +4,15 @@ and how messages are numbered."""
 from __future__ import annotations
 
 import abc
+import functools
 import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 from deadletter.domain.errors import DeadletterError
 from deadletter.domain.model import Message
@@ -28,6 +31,24 @@ class Statements(Protocol):
 
 # Takes some of a row's columns, in a given order (`Dialect.reader`).
 Reader = Callable[[Any], tuple[Any, ...]]
+
+
+@functools.lru_cache(maxsize=256)
+def positional_reader(columns: tuple[str, ...], names: tuple[str, ...]) -> Reader:
+    """`names` taken by their places among a result's `columns`, once per kind of result."""
+    place = {column: i for i, column in enumerate(columns)}
+    return operator.itemgetter(*(place[name] for name in names))
+
+
+_encode_json = msgspec.json.Encoder().encode
+
+
+def json_text(value: Any) -> str:
+    """`value` as the JSON text a statement's parameter carries (SQLite's `json_each`,
+    PostgreSQL's `json_to_recordset`): msgspec's encoder, a seventh of the `json` module's
+    time for a send's ten rows; text, since SQLite would take bytes for its binary JSON."""
+    return _encode_json(value).decode()
+
 
 PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 ID_LIST = re.compile(r"(\w+) = ANY\(:(\w+)\)")

@@ -3,21 +3,25 @@ errors named, and how it numbers messages (one counter: transactions are serial)
 
 from __future__ import annotations
 
-import functools
-import operator
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import msgspec
 
 from deadletter.domain.errors import DeadletterError, QueueAlreadyExists, StoreUnavailable
 from deadletter.domain.model import Message
 from deadletter.storage.base import StorageError, TransactionConflict
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
-from deadletter.storage.sql.dialect import ID_LIST, Dialect, Reader, Statement, Statements
+from deadletter.storage.sql.dialect import (
+    ID_LIST,
+    Dialect,
+    Reader,
+    Statement,
+    Statements,
+    json_text,
+    positional_reader,
+)
 
 # One counter numbers the messages of every queue: transactions are serial, so numbers are
 # handed out in commit order.
@@ -50,22 +54,6 @@ UNAVAILABLE = {
 }
 
 
-def _json_text(value: Any) -> str:
-    """A list parameter as the JSON text `json_each` reads (as text: bytes would bind as a
-    blob, which SQLite would take for its binary JSON)."""
-    return _encode_json(value).decode()
-
-
-_encode_json = msgspec.json.Encoder().encode
-
-
-@functools.lru_cache(maxsize=256)
-def _positional_reader(columns: tuple[str, ...], names: tuple[str, ...]) -> Reader:
-    """`names` taken by their places among a result's `columns`, once per kind of result."""
-    place = {column: i for i, column in enumerate(columns)}
-    return operator.itemgetter(*(place[name] for name in names))
-
-
 class SQLiteDialect(Dialect):
     """sqlite3 takes `:name` parameters itself. Row locks are dropped: a transaction holds
     the database's write lock from its start (BEGIN IMMEDIATE), so whatever it reads is
@@ -86,13 +74,13 @@ class SQLiteDialect(Dialect):
     def reader(self, cursor: Any, names: tuple[str, ...]) -> Reader:
         # sqlite3.Row finds a column by name by comparing it with each column's name in turn;
         # by position it is one step. A message row is read by 23 names.
-        return _positional_reader(tuple(column[0] for column in cursor.description), names)
+        return positional_reader(tuple(column[0] for column in cursor.description), names)
 
     def bind(self, statement: Statement, params: Mapping[str, Any]) -> Mapping[str, Any]:
         if not statement.lists:
             return params
         return {
-            k: _json_text(v) if k in statement.lists and v is not None else v
+            k: json_text(v) if k in statement.lists and v is not None else v
             for k, v in params.items()
         }
 
@@ -122,7 +110,7 @@ class SQLiteDialect(Dialect):
         self, tx: Statements, project: str, ids: Sequence[str], params: Mapping[str, Any]
     ) -> None:
         first = int(tx.one(RESERVE_SEQS, {"n": len(ids)})["value"]) - len(ids) + 1
-        tx.run(REDRIVE_IN_PLACE, {**params, "ids": _json_text(list(ids)), "first": first})
+        tx.run(REDRIVE_IN_PLACE, {**params, "ids": json_text(list(ids)), "first": first})
 
 
 SQLITE = SQLiteDialect()
