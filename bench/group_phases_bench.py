@@ -48,7 +48,7 @@ from typing import Any
 from bench.group_phases_serve import OUT
 from bench.peers.drivers import ZaqarSession
 from bench.peers.stats import percentile
-from bench.peers.systems import VENV_BIN, WORK, Deadletter, log
+from bench.peers.systems import VENV_BIN, WORK, Deadletter, log, pids_named
 from bench.peers.workloads import Params, steady
 
 RESULTS = Path(__file__).parent / "results"
@@ -74,21 +74,11 @@ def _threads(pid: int) -> dict[int, tuple[int, int]]:
     return seen
 
 
-def _postgres_pids() -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                if Path(f"/proc/{entry}/comm").read_text().strip() == "postgres":
-                    pids.append(int(entry))
-    return pids
-
-
 def _scheduling(server: int) -> dict[str, dict[int, tuple[int, int]]]:
     """Each thread's nanoseconds run and waited so far (`_threads`), by part."""
     own = _threads(server)
     postgres: dict[int, tuple[int, int]] = {}
-    for pid in _postgres_pids():
+    for pid in pids_named("postgres"):
         postgres.update(_threads(pid))
     return {
         "server loop thread": {server: own.pop(server, (0, 0))},

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.child import run_child
+from bench.peers.systems import pids_named
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,10 +50,8 @@ def _postgres_cpu() -> float:
     """User and system CPU of every PostgreSQL process so far, with the ended backends the
     postmaster has counted."""
     total = 0.0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in map(str, pids_named("postgres")):
         try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() != "postgres":
-                continue
             fields = _stat(pid)
             total += (int(fields[11]) + int(fields[12])) / _TICK
             if Path(f"/proc/{fields[1]}/comm").read_text().strip() != "postgres":

@@ -42,6 +42,17 @@ uri = redis://127.0.0.1:6379
 """
 
 
+def pids_named(comm: str) -> list[int]:
+    """The processes of this machine whose command name is `comm` (`/proc/PID/comm`)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):  # ended meanwhile
+                if (entry / "comm").read_text().strip() == comm:
+                    pids.append(int(entry.name))
+    return pids
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -253,12 +264,7 @@ class Rabbit(System):
 
     def server_pid(self) -> int | None:
         """The broker's Erlang VM, when it runs on this machine (for its CPU time)."""
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError):
-                    if (entry / "comm").read_text().strip() == "beam.smp":
-                        return int(entry.name)
-        return None
+        return next(iter(pids_named("beam.smp")), None)
 
     def version(self) -> str:
         try:
