@@ -4,10 +4,12 @@ so once each way, and a later send is heard again."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -16,7 +18,7 @@ from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
 from deadletter.storage.postgres import notifications
 from deadletter.storage.postgres.backend import PostgresStore
-from deadletter.storage.postgres.notifications import CHANNEL
+from deadletter.storage.postgres.notifications import CHANNEL, Listener
 from tests.services import POSTGRES_URL, postgres_schema
 
 pytestmark = pytest.mark.postgres
@@ -45,13 +47,40 @@ def _notifier_of(application: str, watching: psycopg.Connection[tuple[int]]) -> 
     return next(note.pid for note in watching.notifies(timeout=5) if note.pid in ours)
 
 
+# What a listening process holds (`notifications.HEARING`: class 'ln').
+HEARERS = (
+    "SELECT a.pid FROM pg_locks AS l JOIN pg_stat_activity AS a USING (pid)"
+    " WHERE l.locktype = 'advisory' AND l.classid = x'6c6e'::int AND a.application_name LIKE %s"
+)
+
+
 def _listener_of(application: str, conn: psycopg.Connection[tuple[int]]) -> int:
-    row = conn.execute(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND query = %s",
-        (application, f"LISTEN {CHANNEL}"),
-    ).fetchone()
+    row = conn.execute(HEARERS, (application,)).fetchone()
     assert row is not None
     return row[0]
+
+
+def _heard(admin: psycopg.Connection[tuple[int]], until: str) -> list[str]:
+    """The queues of the notifications `admin` (listening) receives up to `until`'s."""
+    queues: list[str] = []
+    for note in admin.notifies(timeout=5):
+        queues.append(json.loads(note.payload)[2])
+        if queues[-1] == until:
+            return queues
+    raise AssertionError(f"no notification of {until!r}; heard {queues}")
+
+
+NOTIFIED = (
+    "SELECT 1 FROM pg_stat_activity WHERE application_name = %s AND state = 'idle'"
+    " AND query LIKE 'SELECT pg_notify%%' AND query_start > %s"
+)
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 5
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.02)
 
 
 def test_the_listener_and_the_notifier_reconnect_and_are_heard_again(
@@ -68,6 +97,9 @@ def test_the_listener_and_the_notifier_reconnect_and_are_heard_again(
         other = PostgresStore(f"{url}&application_name={name}-other")
         arrived = threading.Event()
         other.on_messages_available(lambda project, queue: arrived.set())
+        heard = other.hear_other_processes()
+        assert heard is not None
+        heard.result(5)
         try:
             engine = Engine(sender)
             engine.create_queue(P, Q)
@@ -104,6 +136,9 @@ def test_a_process_hears_the_other_processes_sends_and_not_its_own_again() -> No
                 other_heard.set()
 
         one.on_messages_available(hear)
+        ready = one.hear_other_processes()
+        assert ready is not None
+        ready.result(5)
         try:
             # Given a process that listens, and has told itself of its own send already
             one.notify_messages_available(P, "own")
@@ -116,3 +151,50 @@ def test_a_process_hears_the_other_processes_sends_and_not_its_own_again() -> No
         finally:
             other.close()
             one.close()
+
+
+def test_a_send_is_notified_only_while_some_process_hears_other_processes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(Listener, "LINGER_SECONDS", 0.1)
+    with postgres_schema() as url, psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"LISTEN {CHANNEL}")  # sees every NOTIFY, holds no lock: hears nothing
+        name = f"deadletter-test-{uuid.uuid4().hex[:8]}"
+        sender = PostgresStore(f"{url}&application_name={name}-sender")
+        other = PostgresStore(f"{url}&application_name={name}")
+
+        def notify(queue: str) -> None:
+            """Have the sender notify `queue`, and wait until its notifier has run the
+            statement."""
+            (since,) = admin.execute("SELECT clock_timestamp()").fetchone() or (None,)
+            sender.notify_messages_available(P, queue)
+            _until(lambda: bool(admin.execute(NOTIFIED, (f"{name}-sender", since)).fetchall()))
+
+        heard: list[str] = []
+        other.on_messages_available(lambda project, queue: heard.append(queue))
+        try:
+            # Given no process that waits for others' sends, a send NOTIFYs no one
+            notify("unheard")
+            # when one starts to, it listens, and the sends after are NOTIFYed
+            ready = other.hear_other_processes()
+            assert ready is not None
+            ready.result(5)
+            assert other.hear_other_processes() is None  # a second waiter: already heard
+            sender.notify_messages_available(P, "heard")
+            assert _heard(admin, until="heard") == ["heard"]
+            _until(lambda: heard == ["heard"])
+            # and once nothing waits there for a while, it stops listening, and sends are
+            # NOTIFYed to no one again.
+            other.stop_hearing_other_processes()
+            assert admin.execute(HEARERS, (name,)).fetchall()  # one waiter left
+            other.stop_hearing_other_processes()
+            _until(lambda: not admin.execute(HEARERS, (name,)).fetchall())
+            notify("unheard again")
+            ready = other.hear_other_processes()
+            assert ready is not None
+            ready.result(5)
+            sender.notify_messages_available(P, "heard again")
+            assert _heard(admin, until="heard again") == ["heard again"]
+        finally:
+            other.close()
+            sender.close()

@@ -76,6 +76,7 @@ def build_app(
     console = Console(
         options.default_project,
         partial(feed_project, authority) if authority is not None else None,
+        others=engine,
     )
     listeners.add(console.feed)
 
@@ -94,7 +95,7 @@ def build_app(
     metrics_endpoint = guarded(authority, metrics.response) if authority else metrics.endpoint
     # The queues a socket subscribed to announce their messages here, apart from the long
     # polls (whose number is a metric).
-    sockets = Notifier()
+    sockets = Notifier(engine)
     listeners.add(sockets)
     routes: list[BaseRoute] = [
         # Zaqar's WebSocket transport: only WebSocket requests match this, HTTP ones pass on.
@@ -105,7 +106,7 @@ def build_app(
         *console.routes(),
     ]
     zaqar = zaqar_routes(engine, options)
-    long_polls = Notifier()
+    long_polls = Notifier(engine)
     metrics.watch_long_polls(long_polls.waiting_total)
     sqs = sqs_routes(engine, options, long_polls)
     # `GET /?Action=...` is SQS's query protocol over GET, any other `GET /` Zaqar's versions

@@ -16,6 +16,7 @@ any transaction.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -120,6 +121,14 @@ class Engine(DeadLetterOperations, FailureGroupOperations, TagOperations, ClaimO
     def when_store_free(self, wake: Callable[[], None]) -> bool:
         """`Store.when_free`: `wake()` once `run_now` may run work at once again."""
         return self.store.when_free(wake)
+
+    def hear_other_processes(self) -> Future[None] | None:
+        """Other processes' sends announced to the listeners too, until the matching
+        `stop_hearing_other_processes` (`Store.hear_other_processes`)."""
+        return self.store.hear_other_processes()
+
+    def stop_hearing_other_processes(self) -> None:
+        self.store.stop_hearing_other_processes()
 
     def store_outage(self) -> Outage | None:
         """Why and since when the store has been refusing work; None while it answers."""

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -347,6 +348,18 @@ class Store(abc.ABC):
 
         Backends shared by several processes override this; an embedded one has nothing to do.
         """
+
+    def hear_other_processes(self) -> Future[None] | None:
+        """Until `stop_hearing_other_processes`, have the `on_messages_available` callback
+        hear what other processes send. A future done once it does: a send of another process
+        before that may pass unannounced, so what the caller watches must be looked at again
+        after it. None when it already does, or when there are no other processes (an
+        embedded store). A backend may stop listening while nothing in the process wants it,
+        which spares every other process the notifications."""
+        return None
+
+    def stop_hearing_other_processes(self) -> None:  # noqa: B027
+        """One `hear_other_processes` ended."""
 
     def notify_messages_available(self, project: str, queue: str) -> None:  # noqa: B027
         """Tell other processes that `queue` has messages, once the transaction that made them

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from deadletter.api.json_response import JSONResponse
+from deadletter.api.notify import OtherProcesses
 from deadletter.api.zaqar.errors import ZaqarError, response_for
 from deadletter.domain.errors import StoreUnavailable
 from deadletter.domain.limits import limit
@@ -73,7 +74,11 @@ class Feed(EngineListener):
         default_project: str,
         project_of: ProjectOf | None = None,
         stream_seconds: float = STREAM_SECONDS,
+        others: OtherProcesses | None = None,
     ) -> None:
+        """`others`: the engine, asked to hear other processes' sends while a feed is open, so
+        that their `available` events reach it too."""
+        self.others = others
         self.default_project = default_project
         # With credentials required, the project comes from the request's token (and a
         # refusal is answered as the Zaqar face answers it).
@@ -174,6 +179,8 @@ class Feed(EngineListener):
         )
 
     async def _stream(self, sub: _Subscriber) -> AsyncIterator[str]:
+        if self.others:
+            self.others.hear_other_processes()  # a live view: no need to wait until it does
         try:
             yield f"retry: {RETRY_MS}\nevent: hello\ndata: {{}}\n\n"
             deadline = sub.loop.time() + self.stream_seconds
@@ -193,6 +200,8 @@ class Feed(EngineListener):
                     continue
                 yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
         finally:
+            if self.others:
+                self.others.stop_hearing_other_processes()
             with self._lock:
                 self._subscribers.discard(sub)
 

@@ -11,6 +11,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from deadletter.api.console.feed import Feed, ProjectOf
+from deadletter.api.notify import OtherProcesses
 
 STATIC = Path(__file__).parent / "static"
 
@@ -46,8 +47,13 @@ class _Static(StaticFiles):
 class Console:
     """What app.py mounts: `feed` is registered with the engine, `routes()` go in the table."""
 
-    def __init__(self, default_project: str, project_of: ProjectOf | None = None) -> None:
-        self.feed = Feed(default_project, project_of)
+    def __init__(
+        self,
+        default_project: str,
+        project_of: ProjectOf | None = None,
+        others: OtherProcesses | None = None,
+    ) -> None:
+        self.feed = Feed(default_project, project_of, others=others)
 
     def routes(self) -> list[BaseRoute]:
         return [

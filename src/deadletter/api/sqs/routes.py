@@ -200,7 +200,7 @@ def sqs_routes(
     engine: Engine, options: AppOptions, notifier: Notifier | None = None
 ) -> list[BaseRoute]:
     """The SQS face's routes; `notifier` wakes its long polls (one of their own if None)."""
-    notifier = notifier or Notifier()
+    notifier = notifier or Notifier(engine)
     for_engine(engine).add(notifier)
     endpoint = SqsEndpoint(engine, options, notifier).endpoint
 

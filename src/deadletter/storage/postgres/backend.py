@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -208,7 +209,7 @@ class PostgresStore(Store):
             statement_timeout + DEADLINE_GRACE if statement_timeout else DEADLINE_SECONDS
         )
         self._listener: Listener | None = None
-        self._notifier = Notifier(url, _connect_options(url))
+        self._notifier = Notifier(url, _connect_options(url), self._schema)
 
     def _migrate(self) -> tuple[str, float]:
         """Apply the migrations this schema lacks; returns the schema's name and the sessions'
@@ -360,6 +361,13 @@ class PostgresStore(Store):
                 own=lambda: notifier.backend_pid,
             )
             self._listener.start()
+
+    def hear_other_processes(self) -> Future[None] | None:
+        return None if self._listener is None else self._listener.hear()
+
+    def stop_hearing_other_processes(self) -> None:
+        if self._listener is not None:
+            self._listener.stop_hearing()
 
     def notify_messages_available(self, project: str, queue: str) -> None:
         self._notifier.tell(json.dumps([self._schema, project, queue]))
