@@ -87,6 +87,11 @@ class Notifier:
     process's long poll until it re-reads the queue (`_Listener`).
     """
 
+    # While no process listens, a look (a round trip and a wake-up of this thread) waits
+    # this long for the sends after it: a listener that starts meanwhile has its waiters
+    # look at their queues, and hears what is committed after its start this much later.
+    GATHER_SECONDS = 0.05
+
     def __init__(self, url: str, options: dict[str, Any], schema: str) -> None:
         self._url = url
         self._options = options
@@ -137,12 +142,16 @@ class Notifier:
                 self.backend_pid = None
 
     def _notify(self, conn: psycopg.Connection[Any]) -> None:
+        heard = True  # whether a process listened at the last look
         while not self._stopping.is_set():
             self._wake.wait()
+            if not heard:
+                # No one to wake, most likely: the sends of the next moment go in one look.
+                self._stopping.wait(self.GATHER_SECONDS)
             self._wake.clear()
             payloads = self._take()
             if payloads:
-                conn.execute(NOTIFY_EACH, (CHANNEL, payloads, self._schema))
+                heard = bool(conn.execute(NOTIFY_EACH, (CHANNEL, payloads, self._schema)).rowcount)
 
 
 class Listener:
