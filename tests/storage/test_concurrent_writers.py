@@ -118,9 +118,12 @@ def test_a_send_tells_other_processes_after_its_commit_and_they_hear_it() -> Non
 
         try:
             other.on_messages_available(hear)
+            hearing = other.hear_other_processes()
             engine = Engine(sender)
             engine.create_queue(P, Q)
             # Given a process listening (its listener connects in the background)
+            assert hearing is not None
+            hearing.result(5)
             for _ in range(100):
                 # when another sends to a queue,
                 engine.send(P, Q, messages=[NewMessage(body=b"x")])
