@@ -8,10 +8,13 @@ framework`). What a client parses is the same value; only a float's spelling may
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 from starlette.responses import JSONResponse as _JSONResponse
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 _encode = msgspec.json.Encoder().encode
 
@@ -24,3 +27,27 @@ class JSONResponse(_JSONResponse):
 def dumps(content: Any) -> bytes:
     """`content` as the faces write it."""
     return _encode(content)
+
+
+class LateJSONResponse(Response):
+    """A JSON answer shaped and written as it is sent, not as the handler returns: on
+    PostgreSQL a message route's handler returns inside its group's turn (`api/threads.py`),
+    where what only shapes the answer would hold up the calls queued behind it."""
+
+    media_type = "application/json"
+
+    def __init__(
+        self,
+        content: Callable[[], Any],
+        status_code: int = 200,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.content = content
+        self.status_code = status_code
+        self.given_headers = headers
+        self.background = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.body = _encode(self.content())
+        self.init_headers(self.given_headers)
+        await super().__call__(scope, receive, send)

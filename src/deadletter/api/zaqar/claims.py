@@ -8,7 +8,7 @@ from typing import Any
 from starlette.responses import Response
 
 from deadletter.api.auth import forbidden
-from deadletter.api.json_response import JSONResponse
+from deadletter.api.json_response import JSONResponse, LateJSONResponse
 from deadletter.api.zaqar.context import Ctx
 from deadletter.api.zaqar.parse import PAGE_LIMIT, acknowledgement, claim_times, tag_param
 from deadletter.auth.roles import Action
@@ -53,12 +53,11 @@ def create_claim(ctx: Ctx) -> Response:
 
 
 def _claimed(ctx: Ctx, claim: Claim, extra: dict[str, Any]) -> Response:
-    now = ctx.now()
-    messages = [ctx.message(m, now, claim.id) for m in claim.messages]
-    if not messages:
+    if not claim.messages:
         return JSONResponse({"messages": [], **extra})
-    return JSONResponse(
-        {"messages": messages, **extra},
+    now = ctx.now()
+    return LateJSONResponse(
+        lambda: {"messages": [ctx.message(m, now, claim.id) for m in claim.messages], **extra},
         status_code=201,
         headers={"Location": f"/v2/queues/{ctx.queue}/claims/{claim.id}"},
     )
