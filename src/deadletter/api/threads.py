@@ -22,6 +22,7 @@ they start as calls find none idle, and are daemons that hold nothing between ca
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import queue
@@ -134,16 +135,20 @@ async def _together(engine: Engine, work: Callable[[], T]) -> T:
 class _Groups:
     """The hot calls of one engine on one event loop, run in groups on the loop's thread
     (`Engine.run_together_on_loop`: where a group waits for the store, the loop serves the
-    other requests). One runner at a time takes every call queued when it is free and runs
-    them together (the store caps how many share a commit); once they have run, the next
-    runner takes the calls queued meanwhile while this one waits for its COMMIT; then it
-    settles its calls. A runner ends when no call is left; the next call starts one again.
-    Nothing here holds the loop, or the engine while no group runs."""
+    other requests). A runner whose turn it is takes every call queued and runs them
+    together (the store caps how many share a commit); once they have run, it passes the
+    turn on, and the next runner takes the calls queued meanwhile while this one waits for
+    its COMMIT; then it settles its calls. One turn at a time, or two while at least
+    `SECOND_TURN_AT` calls wait: then a second group runs its statements on another
+    connection while the first waits for the database. A runner ends when no call is left;
+    the next call starts one again. Nothing here holds the loop, or the engine while no
+    group runs."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = weakref.ref(engine)
         self.calls: list[_Call] = []
-        self.turn = asyncio.Lock()  # held by the runner taking and running calls
+        self.turns = 0  # runners taking and running calls now
+        self.waiting: collections.deque[asyncio.Future[None]] = collections.deque()
         self.running = 0
 
     def submit(self, future: asyncio.Future[Any], work: Callable[[], Any]) -> None:
@@ -151,12 +156,14 @@ class _Groups:
         if self.running < GROUP_RUNNERS:
             self.running += 1
             asyncio.get_running_loop().create_task(self._run())
+        elif self.turns == 1 and len(self.calls) == SECOND_TURN_AT:
+            self._wake_one()
 
     async def _run(self) -> None:
         try:
             while self.calls:
-                await self.turn.acquire()
-                turn = _Turn(self.turn)
+                await self._take_turn()
+                turn = _Turn(self._pass_turn)
                 try:
                     jobs, self.calls = self.calls, []
                     if jobs:
@@ -165,6 +172,29 @@ class _Groups:
                     turn.pass_on()
         finally:
             self.running -= 1
+
+    async def _take_turn(self) -> None:
+        while not (self.turns == 0 or (self.turns < TURNS and len(self.calls) >= SECOND_TURN_AT)):
+            woken = asyncio.get_running_loop().create_future()
+            self.waiting.append(woken)
+            try:
+                await woken
+            except BaseException:
+                if woken.done() and not woken.cancelled():
+                    self._wake_one()  # woken as it was cancelled: the next one may go
+                raise
+        self.turns += 1
+
+    def _pass_turn(self) -> None:
+        self.turns -= 1
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self.waiting:
+            woken = self.waiting.popleft()
+            if not woken.done():
+                woken.set_result(None)
+                return
 
     async def _run_group(self, jobs: list[_Call], ran: Callable[[], None]) -> None:
         """Run `jobs` together, passing the turn on (`ran`) before their COMMIT, and settle
@@ -189,13 +219,13 @@ class _Groups:
 class _Turn:
     """A runner's turn to take and run calls, passed on once."""
 
-    def __init__(self, lock: asyncio.Lock) -> None:
-        self.lock: asyncio.Lock | None = lock
+    def __init__(self, pass_turn: Callable[[], None]) -> None:
+        self.pass_turn: Callable[[], None] | None = pass_turn
 
     def pass_on(self) -> None:
-        lock, self.lock = self.lock, None
-        if lock is not None:
-            lock.release()
+        pass_turn, self.pass_turn = self.pass_turn, None
+        if pass_turn is not None:
+            pass_turn()
 
 
 # Runners of groups on a loop: one runs calls while the others wait for their COMMITs (the
@@ -203,6 +233,11 @@ class _Turn:
 # threads, one carried 0.8-0.9 times the rate of a thread per call, two and three about the
 # same rate (docs/benchmarks.md, "The hot calls in one transaction per group").
 GROUP_RUNNERS = 3
+# Two groups may run their statements at once while this many calls wait: with few calls
+# queued a second turn only splits them into more COMMITs (docs/benchmarks.md, "Two turns
+# while many calls wait").
+TURNS = 2
+SECOND_TURN_AT = 3
 _Call = tuple["asyncio.Future[Any]", Callable[[], Any]]
 _groups: weakref.WeakKeyDictionary[Engine, weakref.WeakKeyDictionary[Any, _Groups]] = (
     weakref.WeakKeyDictionary()
