@@ -234,8 +234,8 @@ class _Turn:
 # same rate (docs/benchmarks.md, "The hot calls in one transaction per group").
 GROUP_RUNNERS = 3
 # Two groups may run their statements at once while this many calls wait: with few calls
-# queued a second turn only splits them into more COMMITs (docs/benchmarks.md, "Two turns
-# while many calls wait").
+# queued a second turn only splits them into more COMMITs (docs/benchmarks.md, "Less held in
+# a group's turn, and a second turn while calls queue").
 TURNS = 2
 SECOND_TURN_AT = 3
 _Call = tuple["asyncio.Future[Any]", Callable[[], Any]]
