@@ -106,7 +106,11 @@ class Load:
             t.start()
 
     def stop_producing(self) -> None:
+        """Stop the producers, and wait for the sends they have in flight: a send answered
+        after this is counted, and drained, before the consumers stop."""
         self._producing.set()
+        for t in self._threads[:2]:
+            t.join(timeout=120)
 
     def stop(self) -> None:
         self._producing.set()

@@ -390,6 +390,12 @@ def _returned(pool: ConnectionPool[Conn], conn: Conn) -> Iterator[Conn]:
         with conn:
             yield conn
     finally:
+        if conn.broken:
+            # Closed here, by the work that used it: on the loop, its reader goes before its
+            # socket does (`on_loop._release`). Left to the pool, a broken connection is
+            # dropped, and its socket closed whenever it is collected, its number given to a
+            # new connection meanwhile.
+            conn.close()
         pool.putconn(conn)
 
 

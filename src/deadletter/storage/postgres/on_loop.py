@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import select
+import weakref
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -110,8 +111,16 @@ def _step(work: _OnLoop, resume: Callable[[], Any]) -> None:
         reading = work.reading
         if reading is None or reading[0] is not wanted.connection or reading[1] != wanted.fileno:
             _stop_reading(work)
+            # A reader the loop still holds under this number is of a socket gone since (a
+            # connection collected, not closed, or one whose reader could not be taken off
+            # once it was closed): the loop would keep watching that one, and never this.
+            with contextlib.suppress(Exception):
+                work.loop.remove_reader(wanted.fileno)
             work.loop.add_reader(wanted.fileno, _readable, work)
+            _readers.setdefault(work.loop, {})[wanted.fileno] = work
             work.reading = (wanted.connection, wanted.fileno)
+            if work.loop not in _sweeping:
+                _sweeping[work.loop] = work.loop.call_later(SWEEP_SECONDS, _sweep, work.loop, set())
         return
     _stop_reading(work)  # any other wait: the loop awaits it
     future = work.awaiting = asyncio.ensure_future(wanted)
@@ -145,10 +154,57 @@ def _readable(work: _OnLoop) -> None:
 
 
 def _stop_reading(work: _OnLoop) -> None:
+    """The loop's reader for `work` gone, if it is still the work's: a connection dropped
+    broken is closed whenever it is collected, and a new connection may have its socket's
+    number, and another work a reader on it, before this work stops reading."""
     if work.reading is not None:
-        with contextlib.suppress(Exception):  # a loop closed meanwhile watches nothing
-            work.loop.remove_reader(work.reading[1])
+        fileno = work.reading[1]
+        readers = _readers.get(work.loop)
+        if readers is not None and readers.get(fileno) is work:
+            del readers[fileno]
+            with contextlib.suppress(Exception):  # a loop closed meanwhile watches nothing
+                work.loop.remove_reader(fileno)
         work.reading = None
+
+
+# The work each socket number's reader on a loop belongs to.
+_readers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _OnLoop]] = (
+    weakref.WeakKeyDictionary()
+)
+# Each loop's next look for lost wake-ups (`_sweep`), while any work reads on it.
+_sweeping: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.TimerHandle] = (
+    weakref.WeakKeyDictionary()
+)
+SWEEP_SECONDS = 0.5
+
+
+def _sweep(loop: asyncio.AbstractEventLoop, readable_before: set[int]) -> None:
+    """Resume each work whose socket has been readable since the last look without its reader
+    being called: a reader the loop lost. A socket closed without its reader taken off (a
+    broken connection dropped and collected) leaves the loop a stale watch under its number,
+    and uvloop keeps that watch for the next socket given the number, which it then never
+    reports (seen under connection resets: a group waited for ever on a reply that had
+    come). A reader the loop keeps is called within one turn, so a socket readable at two
+    looks half a second apart has lost its reader; the work is resumed, and its next wait
+    puts a new reader on."""
+    readers = _readers.get(loop)
+    if not readers:
+        _sweeping.pop(loop, None)
+        return
+    readable = {fd for fd in readers if _readable_now(fd)}
+    for fd in readable & readable_before:
+        work = readers.get(fd)
+        if work is not None and work.reading is not None and work.reading[1] == fd:
+            _stop_reading(work)
+            _readable(work)
+    _sweeping[loop] = loop.call_later(SWEEP_SECONDS, _sweep, loop, readable)
+
+
+def _readable_now(fileno: int) -> bool:
+    try:
+        return bool(select.select([fileno], [], [], 0)[0])
+    except (OSError, ValueError):  # closed meanwhile: its work learns it when it reads
+        return False
 
 
 def _release(connection: psycopg.Connection[Any]) -> None:
