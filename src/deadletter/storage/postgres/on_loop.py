@@ -18,7 +18,9 @@ added and removed the reader, two `epoll_ctl` calls, at every wait). The reader 
 the work waits on the same connection again, and goes when it waits on something else, ends,
 or closes the connection: the loop never watches a connection the work is done with, nor a
 closed socket (uvloop aborts the process on one), nor a new socket given the old one's
-number.
+number. A connection dropped broken and collected closes its socket without that, and uvloop
+then keeps a stale watch under the number, which hides the next socket given it: every half
+second the loop looks for a work whose socket has stayed readable, and resumes it (`_sweep`).
 """
 
 from __future__ import annotations
