@@ -60,11 +60,15 @@ def _listener_of(application: str, conn: psycopg.Connection[tuple[int]]) -> int:
     return row[0]
 
 
-def _heard(admin: psycopg.Connection[tuple[int]], until: str) -> list[str]:
-    """The queues of the notifications `admin` (listening) receives up to `until`'s."""
+def _heard(admin: psycopg.Connection[tuple[int]], project: str, until: str) -> list[str]:
+    """The queues of `project` in the notifications `admin` (listening) receives up to
+    `until`'s (other tests' share the channel)."""
     queues: list[str] = []
     for note in admin.notifies(timeout=5):
-        queues.append(json.loads(note.payload)[2])
+        _, of, queue = json.loads(note.payload)
+        if of != project:
+            continue
+        queues.append(queue)
         if queues[-1] == until:
             return queues
     raise AssertionError(f"no notification of {until!r}; heard {queues}")
@@ -160,6 +164,7 @@ def test_a_send_is_notified_only_while_some_process_hears_other_processes(
     with postgres_schema() as url, psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
         admin.execute(f"LISTEN {CHANNEL}")  # sees every NOTIFY, holds no lock: hears nothing
         name = f"deadletter-test-{uuid.uuid4().hex[:8]}"
+        project = name  # apart from other tests' notifications on the shared channel
         sender = PostgresStore(f"{url}&application_name={name}-sender")
         other = PostgresStore(f"{url}&application_name={name}")
 
@@ -167,11 +172,11 @@ def test_a_send_is_notified_only_while_some_process_hears_other_processes(
             """Have the sender notify `queue`, and wait until its notifier has run the
             statement."""
             (since,) = admin.execute("SELECT clock_timestamp()").fetchone() or (None,)
-            sender.notify_messages_available(P, queue)
+            sender.notify_messages_available(project, queue)
             _until(lambda: bool(admin.execute(NOTIFIED, (f"{name}-sender", since)).fetchall()))
 
         heard: list[str] = []
-        other.on_messages_available(lambda project, queue: heard.append(queue))
+        other.on_messages_available(lambda _, queue: heard.append(queue))
         try:
             # Given no process that waits for others' sends, a send NOTIFYs no one
             notify("unheard")
@@ -180,8 +185,8 @@ def test_a_send_is_notified_only_while_some_process_hears_other_processes(
             assert ready is not None
             ready.result(5)
             assert other.hear_other_processes() is None  # a second waiter: already heard
-            sender.notify_messages_available(P, "heard")
-            assert _heard(admin, until="heard") == ["heard"]
+            sender.notify_messages_available(project, "heard")
+            assert _heard(admin, project, until="heard") == ["heard"]
             _until(lambda: heard == ["heard"])
             # and once nothing waits there for a while, it stops listening, and sends are
             # NOTIFYed to no one again.
@@ -193,8 +198,8 @@ def test_a_send_is_notified_only_while_some_process_hears_other_processes(
             ready = other.hear_other_processes()
             assert ready is not None
             ready.result(5)
-            sender.notify_messages_available(P, "heard again")
-            assert _heard(admin, until="heard again") == ["heard again"]
+            sender.notify_messages_available(project, "heard again")
+            assert _heard(admin, project, until="heard again") == ["heard again"]
         finally:
             other.close()
             sender.close()
