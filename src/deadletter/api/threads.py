@@ -156,7 +156,7 @@ class _Groups:
         if self.running < GROUP_RUNNERS:
             self.running += 1
             asyncio.get_running_loop().create_task(self._run())
-        elif self.turns == 1 and len(self.calls) == SECOND_TURN_AT:
+        elif self._may_take_turn():
             self._wake_one()
 
     async def _run(self) -> None:
@@ -173,8 +173,12 @@ class _Groups:
         finally:
             self.running -= 1
 
+    def _may_take_turn(self) -> bool:
+        """The first turn, or another while enough calls wait."""
+        return self.turns == 0 or (self.turns < TURNS and len(self.calls) >= SECOND_TURN_AT)
+
     async def _take_turn(self) -> None:
-        while not (self.turns == 0 or (self.turns < TURNS and len(self.calls) >= SECOND_TURN_AT)):
+        while not self._may_take_turn():
             woken = asyncio.get_running_loop().create_future()
             self.waiting.append(woken)
             try:
