@@ -6,11 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from psycopg.adapt import PyFormat
 
 from deadletter.domain.errors import DeadletterError
 from deadletter.domain.model import NewMessage
 from deadletter.engine.engine import Engine
 from deadletter.storage.postgres.backend import PostgresStore
+from deadletter.storage.postgres.composed import INSERT_SENT
+from deadletter.storage.postgres.dialect import POSTGRES
 from deadletter.storage.postgres.prepared import PREPARE_AFTER, positional
 from tests.services import postgres_schema
 
@@ -21,6 +24,41 @@ def test_a_statement_is_spelled_with_numbered_parameters_one_per_name() -> None:
     # I expect each name numbered once, in order, and the percent sign single again
     assert spelled.text == b"SELECT $1, $2 WHERE x LIKE 'a%' AND y = $1"
     assert spelled.names == ("a", "b")
+
+
+def test_a_parameter_spelled_b_goes_in_binary_and_the_others_as_psycopg_chooses() -> None:
+    spelled = positional("SELECT %(a)s, (%(bodies)b::bytea[])[1], %(a)s")
+    assert spelled.text == b"SELECT $1, ($2::bytea[])[1], $1"
+    assert spelled.formats == (PyFormat.AUTO, PyFormat.BINARY)
+
+
+def test_a_send_carries_its_bodies_apart_in_binary_not_in_the_rows_json() -> None:
+    # Given the statement a send runs, as the store spells it
+    spelled = positional(POSTGRES.compile(INSERT_SENT).text)
+    formats = dict(zip(spelled.names, spelled.formats, strict=True))
+    # I expect the bodies in a binary array of their own, and the rows' JSON without them
+    assert formats["bodies"] is PyFormat.BINARY
+    assert formats["rows"] is PyFormat.AUTO
+    assert b"body_hex" not in spelled.text and b"decode(" not in spelled.text
+
+
+@pytest.mark.postgres
+def test_every_byte_of_a_body_comes_back_as_it_was_sent_before_and_after_preparing() -> None:
+    bodies = [bytes(range(256)), b"", b"\\x00\x00'\"{}", "é€😀".encode()] * 2
+    with postgres_schema() as url:
+        store = PostgresStore(url, pool_size=1)
+        try:
+            engine = Engine(store)
+            engine.create_queue("p", "q")
+            # Given sends of every byte value, empty bodies and escapes, planned with their
+            # values at first and prepared once they have run often enough
+            for _ in range(PREPARE_AFTER + 2):
+                engine.send("p", "q", messages=[NewMessage(body=b) for b in bodies])
+            # I expect each body back byte for byte, in order
+            got = engine.claim("p", "q", limit=len(bodies) * (PREPARE_AFTER + 2), ttl=60)
+        finally:
+            store.close()
+    assert [m.body for m in got.messages] == bodies * (PREPARE_AFTER + 2)
 
 
 def _prepared(store: PostgresStore) -> list[dict[str, Any]]:

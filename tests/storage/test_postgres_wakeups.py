@@ -65,9 +65,10 @@ def _heard(admin: psycopg.Connection[tuple[int]], project: str, until: str) -> l
     `until`'s (other tests' share the channel)."""
     queues: list[str] = []
     for note in admin.notifies(timeout=5):
-        _, of, queue = json.loads(note.payload)
-        if of != project:
+        sent = json.loads(note.payload)
+        if len(sent) != 3 or sent[1] != project:  # another's, or a stopping listener's wake-up
             continue
+        queue = sent[2]
         queues.append(queue)
         if queues[-1] == until:
             return queues

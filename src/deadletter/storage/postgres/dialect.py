@@ -3,6 +3,7 @@ are named, and how it numbers messages (a sequence, taken in each queue's lane).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -51,6 +52,10 @@ REDRIVE_IN_PLACE = (
 )
 
 
+# A parameter read as an array of byte strings.
+BYTEA_ARRAY = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)::bytea\[\]")
+
+
 class PostgresDialect(Dialect):
     """queries.py is written in PostgreSQL's SQL: only the parameter style changes."""
 
@@ -87,7 +92,10 @@ class PostgresDialect(Dialect):
         cursor.execute(statement.text, self.bind(statement, params), prepare=prepare)
 
     def _spell(self, sql: str) -> str:
-        return PARAMETER.sub(r"%(\1)s", sql.replace("%", "%%"))
+        # An array of byte strings goes in binary (psycopg's `%b`): in text, psycopg would
+        # escape each string in Python and PostgreSQL parse it back (`composed._numbered`).
+        sql = BYTEA_ARRAY.sub(r"%(\1)b::bytea[]", sql.replace("%", "%%"))
+        return PARAMETER.sub(r"%(\1)s", sql)
 
     def domain_error(self, exc: Exception) -> DeadletterError:
         if isinstance(exc, PoolTimeout):

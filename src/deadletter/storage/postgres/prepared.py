@@ -34,8 +34,10 @@ from deadletter.storage.sql.dialect import positional_reader
 PREPARE_AFTER = 5
 PREPARED_MAX = 100
 _OK = (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK, ExecStatus.EMPTY_QUERY)
-# A parameter in psycopg's spelling (`%(name)s`), or a percent sign it doubled.
-_NAMED = re.compile(r"%\((\w+)\)s|%%")
+# A parameter in psycopg's spelling (`%(name)s`, `%(name)b` in binary), or a percent sign
+# it doubled.
+_NAMED = re.compile(r"%\((\w+)\)([sb])|%%")
+_FORMATS = {"s": PyFormat.AUTO, "b": PyFormat.BINARY}
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,10 @@ class Positional:
 
 
 def positional(text: str) -> Positional:
-    """`text` (psycopg's spelling, `%(name)s`) as libpq takes it; a name used twice is one
-    parameter."""
+    """`text` (psycopg's spelling, `%(name)s`, or `%(name)b` in binary) as libpq takes it; a
+    name used twice is one parameter."""
     names: list[str] = []
+    formats: list[PyFormat] = []
 
     def number(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -58,10 +61,11 @@ def positional(text: str) -> Positional:
             return "%"
         if name not in names:
             names.append(name)
+            formats.append(_FORMATS[match.group(2)])
         return f"${names.index(name) + 1}"
 
     spelled = _NAMED.sub(number, text)
-    return Positional(spelled.encode(), tuple(names), (PyFormat.AUTO,) * len(names))
+    return Positional(spelled.encode(), tuple(names), tuple(formats))
 
 
 @dataclass
