@@ -66,6 +66,18 @@ class Sent:
     round_trips: int
 
 
+def _check_rows_come_in_binary(lines: list[str]) -> None:
+    """Each column of each statement's rows in binary (format code 1, last of its seven fields
+    in a RowDescription): in text, PostgreSQL spelled every body in hex and every float in
+    digits, and psycopg parsed them back (docs/benchmarks.md, "Rows in binary")."""
+    for line in lines:
+        if line.startswith("B\t") and "\tRowDescription\t" in line:
+            fields = line.split("\t", 3)[3].split()
+            count, columns = int(fields[0]), fields[1:]
+            codes = columns[6::7]
+            assert len(codes) == count and set(codes) == {"1"}, line
+
+
 class Wire:
     """libpq's trace of the store's one connection, read request by request."""
 
@@ -89,6 +101,7 @@ class Wire:
         bound = ""
         run: list[str] = []
         syncs = 0
+        _check_rows_come_in_binary(lines)
         for kind, quoted in _sent(lines):
             if kind == "Parse":
                 texts[quoted[1]] = quoted[3]

