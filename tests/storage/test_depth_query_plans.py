@@ -14,6 +14,7 @@ import pytest
 from deadletter.domain.model import ListQuery, NewMessage, Queue, QueueSettings
 from deadletter.domain.provenance import Reason
 from deadletter.engine import transitions
+from deadletter.engine.engine import Engine
 from deadletter.storage.base import Store
 from deadletter.storage.postgres.backend import PostgresStore, PostgresTransaction
 from deadletter.storage.postgres.dialect import POSTGRES
@@ -180,6 +181,41 @@ def test_postgres_never_walks_a_deep_queue_whatever_its_statistics(
     plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
     assert removed_by_filter(plan[0]["Plan"]) == 0, json.dumps(plan, indent=1)
     assert "messages_queue_seq" not in json.dumps(plan)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("analyzed", [False, True], ids=["fresh", "analyzed"])
+def test_postgres_acknowledgements_never_walk_the_expiry_index(analyzed: bool) -> None:
+    """1,000 messages of which 500 were claimed and acknowledged, then a claim of ten: its
+    acknowledgement goes to its rows by id or by claim. `expires_at > :now` holds for every
+    live message, so the expiry index (the sweeps') would give back the whole table; without
+    statistics, PostgreSQL took it for a narrow range and walked it."""
+    with postgres_schema() as url:
+        store = PostgresStore(url)
+        try:
+            engine = Engine(store)
+            engine.create_queue("p", "q")
+            for _ in range(100):
+                engine.send("p", "q", messages=[NewMessage(body=b"x" * 1000)] * 10)
+            for _ in range(50):
+                done = engine.claim("p", "q", limit=10, ttl=60)
+                engine.acknowledge("p", "q", held=[(m.id, done.id, None) for m in done.messages])
+            claim = engine.claim("p", "q", limit=10, ttl=60)
+            with psycopg.connect(url) as conn:
+                if analyzed:
+                    conn.execute("ANALYZE messages")
+                text = POSTGRES.compile(q.DELETE_HELD).text
+                ids = [m.id for m in claim.messages]
+                now = engine.clock.now()
+                params = {**PARAMS, "ids": ids, "claim": claim.id, "now": now, "done": now + 60}
+                row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {text}", params).fetchone()
+                conn.rollback()
+        finally:
+            store.close()
+    assert row is not None
+    plan = json.dumps(row[0])
+    assert "messages_expiry" not in plan, plan
+    assert '"Actual Rows": 10' in plan  # the claim's ten, found and deleted
 
 
 # A small queue costed as PostgreSQL costs a queue of a million messages, thresholds at 0:

@@ -265,11 +265,14 @@ DELETE_UNFINISHED = _deleted_in_seq_order(
     f"id = ANY(:ids) AND {_OF_QUEUE} AND only_tag IS NULL AND visible_at < :done"
 )
 # An acknowledgement in one statement (`SQLTransaction.delete_held`): what `held_rows`,
-# `tags.not_done_by_default` and `transitions.may_delete` would let the claim delete.
+# `tags.not_done_by_default` and `transitions.may_delete` would let the claim delete. Its
+# `expires_at + 0` is no key of the expiry index: a PostgreSQL planner without fresh
+# statistics took `expires_at > :now` for a narrow range and ANDed that index's bitmap,
+# nearly every message of the table, to the claim's.
 DELETE_HELD = (
     _deleted_in_seq_order(
         f"id = ANY(:ids) AND {_OF_QUEUE} AND claim_id = :claim"
-        " AND expires_at > :now AND (:lapsed OR claim_expires_at > :now)"
+        " AND expires_at + 0 > :now AND (:lapsed OR claim_expires_at > :now)"
         " AND only_tag IS NULL AND visible_at < :done"
     )
     + ", id"
