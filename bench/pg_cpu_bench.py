@@ -3,9 +3,11 @@ messages in this process (the engine and the driver), in the store's one backend
 PostgreSQL's processes on this machine (read from /proc: every `postgres` process, the
 postmaster's ended children with it, so other work on the same server counts too).
 
-    ./dev bench pg_cpu [--runs 3] [--cycles 600] [--on-loop] [--base CHECKOUT] [--out NAME]
+    ./dev bench pg_cpu [--runs 3] [--cycles 600] [--body-size 100] [--on-loop]
+                       [--base CHECKOUT] [--out NAME]
 
-A cycle sends ten messages (100-byte bodies), claims ten and deletes them by id, on a queue
+A cycle sends ten messages (100-byte bodies; the peers bench sends 1,024), claims ten and
+deletes them by id, on a queue
 that holds 2,000; 50 cycles warm the connection first. Each run is a child process on a fresh
 database; with `--base` the runs of this code and of the other checkout's `src/` alternate,
 and the medians are reported beside the load average of each run.
@@ -61,7 +63,7 @@ def _postgres_cpu() -> float:
     return total
 
 
-def run_once(cycles: int) -> dict[str, float]:
+def run_once(cycles: int, body_size: int = 100) -> dict[str, float]:
     """One run in this process, with whatever `deadletter` is on the path."""
     from bench.layers_bench import Database
     from deadletter.domain.model import NewMessage
@@ -75,7 +77,7 @@ def run_once(cycles: int) -> dict[str, float]:
         engine.create_queue("p", "q")
 
         def send() -> None:
-            engine.send("p", "q", messages=[NewMessage(body=b"x" * 100, ttl=3600)] * BATCH)
+            engine.send("p", "q", messages=[NewMessage(body=b"x" * body_size, ttl=3600)] * BATCH)
 
         def cycle() -> None:
             send()
@@ -109,7 +111,7 @@ def run_once(cycles: int) -> dict[str, float]:
 SIDES = 4  # producers, and as many consumers, with --on-loop
 
 
-def run_on_loop(cycles: int) -> dict[str, float]:
+def run_on_loop(cycles: int, body_size: int = 100) -> dict[str, float]:
     """`run_once` with the calls on an event loop, `SIDES` producers and consumers at once."""
     import asyncio
 
@@ -121,7 +123,7 @@ def run_on_loop(cycles: int) -> dict[str, float]:
 
     db = Database("postgres", Path("/tmp"))
     store = PostgresStore(db.url)
-    batch = [NewMessage(body=b"x" * 100, ttl=3600)] * BATCH
+    batch = [NewMessage(body=b"x" * body_size, ttl=3600)] * BATCH
     try:
         engine = Engine(store)
         engine.create_queue("p", "q")
@@ -172,7 +174,9 @@ def run_on_loop(cycles: int) -> dict[str, float]:
     }
 
 
-def markdown(runs: dict[str, list[dict[str, float]]], cycles: int, on_loop: bool = False) -> str:
+def markdown(
+    runs: dict[str, list[dict[str, float]]], cycles: int, body_size: int, on_loop: bool = False
+) -> str:
     how = (
         f" through `on_loop`, {SIDES} producers and {SIDES} consumers at once, each {cycles}"
         f" sends or claims and deletes of {BATCH}"
@@ -180,7 +184,7 @@ def markdown(runs: dict[str, list[dict[str, float]]], cycles: int, on_loop: bool
         else f", {cycles} cycles of {BATCH}"
     )
     lines = [
-        f"W1's cycle through the engine on PostgreSQL{how} a run;"
+        f"W1's cycle through the engine on PostgreSQL{how} a run, bodies of {body_size} bytes;"
         " CPU ms per 1,000 messages, medians of the runs (each run's load average after it):",
         "",
         "| code | this process | its backend | all PostgreSQL | msg/s | load averages |",
@@ -203,13 +207,14 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="bench pg_cpu", description=__doc__)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cycles", type=int, default=600)
+    ap.add_argument("--body-size", type=int, default=100, help="bytes in each message's body")
     ap.add_argument("--on-loop", action="store_true", help="the calls through on_loop, at once")
     ap.add_argument("--base", type=Path, help="another checkout, run alternately")
     ap.add_argument("--out", default="pg_cpu")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps((run_on_loop if args.on_loop else run_once)(args.cycles)))
+        print(json.dumps((run_on_loop if args.on_loop else run_once)(args.cycles, args.body_size)))
         return 0
     variants = {"this": ROOT / "src"}
     if args.base is not None:
@@ -217,9 +222,10 @@ def main(argv: list[str]) -> int:
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for _ in range(args.runs):
         for name, src in variants.items():
-            argv = ["--cycles", str(args.cycles), *(["--on-loop"] if args.on_loop else [])]
+            argv = ["--cycles", str(args.cycles), "--body-size", str(args.body_size)]
+            argv += ["--on-loop"] if args.on_loop else []
             runs[name].append(run_child(src, "pg_cpu", argv))
-    report = markdown(runs, args.cycles, args.on_loop)
+    report = markdown(runs, args.cycles, args.body_size, args.on_loop)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(runs, indent=2) + "\n")
     (RESULTS / f"{args.out}.md").write_text(report)
