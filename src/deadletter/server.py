@@ -358,7 +358,13 @@ class OfflineSetupError(Exception):
 
 def create_operator_credential(config: ServerConfig, project: str) -> tuple[Credential, str]:
     """Make an operator credential directly in the database, where no server runs yet (the
-    first credential of a deployment); returns it with its secret, shown once."""
+    first credential of a deployment); returns it with its secret, shown once. A `--db`
+    file in a directory that does not exist is refused as `serve` refuses it: made there, the
+    credential would sit in a database no server opens."""
+    try:
+        config.check_db()
+    except ConfigError as exc:
+        raise OfflineSetupError(str(exc)) from None
     if config.uses_data_dir:
         config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the database, the key
     master = _offline_master_key(config, create=True)

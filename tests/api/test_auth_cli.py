@@ -27,6 +27,23 @@ def _issued(output: str) -> tuple[str, str]:
     return lines["key id"].strip(), lines["secret"].strip()
 
 
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute", "relative"])
+def test_the_first_operator_is_refused_for_a_database_in_a_folder_that_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: bool
+) -> None:
+    # Given a --db whose folder is mistyped (`serve` refuses it the same way)
+    monkeypatch.delenv("DEADLETTER_MASTER_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    typo = Path("deadleter") / "d.db"
+    db = f"sqlite:///{typo if relative else tmp_path / typo}"
+    # When the first operator is made offline
+    made = _run({}, "credentials", "create-operator", "--db", db)
+    # I expect a refusal that names the folder, and nothing made anywhere
+    assert made.exit_code == 1, made.output
+    assert "deadleter does not exist; create it first." in made.output
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_first_operator_offline_then_credentials_through_the_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
