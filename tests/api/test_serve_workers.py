@@ -26,6 +26,7 @@ from deadletter.cli.main import main
 from deadletter.storage.base import Store
 from tests.api.serve_process import start, stop
 from tests.services import POSTGRES_URL, postgres_schema
+from tests.support.polls import eventually
 
 LONG_POLL = 20  # seconds; a receive that waits this long was not woken
 
@@ -118,7 +119,9 @@ def test_a_worker_replaced_while_its_database_is_away_waits_for_it(tmp_path: Pat
                 # I expect one replacement that waits, not one replacement after another.
                 # uvicorn's supervisor notices a death within one check of every worker (a
                 # check waits up to 5 s for a busy worker's answer) ...
-                replacements = wait_for(lambda: set(workers_of(proc.pid)) - {first, other}, 30)
+                replacements = eventually(
+                    lambda: set(workers_of(proc.pid)) - {first, other}, 30, "new workers"
+                )
                 # ... and would replace a worker that died of the missing schema again within
                 # 6 s (the check of a dying worker waits out those 5 s): this watches for 10.
                 seen = set(replacements)
@@ -190,7 +193,9 @@ def test_a_worker_waiting_for_its_database_stops_with_its_supervisor(
             (first, other) = workers_of(proc.pid)
             with schema_away(schema):
                 os.kill(first, signal.SIGKILL)
-                everything |= wait_for(lambda: set(workers_of(proc.pid)) - {first, other}, 30)
+                everything |= eventually(
+                    lambda: set(workers_of(proc.pid)) - {first, other}, 30, "new workers"
+                )
                 # When the supervisor is stopped (or killed outright)
                 os.kill(proc.pid, stop_with)
                 proc.wait(timeout=60)
@@ -225,15 +230,6 @@ def schema_away(schema: str) -> Iterator[Callable[[], None]]:
         yield come_back
     finally:
         come_back()
-
-
-def wait_for(found: Callable[[], set[int]], seconds: float) -> set[int]:
-    """What `found` returns once it is not empty; fails after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while not (result := found()):
-        assert time.monotonic() < deadline, f"nothing found within {seconds} s"
-        time.sleep(0.05)
-    return result
 
 
 def workers_of(supervisor: int) -> list[int]:

@@ -9,7 +9,6 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -20,6 +19,7 @@ from deadletter.storage.postgres import notifications
 from deadletter.storage.postgres.backend import PostgresStore
 from deadletter.storage.postgres.notifications import CHANNEL, Listener
 from tests.services import POSTGRES_URL, postgres_schema
+from tests.support.polls import eventually
 
 pytestmark = pytest.mark.postgres
 
@@ -79,13 +79,6 @@ NOTIFIED = (
     "SELECT 1 FROM pg_stat_activity WHERE application_name = %s AND state = 'idle'"
     " AND query LIKE 'SELECT pg_notify%%' AND query_start > %s"
 )
-
-
-def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 5
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.02)
 
 
 def test_the_listener_and_the_notifier_reconnect_and_are_heard_again(
@@ -174,7 +167,7 @@ def test_a_send_is_notified_only_while_some_process_hears_other_processes(
             statement."""
             (since,) = admin.execute("SELECT clock_timestamp()").fetchone() or (None,)
             sender.notify_messages_available(project, queue)
-            _until(lambda: bool(admin.execute(NOTIFIED, (f"{name}-sender", since)).fetchall()))
+            eventually(lambda: bool(admin.execute(NOTIFIED, (f"{name}-sender", since)).fetchall()))
 
         heard: list[str] = []
         other.on_messages_available(lambda _, queue: heard.append(queue))
@@ -188,13 +181,13 @@ def test_a_send_is_notified_only_while_some_process_hears_other_processes(
             assert other.hear_other_processes() is None  # a second waiter: already heard
             sender.notify_messages_available(project, "heard")
             assert _heard(admin, project, until="heard") == ["heard"]
-            _until(lambda: heard == ["heard"])
+            eventually(lambda: heard == ["heard"])
             # and once nothing waits there for a while, it stops listening, and sends are
             # NOTIFYed to no one again.
             other.stop_hearing_other_processes()
             assert admin.execute(HEARERS, (name,)).fetchall()  # one waiter left
             other.stop_hearing_other_processes()
-            _until(lambda: not admin.execute(HEARERS, (name,)).fetchall())
+            eventually(lambda: not admin.execute(HEARERS, (name,)).fetchall())
             notify("unheard again")
             ready = other.hear_other_processes()
             assert ready is not None
