@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
 from psycopg.adapt import PyFormat
 
@@ -14,7 +15,7 @@ from deadletter.engine.engine import Engine
 from deadletter.storage.postgres.backend import PostgresStore
 from deadletter.storage.postgres.composed import INSERT_SENT
 from deadletter.storage.postgres.dialect import POSTGRES
-from deadletter.storage.postgres.prepared import PREPARE_AFTER, positional
+from deadletter.storage.postgres.prepared import PREPARE_AFTER, PreparedCursor, positional
 from tests.services import postgres_schema
 
 
@@ -30,6 +31,34 @@ def test_a_parameter_spelled_b_goes_in_binary_and_the_others_as_psycopg_chooses(
     spelled = positional("SELECT %(a)s, (%(bodies)b::bytea[])[1], %(a)s")
     assert spelled.text == b"SELECT $1, ($2::bytea[])[1], $1"
     assert spelled.formats == (PyFormat.AUTO, PyFormat.BINARY)
+
+
+LOOKUP = "SELECT :v = ANY(:ids) AS hit WHERE (:v <> ALL(:ids) OR :ids IS NULL OR :v = :v)"
+
+
+def test_a_list_parameter_goes_in_binary_wherever_its_name_appears() -> None:
+    # Given a statement that looks up ids in a list it also tests for NULL
+    spelled = positional(POSTGRES.compile(LOOKUP).text)
+    # I expect the list in binary, both times, and the other parameter as psycopg chooses
+    assert dict(zip(spelled.names, spelled.formats, strict=True)) == {
+        "v": PyFormat.AUTO,
+        "ids": PyFormat.BINARY,
+    }
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("ids", [["a", "é€"], [], None], ids=["ids", "empty", "null"])
+def test_a_list_in_binary_is_looked_up_through_libpq_and_through_psycopgs_cursor(
+    ids: list[str] | None,
+) -> None:
+    with postgres_schema() as url, psycopg.connect(url, autocommit=True) as conn:
+        statement = POSTGRES.compile(LOOKUP)
+        cursor = PreparedCursor(conn.cursor())
+        cursor.run(positional(statement.text), {"v": "é€", "ids": ids}, prepare=False)
+        direct = cursor.fetchall()
+        through_psycopg = conn.execute(statement.text, {"v": "é€", "ids": ids}).fetchall()
+    expected = None if ids is None else "é€" in ids
+    assert [r["hit"] for r in direct] == [r[0] for r in through_psycopg] == [expected]
 
 
 def test_a_send_carries_its_bodies_apart_in_binary_not_in_the_rows_json() -> None:

@@ -52,8 +52,8 @@ REDRIVE_IN_PLACE = (
 )
 
 
-# A parameter read as an array of byte strings.
-BYTEA_ARRAY = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)::bytea\[\]")
+# A parameter that is a list: an array of byte strings, or the ids an `= ANY(...)` looks up.
+LIST_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)::bytea\[\]|ANY\(:([A-Za-z_]\w*)\)")
 
 
 class PostgresDialect(Dialect):
@@ -92,10 +92,16 @@ class PostgresDialect(Dialect):
         cursor.execute(statement.text, self.bind(statement, params), prepare=prepare)
 
     def _spell(self, sql: str) -> str:
-        # An array of byte strings goes in binary (psycopg's `%b`): in text, psycopg would
-        # escape each string in Python and PostgreSQL parse it back (`composed._numbered`).
-        sql = BYTEA_ARRAY.sub(r"%(\1)b::bytea[]", sql.replace("%", "%%"))
-        return PARAMETER.sub(r"%(\1)s", sql)
+        # A list goes in binary (psycopg's `%b`, wherever its name appears): in text, psycopg
+        # escapes each element in Python (a send's ten bodies 163 µs, ten ids 14 µs; in
+        # binary 5 and 4) and PostgreSQL parses them back (`composed._numbered`).
+        binary = {a or b for a, b in LIST_PARAMETER.findall(sql)}
+
+        def spelled(match: re.Match[str]) -> str:
+            name = match.group(1)
+            return f"%({name})b" if name in binary else f"%({name})s"
+
+        return PARAMETER.sub(spelled, sql.replace("%", "%%"))
 
     def domain_error(self, exc: Exception) -> DeadletterError:
         if isinstance(exc, PoolTimeout):
