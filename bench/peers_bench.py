@@ -204,12 +204,17 @@ def with_server_cpu(
     before: tuple[float, float] | None,
     pid: int | None,
     client_before: float,
+    database_before: float | None = None,
 ) -> None:
     """Server CPU seconds per 1,000 messages of the run (W1, W2: its N messages, each sent,
     received and deleted), and apart from it the load generator's: this process, whose
-    threads share one interpreter lock, so that it can use at most about one core."""
+    threads share one interpreter lock, so that it can use at most about one core. For a
+    system on PostgreSQL (`database_before` given), PostgreSQL's own too (`db_cpu`): the
+    server's figure leaves out the store's work, which SQLite's and RabbitMQ's include."""
     if "error" in result:
         return
+    if database_before is not None and result.get("n"):
+        result["db_cpu"] = (sysmod.postgres_cpu_seconds() - database_before) * 1000 / result["n"]
     client = time.process_time() - client_before
     result["client_cpu_seconds"] = client
     result["client_cores"] = client / result["seconds"] if result.get("seconds") else None
@@ -252,6 +257,8 @@ def run_system(
                         )
                     cpu_before = cpu_split(pid) if pid else None
                     client_before = time.process_time()
+                    on_postgres = getattr(system, "store", None) == "postgres"
+                    database_before = sysmod.postgres_cpu_seconds() if on_postgres else None
                     try:
                         result = WORKLOADS[base_workload](driver, run_params)
                     except Exception as exc:
@@ -261,7 +268,7 @@ def run_system(
                         if prof:
                             prof.stop()
                     if base_workload in ("w1", "w2"):
-                        with_server_cpu(result, cpu_before, pid, client_before)
+                        with_server_cpu(result, cpu_before, pid, client_before, database_before)
                     if prof and prof.path.exists():
                         text = profile.report(prof.path)
                         out.setdefault("profiles", {})[f"{workload}-{run + 1}"] = text
@@ -317,7 +324,7 @@ def summarize_system(data: dict[str, Any]) -> dict[str, dict[str, dict[str, floa
             out.setdefault(workload, {})[metric] = s.as_dict()
     for key, runs in data.get("runs", {}).items():
         if key.startswith("w1x"):
-            for metric in ("produce", "consume", "e2e", "server_cpu", "client_cpu"):
+            for metric in ("produce", "consume", "e2e", "server_cpu", "client_cpu", "db_cpu"):
                 s = summarize(r.get(metric) for r in runs if "error" not in r)
                 if s:
                     out.setdefault(key, {})[metric] = s.as_dict()

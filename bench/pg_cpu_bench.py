@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.child import run_child
-from bench.peers.systems import pids_named
+from bench.peers.systems import postgres_cpu_seconds
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,21 +46,6 @@ def _stat(pid: str) -> list[str]:
 def _cpu(pid: int) -> float:
     fields = _stat(str(pid))
     return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def _postgres_cpu() -> float:
-    """User and system CPU of every PostgreSQL process so far, with the ended backends the
-    postmaster has counted."""
-    total = 0.0
-    for pid in map(str, pids_named("postgres")):
-        try:
-            fields = _stat(pid)
-            total += (int(fields[11]) + int(fields[12])) / _TICK
-            if Path(f"/proc/{fields[1]}/comm").read_text().strip() != "postgres":
-                total += (int(fields[13]) + int(fields[14])) / _TICK  # the postmaster
-        except OSError:
-            continue  # ended meanwhile
-    return total
 
 
 def run_once(cycles: int, body_size: int = 100) -> dict[str, float]:
@@ -90,10 +75,10 @@ def run_once(cycles: int, body_size: int = 100) -> dict[str, float]:
             cycle()
         with store._pool.connection() as own:
             backend = int(own.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
-        before = (time.process_time(), _cpu(backend), _postgres_cpu(), time.perf_counter())
+        before = (time.process_time(), _cpu(backend), postgres_cpu_seconds(), time.perf_counter())
         for _ in range(cycles):
             cycle()
-        after = (time.process_time(), _cpu(backend), _postgres_cpu(), time.perf_counter())
+        after = (time.process_time(), _cpu(backend), postgres_cpu_seconds(), time.perf_counter())
     finally:
         store.close()
         db.close()
@@ -152,9 +137,9 @@ def run_on_loop(cycles: int, body_size: int = 100) -> dict[str, float]:
             await produce(PRELOAD // BATCH)
             await consume(PRELOAD)
             await sides(WARM_UP // SIDES)
-            before = (time.process_time(), _postgres_cpu(), time.perf_counter())
+            before = (time.process_time(), postgres_cpu_seconds(), time.perf_counter())
             await sides(cycles)
-            after = (time.process_time(), _postgres_cpu(), time.perf_counter())
+            after = (time.process_time(), postgres_cpu_seconds(), time.perf_counter())
             return tuple(b - a for a, b in zip(before, after, strict=True))
 
         import uvloop  # the server's loop (`server.EVENT_LOOP`)

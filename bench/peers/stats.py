@@ -234,9 +234,17 @@ def render_clients_table(
 ) -> str:
     """W1 end to end and server CPU at each count of clients per side, one row per system;
     each e2e cell's ratio is to the baseline's at the same count, and the last column is the
-    system's own growth from the fewest clients to the most."""
+    system's own growth from the fewest clients to the most. Where a system ran on PostgreSQL,
+    PostgreSQL's own CPU too, in columns of their own."""
+    database = any(
+        "db_cpu" in by_workload.get(clients_key(c), {})
+        for by_workload in summaries.values()
+        for c in clients
+    )
     header = ["system"] + [f"W1 e2e, {c} per side (msg/s)" for c in clients]
     header += [f"server CPU s per 1k, {c} per side" for c in clients]
+    if database:
+        header += [f"PostgreSQL's CPU s per 1k, {c} per side" for c in clients]
     header += [f"growth {clients[0]} -> {clients[-1]}"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     base = summaries.get(baseline, {})
@@ -249,9 +257,10 @@ def render_clients_table(
             base_median = base_summary["median"] if base_summary else None
             cells.append(_cell(got, "msg/s", base_median if system != baseline else None))
             medians.append(got["median"] if got else None)
-        for c in clients:
-            cpu = by_workload.get(clients_key(c), {}).get("server_cpu")
-            cells.append(_cell(cpu, "CPU s per 1k msgs", None))
+        for metric in ("server_cpu", "db_cpu") if database else ("server_cpu",):
+            for c in clients:
+                cpu = by_workload.get(clients_key(c), {}).get(metric)
+                cells.append(_cell(cpu, "CPU s per 1k msgs", None))
         growth = ratio(medians[-1], medians[0]) if medians else None
         cells.append("—" if growth is None else f"x{growth:.2f}")
         lines.append("| " + " | ".join(cells) + " |")

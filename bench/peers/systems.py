@@ -53,6 +53,22 @@ def pids_named(comm: str) -> list[int]:
     return pids
 
 
+def postgres_cpu_seconds() -> float:
+    """User and system CPU of every PostgreSQL process of this machine so far, with the ended
+    backends the postmaster has counted (other work on the same server counts too)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids_named("postgres"):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            if Path(f"/proc/{fields[1]}/comm").read_text().strip() != "postgres":
+                total += (int(fields[13]) + int(fields[14])) / tick  # the postmaster
+        except OSError:
+            continue  # ended meanwhile
+    return total
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from bench.peers.stats import render_clients_table
 from bench.peers.workloads import Params
-from bench.peers_bench import notes_for, summarize_system, update_docs
+from bench.peers_bench import notes_for, summarize_system, update_docs, with_server_cpu
 from bench.peers_bench import runs_of as plan_of
 
 
@@ -86,3 +86,38 @@ def test_the_clients_table_gives_each_count_its_ratio_and_each_system_its_growth
     assert peer.endswith("| x6.00 |")
     base = next(line for line in table.splitlines() if line.startswith("| base"))
     assert base.endswith("| x1.50 |")
+    assert "PostgreSQL's CPU" not in table  # neither ran on PostgreSQL
+
+
+def test_the_clients_table_gives_postgresqls_cpu_beside_the_servers_where_there_was_one() -> None:
+    # Given a system on PostgreSQL, whose runs counted PostgreSQL's CPU, beside one without
+    data = {
+        "sqlite": runs_of(w1x4=[{"e2e": 100.0, "server_cpu": 0.2}]),
+        "postgres": runs_of(w1x4=[{"e2e": 90.0, "server_cpu": 0.25, "db_cpu": 0.18}]),
+    }
+    summaries = {name: summarize_system(d) for name, d in data.items()}
+    # When the table is drawn
+    table = render_clients_table(summaries, [4], "sqlite")
+    lines = table.splitlines()
+    # I expect a column of PostgreSQL's CPU after the server's, empty for the other system
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    column = header.index("PostgreSQL's CPU s per 1k, 4 per side")
+    assert header[column - 1] == "server CPU s per 1k, 4 per side"
+    rows = {line.split("|")[1].strip(): line.strip("|").split("|") for line in lines[2:]}
+    assert rows["postgres"][column].strip().startswith("0.18")
+    assert rows["sqlite"][column].strip() == "—"
+
+
+def test_a_run_on_postgresql_counts_postgresqls_cpu_per_1000_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given PostgreSQL's processes at 10 CPU seconds before a run of 20,000 messages, 14 after
+    monkeypatch.setattr("bench.peers.systems.postgres_cpu_seconds", lambda: 14.0)
+    result: dict[str, Any] = {"n": 20_000, "seconds": 5.0}
+    # When the run's CPU is counted
+    with_server_cpu(result, None, None, client_before=0.0, database_before=10.0)
+    # I expect 0.2 s per 1,000 messages; and nothing for a run without the store's reading
+    assert result["db_cpu"] == pytest.approx(0.2)
+    without: dict[str, Any] = {"n": 20_000, "seconds": 5.0}
+    with_server_cpu(without, None, None, client_before=0.0)
+    assert "db_cpu" not in without
