@@ -19,7 +19,7 @@ from deadletter.storage.postgres.composed import LANE
 from deadletter.storage.postgres.prepared import Positional, PreparedCursor, positional
 from deadletter.storage.rows import with_seq
 from deadletter.storage.sql import queries as q
-from deadletter.storage.sql.dialect import PARAMETER, Dialect, Statement, Statements
+from deadletter.storage.sql.dialect import ID_LIST, PARAMETER, Dialect, Statement, Statements
 
 # Connection failures, the server shutting down or refusing connections, a full disk or memory
 # (classes 08, 53, 57 and 58), and statements cancelled by the server: the store cannot do its
@@ -52,8 +52,8 @@ REDRIVE_IN_PLACE = (
 )
 
 
-# A parameter that is a list: an array of byte strings, or the ids an `= ANY(...)` looks up.
-LIST_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)::bytea\[\]|ANY\(:([A-Za-z_]\w*)\)")
+# A parameter read as an array of byte strings (the other lists are the dialects' `ID_LIST`).
+BYTEA_ARRAY = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)::bytea\[\]")
 
 
 class PostgresDialect(Dialect):
@@ -95,7 +95,7 @@ class PostgresDialect(Dialect):
         # A list goes in binary (psycopg's `%b`, wherever its name appears): in text, psycopg
         # escapes each element in Python (a send's ten bodies 163 µs, ten ids 14 µs; in
         # binary 5 and 4) and PostgreSQL parses them back (`composed._numbered`).
-        binary = {a or b for a, b in LIST_PARAMETER.findall(sql)}
+        binary = {*BYTEA_ARRAY.findall(sql), *(m.group(2) for m in ID_LIST.finditer(sql))}
 
         def spelled(match: re.Match[str]) -> str:
             name = match.group(1)
