@@ -170,12 +170,12 @@ def cpu_split(pid: int) -> tuple[float, float] | None:
     None when `pid` is gone."""
     children: dict[int, list[int]] = {}
     times: dict[int, tuple[float, float]] = {}
-    tick = os.sysconf("SC_CLK_TCK")
+    tick = sysmod.TICK
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = sysmod.proc_stat(entry.name)
         except (OSError, IndexError):
             continue
         me = int(entry.name)
@@ -238,6 +238,7 @@ def run_system(
     """Run the workloads on one system, filling `out` as runs end (kept if interrupted)."""
     system = sysmod.make(name, os.cpu_count() or 2, args.base)
     plan = runs_of(args.workloads, args.clients, params)
+    on_postgres = getattr(system, "store", None) == "postgres"  # PostgreSQL's CPU counted too
     out.update({"runs": {key: [] for key, _w, _p in plan}, "notes": []})
     try:
         system.start()
@@ -257,7 +258,6 @@ def run_system(
                         )
                     cpu_before = cpu_split(pid) if pid else None
                     client_before = time.process_time()
-                    on_postgres = getattr(system, "store", None) == "postgres"
                     database_before = sysmod.postgres_cpu_seconds() if on_postgres else None
                     try:
                         result = WORKLOADS[base_workload](driver, run_params)

@@ -29,23 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.child import run_child
-from bench.peers.systems import postgres_cpu_seconds
+from bench.peers.systems import TICK, postgres_cpu_seconds, proc_stat
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 10
 PRELOAD = 2000
 WARM_UP = 50
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: str) -> list[str]:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def _cpu(pid: int) -> float:
-    fields = _stat(str(pid))
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    fields = proc_stat(pid)
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def run_once(cycles: int, body_size: int = 100) -> dict[str, float]:

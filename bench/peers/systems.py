@@ -53,17 +53,25 @@ def pids_named(comm: str) -> list[int]:
     return pids
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (`[1]` is the parent, `[11]` and
+    `[12]` the user and system ticks, `[13]` and `[14]` those of ended children waited for)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def postgres_cpu_seconds() -> float:
     """User and system CPU of every PostgreSQL process of this machine so far, with the ended
     backends the postmaster has counted (other work on the same server counts too)."""
-    tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for pid in pids_named("postgres"):
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
+            fields = proc_stat(pid)
+            total += (int(fields[11]) + int(fields[12])) / TICK
             if Path(f"/proc/{fields[1]}/comm").read_text().strip() != "postgres":
-                total += (int(fields[13]) + int(fields[14])) / tick  # the postmaster
+                total += (int(fields[13]) + int(fields[14])) / TICK  # the postmaster
         except OSError:
             continue  # ended meanwhile
     return total
