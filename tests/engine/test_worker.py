@@ -90,3 +90,72 @@ def test_a_task_started_in_this_process_is_stepped_without_waiting_for_the_tick(
     finally:
         worker.stop()
     assert engine.get_task(P, "dlq", task_id=task.id).moved == 2
+
+
+TICK = 1 / 16  # exact in binary: sixteen ticks make the interval
+
+
+class _Looks:
+    """`Engine.active_task_ids` counted, on a monotonic clock the test moves."""
+
+    def __init__(self, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self.now = 1000.0
+        looked_up = engine.active_task_ids
+
+        def counted() -> list[str]:
+            self.count += 1
+            return looked_up()
+
+        monkeypatch.setattr(engine, "active_task_ids", counted)
+        monkeypatch.setattr(worker_module.time, "monotonic", lambda: self.now)
+
+
+def test_an_idle_worker_looks_for_tasks_once_a_sweep_interval(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a worker with no task to run, which has had its first round
+    looks = _Looks(engine, monkeypatch)
+    worker = Worker(engine, sweep_interval=1.0)
+    worker.run_once()
+    assert looks.count == 1
+    # When its ticks come within the interval, no round reads the task table
+    for _ in range(15):
+        looks.now += TICK
+        worker.run_once()
+    assert looks.count == 1
+    # I expect the next look once the interval has passed since the last
+    looks.now += TICK
+    worker.run_once()
+    assert looks.count == 2
+
+
+def test_a_task_another_process_starts_is_joined_at_the_next_look(
+    engine: Engine, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an idle worker, and a task of one message a second started by another process on
+    # the same store (its start is no event of this engine)
+    looks = _Looks(engine, monkeypatch)
+    worker = Worker(engine, sweep_interval=1.0)
+    worker.run_once()
+    with_dlq(engine, "a", "dlq", max_claims=1)
+    send(engine, "a", "x", "y", "z")
+    fail(engine, "a", 1)
+    engine.claim(P, "a", limit=10)  # past their delivery limit: all three move
+    assert engine.stats(P, "dlq").total == 3
+    task = Engine(engine.store, clock=clock).start_redrive(P, "dlq", rate=1.0)
+    clock.advance(1)
+    # When a tick comes before the interval is up, the task is not yet stepped here
+    looks.now += 8 * TICK
+    worker.run_once()
+    assert engine.get_task(P, "dlq", task_id=task.id).moved == 0
+    # I expect it stepped at the first look after the interval, and looked for at every tick
+    # while it runs
+    looks.now += 8 * TICK
+    worker.run_once()
+    assert engine.get_task(P, "dlq", task_id=task.id).moved == 1
+    before = looks.count
+    for _ in range(3):
+        looks.now += TICK
+        worker.run_once()
+    assert looks.count == before + 3

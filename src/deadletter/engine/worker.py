@@ -31,11 +31,17 @@ class Worker:
         # Set by a stop, or by a task started in this process: its first step need not wait
         # for the next tick.
         self._wake = threading.Event()
+        # Set by a task started in this process: the next round looks for tasks at once.
+        self._started = threading.Event()
         self._thread: threading.Thread | None = None
-        # The first round sweeps: monotonic time counts from about the machine's boot, so a
-        # start of 0 would put off the first sweep on a machine up for less than an interval.
+        # The first round sweeps and looks for tasks: monotonic time counts from about the
+        # machine's boot, so a start of 0 would put them off on a machine up for less than an
+        # interval.
         self._last_sweep = -math.inf
-        engine.add_listener(_WakeOnStart(self._wake))
+        self._last_look = -math.inf
+        # Whether the last look found a task: while one runs, every tick looks again.
+        self._tasks_running = False
+        engine.add_listener(_WakeOnStart(self._wake, self._started))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="deadletter-worker", daemon=True)
@@ -66,27 +72,46 @@ class Worker:
         now = time.monotonic()
         if now - self._last_sweep >= self.sweep_interval:
             self._last_sweep = now
-            try:
-                while self.engine.sweep_expired(SWEEP_BATCH) >= SWEEP_BATCH:
-                    pass
-                # Archived dead letters past their retention leave, recorded.
-                while self.engine.sweep_archives(SWEEP_BATCH) >= SWEEP_BATCH:
-                    pass
-            except StoreUnavailable:
-                pass  # logged once by the store; swept again next interval
-            except Exception:  # the sweep is retried next interval; tasks still get their turn
-                log.exception("expiry sweep failed; retrying at the next interval")
-            # Automatic redrive rounds are due by the minute: looked at once an interval.
-            try:
-                self.engine.run_auto_redrives()
-            except StoreUnavailable:
-                pass
-            except Exception:
-                log.exception("automatic redrive failed; retrying at the next interval")
+            self._sweep()
+        if not self._look_due(now):
+            return False
+        self._started.clear()
+        self._last_look = now
+        task_ids = self.engine.active_task_ids()
+        self._tasks_running = bool(task_ids)
         busy = False
-        for task_id in self.engine.active_task_ids():
+        for task_id in task_ids:
             busy |= self._isolated_step(task_id)
         return busy
+
+    def _sweep(self) -> None:
+        try:
+            while self.engine.sweep_expired(SWEEP_BATCH) >= SWEEP_BATCH:
+                pass
+            # Archived dead letters past their retention leave, recorded.
+            while self.engine.sweep_archives(SWEEP_BATCH) >= SWEEP_BATCH:
+                pass
+        except StoreUnavailable:
+            pass  # logged once by the store; swept again next interval
+        except Exception:  # the sweep is retried next interval; tasks still get their turn
+            log.exception("expiry sweep failed; retrying at the next interval")
+        # Automatic redrive rounds are due by the minute: looked at once an interval.
+        try:
+            self.engine.run_auto_redrives()
+        except StoreUnavailable:
+            pass
+        except Exception:
+            log.exception("automatic redrive failed; retrying at the next interval")
+
+    def _look_due(self, now: float) -> bool:
+        """Whether this round looks for running tasks: every tick while one runs or one was
+        just started here, otherwise once a sweep interval. An idle server asked the store
+        twenty times a second, a read transaction each, for nothing (on PostgreSQL, every
+        process of every host); a task another process starts is stepped there at once, and
+        here from the next look."""
+        if self._tasks_running or self._started.is_set():
+            return True
+        return now - self._last_look >= self.sweep_interval
 
     def _isolated_step(self, task_id: str) -> bool:
         """A step that raises fails its own task, never the others': tasks of every project
@@ -123,8 +148,10 @@ class Worker:
 
 
 class _WakeOnStart(EngineListener):
-    def __init__(self, wake: threading.Event) -> None:
-        self._event = wake
+    def __init__(self, wake: threading.Event, started: threading.Event) -> None:
+        self._wake = wake
+        self._started = started
 
     def redrive_started(self, project: str, dlq: str, task_id: str) -> None:
-        self._event.set()
+        self._started.set()
+        self._wake.set()
