@@ -126,7 +126,7 @@ def steady(driver: Driver, p: Params) -> dict[str, Any]:
         bodies = [make_body(key_of(i), False) for i in range(p.n)]
         w = Workers(driver)
         lock = threading.Lock()
-        got = {"consumed": 0}
+        got = {"consumed": 0, "during": 0}
         marks: dict[str, float] = {}
         t0 = time.monotonic()
         deadline = t0 + p.timeout
@@ -141,6 +141,8 @@ def steady(driver: Driver, p: Params) -> dict[str, Any]:
                 s.ack(q, msgs)
                 with lock:
                     got["consumed"] += len(msgs)
+                    if "t" not in produced:  # still producing: `consume_during` counts it
+                        got["during"] = got["consumed"]
                     if got["consumed"] >= p.n:
                         marks["end"] = time.monotonic()
                         w.stop.set()
@@ -159,6 +161,10 @@ def steady(driver: Driver, p: Params) -> dict[str, Any]:
             "consume": got["consumed"] / max(end - marks.get("first", t0), 1e-9),
             "e2e": got["consumed"] / max(end - t0, 1e-9),
             "seconds": end - t0,
+            # The consumers' rate while the producers still send, and after: where producers
+            # run ahead, the second is the consumers' alone (docs/benchmarks.md).
+            "consume_during": got["during"] / max(t_prod - t0, 1e-9),
+            "consume_after": (got["consumed"] - got["during"]) / max(end - t_prod, 1e-9),
         }
     finally:
         driver.delete_queue(q)

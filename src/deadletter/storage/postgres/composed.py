@@ -91,10 +91,16 @@ def _numbered(fields: Sequence[str]) -> str:
 
 def _rows(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> dict[str, Any]:
     """The parameters `_numbered` reads `rows` from: `:rows`, and `:bodies` if `fields` has the
-    body."""
+    body. A column whose value is None is left out of its row: `json_to_recordset` reads a
+    missing key as NULL, and a new message's row is about half nulls, text that PostgreSQL
+    would lex and the server encode for nothing."""
+    columns = [f for f in fields if f != "body"]
     params: dict[str, Any] = {
         "rows": json_text(
-            [{"ord": i, **{f: r[f] for f in fields if f != "body"}} for i, r in enumerate(rows, 1)]
+            [
+                {"ord": i, **{f: r[f] for f in columns if r[f] is not None}}
+                for i, r in enumerate(rows, 1)
+            ]
         )
     }
     if "body" in fields:
