@@ -199,9 +199,17 @@ class ServerConfig:
             )
         database = sqlite_file(url)
         if self.db and database is not None and not database.parent.is_dir():
+            # Named as resolved: `sqlite:///tmp/x.db` is `tmp/x.db` under the working
+            # directory, which a reader of "tmp does not exist" would not guess.
+            relative = (
+                ""
+                if database.is_absolute()
+                else " A path after sqlite:/// is relative to the working directory;"
+                " sqlite://// starts an absolute one."
+            )
             raise ConfigError(
-                f"--db {redacted(url)}: the directory {database.parent} does not exist;"
-                " create it first."
+                f"--db {redacted(url)}: the directory {database.parent.absolute()} does not"
+                f" exist; create it first.{relative}"
             )
 
     def check_workers(self) -> None:

@@ -53,6 +53,16 @@ def test_a_missing_directory_is_refused_not_created(tmp_path: Path, form: str) -
     assert not (tmp_path / "missing").exists() and not (tmp_path / "a").exists()
 
 
+def test_a_relative_path_is_named_as_resolved_with_the_four_slashes_beside_it(
+    tmp_path: Path,
+) -> None:
+    # Given `sqlite:///tmp/x.db`, which names tmp/x.db under the working directory
+    # When it is served from a directory without a `tmp`, I expect the refusal to name the
+    # directory it looked for and the spelling of an absolute path
+    _one_line(tmp_path, "sqlite:///tmp/x.db", f"{tmp_path / 'tmp'} does not exist", "sqlite:////")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_file_that_is_no_database_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.db").write_text("not a database\n")
     _one_line(tmp_path, f"sqlite:///{tmp_path / 'notes.db'}", "not a database")
