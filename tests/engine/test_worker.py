@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from deadletter.clock import ManualClock
-from deadletter.domain.redrive import TaskStatus
+from deadletter.domain.redrive import Canary, TaskStatus
 from deadletter.engine import worker as worker_module
 from deadletter.engine.engine import Engine
 from deadletter.engine.events import EngineListener
@@ -159,3 +159,51 @@ def test_a_task_another_process_starts_is_joined_at_the_next_look(
         looks.now += TICK
         worker.run_once()
     assert looks.count == before + 3
+
+
+def test_a_task_resumed_in_this_process_is_stepped_at_the_next_tick(
+    engine: Engine, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a canary task paused by its sample dying again, and a worker that has looked
+    # since and found nothing running
+    looks = _Looks(engine, monkeypatch)
+    with_dlq(engine, "a", "dlq", max_claims=1)
+    send(engine, "a", *[f"m{i}" for i in range(4)])
+    fail(engine, "a", 1)
+    engine.claim(P, "a", limit=10)  # past their delivery limit: all four move
+    task = engine.start_redrive(P, "dlq", canary=Canary(count=2, watch=60.0))
+    engine.redrive_step(task.id, 1000)  # the sample goes home
+    fail(engine, "a", 1)
+    engine.claim(P, "a", limit=10)  # and dies again
+    assert engine.redrive_step(task.id, 1000).status is TaskStatus.PAUSED
+    worker = Worker(engine, sweep_interval=1.0)
+    worker.run_once()
+    paused = engine.get_task(P, "dlq", task_id=task.id).moved
+    # When it is resumed here, a tick later
+    engine.resume_redrive(P, "dlq", task_id=task.id)
+    looks.now += TICK
+    worker.run_once()
+    # I expect the rest moved at that tick, not at the next look a second on
+    assert engine.get_task(P, "dlq", task_id=task.id).moved > paused
+    assert engine.stats(P, "a").total >= 2
+
+
+def test_a_task_cancelled_in_this_process_ends_at_the_next_tick(
+    engine: Engine, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a task another process started, which this idle worker has not looked at since
+    looks = _Looks(engine, monkeypatch)
+    worker = Worker(engine, sweep_interval=1.0)
+    worker.run_once()
+    with_dlq(engine, "a", "dlq", max_claims=1)
+    send(engine, "a", "x", "y")
+    fail(engine, "a", 1)
+    engine.claim(P, "a", limit=10)
+    task = Engine(engine.store, clock=clock).start_redrive(P, "dlq", rate=1.0)
+    # When it is cancelled here, a tick later
+    engine.cancel_redrive(P, "dlq", task_id=task.id)
+    looks.now += TICK
+    worker.run_once()
+    # I expect it ended at that tick, nothing moved
+    ended = engine.get_task(P, "dlq", task_id=task.id)
+    assert (ended.status, ended.moved) == (TaskStatus.CANCELLED, 0)

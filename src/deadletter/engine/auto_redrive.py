@@ -299,7 +299,7 @@ def _round(
     # Its count is the survey's, read before the lock: not counted again under it.
     task = redrive.begun(tx, replace(task, to_move=found.eligible), canary, pattern_id, now)
     project, dlq, task_id = policy.project, policy.dlq, task.id
-    pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task_id))
+    pending.calls.append(lambda lst: lst.redrive_due(project, dlq, task_id))
     last = replace(last, task_id=task.id, outcome=RoundOutcome.RUNNING)
     return replace(policy, rounds=policy.rounds + 1, last_round=last)
 

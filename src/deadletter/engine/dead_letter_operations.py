@@ -20,7 +20,7 @@ from deadletter.domain.model import (
     Queue,
 )
 from deadletter.domain.patterns import Assignment, MergedBatch
-from deadletter.domain.redrive import Canary, MessagePatch, RedriveTask
+from deadletter.domain.redrive import Canary, MessagePatch, RedriveTask, TaskStatus
 from deadletter.engine import (
     auto_redrive,
     edits,
@@ -85,7 +85,7 @@ class DeadLetterOperations:
             if transform is not None:
                 task = replace(task, transform=transform)
                 tx.update_task(task)
-            pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
+            pending.calls.append(lambda lst: lst.redrive_due(project, dlq, task.id))
             return task
 
         return self._runner.run(work)
@@ -105,14 +105,21 @@ class DeadLetterOperations:
         return self._runner.run(lambda tx, _: redrive.fail(tx, task_id, reason, self.clock.now()))
 
     def cancel_redrive(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
-        return self._runner.run(
-            lambda tx, _: redrive.cancel(tx, project, dlq, task_id, self.clock.now())
-        )
+        def work(tx: Transaction, pending: Pending) -> RedriveTask:
+            task = redrive.cancel(tx, project, dlq, task_id, self.clock.now())
+            if task.status is TaskStatus.CANCELLING:  # its next step ends it
+                pending.calls.append(lambda lst: lst.redrive_due(project, dlq, task_id))
+            return task
+
+        return self._runner.run(work)
 
     def resume_redrive(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
-        return self._runner.run(
-            lambda tx, _: redrive.resume(tx, project, dlq, task_id, self.clock.now())
-        )
+        def work(tx: Transaction, pending: Pending) -> RedriveTask:
+            task = redrive.resume(tx, project, dlq, task_id, self.clock.now())
+            pending.calls.append(lambda lst: lst.redrive_due(project, dlq, task_id))
+            return task
+
+        return self._runner.run(work)
 
     def get_task(self, project: str, dlq: str, *, task_id: str) -> RedriveTask:
         """A redrive task of `dlq`; a task of another queue or project is not found."""
@@ -315,7 +322,7 @@ class DeadLetterOperations:
             task = redrive.start(
                 tx, project, dlq, destination=None, where=where, rate=None, now=now
             )
-            pending.calls.append(lambda lst: lst.redrive_started(project, dlq, task.id))
+            pending.calls.append(lambda lst: lst.redrive_due(project, dlq, task.id))
             return m, task
 
         return self._runner.run(work)

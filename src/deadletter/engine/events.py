@@ -36,8 +36,9 @@ class EngineListener:
         but were not eligible for the DLQ, or were pushed out of a bounded queue or DLQ with
         no DLQ of its own (maxlen), so were dropped."""
 
-    def redrive_started(self, project: str, dlq: str, task_id: str) -> None:
-        """A redrive task of `dlq` was started (the worker of this process steps it at once)."""
+    def redrive_due(self, project: str, dlq: str, task_id: str) -> None:
+        """A redrive task of `dlq` has a step to take now: it was started, resumed after its
+        canary paused it, or asked to stop (the worker of this process steps it at once)."""
 
     def redriven(self, project: str, dlq: str, task_id: str, count: int) -> None:
         """A redrive task moved `count` messages out of `dlq`."""

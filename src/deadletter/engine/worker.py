@@ -28,11 +28,12 @@ class Worker:
         self.sweep_interval = sweep_interval
         self.tick = tick
         self._stop = threading.Event()
-        # Set by a stop, or by a task started in this process: its first step need not wait
-        # for the next tick.
+        # Set by a stop, or by a task started, resumed or cancelled in this process: its step
+        # need not wait for the next tick.
         self._wake = threading.Event()
-        # Set by a task started in this process: the next round looks for tasks at once.
-        self._started = threading.Event()
+        # Set by a task started, resumed or cancelled in this process (`redrive_due`): the
+        # next round looks for tasks at once.
+        self._due = threading.Event()
         self._thread: threading.Thread | None = None
         # The first round sweeps and looks for tasks: monotonic time counts from about the
         # machine's boot, so a start of 0 would put them off on a machine up for less than an
@@ -41,7 +42,7 @@ class Worker:
         self._last_look = -math.inf
         # Whether the last look found a task: while one runs, every tick looks again.
         self._tasks_running = False
-        engine.add_listener(_WakeOnStart(self._wake, self._started))
+        engine.add_listener(_WakeWhenDue(self._wake, self._due))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="deadletter-worker", daemon=True)
@@ -75,7 +76,7 @@ class Worker:
             self._sweep()
         if not self._look_due(now):
             return False
-        self._started.clear()
+        self._due.clear()
         self._last_look = now
         task_ids = self.engine.active_task_ids()
         self._tasks_running = bool(task_ids)
@@ -105,11 +106,11 @@ class Worker:
 
     def _look_due(self, now: float) -> bool:
         """Whether this round looks for running tasks: every tick while one runs or one was
-        just started here, otherwise once a sweep interval. An idle server asked the store
+        just made due here, otherwise once a sweep interval. An idle server asked the store
         twenty times a second, a read transaction each, for nothing (on PostgreSQL, every
         process of every host); a task another process starts is stepped there at once, and
         here from the next look."""
-        if self._tasks_running or self._started.is_set():
+        if self._tasks_running or self._due.is_set():
             return True
         return now - self._last_look >= self.sweep_interval
 
@@ -147,11 +148,11 @@ class Worker:
         return task.rate is None and not redrive.watching(task)
 
 
-class _WakeOnStart(EngineListener):
-    def __init__(self, wake: threading.Event, started: threading.Event) -> None:
+class _WakeWhenDue(EngineListener):
+    def __init__(self, wake: threading.Event, due: threading.Event) -> None:
         self._wake = wake
-        self._started = started
+        self._due = due
 
-    def redrive_started(self, project: str, dlq: str, task_id: str) -> None:
-        self._started.set()
+    def redrive_due(self, project: str, dlq: str, task_id: str) -> None:
+        self._due.set()
         self._wake.set()
