@@ -111,13 +111,28 @@ class _Looks:
         monkeypatch.setattr(worker_module.time, "monotonic", lambda: self.now)
 
 
+def _idle_worker(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> tuple[_Looks, Worker]:
+    """A worker that has had its first round, and found no task; its looks counted."""
+    looks = _Looks(engine, monkeypatch)
+    worker = Worker(engine, sweep_interval=1.0)
+    worker.run_once()
+    return looks, worker
+
+
+def _dead_letters(engine: Engine, *bodies: str) -> None:
+    """Queue "a" whose DLQ "dlq" holds `bodies`, each past its one delivery."""
+    with_dlq(engine, "a", "dlq", max_claims=1)
+    send(engine, "a", *bodies)
+    fail(engine, "a", 1)
+    engine.claim(P, "a", limit=10)
+    assert engine.stats(P, "dlq").total == len(bodies)
+
+
 def test_an_idle_worker_looks_for_tasks_once_a_sweep_interval(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a worker with no task to run, which has had its first round
-    looks = _Looks(engine, monkeypatch)
-    worker = Worker(engine, sweep_interval=1.0)
-    worker.run_once()
+    looks, worker = _idle_worker(engine, monkeypatch)
     assert looks.count == 1
     # When its ticks come within the interval, no round reads the task table
     for _ in range(15):
@@ -135,14 +150,8 @@ def test_a_task_another_process_starts_is_joined_at_the_next_look(
 ) -> None:
     # Given an idle worker, and a task of one message a second started by another process on
     # the same store (its start is no event of this engine)
-    looks = _Looks(engine, monkeypatch)
-    worker = Worker(engine, sweep_interval=1.0)
-    worker.run_once()
-    with_dlq(engine, "a", "dlq", max_claims=1)
-    send(engine, "a", "x", "y", "z")
-    fail(engine, "a", 1)
-    engine.claim(P, "a", limit=10)  # past their delivery limit: all three move
-    assert engine.stats(P, "dlq").total == 3
+    looks, worker = _idle_worker(engine, monkeypatch)
+    _dead_letters(engine, "x", "y", "z")
     task = Engine(engine.store, clock=clock).start_redrive(P, "dlq", rate=1.0)
     clock.advance(1)
     # When a tick comes before the interval is up, the task is not yet stepped here
@@ -162,22 +171,17 @@ def test_a_task_another_process_starts_is_joined_at_the_next_look(
 
 
 def test_a_task_resumed_in_this_process_is_stepped_at_the_next_tick(
-    engine: Engine, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a canary task paused by its sample dying again, and a worker that has looked
     # since and found nothing running
-    looks = _Looks(engine, monkeypatch)
-    with_dlq(engine, "a", "dlq", max_claims=1)
-    send(engine, "a", *[f"m{i}" for i in range(4)])
-    fail(engine, "a", 1)
-    engine.claim(P, "a", limit=10)  # past their delivery limit: all four move
+    _dead_letters(engine, *[f"m{i}" for i in range(4)])
     task = engine.start_redrive(P, "dlq", canary=Canary(count=2, watch=60.0))
     engine.redrive_step(task.id, 1000)  # the sample goes home
     fail(engine, "a", 1)
     engine.claim(P, "a", limit=10)  # and dies again
     assert engine.redrive_step(task.id, 1000).status is TaskStatus.PAUSED
-    worker = Worker(engine, sweep_interval=1.0)
-    worker.run_once()
+    looks, worker = _idle_worker(engine, monkeypatch)
     paused = engine.get_task(P, "dlq", task_id=task.id).moved
     # When it is resumed here, a tick later
     engine.resume_redrive(P, "dlq", task_id=task.id)
@@ -192,13 +196,8 @@ def test_a_task_cancelled_in_this_process_ends_at_the_next_tick(
     engine: Engine, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a task another process started, which this idle worker has not looked at since
-    looks = _Looks(engine, monkeypatch)
-    worker = Worker(engine, sweep_interval=1.0)
-    worker.run_once()
-    with_dlq(engine, "a", "dlq", max_claims=1)
-    send(engine, "a", "x", "y")
-    fail(engine, "a", 1)
-    engine.claim(P, "a", limit=10)
+    looks, worker = _idle_worker(engine, monkeypatch)
+    _dead_letters(engine, "x", "y")
     task = Engine(engine.store, clock=clock).start_redrive(P, "dlq", rate=1.0)
     # When it is cancelled here, a tick later
     engine.cancel_redrive(P, "dlq", task_id=task.id)
