@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from bench.peers_bench import cpu_split
+from bench.proc import cpu_split
 from deadletter.api import strict_json
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -48,8 +48,9 @@ from typing import Any
 from bench.group_phases_serve import OUT
 from bench.peers.drivers import ZaqarSession
 from bench.peers.stats import percentile
-from bench.peers.systems import VENV_BIN, WORK, Deadletter, log, pids_named
+from bench.peers.systems import VENV_BIN, WORK, Deadletter, log
 from bench.peers.workloads import Params, steady
+from bench.proc import pids_named
 
 RESULTS = Path(__file__).parent / "results"
 # Columns: the phase and how it is read from a call's record (group_phases_serve.py).

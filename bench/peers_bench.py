@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from bench import proc
 from bench.peers import profile
 from bench.peers import systems as sysmod
 from bench.peers.stats import (
@@ -165,40 +166,6 @@ class Profiler:
                 self.proc.wait()
 
 
-def cpu_split(pid: int) -> tuple[float, float] | None:
-    """(user, system) CPU seconds of `pid` and every process below it (a server's workers);
-    None when `pid` is gone."""
-    children: dict[int, list[int]] = {}
-    times: dict[int, tuple[float, float]] = {}
-    tick = sysmod.TICK
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = sysmod.proc_stat(entry.name)
-        except (OSError, IndexError):
-            continue
-        me = int(entry.name)
-        children.setdefault(int(fields[1]), []).append(me)
-        times[me] = (int(fields[11]) / tick, int(fields[12]) / tick)
-    if pid not in times:
-        return None
-    user = system = 0.0
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        u, s = times.get(p, (0.0, 0.0))
-        user, system = user + u, system + s
-        todo += children.get(p, [])
-    return user, system
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system) of `pid` and every process below it (a server's workers)."""
-    split = cpu_split(pid)
-    return None if split is None else sum(split)
-
-
 def with_server_cpu(
     result: dict[str, Any],
     before: tuple[float, float] | None,
@@ -214,13 +181,13 @@ def with_server_cpu(
     if "error" in result:
         return
     if database_before is not None and result.get("n"):
-        result["db_cpu"] = (sysmod.postgres_cpu_seconds() - database_before) * 1000 / result["n"]
+        result["db_cpu"] = (proc.postgres_cpu_seconds() - database_before) * 1000 / result["n"]
     client = time.process_time() - client_before
     result["client_cpu_seconds"] = client
     result["client_cores"] = client / result["seconds"] if result.get("seconds") else None
     if result.get("n"):
         result["client_cpu"] = client * 1000 / result["n"]
-    after = cpu_split(pid) if pid else None
+    after = proc.cpu_split(pid) if pid else None
     if before is None or after is None:
         return
     # In the kernel (sockets, the disk's writes and syncs) apart from in the process itself.
@@ -256,9 +223,9 @@ def run_system(
                             sysmod.WORK / "profiles" / f"{name}-{workload}-{run + 1}.txt",
                             args.profile_rate,
                         )
-                    cpu_before = cpu_split(pid) if pid else None
+                    cpu_before = proc.cpu_split(pid) if pid else None
                     client_before = time.process_time()
-                    database_before = sysmod.postgres_cpu_seconds() if on_postgres else None
+                    database_before = proc.postgres_cpu_seconds() if on_postgres else None
                     try:
                         result = WORKLOADS[base_workload](driver, run_params)
                     except Exception as exc:

@@ -29,18 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.child import run_child
-from bench.peers.systems import TICK, postgres_cpu_seconds, proc_stat
+from bench.proc import postgres_cpu_seconds, process_cpu_seconds
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 10
 PRELOAD = 2000
 WARM_UP = 50
-
-
-def _cpu(pid: int) -> float:
-    fields = proc_stat(pid)
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def run_once(cycles: int, body_size: int = 100) -> dict[str, float]:
@@ -70,10 +65,20 @@ def run_once(cycles: int, body_size: int = 100) -> dict[str, float]:
             cycle()
         with store._pool.connection() as own:
             backend = int(own.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
-        before = (time.process_time(), _cpu(backend), postgres_cpu_seconds(), time.perf_counter())
+        before = (
+            time.process_time(),
+            process_cpu_seconds(backend),
+            postgres_cpu_seconds(),
+            time.perf_counter(),
+        )
         for _ in range(cycles):
             cycle()
-        after = (time.process_time(), _cpu(backend), postgres_cpu_seconds(), time.perf_counter())
+        after = (
+            time.process_time(),
+            process_cpu_seconds(backend),
+            postgres_cpu_seconds(),
+            time.perf_counter(),
+        )
     finally:
         store.close()
         db.close()

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.pipeline_bench import WORK
+from bench.proc import cpu_seconds
 from deadletter.pipeline import analysis
 from deadletter.pipeline.corpus import write_jsonl
 from deadletter.pipeline.purity import explain
@@ -40,28 +41,7 @@ def _summarize_keys_of(path: str) -> Callable[..., list[dict[str, Any]]]:
 def _cpu_seconds() -> float:
     """CPU seconds of this process and every process under it (the JVM, its Python workers),
     from /proc: the load of other jobs inflates them far less than the wall clock."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry)] = int(fields[1])
-        used[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
-    mine = {os.getpid()}
-    grew = True
-    while grew:
-        grew = False
-        for pid, parent in parents.items():
-            if parent in mine and pid not in mine:
-                mine.add(pid)
-                grew = True
-    return sum(used[pid] for pid in mine if pid in used)
+    return cpu_seconds(os.getpid()) or 0.0
 
 
 def main(argv: list[str]) -> int:

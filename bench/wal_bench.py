@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.child import run_child
+from bench.proc import process_cpu_seconds
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).parent.parent
@@ -177,10 +178,9 @@ def run_postgres(preload: int, cycles: int) -> tuple[dict[str, float], dict[str,
 def _cpu_seconds(pid: int) -> float:
     """User and system CPU of process `pid` so far (-inf where it is not on this machine)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return process_cpu_seconds(pid)
     except OSError:
         return float("-inf")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_variant(src: Path, args: argparse.Namespace) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from bench.peers.drivers import Driver, RabbitDriver, SqsDriver, ZaqarDriver
+from bench.proc import pids_named
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "bench" / "work"
@@ -40,41 +41,6 @@ uri = redis://127.0.0.1:6379
 [drivers:management_store:redis]
 uri = redis://127.0.0.1:6379
 """
-
-
-def pids_named(comm: str) -> list[int]:
-    """The processes of this machine whose command name is `comm` (`/proc/PID/comm`)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):  # ended meanwhile
-                if (entry / "comm").read_text().strip() == comm:
-                    pids.append(int(entry.name))
-    return pids
-
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_stat(pid: int | str) -> list[str]:
-    """The fields of /proc/PID/stat after the command name (`[1]` is the parent, `[11]` and
-    `[12]` the user and system ticks, `[13]` and `[14]` those of ended children waited for)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def postgres_cpu_seconds() -> float:
-    """User and system CPU of every PostgreSQL process of this machine so far, with the ended
-    backends the postmaster has counted (other work on the same server counts too)."""
-    total = 0.0
-    for pid in pids_named("postgres"):
-        try:
-            fields = proc_stat(pid)
-            total += (int(fields[11]) + int(fields[12])) / TICK
-            if Path(f"/proc/{fields[1]}/comm").read_text().strip() != "postgres":
-                total += (int(fields[13]) + int(fields[14])) / TICK  # the postmaster
-        except OSError:
-            continue  # ended meanwhile
-    return total
 
 
 def free_port() -> int:

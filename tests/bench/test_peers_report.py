@@ -112,7 +112,7 @@ def test_a_run_on_postgresql_counts_postgresqls_cpu_per_1000_messages(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given PostgreSQL's processes at 10 CPU seconds before a run of 20,000 messages, 14 after
-    monkeypatch.setattr("bench.peers.systems.postgres_cpu_seconds", lambda: 14.0)
+    monkeypatch.setattr("bench.proc.postgres_cpu_seconds", lambda: 14.0)
     result: dict[str, Any] = {"n": 20_000, "seconds": 5.0}
     # When the run's CPU is counted
     with_server_cpu(result, None, None, client_before=0.0, database_before=10.0)

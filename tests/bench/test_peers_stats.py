@@ -125,7 +125,8 @@ def test_server_cpu_is_counted_over_a_process_and_its_children() -> None:
     import subprocess
     import sys
 
-    from bench.peers_bench import cpu_seconds, with_server_cpu
+    from bench.peers_bench import with_server_cpu
+    from bench.proc import cpu_seconds
 
     child = subprocess.Popen(
         [
