@@ -19,6 +19,7 @@ from deadletter.cli.output import (
     UNREACHABLE,
     Failure,
     counted,
+    echo,
     no_such_queue,
 )
 from deadletter.cli.progress import Progress
@@ -356,7 +357,7 @@ def _interrupted(master: str | None, queue: str | None, out_dir: Path, *, spark:
     else:
         where = "Spark's JVM, started by this command, ends with it: nothing keeps running"
     stored = f"; no patterns were stored on {queue}" if queue else ""
-    click.echo(
+    echo(
         f"interrupted: the analysis stopped; {where}{stored}.\n"
         f"  {out_dir} may hold part of a report; run the command again for a whole one.",
         err=True,
@@ -477,9 +478,9 @@ def _done(say: Progress, result: Any, out_dir: Path) -> None:
 
     say("done")
     found = counted(result.total, "dead letter"), counted(len(result.patterns), "pattern")
-    click.echo(f"{found[0]}, {found[1]} -> {out_dir}")
+    echo(f"{found[0]}, {found[1]} -> {out_dir}")
     for p in result.patterns[:10]:
-        click.echo(f"  {p['id']}  {p['count']:>6}  {label(p)[:54]}")
+        echo(f"  {p['id']}  {p['count']:>6}  {label(p)[:54]}")
 
 
 @analyze.command()
@@ -497,4 +498,4 @@ def generate(out_path: Path, count: int, seed: int) -> None:
     from deadletter.pipeline.corpus import write_jsonl
 
     n = write_jsonl(out_path, count, seed)
-    click.echo(f"{counted(n, 'dead letter')} -> {out_path}")
+    echo(f"{counted(n, 'dead letter')} -> {out_path}")

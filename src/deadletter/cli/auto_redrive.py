@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from deadletter.cli.dlq import filter_options
-from deadletter.cli.output import Failure, json_option, print_json, server_options
+from deadletter.cli.output import Failure, echo, json_option, print_json, server_options
 from deadletter.client import ApiError, Client
 
 _SPAN = re.compile(r"(\d+)([smhd]?)")
@@ -137,7 +137,7 @@ def show(client: Client, dlq: str, as_json: bool) -> None:
 def stop(client: Client, dlq: str) -> None:
     """Stop DLQ's automatic redrive: no more rounds; the round in flight is cancelled."""
     policy = client.stop_auto_redrive(dlq)
-    click.echo(f"auto-redrive of {dlq}: {policy['state']}")
+    echo(f"auto-redrive of {dlq}: {policy['state']}")
 
 
 @auto.command()
@@ -146,7 +146,7 @@ def stop(client: Client, dlq: str) -> None:
 def resume(client: Client, dlq: str) -> None:
     """Resume DLQ's paused or stopped automatic redrive: a round starts at once."""
     policy = client.resume_auto_redrive(dlq)
-    click.echo(f"auto-redrive of {dlq}: {policy['state']}, next round {policy['next_round_at']}")
+    echo(f"auto-redrive of {dlq}: {policy['state']}, next round {policy['next_round_at']}")
 
 
 @auto.command()
@@ -155,7 +155,7 @@ def resume(client: Client, dlq: str) -> None:
 def delete(client: Client, dlq: str) -> None:
     """Delete DLQ's automatic redrive; the round in flight is cancelled."""
     client.delete_auto_redrive(dlq)
-    click.echo(f"auto-redrive of {dlq}: deleted")
+    echo(f"auto-redrive of {dlq}: deleted")
 
 
 def _show(p: dict[str, Any]) -> None:
@@ -185,4 +185,4 @@ def _show(p: dict[str, Any]) -> None:
         )
     if p.get("reason"):
         lines.append(f"  reason:      {p['reason']}")
-    click.echo("\n".join(lines))
+    echo("\n".join(lines))

@@ -13,6 +13,7 @@ import click
 
 from deadletter.cli.output import (
     Failure,
+    echo,
     json_option,
     print_json,
     print_table,
@@ -65,10 +66,10 @@ def _print_issued(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(doc)
         return
-    click.echo(f"key id:  {doc['key_id']}")
-    click.echo(f"secret:  {doc['secret']}")
-    click.echo(f"project: {doc['project']}  role: {doc['role']}  account: {doc['account_id']}")
-    click.echo("The secret is shown once; keep it now.", err=True)
+    echo(f"key id:  {doc['key_id']}")
+    echo(f"secret:  {doc['secret']}")
+    echo(f"project: {doc['project']}  role: {doc['role']}  account: {doc['account_id']}")
+    echo("The secret is shown once; keep it now.", err=True)
 
 
 @credentials.command()
@@ -127,7 +128,7 @@ def rotate(client: Client, key_id: str, as_json: bool) -> None:
 def revoke(client: Client, key_id: str) -> None:
     """Revoke KEY_ID: its signatures and tokens are refused from now on."""
     client.revoke_credential(key_id)
-    click.echo(f"revoked {key_id}")
+    echo(f"revoked {key_id}")
 
 
 @credentials.command(name="create-operator")
@@ -191,8 +192,8 @@ def rotate_master_key(
         count = rotate(config, new_key_file)
     except OfflineSetupError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"re-sealed {count} credential(s) under the new master key in {new_key_file}")
-    click.echo(
+    echo(f"re-sealed {count} credential(s) under the new master key in {new_key_file}")
+    echo(
         "Start the server(s) with the new key only: --master-key-file"
         f" {new_key_file}, or DEADLETTER_MASTER_KEY set to its content, or (SQLite) put it in"
         " place of the key file beside the database. Servers still on the old key cannot"

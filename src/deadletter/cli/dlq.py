@@ -15,6 +15,7 @@ from deadletter.cli.output import (
     Failure,
     brief,
     counted,
+    echo,
     json_option,
     oldest_expiry,
     print_json,
@@ -156,13 +157,13 @@ def list_(
     total = stats["messages"]["total"]
     expiry = oldest_expiry(stats, "dead letter")
     if expiry:
-        click.echo(expiry)
+        echo(expiry)
     filtered = bool(where)
     if filtered or len(found) < total:
         shown = f"{len(found)} shown" if found else "none matches"
-        click.echo(f"{shown}; {counted(total, 'dead letter')} in {name} in all")
+        echo(f"{shown}; {counted(total, 'dead letter')} in {name} in all")
     else:
-        click.echo(f"{counted(total, 'dead letter') if total else 'no dead letters'} in {name}")
+        echo(f"{counted(total, 'dead letter') if total else 'no dead letters'} in {name}")
 
 
 def _say_how_sure(client: Client, name: str, pattern_id: str) -> None:
@@ -171,7 +172,7 @@ def _say_how_sure(client: Client, name: str, pattern_id: str) -> None:
 
     for pattern in client.patterns(name):
         if pattern.get("id") == pattern_id:
-            click.echo(sureness(pattern))
+            echo(sureness(pattern))
 
 
 def _sources(client: Client, name: str) -> list[dict[str, Any]]:
@@ -245,7 +246,7 @@ def export(client: Client, name: str, out: Path, fmt: str, where: dict[str, Any]
     except OSError as exc:
         # A folder that does not exist, no permission, a full disk: the file's fault, in a line.
         raise Failure(f"cannot write {out}: {exc.strerror or exc}") from None
-    click.echo(f"exported {counted(count, 'dead letter')} to {out}")
+    echo(f"exported {counted(count, 'dead letter')} to {out}")
 
 
 # Dead letters per request of an export: the most the API serves in one page.
@@ -275,7 +276,7 @@ def count(client: Client, name: str, where: dict[str, Any], as_json: bool) -> No
     if as_json:
         print_json({"count": found})
     else:
-        click.echo(f"{counted(found, 'dead letter') if found else 'no dead letters'} selected")
+        echo(f"{counted(found, 'dead letter') if found else 'no dead letters'} selected")
 
 
 @dlq.command()
@@ -293,12 +294,12 @@ def purge(client: Client, name: str, where: dict[str, Any], dry_run: bool, yes: 
         )
     selected = client.count_dead_letters(name, **where)
     if dry_run:
-        click.echo(f"would delete {counted(selected, 'dead letter')} of {name}")
+        echo(f"would delete {counted(selected, 'dead letter')} of {name}")
         return
     if not yes:
         click.confirm(f"delete {counted(selected, 'dead letter')} of {name}?", abort=True)
     purged = client.purge_dead_letters(name, **where)
-    click.echo(f"deleted {counted(purged, 'dead letter')} of {name}")
+    echo(f"deleted {counted(purged, 'dead letter')} of {name}")
 
 
 @dlq.command()
@@ -344,10 +345,10 @@ def edit(
         print_json(done)
         return
     message = done["message"]
-    click.echo(f"edited {message['id']} in {name}: {brief(message.get('body'), 200)}")
+    echo(f"edited {message['id']} in {name}: {brief(message.get('body'), 200)}")
     task = done.get("redrive")
     if task is not None:
-        click.echo(
+        echo(
             f"redrive {task['id']}: {task['status']}, {task['to_move']} to move;"
             f" follow it: deadletter redrive status {name} {task['id']}"
         )

@@ -11,6 +11,7 @@ import click
 from deadletter.cli.dlq import dlq, filter_options
 from deadletter.cli.output import (
     counted,
+    echo,
     json_option,
     print_json,
     print_table,
@@ -53,12 +54,12 @@ def archive(
     _selection_required(where)
     selected = client.archive(name, retention=retention, dry_run=True, **where)
     if dry_run:
-        click.echo(f"would archive {counted(selected, 'dead letter')} of {name}")
+        echo(f"would archive {counted(selected, 'dead letter')} of {name}")
         return
     if not yes:
         click.confirm(f"archive {counted(selected, 'dead letter')} of {name}?", abort=True)
     done = client.archive(name, retention=retention, **where)
-    click.echo(
+    echo(
         f"archived {counted(done, 'dead letter')} of {name};"
         f" see them: deadletter dlq archived {name}"
     )
@@ -74,7 +75,7 @@ def restore(client: Client, name: str, where: dict[str, Any], dry_run: bool) -> 
     into the DLQ's active view."""
     done = client.restore(name, dry_run=dry_run, **where)
     verb = "would restore" if dry_run else "restored"
-    click.echo(f"{verb} {counted(done, 'dead letter')} of {name}")
+    echo(f"{verb} {counted(done, 'dead letter')} of {name}")
 
 
 @dlq.command()
@@ -129,12 +130,12 @@ def discard(
     _selection_required(where)
     selected = client.discard(name, why=why, dry_run=True, **where)["to_discard"]
     if dry_run:
-        click.echo(f"would discard {counted(selected, 'dead letter')} of {name}")
+        echo(f"would discard {counted(selected, 'dead letter')} of {name}")
         return
     if not yes:
         click.confirm(f"discard {counted(selected, 'dead letter')} of {name}?", abort=True)
     done = client.discard(name, why=why, **where)
-    click.echo(f"discarded {counted(done['discarded'], 'dead letter')} of {name}")
+    echo(f"discarded {counted(done['discarded'], 'dead letter')} of {name}")
 
 
 @dlq.command()
@@ -195,7 +196,7 @@ def save(
     if as_json:
         print_json(saved)
         return
-    click.echo(f"saved {filter_name} on {name}: {_selection(saved['filter'])}")
+    echo(f"saved {filter_name} on {name}: {_selection(saved['filter'])}")
 
 
 @filters.command(name="list")
@@ -230,4 +231,4 @@ def show(client: Client, name: str, filter_name: str) -> None:
 def delete(client: Client, name: str, filter_name: str) -> None:
     """Delete a saved filter (what it selects stays where it is)."""
     client.delete_filter(name, filter_name)
-    click.echo(f"deleted filter {filter_name} of {name}")
+    echo(f"deleted filter {filter_name} of {name}")

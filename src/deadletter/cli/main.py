@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Any
 
 import click
+
+from deadletter.cli.terminal import terminal_safe
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,15 @@ class LazyGroup(click.Group):
         module = importlib.import_module(f"deadletter.cli.{lazy.module}")
         command: click.Command = getattr(module, lazy.attribute)
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            # A refusal may quote what it was given or what the server said. (`message` is
+            # Final in click's type stubs only: click itself never reads it before `show`.)
+            exc.message = terminal_safe(exc.message)  # type: ignore[misc]
+            raise
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)

@@ -9,6 +9,7 @@ import click
 from deadletter.cli.output import (
     Failure,
     brief,
+    echo,
     json_option,
     no_such_queue,
     print_json,
@@ -82,7 +83,7 @@ def send(
         except QueueNotFound:
             raise no_such_queue(client, queue, f"deadletter send {queue} --create ...") from None
     for message_id in client.send(queue, [parse_body(b) for b in bodies], ttl, delay):
-        click.echo(message_id)
+        echo(message_id)
 
 
 @click.command()
@@ -157,13 +158,13 @@ def claim(
         print_json({"claim_id": claim_id, "messages": messages})
     elif quiet:
         for m in messages:
-            click.echo(f"{claim_id} {m['id']}")
+            echo(f"{claim_id} {m['id']}")
     elif not messages:
-        click.echo("nothing to claim")
+        echo("nothing to claim")
     else:
         # The ids are what `ack`, `nack` and `reject` take: whole, and the claim's on a line
         # of its own so that no terminal wraps it.
-        click.echo(f"claim {claim_id}")
+        echo(f"claim {claim_id}")
         print_table(
             None,
             ["message", "claims", "body"],
@@ -205,7 +206,7 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
             " or mistyped); `deadletter claim --quiet` prints each claim id with its message ids"
         )
     client.ack(queue, message_id, claim_id, tag)
-    click.echo(f"acknowledged {message_id}")
+    echo(f"acknowledged {message_id}")
 
 
 @click.command()
@@ -240,7 +241,7 @@ def nack(
     if no_requeue and delay:
         raise click.UsageError("--delay applies only to a requeued message.")
     client.release(queue, message_id, claim_id, delay=delay, tag=tag, requeue=not no_requeue)
-    click.echo(f"{'not requeued' if no_requeue else 'released'} {message_id}")
+    echo(f"{'not requeued' if no_requeue else 'released'} {message_id}")
 
 
 @click.command()
@@ -281,4 +282,4 @@ def reject(
     dead_id = letter.get("id") or message_id
     where = f" to {dlq[0]}" if dlq else ""
     also = f" (from message {message_id})" if dead_id != message_id else ""
-    click.echo(f"dead-lettered {dead_id}{where}{also}")
+    echo(f"dead-lettered {dead_id}{where}{also}")

@@ -21,6 +21,7 @@ from deadletter.cli.config import (
     resolve,
     unreachable_hint,
 )
+from deadletter.cli.terminal import terminal_safe
 from deadletter.client import (
     DEFAULT_PROJECT,
     DEFAULT_URL,
@@ -57,7 +58,7 @@ class Failure(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click's is a class default
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        echo(f"error: {self.message}", err=True)
 
 
 def no_such_queue(client: Client, name: str, make: str | None = None) -> Failure:
@@ -135,8 +136,13 @@ wide_option = click.option(
 )
 
 
+def echo(message: str = "", *, err: bool = False) -> None:
+    """Every line a command prints goes through here: `message` made `terminal_safe`."""
+    click.echo(terminal_safe(message), err=err)
+
+
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def print_table(
@@ -159,9 +165,9 @@ def print_table(
     Drawn as plain lines (a header, a rule, a row a line, two spaces between columns): a
     table printer's import would cost a command more than the rest of its start."""
     columns = list(columns)
-    cells = [[_one_line("" if v is None else str(v)) for v in row] for row in rows]
+    cells = [[terminal_safe(_one_line("" if v is None else str(v))) for v in row] for row in rows]
     if not cells and empty is not None:
-        click.echo(empty)
+        echo(empty)
         return
     width = _terminal_width()
     widths = [max([cell_len(c), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
@@ -194,9 +200,9 @@ def print_table(
     out += [" " * total, line([columns[i] for i in keep]), f" {'─' * (total - 2)} "]
     out += [line([row[i] for i in keep]) for row in cells]
     out.append(" " * total)
-    click.echo("\n".join(out))
+    echo("\n".join(out))
     if left_out:
-        click.echo(f"(--wide shows {', '.join(left_out)} too)")
+        echo(f"(--wide shows {', '.join(left_out)} too)")
 
 
 def cell_len(text: str) -> int:

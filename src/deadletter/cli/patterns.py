@@ -9,6 +9,7 @@ import click
 
 from deadletter.cli.output import (
     Failure,
+    echo,
     json_option,
     print_json,
     print_table,
@@ -69,16 +70,16 @@ def show(client: Client, dlq: str, pattern_id: str, as_json: bool) -> None:
         return
     from deadletter.pipeline.report import sureness
 
-    click.echo(sureness(pattern))
-    click.echo(f"template: {pattern.get('template') or ''}")
+    echo(sureness(pattern))
+    echo(f"template: {pattern.get('template') or ''}")
     if pattern.get("split"):
         was = pattern["split"]
-        click.echo(
+        echo(
             f"split by hand from {was.get('from')} at position {was.get('position')}"
             f" ({was.get('template')}), {was.get('at')}"
         )
     for variable in pattern.get("variables") or []:
-        click.echo(_variable_line(variable))
+        echo(_variable_line(variable))
 
 
 def _variable_line(v: dict[str, Any]) -> str:
@@ -129,7 +130,7 @@ def split(
     )
     if done.get("unread"):
         stay = "would stay" if dry_run else "stayed"
-        click.echo(
+        echo(
             f"{done['unread']} of its dead letters {stay} in {pattern_id}: no longer in {dlq},"
             " or their errors do not read against its template."
         )

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import click
+from deadletter.cli.output import echo
 
 # While a stage runs this long without a word, the command says it is still at it.
 TICK_SECONDS = 5.0
@@ -34,7 +34,7 @@ class Progress:
 
     def _write(self, now: float, text: str) -> None:
         self._said = now
-        click.echo(f"[{now - self.started:6.1f}s] {text}", err=True)
+        echo(f"[{now - self.started:6.1f}s] {text}", err=True)
         sys.stderr.flush()
 
     def _tick(self, every: float) -> None:

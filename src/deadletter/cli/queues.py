@@ -12,6 +12,7 @@ import click
 from deadletter.cli.output import (
     SHORT_DEAD_LETTER_LIFE,
     Failure,
+    echo,
     json_option,
     oldest_expiry,
     print_json,
@@ -209,13 +210,13 @@ def create(client: Client, name: str, **values: Any) -> None:
     values["default_dlq"] = values["default_dlq"] or None
     metadata = _metadata(values)
     if client.create_queue(name, metadata):
-        click.echo(f"created {name}")
+        echo(f"created {name}")
         _warn_short_dead_letter_life(client, name, values["dlq"], values["dlq_ttl"])
         return
     current = client.get_queue(name)
     differ = [s for s in SETTINGS if s.key in metadata and current.get(s.key) != metadata[s.key]]
     if not differ:
-        click.echo(f"{name} exists already, with these settings")
+        echo(f"{name} exists already, with these settings")
         return
     said = "; ".join(
         f"{s.label} is {_said(s, current.get(s.key))}, not {_said(s, metadata[s.key])}"
@@ -319,10 +320,10 @@ def update(
         if current.get(key) not in (None, False, {})
     ]
     if not operations:
-        click.echo(f"{name}: nothing to change")
+        echo(f"{name}: nothing to change")
         return
     client.update_queue(name, operations)
-    click.echo(f"updated {name}")
+    echo(f"updated {name}")
     if given & set(POLICY):
         dlq_ttl = None if no_dlq else values["dlq_ttl"] or current.get(BY_OPTION["dlq_ttl"].key)
         dlq = None if no_dlq else values["dlq"] or current.get(BY_OPTION["dlq"].key)
@@ -345,7 +346,7 @@ def _warn_short_dead_letter_life(
             return
         life, why = int(limit), f"the maximum TTL of {dlq}"
     if life < SHORT_DEAD_LETTER_LIFE:
-        click.echo(
+        echo(
             f"warning: dead letters of {name} stay at most {life} s in {dlq} ({why});"
             " each one that expires is counted and logged",
             err=True,
@@ -480,7 +481,7 @@ def show(client: Client, name: str, as_json: bool) -> None:
     print_table(f"{name}: messages", ["messages", "count"], rows)
     expiry = oldest_expiry(stats, "dead letter" if dead.get("by_source") else "message")
     if expiry:
-        click.echo(expiry)
+        echo(expiry)
 
 
 @queue.command()
@@ -496,4 +497,4 @@ def delete(client: Client, name: str, force: bool) -> None:
     """Delete queue NAME and its messages (a DLQ other queues use only with --force)."""
     client.get_queue(name)  # Zaqar deletes a missing queue without a word: a typo must show
     client.delete_queue(name, force=force)
-    click.echo(f"deleted {name}")
+    echo(f"deleted {name}")

@@ -13,6 +13,7 @@ from deadletter.cli.dlq import filter_options
 from deadletter.cli.output import (
     INTERRUPTED,
     counted,
+    echo,
     json_option,
     print_json,
     print_table,
@@ -106,7 +107,7 @@ def start(
         if as_json:
             print_json({"dry_run": True, "to_move": selected})
         else:
-            click.echo(f"would move {counted(selected, 'dead letter')} of {dlq}")
+            echo(f"would move {counted(selected, 'dead letter')} of {dlq}")
         return
     share = percent(max_redeath)
     try:
@@ -157,7 +158,7 @@ def _interrupted_start(client: Client, dlq: str) -> NoReturn:
             f"interrupted before the server answered: no redrive task runs on {dlq} now (one"
             f" started and already done would be the first of: deadletter redrive status {dlq})."
         )
-    click.echo(said, err=True)
+    echo(said, err=True)
     raise click.exceptions.Exit(INTERRUPTED)
 
 
@@ -165,7 +166,7 @@ def _started(dlq: str, task: dict[str, Any], what: str) -> None:
     """The task's id before any progress (on stderr: stdout keeps the result), so that a
     watch cut short still leaves the id to look the task up by. Not with --json, whose
     output is the finished task alone."""
-    click.echo(
+    echo(
         f"redrive {task['id']} {what} on {dlq}: {task['to_move']} to move"
         " (Ctrl-C stops watching; the task goes on)",
         err=True,
@@ -177,7 +178,7 @@ def _report(task: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(task)
     else:
-        click.echo(
+        echo(
             f"redrive {task['id']}: {task['status']}, moved {task['moved']} of {task['to_move']}"
             + (f", skipped {task['skipped']}" if task.get("skipped") else "")
             + (f", gone {task['gone']} ({GONE})" if task.get("gone") else "")
@@ -186,10 +187,10 @@ def _report(task: dict[str, Any], as_json: bool) -> None:
         if task.get("canary"):
             _echo_canary(task["canary"])
     if task["status"] == "FAILED":
-        click.echo(f"failed: {task.get('failure_reason')}", err=True)
+        echo(f"failed: {task.get('failure_reason')}", err=True)
         raise SystemExit(1)
     if task["status"] == "PAUSED":
-        click.echo(f"paused: {task['canary']['reason']}", err=True)
+        echo(f"paused: {task['canary']['reason']}", err=True)
         raise SystemExit(1)
 
 
@@ -206,21 +207,21 @@ def _echo_canary(canary: dict[str, Any]) -> None:
     verdict = canary["decision"] or (
         f"watching until {canary['watch_until']}" if canary["watch_until"] else "sampling"
     )
-    click.echo(
+    echo(
         f"canary: {canary['sample']} of {canary['size']} moved,"
         f" {canary['redeaths']} died again: {verdict}"
     )
     if canary.get("coverage"):
-        click.echo(f"canary sample: {canary['coverage']} (seed {canary['seed']})")
+        echo(f"canary sample: {canary['coverage']} (seed {canary['seed']})")
 
 
 def _echo_skipped(task: dict[str, Any]) -> None:
     """The dead letters the task left in the DLQ, with why (they are still there)."""
     for entry in task.get("skipped_messages") or []:
-        click.echo(f"skipped {entry['id']}: {entry['reason']}")
+        echo(f"skipped {entry['id']}: {entry['reason']}")
     recorded = len(task.get("skipped_messages") or [])
     if task.get("skipped", 0) > recorded:
-        click.echo(f"... and {task['skipped'] - recorded} more, still in the DLQ")
+        echo(f"... and {task['skipped'] - recorded} more, still in the DLQ")
 
 
 def _follow(
@@ -244,7 +245,7 @@ def _follow(
                 task = client.redrive(dlq, task["id"])
             progress.update(bar, completed=task["moved"] if task["to_move"] else 1)
     except KeyboardInterrupt:
-        click.echo(
+        echo(
             f"interrupted: redrive {task['id']} keeps running on the server"
             f" (moved {task['moved']} of {task['to_move']} when last seen).\n"
             f"  watch it: deadletter redrive status {dlq} {task['id']}\n"
@@ -302,7 +303,7 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
 def cancel(client: Client, dlq: str, task_id: str) -> None:
     """Cancel a running redrive task; what it moved stays moved."""
     task = client.cancel_redrive(dlq, task_id)
-    click.echo(f"redrive {task_id}: {task['status']}")
+    echo(f"redrive {task_id}: {task['status']}")
 
 
 @redrive.command()
@@ -323,7 +324,7 @@ def _echo_follow(dlq: str, task: dict[str, Any]) -> None:
     """How the group the task sent back fared."""
     f = task.get("follow")
     if f and f["redriven"]:
-        click.echo(
+        echo(
             f"followed: {f['redriven']} redriven, {f['came_back_dead']} came back dead,"
             f" {f['still_out']} still out"
             + (f" (deadletter dlq list {dlq} --redriven-by {task['id']})"

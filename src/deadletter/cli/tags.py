@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from deadletter.cli.output import json_option, print_json, print_table, server_options
+from deadletter.cli.output import echo, json_option, print_json, print_table, server_options
 from deadletter.cli.setting_options import RETRY_OPTIONS, ranged, retry_policy_of
 from deadletter.client import Client
 
@@ -83,7 +83,7 @@ def create(
     client.create_tag(
         queue, name, when, filter_attribute, filter_value, policy=_policy(values, None)
     )
-    click.echo(f"created tag {name} on {queue}")
+    echo(f"created tag {name} on {queue}")
 
 
 @tag.command()
@@ -114,10 +114,10 @@ def update(
         raise click.UsageError("--inherit takes a field from the queue: do not give it too.")
     policy.update(given)
     if not policy:
-        click.echo(f"tag {name} of {queue}: nothing to change")
+        echo(f"tag {name} of {queue}: nothing to change")
         return
     client.update_tag(queue, name, policy)
-    click.echo(f"updated tag {name} of {queue}")
+    echo(f"updated tag {name} of {queue}")
 
 
 def _row(t: dict[str, Any]) -> tuple[Any, ...]:
@@ -178,7 +178,7 @@ def show(client: Client, queue: str, name: str, as_json: bool) -> None:
     retry = doc.get("retry_policy")
     if retry:
         low, high = retry["minimum_backoff"], retry["maximum_backoff"]
-        click.echo(f"retry backoff (own): {low} s, doubling up to {high} s")
+        echo(f"retry backoff (own): {low} s, doubling up to {high} s")
 
 
 @tag.command()
@@ -188,4 +188,4 @@ def show(client: Client, queue: str, name: str, as_json: bool) -> None:
 def delete(client: Client, queue: str, name: str) -> None:
     """Delete tag NAME of QUEUE: its deliveries end, messages only it still needed leave."""
     client.delete_tag(queue, name)
-    click.echo(f"deleted tag {name} of {queue}")
+    echo(f"deleted tag {name} of {queue}")

@@ -9,6 +9,7 @@ import click
 
 from deadletter.cli.output import (
     SHORT_DEAD_LETTER_LIFE,
+    echo,
     iso_time,
     json_option,
     print_json,
@@ -81,7 +82,7 @@ def create(client: Client, name: str, pattern: str | None, **values: Any) -> Non
         raise click.UsageError("--pattern is required.")
     retry_policy_of(values, None)
     client.put_template(name, {"pattern": pattern, **_settings(values)})
-    click.echo(f"created template {name}")
+    echo(f"created template {name}")
     _warn_short_dead_letter_life(name, client.template(name))
 
 
@@ -97,7 +98,7 @@ def update(client: Client, name: str, pattern: str | None, **values: Any) -> Non
     if not changes:
         raise click.UsageError("Give at least one setting to change.")
     client.patch_template(name, changes)
-    click.echo(f"updated template {name}")
+    echo(f"updated template {name}")
     _warn_short_dead_letter_life(name, client.template(name))
 
 
@@ -111,7 +112,7 @@ def _warn_short_dead_letter_life(name: str, doc: dict[str, Any]) -> None:
     ):
         value = doc.get(key)
         if isinstance(value, int) and value < SHORT_DEAD_LETTER_LIFE:
-            click.echo(f"warning: template {name}: {what.format(value)}", err=True)
+            echo(f"warning: template {name}: {what.format(value)}", err=True)
 
 
 @template.command(name="list")
@@ -157,4 +158,4 @@ TIMES = ("created_at", "updated_at")  # epoch seconds on the wire, an instant fo
 def delete(client: Client, name: str) -> None:
     """Delete template NAME (queues made from it keep their settings)."""
     client.delete_template(name)
-    click.echo(f"deleted template {name}")
+    echo(f"deleted template {name}")
