@@ -10,6 +10,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from deadletter.terminal import terminal_safe
+
 FORMATS = ("auto", "text", "json")
 
 # Attributes every LogRecord has; anything else came in through `extra=` and is logged too.
@@ -78,15 +80,18 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """`HH:MM:SS level message key=value ...`, local time: a line a person reads."""
+    """`HH:MM:SS level message key=value ...`, local time: a line a person reads on a
+    terminal. What a client wrote (an access line's path is decoded: `%1b` is ESC, `%0a` a
+    line break) is made `terminal_safe`, its line breaks too: one event, one line (but for
+    a traceback after it)."""
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
         extras = " ".join(f"{k}={v}" for k, v in _extras(record).items())
         line = f"{stamp} {record.levelname.lower():<7} {record.getMessage()}"
-        line = f"{line}  {extras}" if extras else line
+        line = terminal_safe(f"{line}  {extras}" if extras else line).replace("\n", "\\u000a")
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+            line += "\n" + terminal_safe(self.formatException(record.exc_info))
         return line
 
 

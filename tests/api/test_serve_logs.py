@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from deadletter.logs import REDACTED, RedactQuery, configure_logging, redact_query
+from deadletter.terminal import NOT_SHOWN
 from tests.api.serve_process import DEADLETTER, start, stop
 
 # Parameter names that carry a secret: presigned SigV4 and SigV2 URLs, Zaqar's signed URLs.
@@ -68,14 +70,17 @@ class Terminal(io.StringIO):
         return True
 
 
-def logged(stream: io.StringIO, fmt: str) -> str:
+def logged(stream: io.StringIO, fmt: str, event: Callable[[], None] | None = None) -> str:
     """What one event logs to `stream` in `fmt`; the process's logging is left as it was."""
     root = logging.getLogger()
     names = ("uvicorn", "uvicorn.error", "uvicorn.access")
     saved = (root.handlers[:], root.level, [logging.getLogger(n).propagate for n in names])
     configure_logging("info", fmt, stream)
     try:
-        logging.getLogger("deadletter.server").info("starting", extra={"port": 8888})
+        if event is None:
+            logging.getLogger("deadletter.server").info("starting", extra={"port": 8888})
+        else:
+            event()
     finally:
         root.handlers[:], level, propagate = saved
         root.setLevel(level)
@@ -91,6 +96,20 @@ def test_a_terminal_gets_text_and_anything_else_json_unless_asked() -> None:
     assert (doc["message"], doc["port"]) == ("starting", 8888)
     assert json.loads(logged(Terminal(), "json"))["message"] == "starting"
     assert not logged(io.StringIO(), "text").startswith("{")
+
+
+@given(st.text(min_size=1))
+def test_a_terminal_gets_no_character_it_would_act_on(text: str) -> None:
+    # An access line's path is decoded (`%1b` is ESC), a warning may quote a client.
+    def event() -> None:
+        access = '%s - "%s %s HTTP/%s" %d'  # uvicorn's (its logger's level is its own)
+        log = logging.getLogger("deadletter.server")
+        log.warning(access, "127.0.0.1:5", "GET", text, "1.1", 404)
+        log.warning(text, extra={"queue": text})
+
+    shown = logged(Terminal(), "text", event)
+    assert not {c for c in shown if ord(c) in NOT_SHOWN}, shown
+    assert len(shown.splitlines()) == 2  # a line an event
 
 
 def test_access_lines_are_off_by_default_and_redacted_when_on(tmp_path: Path) -> None:

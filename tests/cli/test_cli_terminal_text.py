@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from deadletter.cli.main import main
-from deadletter.cli.terminal import NOT_SHOWN, terminal_safe
+from deadletter.terminal import NOT_SHOWN, terminal_safe
 from tests.cli.test_cli import claim_one, ok, url  # noqa: F401 (the live-server fixture)
 
 pytestmark = pytest.mark.one_store  # what the CLI prints, whichever store answered

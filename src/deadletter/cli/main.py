@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from deadletter.cli.terminal import terminal_safe
+from deadletter.terminal import terminal_safe
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from deadletter.cli.config import (
     resolve,
     unreachable_hint,
 )
-from deadletter.cli.terminal import terminal_safe
 from deadletter.client import (
     DEFAULT_PROJECT,
     DEFAULT_URL,
@@ -30,6 +29,7 @@ from deadletter.client import (
     QueueNotFound,
     Unreachable,
 )
+from deadletter.terminal import terminal_safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
