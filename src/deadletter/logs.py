@@ -81,9 +81,9 @@ class JsonFormatter(logging.Formatter):
 
 class TextFormatter(logging.Formatter):
     """`HH:MM:SS level message key=value ...`, local time: a line a person reads on a
-    terminal. What a client wrote (an access line's path is decoded: `%1b` is ESC, `%0a` a
-    line break) is made `terminal_safe`, its line breaks too: one event, one line (but for
-    a traceback after it)."""
+    terminal. A line may quote what a client wrote (a name, a header, a webhook's answer),
+    so it is made `terminal_safe`, its line breaks too: one event, one line (but for a
+    traceback after it)."""
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))

@@ -100,7 +100,7 @@ def test_a_terminal_gets_text_and_anything_else_json_unless_asked() -> None:
 
 @given(st.text(min_size=1))
 def test_a_terminal_gets_no_character_it_would_act_on(text: str) -> None:
-    # An access line's path is decoded (`%1b` is ESC), a warning may quote a client.
+    # A line may quote what a client wrote, in its message or in its fields.
     def event() -> None:
         access = '%s - "%s %s HTTP/%s" %d'  # uvicorn's (its logger's level is its own)
         log = logging.getLogger("deadletter.server")
