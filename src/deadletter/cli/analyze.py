@@ -14,14 +14,7 @@ import click
 from deadletter.cli.analyze_input import check_filter, check_input, check_queue, source_options
 from deadletter.cli.config import resolve, unreachable_hint
 from deadletter.cli.dlq import filter_options
-from deadletter.cli.output import (
-    INTERRUPTED,
-    UNREACHABLE,
-    Failure,
-    counted,
-    echo,
-    no_such_queue,
-)
+from deadletter.cli.output import INTERRUPTED, UNREACHABLE, Failure, counted, echo, no_such_queue
 from deadletter.cli.progress import Progress
 from deadletter.client import DEFAULT_URL, ApiError, Client, QueueNotFound, Unreachable
 
