@@ -354,9 +354,16 @@ def write(args: argparse.Namespace, doc: dict[str, Any]) -> tuple[Path, Path]:
     json_path, md_path = base.with_suffix(".json"), base.with_suffix(".md")
     json_path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     md_path.write_text(md)
-    if base.resolve() == (RESULTS / "peers").resolve():
+    if base.resolve() == (RESULTS / "peers").resolve() and covers_every_workload(args):
         update_docs(md)
     return json_path, md_path
+
+
+def covers_every_workload(args: argparse.Namespace) -> bool:
+    """Whether the run is one whose table may stand for the latest results in the docs: every
+    workload, at the one count of clients of its parameters. A run of W1 alone (the
+    acceptance runs at 4 and 8 clients per side) would leave the docs a table of one column."""
+    return set(args.workloads) == set(WORKLOADS) and not args.clients
 
 
 def update_docs(md: str) -> None:

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 from bench.peers.stats import render_clients_table
 from bench.peers.workloads import Params
-from bench.peers_bench import notes_for, summarize_system, update_docs, with_server_cpu
+from bench.peers_bench import (
+    covers_every_workload,
+    notes_for,
+    parse,
+    summarize_system,
+    update_docs,
+    with_server_cpu,
+)
 from bench.peers_bench import runs_of as plan_of
 
 
@@ -58,6 +65,24 @@ def test_the_latest_table_replaces_only_the_old_one_in_the_docs(
     assert docs.read_text() == (
         "# Benchmarks\n\n<!-- results -->\n\n| new | table |\n\n## Depth\n\nkept\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "copied"),
+    [
+        ([], True),
+        (["--systems", "rabbitmq", "--runs", "1"], True),
+        (["--workloads", "w1"], False),
+        (["--workloads", "w1,w2,w3"], False),
+        (["--workloads", "w4,w3,w2,w1"], True),
+        (["--clients", "4,8"], False),
+        (["--workloads", "w1", "--clients", "4,8"], False),  # the acceptance runs' command
+    ],
+)
+def test_only_a_run_of_every_workload_replaces_the_table_in_the_docs(
+    argv: list[str], copied: bool
+) -> None:
+    assert covers_every_workload(parse(argv)) is copied
 
 
 def test_clients_run_w1_once_per_count_with_as_many_producers_as_consumers() -> None:
