@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from deadletter.cli.dlq import filter_options
-from deadletter.cli.output import Failure, echo, json_option, print_json, server_options
+from deadletter.cli.output import NAMED, Failure, echo, json_option, print_json, server_options
 from deadletter.client import ApiError, Client
 
 _SPAN = re.compile(r"(\d+)([smhd]?)")
@@ -30,7 +30,7 @@ def auto() -> None:
 
 
 @auto.command(name="set")
-@click.argument("dlq")
+@click.argument("dlq", type=NAMED)
 @filter_options
 @click.option("--all", "whole", is_flag=True, help="The whole DLQ (instead of filters).")
 @click.option(
@@ -111,7 +111,7 @@ def percent(value: str | None) -> float | None:
 
 
 @auto.command()
-@click.argument("dlq")
+@click.argument("dlq", type=NAMED)
 @json_option
 @server_options
 def show(client: Client, dlq: str, as_json: bool) -> None:
@@ -132,7 +132,7 @@ def show(client: Client, dlq: str, as_json: bool) -> None:
 
 
 @auto.command()
-@click.argument("dlq")
+@click.argument("dlq", type=NAMED)
 @server_options
 def stop(client: Client, dlq: str) -> None:
     """Stop DLQ's automatic redrive: no more rounds; the round in flight is cancelled."""
@@ -141,7 +141,7 @@ def stop(client: Client, dlq: str) -> None:
 
 
 @auto.command()
-@click.argument("dlq")
+@click.argument("dlq", type=NAMED)
 @server_options
 def resume(client: Client, dlq: str) -> None:
     """Resume DLQ's paused or stopped automatic redrive: a round starts at once."""
@@ -150,7 +150,7 @@ def resume(client: Client, dlq: str) -> None:
 
 
 @auto.command()
-@click.argument("dlq")
+@click.argument("dlq", type=NAMED)
 @server_options
 def delete(client: Client, dlq: str) -> None:
     """Delete DLQ's automatic redrive; the round in flight is cancelled."""

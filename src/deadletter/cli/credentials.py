@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from deadletter.cli.output import (
+    NAMED,
     Failure,
     echo,
     json_option,
@@ -112,7 +113,7 @@ def _time(c: dict[str, Any]) -> str | None:
 
 
 @credentials.command()
-@click.argument("key_id")
+@click.argument("key_id", type=NAMED)
 @json_option
 @server_options
 @needs_auth
@@ -122,7 +123,7 @@ def rotate(client: Client, key_id: str, as_json: bool) -> None:
 
 
 @credentials.command()
-@click.argument("key_id")
+@click.argument("key_id", type=NAMED)
 @server_options
 @needs_auth
 def revoke(client: Client, key_id: str) -> None:

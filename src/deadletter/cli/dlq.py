@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from deadletter.cli.output import (
+    NAMED,
     Failure,
     brief,
     counted,
@@ -101,7 +102,7 @@ def _refuse_blank(flag: str, value: str | list[str]) -> None:
 
 
 @dlq.command(name="list")
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @filter_options
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @json_option
@@ -195,7 +196,7 @@ def _last_line(error: str | None) -> str:
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @json_option
 @server_options
 def sources(client: Client, name: str, as_json: bool) -> None:
@@ -214,7 +215,7 @@ def sources(client: Client, name: str, as_json: bool) -> None:
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option(
     "--format",
@@ -265,7 +266,7 @@ def _write_parquet(pages: Iterator[list[dict[str, Any]]], out: Path) -> int:
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @filter_options
 @json_option
 @server_options
@@ -280,7 +281,7 @@ def count(client: Client, name: str, where: dict[str, Any], as_json: bool) -> No
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @filter_options
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
 @click.option("--yes", is_flag=True, help="Delete without asking.")
@@ -303,8 +304,8 @@ def purge(client: Client, name: str, where: dict[str, Any], dry_run: bool, yes: 
 
 
 @dlq.command()
-@click.argument("name")
-@click.argument("message_id")
+@click.argument("name", type=NAMED)
+@click.argument("message_id", type=NAMED)
 @click.option(
     "--merge",
     "merge",

@@ -10,6 +10,7 @@ import click
 
 from deadletter.cli.dlq import dlq, filter_options
 from deadletter.cli.output import (
+    NAMED,
     counted,
     echo,
     json_option,
@@ -33,7 +34,7 @@ def _selection_required(where: dict[str, Any]) -> None:
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @filter_options
 @click.option("--retention", type=RETENTION, help="Seconds to keep them (default 30 days).")
 @click.option("--dry-run", is_flag=True, help="Count what would be archived; archive nothing.")
@@ -66,7 +67,7 @@ def archive(
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @filter_options
 @click.option("--dry-run", is_flag=True, help="Count what would be restored.")
 @server_options
@@ -79,7 +80,7 @@ def restore(client: Client, name: str, where: dict[str, Any], dry_run: bool) -> 
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @filter_options
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @json_option
@@ -116,7 +117,7 @@ def archived(
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @filter_options
 @click.option("--why", required=True, help="Why they go: kept in the discard log.")
 @click.option("--dry-run", is_flag=True, help="Count what would be discarded; delete nothing.")
@@ -139,7 +140,7 @@ def discard(
 
 
 @dlq.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 @json_option
 @wide_option
@@ -179,8 +180,8 @@ def filters() -> None:
 
 
 @filters.command(name="save")
-@click.argument("name")
-@click.argument("filter_name", metavar="FILTER")
+@click.argument("name", type=NAMED)
+@click.argument("filter_name", type=NAMED, metavar="FILTER")
 @filter_options
 @json_option
 @server_options
@@ -200,7 +201,7 @@ def save(
 
 
 @filters.command(name="list")
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @json_option
 @server_options
 def list_(client: Client, name: str, as_json: bool) -> None:
@@ -216,8 +217,8 @@ def list_(client: Client, name: str, as_json: bool) -> None:
 
 
 @filters.command(name="show")
-@click.argument("name")
-@click.argument("filter_name", metavar="FILTER")
+@click.argument("name", type=NAMED)
+@click.argument("filter_name", type=NAMED, metavar="FILTER")
 @server_options
 def show(client: Client, name: str, filter_name: str) -> None:
     """One saved filter, as JSON."""
@@ -225,8 +226,8 @@ def show(client: Client, name: str, filter_name: str) -> None:
 
 
 @filters.command(name="delete")
-@click.argument("name")
-@click.argument("filter_name", metavar="FILTER")
+@click.argument("name", type=NAMED)
+@click.argument("filter_name", type=NAMED, metavar="FILTER")
 @server_options
 def delete(client: Client, name: str, filter_name: str) -> None:
     """Delete a saved filter (what it selects stays where it is)."""

@@ -7,6 +7,7 @@ from typing import TextIO
 import click
 
 from deadletter.cli.output import (
+    NAMED,
     Failure,
     brief,
     echo,
@@ -24,7 +25,7 @@ from deadletter.client.records import parse_body
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", type=NAMED)
 @click.argument("bodies", nargs=-1)
 @click.option(
     "--body-file",
@@ -87,7 +88,7 @@ def send(
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", type=NAMED)
 @click.option("--limit", type=click.IntRange(1, 20), default=10, show_default=True)
 @click.option("--include-claimed", is_flag=True, help="Show claimed messages too.")
 @json_option
@@ -118,7 +119,7 @@ def peek(
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", type=NAMED)
 @click.option("--limit", type=click.IntRange(1, 20), default=1, show_default=True)
 @click.option(
     "--ttl",
@@ -182,8 +183,8 @@ tag_option = click.option(
 
 
 @click.command()
-@click.argument("queue")
-@click.argument("message_id")
+@click.argument("queue", type=NAMED)
+@click.argument("message_id", type=NAMED)
 @claim_option
 @tag_option
 @server_options
@@ -210,8 +211,8 @@ def ack(client: Client, queue: str, message_id: str, claim_id: str, tag: str | N
 
 
 @click.command()
-@click.argument("queue")
-@click.argument("message_id")
+@click.argument("queue", type=NAMED)
+@click.argument("message_id", type=NAMED)
 @claim_option
 @click.option(
     "--delay",
@@ -245,8 +246,8 @@ def nack(
 
 
 @click.command()
-@click.argument("queue")
-@click.argument("message_id")
+@click.argument("queue", type=NAMED)
+@click.argument("message_id", type=NAMED)
 @claim_option
 @click.option("--reason", required=True, help="Why it cannot be processed.")
 @click.option("--error", "--error-message", "error", help="The error's message (or details).")

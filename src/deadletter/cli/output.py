@@ -136,6 +136,22 @@ wide_option = click.option(
 )
 
 
+class Named(click.ParamType[str]):
+    """A name or an id given on the command line: never empty, so that a script whose variable
+    came out empty (a claim that found nothing) is told so, not sent to another resource."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            what = param.human_readable_name if param is not None else "the value"
+            self.fail(f"{what} is empty", param, ctx)
+        return value
+
+
+NAMED = Named()
+
+
 def echo(message: str = "", *, err: bool = False) -> None:
     """Every line a command prints goes through here: `message` made `terminal_safe`."""
     click.echo(terminal_safe(message), err=err)

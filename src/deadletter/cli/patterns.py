@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from deadletter.cli.output import (
+    NAMED,
     Failure,
     echo,
     json_option,
@@ -34,7 +35,7 @@ def purity_cell(pattern: dict[str, Any]) -> str:
 
 
 @patterns.command(name="list")
-@click.argument("dlq")
+@click.argument("dlq", type=NAMED)
 @json_option
 @wide_option
 @server_options
@@ -57,8 +58,8 @@ def list_patterns(client: Client, dlq: str, as_json: bool, wide: bool) -> None:
 
 
 @patterns.command()
-@click.argument("dlq")
-@click.argument("pattern_id")
+@click.argument("dlq", type=NAMED)
+@click.argument("pattern_id", type=NAMED)
 @json_option
 @server_options
 def show(client: Client, dlq: str, pattern_id: str, as_json: bool) -> None:
@@ -94,8 +95,8 @@ def _variable_line(v: dict[str, Any]) -> str:
 
 
 @patterns.command()
-@click.argument("dlq")
-@click.argument("pattern_id")
+@click.argument("dlq", type=NAMED)
+@click.argument("pattern_id", type=NAMED)
 @click.option(
     "--position",
     type=click.IntRange(1, MAX_POSITION),

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from deadletter.cli.output import (
+    NAMED,
     SHORT_DEAD_LETTER_LIFE,
+    F,
     Failure,
     echo,
     json_option,
@@ -32,8 +33,6 @@ from deadletter.cli.templates import KEYS as TEMPLATE_KEYS
 from deadletter.client import Client
 from deadletter.domain import settings as declared
 from deadletter.domain.model import Overflow
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
@@ -182,7 +181,7 @@ def _metadata(values: dict[str, Any]) -> dict[str, Any]:
 
 
 @queue.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @policy_options
 @click.option("--dead-letter-on-expiry", is_flag=True, help="Move expired messages to the DLQ.")
 @click.option(
@@ -229,7 +228,7 @@ def create(client: Client, name: str, **values: Any) -> None:
 
 
 @queue.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @policy_options
 @click.option(
     "--dead-letter-on-expiry/--no-dead-letter-on-expiry",
@@ -441,7 +440,7 @@ def list_(client: Client, as_json: bool) -> None:
 
 
 @queue.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @json_option
 @server_options
 def show(client: Client, name: str, as_json: bool) -> None:
@@ -485,7 +484,7 @@ def show(client: Client, name: str, as_json: bool) -> None:
 
 
 @queue.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @click.option(
     "--force",
     is_flag=True,

@@ -12,6 +12,7 @@ from deadletter.cli.auto_redrive import auto, percent
 from deadletter.cli.dlq import filter_options
 from deadletter.cli.output import (
     INTERRUPTED,
+    NAMED,
     counted,
     echo,
     json_option,
@@ -38,7 +39,7 @@ redrive.add_command(auto)
 
 
 @redrive.command()
-@click.argument("dlq")
+@click.argument("dlq", type=NAMED)
 @click.option("--to", "destination", help="One queue for all; by default each its own source.")
 @filter_options
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Messages per second.")
@@ -257,8 +258,8 @@ def _follow(
 
 
 @redrive.command()
-@click.argument("dlq")
-@click.argument("task_id", required=False)
+@click.argument("dlq", type=NAMED)
+@click.argument("task_id", type=NAMED, required=False)
 @json_option
 @wide_option
 @server_options
@@ -297,8 +298,8 @@ def status(client: Client, dlq: str, task_id: str | None, as_json: bool, wide: b
 
 
 @redrive.command()
-@click.argument("dlq")
-@click.argument("task_id")
+@click.argument("dlq", type=NAMED)
+@click.argument("task_id", type=NAMED)
 @server_options
 def cancel(client: Client, dlq: str, task_id: str) -> None:
     """Cancel a running redrive task; what it moved stays moved."""
@@ -307,8 +308,8 @@ def cancel(client: Client, dlq: str, task_id: str) -> None:
 
 
 @redrive.command()
-@click.argument("dlq")
-@click.argument("task_id")
+@click.argument("dlq", type=NAMED)
+@click.argument("task_id", type=NAMED)
 @click.option("--wait/--no-wait", default=False, help="Follow the task until it ends.")
 @json_option
 @server_options

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from deadletter.cli.output import echo, json_option, print_json, print_table, server_options
+from deadletter.cli.output import NAMED, echo, json_option, print_json, print_table, server_options
 from deadletter.cli.setting_options import RETRY_OPTIONS, ranged, retry_policy_of
 from deadletter.client import Client
 
@@ -46,8 +46,8 @@ def _policy(values: dict[str, Any], current: dict[str, Any] | None) -> dict[str,
 
 
 @tag.command()
-@click.argument("queue")
-@click.argument("name")
+@click.argument("queue", type=NAMED)
+@click.argument("name", type=NAMED)
 @policy_options
 @click.option(
     "--start",
@@ -87,8 +87,8 @@ def create(
 
 
 @tag.command()
-@click.argument("queue")
-@click.argument("name")
+@click.argument("queue", type=NAMED)
+@click.argument("name", type=NAMED)
 @policy_options
 @click.option(
     "--inherit",
@@ -151,7 +151,7 @@ HEADERS = ["tag", "ready", "claimed", "delivered", "dead-lettered", "filter", "d
 
 
 @tag.command(name="list")
-@click.argument("queue")
+@click.argument("queue", type=NAMED)
 @json_option
 @server_options
 def list_(client: Client, queue: str, as_json: bool) -> None:
@@ -164,8 +164,8 @@ def list_(client: Client, queue: str, as_json: bool) -> None:
 
 
 @tag.command()
-@click.argument("queue")
-@click.argument("name")
+@click.argument("queue", type=NAMED)
+@click.argument("name", type=NAMED)
 @json_option
 @server_options
 def show(client: Client, queue: str, name: str, as_json: bool) -> None:
@@ -182,8 +182,8 @@ def show(client: Client, queue: str, name: str, as_json: bool) -> None:
 
 
 @tag.command()
-@click.argument("queue")
-@click.argument("name")
+@click.argument("queue", type=NAMED)
+@click.argument("name", type=NAMED)
 @server_options
 def delete(client: Client, queue: str, name: str) -> None:
     """Delete tag NAME of QUEUE: its deliveries end, messages only it still needed leave."""

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from deadletter.cli.output import (
+    NAMED,
     SHORT_DEAD_LETTER_LIFE,
     echo,
     iso_time,
@@ -73,7 +74,7 @@ def template() -> None:
 
 
 @template.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @setting_options
 @server_options
 def create(client: Client, name: str, pattern: str | None, **values: Any) -> None:
@@ -87,7 +88,7 @@ def create(client: Client, name: str, pattern: str | None, **values: Any) -> Non
 
 
 @template.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @setting_options
 @server_options
 def update(client: Client, name: str, pattern: str | None, **values: Any) -> None:
@@ -136,7 +137,7 @@ def list_(client: Client, as_json: bool) -> None:
 
 
 @template.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @json_option
 @server_options
 def show(client: Client, name: str, as_json: bool) -> None:
@@ -153,7 +154,7 @@ TIMES = ("created_at", "updated_at")  # epoch seconds on the wire, an instant fo
 
 
 @template.command()
-@click.argument("name")
+@click.argument("name", type=NAMED)
 @server_options
 def delete(client: Client, name: str) -> None:
     """Delete template NAME (queues made from it keep their settings)."""
