@@ -89,7 +89,7 @@ class TextFormatter(logging.Formatter):
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
         extras = " ".join(f"{k}={v}" for k, v in _extras(record).items())
         line = f"{stamp} {record.levelname.lower():<7} {record.getMessage()}"
-        line = terminal_safe(f"{line}  {extras}" if extras else line).replace("\n", "\\u000a")
+        line = terminal_safe(f"{line}  {extras}" if extras else line, one_line=True)
         if record.exc_info:
             line += "\n" + terminal_safe(self.formatException(record.exc_info))
         return line

@@ -20,8 +20,10 @@ NOT_SHOWN = (
     *range(0x2066, 0x206A),
 )
 _ESCAPED = {code: f"\\u{code:04x}" for code in NOT_SHOWN}
+_ESCAPED_ON_ONE_LINE = {**_ESCAPED, 0x0A: "\\u000a"}
 
 
-def terminal_safe(text: str) -> str:
-    """`text` with every character of NOT_SHOWN as its \\uXXXX escape."""
-    return text.translate(_ESCAPED)
+def terminal_safe(text: str, *, one_line: bool = False) -> str:
+    """`text` with every character of NOT_SHOWN as its \\uXXXX escape; with `one_line`, its
+    line breaks too."""
+    return text.translate(_ESCAPED_ON_ONE_LINE if one_line else _ESCAPED)
