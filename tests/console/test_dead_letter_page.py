@@ -76,3 +76,28 @@ def test_a_dead_letter_shows_its_error_fields_and_its_deaths(api: Api, page: Any
     # and the list names the class before the message.
     page.goto(f"/console/#/dlq/{DLQ}")
     expect(page.locator("#dead-letters td.error-text")).to_contain_text("KeyError: 'id'")
+
+
+def test_text_that_would_hide_or_reorder_itself_is_shown_escaped(api: Api, page: Any) -> None:
+    # Given a dead letter whose body and error hold a mark that turns a line around (U+202E)
+    # and a terminal's escape sequence, as a sender and a consumer may write them
+    api.queue(DLQ)
+    api.queue("orders", _max_claim_count=3, _dead_letter_queue=DLQ)
+    (mid,) = api.send("orders", "pay \u202egnp.exe\x1b[2J")
+    claim_id, _ = api.claim("orders")
+    r = api.request(
+        "POST",
+        f"/v2/queues/orders/messages/{mid}/dead_letter",
+        params={"claim_id": claim_id},
+        json={"error": {"class": "KeyError", "message": "id\u2066\u202e", "stack": "\x85x"}},
+    )
+    assert r.status_code == 200, r.text
+    # When its page and its DLQ's list are opened
+    page.goto(f"/console/#/dlq/{DLQ}/messages/{mid}")
+    # I expect each such character shown as its escape, as the command line shows it
+    expect(page.locator("#message-body")).to_have_text("pay \\u202egnp.exe\\u001b[2J")
+    expect(page.locator("#error-stack")).to_have_text("\\u0085x")
+    page.goto(f"/console/#/dlq/{DLQ}")
+    cell = page.locator("#dead-letters td.error-text")
+    expect(cell).to_contain_text("KeyError: id\\u2066\\u202e")
+    assert "\u202e" not in (cell.get_attribute("title") or "")

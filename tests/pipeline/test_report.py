@@ -6,7 +6,11 @@ import json
 import re
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from deadletter.pipeline.report import label, render
+from deadletter.terminal import NOT_SHOWN
 
 
 def _pattern(**over: Any) -> dict[str, Any]:
@@ -145,3 +149,32 @@ def test_an_impure_pattern_is_flagged_in_the_report() -> None:
     assert "<code>read</code> &times;20" in page
     assert "maybe 2 different failures" in page
     assert "impure" not in render([{**pattern, "impure": False, "variables": []}], 25)
+
+
+# The pattern's fields that carry text of whoever sent or rejected the dead letters.
+_TEXT_FIELDS = {
+    "template": lambda t: {"template": f"KeyError {t}"},
+    "signature": lambda t: {"signature": f"Err{t}"},
+    "reason": lambda t: {"template": "", "reasons": [f"rejected{t}"]},
+    "source queue": lambda t: {"source_queues": [f"orders{t}"]},
+    "example body": lambda t: {"example": {"message_id": "m-1", "body": f"x{t}y"}},
+    "missing key path": lambda t: {"key_paths_missing": [f"order.{t}"]},
+    "sample id": lambda t: {"sample_message_ids": [f"m{t}"]},
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    field=st.sampled_from(sorted(_TEXT_FIELDS)),
+    hidden=st.sampled_from(NOT_SHOWN).filter(lambda c: c != 0x0A).map(chr),
+)
+def test_no_character_that_hides_or_reorders_text_reaches_the_page(field: str, hidden: str) -> None:
+    # Given a pattern whose text holds a control or a mark that turns a line around (U+202E)
+    html = render([_pattern(**_TEXT_FIELDS[field](hidden))], 3)
+    # I expect the page to show it as its escape, as the command line does (in the example,
+    # JSON's own escape of a control will do), and never raw
+    assert hidden not in html, field
+    escapes = {f"\\u{ord(hidden):04x}"}
+    if field == "example body":
+        escapes.add(json.dumps(hidden)[1:-1])
+    assert any(e in html for e in escapes), field

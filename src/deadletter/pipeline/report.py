@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from html import escape
+from html import escape as escape_html
 from typing import Any
+
+from deadletter.terminal import terminal_safe
+
+
+def page_text(text: str) -> str:
+    """`text` for the page: its markup escaped, and what would hide or reorder it (a control,
+    a mark that turns a line around) shown as its \\uXXXX escape, as the command line shows it
+    (`terminal_safe`): a dead letter's error is the text of whoever rejected it."""
+    return escape_html(terminal_safe(text))
+
 
 COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"]
 TOP = 8
@@ -72,9 +82,9 @@ def _bar_chart(patterns: list[dict[str, Any]]) -> str:
         w = (width - label_w - 60) * p["count"] / peak
         y = i * row_h
         bars.append(
-            f'<text x="0" y="{y + 15}" font-size="12">{escape(p["id"])}</text>'
+            f'<text x="0" y="{y + 15}" font-size="12">{page_text(p["id"])}</text>'
             f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" '
-            f'fill="{COLORS[i % len(COLORS)]}"><title>{escape(label(p))}</title></rect>'
+            f'fill="{COLORS[i % len(COLORS)]}"><title>{page_text(label(p))}</title></rect>'
             f'<text x="{label_w + w + 4:.1f}" y="{y + 15}" font-size="12">{p["count"]}</text>'
         )
     height = row_h * len(top)
@@ -121,23 +131,23 @@ def _time_chart(patterns: list[dict[str, Any]]) -> str:
         color = COLORS[i % len(COLORS)]
         lines.append(
             f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{points}">'
-            f"<title>{escape(p['id'])}: {escape(label(p))}</title></polyline>"
+            f"<title>{page_text(p['id'])}: {page_text(label(p))}</title></polyline>"
         )
         lines += [
             f'<circle cx="{xy(h, c).split(",")[0]}" cy="{xy(h, c).split(",")[1]}" r="3" '
-            f'fill="{color}"><title>{escape(h)}: {c}</title></circle>'
+            f'fill="{color}"><title>{page_text(h)}: {c}</title></circle>'
             for h, c in p["hourly_counts"]
         ]
     axes = (
         f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
         f'stroke="#333"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" '
         f'stroke="#333"/><text x="{pad}" y="{height - 10}" font-size="11">'
-        f'{escape(hours[0])}</text><text x="{width - pad}" y="{height - 10}" font-size="11" '
-        f'text-anchor="end">{escape(hours[-1])}</text><text x="4" y="{pad}" font-size="11">'
+        f'{page_text(hours[0])}</text><text x="{width - pad}" y="{height - 10}" font-size="11" '
+        f'text-anchor="end">{page_text(hours[-1])}</text><text x="4" y="{pad}" font-size="11">'
         f"{peak}/h</text>"
     )
     legend = "".join(
-        f'<span style="color:{COLORS[i % len(COLORS)]}">&#9632; {escape(p["id"])}</span> '
+        f'<span style="color:{COLORS[i % len(COLORS)]}">&#9632; {page_text(p["id"])}</span> '
         for i, p in enumerate(top)
     )
     return (
@@ -148,7 +158,7 @@ def _time_chart(patterns: list[dict[str, Any]]) -> str:
 
 
 def _cell_list(values: list[Any]) -> str:
-    return "<br>".join(escape(v) for v in _texts(values)) or "&ndash;"
+    return "<br>".join(page_text(v) for v in _texts(values)) or "&ndash;"
 
 
 def _variables(variables: list[dict[str, Any]]) -> str:
@@ -157,13 +167,13 @@ def _variables(variables: list[dict[str, Any]]) -> str:
     if not variables:
         return ""
     items = "".join(
-        f"<li><code>{escape(str(v['token']))}</code> #{v['variable']}: "
+        f"<li><code>{page_text(str(v['token']))}</code> #{v['variable']}: "
         + ", ".join(
-            f"<code>{escape(str(x))}</code>" + (f" &times;{n}" if n is not None else "")
+            f"<code>{page_text(str(x))}</code>" + (f" &times;{n}" if n is not None else "")
             for x, n in zip(v["values"], v.get("counts") or [None] * len(v["values"]), strict=False)
         )
         + (f" &hellip; ({v['distinct']} values)" if v["distinct"] > len(v["values"]) else "")
-        + (f" (e.g. <code>{escape(str(v['example']))}</code>)" if v.get("example") else "")
+        + (f" (e.g. <code>{page_text(str(v['example']))}</code>)" if v.get("example") else "")
         + _warning(v)
         + "</li>"
         for v in variables
@@ -174,7 +184,7 @@ def _variables(variables: list[dict[str, Any]]) -> str:
 def _warning(variable: dict[str, Any]) -> str:
     if not variable.get("warning"):
         return ""
-    return f' <strong class="warning">{escape(str(variable["warning"]))}</strong>'
+    return f' <strong class="warning">{page_text(str(variable["warning"]))}</strong>'
 
 
 def _purity(p: dict[str, Any]) -> str:
@@ -192,16 +202,17 @@ def _row(p: dict[str, Any]) -> str:
         f"{a['name']}={a['value']} (lift {a['lift']})" for a in p["overrepresented_attributes"]
     ]
     example = json.dumps(_shown(p.get("example")), indent=2, ensure_ascii=False)
+    samples = _texts(p["sample_message_ids"])
     return (
-        f'<tr id="{escape(p["id"])}"><td><code>{escape(p["id"])}</code></td>'
-        f"<td>{p['count']}</td><td><code>{escape(label(p))}</code>"
+        f'<tr id="{page_text(p["id"])}"><td><code>{page_text(p["id"])}</code></td>'
+        f"<td>{p['count']}</td><td><code>{page_text(label(p))}</code>"
         f"{_purity(p)}{_variables(p.get('variables') or [])}"
-        f"<br><small>{escape(p.get('signature') or '')}</small></td>"
+        f"<br><small>{page_text(p.get('signature') or '')}</small></td>"
         f"<td>{_cell_list(p['source_queues'])}</td><td>{_cell_list(p['reasons'])}</td>"
-        f"<td>{escape(p['first_seen'] or '')}<br>{escape(p['last_seen'] or '')}</td>"
+        f"<td>{page_text(p['first_seen'] or '')}<br>{page_text(p['last_seen'] or '')}</td>"
         f"<td>{_cell_list(p['key_paths_missing'])}</td><td>{_cell_list(attrs)}</td>"
-        f"<td><details><summary>{escape(', '.join(_texts(p['sample_message_ids'])[:2]))}</summary>"
-        f"<pre>{escape(example)}</pre></details></td></tr>"
+        f"<td><details><summary>{page_text(', '.join(samples[:2]))}</summary>"
+        f"<pre>{page_text(example)}</pre></details></td></tr>"
     )
 
 

@@ -3,7 +3,7 @@
 // every N minutes; each dead letter at most M rounds; with a canary).
 
 import * as api from "./api.js";
-import { confirmAction, errorBox, h, when } from "./dom.js";
+import { confirmAction, errorBox, h, shown, when } from "./dom.js";
 
 const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed"];
 const path = (dlq) => `/v2/queues/${encodeURIComponent(dlq)}/dead_letters/auto_redrive`;
@@ -117,7 +117,7 @@ export function autoRedrivePanel(dlq) {
       if (r.reason) last.append(` (${r.reason})`);
     }
     why.hidden = !p.reason;
-    why.textContent = p.reason || "";
+    why.textContent = shown(p.reason || "");
   }
 
   async function refresh() {

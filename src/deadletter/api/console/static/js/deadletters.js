@@ -1,7 +1,7 @@
 // Page 3: a DLQ's dead letters, a window at a time, with filters; one dead letter in full.
 
 import * as api from "./api.js";
-import { add, age, clear, confirmAction, errorBox, h, idLabel, pretty, when } from "./dom.js";
+import { add, age, clear, confirmAction, errorBox, h, idLabel, pretty, shown, when } from "./dom.js";
 import { editCard, historyList } from "./edit.js";
 import { filterBar, isFiltered, purgeSelection, readFilter, toQuery } from "./filterbar.js";
 import { redrivePanel } from "./redrive.js";
@@ -104,7 +104,7 @@ export async function deadLetterBrowser(el, dlq, params) {
     const patternOf = new Map(pats.flatMap((x) => (x.message_ids || []).map((id) => [String(id), x])));
     const page = await fetchPage(markers[markers.length - 1]);
     nextMarker = page.next;
-    note.textContent = page.note;
+    note.textContent = shown(page.note);
     clear(body);
     for (const m of page.rows) {
       const p = m.provenance || {};
@@ -171,7 +171,7 @@ export async function deadLetterMessage(el, dlq, id) {
   // An edit kept in place shows at once; one redriven leaves the DLQ (the edit card says so).
   function onEdited(doc) {
     if (doc.redrive) return;
-    bodyText.textContent = pretty(doc.message.body);
+    bodyText.textContent = shown(pretty(doc.message.body));
     attrsBox.replaceChildren(attrsTable(doc.message));
     historyBox.replaceChildren(historyList(doc.message.history));
   }

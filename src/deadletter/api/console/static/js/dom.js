@@ -1,11 +1,23 @@
 // DOM building without innerHTML: message bodies and error texts are untrusted.
 
+// The characters the command line shows escaped (deadletter/terminal.py, NOT_SHOWN; a test
+// holds the two the same): the C0 controls but the line break, DEL, the C1 controls, and the
+// marks that reorder or hide text. On a page the controls are unseen, and a sender's U+202E in
+// a body or an error turns what the operator reads around ("Trojan Source"); each is shown as
+// its \uXXXX escape instead, in every text and tooltip built here.
+const NOT_SHOWN = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+export function shown(text) {
+  return String(text).replace(NOT_SHOWN, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "class") el.className = value;
-    else if (key === "text") el.textContent = String(value);
+    else if (key === "text") el.textContent = shown(value);
+    else if (key === "title") el.title = shown(value);
     else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
     else if (key === "value") el.value = value;
     else if (key === "checked") el.checked = Boolean(value);
@@ -19,7 +31,7 @@ function append(el, children) {
   for (const child of children) {
     if (child === undefined || child === null || child === false) continue;
     if (Array.isArray(child)) append(el, child);
-    else el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    else el.append(child instanceof Node ? child : document.createTextNode(shown(child)));
   }
 }
 

@@ -5,7 +5,7 @@
 // DLQ's saved filters are listed to apply, and the fields saved under a name (savedfilters.js).
 
 import * as api from "./api.js";
-import { confirmAction, debounce, h, isoToLocal, localToIso } from "./dom.js";
+import { confirmAction, debounce, h, isoToLocal, localToIso, shown } from "./dom.js";
 import { savedFilters } from "./savedfilters.js";
 
 const REASONS = ["", "max_claims", "rejected", "expired", "delivery_failed", "maxlen"];
@@ -178,7 +178,7 @@ export function filterBar(dlq, where, { sources = [], patterns = [], saved = [],
       if (mine !== asked) return null;
       delete count.dataset.count;
       count.classList.add("bad");
-      count.textContent = err.description || String(err);
+      count.textContent = shown(err.description || String(err));
       return null;
     }
   }
