@@ -5,14 +5,14 @@ first operator credential (there is nobody yet to authenticate that request)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from deadletter.cli.output import (
     NAMED,
+    F,
     Failure,
     echo,
     json_option,
@@ -27,7 +27,6 @@ from deadletter.domain.errors import InvalidInput
 from deadletter.domain.projects import check_tenant
 
 ROLES = ["admin", "producer", "consumer", "reader", "operator"]
-F = TypeVar("F", bound=Callable[..., Any])
 AUTH_OFF = (
     "this server has authentication off: every request is accepted without a credential, and"
     " credentials exist only on a server started with --auth required (docs/security.md)"

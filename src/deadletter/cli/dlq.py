@@ -7,12 +7,13 @@ import functools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from deadletter.cli.output import (
     NAMED,
+    F,
     Failure,
     brief,
     counted,
@@ -33,7 +34,6 @@ from deadletter.domain import filters
 from deadletter.domain.provenance import Reason
 
 REASONS = click.Choice([r.value for r in Reason])
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from deadletter.cli.output import (
     NAMED,
     SHORT_DEAD_LETTER_LIFE,
+    F,
     echo,
     iso_time,
     json_option,
@@ -25,7 +25,6 @@ from deadletter.cli.setting_options import (
 )
 from deadletter.client import Client
 
-F = TypeVar("F", bound=Callable[..., Any])
 # CLI option name -> template key.
 KEYS = {
     "max_claims": "max_claims",
