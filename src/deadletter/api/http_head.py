@@ -19,6 +19,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from deadletter.api.one_write import OneWriteTransport
 from deadletter.domain.limits import HEAD_BYTES, HEADER_COUNT, REQUEST_LINE
 
 
@@ -62,7 +63,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        before = self.cycle
         super().on_headers_complete()
+        if self.cycle is not before:  # a new request's cycle: its answer in one write
+            self.cycle.transport = OneWriteTransport(self.transport, self.loop)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
