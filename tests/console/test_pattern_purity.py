@@ -136,3 +136,40 @@ def test_the_redrive_form_warns_over_an_impure_pattern_and_forces_its_canary(
     expect(page.locator("#redrive-progress")).to_be_visible()
     (task,) = api.request("GET", f"/v2/queues/{DLQ}/redrives").json()["redrives"]
     assert task["filter"]["pattern_id"] == "p-mixed" and task["canary"]["requested"] == 1
+
+
+def test_a_value_that_would_reorder_itself_is_shown_escaped_in_the_list_and_the_question(
+    api: Api, page: Any
+) -> None:
+    # Given a pattern whose first position holds a value with a mark that turns a line around
+    # (U+202E), as a consumer's error may hold it
+    api.queue(DLQ)
+    api.queue("orders", _max_claim_count=5, _dead_letter_queue=DLQ)
+    errors = (
+        "cannot combine Evil\u202eType and StringType",
+        "cannot combine DateType and StringType",
+    )
+    ids = api.send("orders", *range(len(errors)))
+    claim_id, _ = api.claim("orders", limit=len(errors))
+    assert claim_id is not None
+    for message_id, error in zip(ids, errors, strict=True):
+        api.reject("orders", message_id, claim_id, error)
+    pattern = {
+        "id": "p-evil", "template": "cannot combine <*> and <*>", "count": 2,
+        "message_ids": ids, "purity": 0.5, "impure": True,
+        "variables": [
+            {"variable": 1, "token": "<*>", "values": ["Evil\u202eType", "DateType"],
+             "counts": [1, 1], "distinct": 2, "warning": WARNING},
+        ],
+    }  # fmt: skip
+    api.request("PUT", f"/v2/queues/{DLQ}/patterns", json={"patterns": [pattern]})
+    # When its every value is read from the dead letters, and a split is asked for
+    page.goto(f"/console/#/dlq/{DLQ}/patterns")
+    first = page.locator("#patterns tr[data-pattern='p-evil'] .variable[data-variable='1']")
+    first.locator("details.all-values summary").click()
+    # I expect the mark shown as its escape, in the list and in the question, never raw
+    expect(first.locator(".every-value")).to_contain_text("Evil\\u202eType (1)")
+    first.locator("button.split-here").click()
+    expect(page.locator("#confirm-text")).to_contain_text("Evil\\u202eType")
+    assert "\u202e" not in page.locator("#confirm-text").inner_text()
+    assert "\u202e" not in first.inner_text()

@@ -104,9 +104,9 @@ export function autoRedrivePanel(dlq) {
       return;
     }
     const c = p.canary;
-    summary.textContent = `Sends back ${selects(p.filter)} every ${minutes(p.interval)}, each dead letter at most ` +
+    summary.textContent = shown(`Sends back ${selects(p.filter)} every ${minutes(p.interval)}, each dead letter at most ` +
       `${p.max_rounds} times${c ? `, canary ${c.size} watched ${c.watch} s` : ""}. ` +
-      `${p.rounds} round${p.rounds === 1 ? "" : "s"} · ${p.moved} moved · ${p.exhausted} exhausted.`;
+      `${p.rounds} round${p.rounds === 1 ? "" : "s"} · ${p.moved} moved · ${p.exhausted} exhausted.`);
     next.textContent = p.next_round_at ? `Next round ${when(p.next_round_at)}` : `No next round: ${p.state}`;
     const r = p.last_round;
     last.replaceChildren();
@@ -114,7 +114,7 @@ export function autoRedrivePanel(dlq) {
       last.append(`Last round ${when(r.at)}: ${r.outcome.replaceAll("_", " ")}, ${r.eligible} to send back, ` +
         `${r.kept} kept, ${r.moved} moved`);
       if (r.task_id) last.append(" · task ", h("code", { text: r.task_id }));
-      if (r.reason) last.append(` (${r.reason})`);
+      if (r.reason) last.append(` (${shown(r.reason)})`);
     }
     why.hidden = !p.reason;
     why.textContent = shown(p.reason || "");

@@ -136,7 +136,7 @@ export function debounce(fn, ms) {
 // The page's own confirmation dialog: a native confirm() would block the event loop and the feed.
 export function confirmAction(text) {
   const dialog = document.getElementById("confirm");
-  document.getElementById("confirm-text").textContent = text;
+  document.getElementById("confirm-text").textContent = shown(text);
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
     dialog.returnValue = "";

@@ -4,7 +4,7 @@
 // form's warning over an impure pattern.
 
 import * as api from "./api.js";
-import { confirmAction, h } from "./dom.js";
+import { confirmAction, h, shown } from "./dom.js";
 
 // As the server reads a stored pattern (engine/canary.py `impure`): its flag when it has
 // one, else a purity score under PURE_AT_LEAST. A pattern that says nothing is taken as pure.
@@ -47,10 +47,10 @@ export function purityLine(p) {
 function valuesText(v) {
   const values = Array.isArray(v.values) ? v.values : [];
   const counts = Array.isArray(v.counts) ? v.counts : [];
-  const shown = values.map((value, i) => `${value === "" ? "(empty)" : value} (${counts[i] ?? "?"})`);
+  const listed = values.map((value, i) => `${value === "" ? "(empty)" : value} (${counts[i] ?? "?"})`);
   const more = typeof v.distinct === "number" && v.distinct > values.length
     ? `, +${v.distinct - values.length} more` : "";
-  return shown.join(", ") + more;
+  return listed.join(", ") + more;
 }
 
 // The positions, folded under a summary (open when one is flagged); each, when `dlq` and
@@ -123,9 +123,9 @@ function allValues(dlq, p, position) {
     if (!box.open || box.dataset.read) return;
     box.dataset.read = "yes";
     splitPreview(dlq, p, position).then((preview) => {
-      list.textContent = valueCounts(preview.patterns) +
-        (preview.unread ? ` · ${preview.unread} not read (gone from the DLQ, or not read by the template)` : "");
-    }).catch((err) => { list.textContent = err.description || err.message || String(err); });
+      list.textContent = shown(valueCounts(preview.patterns) +
+        (preview.unread ? ` · ${preview.unread} not read (gone from the DLQ, or not read by the template)` : ""));
+    }).catch((err) => { list.textContent = shown(err.description || err.message || String(err)); });
   });
   return box;
 }
