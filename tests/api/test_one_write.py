@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from uvicorn.config import Config
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from deadletter.api.http_head import BoundedHttpToolsProtocol
@@ -93,21 +94,36 @@ def _app(answer: Callable[[Send], Awaitable[None]]) -> Any:
     return app
 
 
-async def _served(app: Any, raw: bytes, turns: int = 20) -> Recorded:
+def _connected(
+    app: Any, protocol: type[HttpToolsProtocol] = BoundedHttpToolsProtocol
+) -> tuple[HttpToolsProtocol, Recorded]:
+    """A connection served by `protocol` (the server's, or uvicorn's own to compare), its
+    transport recording."""
     config = Config(app, log_level="critical", lifespan="off")
     config.load()
     transport = Recorded()
-    protocol = BoundedHttpToolsProtocol(config=config, server_state=ServerState(), app_state={})
-    protocol.connection_made(transport)
-    protocol.data_received(raw)
-    for _ in range(turns):  # the app's task and the writes it leaves to the loop's next turn
+    served = protocol(config=config, server_state=ServerState(), app_state={})
+    served.connection_made(transport)
+    return served, transport
+
+
+async def _turns(count: int) -> None:
+    for _ in range(count):  # the app's task and the writes it leaves to the loop's next turn
         await asyncio.sleep(0)
+
+
+async def _served(
+    app: Any, raw: bytes, protocol: type[HttpToolsProtocol] = BoundedHttpToolsProtocol
+) -> Recorded:
+    served, transport = _connected(app, protocol)
+    served.data_received(raw)
+    await _turns(20)
     return transport
 
 
-def _request(method: str, *, body: bytes = b"", extra: str = "") -> bytes:
-    head = f"{method} /x HTTP/1.1\r\nHost: t\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
-    return head.encode() + body
+def _request(method: str, *, length: int = 0, extra: str = "") -> bytes:
+    """A request's head, for a body of `length` bytes sent after it (none by default)."""
+    return f"{method} /x HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n{extra}\r\n".encode()
 
 
 def _responses(data: bytes) -> int:
@@ -117,43 +133,40 @@ def _responses(data: bytes) -> int:
 @pytest.mark.parametrize("method", ["GET", "HEAD", "POST", "DELETE"])
 @pytest.mark.parametrize("answer", sorted(ANSWERS))
 def test_a_response_goes_in_one_write_with_uvicorn_s_bytes(method: str, answer: str) -> None:
-    # Given the server's protocol and an app that answers so
-    transport = asyncio.run(_served(_app(ANSWERS[answer]), _request(method, body=b"")))
-    sent = b"".join(transport.writes)
-    # I expect one response, its head first, and every byte of it written
-    assert sent.startswith(b"HTTP/1.1 "), sent
-    assert _responses(sent) == 1, sent
-    if answer == "a failure after the head":  # as uvicorn: the head, then the connection cut
-        assert transport.closed and sent.endswith(b"\r\n\r\n")
+    # Given the server's protocol, and uvicorn's own, each serving an app that answers so
+    app, raw = _app(ANSWERS[answer]), _request(method)
+    ours = asyncio.run(_served(app, raw))
+    theirs = asyncio.run(_served(app, raw, HttpToolsProtocol))
+    # I expect one response, the same bytes in the same order as uvicorn's, and the
+    # connection left as uvicorn leaves it
+    sent = b"".join(ours.writes)
+    assert sent.startswith(b"HTTP/1.1 ") and _responses(sent) == 1, sent
+    assert sent == b"".join(theirs.writes)
+    assert ours.closed == theirs.closed
+    if answer == "a failure after the head":  # the head, then the connection cut
+        assert ours.closed and sent.endswith(b"\r\n\r\n")
         return
-    # and each write but a chunked body's later parts to carry the head and the body together
-    body = transport.writes[0].partition(b"\r\n\r\n")[2]
+    # and the head and the body together in the first write (a chunked body's later parts
+    # after it)
+    body = ours.writes[0].partition(b"\r\n\r\n")[2]
     if method != "HEAD" and answer in ("a JSON body", "a failure before the answer"):
-        assert body, transport.writes
+        assert body, ours.writes
     if answer != "a chunked body":
-        assert len(transport.writes) == 1, transport.writes
+        assert len(ours.writes) == 1, ours.writes
 
 
 def test_an_interim_continue_goes_at_once_and_the_answer_in_one_write() -> None:
     # Given a request that asks to be told to send its body
-    raw = _request("POST", body=b"", extra="Expect: 100-continue\r\n").replace(
-        b"Content-Length: 0", b"Content-Length: 4"
-    )
+    raw = _request("POST", length=4, extra="Expect: 100-continue\r\n")
 
     # When the server has read its head, and again once the body came
     async def both() -> tuple[Recorded, list[bytes]]:
-        config = Config(_app(_ok), log_level="critical", lifespan="off")
-        config.load()
-        transport = Recorded()
-        protocol = BoundedHttpToolsProtocol(config=config, server_state=ServerState(), app_state={})
-        protocol.connection_made(transport)
-        protocol.data_received(raw)
-        for _ in range(5):
-            await asyncio.sleep(0)
+        served, transport = _connected(_app(_ok))
+        served.data_received(raw)
+        await _turns(5)
         first = list(transport.writes)
-        protocol.data_received(b"body")
-        for _ in range(20):
-            await asyncio.sleep(0)
+        served.data_received(b"body")
+        await _turns(20)
         return transport, first
 
     transport, first = asyncio.run(both())
@@ -170,6 +183,9 @@ def test_pipelined_requests_are_answered_in_order_one_write_each() -> None:
     # Given two requests sent together on one connection
     raw = _request("GET") + _request("GET")
     transport = asyncio.run(_served(_app(_ok), raw))
-    # I expect two answers, each one write, in the order asked
+    # I expect two answers, each one write, in the order asked, uvicorn's bytes
     assert len(transport.writes) == 2
     assert all(w.startswith(b"HTTP/1.1 200") and w.endswith(b"true}") for w in transport.writes)
+    assert b"".join(transport.writes) == b"".join(
+        asyncio.run(_served(_app(_ok), raw, HttpToolsProtocol)).writes
+    )

@@ -19,16 +19,22 @@ FORMATS = (
 )
 
 
+def rejected(api: Api, errors: tuple[str, ...]) -> list[str]:
+    """One dead letter in DLQ per error, each rejected from "orders" with it; their ids."""
+    api.queue(DLQ)
+    api.queue("orders", _max_claim_count=5, _dead_letter_queue=DLQ)
+    ids = api.send("orders", *range(len(errors)))
+    claim_id, _ = api.claim("orders", limit=len(errors))
+    assert claim_id is not None
+    for message_id, error in zip(ids, errors, strict=True):
+        api.reject("orders", message_id, claim_id, error)
+    return ids
+
+
 def mixed(api: Api) -> list[str]:
     """Three dead letters whose errors name two formats, stored as one pattern the analysis
     flagged impure at its first position, beside a pure one."""
-    api.queue(DLQ)
-    api.queue("orders", _max_claim_count=5, _dead_letter_queue=DLQ)
-    ids = api.send("orders", *range(len(FORMATS)))
-    claim_id, _ = api.claim("orders", limit=len(FORMATS))
-    assert claim_id is not None
-    for message_id, error in zip(ids, FORMATS, strict=True):
-        api.reject("orders", message_id, claim_id, error)
+    ids = rejected(api, FORMATS)
     impure = {
         "id": "p-mixed",
         "template": "cannot combine <*> and <*>",
@@ -143,17 +149,11 @@ def test_a_value_that_would_reorder_itself_is_shown_escaped_in_the_list_and_the_
 ) -> None:
     # Given a pattern whose first position holds a value with a mark that turns a line around
     # (U+202E), as a consumer's error may hold it
-    api.queue(DLQ)
-    api.queue("orders", _max_claim_count=5, _dead_letter_queue=DLQ)
     errors = (
         "cannot combine Evil\u202eType and StringType",
         "cannot combine DateType and StringType",
     )
-    ids = api.send("orders", *range(len(errors)))
-    claim_id, _ = api.claim("orders", limit=len(errors))
-    assert claim_id is not None
-    for message_id, error in zip(ids, errors, strict=True):
-        api.reject("orders", message_id, claim_id, error)
+    ids = rejected(api, errors)
     pattern = {
         "id": "p-evil", "template": "cannot combine <*> and <*>", "count": 2,
         "message_ids": ids, "purity": 0.5, "impure": True,
