@@ -39,7 +39,7 @@ FENCE = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```[ \t]*$", re.S | re.
 MARK = re.compile(r"<!-- (?P<kind>not-run|run-before):(?P<text>(?:(?!<!--).)*?)-->\s*\Z", re.S)
 AWS = Path(sys.executable).parent / "aws"
 # The blocks that say why they are not run: a new one must be added here on purpose.
-NOT_RUN = 23
+NOT_RUN = 24
 
 
 @dataclass(frozen=True)

@@ -179,19 +179,19 @@ def test_events_are_told_after_the_commit_even_when_the_caller_has_gone(
     assert sqlite_engine.stats("p", "loop").total == 1
 
 
-def test_a_receive_that_finds_messages_watches_no_queue(
+def test_a_receive_that_finds_messages_waits_in_no_line(
     sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    watched: list[str] = []
-    original: Callable[..., Any] = Notifier.watching
+    in_line: list[str] = []
+    original: Callable[..., Any] = Notifier.competing
 
     @asynccontextmanager
-    async def watching(self: Notifier, project: str, queue: str) -> Any:
-        watched.append(queue)
-        async with original(self, project, queue) as event:
-            yield event
+    async def competing(self: Notifier, project: str, queue: str) -> Any:
+        in_line.append(queue)
+        async with original(self, project, queue) as turn:
+            yield turn
 
-    monkeypatch.setattr(Notifier, "watching", watching)
+    monkeypatch.setattr(Notifier, "competing", competing)
     app = build_app(sqlite_engine)
 
     async def receives() -> tuple[int, int]:
@@ -204,7 +204,7 @@ def test_a_receive_that_finds_messages_watches_no_queue(
             return len(found.json()["Messages"]), len(empty.json().get("Messages", []))
 
     assert asyncio.run(receives()) == (1, 0)
-    assert watched == ["w"]  # the empty receive only
+    assert in_line == ["w"]  # the empty receive only
 
 
 def test_an_empty_receive_claims_once_before_it_waits_and_once_when_the_wait_ends(
@@ -231,10 +231,10 @@ def test_an_empty_receive_claims_once_before_it_waits_and_once_when_the_wait_end
     assert claims == ["e", "e"]
 
 
-def test_a_message_announced_between_the_empty_claim_and_the_watch_is_claimed_without_a_wait(
+def test_a_message_announced_between_the_empty_claim_and_the_wait_is_claimed_without_a_wait(
     sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original: Callable[..., Any] = Notifier.watching
+    original: Callable[..., Any] = Notifier.competing
     waits: list[str] = []  # a receive asks when the next message shows before each wait
     next_visible_in = sqlite_engine.next_visible_in
 
@@ -246,14 +246,14 @@ def test_a_message_announced_between_the_empty_claim_and_the_watch_is_claimed_wi
 
     @asynccontextmanager
     async def sent_first(self: Notifier, project: str, queue: str) -> Any:
-        # a send that commits and is announced after the receive looked, before it watches
+        # a send that commits and is announced after the receive looked, before it waits in line
         await on_loop(
             sqlite_engine, sqlite_engine.send, project, queue, messages=[NewMessage(b"late")]
         )
-        async with original(self, project, queue) as event:
-            yield event
+        async with original(self, project, queue) as turn:
+            yield turn
 
-    monkeypatch.setattr(Notifier, "watching", sent_first)
+    monkeypatch.setattr(Notifier, "competing", sent_first)
     app = build_app(sqlite_engine)
 
     async def receive() -> list[str]:

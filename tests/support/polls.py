@@ -24,11 +24,18 @@ def eventually(condition: Callable[[], T], seconds: float = 5.0, what: str = "th
     return found
 
 
-def until_polling(engine: Engine, project: str, queue: str, timeout: float = 30.0) -> None:
+def waiting_on(engine: Engine, project: str, queue: str) -> int:
+    """How many long polls and subscriptions wait on `queue` in `engine`'s server."""
     # The SQS face's long polls and the WebSocket face's subscriptions each have a notifier.
     heard = [*engine.listeners, *for_engine(engine).live()]
-    notifiers = [n for n in heard if isinstance(n, Notifier)]
+    return sum(n.waiting(project, queue) for n in heard if isinstance(n, Notifier))
+
+
+def until_polling(
+    engine: Engine, project: str, queue: str, timeout: float = 30.0, count: int = 1
+) -> None:
+    """Until `count` long polls (or subscriptions) wait on `queue`."""
     deadline = time.monotonic() + timeout
-    while not any(n.waiting(project, queue) for n in notifiers):
-        assert time.monotonic() < deadline, f"no long poll started waiting on {queue!r}"
+    while waiting_on(engine, project, queue) < count:
+        assert time.monotonic() < deadline, f"not {count} long polls waiting on {queue!r}"
         time.sleep(0.01)

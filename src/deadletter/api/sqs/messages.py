@@ -9,7 +9,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from deadletter.api.notify import wait_for
 from deadletter.api.sqs import attributes as attrs
 from deadletter.api.sqs import fifo as sqs_fifo
 from deadletter.api.sqs import message_attributes as message_attrs
@@ -329,26 +328,28 @@ async def _long_poll(
 ) -> Claim:
     """After `claim` found nothing, claim again until messages come or the loop's clock
     reaches `deadline`, waiting between the claims for the queue's wake-ups. Only a receive
-    that found nothing watches the queue, so a send wakes no receive already answered; one
-    announced between that claim and the watch (`seen` no longer the count) is claimed at
+    that found nothing waits in line for the queue's announcements, so a send wakes no
+    receive already answered, and only one of those waiting (`Notifier.competing`); one
+    announced between that claim and the wait (`seen` no longer the count) is claimed at
     once."""
     loop_time = asyncio.get_running_loop().time
-    async with call.notifier.watching(call.project, name) as arrived:
+    async with call.notifier.competing(call.project, name) as turn:
         if call.notifier.announcements(call.project, name) != seen:
             claim = await on_loop(call.engine, claim_now)
         while not claim.messages:
             remaining = deadline - loop_time()
             if remaining <= 0:
                 break
-            # New messages announce themselves (`arrived`); a message whose visibility
-            # timeout or delay ends does not, so the wait also ends when the first one does,
-            # and never lasts longer than RECHECK (a change made where no one announces it).
+            # New messages announce themselves (`turn`); a message whose visibility timeout
+            # or delay ends does not, so the wait also ends when the first one does, and
+            # never lasts longer than RECHECK (a change made where no one announces it).
             upcoming = await in_thread(call.engine.next_visible_in, call.project, name)
             pause = min(remaining, RECHECK)
             if upcoming is not None:
                 pause = min(pause, upcoming + VISIBILITY_SLACK)
-            await wait_for(arrived, pause)
+            await turn.wait(pause)
             claim = await on_loop(call.engine, claim_now)
+        turn.took = bool(claim.messages)
     return claim
 
 
