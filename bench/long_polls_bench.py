@@ -4,8 +4,9 @@ another project waits meanwhile.
     ./dev bench long_polls [--waiters 1,50,300] [--messages 100] [--rate 50] [--base CHECKOUT]
 
 For each count of waiters, a fresh `deadletter serve` on SQLite: that many SQS long polls
-(`WaitTimeSeconds=20`, one message each) wait on one queue; then `--messages` messages are
-sent to it one at a time at `--rate` a second, each received by a long poll and deleted. The
+(`WaitTimeSeconds=20`, one message each) wait on one queue, the server's CPU measured over
+three seconds of that; then `--messages` messages are sent to it one at a time at `--rate` a
+second, each received by a long poll and deleted. The
 server's CPU (every thread) over that phase, per message, and the time until the last one
 was received. Meanwhile another project sends and claims one message at a time on its own
 queue through the Zaqar face: the p50 / p99 of that cycle. With `--base`, each count runs
@@ -34,6 +35,7 @@ from bench.peers.systems import ROOT, WORK, Process, free_port, serve_command
 RESULTS = Path(__file__).parent / "results"
 SQS = {"Content-Type": "application/x-amz-json-1.0"}
 QUIET = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "quiet"}
+IDLE = 3.0  # seconds of waiting with nothing sent, before the messages
 
 
 def _sqs(action: str) -> dict[str, str]:
@@ -87,6 +89,9 @@ async def _herd(base: str, pid: int, waiters: int, messages: int, rate: float) -
         await http.put("/v2/queues/quiet", headers=QUIET, json={})
         tasks = [asyncio.create_task(herd.long_poll()) for _ in range(waiters)]
         await asyncio.sleep(2)  # every long poll waiting
+        idle = server_cpu_ns(pid)
+        await asyncio.sleep(IDLE)
+        idle = server_cpu_ns(pid) - idle
         tasks.append(asyncio.create_task(herd.quiet_project()))
         cpu, start = server_cpu_ns(pid), time.monotonic()
         for _ in range(messages):
@@ -102,6 +107,7 @@ async def _herd(base: str, pid: int, waiters: int, messages: int, rate: float) -
         "waiters": waiters,
         "seconds": seconds,
         "cpu_ms_per_message": cpu / 1e6 / messages,
+        "idle_cpu_share": idle / 1e9 / IDLE,
         "quiet_p50_ms": 1000 * statistics.median(quiet),
         "quiet_p99_ms": 1000 * quiet[min(len(quiet) - 1, int(len(quiet) * 0.99))],
     }
@@ -125,14 +131,15 @@ def run(src: Path, waiters: int, messages: int, rate: float) -> dict[str, Any]:
 
 def render(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| code | long polls waiting | server CPU ms per message | seconds | other project's"
-        " send and claim, p50 / p99 ms |",
-        "|---|---:|---:|---:|---:|",
+        "| code | long polls waiting | server CPU while they wait, share of a core | server"
+        " CPU ms per message | seconds | other project's send and claim, p50 / p99 ms |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
-            f"| {r['code']} | {r['waiters']} | {r['cpu_ms_per_message']:.1f} | "
-            f"{r['seconds']:.2f} | {r['quiet_p50_ms']:.1f} / {r['quiet_p99_ms']:.1f} |"
+            f"| {r['code']} | {r['waiters']} | {100 * r['idle_cpu_share']:.1f}% | "
+            f"{r['cpu_ms_per_message']:.1f} | {r['seconds']:.2f} | "
+            f"{r['quiet_p50_ms']:.1f} / {r['quiet_p99_ms']:.1f} |"
         )
     return "\n".join(lines) + "\n"
 

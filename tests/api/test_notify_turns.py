@@ -54,24 +54,63 @@ def test_each_announcement_wakes_one_more_long_poll_in_the_order_they_came(
 def test_a_long_poll_leaving_wakes_the_next_when_more_may_be_left(
     waits: bool, took: bool, next_woken: bool
 ) -> None:
-    # Given three long polls in line and one announcement, which reaches the first
+    # Given four long polls in line and two announcements, which reach the first two
     notifier = Notifier()
 
     async def run() -> list[bool]:
         async with AsyncExitStack() as stack:
-            async with notifier.competing(P, Q) as first:
+            (head,) = await _in_line(stack, notifier, 1)
+            async with notifier.competing(P, Q) as second:
                 rest = await _in_line(stack, notifier, 2)
                 notifier.messages_available(P, Q)
+                notifier.messages_available(P, Q)
                 if waits:
-                    assert await first.wait(SOON)
+                    assert await second.wait(SOON)
                 else:  # its time ran out as the wake-up came
                     await asyncio.sleep(SOON)
-                first.took = took  # what its claim then took
-            # When it leaves, I expect the next in line woken if more may be left (it took
-            # messages, or never used its wake-up), and never the one after
-            return await _woken(rest)
+                second.took = took  # what its claim then took
+            # When the second leaves, I expect the next in line woken if more may be left
+            # (it took messages, or never used its wake-up), and never the one after
+            return [await head.wait(SOON), *await _woken(rest)]
 
-    assert asyncio.run(run()) == [next_woken, False]
+    assert asyncio.run(run()) == [True, next_woken, False]
+
+
+def test_the_first_in_line_leaving_wakes_the_next_to_look_in_its_place() -> None:
+    # Only the first in line looks for what no one announces (a visibility timeout ending)
+    notifier = Notifier()
+
+    async def run() -> tuple[list[bool], list[bool]]:
+        async with AsyncExitStack() as stack:
+            async with notifier.competing(P, Q) as first:
+                rest = await _in_line(stack, notifier, 2)
+                before = [first.first, *(t.first for t in rest)]
+            # When it leaves, woken by nothing and having taken nothing
+            return before, [rest[0].first, *await _woken(rest)]
+
+    before, after = asyncio.run(run())
+    assert before == [True, False, False]
+    # I expect the next first in line, and woken to look; the one after left waiting
+    assert after == [True, True, False]
+
+
+def test_each_consumer_tag_has_its_own_line() -> None:
+    # Given long polls of the queue's own consumers and of two consumer tags, interleaved
+    notifier = Notifier()
+
+    async def run() -> list[bool]:
+        async with AsyncExitStack() as stack:
+            turns = [
+                await stack.enter_async_context(notifier.competing(P, Q, tag))
+                for tag in (None, "billing", "shipping", None, "billing", "shipping")
+            ]
+            assert [t.first for t in turns] == [True] * 3 + [False] * 3
+            # When one message is sent (every tag's to receive)
+            notifier.messages_available(P, Q)
+            return await _woken(turns)
+
+    # I expect the first of every line woken, and no other
+    assert asyncio.run(run()) == [True] * 3 + [False] * 3
 
 
 def test_every_watcher_sees_every_announcement_while_long_polls_get_one() -> None:

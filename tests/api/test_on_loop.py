@@ -186,9 +186,9 @@ def test_a_receive_that_finds_messages_waits_in_no_line(
     original: Callable[..., Any] = Notifier.competing
 
     @asynccontextmanager
-    async def competing(self: Notifier, project: str, queue: str) -> Any:
+    async def competing(self: Notifier, project: str, queue: str, tag: str | None) -> Any:
         in_line.append(queue)
-        async with original(self, project, queue) as turn:
+        async with original(self, project, queue, tag) as turn:
             yield turn
 
     monkeypatch.setattr(Notifier, "competing", competing)
@@ -245,12 +245,12 @@ def test_a_message_announced_between_the_empty_claim_and_the_wait_is_claimed_wit
     monkeypatch.setattr(sqlite_engine, "next_visible_in", asked)
 
     @asynccontextmanager
-    async def sent_first(self: Notifier, project: str, queue: str) -> Any:
+    async def sent_first(self: Notifier, project: str, queue: str, tag: str | None) -> Any:
         # a send that commits and is announced after the receive looked, before it waits in line
         await on_loop(
             sqlite_engine, sqlite_engine.send, project, queue, messages=[NewMessage(b"late")]
         )
-        async with original(self, project, queue) as turn:
+        async with original(self, project, queue, tag) as turn:
             yield turn
 
     monkeypatch.setattr(Notifier, "competing", sent_first)

@@ -9,7 +9,9 @@ Two kinds of waiter. A watcher (`watching`: a WebSocket subscription that pushes
 queue gets) must see every message, so every announcement wakes every watcher. Long polls
 (`competing`) compete for the same messages, and one claim takes what a send made
 available: an announcement wakes only the long poll that has waited longest, and a long
-poll that took messages wakes the next one as it leaves, since more may be left. Woken all
+poll that took messages wakes the next one as it leaves, since more may be left. Only the
+first in line looks for what no one announces (a message whose visibility timeout ends, a
+change another process made unheard); leaving, it wakes the next to take its place. Woken all
 at once, N long polls on a queue made N claims for each send, N - 1 of them finding
 nothing: 300 long polls cost the server 32 ms of CPU a message where one cost 2.6
 (`./dev bench long_polls`), the other projects' requests waiting meanwhile.
@@ -54,8 +56,10 @@ class Notifier(EngineListener):
         self._waiters: dict[Key, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = (
             defaultdict(set)
         )
-        # Each queue's long polls in the order they started waiting (a dict keeps it).
-        self._turns: dict[Key, dict[Turn, None]] = defaultdict(dict)
+        # Each queue's long polls, a line for each consumer tag (None: the queue's own
+        # consumers), each line in the order its long polls started waiting (a dict keeps
+        # it): a send is every tag's to receive.
+        self._lines: dict[Key, dict[str | None, dict[Turn, None]]] = defaultdict(dict)
         self._counts = [0] * COUNT_SLOTS
 
     def messages_available(self, project: str, queue: str) -> None:
@@ -63,20 +67,12 @@ class Notifier(EngineListener):
         with self._lock:
             self._counts[hash(key) % COUNT_SLOTS] += 1
             waiters = list(self._waiters.get(key, ()))
-            turn = self._wake_next(key)
+            turns = [_wake_next(line) for line in self._lines.get(key, {}).values()]
         for loop, event in waiters:
             loop.call_soon_threadsafe(event.set)
-        if turn is not None:
-            turn.loop.call_soon_threadsafe(turn.event.set)
-
-    def _wake_next(self, key: Key) -> Turn | None:
-        """The long poll on `key` that has waited longest and is not woken yet, now woken;
-        None when every one is. Called with the lock held."""
-        for turn in self._turns.get(key, ()):
-            if not turn.woken:
-                turn.woken = True
-                return turn
-        return None
+        for turn in turns:
+            if turn is not None:
+                turn.loop.call_soon_threadsafe(turn.event.set)
 
     def announcements(self, project: str, queue: str) -> int:
         """A count that moves whenever `queue` gets messages (and at times when another queue
@@ -88,13 +84,15 @@ class Notifier(EngineListener):
         """How many long polls and watchers wait on `queue` now."""
         key = (project, queue)
         with self._lock:
-            return len(self._waiters.get(key, ())) + len(self._turns.get(key, ()))
+            turns = sum(len(line) for line in self._lines.get(key, {}).values())
+            return len(self._waiters.get(key, ())) + turns
 
     def waiting_total(self) -> int:
         """How many long polls and watchers wait now, on every queue."""
         with self._lock:
             watchers = sum(len(w) for w in self._waiters.values())
-            return watchers + sum(len(t) for t in self._turns.values())
+            lines = (line for by_tag in self._lines.values() for line in by_tag.values())
+            return watchers + sum(len(line) for line in lines)
 
     @asynccontextmanager
     async def watching(self, project: str, queue: str) -> AsyncIterator[asyncio.Event]:
@@ -117,15 +115,19 @@ class Notifier(EngineListener):
                     del self._waiters[key]
 
     @asynccontextmanager
-    async def competing(self, project: str, queue: str) -> AsyncIterator[Turn]:
-        """A long poll's turn among those on `queue` while the block runs: `Turn.wait` returns
-        once an announcement reached it. Set `Turn.took` when a claim took messages: leaving,
-        the turn then wakes the next long poll, as it does when it leaves with a wake-up it
-        never waited for. As for `watching`, compare `announcements` from before the look."""
-        turn = Turn(asyncio.get_running_loop(), self._lock)
+    async def competing(
+        self, project: str, queue: str, tag: str | None = None
+    ) -> AsyncIterator[Turn]:
+        """A long poll's turn among those on `queue` (for consumer tag `tag`) while the block
+        runs: `Turn.wait` returns once an announcement reached it. Set `Turn.took` when a
+        claim took messages: leaving, the turn then wakes the next long poll, as it does when
+        it leaves with a wake-up it never waited for. As for `watching`, compare
+        `announcements` from before the look."""
         key = (project, queue)
         with self._lock:
-            self._turns[key][turn] = None
+            line = self._lines[key].setdefault(tag, {})
+            turn = Turn(asyncio.get_running_loop(), self._lock, line)
+            line[turn] = None
         try:
             async with self._hearing(project, queue) as started:
                 if started:  # announced to everyone, and to this turn whatever its place
@@ -135,13 +137,30 @@ class Notifier(EngineListener):
                 yield turn
         finally:
             with self._lock:
-                turns = self._turns[key]
-                del turns[turn]
-                if not turns:
-                    del self._turns[key]
-                following = self._wake_next(key) if turn.took or turn.woken else None
+                following = self._leave(key, tag, turn)
             if following is not None:
                 following.loop.call_soon_threadsafe(following.event.set)
+
+    def _leave(self, key: Key, tag: str | None, turn: Turn) -> Turn | None:
+        """`turn` out of line; the turn to wake for it, if any: the next not woken when more
+        may be left (it took messages, or never waited for its wake-up), else the new first
+        in line when it was first (only the first looks for what no one announces). Called
+        with the lock held."""
+        lines = self._lines[key]
+        line = lines[tag]
+        was_first = next(iter(line)) is turn
+        del line[turn]
+        if not line:
+            del lines[tag]
+            if not lines:
+                del self._lines[key]
+        if turn.took or turn.woken:
+            return _wake_next(line)
+        head = next(iter(line), None)
+        if was_first and head is not None and not head.woken:
+            head.woken = True
+            return head
+        return None
 
     @asynccontextmanager
     async def _hearing(self, project: str, queue: str) -> AsyncIterator[bool]:
@@ -161,19 +180,38 @@ class Notifier(EngineListener):
                 self._others.stop_hearing_other_processes()
 
 
+def _wake_next(line: dict[Turn, None]) -> Turn | None:
+    """The turn of `line` that has waited longest and is not woken yet, now woken; None when
+    every one is. Called with the notifier's lock held."""
+    for turn in line:
+        if not turn.woken:
+            turn.woken = True
+            return turn
+    return None
+
+
 class Turn:
     """A long poll's place in line for one queue's announcements (`Notifier.competing`)."""
 
-    __slots__ = ("_lock", "event", "loop", "took", "woken")
+    __slots__ = ("_line", "_lock", "event", "loop", "took", "woken")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, lock: threading.Lock) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, lock: threading.Lock, line: dict[Turn, None]
+    ) -> None:
         self.loop = loop
         self._lock = lock  # the notifier's
+        self._line = line  # its queue's turns, in order
         self.event = asyncio.Event()
         # An announcement reached this turn and it has not waited for it yet (under the lock).
         self.woken = False
         # A claim of this long poll took messages: more may be left for the next one.
         self.took = False
+
+    @property
+    def first(self) -> bool:
+        """Whether this turn has waited longest of its queue's."""
+        with self._lock:
+            return next(iter(self._line), None) is self
 
     async def wait(self, timeout: float) -> bool:
         """True when an announcement reached this turn within `timeout` seconds (at once

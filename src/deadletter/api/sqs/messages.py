@@ -305,7 +305,7 @@ async def receive_message(call: Call) -> dict[str, Any]:
             wait = queue.settings.receive_wait
         if wait > 0:
             claim = await _long_poll(
-                call, name, claim_now, deadline=start + wait, claim=claim, seen=seen
+                call, name, tag, claim_now, deadline=start + wait, claim=claim, seen=seen
             )
     if not claim.messages:
         return {}  # as SQS: no Messages member at all when nothing was received
@@ -320,6 +320,7 @@ async def receive_message(call: Call) -> dict[str, Any]:
 async def _long_poll(
     call: Call,
     name: str,
+    tag: str | None,
     claim_now: Callable[[], Claim],
     *,
     deadline: float,
@@ -333,20 +334,22 @@ async def _long_poll(
     announced between that claim and the wait (`seen` no longer the count) is claimed at
     once."""
     loop_time = asyncio.get_running_loop().time
-    async with call.notifier.competing(call.project, name) as turn:
+    async with call.notifier.competing(call.project, name, tag) as turn:
         if call.notifier.announcements(call.project, name) != seen:
             claim = await on_loop(call.engine, claim_now)
         while not claim.messages:
             remaining = deadline - loop_time()
             if remaining <= 0:
                 break
-            # New messages announce themselves (`turn`); a message whose visibility timeout
-            # or delay ends does not, so the wait also ends when the first one does, and
-            # never lasts longer than RECHECK (a change made where no one announces it).
-            upcoming = await in_thread(call.engine.next_visible_in, call.project, name)
-            pause = min(remaining, RECHECK)
-            if upcoming is not None:
-                pause = min(pause, upcoming + VISIBILITY_SLACK)
+            pause = remaining
+            if turn.first:
+                # New messages announce themselves (`turn`); a message whose visibility
+                # timeout or delay ends does not, so the first in line also wakes when the
+                # first one does, and at least every RECHECK (a change no one announces).
+                upcoming = await in_thread(call.engine.next_visible_in, call.project, name)
+                pause = min(remaining, RECHECK)
+                if upcoming is not None:
+                    pause = min(pause, upcoming + VISIBILITY_SLACK)
             await turn.wait(pause)
             claim = await on_loop(call.engine, claim_now)
         turn.took = bool(claim.messages)
