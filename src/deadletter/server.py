@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import resource
 import signal
 import socket
 import sqlite3
@@ -126,6 +127,7 @@ def run(config: ServerConfig) -> None:
     stops the worker, and the store is closed (every acknowledged write is already committed)."""
     configure_logging(config.log_level, config.log_format, access_log=config.access_log)
     config.check_workers()
+    open_files = raise_open_files_limit()  # before the workers start: they inherit it
     auth_required = config.auth_required
     # The port first: a busy one is said before anything starts, not after uvicorn's startup.
     sock = listen(config.host, config.port)
@@ -140,7 +142,12 @@ def run(config: ServerConfig) -> None:
             server = _Server(uvicorn.Config(app, **_uvicorn_options(config)))
             log.info(
                 "starting",
-                extra={"host": config.host, "port": config.port, "store": redacted(store.url)},
+                extra={
+                    "host": config.host,
+                    "port": config.port,
+                    "store": redacted(store.url),
+                    "open_files": open_files,
+                },
             )
             server.run(sockets=[sock])
         finally:
@@ -148,6 +155,26 @@ def run(config: ServerConfig) -> None:
             log.info("stopped")
     finally:
         sock.close()
+
+
+# Where the hard limit on open files is unlimited: Linux's default ceiling (fs.nr_open).
+OPEN_FILES_CEILING = 1 << 20
+
+
+def raise_open_files_limit() -> int:
+    """The soft limit on open files raised to the hard one, as Go's runtime raises it at
+    start; the limit now. Every client connection, waiting long poll and database connection
+    is a descriptor, and at the soft limit a shell often gives (1,024) one tenant's long polls
+    would take every one: the next connection refused, another project's request unanswered."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES_CEILING if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (OSError, ValueError):  # a ceiling below the hard limit: keep what we have
+            return soft
+        return wanted
+    return soft
 
 
 def listen(host: str, port: int) -> socket.socket:

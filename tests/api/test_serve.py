@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 import uvicorn
 import uvloop
 from click.testing import CliRunner
@@ -19,8 +21,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from deadletter.cli.main import main
 from deadletter.config import ServerConfig
-from deadletter.server import _uvicorn_options
-from tests.api.serve_process import free_port, start, stop, wait_for_ping
+from deadletter.server import OPEN_FILES_CEILING, _uvicorn_options
+from tests.api.serve_process import DEADLETTER, free_port, start, stop, wait_for_ping
 
 
 def test_help_lists_every_flag_with_its_environment_variable() -> None:
@@ -129,3 +131,38 @@ def test_the_server_runs_uvicorn_on_httptools_and_uvloop() -> None:
         assert isinstance(loop, uvloop.Loop)
     finally:
         loop.close()
+
+
+def _open_files_limit(pid: int) -> int:
+    """The soft limit on open files of process `pid`, read from /proc."""
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise AssertionError(f"no open files limit for {pid}")
+
+
+def test_serve_raises_its_soft_limit_on_open_files_to_the_hard_one(tmp_path: Path) -> None:
+    # Given a shell whose soft limit on open files is 256, below its hard limit
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip(f"the hard limit on open files is {hard}: nothing to raise it to")
+
+    def low_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    # When the server starts there
+    port = free_port()
+    with (tmp_path / "server.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [DEADLETTER, "serve", "--port", str(port), "--data-dir", str(tmp_path)],
+            stdout=log,
+            stderr=log,
+            preexec_fn=low_soft_limit,
+        )
+    try:
+        wait_for_ping(f"http://127.0.0.1:{port}", proc)
+        # I expect it to hold as many descriptors as the hard limit allows
+        wanted = OPEN_FILES_CEILING if hard == resource.RLIM_INFINITY else hard
+        assert _open_files_limit(proc.pid) == wanted
+    finally:
+        stop(proc)

@@ -18,6 +18,7 @@ import pytest
 
 from deadletter.client import Client, Unreachable
 from deadletter.client.wire import Connection
+from tests.support.descriptors import SELECT_LIMIT, descriptors_taken
 
 Handler = Callable[[BinaryIO, socket.socket, "Listener"], None]
 
@@ -324,3 +325,29 @@ def test_https_reaches_the_server_through_the_proxys_tunnel(
     assert answer.json() == {"a": 1}
     assert proxy.seen[0].startswith(f"CONNECT localhost:{origin.port} HTTP/1.1")
     assert origin.seen[0].startswith("GET /v2/queues HTTP/1.1")
+
+
+def test_a_kept_alive_connection_numbered_past_1023_is_reused_and_opened_again(
+    listen: Callable[..., Listener], connect: Callable[..., Connection]
+) -> None:
+    # Given a program holding a thousand descriptors, and a server that closes each
+    # connection after two answers
+    def two_then_close(reader: BinaryIO, conn: socket.socket, listener: Listener) -> None:
+        for _ in range(2):
+            head, _ = read_request(reader)
+            if not head:
+                return
+            listener.seen.append(head)
+            conn.sendall(JSON_OK)
+
+    server = listen(two_then_close)
+    with descriptors_taken():
+        conn = connect(server.url)
+        # When the client asks twice, then once more after the server closed
+        assert conn.request("GET", "/one").json() == {"a": 1}
+        assert conn._sock is not None and conn._sock.fileno() >= SELECT_LIMIT
+        assert conn.request("GET", "/two").json() == {"a": 1}
+        assert server.closed.acquire(timeout=5)
+        assert conn.request("GET", "/three").json() == {"a": 1}
+    # I expect the first connection kept for the second request, a new one for the third
+    assert server.connections == 2

@@ -151,8 +151,11 @@ class Connection:
         """The open connection, unless the server has closed it meanwhile (its keep-alive
         ran out: the socket reads as ready, at its end), in which case a new one."""
         if self._sock is not None and self._reader is not None:
-            readable, _, _ = select.select([self._sock], [], [], 0)
-            if not readable:
+            # `poll`, not `select`, which refuses a descriptor numbered 1,024 or more (a
+            # program of many connections using this client gets one)
+            poller = select.poll()
+            poller.register(self._sock, select.POLLIN)
+            if not poller.poll(0):
                 return self._sock, self._reader
             self.close()
         if not self._proxy_read:

@@ -22,7 +22,6 @@ import itertools
 import json
 import logging
 import os
-import select
 import socket
 import threading
 import time
@@ -35,6 +34,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
+from psycopg.waiting import WAIT_R
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deadletter.domain.errors import DeadletterError, StoreUnavailable
@@ -53,7 +53,12 @@ from deadletter.storage.postgres.composed import ComposedStatements, abandon
 from deadletter.storage.postgres.dialect import _LANE, POSTGRES, UNREACHABLE
 from deadletter.storage.postgres.group import GROUP_LIMIT, Group, open_group
 from deadletter.storage.postgres.notifications import Listener, Notifier
-from deadletter.storage.postgres.on_loop import LoopWaitingConnection, on_loop, running_on_loop
+from deadletter.storage.postgres.on_loop import (
+    LoopWaitingConnection,
+    on_loop,
+    ready_now,
+    running_on_loop,
+)
 
 log = logging.getLogger(__name__)
 # The pool warns of every connection it discards or fails to open, a dozen lines a second
@@ -435,8 +440,7 @@ def _check(conn: Conn) -> None:
     quiet: an idle connection has nothing to read unless the server closed it or said why it
     is about to (a restart, a terminated backend); then a query shows whether it still works,
     and the pool replaces one that does not."""
-    readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    if readable:
+    if ready_now(conn.fileno(), WAIT_R):
         ConnectionPool.check_connection(conn)
 
 

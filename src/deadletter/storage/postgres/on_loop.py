@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import select
 import weakref
 from collections.abc import Awaitable, Callable
@@ -204,7 +205,7 @@ def _sweep(loop: asyncio.AbstractEventLoop, readable_before: set[int]) -> None:
 
 def _readable_now(fileno: int) -> bool:
     try:
-        return bool(select.select([fileno], [], [], 0)[0])
+        return bool(ready_now(fileno, WAIT_R) & READY_R)
     except (OSError, ValueError):  # closed meanwhile: its work learns it when it reads
         return False
 
@@ -245,7 +246,7 @@ def _wait_on_loop(gen: Any, connection: psycopg.Connection[Any]) -> Any:
         state = next(gen)
         while True:
             if state & WAIT_W:
-                ready = _ready_now(fileno, state)
+                ready = ready_now(fileno, state)
                 if not ready:
                     ready = _awaited(_ready_later(fileno, state))
             elif state & WAIT_R:
@@ -259,12 +260,23 @@ def _wait_on_loop(gen: Any, connection: psycopg.Connection[Any]) -> Any:
         return end.value
 
 
-def _ready_now(fileno: int, state: int) -> int:
-    """The readiness of `fileno` for `state`, without waiting."""
-    readers, writers, _ = select.select(
-        [fileno] if state & WAIT_R else [], [fileno] if state & WAIT_W else [], [], 0
+def ready_now(fileno: int, state: int) -> int:
+    """The readiness of socket `fileno` for `state` (psycopg's WAIT_R and WAIT_W), without
+    waiting. By `poll`, not `select`: `select.select` refuses a descriptor numbered 1,024 or
+    more, which a connection opened while the server holds that many sockets gets."""
+    poller = select.poll()
+    poller.register(
+        fileno, (select.POLLIN if state & WAIT_R else 0) | (select.POLLOUT if state & WAIT_W else 0)
     )
-    return (READY_R if readers else 0) | (waiting.READY_W if writers else 0)
+    polled = poller.poll(0)
+    events = polled[0][1] if polled else 0
+    if events & select.POLLNVAL:  # as `select` says of a descriptor closed meanwhile
+        raise OSError(errno.EBADF, "socket closed", fileno)
+    # A socket closed by the other end or broken reads as ready: the read then says why.
+    readable = events & (select.POLLIN | select.POLLHUP | select.POLLERR)
+    return (READY_R if state & WAIT_R and readable else 0) | (
+        waiting.READY_W if events & select.POLLOUT else 0
+    )
 
 
 async def _ready_later(fileno: int, state: int) -> int:
