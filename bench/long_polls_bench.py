@@ -1,14 +1,14 @@
 """Many long polls on one queue: what each message sent to it costs the server, and what
 another project waits meanwhile.
 
-    ./dev bench long_polls [--waiters 1,50,300] [--messages 100] [--rate 50] [--base CHECKOUT]
+    ./dev bench long_polls [--stores sqlite,postgres] [--waiters 1,50,300] [--messages 100]
+                           [--rate 50] [--base CHECKOUT]
 
-For each count of waiters, a fresh `deadletter serve` on SQLite: that many SQS long polls
+For each store and count of waiters, a fresh `deadletter serve`: that many SQS long polls
 (`WaitTimeSeconds=20`, one message each) wait on one queue, the server's CPU measured over
 three seconds of that; then `--messages` messages are sent to it one at a time at `--rate` a
-second, each received by a long poll and deleted. The
-server's CPU (every thread) over that phase, per message, and the time until the last one
-was received. Meanwhile another project sends and claims one message at a time on its own
+second, each received by a long poll and deleted. The server's CPU (every thread) over that
+phase, per message, and the time until the last one was received. Meanwhile another project sends and claims one message at a time on its own
 queue through the Zaqar face: the p50 / p99 of that cycle. With `--base`, each count runs
 on that checkout's code first, then on this one's.
 
@@ -24,13 +24,15 @@ import os
 import statistics
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench.faces_bench import server_cpu_ns
-from bench.peers.systems import ROOT, WORK, Process, free_port, serve_command
+from bench.peers.systems import POSTGRES_ADMIN, ROOT, WORK, Process, free_port, serve_command
 
 RESULTS = Path(__file__).parent / "results"
 SQS = {"Content-Type": "application/x-amz-json-1.0"}
@@ -113,31 +115,51 @@ async def _herd(base: str, pid: int, waiters: int, messages: int, rate: float) -
     }
 
 
-def run(src: Path, waiters: int, messages: int, rate: float) -> dict[str, Any]:
+def run(src: Path, store: str, waiters: int, messages: int, rate: float) -> dict[str, Any]:
     port = free_port()
-    data = WORK / "long_polls" / uuid.uuid4().hex[:8]
-    proc = Process(
-        [*serve_command(), "--port", str(port), "--data-dir", str(data), "--log-level", "warning"],
-        WORK / "logs" / "long_polls.log",
-        env={"PYTHONPATH": os.pathsep.join([str(src / "src"), str(ROOT)])},
-    )
+    with _database(store) as db:
+        proc = Process(
+            [*serve_command(), "--port", str(port), "--db", db, "--log-level", "warning"],
+            WORK / "logs" / "long_polls.log",
+            env={"PYTHONPATH": os.pathsep.join([str(src / "src"), str(ROOT)])},
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            proc.wait_http(f"{base}/v2")
+            return asyncio.run(_herd(base, proc.popen.pid, waiters, messages, rate))
+        finally:
+            proc.stop()
+
+
+@contextmanager
+def _database(store: str) -> Iterator[str]:
+    """A fresh database of `store`'s kind, for one server."""
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    if store == "sqlite":
+        folder = WORK / "long_polls"
+        folder.mkdir(parents=True, exist_ok=True)
+        yield f"sqlite:///{folder / name}.db"
+        return
+    import psycopg
+
+    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        base = f"http://127.0.0.1:{port}"
-        proc.wait_http(f"{base}/v2")
-        return asyncio.run(_herd(base, proc.popen.pid, waiters, messages, rate))
+        yield POSTGRES_ADMIN.rsplit("/", 1)[0] + "/" + name
     finally:
-        proc.stop()
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def render(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| code | long polls waiting | server CPU while they wait, share of a core | server"
+        "| store | code | long polls waiting | server CPU while they wait, share of a core | server"
         " CPU ms per message | seconds | other project's send and claim, p50 / p99 ms |",
-        "|---|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
-            f"| {r['code']} | {r['waiters']} | {100 * r['idle_cpu_share']:.1f}% | "
+            f"| {r['store']} | {r['code']} | {r['waiters']} | {100 * r['idle_cpu_share']:.1f}% | "
             f"{r['cpu_ms_per_message']:.1f} | {r['seconds']:.2f} | "
             f"{r['quiet_p50_ms']:.1f} / {r['quiet_p99_ms']:.1f} |"
         )
@@ -150,13 +172,19 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--messages", type=int, default=100)
     ap.add_argument("--rate", type=float, default=50.0, help="messages sent per second")
     ap.add_argument("--base", help="another checkout, run first at each count")
+    ap.add_argument("--stores", default="sqlite", help="sqlite, postgres or both, comma-separated")
     args = ap.parse_args(argv)
     codes = [("base", Path(args.base).resolve())] if args.base else []
     codes.append(("this", ROOT))
     results = []
-    for waiters in (int(w) for w in args.waiters.split(",") if w):
+    counts = [int(w) for w in args.waiters.split(",") if w]
+    for store, waiters in ((s, w) for s in args.stores.split(",") if s for w in counts):
         for code, src in codes:
-            result = {"code": code, **run(src, waiters, args.messages, args.rate)}
+            result = {
+                "store": store,
+                "code": code,
+                **run(src, store, waiters, args.messages, args.rate),
+            }
             print(json.dumps(result), flush=True)
             results.append(result)
     RESULTS.mkdir(exist_ok=True)
