@@ -8,9 +8,10 @@ For each store and count of waiters, a fresh `deadletter serve`: that many SQS l
 (`WaitTimeSeconds=20`, one message each) wait on one queue, the server's CPU measured over
 three seconds of that; then `--messages` messages are sent to it one at a time at `--rate` a
 second, each received by a long poll and deleted. The server's CPU (every thread) over that
-phase, per message, and the time until the last one was received. Meanwhile another project sends and claims one message at a time on its own
-queue through the Zaqar face: the p50 / p99 of that cycle. With `--base`, each count runs
-on that checkout's code first, then on this one's.
+phase, per message, and the time until the last one was received. Meanwhile another project
+sends and claims one message at a time on its own queue through the Zaqar face: the p50 /
+p99 of that cycle. With `--base`, each count runs on that checkout's code first, then on
+this one's.
 
 Writes bench/results/long_polls.json and long_polls.md.
 """
