@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import uuid
 
 import httpx
@@ -18,8 +19,10 @@ from deadletter.engine.engine import Engine
 from deadletter.storage import open_store
 from deadletter.storage.postgres.on_loop import ready_now
 from tests.support.descriptors import SELECT_LIMIT, descriptors_taken
+from tests.support.polls import eventually
 
 ZAQAR = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "p"}
+BOTH = READY_R | READY_W
 
 
 @pytest.mark.postgres
@@ -71,3 +74,10 @@ def test_the_readiness_of_a_socket_past_descriptor_1023() -> None:
         mine.close()
         with pytest.raises(OSError):
             ready_now(fd, WAIT_R)
+        # A connection the other end reset: readable and writable, as `select` says
+        server = socket.create_server(("127.0.0.1", 0))
+        with server, socket.create_connection(server.getsockname()) as reset:
+            peer, _ = server.accept()
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            peer.close()
+            assert eventually(lambda: ready_now(reset.fileno(), WAIT_R | WAIT_W) == BOTH)

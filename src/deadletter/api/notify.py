@@ -72,7 +72,7 @@ class Notifier(EngineListener):
             loop.call_soon_threadsafe(event.set)
         for turn in turns:
             if turn is not None:
-                turn.loop.call_soon_threadsafe(turn.event.set)
+                turn.ring()
 
     def announcements(self, project: str, queue: str) -> int:
         """A count that moves whenever `queue` gets messages (and at times when another queue
@@ -139,7 +139,7 @@ class Notifier(EngineListener):
             with self._lock:
                 following = self._leave(key, tag, turn)
             if following is not None:
-                following.loop.call_soon_threadsafe(following.event.set)
+                following.ring()
 
     def _leave(self, key: Key, tag: str | None, turn: Turn) -> Turn | None:
         """`turn` out of line; the turn to wake for it, if any: the next not woken when more
@@ -154,12 +154,8 @@ class Notifier(EngineListener):
             del lines[tag]
             if not lines:
                 del self._lines[key]
-        if turn.took or turn.woken:
+        if turn.took or turn.woken or (was_first and line and not next(iter(line)).woken):
             return _wake_next(line)
-        head = next(iter(line), None)
-        if was_first and head is not None and not head.woken:
-            head.woken = True
-            return head
         return None
 
     @asynccontextmanager
@@ -206,6 +202,10 @@ class Turn:
         self.woken = False
         # A claim of this long poll took messages: more may be left for the next one.
         self.took = False
+
+    def ring(self) -> None:
+        """Reach this turn's wait, from any thread (`woken` is set under the lock first)."""
+        self.loop.call_soon_threadsafe(self.event.set)
 
     @property
     def first(self) -> bool:

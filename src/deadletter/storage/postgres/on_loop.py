@@ -272,10 +272,12 @@ def ready_now(fileno: int, state: int) -> int:
     events = polled[0][1] if polled else 0
     if events & select.POLLNVAL:  # as `select` says of a descriptor closed meanwhile
         raise OSError(errno.EBADF, "socket closed", fileno)
-    # A socket closed by the other end or broken reads as ready: the read then says why.
+    # As `select` reads them: a socket closed by the other end or broken is readable, and a
+    # broken one writable too; the read or write then says why.
     readable = events & (select.POLLIN | select.POLLHUP | select.POLLERR)
+    writable = events & (select.POLLOUT | select.POLLERR)
     return (READY_R if state & WAIT_R and readable else 0) | (
-        waiting.READY_W if events & select.POLLOUT else 0
+        waiting.READY_W if state & WAIT_W and writable else 0
     )
 
 
